@@ -1,0 +1,179 @@
+//! Reading JSON objects field by field, with errors that name the field and the fix.
+
+use serde_json::{Map, Value};
+
+/// A problem with one field; the parser turns it into a located [`CaseError`](super::CaseError).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError {
+    /// The field's path from the case root, like `turns[1].assertions[0].type`.
+    pub path: String,
+    /// What is wrong and what is expected.
+    pub message: String,
+}
+
+impl FieldError {
+    pub(crate) fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
+        FieldError {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// `parent.key`, or `key` at the root.
+pub(crate) fn join(parent: &str, key: &str) -> String {
+    if parent.is_empty() {
+        key.to_string()
+    } else {
+        format!("{parent}.{key}")
+    }
+}
+
+/// `parent[i]`.
+pub(crate) fn index(parent: &str, i: usize) -> String {
+    format!("{parent}[{i}]")
+}
+
+/// The closest known word, when it is close enough to be a likely typo.
+pub fn suggest<'a>(word: &str, known: &[&'a str]) -> Option<&'a str> {
+    known
+        .iter()
+        .map(|k| (strsim::damerau_levenshtein(word, k), *k))
+        .filter(|(d, k)| *d <= 2.max(k.len() / 3) && *d < k.len().max(word.len()))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+        .or_else(|| {
+            // A prefix or suffix ("assertion" for "assertions", "args" for "arguments").
+            known
+                .iter()
+                .copied()
+                .find(|k| word.len() >= 3 && (k.starts_with(word) || word.starts_with(k)))
+        })
+}
+
+/// Fails on the first key that is not in `known`, suggesting the closest known key.
+pub(crate) fn check_keys(
+    obj: &Map<String, Value>,
+    known: &[&str],
+    path: &str,
+    what: &str,
+) -> Result<(), FieldError> {
+    for key in obj.keys() {
+        if !known.contains(&key.as_str()) {
+            let hint = match suggest(key, known) {
+                Some(s) => format!("did you mean `{s}`?"),
+                None => format!("known keys are: {}", known.join(", ")),
+            };
+            return Err(FieldError::new(
+                join(path, key),
+                format!("unknown key `{key}` in {what}; {hint}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The JSON type name of a value, for messages.
+pub(crate) fn type_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// An optional string field.
+pub(crate) fn opt_str(
+    obj: &Map<String, Value>,
+    key: &str,
+    path: &str,
+) -> Result<Option<String>, FieldError> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(FieldError::new(
+            join(path, key),
+            format!("expected a string, found {}", type_of(other)),
+        )),
+    }
+}
+
+/// An optional boolean field.
+pub(crate) fn opt_bool(
+    obj: &Map<String, Value>,
+    key: &str,
+    path: &str,
+) -> Result<Option<bool>, FieldError> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(other) => Err(FieldError::new(
+            join(path, key),
+            format!("expected true or false, found {}", type_of(other)),
+        )),
+    }
+}
+
+/// An optional object field, returned as a JSON value.
+pub(crate) fn opt_object(
+    obj: &Map<String, Value>,
+    key: &str,
+    path: &str,
+) -> Result<Option<Value>, FieldError> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v @ Value::Object(_)) => Ok(Some(v.clone())),
+        Some(other) => Err(FieldError::new(
+            join(path, key),
+            format!("expected an object, found {}", type_of(other)),
+        )),
+    }
+}
+
+/// The 1-based column where `"key"` first appears as a key in the line, or 1.
+pub(crate) fn column_of_key(line: &str, key: &str) -> usize {
+    let needle = format!("\"{key}\"");
+    let mut from = 0;
+    while let Some(pos) = line[from..].find(&needle) {
+        let at = from + pos;
+        let after = line[at + needle.len()..].trim_start();
+        if after.starts_with(':') {
+            return line[..at].chars().count() + 1;
+        }
+        from = at + needle.len();
+    }
+    1
+}
+
+/// The last key named in a field path (`turns[1].assertions[0].type` gives `type`).
+pub(crate) fn last_key(path: &str) -> &str {
+    let tail = path.rsplit('.').next().unwrap_or(path);
+    tail.split('[').next().unwrap_or(tail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggests_near_misses() {
+        let known = ["assertions", "assert", "input", "turns"];
+        assert_eq!(suggest("assertion", &known), Some("assertions"));
+        assert_eq!(suggest("asert", &known), Some("assert"));
+        assert_eq!(suggest("imput", &known), Some("input"));
+        assert_eq!(suggest("zzzzzz", &known), None);
+    }
+
+    #[test]
+    fn finds_key_columns() {
+        let line = r#"{"id": "a", "input": "id", "assertion": {}}"#;
+        assert_eq!(column_of_key(line, "id"), 2);
+        assert_eq!(column_of_key(line, "assertion"), 29);
+        assert_eq!(column_of_key(line, "missing"), 1);
+        assert_eq!(last_key("turns[1].assertions[0].type"), "type");
+        assert_eq!(last_key("turns[1]"), "turns");
+    }
+}

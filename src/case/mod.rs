@@ -1,0 +1,9 @@
+//! Test cases: the model, and the parser that reads them from JSON Lines.
+
+pub(crate) mod fields;
+mod model;
+mod parse;
+
+pub use fields::FieldError;
+pub use model::{value_text, Case, Checkpoint, Input, Location, Message, Mode, Simulator, Turn};
+pub use parse::{parse_case, CaseError, CASE_KEYS};

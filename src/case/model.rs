@@ -1,0 +1,211 @@
+//! The case model: what one line of a suite file means once it has been read.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::assertion::Assertion;
+
+/// Where something sits in a suite file: `file:line:column`, 1-based.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    /// The suite file, as the user named it (relative to the working directory when possible).
+    pub file: Arc<PathBuf>,
+    /// 1-based line number.
+    pub line: usize,
+    /// 1-based column; 1 when the whole line is meant.
+    pub column: usize,
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}:{}", self.file.display(), self.line, self.column)
+    }
+}
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Message {
+    /// `user`, `assistant`, `system` or `tool`.
+    pub role: String,
+    /// The text (or, for structured agents, any JSON value).
+    #[serde(default)]
+    pub content: Value,
+    /// Tool calls an assistant message made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Value>,
+}
+
+impl Message {
+    /// A user message with text content.
+    pub fn user(text: impl Into<String>) -> Self {
+        Message {
+            role: "user".into(),
+            content: Value::String(text.into()),
+            tool_calls: None,
+        }
+    }
+
+    /// The content as text: strings as they are, other JSON as its compact text.
+    pub fn text(&self) -> String {
+        value_text(&self.content)
+    }
+}
+
+/// Text of a JSON value: a string as it is, anything else as compact JSON, null as "".
+pub fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// What the user says in one turn: one message, or a history that ends with the new one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Input {
+    /// The messages to append to the conversation; the last one is the new user message.
+    pub messages: Vec<Message>,
+}
+
+impl Input {
+    /// The new message's text (the last message of the input).
+    pub fn text(&self) -> String {
+        self.messages.last().map(Message::text).unwrap_or_default()
+    }
+}
+
+/// One scripted turn of a static multi-turn case.
+#[derive(Debug, Clone)]
+pub struct Turn {
+    /// What the user says.
+    pub input: Input,
+    /// Checked against this turn's reply.
+    pub assertions: Vec<Assertion>,
+    /// Per-turn options, merged over the case's `options`.
+    pub options: Option<Value>,
+    /// Attachments passed to the agent in the request's `attachments`.
+    pub attachments: Vec<Value>,
+}
+
+/// A checkpoint of a dynamic case.
+#[derive(Debug, Clone)]
+pub struct Checkpoint {
+    /// Unique within the case.
+    pub id: String,
+    /// Human-readable description.
+    pub description: Option<String>,
+    /// What must hold for the checkpoint to be reached.
+    pub assertions: Vec<Assertion>,
+    /// Checkpoints that must be reached first.
+    pub after: Vec<String>,
+    /// Whether the case needs it (default true).
+    pub required: bool,
+    /// A checkpoint that fails the case as soon as it matches.
+    pub forbidden: bool,
+}
+
+/// The user-simulator settings of a dynamic case, kept as written.
+#[derive(Debug, Clone)]
+pub struct Simulator {
+    /// `use`: a named simulator agent, or `"script"`.
+    pub use_: Option<String>,
+    /// The whole `simulator` object.
+    pub raw: Value,
+}
+
+/// How a case talks to the agent; the seed's mode table, with the invalid row unrepresentable.
+#[derive(Debug, Clone)]
+pub enum Mode {
+    /// One user message (or a history ending in one), one reply.
+    Single {
+        /// What is sent.
+        input: Input,
+        /// Checked against the reply.
+        assertions: Vec<Assertion>,
+    },
+    /// A fixed script of turns in one conversation.
+    Static {
+        /// The turns, in order.
+        turns: Vec<Turn>,
+        /// Checked against the last reply.
+        final_assertions: Vec<Assertion>,
+    },
+    /// A simulated user drives the conversation until every checkpoint is reached.
+    Dynamic {
+        /// The first message, when given.
+        input: Option<Input>,
+        /// Who plays the user.
+        simulator: Simulator,
+        /// What must be reached.
+        checkpoints: Vec<Checkpoint>,
+        /// Turn limit (default 20).
+        max_turns: u32,
+    },
+}
+
+impl Mode {
+    /// `single`, `static` or `dynamic`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Mode::Single { .. } => "single",
+            Mode::Static { .. } => "static",
+            Mode::Dynamic { .. } => "dynamic",
+        }
+    }
+}
+
+/// One test case: one line of a suite file.
+#[derive(Debug, Clone)]
+pub struct Case {
+    /// Unique within its file.
+    pub id: String,
+    /// Human-readable name.
+    pub name: Option<String>,
+    /// Listed as ignored when true.
+    pub skip: bool,
+    /// The case's deadline, when it sets one.
+    pub timeout: Option<Duration>,
+    /// A named agent to run against.
+    pub agent: Option<String>,
+    /// Passed to the agent as is.
+    pub options: Option<Value>,
+    /// Compared with `equals` when there are no assertions.
+    pub expected: Option<Value>,
+    /// Free-form labels.
+    pub tags: Vec<String>,
+    /// Yao's `user`, passed to the agent in the request's metadata.
+    pub user: Option<Value>,
+    /// Yao's `team`, passed to the agent in the request's metadata.
+    pub team: Option<Value>,
+    /// Passed to the agent in the request.
+    pub metadata: Option<Value>,
+    /// Hook run before the conversation.
+    pub before: Option<String>,
+    /// Hook run after the conversation whenever `before` ran.
+    pub after: Option<String>,
+    /// The conversation shape.
+    pub mode: Mode,
+    /// Where the case was written.
+    pub location: Location,
+    /// The line as written, given to hooks and scripts.
+    pub raw: Arc<Value>,
+}
+
+impl Case {
+    /// The display name: `name` when given, else the id.
+    pub fn display_name(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.id)
+    }
+
+    /// The number of turns the case scripts (dynamic cases: 0, they are open-ended).
+    pub fn scripted_turns(&self) -> usize {
+        match &self.mode {
+            Mode::Single { .. } => 1,
+            Mode::Static { turns, .. } => turns.len(),
+            Mode::Dynamic { .. } => 0,
+        }
+    }
+}

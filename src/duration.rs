@@ -1,0 +1,105 @@
+//! Durations as test files write them: `"30s"`, `"2m"`, `"1m30s"`, `"500ms"`, `"1h"`.
+
+use std::time::Duration;
+
+/// Parses a duration such as `"30s"`, `"2m"`, `"1m30s"`, `"250ms"` or `"1.5s"`.
+///
+/// A bare number is rejected: `"30"` could mean seconds or milliseconds, and a
+/// test file that guesses wrong waits a thousand times too long or too short.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let s = text.trim();
+    if s.is_empty() {
+        return Err("empty duration; write it like \"30s\", \"2m\" or \"500ms\"".into());
+    }
+    let mut total = 0f64;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        if num_len == 0 {
+            return Err(format!(
+                "invalid duration \"{text}\": expected a number before \"{rest}\"; write it like \"30s\", \"2m\" or \"500ms\""
+            ));
+        }
+        let number: f64 = rest[..num_len].parse().map_err(|_| {
+            format!("invalid duration \"{text}\": \"{}\" is not a number", &rest[..num_len])
+        })?;
+        rest = &rest[num_len..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let unit = &rest[..unit_len];
+        rest = &rest[unit_len..];
+        let scale = match unit {
+            "ms" => 0.001,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            "" => {
+                return Err(format!(
+                    "invalid duration \"{text}\": a unit is missing; write \"{text}s\" for seconds or \"{text}ms\" for milliseconds"
+                ))
+            }
+            other => {
+                return Err(format!(
+                    "invalid duration \"{text}\": unknown unit \"{other}\"; use ms, s, m or h"
+                ))
+            }
+        };
+        total += number * scale;
+    }
+    if !total.is_finite() || total > 365.0 * 24.0 * 3600.0 {
+        return Err(format!("invalid duration \"{text}\": too long"));
+    }
+    Ok(Duration::from_secs_f64(total))
+}
+
+/// Formats a duration the way test files write it (`"5m"`, `"30s"`, `"1.5s"`, `"250ms"`).
+pub fn format_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms == 0 {
+        return "0s".into();
+    }
+    if ms % 3_600_000 == 0 {
+        format!("{}h", ms / 3_600_000)
+    } else if ms % 60_000 == 0 {
+        format!("{}m", ms / 60_000)
+    } else if ms % 1000 == 0 {
+        format!("{}s", ms / 1000)
+    } else if ms < 1000 {
+        format!("{ms}ms")
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_forms_test_files_use() {
+        assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
+    }
+
+    #[test]
+    fn rejects_what_it_cannot_read() {
+        assert!(parse_duration("30").unwrap_err().contains("unit is missing"));
+        assert!(parse_duration("5 minutes").unwrap_err().contains("unknown unit"));
+        assert!(parse_duration("").unwrap_err().contains("empty"));
+        assert!(parse_duration("s").unwrap_err().contains("expected a number"));
+    }
+
+    #[test]
+    fn formats_round_trip() {
+        for s in ["5m", "30s", "250ms", "1h", "1.5s"] {
+            assert_eq!(format_duration(parse_duration(s).unwrap()), s);
+        }
+    }
+}

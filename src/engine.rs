@@ -1,0 +1,477 @@
+//! The engine: runs one loaded case against its agent and produces its report.
+//! The libtest harness and the `agentest` binary both drive it.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+
+use crate::agent::{Agent, AgentDef, Reply, Request, Session};
+use crate::assertion::{evaluate, Assertion, EvalEnv, Kind, Subject};
+use crate::case::{Case, Message, Mode};
+use crate::config::Config;
+use crate::duration::{format_duration, parse_duration};
+use crate::hooks::{HookFn, Hooks};
+use crate::report::{AssertionReport, CaseReport, Status, TurnReport};
+use crate::scripts::{ScriptFn, Scripts};
+use crate::suite::Loaded;
+
+/// The case timeout when neither the case, the command line nor the config sets one.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// How long an `after` hook may run once the case's own deadline has passed.
+const AFTER_HOOK_GRACE: Duration = Duration::from_secs(30);
+
+/// What the Rust builder registered: in-process agents, hooks and scripts.
+#[derive(Clone, Default)]
+pub(crate) struct Registry {
+    pub(crate) agents: HashMap<String, Arc<dyn Agent>>,
+    pub(crate) default_agent: Option<Arc<dyn Agent>>,
+    pub(crate) hooks: HashMap<String, HookFn>,
+    pub(crate) scripts: HashMap<String, ScriptFn>,
+}
+
+/// Run-wide choices: which agent, which timeout.
+#[derive(Clone, Default)]
+pub(crate) struct Settings {
+    /// `-n NAME` / the builder's choice, used by cases without `agent`.
+    pub(crate) agent_name: Option<String>,
+    /// `--timeout`, for cases without `timeout`.
+    pub(crate) timeout: Option<Duration>,
+}
+
+/// Everything that depends on one config file.
+struct Context {
+    config: Arc<Config>,
+    hooks: Hooks,
+    scripts: Scripts,
+    agents: Mutex<HashMap<Option<String>, Result<(AgentDef, String), String>>>,
+}
+
+/// Runs cases. Configs and agents are resolved once and shared by all cases.
+pub(crate) struct Engine {
+    registry: Registry,
+    settings: Settings,
+    contexts: Mutex<HashMap<PathBuf, Result<Arc<Context>, String>>>,
+}
+
+static SESSIONS: AtomicU64 = AtomicU64::new(0);
+
+impl Engine {
+    pub(crate) fn new(registry: Registry, settings: Settings) -> Self {
+        Engine {
+            registry,
+            settings,
+            contexts: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The config governing a suite file (searched from its directory upwards), cached per directory.
+    pub(crate) fn config_for(&self, file: &Path) -> Result<Arc<Config>, String> {
+        self.context(file).map(|c| c.config.clone())
+    }
+
+    fn context(&self, file: &Path) -> Result<Arc<Context>, String> {
+        let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
+        let mut map = self.contexts.lock().unwrap_or_else(|e| e.into_inner());
+        map.entry(dir.clone())
+            .or_insert_with(|| {
+                let config = Arc::new(Config::discover(&dir).map_err(|e| e.to_string())?);
+                Ok(Arc::new(Context {
+                    hooks: Hooks::new(config.clone(), self.registry.hooks.clone()),
+                    scripts: Scripts::new(config.clone(), self.registry.scripts.clone()),
+                    config,
+                    agents: Mutex::new(HashMap::new()),
+                }))
+            })
+            .clone()
+    }
+
+    /// The agent a case runs against, and its label for reports.
+    fn agent(&self, ctx: &Context, case_agent: Option<&str>) -> Result<(AgentDef, String), String> {
+        let name = case_agent.map(str::to_string).or_else(|| self.settings.agent_name.clone());
+        let mut cache = ctx.agents.lock().unwrap_or_else(|e| e.into_inner());
+        cache
+            .entry(name.clone())
+            .or_insert_with(|| {
+                let cfg = &ctx.config;
+                match &name {
+                    Some(n) => {
+                        if let Some(a) = self.registry.agents.get(n) {
+                            return Ok((AgentDef::InProcess(a.clone()), n.clone()));
+                        }
+                        match cfg.file.agents.get(n) {
+                            Some(a) => AgentDef::from_config(a, cfg, &format!("[agents.\"{n}\"]")).map(|d| (d, n.clone())),
+                            None => {
+                                let known: Vec<&str> = cfg
+                                    .file
+                                    .agents
+                                    .keys()
+                                    .map(String::as_str)
+                                    .chain(self.registry.agents.keys().map(String::as_str))
+                                    .collect();
+                                let hint = match crate::case::fields::suggest(n, &known) {
+                                    Some(s) => format!("; did you mean `{s}`?"),
+                                    None if known.is_empty() => String::new(),
+                                    None => format!("; known agents: {}", known.join(", ")),
+                                };
+                                Err(format!(
+                                    "agent `{n}` is not defined; add [agents.\"{n}\"] to {} or register it with Harness::agent{hint}",
+                                    cfg.describe()
+                                ))
+                            }
+                        }
+                    }
+                    None => {
+                        if let Some(a) = &self.registry.default_agent {
+                            return Ok((AgentDef::InProcess(a.clone()), "default".into()));
+                        }
+                        match &cfg.file.agent {
+                            Some(a) => AgentDef::from_config(a, cfg, "[agent]").map(|d| (d, "default".into())),
+                            None => Err(format!(
+                                "no agent to test: add an [agent] section to {} (type = \"process\" or \"http\"), pass -n NAME, or give the case an `agent`",
+                                cfg.describe()
+                            )),
+                        }
+                    }
+                }
+            })
+            .clone()
+    }
+
+    /// A description of the agent a run without a case-level choice uses, for headers.
+    pub(crate) fn describe_agent(&self, file: &Path) -> String {
+        match self.context(file).and_then(|ctx| self.agent(&ctx, None)) {
+            Ok((def, name)) => format!("{name} ({})", def.describe()),
+            Err(_) => self.settings.agent_name.clone().unwrap_or_else(|| "(none configured)".into()),
+        }
+    }
+
+    /// Runs one loaded case to its report. Never panics on bad input; every failure is a status.
+    pub(crate) async fn run(&self, loaded: &Loaded) -> CaseReport {
+        let started = Instant::now();
+        let case = match &loaded.entry {
+            Ok(c) => c,
+            Err(e) => return broken(loaded, e),
+        };
+        let mut report = CaseReport {
+            id: case.id.clone(),
+            name: case.display_name().to_string(),
+            suite: loaded.suite.clone(),
+            trial: loaded.trial.clone(),
+            status: Status::Passed,
+            mode: Some(case.mode.name().into()),
+            agent: None,
+            turns: Vec::new(),
+            final_assertions: Vec::new(),
+            total_turns: 0,
+            duration_ms: 0,
+            error: None,
+            location: case.location.to_string(),
+            tags: case.tags.clone(),
+        };
+        if let Some(reason) = skip_reason(case) {
+            report.status = Status::Skipped;
+            report.error = Some(reason);
+            return report;
+        }
+        self.run_case(case, loaded, &mut report).await;
+        report.total_turns = report.turns.len() as u32;
+        report.duration_ms = started.elapsed().as_millis() as u64;
+        report
+    }
+
+    async fn run_case(&self, case: &Case, loaded: &Loaded, report: &mut CaseReport) {
+        let ctx = match self.context(&loaded.file) {
+            Ok(c) => c,
+            Err(e) => return fail(report, Status::Error, e),
+        };
+        let (def, label) = match self.agent(&ctx, case.agent.as_deref()) {
+            Ok(a) => a,
+            Err(e) => return fail(report, Status::Error, e),
+        };
+        report.agent = Some(label);
+        let timeout = match self.timeout(case, &ctx.config) {
+            Ok(t) => t,
+            Err(e) => return fail(report, Status::Error, e),
+        };
+        let deadline = tokio::time::Instant::now() + timeout;
+        let raw = case.raw.as_ref();
+
+        if let Some(hook) = &case.before {
+            if let Err(e) = ctx.hooks.run(hook, raw, deadline).await {
+                return fail(report, Status::Error, format!("before hook: {e}"));
+            }
+        }
+
+        let conversation = async {
+            let mut session = def.start().await?;
+            let result = converse(case, &mut session, &ctx, deadline, report).await;
+            session.close().await;
+            result
+        };
+        match tokio::time::timeout_at(deadline, conversation).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => fail(report, Status::Error, e),
+            Err(_) => fail(report, Status::Timeout, format!("timeout after {}", format_duration(timeout))),
+        }
+
+        if let Some(hook) = &case.after {
+            let grace = tokio::time::Instant::now() + AFTER_HOOK_GRACE.min(timeout);
+            if let Err(e) = ctx.hooks.run(hook, raw, deadline.max(grace)).await {
+                let msg = format!("after hook: {e}");
+                match report.status {
+                    Status::Passed => fail(report, Status::Error, msg),
+                    _ => {
+                        let prev = report.error.take().unwrap_or_default();
+                        report.error = Some(format!("{prev}\n{msg}").trim().to_string());
+                    }
+                }
+            }
+        }
+    }
+
+    fn timeout(&self, case: &Case, config: &Config) -> Result<Duration, String> {
+        if let Some(t) = case.timeout.or(self.settings.timeout) {
+            return Ok(t);
+        }
+        match &config.file.run.timeout {
+            Some(t) => parse_duration(t).map_err(|e| format!("[run].timeout in {}: {e}", config.describe())),
+            None => Ok(DEFAULT_TIMEOUT),
+        }
+    }
+}
+
+fn fail(report: &mut CaseReport, status: Status, message: String) {
+    report.status = status;
+    report.error = Some(message);
+}
+
+/// The record of a line that did not load.
+pub(crate) fn broken(loaded: &Loaded, e: &crate::case::CaseError) -> CaseReport {
+    CaseReport {
+        id: e.id.clone().unwrap_or_else(|| loaded.trial.rsplit("::").next().unwrap_or_default().to_string()),
+        name: e.id.clone().unwrap_or_else(|| loaded.trial.clone()),
+        suite: loaded.suite.clone(),
+        trial: loaded.trial.clone(),
+        status: Status::Error,
+        mode: None,
+        agent: None,
+        turns: Vec::new(),
+        final_assertions: Vec::new(),
+        total_turns: 0,
+        duration_ms: 0,
+        error: Some(e.to_string()),
+        location: e.location.to_string(),
+        tags: Vec::new(),
+    }
+}
+
+/// Why a case cannot run in this version, when it cannot.
+pub(crate) fn skip_reason(case: &Case) -> Option<String> {
+    if case.skip {
+        return Some("skip: true in the case".into());
+    }
+    match &case.mode {
+        Mode::Dynamic { .. } => Some(
+            "dynamic mode (simulator + checkpoints) is parsed and validated, but this version cannot run the simulator loop yet".into(),
+        ),
+        Mode::Single { assertions, .. } if assertions.iter().any(Assertion::needs_model) => Some(judge_reason()),
+        Mode::Static { turns, final_assertions } => {
+            let judges = turns.iter().flat_map(|t| &t.assertions).chain(final_assertions).any(Assertion::needs_model);
+            judges.then(judge_reason)
+        }
+        _ => None,
+    }
+}
+
+fn judge_reason() -> String {
+    "the case uses a model judge (`agent` / `llm_judge` assertion), which this version cannot run yet".into()
+}
+
+/// Shallow merge of the case's options with a turn's.
+fn merged_options(case: &Option<Value>, turn: &Option<Value>) -> Value {
+    match (case, turn) {
+        (Some(Value::Object(a)), Some(Value::Object(b))) => {
+            let mut m = a.clone();
+            for (k, v) in b {
+                m.insert(k.clone(), v.clone());
+            }
+            Value::Object(m)
+        }
+        (_, Some(t)) => t.clone(),
+        (Some(c), None) => c.clone(),
+        (None, None) => Value::Object(Map::new()),
+    }
+}
+
+fn request_metadata(case: &Case) -> Value {
+    let mut m = match &case.metadata {
+        Some(Value::Object(m)) => m.clone(),
+        _ => Map::new(),
+    };
+    if let Some(u) = &case.user {
+        m.insert("user".into(), u.clone());
+    }
+    if let Some(t) = &case.team {
+        m.insert("team".into(), t.clone());
+    }
+    Value::Object(m)
+}
+
+/// The scripted conversation of single and static cases.
+async fn converse(
+    case: &Case,
+    session: &mut Session,
+    ctx: &Context,
+    deadline: tokio::time::Instant,
+    report: &mut CaseReport,
+) -> Result<(), String> {
+    let session_id = format!("agentest-{}-{}", std::process::id(), SESSIONS.fetch_add(1, Ordering::Relaxed));
+    let metadata = request_metadata(case);
+    let env = EvalEnv {
+        scripts: &ctx.scripts,
+        metadata: &metadata,
+        deadline,
+    };
+    let mut history: Vec<Message> = Vec::new();
+    let expected_check;
+    let steps: Vec<(&crate::case::Input, &[Assertion], Value, &[Value])> = match &case.mode {
+        Mode::Single { input, assertions } => {
+            let list: &[Assertion] = if assertions.is_empty() {
+                expected_check = case.expected.as_ref().map(|v| Assertion {
+                    kind: Kind::Equals { value: v.clone() },
+                    negate: false,
+                    message: None,
+                    raw: serde_json::json!({"type": "equals", "value": v}),
+                });
+                expected_check.as_slice()
+            } else {
+                assertions
+            };
+            vec![(input, list, merged_options(&case.options, &None), &[])]
+        }
+        Mode::Static { turns, .. } => turns
+            .iter()
+            .map(|t| (&t.input, t.assertions.as_slice(), merged_options(&case.options, &t.options), t.attachments.as_slice()))
+            .collect(),
+        Mode::Dynamic { .. } => unreachable!("dynamic cases are skipped before they run"),
+    };
+    let mut last_reply: Option<Reply> = None;
+    for (i, (input, assertions, options, attachments)) in steps.into_iter().enumerate() {
+        let turn = i as u32 + 1;
+        history.extend(input.messages.iter().cloned());
+        let request = Request {
+            session_id: session_id.clone(),
+            test_id: case.id.clone(),
+            turn,
+            input: input.text(),
+            messages: history.clone(),
+            options,
+            metadata: metadata.clone(),
+            attachments: attachments.to_vec(),
+        };
+        let sent = Instant::now();
+        let reply = session.send(&request).await;
+        let duration_ms = sent.elapsed().as_millis() as u64;
+        let reply = match reply {
+            Ok(r) => r,
+            Err(e) => {
+                report.turns.push(TurnReport {
+                    turn,
+                    input: request.input,
+                    input_source: "static".into(),
+                    output: Value::Null,
+                    tool_calls: Vec::new(),
+                    awaiting_input: false,
+                    data: None,
+                    assertions: Vec::new(),
+                    duration_ms,
+                    usage: None,
+                    error: Some(e.clone()),
+                });
+                return Err(format!("turn {turn}: {e}"));
+            }
+        };
+        history.push(reply.to_message());
+        let subject = Subject {
+            reply: &reply,
+            input: &request.input,
+            conversation: &history,
+        };
+        let (verdicts, broken) = check_all(assertions, subject, &env).await;
+        let turn_report = TurnReport {
+            turn,
+            input: request.input.clone(),
+            input_source: "static".into(),
+            output: reply.output_value(),
+            tool_calls: reply.tool_calls.clone(),
+            awaiting_input: reply.awaiting_input.unwrap_or(false),
+            data: reply.data.clone(),
+            assertions: verdicts,
+            duration_ms,
+            usage: reply.usage,
+            error: broken.clone(),
+        };
+        let first_failure = turn_report.assertions.iter().find(|a| !a.passed).map(|a| {
+            format!("turn {turn}: {}: {}", a.label, a.message.as_deref().unwrap_or("failed"))
+        });
+        report.turns.push(turn_report);
+        if let Some(e) = broken {
+            return Err(format!("turn {turn}: {e}"));
+        }
+        if let Some(f) = first_failure {
+            report.status = Status::Failed;
+            report.error = Some(f);
+            return Ok(());
+        }
+        last_reply = Some(reply);
+    }
+    if let (Mode::Static { final_assertions, .. }, Some(reply)) = (&case.mode, &last_reply) {
+        let input = report.turns.last().map(|t| t.input.clone()).unwrap_or_default();
+        let subject = Subject { reply, input: &input, conversation: &history };
+        let (verdicts, broken) = check_all(final_assertions, subject, &env).await;
+        let first_failure = verdicts
+            .iter()
+            .find(|a| !a.passed)
+            .map(|a| format!("final assertions: {}: {}", a.label, a.message.as_deref().unwrap_or("failed")));
+        report.final_assertions = verdicts;
+        if let Some(e) = broken {
+            return Err(format!("final assertions: {e}"));
+        }
+        if let Some(f) = first_failure {
+            report.status = Status::Failed;
+            report.error = Some(f);
+        }
+    }
+    Ok(())
+}
+
+/// Evaluates every assertion (all of them, so the report shows each verdict).
+/// The second value is set when one could not be evaluated.
+async fn check_all(list: &[Assertion], subject: Subject<'_>, env: &EvalEnv<'_>) -> (Vec<AssertionReport>, Option<String>) {
+    let mut out = Vec::with_capacity(list.len());
+    let mut broken = None;
+    for a in list {
+        let spec = match &a.raw {
+            Value::Object(m) => m.clone(),
+            _ => Map::new(),
+        };
+        match evaluate(a, subject, env).await {
+            Ok(v) => out.push(AssertionReport { spec, passed: v.passed, label: v.label, message: v.detail }),
+            Err(e) => {
+                out.push(AssertionReport {
+                    spec,
+                    passed: false,
+                    label: a.type_name().to_string(),
+                    message: Some(e.clone()),
+                });
+                broken.get_or_insert(e);
+            }
+        }
+    }
+    (out, broken)
+}

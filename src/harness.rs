@@ -1,0 +1,252 @@
+//! The libtest harness: every case becomes a libtest-mimic trial, so `cargo test`,
+//! filters, `--list`, `--exact`, `--ignored`, `--format json` and nextest work as usual.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use serde_json::Value;
+
+use crate::agent::Agent;
+use crate::config::Config;
+use crate::engine::{skip_reason, Engine, Registry, Settings};
+use crate::report::{failure_message, CaseReport, JsonlWriter, Status, Summary};
+use crate::scripts::Check;
+use crate::suite::{discover, file_for_trial, load_file, Loaded, SEPARATOR};
+
+/// Cases in flight when neither `--test-threads`, `RUST_TEST_THREADS` nor `[run] concurrency`
+/// says otherwise. Agent calls wait on the network, not the CPU, so this is well above
+/// the core count.
+pub const DEFAULT_CONCURRENCY: usize = 32;
+
+/// The shared async runtime: one for every trial of the process, so connection pools
+/// and the process reaper are shared.
+pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("agentest")
+            .enable_all()
+            .build()
+            .expect("failed to start the async runtime")
+    })
+}
+
+/// Builds and runs the test harness for a suites root.
+///
+/// ```no_run
+/// // tests/agent_tests.rs, with `[[test]] name = "agent_tests" harness = false`
+/// fn main() -> std::process::ExitCode {
+///     agentest::Harness::new(concat!(env!("CARGO_MANIFEST_DIR"), "/agent-tests")).run()
+/// }
+/// ```
+pub struct Harness {
+    root: PathBuf,
+    registry: Registry,
+    agent_name: Option<String>,
+}
+
+impl Harness {
+    /// A harness for the suites under `root` (usually `<crate>/agent-tests`).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Harness {
+            root: root.into(),
+            registry: Registry::default(),
+            agent_name: None,
+        }
+    }
+
+    /// Registers an in-process agent under `name`, for cases with `"agent": name`
+    /// (and for [`Harness::use_agent`]). It shadows a config agent of the same name.
+    pub fn agent(mut self, name: impl Into<String>, agent: impl Agent) -> Self {
+        self.registry.agents.insert(name.into(), Arc::new(agent));
+        self
+    }
+
+    /// Registers the in-process agent used by cases that name none, in place of `[agent]`.
+    pub fn default_agent(mut self, agent: impl Agent) -> Self {
+        self.registry.default_agent = Some(Arc::new(agent));
+        self
+    }
+
+    /// Runs cases that name no agent against the named one (what `-n NAME` does for the
+    /// binary). The `AGENTEST_AGENT` environment variable overrides it.
+    pub fn use_agent(mut self, name: impl Into<String>) -> Self {
+        self.agent_name = Some(name.into());
+        self
+    }
+
+    /// Registers a `before` / `after` hook; it receives the case as JSON.
+    pub fn hook(mut self, name: impl Into<String>, f: impl Fn(&Value) -> Result<(), String> + Send + Sync + 'static) -> Self {
+        self.registry.hooks.insert(name.into(), Arc::new(f));
+        self
+    }
+
+    /// Registers a script for `script` assertions (`use: "scripts:NAME"`); it receives
+    /// `{output, input, response, conversation, value, metadata}`.
+    pub fn script(mut self, name: impl Into<String>, f: impl Fn(&Value) -> Result<Check, String> + Send + Sync + 'static) -> Self {
+        self.registry.scripts.insert(name.into(), Arc::new(f));
+        self
+    }
+
+    /// Parses the process's libtest arguments and runs. Returns the exit code.
+    pub fn run(self) -> ExitCode {
+        self.run_with_args(Arguments::from_args())
+    }
+
+    /// Runs with the given arguments.
+    pub fn run_with_args(self, mut args: Arguments) -> ExitCode {
+        let root = self.root.clone();
+        let loaded = match load(&root, &args) {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        let root_config = Config::discover(&root).ok();
+        if args.test_threads.is_none() {
+            args.test_threads = std::env::var("RUST_TEST_THREADS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .or_else(|| root_config.as_ref().and_then(|c| c.file.run.concurrency))
+                .or(Some(DEFAULT_CONCURRENCY))
+                .map(|n: usize| n.max(1));
+        }
+        let agent_name = std::env::var("AGENTEST_AGENT").ok().filter(|s| !s.is_empty()).or(self.agent_name);
+        let engine = Arc::new(Engine::new(self.registry, Settings { agent_name, timeout: None }));
+
+        let under_nextest = std::env::var_os("NEXTEST_EXECUTION_MODE").is_some() || std::env::var_os("NEXTEST").is_some();
+        let writer = if args.list {
+            None
+        } else {
+            match report_path(root_config.as_ref()) {
+                Some(path) => match JsonlWriter::open(&path, !under_nextest) {
+                    Ok(w) => Some(Arc::new(w)),
+                    Err(e) => {
+                        eprintln!("error: failed to open the report {}: {e}", path.display());
+                        return ExitCode::from(2);
+                    }
+                },
+                None => None,
+            }
+        };
+        let summary = Arc::new(Mutex::new(Summary::new()));
+        let ran = Arc::new(Mutex::new(HashSet::new()));
+        let started = std::time::Instant::now();
+
+        let mut flagged_skips = Vec::new();
+        let trials: Vec<Trial> = loaded
+            .into_iter()
+            .map(|l| {
+                let skip_flag = matches!(&l.entry, Ok(c) if c.skip);
+                let name = l.trial.clone();
+                let l = Arc::new(l);
+                if skip_flag {
+                    flagged_skips.push(l.clone());
+                }
+                let (engine, writer, summary, ran) = (engine.clone(), writer.clone(), summary.clone(), ran.clone());
+                Trial::ignorable_test(name, move || {
+                    let report = runtime().block_on(engine.run(&l));
+                    ran.lock().unwrap_or_else(|e| e.into_inner()).insert(l.trial.clone());
+                    record(&report, writer.as_deref(), &summary);
+                    outcome(&report)
+                })
+                .with_ignored_flag(skip_flag)
+            })
+            .collect();
+
+        let conclusion = libtest_mimic::run(&args, trials);
+
+        if let Some(w) = &writer {
+            // Cases listed as ignored were never run, but the report still holds them.
+            let ran = ran.lock().unwrap_or_else(|e| e.into_inner());
+            for l in flagged_skips {
+                let probe = Trial::test(l.trial.clone(), || Ok(()));
+                if ran.contains(&l.trial) || args.is_filtered_out(&probe) {
+                    continue;
+                }
+                if let Ok(case) = &l.entry {
+                    let report = skipped(&l, case);
+                    record(&report, Some(w), &summary);
+                }
+            }
+            if !under_nextest {
+                let mut s = summary.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                s.duration_ms = started.elapsed().as_millis() as u64;
+                if let Err(e) = w.write_summary(&s) {
+                    eprintln!("warning: failed to write the report summary to {}: {e}", w.path().display());
+                }
+            }
+        }
+        conclusion.exit_code()
+    }
+}
+
+fn record(report: &CaseReport, writer: Option<&JsonlWriter>, summary: &Mutex<Summary>) {
+    summary.lock().unwrap_or_else(|e| e.into_inner()).add(report);
+    if let Some(w) = writer {
+        if let Err(e) = w.write_case(report) {
+            eprintln!("warning: failed to write {} to the report {}: {e}", report.trial, w.path().display());
+        }
+    }
+}
+
+fn outcome(report: &CaseReport) -> Result<Completion, Failed> {
+    match report.status {
+        Status::Passed => Ok(Completion::Completed),
+        Status::Skipped => Ok(Completion::ignored_with(report.error.clone().unwrap_or_default())),
+        _ => Err(failure_message(report).into()),
+    }
+}
+
+fn skipped(l: &Loaded, case: &crate::case::Case) -> CaseReport {
+    CaseReport {
+        id: case.id.clone(),
+        name: case.display_name().to_string(),
+        suite: l.suite.clone(),
+        trial: l.trial.clone(),
+        status: Status::Skipped,
+        mode: Some(case.mode.name().into()),
+        agent: None,
+        turns: Vec::new(),
+        final_assertions: Vec::new(),
+        total_turns: 0,
+        duration_ms: 0,
+        error: skip_reason(case),
+        location: case.location.to_string(),
+        tags: case.tags.clone(),
+    }
+}
+
+/// `AGENTEST_REPORT` (relative to the working directory), else `[run] report` (relative to the config).
+fn report_path(config: Option<&Config>) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("AGENTEST_REPORT").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    let c = config?;
+    c.file.run.report.as_ref().map(|r| c.dir.join(r))
+}
+
+/// Loads the cases the arguments need. With `--exact SUITE::ID` (nextest runs each
+/// test this way) only that suite's file is opened.
+fn load(root: &Path, args: &Arguments) -> Result<Vec<Loaded>, String> {
+    if args.exact {
+        if let Some(file) = args.filter.as_deref().filter(|f| f.contains(SEPARATOR)).and_then(|f| file_for_trial(root, f)) {
+            return Ok(load_file(root, &file));
+        }
+    }
+    let files = discover(root).map_err(|e| e.to_string())?;
+    let mut loaded: Vec<Loaded> = files.iter().flat_map(|f| load_file(root, f)).collect();
+    if loaded.is_empty() {
+        return Err(format!(
+            "no test cases found under {}: add a suite such as `smoke.jsonl` with a line like {{\"id\": \"T001\", \"input\": \"Hello\", \"assert\": {{\"type\": \"contains\", \"value\": \"Hello\"}}}}",
+            root.display()
+        ));
+    }
+    loaded.sort_by(|a, b| a.trial.cmp(&b.trial));
+    Ok(loaded)
+}

@@ -1,0 +1,75 @@
+//! # agentest
+//!
+//! Conversation tests for AI agents that run as ordinary Rust tests.
+//!
+//! Cases are JSON Lines under `agent-tests/`; each line is a single turn, a static
+//! multi-turn script or a dynamic conversation. The [`Harness`] turns every case into a
+//! libtest trial (through libtest-mimic), so `cargo test`, name filters, `--list`,
+//! `--exact`, `--ignored`, `--format json` and `cargo nextest run` behave as Rust users
+//! expect. The `agentest` binary runs the same engine for agents written in any language.
+//!
+//! ```no_run
+//! // tests/agent_tests.rs, declared in Cargo.toml with
+//! // [[test]] name = "agent_tests" harness = false
+//! agentest::main!();
+//! ```
+//!
+//! Trials are named `<suite>::<id>`, where the suite is the file's path under the suites
+//! root without `.jsonl` (`billing/refunds::T001`). A line that cannot be read becomes a
+//! failing trial (named by its id, or `<suite>::line-N`) whose message gives
+//! `file:line:column`, the field and the fix; every other case still runs.
+//!
+//! ## Agents
+//! Configured in `agentest.toml` (the suite's directory or its nearest ancestor): a child
+//! process speaking JSON lines (`type = "process"`), an HTTP endpoint (`type = "http"`),
+//! or an in-process [`Agent`] registered with [`Harness::agent`] / [`Harness::default_agent`].
+//! Every kind receives the same [`Request`] and answers a [`Reply`].
+//!
+//! ## Known limitations
+//! - Dynamic cases (`simulator` + `checkpoints`) and model-judged assertions (`agent`,
+//!   `llm_judge`) are parsed and validated, but reported as ignored: the simulator loop
+//!   and judges are not built yet.
+//! - libtest-mimic captures no output: everything about a failure is in the trial's
+//!   failure message, and nothing of agentest's own is printed on stdout.
+//! - Under nextest each case runs in its own process, so a JSONL report collects case
+//!   records but no summary line, and cases listed as ignored leave no record.
+
+#![warn(missing_docs)]
+
+pub mod agent;
+pub mod assertion;
+pub mod case;
+mod cli;
+mod command;
+pub mod config;
+mod console;
+pub mod duration;
+mod engine;
+mod harness;
+pub mod hooks;
+pub mod report;
+pub mod scripts;
+pub mod suite;
+
+pub use agent::{Agent, Reply, Request, ToolCall};
+pub use cli::main as cli_main;
+pub use harness::{Harness, DEFAULT_CONCURRENCY};
+pub use scripts::Check;
+
+/// Expands to a `main` that runs the harness on `<crate>/agent-tests`, or on the given
+/// directory relative to the crate.
+///
+/// ```no_run
+/// agentest::main!();
+/// ```
+#[macro_export]
+macro_rules! main {
+    () => {
+        $crate::main!("agent-tests");
+    };
+    ($dir:literal) => {
+        fn main() -> ::std::process::ExitCode {
+            $crate::Harness::new(concat!(env!("CARGO_MANIFEST_DIR"), "/", $dir)).run()
+        }
+    };
+}

@@ -1,0 +1,193 @@
+//! Results: what a case run produced, and the writers that record it.
+
+mod jsonl;
+mod text;
+
+pub use jsonl::JsonlWriter;
+pub use text::failure_message;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::agent::{ToolCall, Usage};
+
+/// How a case ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Every check held.
+    Passed,
+    /// A check failed.
+    Failed,
+    /// The case could not run properly: bad input, agent error, broken hook or script.
+    Error,
+    /// Not run, with a reason.
+    Skipped,
+    /// The case's deadline passed.
+    Timeout,
+}
+
+impl Status {
+    /// Upper-case label for consoles.
+    pub fn label(self) -> &'static str {
+        match self {
+            Status::Passed => "PASSED",
+            Status::Failed => "FAILED",
+            Status::Error => "ERROR",
+            Status::Skipped => "SKIPPED",
+            Status::Timeout => "TIMEOUT",
+        }
+    }
+}
+
+/// One assertion's verdict: the assertion as written, plus `passed` and `message`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AssertionReport {
+    /// The assertion as written (`type`, `value`, ...).
+    #[serde(flatten)]
+    pub spec: Map<String, Value>,
+    /// Whether it held.
+    pub passed: bool,
+    /// A short description (`contains "x"`).
+    #[serde(default)]
+    pub label: String,
+    /// Why it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// One turn of a conversation.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TurnReport {
+    /// 1-based.
+    pub turn: u32,
+    /// The user message's text.
+    pub input: String,
+    /// Where the input came from: `initial`, `static`, `simulated` or `human`.
+    pub input_source: String,
+    /// The reply (text, or the JSON an agent answered).
+    pub output: Value,
+    /// Tools the agent called.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// Whether the agent waits for the user.
+    pub awaiting_input: bool,
+    /// The agent's structured data, when it sent some.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    /// Verdicts for this turn.
+    #[serde(default)]
+    pub assertions: Vec<AssertionReport>,
+    /// How long the agent took.
+    pub duration_ms: u64,
+    /// Token usage the agent reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// What went wrong in this turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl TurnReport {
+    /// True when every assertion held and there was no error.
+    pub fn ok(&self) -> bool {
+        self.error.is_none() && self.assertions.iter().all(|a| a.passed)
+    }
+}
+
+/// One case's record, as written to the JSONL report.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CaseReport {
+    /// The case id (for a line that failed to load without one, `line-N`).
+    pub id: String,
+    /// The case name, else the id.
+    pub name: String,
+    /// The suite (`billing/refunds`).
+    pub suite: String,
+    /// The trial name (`billing/refunds::T001`).
+    pub trial: String,
+    /// How it ended.
+    pub status: Status,
+    /// `single`, `static`, `dynamic`, or absent when the case did not load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// The agent it ran against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// The conversation.
+    #[serde(default)]
+    pub turns: Vec<TurnReport>,
+    /// Verdicts on the last reply.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub final_assertions: Vec<AssertionReport>,
+    /// Number of turns run.
+    pub total_turns: u32,
+    /// Wall time of the whole case, hooks included.
+    pub duration_ms: u64,
+    /// Why the case did not pass (failure summary, error or skip reason).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// `file:line:column` of the case.
+    pub location: String,
+    /// Free-form labels from the case.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+}
+
+/// Counts over a run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Summary {
+    /// Always `"summary"`, so the line can be told from case records.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Cases reported.
+    pub total: u64,
+    /// Passed.
+    pub passed: u64,
+    /// Failed, timeouts included.
+    pub failed: u64,
+    /// Errors (load errors included).
+    pub errors: u64,
+    /// Skipped.
+    pub skipped: u64,
+    /// Of the failed, how many timed out.
+    pub timeouts: u64,
+    /// Turns run over all cases.
+    pub total_turns: u64,
+    /// Wall time of the run.
+    pub duration_ms: u64,
+    /// Whether the run stopped early (`--fail-fast`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stopped_early: bool,
+}
+
+impl Summary {
+    /// An empty summary.
+    pub fn new() -> Self {
+        Summary {
+            kind: "summary".into(),
+            ..Summary::default()
+        }
+    }
+
+    /// Counts one case.
+    pub fn add(&mut self, r: &CaseReport) {
+        self.total += 1;
+        self.total_turns += u64::from(r.total_turns);
+        match r.status {
+            Status::Passed => self.passed += 1,
+            Status::Failed => self.failed += 1,
+            Status::Timeout => {
+                self.failed += 1;
+                self.timeouts += 1
+            }
+            Status::Error => self.errors += 1,
+            Status::Skipped => self.skipped += 1,
+        }
+    }
+
+    /// True when nothing failed or errored.
+    pub fn ok(&self) -> bool {
+        self.failed == 0 && self.errors == 0
+    }
+}

@@ -1,0 +1,206 @@
+//! Suites: `*.jsonl` files under a suites root, each line a case, each case a trial
+//! named `<suite path without .jsonl>::<id>`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::case::{parse_case, Case, CaseError, Location};
+
+/// The separator between suite and case id in trial names.
+pub const SEPARATOR: &str = "::";
+
+/// One line of a suite, read: a case, or the error that stopped it.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The suite name (`billing/refunds`).
+    pub suite: String,
+    /// The trial name (`billing/refunds::T001`, or `billing/refunds::line-7` without a usable id).
+    pub trial: String,
+    /// The suite file.
+    pub file: PathBuf,
+    /// The case, or why it could not be read.
+    pub entry: Result<Case, CaseError>,
+}
+
+/// A suites root that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SuiteError {
+    /// The root does not exist or is not a directory.
+    #[error("failed to find the suites root {path}: {reason}")]
+    Root {
+        /// The root.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// A directory under the root could not be listed.
+    #[error("failed to list {path}: {source}")]
+    List {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// Finds every `*.jsonl` under `root`, sorted. Hidden directories (`.cassettes`) and
+/// golden-file folders (`*.golden`) are not searched.
+pub fn discover(root: &Path) -> Result<Vec<PathBuf>, SuiteError> {
+    if !root.is_dir() {
+        return Err(SuiteError::Root {
+            path: root.to_path_buf(),
+            reason: if root.exists() {
+                "it is not a directory".into()
+            } else {
+                "it does not exist; create it and add a suite such as `agent-tests/smoke.jsonl`".into()
+            },
+        });
+    }
+    let mut found = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let entries = std::fs::read_dir(&dir).map_err(|source| SuiteError::List { path: dir.clone(), source })?;
+        for entry in entries {
+            let entry = entry.map_err(|source| SuiteError::List { path: dir.clone(), source })?;
+            let path = entry.path();
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with('.') {
+                continue;
+            }
+            let is_dir = entry.file_type().map(|t| t.is_dir()).unwrap_or(false) || path.is_dir();
+            if is_dir {
+                if !name.ends_with(".golden") {
+                    stack.push(path);
+                }
+            } else if name.ends_with(".jsonl") {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// The suite name of a file: its path under `root` without `.jsonl`, `/`-separated.
+pub fn suite_name(root: &Path, file: &Path) -> String {
+    let rel = file.strip_prefix(root).unwrap_or(file);
+    let s = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/");
+    s.strip_suffix(".jsonl").map(str::to_string).unwrap_or(s)
+}
+
+/// The suite file a trial name points at (for nextest's `--exact NAME`): `root/<suite>.jsonl`.
+pub fn file_for_trial(root: &Path, trial: &str) -> Option<PathBuf> {
+    let (suite, _) = trial.rsplit_once(SEPARATOR)?;
+    if suite.is_empty() || suite.split('/').any(|p| p.is_empty() || p == "." || p == "..") {
+        return None;
+    }
+    let path = root.join(format!("{suite}.jsonl"));
+    path.is_file().then_some(path)
+}
+
+/// A path shown to users: relative to the working directory when it is under it.
+pub fn display_path(path: &Path) -> PathBuf {
+    std::env::current_dir()
+        .ok()
+        .and_then(|cwd| path.strip_prefix(&cwd).ok().map(Path::to_path_buf))
+        .unwrap_or_else(|| path.to_path_buf())
+}
+
+/// Reads one suite file. Never fails: an unreadable file is one broken entry, a bad
+/// line is a broken entry, and every other line still loads.
+pub fn load_file(root: &Path, file: &Path) -> Vec<Loaded> {
+    let suite = suite_name(root, file);
+    let shown = Arc::new(display_path(file));
+    match std::fs::read_to_string(file) {
+        Ok(text) => parse_suite(&suite, file, shown, &text),
+        Err(e) => vec![Loaded {
+            trial: format!("{suite}{SEPARATOR}unreadable-file"),
+            suite,
+            file: file.to_path_buf(),
+            entry: Err(CaseError {
+                location: Location { file: shown, line: 1, column: 1 },
+                id: None,
+                field: None,
+                message: format!("failed to read the suite file: {e}"),
+            }),
+        }],
+    }
+}
+
+/// Parses the text of one suite.
+pub fn parse_suite(suite: &str, file: &Path, shown: Arc<PathBuf>, text: &str) -> Vec<Loaded> {
+    let mut out = Vec::new();
+    let mut first_line: HashMap<String, usize> = HashMap::new();
+    for (i, line) in text.lines().enumerate() {
+        let n = i + 1;
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with("//") {
+            continue;
+        }
+        let location = Location { file: shown.clone(), line: n, column: 1 };
+        let mut entry = parse_case(line, location.clone());
+        let id = match &entry {
+            Ok(c) => Some(c.id.clone()),
+            Err(e) => e.id.clone(),
+        };
+        let mut name_id = id.clone();
+        if let Some(id) = &id {
+            if let Some(first) = first_line.get(id) {
+                entry = Err(CaseError {
+                    location: Location { column: crate::case::fields::column_of_key(line, "id"), ..location },
+                    id: Some(id.clone()),
+                    field: Some("id".into()),
+                    message: format!("duplicate id \"{id}\" (first used on line {first}); ids must be unique within a file"),
+                });
+                name_id = None;
+            } else {
+                first_line.insert(id.clone(), n);
+            }
+        }
+        let trial = match name_id {
+            Some(id) => format!("{suite}{SEPARATOR}{id}"),
+            None => format!("{suite}{SEPARATOR}line-{n}"),
+        };
+        out.push(Loaded { suite: suite.to_string(), trial, file: file.to_path_buf(), entry });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(text: &str) -> Vec<(String, bool)> {
+        parse_suite("s", Path::new("s.jsonl"), Arc::new(PathBuf::from("s.jsonl")), text)
+            .into_iter()
+            .map(|l| (l.trial, l.entry.is_ok()))
+            .collect()
+    }
+
+    #[test]
+    fn bad_lines_become_named_broken_entries_and_others_still_load() {
+        let text = "{\"id\":\"a\",\"input\":\"x\"}\n\n// comment\n{oops\n{\"id\":\"a\",\"input\":\"y\"}\n{\"id\":\"b\",\"imput\":\"z\"}\n";
+        assert_eq!(
+            names(text),
+            vec![
+                ("s::a".into(), true),
+                ("s::line-4".into(), false),
+                ("s::line-5".into(), false),
+                ("s::b".into(), false)
+            ]
+        );
+    }
+
+    #[test]
+    fn suite_names_and_trial_files() {
+        let root = Path::new("/r");
+        assert_eq!(suite_name(root, Path::new("/r/billing/refunds.jsonl")), "billing/refunds");
+        assert_eq!(file_for_trial(root, "../x::T1"), None);
+    }
+}
