@@ -1,1 +1,327 @@
-pub fn main() -> std::process::ExitCode { std::process::ExitCode::SUCCESS }
+//! The `agentest` command line: `agentest test -i <file | dir | "a message">`.
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::case::{parse_case, Location};
+use crate::config::Config;
+use crate::console::{self, Style};
+use crate::engine::{Engine, Registry, Settings};
+use crate::report::{CaseReport, JsonlWriter, Status, Summary};
+use crate::suite::{discover, display_path, load_file, Loaded};
+
+/// Exit code for usage and config errors.
+const USAGE_ERROR: u8 = 2;
+
+#[derive(Parser)]
+#[command(name = "agentest", version, about = "Conversation tests for AI agents", propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run test cases against an agent.
+    Test(TestArgs),
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(clap::Args)]
+struct TestArgs {
+    /// A suite file (.jsonl), a directory of suites, or a message to send.
+    #[arg(short = 'i', long = "input")]
+    input: String,
+    /// The agent to test: a name from [agents.NAME] in agentest.toml (default: [agent]).
+    #[arg(short = 'n', long = "name")]
+    name: Option<String>,
+    /// Write a JSONL report: one object per case, then a summary line.
+    #[arg(short = 'o', long = "output")]
+    output: Option<PathBuf>,
+    /// Show every reply and every assertion.
+    #[arg(short = 'v', long = "verbose")]
+    verbose: bool,
+    /// Only run cases whose trial name (suite::id) matches this regex.
+    #[arg(long = "run", value_name = "REGEX")]
+    run: Option<String>,
+    /// Stop starting cases after the first one fails.
+    #[arg(long = "fail-fast")]
+    fail_fast: bool,
+    /// Timeout for cases that set none, like 30s or 5m (default: [run] timeout, else 5m).
+    #[arg(long = "timeout", value_parser = parse_timeout)]
+    timeout: Option<Duration>,
+    /// Cases in flight at once (default: [run] concurrency, else 32).
+    #[arg(long = "parallel", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    parallel: Option<u32>,
+    /// Parse and validate every case, print one line per case, run nothing.
+    #[arg(long = "dry-run")]
+    dry_run: bool,
+    /// Colour the console output.
+    #[arg(long = "color", value_enum, default_value = "auto")]
+    color: ColorChoice,
+}
+
+fn parse_timeout(s: &str) -> Result<Duration, String> {
+    crate::duration::parse_duration(s)
+}
+
+/// Runs the `agentest` command line and returns its exit code:
+/// 0 when every case passed, 1 when any failed or errored, 2 for usage and config errors.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { ExitCode::from(USAGE_ERROR) } else { ExitCode::SUCCESS };
+        }
+    };
+    match cli.command {
+        Command::Test(args) => match test(args) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(USAGE_ERROR)
+            }
+        },
+    }
+}
+
+/// What `-i` named.
+enum Source {
+    Dir(PathBuf),
+    File(PathBuf),
+    Message(String),
+}
+
+fn source(input: &str) -> Result<Source, String> {
+    let path = Path::new(input);
+    if path.is_dir() {
+        return Ok(Source::Dir(path.to_path_buf()));
+    }
+    if path.is_file() {
+        return Ok(Source::File(path.to_path_buf()));
+    }
+    let looks_like_path = input.ends_with(".jsonl") || (!input.contains(char::is_whitespace) && input.contains('/'));
+    if looks_like_path {
+        return Err(format!("input `{input}` does not exist; pass a suite file, a directory of suites, or a quoted message"));
+    }
+    if input.trim().is_empty() {
+        return Err("the input message is empty".into());
+    }
+    Ok(Source::Message(input.to_string()))
+}
+
+fn test(args: TestArgs) -> Result<ExitCode, String> {
+    let filter = match &args.run {
+        Some(r) => Some(regex::Regex::new(r).map_err(|e| format!("invalid --run regex: {e}"))?),
+        None => None,
+    };
+    let cwd = std::env::current_dir().map_err(|e| format!("failed to read the working directory: {e}"))?;
+    let (root_dir, mut loaded, input_label, qualified) = match source(&args.input)? {
+        Source::Dir(dir) => {
+            let files = discover(&dir).map_err(|e| e.to_string())?;
+            let loaded: Vec<Loaded> = files.iter().flat_map(|f| load_file(&dir, f)).collect();
+            (dir.clone(), loaded, display_path(&dir).display().to_string(), true)
+        }
+        Source::File(file) => {
+            let root = file.parent().map(Path::to_path_buf).filter(|p| !p.as_os_str().is_empty()).unwrap_or_else(|| cwd.clone());
+            let loaded = load_file(&root, &file);
+            (root, loaded, display_path(&file).display().to_string(), false)
+        }
+        Source::Message(msg) => {
+            let line = serde_json::json!({"id": "message", "input": msg}).to_string();
+            let location = Location { file: Arc::new(PathBuf::from("(command line)")), line: 1, column: 1 };
+            let entry = parse_case(&line, location);
+            let l = Loaded {
+                suite: "input".into(),
+                trial: "input::message".into(),
+                file: cwd.join("(command line)"),
+                entry,
+            };
+            (cwd.clone(), vec![l], serde_json::Value::String(msg).to_string(), false)
+        }
+    };
+    loaded.sort_by(|a, b| a.trial.cmp(&b.trial));
+    if let Some(f) = &filter {
+        loaded.retain(|l| f.is_match(&l.trial));
+    }
+    if loaded.is_empty() {
+        let why = if filter.is_some() { " matching --run" } else { "" };
+        return Err(format!("no test cases{why} found in {}", args.input));
+    }
+
+    let config = Config::discover(&root_dir).map_err(|e| e.to_string())?;
+    if let Some(n) = &args.name {
+        if !config.file.agents.contains_key(n) {
+            let known: Vec<&str> = config.file.agents.keys().map(String::as_str).collect();
+            return Err(format!(
+                "agent `{n}` is not defined in {}; {}",
+                config.describe(),
+                if known.is_empty() { format!("add [agents.\"{n}\"]") } else { format!("known agents: {}", known.join(", ")) }
+            ));
+        }
+    }
+
+    if args.dry_run {
+        return Ok(dry_run(&loaded));
+    }
+
+    let settings = Settings { agent_name: args.name.clone(), timeout: args.timeout };
+    let engine = Arc::new(Engine::new(Registry::default(), settings));
+    let parallel = args.parallel.map(|p| p as usize).or(config.file.run.concurrency).unwrap_or(crate::DEFAULT_CONCURRENCY).max(1);
+    let writer = match &args.output {
+        Some(p) => Some(JsonlWriter::open(p, true).map_err(|e| format!("failed to open the report {}: {e}", p.display()))?),
+        None => None,
+    };
+    let color = match args.color {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+    };
+    let style = Style { color, verbose: args.verbose, qualified };
+
+    let mut out = std::io::stdout().lock();
+    let agent = engine.describe_agent(&loaded[0].file);
+    let _ = write!(out, "{}", console::header(&agent, &input_label, loaded.len()));
+    let _ = out.flush();
+
+    let started = Instant::now();
+    let mut summary = Summary::new();
+    let stopped = crate::harness::runtime().block_on(run_all(engine, loaded, parallel, args.fail_fast, |report| {
+        if let Some(w) = &writer {
+            if let Err(e) = w.write_case(report) {
+                eprintln!("warning: failed to write {} to the report: {e}", report.trial);
+            }
+        }
+        summary.add(report);
+    }, |report| {
+        let _ = write!(out, "{}", console::case_block(report, &style));
+        let _ = out.flush();
+    }));
+    summary.duration_ms = started.elapsed().as_millis() as u64;
+    summary.stopped_early = stopped;
+    if let Some(w) = &writer {
+        if let Err(e) = w.write_summary(&summary) {
+            eprintln!("warning: failed to write the report summary: {e}");
+        }
+    }
+    let _ = write!(out, "{}", console::summary(&summary));
+    let _ = out.flush();
+    Ok(if summary.ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn dry_run(loaded: &[Loaded]) -> ExitCode {
+    let width = loaded.iter().map(|l| l.trial.len()).max().unwrap_or(0);
+    let mut out = std::io::stdout().lock();
+    let mut broken = 0;
+    for l in loaded {
+        let _ = match &l.entry {
+            Ok(c) => {
+                let skip = if c.skip { "  (skip)" } else { "" };
+                writeln!(out, "{:<width$}  {}{skip}", l.trial, c.mode.name())
+            }
+            Err(e) => {
+                broken += 1;
+                writeln!(out, "{:<width$}  error: {e}", l.trial)
+            }
+        };
+    }
+    let _ = writeln!(out, "\n{} cases, {} failed to load", loaded.len(), broken);
+    if broken > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Runs every case with at most `parallel` in flight. `on_done` sees each report as it
+/// finishes (for streaming reports); `in_order` sees them in trial order (for the console),
+/// each as soon as every earlier one is done. Returns whether `--fail-fast` stopped the run.
+async fn run_all(
+    engine: Arc<Engine>,
+    loaded: Vec<Loaded>,
+    parallel: usize,
+    fail_fast: bool,
+    mut on_done: impl FnMut(&CaseReport),
+    mut in_order: impl FnMut(&CaseReport),
+) -> bool {
+    let semaphore = Arc::new(tokio::sync::Semaphore::new(parallel));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let total = loaded.len();
+    for (i, l) in loaded.into_iter().enumerate() {
+        let (engine, semaphore, stop, tx) = (engine.clone(), semaphore.clone(), stop.clone(), tx.clone());
+        tokio::spawn(async move {
+            // The semaphore is fair, so cases start in trial order.
+            let _permit = semaphore.acquire_owned().await;
+            let report = if stop.load(Ordering::SeqCst) {
+                not_run(&l)
+            } else {
+                let r = engine.run(&l).await;
+                if fail_fast && matches!(r.status, Status::Failed | Status::Error | Status::Timeout) {
+                    stop.store(true, Ordering::SeqCst);
+                }
+                r
+            };
+            let _ = tx.send((i, report));
+        });
+    }
+    drop(tx);
+    let mut pending: BTreeMap<usize, CaseReport> = BTreeMap::new();
+    let mut next = 0;
+    let mut received = 0;
+    while let Some((i, report)) = rx.recv().await {
+        received += 1;
+        on_done(&report);
+        pending.insert(i, report);
+        while let Some(r) = pending.remove(&next) {
+            in_order(&r);
+            next += 1;
+        }
+    }
+    debug_assert_eq!(received, total);
+    stop.load(Ordering::SeqCst)
+}
+
+fn not_run(l: &Loaded) -> CaseReport {
+    let mut r = match &l.entry {
+        Ok(_) => CaseReport {
+            id: l.trial.rsplit("::").next().unwrap_or_default().to_string(),
+            name: String::new(),
+            suite: l.suite.clone(),
+            trial: l.trial.clone(),
+            status: Status::Skipped,
+            mode: None,
+            agent: None,
+            turns: Vec::new(),
+            final_assertions: Vec::new(),
+            total_turns: 0,
+            duration_ms: 0,
+            error: None,
+            location: String::new(),
+            tags: Vec::new(),
+        },
+        Err(e) => return crate::engine::broken(l, e),
+    };
+    if let Ok(c) = &l.entry {
+        r.name = c.display_name().to_string();
+        r.mode = Some(c.mode.name().into());
+        r.location = c.location.to_string();
+        r.tags = c.tags.clone();
+    }
+    r.error = Some("not run: --fail-fast stopped the run after a failure".into());
+    r
+}

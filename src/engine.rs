@@ -69,11 +69,6 @@ impl Engine {
         }
     }
 
-    /// The config governing a suite file (searched from its directory upwards), cached per directory.
-    pub(crate) fn config_for(&self, file: &Path) -> Result<Arc<Config>, String> {
-        self.context(file).map(|c| c.config.clone())
-    }
-
     fn context(&self, file: &Path) -> Result<Arc<Context>, String> {
         let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
         let mut map = self.contexts.lock().unwrap_or_else(|e| e.into_inner());

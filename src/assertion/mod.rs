@@ -5,7 +5,7 @@ mod eval;
 mod parse;
 
 pub use eval::{evaluate, json_subset, EvalEnv, Subject, Verdict};
-pub(crate) use eval::{clip, compact, structured};
+pub(crate) use eval::{clip, compact};
 pub(crate) use parse::parse_assertions;
 
 use std::sync::Arc;
