@@ -118,6 +118,7 @@ pub struct Config {
 impl Config {
     /// Finds `agentest.toml` in `start` or its nearest ancestor; an empty config when none.
     pub fn discover(start: &Path) -> Result<Config, ConfigError> {
+        let start = if start.as_os_str().is_empty() { Path::new(".") } else { start };
         let start = std::path::absolute(start).unwrap_or_else(|_| start.to_path_buf());
         let mut dir = Some(start.as_path());
         while let Some(d) = dir {
@@ -136,6 +137,7 @@ impl Config {
 
     /// Reads one config file.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let path = &std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_path_buf(),
             source,

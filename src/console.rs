@@ -72,7 +72,7 @@ fn quote(text: &str) -> String {
 /// One case's block.
 pub(crate) fn case_block(r: &CaseReport, style: &Style) -> String {
     let mut s = String::new();
-    let label = if style.qualified { &r.trial } else { &r.id };
+    let label = if style.qualified { r.trial.as_str() } else { r.trial.rsplit("::").next().unwrap_or(&r.id) };
     let turns = match r.total_turns {
         0 => String::new(),
         1 => " (1 turn)".into(),

@@ -211,7 +211,10 @@ impl Engine {
         match tokio::time::timeout_at(deadline, conversation).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => fail(report, Status::Error, e),
-            Err(_) => fail(report, Status::Timeout, format!("timeout after {}", format_duration(timeout))),
+            Err(_) => {
+                let turn = report.turns.len() + 1;
+                fail(report, Status::Timeout, format!("timeout after {} (waiting for the reply to turn {turn}; the agent was stopped)", format_duration(timeout)))
+            }
         }
 
         if let Some(hook) = &case.after {
@@ -249,7 +252,7 @@ fn fail(report: &mut CaseReport, status: Status, message: String) {
 pub(crate) fn broken(loaded: &Loaded, e: &crate::case::CaseError) -> CaseReport {
     CaseReport {
         id: e.id.clone().unwrap_or_else(|| loaded.trial.rsplit("::").next().unwrap_or_default().to_string()),
-        name: e.id.clone().unwrap_or_else(|| loaded.trial.clone()),
+        name: e.id.clone().unwrap_or_else(|| loaded.trial.rsplit("::").next().unwrap_or_default().to_string()),
         suite: loaded.suite.clone(),
         trial: loaded.trial.clone(),
         status: Status::Error,

@@ -255,11 +255,18 @@ pub(crate) fn compile_json_path(raw: &str, path: &str) -> Result<JsonPath, Field
         format!("$.{text}")
     };
     let query = jsonpath_rust::parser::parse_json_path(&normalised).map_err(|e| {
+        // pest reports `--> 1:COL`; the column is all a user needs from it.
         let msg = e.to_string();
-        let first = msg.lines().next().unwrap_or("").to_string();
+        let at = msg
+            .split("-->")
+            .nth(1)
+            .and_then(|s| s.split_whitespace().next())
+            .and_then(|s| s.rsplit(':').next())
+            .map(|c| format!(" (parse error at character {c})"))
+            .unwrap_or_default();
         FieldError::new(
             path,
-            format!("invalid JSONPath \"{raw}\" ({first}); write an RFC 9535 path such as \"$.items[0].name\""),
+            format!("invalid JSONPath \"{raw}\"{at}; write an RFC 9535 path such as \"$.items[0].name\""),
         )
     })?;
     Ok(JsonPath {
