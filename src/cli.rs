@@ -21,7 +21,12 @@ use crate::suite::{discover, display_path, load_file, Loaded};
 const USAGE_ERROR: u8 = 2;
 
 #[derive(Parser)]
-#[command(name = "agentest", version, about = "Conversation tests for AI agents", propagate_version = true)]
+#[command(
+    name = "agentest",
+    version,
+    about = "Conversation tests for AI agents",
+    propagate_version = true
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -85,7 +90,11 @@ pub fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() { ExitCode::from(USAGE_ERROR) } else { ExitCode::SUCCESS };
+            return if e.use_stderr() {
+                ExitCode::from(USAGE_ERROR)
+            } else {
+                ExitCode::SUCCESS
+            };
         }
     };
     match cli.command {
@@ -114,7 +123,8 @@ fn source(input: &str) -> Result<Source, String> {
     if path.is_file() {
         return Ok(Source::File(path.to_path_buf()));
     }
-    let looks_like_path = input.ends_with(".jsonl") || (!input.contains(char::is_whitespace) && input.contains('/'));
+    let looks_like_path =
+        input.ends_with(".jsonl") || (!input.contains(char::is_whitespace) && input.contains('/'));
     if looks_like_path {
         return Err(format!("input `{input}` does not exist; pass a suite file, a directory of suites, or a quoted message"));
     }
@@ -129,21 +139,40 @@ fn test(args: TestArgs) -> Result<ExitCode, String> {
         Some(r) => Some(regex::Regex::new(r).map_err(|e| format!("invalid --run regex: {e}"))?),
         None => None,
     };
-    let cwd = std::env::current_dir().map_err(|e| format!("failed to read the working directory: {e}"))?;
+    let cwd = std::env::current_dir()
+        .map_err(|e| format!("failed to read the working directory: {e}"))?;
     let (root_dir, mut loaded, input_label, qualified) = match source(&args.input)? {
         Source::Dir(dir) => {
             let files = discover(&dir).map_err(|e| e.to_string())?;
             let loaded: Vec<Loaded> = files.iter().flat_map(|f| load_file(&dir, f)).collect();
-            (dir.clone(), loaded, display_path(&dir).display().to_string(), true)
+            (
+                dir.clone(),
+                loaded,
+                display_path(&dir).display().to_string(),
+                true,
+            )
         }
         Source::File(file) => {
-            let root = file.parent().map(Path::to_path_buf).filter(|p| !p.as_os_str().is_empty()).unwrap_or_else(|| cwd.clone());
+            let root = file
+                .parent()
+                .map(Path::to_path_buf)
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or_else(|| cwd.clone());
             let loaded = load_file(&root, &file);
-            (root, loaded, display_path(&file).display().to_string(), false)
+            (
+                root,
+                loaded,
+                display_path(&file).display().to_string(),
+                false,
+            )
         }
         Source::Message(msg) => {
             let line = serde_json::json!({"id": "message", "input": msg}).to_string();
-            let location = Location { file: Arc::new(PathBuf::from("(command line)")), line: 1, column: 1 };
+            let location = Location {
+                file: Arc::new(PathBuf::from("(command line)")),
+                line: 1,
+                column: 1,
+            };
             let entry = parse_case(&line, location);
             let l = Loaded {
                 suite: "input".into(),
@@ -151,7 +180,12 @@ fn test(args: TestArgs) -> Result<ExitCode, String> {
                 file: cwd.join("(command line)"),
                 entry,
             };
-            (cwd.clone(), vec![l], serde_json::Value::String(msg).to_string(), false)
+            (
+                cwd.clone(),
+                vec![l],
+                serde_json::Value::String(msg).to_string(),
+                false,
+            )
         }
     };
     loaded.sort_by(|a, b| a.trial.cmp(&b.trial));
@@ -159,7 +193,11 @@ fn test(args: TestArgs) -> Result<ExitCode, String> {
         loaded.retain(|l| f.is_match(&l.trial));
     }
     if loaded.is_empty() {
-        let why = if filter.is_some() { " matching --run" } else { "" };
+        let why = if filter.is_some() {
+            " matching --run"
+        } else {
+            ""
+        };
         return Err(format!("no test cases{why} found in {}", args.input));
     }
 
@@ -170,7 +208,11 @@ fn test(args: TestArgs) -> Result<ExitCode, String> {
             return Err(format!(
                 "agent `{n}` is not defined in {}; {}",
                 config.describe(),
-                if known.is_empty() { format!("add [agents.\"{n}\"]") } else { format!("known agents: {}", known.join(", ")) }
+                if known.is_empty() {
+                    format!("add [agents.\"{n}\"]")
+                } else {
+                    format!("known agents: {}", known.join(", "))
+                }
             ));
         }
     }
@@ -179,38 +221,70 @@ fn test(args: TestArgs) -> Result<ExitCode, String> {
         return Ok(dry_run(&loaded));
     }
 
-    let settings = Settings { agent_name: args.name.clone(), timeout: args.timeout };
+    let settings = Settings {
+        agent_name: args.name.clone(),
+        timeout: args.timeout,
+    };
     let engine = Arc::new(Engine::new(Registry::default(), settings));
-    let parallel = args.parallel.map(|p| p as usize).or(config.file.run.concurrency).unwrap_or(crate::DEFAULT_CONCURRENCY).max(1);
+    let parallel = args
+        .parallel
+        .map(|p| p as usize)
+        .or(config.file.run.concurrency)
+        .unwrap_or(crate::DEFAULT_CONCURRENCY)
+        .max(1);
     let writer = match &args.output {
-        Some(p) => Some(JsonlWriter::open(p, true).map_err(|e| format!("failed to open the report {}: {e}", p.display()))?),
+        Some(p) => Some(
+            JsonlWriter::open(p, true)
+                .map_err(|e| format!("failed to open the report {}: {e}", p.display()))?,
+        ),
         None => None,
     };
     let color = match args.color {
         ColorChoice::Always => true,
         ColorChoice::Never => false,
-        ColorChoice::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        ColorChoice::Auto => {
+            std::io::stdout().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        }
     };
-    let style = Style { color, verbose: args.verbose, qualified };
+    let style = Style {
+        color,
+        verbose: args.verbose,
+        qualified,
+    };
 
     let mut out = std::io::stdout().lock();
     let agent = engine.describe_agent(&loaded[0].file);
-    let _ = write!(out, "{}", console::header(&agent, &input_label, loaded.len()));
+    let _ = write!(
+        out,
+        "{}",
+        console::header(&agent, &input_label, loaded.len())
+    );
     let _ = out.flush();
 
     let started = Instant::now();
     let mut summary = Summary::new();
-    let stopped = crate::harness::runtime().block_on(run_all(engine, loaded, parallel, args.fail_fast, |report| {
-        if let Some(w) = &writer {
-            if let Err(e) = w.write_case(report) {
-                eprintln!("warning: failed to write {} to the report: {e}", report.trial);
+    let stopped = crate::harness::runtime().block_on(run_all(
+        engine,
+        loaded,
+        parallel,
+        args.fail_fast,
+        |report| {
+            if let Some(w) = &writer {
+                if let Err(e) = w.write_case(report) {
+                    eprintln!(
+                        "warning: failed to write {} to the report: {e}",
+                        report.trial
+                    );
+                }
             }
-        }
-        summary.add(report);
-    }, |report| {
-        let _ = write!(out, "{}", console::case_block(report, &style));
-        let _ = out.flush();
-    }));
+            summary.add(report);
+        },
+        |report| {
+            let _ = write!(out, "{}", console::case_block(report, &style));
+            let _ = out.flush();
+        },
+    ));
     summary.duration_ms = started.elapsed().as_millis() as u64;
     summary.stopped_early = stopped;
     if let Some(w) = &writer {
@@ -220,7 +294,11 @@ fn test(args: TestArgs) -> Result<ExitCode, String> {
     }
     let _ = write!(out, "{}", console::summary(&summary));
     let _ = out.flush();
-    Ok(if summary.ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if summary.ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 fn dry_run(loaded: &[Loaded]) -> ExitCode {
@@ -263,7 +341,8 @@ async fn run_all(
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let total = loaded.len();
     for (i, l) in loaded.into_iter().enumerate() {
-        let (engine, semaphore, stop, tx) = (engine.clone(), semaphore.clone(), stop.clone(), tx.clone());
+        let (engine, semaphore, stop, tx) =
+            (engine.clone(), semaphore.clone(), stop.clone(), tx.clone());
         tokio::spawn(async move {
             // The semaphore is fair, so cases start in trial order.
             let _permit = semaphore.acquire_owned().await;
@@ -271,7 +350,8 @@ async fn run_all(
                 not_run(&l)
             } else {
                 let r = engine.run(&l).await;
-                if fail_fast && matches!(r.status, Status::Failed | Status::Error | Status::Timeout) {
+                if fail_fast && matches!(r.status, Status::Failed | Status::Error | Status::Timeout)
+                {
                     stop.store(true, Ordering::SeqCst);
                 }
                 r

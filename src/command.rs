@@ -43,7 +43,11 @@ pub(crate) fn tail(bytes: &[u8]) -> String {
 
 impl CommandSpec {
     /// Runs the command with `input` on stdin, killing it at `deadline`.
-    pub async fn run(&self, input: &[u8], deadline: tokio::time::Instant) -> Result<CommandOutput, String> {
+    pub async fn run(
+        &self,
+        input: &[u8],
+        deadline: tokio::time::Instant,
+    ) -> Result<CommandOutput, String> {
         let (program, args) = self.argv.split_first().ok_or("the command is empty")?;
         let mut child = Command::new(program)
             .args(args)
@@ -54,7 +58,13 @@ impl CommandSpec {
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
-            .map_err(|e| format!("failed to start `{}` in {}: {e}", self.argv.join(" "), self.cwd.display()))?;
+            .map_err(|e| {
+                format!(
+                    "failed to start `{}` in {}: {e}",
+                    self.argv.join(" "),
+                    self.cwd.display()
+                )
+            })?;
         let mut stdin = child.stdin.take().expect("stdin is piped");
         let mut stdout = child.stdout.take().expect("stdout is piped");
         let mut stderr = child.stderr.take().expect("stderr is piped");
@@ -67,9 +77,17 @@ impl CommandSpec {
             };
             let mut out = Vec::new();
             let mut err = Vec::new();
-            let (_, o, e) = tokio::join!(write, stdout.read_to_end(&mut out), stderr.read_to_end(&mut err));
-            o.and(e).map_err(|e| format!("failed to read the command's output: {e}"))?;
-            let status = child.wait().await.map_err(|e| format!("failed to wait for the command: {e}"))?;
+            let (_, o, e) = tokio::join!(
+                write,
+                stdout.read_to_end(&mut out),
+                stderr.read_to_end(&mut err)
+            );
+            o.and(e)
+                .map_err(|e| format!("failed to read the command's output: {e}"))?;
+            let status = child
+                .wait()
+                .await
+                .map_err(|e| format!("failed to wait for the command: {e}"))?;
             Ok::<_, String>(CommandOutput {
                 success: status.success(),
                 status: status.to_string(),
@@ -79,7 +97,10 @@ impl CommandSpec {
         };
         match tokio::time::timeout_at(deadline, work).await {
             Ok(r) => r,
-            Err(_) => Err(format!("`{}` did not finish before the case's deadline and was killed", self.argv.join(" "))),
+            Err(_) => Err(format!(
+                "`{}` did not finish before the case's deadline and was killed",
+                self.argv.join(" ")
+            )),
         }
     }
 }

@@ -118,7 +118,11 @@ pub struct Config {
 impl Config {
     /// Finds `agentest.toml` in `start` or its nearest ancestor; an empty config when none.
     pub fn discover(start: &Path) -> Result<Config, ConfigError> {
-        let start = if start.as_os_str().is_empty() { Path::new(".") } else { start };
+        let start = if start.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            start
+        };
         let start = std::path::absolute(start).unwrap_or_else(|_| start.to_path_buf());
         let mut dir = Some(start.as_path());
         while let Some(d) = dir {
@@ -172,12 +176,18 @@ pub fn expand_env(text: &str, what: &str) -> Result<String, String> {
         out.push_str(&rest[..start]);
         let after = &rest[start + 2..];
         let Some(end) = after.find('}') else {
-            return Err(format!("unclosed `${{` in {what}; write variables as ${{NAME}}"));
+            return Err(format!(
+                "unclosed `${{` in {what}; write variables as ${{NAME}}"
+            ));
         };
         let name = &after[..end];
         match std::env::var(name) {
             Ok(v) => out.push_str(&v),
-            Err(_) => return Err(format!("environment variable `{name}` is not set (used in {what})")),
+            Err(_) => {
+                return Err(format!(
+                    "environment variable `{name}` is not set (used in {what})"
+                ))
+            }
         }
         rest = &after[end + 1..];
     }
@@ -192,14 +202,18 @@ mod tests {
     #[test]
     fn expands_variables_and_names_missing_ones() {
         std::env::set_var("AGENTEST_TEST_VAR", "v");
-        assert_eq!(expand_env("a-${AGENTEST_TEST_VAR}-b", "x").unwrap(), "a-v-b");
+        assert_eq!(
+            expand_env("a-${AGENTEST_TEST_VAR}-b", "x").unwrap(),
+            "a-v-b"
+        );
         let e = expand_env("${AGENTEST_SURELY_UNSET}", "[agent].url").unwrap_err();
         assert!(e.contains("AGENTEST_SURELY_UNSET") && e.contains("[agent].url"));
     }
 
     #[test]
     fn unknown_keys_are_errors() {
-        let e = toml::from_str::<ConfigFile>("[agent]\ntype = \"http\"\nurll = \"x\"\n").unwrap_err();
+        let e =
+            toml::from_str::<ConfigFile>("[agent]\ntype = \"http\"\nurll = \"x\"\n").unwrap_err();
         assert!(e.to_string().contains("urll"), "{e}");
         let e = toml::from_str::<ConfigFile>("[run]\nconcurency = 3\n").unwrap_err();
         assert!(e.to_string().contains("concurency"), "{e}");

@@ -47,7 +47,11 @@ pub(crate) fn header(agent: &str, input: &str, cases: usize) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{HEAVY}\n  Agent Test\n{HEAVY}");
     let _ = writeln!(s, "ℹ Agent: {agent}");
-    let plural = if cases == 1 { "test case" } else { "test cases" };
+    let plural = if cases == 1 {
+        "test case"
+    } else {
+        "test cases"
+    };
     let _ = writeln!(s, "ℹ Input: {input} ({cases} {plural})");
     let _ = writeln!(s, "\n{LIGHT}\n  Running Tests\n{LIGHT}");
     s
@@ -65,23 +69,39 @@ pub(crate) fn secs(ms: u64) -> String {
 fn quote(text: &str) -> String {
     let one_line = text.replace('\n', " ");
     let clipped: String = one_line.chars().take(80).collect();
-    let ell = if one_line.chars().count() > 80 { "…" } else { "" };
+    let ell = if one_line.chars().count() > 80 {
+        "…"
+    } else {
+        ""
+    };
     serde_json::Value::String(format!("{clipped}{ell}")).to_string()
 }
 
 /// One case's block.
 pub(crate) fn case_block(r: &CaseReport, style: &Style) -> String {
     let mut s = String::new();
-    let label = if style.qualified { r.trial.as_str() } else { r.trial.rsplit("::").next().unwrap_or(&r.id) };
+    let label = if style.qualified {
+        r.trial.as_str()
+    } else {
+        r.trial.rsplit("::").next().unwrap_or(&r.id)
+    };
     let turns = match r.total_turns {
         0 => String::new(),
         1 => " (1 turn)".into(),
         n => format!(" ({n} turns)"),
     };
-    let name = if r.name != r.id { format!(" {}", r.name) } else { String::new() };
+    let name = if r.name != r.id {
+        format!(" {}", r.name)
+    } else {
+        String::new()
+    };
     let _ = writeln!(s, "\n► [{label}]{name}{turns}");
     if r.mode.is_none() {
-        let _ = writeln!(s, "  └─ {}: failed to load", style.paint(Status::Error, "ERROR"));
+        let _ = writeln!(
+            s,
+            "  └─ {}: failed to load",
+            style.paint(Status::Error, "ERROR")
+        );
         let _ = writeln!(s, "     {}", r.error.as_deref().unwrap_or_default());
         return s;
     }
@@ -89,7 +109,10 @@ pub(crate) fn case_block(r: &CaseReport, style: &Style) -> String {
         let _ = writeln!(s, "  └─ {}", style.paint(Status::Skipped, "SKIPPED"));
         let _ = writeln!(s, "     Reason: {}", r.error.as_deref().unwrap_or_default());
         if r.mode.as_deref() == Some("dynamic") {
-            let _ = writeln!(s, "     Hint: rewrite it as a static case with `turns` to run it now");
+            let _ = writeln!(
+                s,
+                "     Hint: rewrite it as a static case with `turns` to run it now"
+            );
         }
         return s;
     }
@@ -103,7 +126,12 @@ pub(crate) fn case_block(r: &CaseReport, style: &Style) -> String {
         assertion_lines(&mut s, &r.final_assertions, style, "  │  ");
         let _ = writeln!(s, "  │");
     }
-    let _ = writeln!(s, "  └─ Result: {} ({})", style.paint(r.status, r.status.label()), secs(r.duration_ms));
+    let _ = writeln!(
+        s,
+        "  └─ Result: {} ({})",
+        style.paint(r.status, r.status.label()),
+        secs(r.duration_ms)
+    );
     if r.status != Status::Passed {
         if let Some(e) = &r.error {
             for line in e.lines() {
@@ -139,14 +167,24 @@ fn turn_lines(s: &mut String, t: &TurnReport, style: &Style) {
             }
             for c in &t.tool_calls {
                 let args = c.arguments_json().to_string();
-                let _ = writeln!(s, "{pad}Agent: [tool: {}({})]", c.name, crate::assertion::clip(&args));
+                let _ = writeln!(
+                    s,
+                    "{pad}Agent: [tool: {}({})]",
+                    c.name,
+                    crate::assertion::clip(&args)
+                );
             }
         }
         if let Some(e) = &t.error {
             let _ = writeln!(s, "{pad}Error: {}", e.lines().next().unwrap_or_default());
         }
     }
-    let shown: Vec<AssertionReport> = t.assertions.iter().filter(|a| style.verbose || !a.passed).cloned().collect();
+    let shown: Vec<AssertionReport> = t
+        .assertions
+        .iter()
+        .filter(|a| style.verbose || !a.passed)
+        .cloned()
+        .collect();
     assertion_lines(s, &shown, style, pad);
     let _ = writeln!(s, "  │");
 }
@@ -171,17 +209,28 @@ pub(crate) fn summary(sum: &Summary) -> String {
     let plural = if sum.total == 1 { "test" } else { "tests" };
     let _ = writeln!(s, "  Total:   {} {plural}", sum.total);
     let _ = writeln!(s, "  Passed:  {}", sum.passed);
-    let timeouts = if sum.timeouts > 0 { format!(" ({} timed out)", sum.timeouts) } else { String::new() };
+    let timeouts = if sum.timeouts > 0 {
+        format!(" ({} timed out)", sum.timeouts)
+    } else {
+        String::new()
+    };
     let _ = writeln!(s, "  Failed:  {}{timeouts}", sum.failed);
     let _ = writeln!(s, "  Errors:  {}", sum.errors);
     let _ = writeln!(s, "  Skipped: {}", sum.skipped);
     let ran = sum.total - sum.skipped;
-    let avg = if ran == 0 { 0.0 } else { sum.total_turns as f64 / ran as f64 };
+    let avg = if ran == 0 {
+        0.0
+    } else {
+        sum.total_turns as f64 / ran as f64
+    };
     let _ = writeln!(s, "\n  Total turns: {}", sum.total_turns);
     let _ = writeln!(s, "  Avg turns/test: {avg:.1}");
     let _ = writeln!(s, "  Total time: {}", secs(sum.duration_ms));
     if sum.stopped_early {
-        let _ = writeln!(s, "\n  Stopped early (--fail-fast): cases after the first failure were not run");
+        let _ = writeln!(
+            s,
+            "\n  Stopped early (--fail-fast): cases after the first failure were not run"
+        );
     }
     s
 }

@@ -23,7 +23,10 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             ));
         }
         let number: f64 = rest[..num_len].parse().map_err(|_| {
-            format!("invalid duration \"{text}\": \"{}\" is not a number", &rest[..num_len])
+            format!(
+                "invalid duration \"{text}\": \"{}\" is not a number",
+                &rest[..num_len]
+            )
         })?;
         rest = &rest[num_len..];
         let unit_len = rest
@@ -90,10 +93,16 @@ mod tests {
 
     #[test]
     fn rejects_what_it_cannot_read() {
-        assert!(parse_duration("30").unwrap_err().contains("unit is missing"));
-        assert!(parse_duration("5 minutes").unwrap_err().contains("unknown unit"));
+        assert!(parse_duration("30")
+            .unwrap_err()
+            .contains("unit is missing"));
+        assert!(parse_duration("5 minutes")
+            .unwrap_err()
+            .contains("unknown unit"));
         assert!(parse_duration("").unwrap_err().contains("empty"));
-        assert!(parse_duration("s").unwrap_err().contains("expected a number"));
+        assert!(parse_duration("s")
+            .unwrap_err()
+            .contains("expected a number"));
     }
 
     #[test]

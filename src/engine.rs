@@ -43,12 +43,15 @@ pub(crate) struct Settings {
     pub(crate) timeout: Option<Duration>,
 }
 
+/// A resolved agent and its label, or why it cannot be used; cached per agent name.
+type AgentSlot = Result<(AgentDef, String), String>;
+
 /// Everything that depends on one config file.
 struct Context {
     config: Arc<Config>,
     hooks: Hooks,
     scripts: Scripts,
-    agents: Mutex<HashMap<Option<String>, Result<(AgentDef, String), String>>>,
+    agents: Mutex<HashMap<Option<String>, AgentSlot>>,
 }
 
 /// Runs cases. Configs and agents are resolved once and shared by all cases.
@@ -86,8 +89,10 @@ impl Engine {
     }
 
     /// The agent a case runs against, and its label for reports.
-    fn agent(&self, ctx: &Context, case_agent: Option<&str>) -> Result<(AgentDef, String), String> {
-        let name = case_agent.map(str::to_string).or_else(|| self.settings.agent_name.clone());
+    fn agent(&self, ctx: &Context, case_agent: Option<&str>) -> AgentSlot {
+        let name = case_agent
+            .map(str::to_string)
+            .or_else(|| self.settings.agent_name.clone());
         let mut cache = ctx.agents.lock().unwrap_or_else(|e| e.into_inner());
         cache
             .entry(name.clone())
@@ -141,7 +146,11 @@ impl Engine {
     pub(crate) fn describe_agent(&self, file: &Path) -> String {
         match self.context(file).and_then(|ctx| self.agent(&ctx, None)) {
             Ok((def, name)) => format!("{name} ({})", def.describe()),
-            Err(_) => self.settings.agent_name.clone().unwrap_or_else(|| "(none configured)".into()),
+            Err(_) => self
+                .settings
+                .agent_name
+                .clone()
+                .unwrap_or_else(|| "(none configured)".into()),
         }
     }
 
@@ -196,27 +205,40 @@ impl Engine {
         let deadline = tokio::time::Instant::now() + timeout;
         let raw = case.raw.as_ref();
 
-        if let Some(hook) = &case.before {
-            if let Err(e) = ctx.hooks.run(hook, raw, deadline).await {
-                return fail(report, Status::Error, format!("before hook: {e}"));
-            }
-        }
-
-        let conversation = async {
-            let mut session = def.start().await?;
-            let result = converse(case, &mut session, &ctx, deadline, report).await;
-            session.close().await;
-            result
+        let prepared = match &case.before {
+            Some(hook) => ctx
+                .hooks
+                .run(hook, raw, deadline)
+                .await
+                .map_err(|e| format!("before hook: {e}")),
+            None => Ok(()),
         };
-        match tokio::time::timeout_at(deadline, conversation).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => fail(report, Status::Error, e),
-            Err(_) => {
-                let turn = report.turns.len() + 1;
-                fail(report, Status::Timeout, format!("timeout after {} (waiting for the reply to turn {turn}; the agent was stopped)", format_duration(timeout)))
+        match prepared {
+            Err(e) => fail(report, Status::Error, e),
+            Ok(()) => {
+                let conversation = async {
+                    let mut session = def.start().await?;
+                    let result = converse(case, &mut session, &ctx, deadline, report).await;
+                    session.close().await;
+                    result
+                };
+                match tokio::time::timeout_at(deadline, conversation).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => fail(report, Status::Error, e),
+                    Err(_) => {
+                        let turn = report.turns.len() + 1;
+                        let msg = format!(
+                            "timeout after {} (waiting for the reply to turn {turn}; the agent was stopped)",
+                            format_duration(timeout)
+                        );
+                        fail(report, Status::Timeout, msg)
+                    }
+                }
             }
         }
 
+        // `after` runs whenever `before` ran, even when it failed: it is the cleanup for
+        // whatever `before` may have set up.
         if let Some(hook) = &case.after {
             let grace = tokio::time::Instant::now() + AFTER_HOOK_GRACE.min(timeout);
             if let Err(e) = ctx.hooks.run(hook, raw, deadline.max(grace)).await {
@@ -237,7 +259,8 @@ impl Engine {
             return Ok(t);
         }
         match &config.file.run.timeout {
-            Some(t) => parse_duration(t).map_err(|e| format!("[run].timeout in {}: {e}", config.describe())),
+            Some(t) => parse_duration(t)
+                .map_err(|e| format!("[run].timeout in {}: {e}", config.describe())),
             None => Ok(DEFAULT_TIMEOUT),
         }
     }
@@ -251,8 +274,22 @@ fn fail(report: &mut CaseReport, status: Status, message: String) {
 /// The record of a line that did not load.
 pub(crate) fn broken(loaded: &Loaded, e: &crate::case::CaseError) -> CaseReport {
     CaseReport {
-        id: e.id.clone().unwrap_or_else(|| loaded.trial.rsplit("::").next().unwrap_or_default().to_string()),
-        name: e.id.clone().unwrap_or_else(|| loaded.trial.rsplit("::").next().unwrap_or_default().to_string()),
+        id: e.id.clone().unwrap_or_else(|| {
+            loaded
+                .trial
+                .rsplit("::")
+                .next()
+                .unwrap_or_default()
+                .to_string()
+        }),
+        name: e.id.clone().unwrap_or_else(|| {
+            loaded
+                .trial
+                .rsplit("::")
+                .next()
+                .unwrap_or_default()
+                .to_string()
+        }),
         suite: loaded.suite.clone(),
         trial: loaded.trial.clone(),
         status: Status::Error,
@@ -328,7 +365,11 @@ async fn converse(
     deadline: tokio::time::Instant,
     report: &mut CaseReport,
 ) -> Result<(), String> {
-    let session_id = format!("agentest-{}-{}", std::process::id(), SESSIONS.fetch_add(1, Ordering::Relaxed));
+    let session_id = format!(
+        "agentest-{}-{}",
+        std::process::id(),
+        SESSIONS.fetch_add(1, Ordering::Relaxed)
+    );
     let metadata = request_metadata(case);
     let env = EvalEnv {
         scripts: &ctx.scripts,
@@ -354,7 +395,14 @@ async fn converse(
         }
         Mode::Static { turns, .. } => turns
             .iter()
-            .map(|t| (&t.input, t.assertions.as_slice(), merged_options(&case.options, &t.options), t.attachments.as_slice()))
+            .map(|t| {
+                (
+                    &t.input,
+                    t.assertions.as_slice(),
+                    merged_options(&case.options, &t.options),
+                    t.attachments.as_slice(),
+                )
+            })
             .collect(),
         Mode::Dynamic { .. } => unreachable!("dynamic cases are skipped before they run"),
     };
@@ -415,7 +463,11 @@ async fn converse(
             error: broken.clone(),
         };
         let first_failure = turn_report.assertions.iter().find(|a| !a.passed).map(|a| {
-            format!("turn {turn}: {}: {}", a.label, a.message.as_deref().unwrap_or("failed"))
+            format!(
+                "turn {turn}: {}: {}",
+                a.label,
+                a.message.as_deref().unwrap_or("failed")
+            )
         });
         report.turns.push(turn_report);
         if let Some(e) = broken {
@@ -428,14 +480,31 @@ async fn converse(
         }
         last_reply = Some(reply);
     }
-    if let (Mode::Static { final_assertions, .. }, Some(reply)) = (&case.mode, &last_reply) {
-        let input = report.turns.last().map(|t| t.input.clone()).unwrap_or_default();
-        let subject = Subject { reply, input: &input, conversation: &history };
+    if let (
+        Mode::Static {
+            final_assertions, ..
+        },
+        Some(reply),
+    ) = (&case.mode, &last_reply)
+    {
+        let input = report
+            .turns
+            .last()
+            .map(|t| t.input.clone())
+            .unwrap_or_default();
+        let subject = Subject {
+            reply,
+            input: &input,
+            conversation: &history,
+        };
         let (verdicts, broken) = check_all(final_assertions, subject, &env).await;
-        let first_failure = verdicts
-            .iter()
-            .find(|a| !a.passed)
-            .map(|a| format!("final assertions: {}: {}", a.label, a.message.as_deref().unwrap_or("failed")));
+        let first_failure = verdicts.iter().find(|a| !a.passed).map(|a| {
+            format!(
+                "final assertions: {}: {}",
+                a.label,
+                a.message.as_deref().unwrap_or("failed")
+            )
+        });
         report.final_assertions = verdicts;
         if let Some(e) = broken {
             return Err(format!("final assertions: {e}"));
@@ -450,7 +519,11 @@ async fn converse(
 
 /// Evaluates every assertion (all of them, so the report shows each verdict).
 /// The second value is set when one could not be evaluated.
-async fn check_all(list: &[Assertion], subject: Subject<'_>, env: &EvalEnv<'_>) -> (Vec<AssertionReport>, Option<String>) {
+async fn check_all(
+    list: &[Assertion],
+    subject: Subject<'_>,
+    env: &EvalEnv<'_>,
+) -> (Vec<AssertionReport>, Option<String>) {
     let mut out = Vec::with_capacity(list.len());
     let mut broken = None;
     for a in list {
@@ -459,7 +532,12 @@ async fn check_all(list: &[Assertion], subject: Subject<'_>, env: &EvalEnv<'_>) 
             _ => Map::new(),
         };
         match evaluate(a, subject, env).await {
-            Ok(v) => out.push(AssertionReport { spec, passed: v.passed, label: v.label, message: v.detail }),
+            Ok(v) => out.push(AssertionReport {
+                spec,
+                passed: v.passed,
+                label: v.label,
+                message: v.detail,
+            }),
             Err(e) => {
                 out.push(AssertionReport {
                     spec,

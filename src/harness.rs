@@ -80,14 +80,22 @@ impl Harness {
     }
 
     /// Registers a `before` / `after` hook; it receives the case as JSON.
-    pub fn hook(mut self, name: impl Into<String>, f: impl Fn(&Value) -> Result<(), String> + Send + Sync + 'static) -> Self {
+    pub fn hook(
+        mut self,
+        name: impl Into<String>,
+        f: impl Fn(&Value) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
         self.registry.hooks.insert(name.into(), Arc::new(f));
         self
     }
 
     /// Registers a script for `script` assertions (`use: "scripts:NAME"`); it receives
     /// `{output, input, response, conversation, value, metadata}`.
-    pub fn script(mut self, name: impl Into<String>, f: impl Fn(&Value) -> Result<Check, String> + Send + Sync + 'static) -> Self {
+    pub fn script(
+        mut self,
+        name: impl Into<String>,
+        f: impl Fn(&Value) -> Result<Check, String> + Send + Sync + 'static,
+    ) -> Self {
         self.registry.scripts.insert(name.into(), Arc::new(f));
         self
     }
@@ -116,10 +124,20 @@ impl Harness {
                 .or(Some(DEFAULT_CONCURRENCY))
                 .map(|n: usize| n.max(1));
         }
-        let agent_name = std::env::var("AGENTEST_AGENT").ok().filter(|s| !s.is_empty()).or(self.agent_name);
-        let engine = Arc::new(Engine::new(self.registry, Settings { agent_name, timeout: None }));
+        let agent_name = std::env::var("AGENTEST_AGENT")
+            .ok()
+            .filter(|s| !s.is_empty())
+            .or(self.agent_name);
+        let engine = Arc::new(Engine::new(
+            self.registry,
+            Settings {
+                agent_name,
+                timeout: None,
+            },
+        ));
 
-        let under_nextest = std::env::var_os("NEXTEST_EXECUTION_MODE").is_some() || std::env::var_os("NEXTEST").is_some();
+        let under_nextest = std::env::var_os("NEXTEST_EXECUTION_MODE").is_some()
+            || std::env::var_os("NEXTEST").is_some();
         let writer = if args.list {
             None
         } else {
@@ -148,10 +166,13 @@ impl Harness {
                 if skip_flag {
                     flagged_skips.push(l.clone());
                 }
-                let (engine, writer, summary, ran) = (engine.clone(), writer.clone(), summary.clone(), ran.clone());
+                let (engine, writer, summary, ran) =
+                    (engine.clone(), writer.clone(), summary.clone(), ran.clone());
                 Trial::ignorable_test(name, move || {
                     let report = runtime().block_on(engine.run(&l));
-                    ran.lock().unwrap_or_else(|e| e.into_inner()).insert(l.trial.clone());
+                    ran.lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(l.trial.clone());
                     record(&report, writer.as_deref(), &summary);
                     outcome(&report)
                 })
@@ -178,7 +199,10 @@ impl Harness {
                 let mut s = summary.lock().unwrap_or_else(|e| e.into_inner()).clone();
                 s.duration_ms = started.elapsed().as_millis() as u64;
                 if let Err(e) = w.write_summary(&s) {
-                    eprintln!("warning: failed to write the report summary to {}: {e}", w.path().display());
+                    eprintln!(
+                        "warning: failed to write the report summary to {}: {e}",
+                        w.path().display()
+                    );
                 }
             }
         }
@@ -187,10 +211,17 @@ impl Harness {
 }
 
 fn record(report: &CaseReport, writer: Option<&JsonlWriter>, summary: &Mutex<Summary>) {
-    summary.lock().unwrap_or_else(|e| e.into_inner()).add(report);
+    summary
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .add(report);
     if let Some(w) = writer {
         if let Err(e) = w.write_case(report) {
-            eprintln!("warning: failed to write {} to the report {}: {e}", report.trial, w.path().display());
+            eprintln!(
+                "warning: failed to write {} to the report {}: {e}",
+                report.trial,
+                w.path().display()
+            );
         }
     }
 }
@@ -198,7 +229,9 @@ fn record(report: &CaseReport, writer: Option<&JsonlWriter>, summary: &Mutex<Sum
 fn outcome(report: &CaseReport) -> Result<Completion, Failed> {
     match report.status {
         Status::Passed => Ok(Completion::Completed),
-        Status::Skipped => Ok(Completion::ignored_with(report.error.clone().unwrap_or_default())),
+        Status::Skipped => Ok(Completion::ignored_with(
+            report.error.clone().unwrap_or_default(),
+        )),
         _ => Err(failure_message(report).into()),
     }
 }
@@ -235,7 +268,12 @@ fn report_path(config: Option<&Config>) -> Option<PathBuf> {
 /// test this way) only that suite's file is opened.
 fn load(root: &Path, args: &Arguments) -> Result<Vec<Loaded>, String> {
     if args.exact {
-        if let Some(file) = args.filter.as_deref().filter(|f| f.contains(SEPARATOR)).and_then(|f| file_for_trial(root, f)) {
+        if let Some(file) = args
+            .filter
+            .as_deref()
+            .filter(|f| f.contains(SEPARATOR))
+            .and_then(|f| file_for_trial(root, f))
+        {
             return Ok(load_file(root, &file));
         }
     }

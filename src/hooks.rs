@@ -30,7 +30,12 @@ impl Hooks {
     }
 
     /// Runs hook `name` with the case JSON on stdin. Errors say what failed and where to define it.
-    pub async fn run(&self, name: &str, case: &Value, deadline: tokio::time::Instant) -> Result<(), String> {
+    pub async fn run(
+        &self,
+        name: &str,
+        case: &Value,
+        deadline: tokio::time::Instant,
+    ) -> Result<(), String> {
         if let Some(f) = self.functions.get(name) {
             let f = f.clone();
             let case = case.clone();
@@ -47,21 +52,32 @@ impl Hooks {
         };
         let spec = command_spec(&self.config, cmd, &format!("[hooks.\"{name}\"]"))?;
         let deadline = own_deadline(cmd, deadline, &format!("[hooks.\"{name}\"].timeout"))?;
-        let out = spec.run(case.to_string().as_bytes(), deadline).await.map_err(|e| format!("hook `{name}`: {e}"))?;
+        let out = spec
+            .run(case.to_string().as_bytes(), deadline)
+            .await
+            .map_err(|e| format!("hook `{name}`: {e}"))?;
         if out.success {
             Ok(())
         } else {
             Err(format!(
                 "hook `{name}` failed ({}){}",
                 out.status,
-                if out.stderr_tail.is_empty() { String::new() } else { format!("; stderr:\n{}", out.stderr_tail) }
+                if out.stderr_tail.is_empty() {
+                    String::new()
+                } else {
+                    format!("; stderr:\n{}", out.stderr_tail)
+                }
             ))
         }
     }
 }
 
 /// Builds a runnable command from a config entry, expanding `${VAR}`s.
-pub(crate) fn command_spec(config: &Config, cmd: &CommandConfig, what: &str) -> Result<CommandSpec, String> {
+pub(crate) fn command_spec(
+    config: &Config,
+    cmd: &CommandConfig,
+    what: &str,
+) -> Result<CommandSpec, String> {
     if cmd.command.is_empty() {
         return Err(format!("{what}.command is empty in {}", config.describe()));
     }
@@ -73,7 +89,12 @@ pub(crate) fn command_spec(config: &Config, cmd: &CommandConfig, what: &str) -> 
     let env = cmd
         .env
         .iter()
-        .map(|(k, v)| Ok((k.clone(), crate::config::expand_env(v, &format!("{what}.env.{k}"))?)))
+        .map(|(k, v)| {
+            Ok((
+                k.clone(),
+                crate::config::expand_env(v, &format!("{what}.env.{k}"))?,
+            ))
+        })
         .collect::<Result<BTreeMap<_, _>, String>>()?;
     let cwd = match &cmd.cwd {
         Some(c) => config.dir.join(c),

@@ -50,7 +50,9 @@ impl Scripts {
         let raw = &assertion.raw;
         let mut metadata = env.metadata.clone();
         if let (Some(Value::Object(extra)), Value::Object(m)) = (
-            raw.get("options").and_then(|o| o.get("metadata")).or_else(|| raw.get("metadata")),
+            raw.get("options")
+                .and_then(|o| o.get("metadata"))
+                .or_else(|| raw.get("metadata")),
             &mut metadata,
         ) {
             for (k, v) in extra {
@@ -71,7 +73,12 @@ impl Scripts {
                 .await
                 .map_err(|e| format!("script `{name}` panicked: {e}"))?
                 .map_err(|e| format!("script `{name}` failed: {e}"))?;
-            return Ok((check.passed, check.message.unwrap_or_else(|| format!("script `{name}` rejected the reply"))));
+            return Ok((
+                check.passed,
+                check
+                    .message
+                    .unwrap_or_else(|| format!("script `{name}` rejected the reply")),
+            ));
         }
         let Some(cmd) = self.commands.get(name) else {
             return Err(format!(
@@ -82,25 +89,54 @@ impl Scripts {
         let what = format!("[scripts.\"{name}\"]");
         let spec = command_spec(&self.config, cmd, &what)?;
         let deadline = own_deadline(cmd, env.deadline, &format!("{what}.timeout"))?;
-        let out = spec.run(input.to_string().as_bytes(), deadline).await.map_err(|e| format!("script `{name}`: {e}"))?;
-        let stderr = if out.stderr_tail.is_empty() { String::new() } else { format!("; stderr:\n{}", out.stderr_tail) };
+        let out = spec
+            .run(input.to_string().as_bytes(), deadline)
+            .await
+            .map_err(|e| format!("script `{name}`: {e}"))?;
+        let stderr = if out.stderr_tail.is_empty() {
+            String::new()
+        } else {
+            format!("; stderr:\n{}", out.stderr_tail)
+        };
         if !out.success {
             return Err(format!("script `{name}` crashed ({}){stderr}", out.status));
         }
-        parse_answer(&out.stdout).map_err(|e| format!("script `{name}` answered badly: {e}{stderr}"))
+        parse_answer(&out.stdout)
+            .map_err(|e| format!("script `{name}` answered badly: {e}{stderr}"))
     }
 }
 
 /// Reads `{"pass" or "passed": bool, "message": "..."}` from a script's stdout (the last non-empty line).
 fn parse_answer(stdout: &str) -> Result<(bool, String), String> {
-    let line = stdout.lines().rev().find(|l| !l.trim().is_empty()).ok_or("it printed nothing; expected {\"pass\": true|false, \"message\": \"...\"}")?;
-    let v: Value = serde_json::from_str(line.trim()).map_err(|e| format!("`{}` is not JSON ({e}); expected {{\"pass\": true|false, \"message\": \"...\"}}", crate::assertion::clip(line)))?;
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .ok_or("it printed nothing; expected {\"pass\": true|false, \"message\": \"...\"}")?;
+    let v: Value = serde_json::from_str(line.trim()).map_err(|e| {
+        format!(
+            "`{}` is not JSON ({e}); expected {{\"pass\": true|false, \"message\": \"...\"}}",
+            crate::assertion::clip(line)
+        )
+    })?;
     let passed = v
         .get("pass")
         .or_else(|| v.get("passed"))
         .and_then(Value::as_bool)
-        .ok_or_else(|| format!("`{}` has no boolean `pass` or `passed`", crate::assertion::clip(line)))?;
-    let message = v.get("message").and_then(Value::as_str).unwrap_or(if passed { "passed" } else { "the script rejected the reply" });
+        .ok_or_else(|| {
+            format!(
+                "`{}` has no boolean `pass` or `passed`",
+                crate::assertion::clip(line)
+            )
+        })?;
+    let message = v
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or(if passed {
+            "passed"
+        } else {
+            "the script rejected the reply"
+        });
     Ok((passed, message.to_string()))
 }
 
@@ -111,9 +147,14 @@ mod tests {
     #[test]
     fn reads_both_spellings_and_rejects_garbage() {
         assert_eq!(parse_answer("{\"pass\": true}\n").unwrap().0, true);
-        assert_eq!(parse_answer("log\n{\"passed\": false, \"message\": \"too low\"}").unwrap(), (false, "too low".into()));
+        assert_eq!(
+            parse_answer("log\n{\"passed\": false, \"message\": \"too low\"}").unwrap(),
+            (false, "too low".into())
+        );
         assert!(parse_answer("").unwrap_err().contains("printed nothing"));
         assert!(parse_answer("nope").unwrap_err().contains("not JSON"));
-        assert!(parse_answer("{\"ok\": 1}").unwrap_err().contains("no boolean"));
+        assert!(parse_answer("{\"ok\": 1}")
+            .unwrap_err()
+            .contains("no boolean"));
     }
 }

@@ -53,16 +53,23 @@ pub fn discover(root: &Path) -> Result<Vec<PathBuf>, SuiteError> {
             reason: if root.exists() {
                 "it is not a directory".into()
             } else {
-                "it does not exist; create it and add a suite such as `agent-tests/smoke.jsonl`".into()
+                "it does not exist; create it and add a suite such as `agent-tests/smoke.jsonl`"
+                    .into()
             },
         });
     }
     let mut found = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
-        let entries = std::fs::read_dir(&dir).map_err(|source| SuiteError::List { path: dir.clone(), source })?;
+        let entries = std::fs::read_dir(&dir).map_err(|source| SuiteError::List {
+            path: dir.clone(),
+            source,
+        })?;
         for entry in entries {
-            let entry = entry.map_err(|source| SuiteError::List { path: dir.clone(), source })?;
+            let entry = entry.map_err(|source| SuiteError::List {
+                path: dir.clone(),
+                source,
+            })?;
             let path = entry.path();
             let name = entry.file_name();
             let name = name.to_string_lossy();
@@ -97,7 +104,11 @@ pub fn suite_name(root: &Path, file: &Path) -> String {
 /// The suite file a trial name points at (for nextest's `--exact NAME`): `root/<suite>.jsonl`.
 pub fn file_for_trial(root: &Path, trial: &str) -> Option<PathBuf> {
     let (suite, _) = trial.rsplit_once(SEPARATOR)?;
-    if suite.is_empty() || suite.split('/').any(|p| p.is_empty() || p == "." || p == "..") {
+    if suite.is_empty()
+        || suite
+            .split('/')
+            .any(|p| p.is_empty() || p == "." || p == "..")
+    {
         return None;
     }
     let path = root.join(format!("{suite}.jsonl"));
@@ -124,7 +135,11 @@ pub fn load_file(root: &Path, file: &Path) -> Vec<Loaded> {
             suite,
             file: file.to_path_buf(),
             entry: Err(CaseError {
-                location: Location { file: shown, line: 1, column: 1 },
+                location: Location {
+                    file: shown,
+                    line: 1,
+                    column: 1,
+                },
                 id: None,
                 field: None,
                 message: format!("failed to read the suite file: {e}"),
@@ -143,7 +158,11 @@ pub fn parse_suite(suite: &str, file: &Path, shown: Arc<PathBuf>, text: &str) ->
         if trimmed.is_empty() || trimmed.starts_with("//") {
             continue;
         }
-        let location = Location { file: shown.clone(), line: n, column: 1 };
+        let location = Location {
+            file: shown.clone(),
+            line: n,
+            column: 1,
+        };
         let mut entry = parse_case(line, location.clone());
         let id = match &entry {
             Ok(c) => Some(c.id.clone()),
@@ -167,7 +186,12 @@ pub fn parse_suite(suite: &str, file: &Path, shown: Arc<PathBuf>, text: &str) ->
             Some(id) => format!("{suite}{SEPARATOR}{id}"),
             None => format!("{suite}{SEPARATOR}line-{n}"),
         };
-        out.push(Loaded { suite: suite.to_string(), trial, file: file.to_path_buf(), entry });
+        out.push(Loaded {
+            suite: suite.to_string(),
+            trial,
+            file: file.to_path_buf(),
+            entry,
+        });
     }
     out
 }
@@ -177,10 +201,15 @@ mod tests {
     use super::*;
 
     fn names(text: &str) -> Vec<(String, bool)> {
-        parse_suite("s", Path::new("s.jsonl"), Arc::new(PathBuf::from("s.jsonl")), text)
-            .into_iter()
-            .map(|l| (l.trial, l.entry.is_ok()))
-            .collect()
+        parse_suite(
+            "s",
+            Path::new("s.jsonl"),
+            Arc::new(PathBuf::from("s.jsonl")),
+            text,
+        )
+        .into_iter()
+        .map(|l| (l.trial, l.entry.is_ok()))
+        .collect()
     }
 
     #[test]
@@ -200,7 +229,10 @@ mod tests {
     #[test]
     fn suite_names_and_trial_files() {
         let root = Path::new("/r");
-        assert_eq!(suite_name(root, Path::new("/r/billing/refunds.jsonl")), "billing/refunds");
+        assert_eq!(
+            suite_name(root, Path::new("/r/billing/refunds.jsonl")),
+            "billing/refunds"
+        );
         assert_eq!(file_for_trial(root, "../x::T1"), None);
     }
 }

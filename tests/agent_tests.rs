@@ -10,7 +10,11 @@ use serde_json::json;
 fn greeter(req: &Request) -> Result<Reply, String> {
     Ok(Reply::text(format!("Hello, {}!", req.input))
         .with_data(json!({"name": req.input, "turn": req.turn}))
-        .with_tool_call("users.lookup_user", json!({"name": req.input}), Some(json!({"found": true}))))
+        .with_tool_call(
+            "users.lookup_user",
+            json!({"name": req.input}),
+            Some(json!({"found": true})),
+        ))
 }
 
 fn main() -> std::process::ExitCode {

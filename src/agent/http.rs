@@ -12,12 +12,18 @@ pub(crate) struct HttpSpec {
 }
 
 impl HttpSpec {
-    pub(crate) fn new(url: reqwest::Url, headers: Vec<(String, String)>, timeout: Option<Duration>) -> Result<Self, String> {
+    pub(crate) fn new(
+        url: reqwest::Url,
+        headers: Vec<(String, String)>,
+        timeout: Option<Duration>,
+    ) -> Result<Self, String> {
         let mut map = reqwest::header::HeaderMap::new();
         for (k, v) in headers {
-            let name = reqwest::header::HeaderName::from_bytes(k.as_bytes()).map_err(|_| format!("invalid header name `{k}`"))?;
+            let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
+                .map_err(|_| format!("invalid header name `{k}`"))?;
             // The value may be a secret: never echo it.
-            let mut value = reqwest::header::HeaderValue::from_str(&v).map_err(|_| format!("invalid value for header `{k}`"))?;
+            let mut value = reqwest::header::HeaderValue::from_str(&v)
+                .map_err(|_| format!("invalid value for header `{k}`"))?;
             value.set_sensitive(true);
             map.insert(name, value);
         }
@@ -26,7 +32,12 @@ impl HttpSpec {
             .pool_max_idle_per_host(256)
             .build()
             .map_err(|e| format!("failed to build the HTTP client: {e}"))?;
-        Ok(HttpSpec { url, client, headers: map, timeout })
+        Ok(HttpSpec {
+            url,
+            client,
+            headers: map,
+            timeout,
+        })
     }
 
     pub(crate) async fn send(&self, request: &Request) -> Result<Reply, String> {
@@ -41,10 +52,17 @@ impl HttpSpec {
             .await
             .map_err(|e| describe(&self.url, e, timeout))?;
         let status = response.status();
-        let body = response.bytes().await.map_err(|e| describe(&self.url, e, timeout))?;
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| describe(&self.url, e, timeout))?;
         if !status.is_success() {
             let text = String::from_utf8_lossy(&body);
-            return Err(format!("agent at {} answered HTTP {status}: {}", self.url, crate::assertion::clip(text.trim())));
+            return Err(format!(
+                "agent at {} answered HTTP {status}: {}",
+                self.url,
+                crate::assertion::clip(text.trim())
+            ));
         }
         let value: serde_json::Value = serde_json::from_slice(&body).map_err(|e| {
             format!(
@@ -59,7 +77,10 @@ impl HttpSpec {
 
 fn describe(url: &reqwest::Url, e: reqwest::Error, timeout: Duration) -> String {
     if e.is_timeout() {
-        format!("agent at {url} did not answer within {}", crate::duration::format_duration(timeout))
+        format!(
+            "agent at {url} did not answer within {}",
+            crate::duration::format_duration(timeout)
+        )
     } else if e.is_connect() {
         format!("failed to connect to agent at {url}: {}", root_cause(&e))
     } else {

@@ -46,7 +46,11 @@ pub(crate) enum AgentDef {
 
 impl AgentDef {
     /// Builds a definition from config, expanding `${VAR}`s. `what` names it for errors.
-    pub(crate) fn from_config(cfg: &AgentConfig, config: &Config, what: &str) -> Result<AgentDef, String> {
+    pub(crate) fn from_config(
+        cfg: &AgentConfig,
+        config: &Config,
+        what: &str,
+    ) -> Result<AgentDef, String> {
         match cfg {
             AgentConfig::Process { command, cwd, env } => {
                 if command.is_empty() {
@@ -64,20 +68,34 @@ impl AgentDef {
                     Some(c) => config.dir.join(expand_env(c, &format!("{what}.cwd"))?),
                     None => config.dir.clone(),
                 };
-                Ok(AgentDef::Process(Arc::new(process::ProcessSpec { argv, cwd, env })))
+                Ok(AgentDef::Process(Arc::new(process::ProcessSpec {
+                    argv,
+                    cwd,
+                    env,
+                })))
             }
-            AgentConfig::Http { url, headers, timeout } => {
+            AgentConfig::Http {
+                url,
+                headers,
+                timeout,
+            } => {
                 let url = expand_env(url, &format!("{what}.url"))?;
-                let url = reqwest::Url::parse(&url).map_err(|e| format!("{what}.url \"{url}\" is not a valid URL: {e}"))?;
+                let url = reqwest::Url::parse(&url)
+                    .map_err(|e| format!("{what}.url \"{url}\" is not a valid URL: {e}"))?;
                 let headers = headers
                     .iter()
                     .map(|(k, v)| Ok((k.clone(), expand_env(v, &format!("{what}.headers.{k}"))?)))
                     .collect::<Result<Vec<_>, String>>()?;
                 let timeout = match timeout {
-                    Some(t) => Some(crate::duration::parse_duration(t).map_err(|e| format!("{what}.timeout: {e}"))?),
+                    Some(t) => Some(
+                        crate::duration::parse_duration(t)
+                            .map_err(|e| format!("{what}.timeout: {e}"))?,
+                    ),
                     None => None,
                 };
-                Ok(AgentDef::Http(Arc::new(http::HttpSpec::new(url, headers, timeout)?)))
+                Ok(AgentDef::Http(Arc::new(http::HttpSpec::new(
+                    url, headers, timeout,
+                )?)))
             }
         }
     }
@@ -85,7 +103,7 @@ impl AgentDef {
     /// Starts one conversation (for a process agent, spawns the process).
     pub(crate) async fn start(&self) -> Result<Session, String> {
         Ok(match self {
-            AgentDef::Process(spec) => Session::Process(spec.spawn()?),
+            AgentDef::Process(spec) => Session::Process(Box::new(spec.spawn()?)),
             AgentDef::Http(spec) => Session::Http(spec.clone()),
             AgentDef::InProcess(a) => Session::InProcess(a.clone()),
         })
@@ -103,7 +121,7 @@ impl AgentDef {
 
 /// One conversation with an agent.
 pub(crate) enum Session {
-    Process(process::ProcessSession),
+    Process(Box<process::ProcessSession>),
     Http(Arc<http::HttpSpec>),
     InProcess(Arc<dyn Agent>),
 }
@@ -114,7 +132,10 @@ impl Session {
         match self {
             Session::Process(p) => p.send(request).await,
             Session::Http(h) => h.send(request).await,
-            Session::InProcess(a) => a.respond(request).await.map_err(|e| format!("agent error: {e}")),
+            Session::InProcess(a) => a
+                .respond(request)
+                .await
+                .map_err(|e| format!("agent error: {e}")),
         }
     }
 

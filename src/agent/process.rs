@@ -28,7 +28,10 @@ pub(crate) struct ProcessSession {
 
 impl ProcessSpec {
     pub(crate) fn spawn(&self) -> Result<ProcessSession, String> {
-        let (program, args) = self.argv.split_first().ok_or("the agent command is empty")?;
+        let (program, args) = self
+            .argv
+            .split_first()
+            .ok_or("the agent command is empty")?;
         let mut child = Command::new(program)
             .args(args)
             .current_dir(&self.cwd)
@@ -40,7 +43,13 @@ impl ProcessSpec {
             // (timeout, panic, cancelled run): the child must not outlive it.
             .kill_on_drop(true)
             .spawn()
-            .map_err(|e| format!("failed to start agent `{}` in {}: {e}", self.argv.join(" "), self.cwd.display()))?;
+            .map_err(|e| {
+                format!(
+                    "failed to start agent `{}` in {}: {e}",
+                    self.argv.join(" "),
+                    self.cwd.display()
+                )
+            })?;
         let stdin = child.stdin.take().expect("stdin is piped");
         let stdout = BufReader::new(child.stdout.take().expect("stdout is piped"));
         let mut err_pipe = child.stderr.take().expect("stderr is piped");
@@ -85,7 +94,8 @@ impl ProcessSession {
 
     async fn exit_note(&mut self) -> String {
         // Give the stderr drain a moment to collect the dying words.
-        let status = tokio::time::timeout(std::time::Duration::from_millis(500), self.child.wait()).await;
+        let status =
+            tokio::time::timeout(std::time::Duration::from_millis(500), self.child.wait()).await;
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         match status {
             Ok(Ok(s)) => format!(" ({s})"),
@@ -94,11 +104,15 @@ impl ProcessSession {
     }
 
     pub(crate) async fn send(&mut self, request: &Request) -> Result<Reply, String> {
-        let mut line = serde_json::to_string(request).map_err(|e| format!("failed to encode the request: {e}"))?;
+        let mut line = serde_json::to_string(request)
+            .map_err(|e| format!("failed to encode the request: {e}"))?;
         line.push('\n');
         if let Err(e) = self.stdin.write_all(line.as_bytes()).await {
             let note = self.exit_note().await;
-            return Err(format!("agent process exited before reading the request{note}: {e}{}", self.stderr_tail()));
+            return Err(format!(
+                "agent process exited before reading the request{note}: {e}{}",
+                self.stderr_tail()
+            ));
         }
         let _ = self.stdin.flush().await;
         self.line.clear();
@@ -109,7 +123,10 @@ impl ProcessSession {
             .map_err(|e| format!("failed to read the agent's stdout: {e}"))?;
         if n == 0 {
             let note = self.exit_note().await;
-            return Err(format!("agent process exited before replying{note}{}", self.stderr_tail()));
+            return Err(format!(
+                "agent process exited before replying{note}{}",
+                self.stderr_tail()
+            ));
         }
         let text = self.line.trim();
         let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {

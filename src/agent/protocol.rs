@@ -99,7 +99,12 @@ impl Reply {
     }
 
     /// Adds a tool call.
-    pub fn with_tool_call(mut self, name: impl Into<String>, arguments: Value, result: Option<Value>) -> Self {
+    pub fn with_tool_call(
+        mut self,
+        name: impl Into<String>,
+        arguments: Value,
+        result: Option<Value>,
+    ) -> Self {
         self.tool_calls.push(ToolCall {
             name: name.into(),
             arguments,
@@ -153,7 +158,8 @@ impl Reply {
             ));
         };
         check_reply_shape(obj)?;
-        let reply: Reply = serde_json::from_value(v).map_err(|e| format!("the reply does not fit the protocol: {e}"))?;
+        let reply: Reply = serde_json::from_value(v)
+            .map_err(|e| format!("the reply does not fit the protocol: {e}"))?;
         if reply.content.is_null() && reply.tool_calls.is_empty() && reply.data.is_none() {
             return Err(
                 "the reply has none of `content`, `tool_calls` or `data`; an agent must answer with at least one"
@@ -173,11 +179,19 @@ fn check_reply_shape(obj: &Map<String, Value>) -> Result<(), String> {
                     match item.get("name") {
                         Some(Value::String(_)) => {}
                         Some(_) => return Err(format!("`tool_calls[{i}].name` must be a string")),
-                        None => return Err(format!("`tool_calls[{i}].name` is missing; every tool call needs a name")),
+                        None => {
+                            return Err(format!(
+                                "`tool_calls[{i}].name` is missing; every tool call needs a name"
+                            ))
+                        }
                     }
                 }
             }
-            _ => return Err("`tool_calls` must be an array of {\"name\", \"arguments\"} objects".into()),
+            _ => {
+                return Err(
+                    "`tool_calls` must be an array of {\"name\", \"arguments\"} objects".into(),
+                )
+            }
         }
     }
     if let Some(a) = obj.get("awaiting_input") {
@@ -200,17 +214,33 @@ mod tests {
 
     #[test]
     fn accepts_the_contract_and_names_what_breaks_it() {
-        let r = Reply::from_json(json!({"content": "hi", "tool_calls": [{"name": "t", "args": {"a": 1}}]})).unwrap();
+        let r = Reply::from_json(
+            json!({"content": "hi", "tool_calls": [{"name": "t", "args": {"a": 1}}]}),
+        )
+        .unwrap();
         assert_eq!(r.tool_calls[0].arguments, json!({"a": 1}));
         assert!(Reply::from_json(json!({})).unwrap_err().contains("none of"));
-        assert!(Reply::from_json(json!([1])).unwrap_err().contains("JSON object"));
-        assert!(Reply::from_json(json!({"tool_calls": [{}]})).unwrap_err().contains("tool_calls[0].name"));
-        assert!(Reply::from_json(json!({"content": "x", "awaiting_input": "yes"})).unwrap_err().contains("awaiting_input"));
+        assert!(Reply::from_json(json!([1]))
+            .unwrap_err()
+            .contains("JSON object"));
+        assert!(Reply::from_json(json!({"tool_calls": [{}]}))
+            .unwrap_err()
+            .contains("tool_calls[0].name"));
+        assert!(
+            Reply::from_json(json!({"content": "x", "awaiting_input": "yes"}))
+                .unwrap_err()
+                .contains("awaiting_input")
+        );
     }
 
     #[test]
     fn string_arguments_are_parsed() {
-        let t = ToolCall { name: "x".into(), arguments: json!("{\"a\":1}"), result: None, error: None };
+        let t = ToolCall {
+            name: "x".into(),
+            arguments: json!("{\"a\":1}"),
+            result: None,
+            error: None,
+        };
         assert_eq!(t.arguments_json(), json!({"a": 1}));
     }
 }

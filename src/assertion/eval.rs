@@ -41,7 +41,11 @@ pub struct Verdict {
 
 /// Evaluates one assertion. `Err` means it could not be evaluated (a script crashed):
 /// that is a case error, never a pass or a fail.
-pub async fn evaluate(a: &Assertion, subject: Subject<'_>, env: &EvalEnv<'_>) -> Result<Verdict, String> {
+pub async fn evaluate(
+    a: &Assertion,
+    subject: Subject<'_>,
+    env: &EvalEnv<'_>,
+) -> Result<Verdict, String> {
     let (holds, label, why) = match &a.kind {
         Kind::Script { name } => {
             let (passed, message) = env.scripts.run(name, a, subject, env).await?;
@@ -55,20 +59,35 @@ pub async fn evaluate(a: &Assertion, subject: Subject<'_>, env: &EvalEnv<'_>) ->
         _ => check(&a.kind, subject),
     };
     let passed = holds != a.negate;
-    let label = if a.negate { format!("not {label}") } else { label };
+    let label = if a.negate {
+        format!("not {label}")
+    } else {
+        label
+    };
     let detail = (!passed).then(|| match &a.message {
         Some(m) => format!("{m} ({why})"),
         None if a.negate => format!("expected the opposite, but it held: {why}"),
         None => why,
     });
-    Ok(Verdict { passed, label, detail })
+    Ok(Verdict {
+        passed,
+        label,
+        detail,
+    })
 }
 
 /// Deterministic checks: (holds, label, explanation of the actual value).
 fn check(kind: &Kind, s: Subject<'_>) -> (bool, String, String) {
     let reply = s.reply;
     match kind {
-        Kind::Contains { value, case_sensitive } | Kind::NotContains { value, case_sensitive } => {
+        Kind::Contains {
+            value,
+            case_sensitive,
+        }
+        | Kind::NotContains {
+            value,
+            case_sensitive,
+        } => {
             let text = reply.output_text();
             let found = if *case_sensitive {
                 text.contains(value.as_str())
@@ -79,9 +98,17 @@ fn check(kind: &Kind, s: Subject<'_>) -> (bool, String, String) {
             let holds = found == positive;
             let label = format!("{} {}", kind.type_name(), quote(value));
             let why = if positive {
-                format!("expected the reply to contain {}; reply: {}", quote(value), quote(&clip(&text)))
+                format!(
+                    "expected the reply to contain {}; reply: {}",
+                    quote(value),
+                    quote(&clip(&text))
+                )
             } else {
-                format!("expected the reply not to contain {}; reply: {}", quote(value), quote(&clip(&text)))
+                format!(
+                    "expected the reply not to contain {}; reply: {}",
+                    quote(value),
+                    quote(&clip(&text))
+                )
             };
             (holds, label, why)
         }
@@ -102,7 +129,11 @@ fn check(kind: &Kind, s: Subject<'_>) -> (bool, String, String) {
             (
                 regex.is_match(&text),
                 format!("regex {}", quote(regex.as_str())),
-                format!("expected the reply to match /{}/; reply: {}", regex.as_str(), quote(&clip(&text))),
+                format!(
+                    "expected the reply to match /{}/; reply: {}",
+                    regex.as_str(),
+                    quote(&clip(&text))
+                ),
             )
         }
         Kind::JsonPath { path, value } => {
@@ -111,13 +142,25 @@ fn check(kind: &Kind, s: Subject<'_>) -> (bool, String, String) {
                 Err(why) => (false, label, why),
                 Ok(actual) => {
                     let holds = match (value, &actual) {
-                        (Value::Array(options), a) if !a.is_array() => options.iter().any(|o| json_eq(o, a)),
+                        (Value::Array(options), a) if !a.is_array() => {
+                            options.iter().any(|o| json_eq(o, a))
+                        }
                         (e, a) => json_eq(e, a),
                     };
                     let why = if value.is_array() && !actual.is_array() {
-                        format!("expected {} to be one of {}, got {}", path.text, compact(value), compact(&actual))
+                        format!(
+                            "expected {} to be one of {}, got {}",
+                            path.text,
+                            compact(value),
+                            compact(&actual)
+                        )
                     } else {
-                        format!("expected {} to be {}, got {}", path.text, compact(value), compact(&actual))
+                        format!(
+                            "expected {} to be {}, got {}",
+                            path.text,
+                            compact(value),
+                            compact(&actual)
+                        )
                     };
                     (holds, label, why)
                 }
@@ -132,38 +175,67 @@ fn check(kind: &Kind, s: Subject<'_>) -> (bool, String, String) {
                 None => reply.data.clone().unwrap_or_else(|| reply.content.clone()),
             };
             let actual = JsonType::of(&target);
-            let at = path.as_ref().map(|p| format!("{} ", p.text)).unwrap_or_default();
+            let at = path
+                .as_ref()
+                .map(|p| format!("{} ", p.text))
+                .unwrap_or_default();
             (
                 actual == *expected,
                 format!("type {at}{}", expected.name()),
-                format!("expected {at}to be {}, got {} ({})", expected.name(), actual.name(), compact(&target)),
+                format!(
+                    "expected {at}to be {}, got {} ({})",
+                    expected.name(),
+                    actual.name(),
+                    compact(&target)
+                ),
             )
         }
         Kind::ToolCalled { names, arguments } => {
             let label = if names.is_empty() {
                 "tool_called (any)".to_string()
             } else {
-                format!("tool_called {}", names.iter().map(|n| quote(n)).collect::<Vec<_>>().join(" | "))
+                format!(
+                    "tool_called {}",
+                    names
+                        .iter()
+                        .map(|n| quote(n))
+                        .collect::<Vec<_>>()
+                        .join(" | ")
+                )
             };
             let holds = reply.tool_calls.iter().any(|c| {
                 (names.is_empty() || names.iter().any(|n| tool_name_matches(&c.name, n)))
-                    && arguments.as_ref().is_none_or(|m| matches(m, &c.arguments_json()))
+                    && arguments
+                        .as_ref()
+                        .is_none_or(|m| matches(m, &c.arguments_json()))
             });
             let expected = match arguments {
                 Some(_) => " with the expected arguments",
                 None => "",
             };
-            (holds, label, format!("expected a call to {}{expected}; {}", names_text(names), calls_text(&reply.tool_calls)))
+            (
+                holds,
+                label,
+                format!(
+                    "expected a call to {}{expected}; {}",
+                    names_text(names),
+                    calls_text(&reply.tool_calls)
+                ),
+            )
         }
         Kind::ToolResult { tool, result } => {
-            let holds = reply
-                .tool_calls
-                .iter()
-                .any(|c| tool_name_matches(&c.name, tool) && c.result.as_ref().is_some_and(|r| matches(result, r)));
+            let holds = reply.tool_calls.iter().any(|c| {
+                tool_name_matches(&c.name, tool)
+                    && c.result.as_ref().is_some_and(|r| matches(result, r))
+            });
             (
                 holds,
                 format!("tool_result {}", quote(tool)),
-                format!("expected {} to return a matching result; {}", quote(tool), calls_text(&reply.tool_calls)),
+                format!(
+                    "expected {} to return a matching result; {}",
+                    quote(tool),
+                    calls_text(&reply.tool_calls)
+                ),
             )
         }
         Kind::Script { .. } | Kind::Judge { .. } => unreachable!("handled by evaluate"),
@@ -183,7 +255,11 @@ fn names_text(names: &[String]) -> String {
     if names.is_empty() {
         "any tool".into()
     } else {
-        names.iter().map(|n| quote(n)).collect::<Vec<_>>().join(" or ")
+        names
+            .iter()
+            .map(|n| quote(n))
+            .collect::<Vec<_>>()
+            .join(" or ")
     }
 }
 
@@ -258,9 +334,13 @@ pub(crate) fn json_eq(a: &Value, b: &Value) -> bool {
             (Some(p), Some(q)) if x.is_f64() || y.is_f64() => p == q,
             _ => x == y,
         },
-        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_eq(p, q)),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_eq(p, q))
+        }
         (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
         }
         _ => a == b,
     }
@@ -270,8 +350,12 @@ pub(crate) fn json_eq(a: &Value, b: &Value) -> bool {
 /// arrays element by element (same length), scalars equal.
 pub fn json_subset(expected: &Value, actual: &Value) -> bool {
     match (expected, actual) {
-        (Value::Object(e), Value::Object(a)) => e.iter().all(|(k, v)| a.get(k).is_some_and(|w| json_subset(v, w))),
-        (Value::Array(e), Value::Array(a)) => e.len() == a.len() && e.iter().zip(a).all(|(p, q)| json_subset(p, q)),
+        (Value::Object(e), Value::Object(a)) => e
+            .iter()
+            .all(|(k, v)| a.get(k).is_some_and(|w| json_subset(v, w))),
+        (Value::Array(e), Value::Array(a)) => {
+            e.len() == a.len() && e.iter().zip(a).all(|(p, q)| json_subset(p, q))
+        }
         _ => json_eq(expected, actual),
     }
 }
@@ -284,7 +368,9 @@ fn matches(m: &ValueMatcher, actual: &Value) -> bool {
             other => re.is_match(&other.to_string()),
         },
         ValueMatcher::Object(fields) => match actual {
-            Value::Object(a) => fields.iter().all(|(k, m)| a.get(k).is_some_and(|v| matches(m, v))),
+            Value::Object(a) => fields
+                .iter()
+                .all(|(k, m)| a.get(k).is_some_and(|v| matches(m, v))),
             _ => false,
         },
     }
@@ -317,7 +403,10 @@ mod tests {
     #[test]
     fn tool_names_match_by_suffix_after_a_separator() {
         assert!(tool_name_matches("create_expense", "create_expense"));
-        assert!(tool_name_matches("expense.create_expense", "create_expense"));
+        assert!(tool_name_matches(
+            "expense.create_expense",
+            "create_expense"
+        ));
         assert!(tool_name_matches("mcp__create_expense", "create_expense"));
         assert!(!tool_name_matches("recreate_expense", "create_expense"));
     }

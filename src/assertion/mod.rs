@@ -4,8 +4,8 @@
 mod eval;
 mod parse;
 
-pub use eval::{evaluate, json_subset, EvalEnv, Subject, Verdict};
 pub(crate) use eval::{clip, compact};
+pub use eval::{evaluate, json_subset, EvalEnv, Subject, Verdict};
 pub(crate) use parse::parse_assertions;
 
 use std::sync::Arc;

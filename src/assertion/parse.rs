@@ -6,7 +6,9 @@ use regex::Regex;
 use serde_json::{Map, Value};
 
 use super::{Assertion, JsonPath, JsonType, Kind, ValueMatcher, ASSERTION_TYPES};
-use crate::case::fields::{check_keys, index, join, opt_bool, opt_str, suggest, type_of, FieldError};
+use crate::case::fields::{
+    check_keys, index, join, opt_bool, opt_str, suggest, type_of, FieldError,
+};
 
 /// Keys every assertion may carry.
 const COMMON: [&str; 5] = ["type", "negate", "message", "description", "id"];
@@ -55,7 +57,10 @@ fn parse_one(v: &Value, path: &str) -> Result<Assertion, FieldError> {
         None => {
             return Err(FieldError::new(
                 join(path, "type"),
-                format!("missing assertion `type`; expected one of: {}", ASSERTION_TYPES.join(", ")),
+                format!(
+                    "missing assertion `type`; expected one of: {}",
+                    ASSERTION_TYPES.join(", ")
+                ),
             ))
         }
     };
@@ -101,16 +106,26 @@ fn parse_one(v: &Value, path: &str) -> Result<Assertion, FieldError> {
             let value = required_text(obj, "value", path, type_name)?;
             let case_sensitive = opt_bool(obj, "case_sensitive", path)?.unwrap_or(true);
             if type_name == "contains" {
-                Kind::Contains { value, case_sensitive }
+                Kind::Contains {
+                    value,
+                    case_sensitive,
+                }
             } else {
-                Kind::NotContains { value, case_sensitive }
+                Kind::NotContains {
+                    value,
+                    case_sensitive,
+                }
             }
         }
         "equals" => Kind::Equals {
             value: required(obj, "value", path, "the expected value")?.clone(),
         },
         "regex" => {
-            let key = if obj.contains_key("pattern") { "pattern" } else { "value" };
+            let key = if obj.contains_key("pattern") {
+                "pattern"
+            } else {
+                "value"
+            };
             let pattern = match obj.get(key) {
                 Some(Value::String(s)) => s,
                 Some(other) => {
@@ -181,12 +196,19 @@ fn parse_one(v: &Value, path: &str) -> Result<Assertion, FieldError> {
                 )
             })?;
             if name.is_empty() {
-                return Err(FieldError::new(join(path, "use"), "the script name after `scripts:` is empty"));
+                return Err(FieldError::new(
+                    join(path, "use"),
+                    "the script name after `scripts:` is empty",
+                ));
             }
-            Kind::Script { name: name.to_string() }
+            Kind::Script {
+                name: name.to_string(),
+            }
         }
         "agent" => Kind::Judge { type_name: "agent" },
-        _ => Kind::Judge { type_name: "llm_judge" },
+        _ => Kind::Judge {
+            type_name: "llm_judge",
+        },
     };
     Ok(Assertion {
         kind,
@@ -204,7 +226,10 @@ fn required<'a>(
 ) -> Result<&'a Value, FieldError> {
     obj.get(key).ok_or_else(|| {
         let t = obj.get("type").and_then(Value::as_str).unwrap_or("this");
-        FieldError::new(join(path, key), format!("a `{t}` assertion needs `{key}`: {what}"))
+        FieldError::new(
+            join(path, key),
+            format!("a `{t}` assertion needs `{key}`: {what}"),
+        )
     })
 }
 
@@ -299,7 +324,12 @@ fn parse_tool_called(obj: &Map<String, Value>, path: &str) -> Result<Kind, Field
         }
         Some(Value::Object(m)) => {
             let vpath = join(path, "value");
-            check_keys(m, &["name", "arguments", "args"], &vpath, "a tool_called value")?;
+            check_keys(
+                m,
+                &["name", "arguments", "args"],
+                &vpath,
+                "a tool_called value",
+            )?;
             match opt_str(m, "name", &vpath)? {
                 Some(n) => names.push(n),
                 None => {
@@ -313,15 +343,13 @@ fn parse_tool_called(obj: &Map<String, Value>, path: &str) -> Result<Kind, Field
                 arguments = Some(matcher(a, &join(&vpath, "arguments"))?);
             }
         }
-        Some(other) => {
-            return Err(FieldError::new(
-                join(path, "value"),
-                format!(
-                    "expected a tool name, an array of names or {{\"name\", \"arguments\"}}, found {}",
-                    type_of(other)
-                ),
-            ))
-        }
+        Some(other) => return Err(FieldError::new(
+            join(path, "value"),
+            format!(
+                "expected a tool name, an array of names or {{\"name\", \"arguments\"}}, found {}",
+                type_of(other)
+            ),
+        )),
     }
     if let Some(a) = obj.get("arguments") {
         arguments = Some(matcher(a, &join(path, "arguments"))?);
@@ -340,7 +368,10 @@ fn parse_tool_result(obj: &Map<String, Value>, path: &str) -> Result<Kind, Field
         Some(other) => {
             return Err(FieldError::new(
                 join(path, "value"),
-                format!("expected {{\"tool\": NAME, \"result\": ...}}, found {}", type_of(other)),
+                format!(
+                    "expected {{\"tool\": NAME, \"result\": ...}}, found {}",
+                    type_of(other)
+                ),
             ))
         }
         None => (
@@ -356,7 +387,10 @@ fn parse_tool_result(obj: &Map<String, Value>, path: &str) -> Result<Kind, Field
         )
     })?;
     let result = result.ok_or_else(|| {
-        FieldError::new(rpath.clone(), "a tool_result assertion needs the expected `result`")
+        FieldError::new(
+            rpath.clone(),
+            "a tool_result assertion needs the expected `result`",
+        )
     })?;
     Ok(Kind::ToolResult {
         tool,

@@ -5,7 +5,8 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::fields::{
-    check_keys, column_of_key, index, join, last_key, opt_bool, opt_object, opt_str, type_of, FieldError,
+    check_keys, column_of_key, index, join, last_key, opt_bool, opt_object, opt_str, type_of,
+    FieldError,
 };
 use super::model::{Case, Checkpoint, Input, Location, Message, Mode, Simulator, Turn};
 use crate::assertion::{parse_assertions, Assertion};
@@ -39,7 +40,15 @@ pub const CASE_KEYS: [&str; 24] = [
     "interactive",
 ];
 
-const TURN_KEYS: [&str; 7] = ["input", "assertions", "assert", "options", "attachments", "name", "description"];
+const TURN_KEYS: [&str; 7] = [
+    "input",
+    "assertions",
+    "assert",
+    "options",
+    "attachments",
+    "name",
+    "description",
+];
 const CHECKPOINT_KEYS: [&str; 8] = [
     "id",
     "description",
@@ -101,7 +110,10 @@ pub fn parse_case(line: &str, location: Location) -> Result<Case, CaseError> {
             location,
             id: None,
             field: None,
-            message: format!("expected a JSON object for the case, found {}", type_of(&value)),
+            message: format!(
+                "expected a JSON object for the case, found {}",
+                type_of(&value)
+            ),
         });
     };
     let id = match obj.get("id") {
@@ -135,15 +147,25 @@ fn parse_id(obj: &Map<String, Value>) -> Result<String, FieldError> {
     }
 }
 
-fn build(obj: &Map<String, Value>, id: String, raw: &Value, location: Location) -> Result<Case, FieldError> {
+fn build(
+    obj: &Map<String, Value>,
+    id: String,
+    raw: &Value,
+    location: Location,
+) -> Result<Case, FieldError> {
     check_keys(obj, &CASE_KEYS, "", "a case")?;
     let timeout = match obj.get("timeout") {
         None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(parse_duration(s).map_err(|e| FieldError::new("timeout", e))?),
+        Some(Value::String(s)) => {
+            Some(parse_duration(s).map_err(|e| FieldError::new("timeout", e))?)
+        }
         Some(other) => {
             return Err(FieldError::new(
                 "timeout",
-                format!("expected a duration string like \"30s\" or \"2m\", found {}", type_of(other)),
+                format!(
+                    "expected a duration string like \"30s\" or \"2m\", found {}",
+                    type_of(other)
+                ),
             ))
         }
     };
@@ -154,10 +176,18 @@ fn build(obj: &Map<String, Value>, id: String, raw: &Value, location: Location) 
             .enumerate()
             .map(|(i, t)| match t {
                 Value::String(s) => Ok(s.clone()),
-                other => Err(FieldError::new(index("tags", i), format!("expected a string tag, found {}", type_of(other)))),
+                other => Err(FieldError::new(
+                    index("tags", i),
+                    format!("expected a string tag, found {}", type_of(other)),
+                )),
             })
             .collect::<Result<_, _>>()?,
-        Some(other) => return Err(FieldError::new("tags", format!("expected an array of strings, found {}", type_of(other)))),
+        Some(other) => {
+            return Err(FieldError::new(
+                "tags",
+                format!("expected an array of strings, found {}", type_of(other)),
+            ))
+        }
     };
     if let Some(i) = obj.get("interactive") {
         if let Value::Object(m) = i {
@@ -167,7 +197,13 @@ fn build(obj: &Map<String, Value>, id: String, raw: &Value, location: Location) 
                 parse_duration(&t).map_err(|e| FieldError::new("interactive.timeout", e))?;
             }
         } else if !i.is_null() {
-            return Err(FieldError::new("interactive", format!("expected an object {{\"enabled\": true}}, found {}", type_of(i))));
+            return Err(FieldError::new(
+                "interactive",
+                format!(
+                    "expected an object {{\"enabled\": true}}, found {}",
+                    type_of(i)
+                ),
+            ));
         }
     }
     opt_str(obj, "description", "")?;
@@ -193,11 +229,18 @@ fn build(obj: &Map<String, Value>, id: String, raw: &Value, location: Location) 
 }
 
 /// Reads `assertions` or `assert` (not both).
-fn assertion_list(obj: &Map<String, Value>, path: &str, keys: [&str; 2]) -> Result<Vec<Assertion>, FieldError> {
+fn assertion_list(
+    obj: &Map<String, Value>,
+    path: &str,
+    keys: [&str; 2],
+) -> Result<Vec<Assertion>, FieldError> {
     match (obj.get(keys[0]), obj.get(keys[1])) {
         (Some(_), Some(_)) => Err(FieldError::new(
             join(path, keys[1]),
-            format!("both `{}` and `{}` are given; use one of them", keys[0], keys[1]),
+            format!(
+                "both `{}` and `{}` are given; use one of them",
+                keys[0], keys[1]
+            ),
         )),
         (Some(v), None) => parse_assertions(v, &join(path, keys[0])),
         (None, Some(v)) => parse_assertions(v, &join(path, keys[1])),
@@ -234,12 +277,18 @@ fn parse_mode(obj: &Map<String, Value>) -> Result<Mode, FieldError> {
     }
     for key in ["max_turns"] {
         if obj.contains_key(key) {
-            return Err(FieldError::new(key, format!("`{key}` only applies to dynamic cases (with `simulator` + `checkpoints`)")));
+            return Err(FieldError::new(
+                key,
+                format!("`{key}` only applies to dynamic cases (with `simulator` + `checkpoints`)"),
+            ));
         }
     }
     if has_turns {
         if mode.as_deref() == Some("single") {
-            return Err(FieldError::new("mode", "`mode` is \"single\" but the case has `turns`; use `mode: \"static\"` or no mode"));
+            return Err(FieldError::new(
+                "mode",
+                "`mode` is \"single\" but the case has `turns`; use `mode: \"static\"` or no mode",
+            ));
         }
         for key in ["input", "assertions", "assert", "expected"] {
             if obj.contains_key(key) {
@@ -248,7 +297,10 @@ fn parse_mode(obj: &Map<String, Value>) -> Result<Mode, FieldError> {
                     "expected" => "compare the last reply with `final_assertions: [{\"type\": \"equals\", ...}]`",
                     _ => "put per-turn checks in each turn and checks on the last reply in `final_assertions`",
                 };
-                return Err(FieldError::new(key, format!("a static case with `turns` takes no top-level `{key}`; {fix}")));
+                return Err(FieldError::new(
+                    key,
+                    format!("a static case with `turns` takes no top-level `{key}`; {fix}"),
+                ));
             }
         }
         let turns = match obj.get("turns") {
@@ -257,15 +309,28 @@ fn parse_mode(obj: &Map<String, Value>) -> Result<Mode, FieldError> {
                 .enumerate()
                 .map(|(i, t)| parse_turn(t, &index("turns", i)))
                 .collect::<Result<Vec<_>, _>>()?,
-            Some(Value::Array(_)) => return Err(FieldError::new("turns", "`turns` is empty; give at least one {\"input\": ...}")),
-            Some(other) => return Err(FieldError::new("turns", format!("expected an array of turns, found {}", type_of(other)))),
+            Some(Value::Array(_)) => {
+                return Err(FieldError::new(
+                    "turns",
+                    "`turns` is empty; give at least one {\"input\": ...}",
+                ))
+            }
+            Some(other) => {
+                return Err(FieldError::new(
+                    "turns",
+                    format!("expected an array of turns, found {}", type_of(other)),
+                ))
+            }
             None => unreachable!(),
         };
         let final_assertions = match obj.get("final_assertions") {
             Some(v) => parse_assertions(v, "final_assertions")?,
             None => Vec::new(),
         };
-        return Ok(Mode::Static { turns, final_assertions });
+        return Ok(Mode::Static {
+            turns,
+            final_assertions,
+        });
     }
     if obj.contains_key("final_assertions") {
         return Err(FieldError::new("final_assertions", "`final_assertions` applies to static cases with `turns`; a single-turn case takes `assertions`"));
@@ -283,16 +348,29 @@ fn parse_mode(obj: &Map<String, Value>) -> Result<Mode, FieldError> {
     Ok(Mode::Single { input, assertions })
 }
 
-fn parse_dynamic(obj: &Map<String, Value>, has_sim: bool, has_cps: bool) -> Result<Mode, FieldError> {
+fn parse_dynamic(
+    obj: &Map<String, Value>,
+    has_sim: bool,
+    has_cps: bool,
+) -> Result<Mode, FieldError> {
     if !has_sim {
-        return Err(FieldError::new("simulator", "a dynamic case needs `simulator`, such as {\"use\": \"script\", \"script\": [...]}"));
+        return Err(FieldError::new(
+            "simulator",
+            "a dynamic case needs `simulator`, such as {\"use\": \"script\", \"script\": [...]}",
+        ));
     }
     if !has_cps {
-        return Err(FieldError::new("checkpoints", "a dynamic case needs `checkpoints`: what the agent must reach"));
+        return Err(FieldError::new(
+            "checkpoints",
+            "a dynamic case needs `checkpoints`: what the agent must reach",
+        ));
     }
     for key in ["assertions", "assert", "final_assertions"] {
         if obj.contains_key(key) {
-            return Err(FieldError::new(key, format!("a dynamic case takes no `{key}`; express checks as `checkpoints`")));
+            return Err(FieldError::new(
+                key,
+                format!("a dynamic case takes no `{key}`; express checks as `checkpoints`"),
+            ));
         }
     }
     let sim = match obj.get("simulator") {
@@ -302,12 +380,26 @@ fn parse_dynamic(obj: &Map<String, Value>, has_sim: bool, has_cps: bool) -> Resu
             opt_bool(m, "show_checkpoints", "simulator")?;
             if let Some(s) = m.get("script") {
                 if !s.is_array() {
-                    return Err(FieldError::new("simulator.script", format!("expected an array of {{\"when\", \"say\"}} rules, found {}", type_of(s))));
+                    return Err(FieldError::new(
+                        "simulator.script",
+                        format!(
+                            "expected an array of {{\"when\", \"say\"}} rules, found {}",
+                            type_of(s)
+                        ),
+                    ));
                 }
             }
-            Simulator { use_: opt_str(m, "use", "simulator")?, raw: v.clone() }
+            Simulator {
+                use_: opt_str(m, "use", "simulator")?,
+                raw: v.clone(),
+            }
         }
-        Some(other) => return Err(FieldError::new("simulator", format!("expected an object, found {}", type_of(other)))),
+        Some(other) => {
+            return Err(FieldError::new(
+                "simulator",
+                format!("expected an object, found {}", type_of(other)),
+            ))
+        }
         None => unreachable!(),
     };
     let checkpoints = match obj.get("checkpoints") {
@@ -316,23 +408,42 @@ fn parse_dynamic(obj: &Map<String, Value>, has_sim: bool, has_cps: bool) -> Resu
             .enumerate()
             .map(|(i, c)| parse_checkpoint(c, &index("checkpoints", i)))
             .collect::<Result<Vec<_>, _>>()?,
-        Some(Value::Array(_)) => return Err(FieldError::new("checkpoints", "`checkpoints` is empty; give at least one")),
-        Some(other) => return Err(FieldError::new("checkpoints", format!("expected an array of checkpoints, found {}", type_of(other)))),
+        Some(Value::Array(_)) => {
+            return Err(FieldError::new(
+                "checkpoints",
+                "`checkpoints` is empty; give at least one",
+            ))
+        }
+        Some(other) => {
+            return Err(FieldError::new(
+                "checkpoints",
+                format!("expected an array of checkpoints, found {}", type_of(other)),
+            ))
+        }
         None => unreachable!(),
     };
     for (i, c) in checkpoints.iter().enumerate() {
         if checkpoints[..i].iter().any(|p| p.id == c.id) {
-            return Err(FieldError::new(join(&index("checkpoints", i), "id"), format!("duplicate checkpoint id \"{}\"", c.id)));
+            return Err(FieldError::new(
+                join(&index("checkpoints", i), "id"),
+                format!("duplicate checkpoint id \"{}\"", c.id),
+            ));
         }
         for (j, a) in c.after.iter().enumerate() {
             if a == &c.id {
-                return Err(FieldError::new(index(&join(&index("checkpoints", i), "after"), j), format!("checkpoint \"{a}\" cannot come after itself")));
+                return Err(FieldError::new(
+                    index(&join(&index("checkpoints", i), "after"), j),
+                    format!("checkpoint \"{a}\" cannot come after itself"),
+                ));
             }
             if !checkpoints.iter().any(|p| &p.id == a) {
                 let ids: Vec<&str> = checkpoints.iter().map(|p| p.id.as_str()).collect();
                 return Err(FieldError::new(
                     index(&join(&index("checkpoints", i), "after"), j),
-                    format!("`after` names \"{a}\", which is not a checkpoint of this case; known: {}", ids.join(", ")),
+                    format!(
+                        "`after` names \"{a}\", which is not a checkpoint of this case; known: {}",
+                        ids.join(", ")
+                    ),
                 ));
             }
         }
@@ -341,31 +452,69 @@ fn parse_dynamic(obj: &Map<String, Value>, has_sim: bool, has_cps: bool) -> Resu
         None | Some(Value::Null) => 20,
         Some(Value::Number(n)) => match n.as_u64() {
             Some(v) if (1..=10_000).contains(&v) => v as u32,
-            _ => return Err(FieldError::new("max_turns", format!("expected a whole number from 1 to 10000, found {n}"))),
+            _ => {
+                return Err(FieldError::new(
+                    "max_turns",
+                    format!("expected a whole number from 1 to 10000, found {n}"),
+                ))
+            }
         },
-        Some(other) => return Err(FieldError::new("max_turns", format!("expected a whole number, found {}", type_of(other)))),
+        Some(other) => {
+            return Err(FieldError::new(
+                "max_turns",
+                format!("expected a whole number, found {}", type_of(other)),
+            ))
+        }
     };
     let input = match obj.get("input") {
         Some(v) => Some(parse_input(v, "input")?),
         None => None,
     };
-    Ok(Mode::Dynamic { input, simulator: sim, checkpoints, max_turns })
+    Ok(Mode::Dynamic {
+        input,
+        simulator: sim,
+        checkpoints,
+        max_turns,
+    })
 }
 
 fn parse_checkpoint(v: &Value, path: &str) -> Result<Checkpoint, FieldError> {
     let Value::Object(m) = v else {
-        return Err(FieldError::new(path, format!("expected a checkpoint object {{\"id\", \"assertion\"}}, found {}", type_of(v))));
+        return Err(FieldError::new(
+            path,
+            format!(
+                "expected a checkpoint object {{\"id\", \"assertion\"}}, found {}",
+                type_of(v)
+            ),
+        ));
     };
     check_keys(m, &CHECKPOINT_KEYS, path, "a checkpoint")?;
-    let id = opt_str(m, "id", path)?.ok_or_else(|| FieldError::new(join(path, "id"), "a checkpoint needs an `id`"))?;
-    let given: Vec<&str> = ["assertion", "assert", "assertions"].into_iter().filter(|k| m.contains_key(*k)).collect();
+    let id = opt_str(m, "id", path)?
+        .ok_or_else(|| FieldError::new(join(path, "id"), "a checkpoint needs an `id`"))?;
+    let given: Vec<&str> = ["assertion", "assert", "assertions"]
+        .into_iter()
+        .filter(|k| m.contains_key(*k))
+        .collect();
     let assertions = match given.as_slice() {
         [key] => parse_assertions(&m[*key], &join(path, key))?,
-        [] => return Err(FieldError::new(join(path, "assertion"), "a checkpoint needs `assertion` (or `assert`): what the reply must satisfy")),
-        [_, second, ..] => return Err(FieldError::new(join(path, second), format!("give one of {}, not several", given.join(", ")))),
+        [] => {
+            return Err(FieldError::new(
+                join(path, "assertion"),
+                "a checkpoint needs `assertion` (or `assert`): what the reply must satisfy",
+            ))
+        }
+        [_, second, ..] => {
+            return Err(FieldError::new(
+                join(path, second),
+                format!("give one of {}, not several", given.join(", ")),
+            ))
+        }
     };
     if assertions.is_empty() {
-        return Err(FieldError::new(join(path, given[0]), "the checkpoint's assertion list is empty"));
+        return Err(FieldError::new(
+            join(path, given[0]),
+            "the checkpoint's assertion list is empty",
+        ));
     }
     let after = match m.get("after") {
         None | Some(Value::Null) => Vec::new(),
@@ -373,9 +522,24 @@ fn parse_checkpoint(v: &Value, path: &str) -> Result<Checkpoint, FieldError> {
         Some(Value::Array(items)) => items
             .iter()
             .enumerate()
-            .map(|(i, a)| a.as_str().map(str::to_string).ok_or_else(|| FieldError::new(index(&join(path, "after"), i), format!("expected a checkpoint id, found {}", type_of(a)))))
+            .map(|(i, a)| {
+                a.as_str().map(str::to_string).ok_or_else(|| {
+                    FieldError::new(
+                        index(&join(path, "after"), i),
+                        format!("expected a checkpoint id, found {}", type_of(a)),
+                    )
+                })
+            })
             .collect::<Result<_, _>>()?,
-        Some(other) => return Err(FieldError::new(join(path, "after"), format!("expected an array of checkpoint ids, found {}", type_of(other)))),
+        Some(other) => {
+            return Err(FieldError::new(
+                join(path, "after"),
+                format!(
+                    "expected an array of checkpoint ids, found {}",
+                    type_of(other)
+                ),
+            ))
+        }
     };
     Ok(Checkpoint {
         id,
@@ -388,21 +552,38 @@ fn parse_checkpoint(v: &Value, path: &str) -> Result<Checkpoint, FieldError> {
 }
 
 fn parse_turn(v: &Value, path: &str) -> Result<Turn, FieldError> {
-    let m = match v {
-        Value::Object(m) => m,
-        other => return Err(FieldError::new(path, format!("expected a turn object {{\"input\": ..., \"assertions\": [...]}}, found {}", type_of(other)))),
-    };
+    let m =
+        match v {
+            Value::Object(m) => m,
+            other => return Err(FieldError::new(
+                path,
+                format!(
+                    "expected a turn object {{\"input\": ..., \"assertions\": [...]}}, found {}",
+                    type_of(other)
+                ),
+            )),
+        };
     check_keys(m, &TURN_KEYS, path, "a turn")?;
     opt_str(m, "name", path)?;
     opt_str(m, "description", path)?;
     let input = match m.get("input") {
         Some(v) => parse_input(v, &join(path, "input"))?,
-        None => return Err(FieldError::new(join(path, "input"), "each turn needs `input`: what the user says")),
+        None => {
+            return Err(FieldError::new(
+                join(path, "input"),
+                "each turn needs `input`: what the user says",
+            ))
+        }
     };
     let attachments = match m.get("attachments") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(a)) => a.clone(),
-        Some(other) => return Err(FieldError::new(join(path, "attachments"), format!("expected an array, found {}", type_of(other)))),
+        Some(other) => {
+            return Err(FieldError::new(
+                join(path, "attachments"),
+                format!("expected an array, found {}", type_of(other)),
+            ))
+        }
     };
     Ok(Turn {
         input,
@@ -433,24 +614,52 @@ fn parse_input(v: &Value, path: &str) -> Result<Input, FieldError> {
         }
     };
     if messages.last().is_some_and(|m| m.role != "user") {
-        let at = if v.is_array() { index(path, messages.len() - 1) } else { path.to_string() };
-        return Err(FieldError::new(join(&at, "role"), "the last input message must have role \"user\": the agent answers it"));
+        let at = if v.is_array() {
+            index(path, messages.len() - 1)
+        } else {
+            path.to_string()
+        };
+        return Err(FieldError::new(
+            join(&at, "role"),
+            "the last input message must have role \"user\": the agent answers it",
+        ));
     }
     Ok(Input { messages })
 }
 
 fn parse_message(v: &Value, path: &str) -> Result<Message, FieldError> {
     let Value::Object(m) = v else {
-        return Err(FieldError::new(path, format!("expected a message {{\"role\", \"content\"}}, found {}", type_of(v))));
+        return Err(FieldError::new(
+            path,
+            format!(
+                "expected a message {{\"role\", \"content\"}}, found {}",
+                type_of(v)
+            ),
+        ));
     };
     check_keys(m, &MESSAGE_KEYS, path, "a message")?;
-    let role = opt_str(m, "role", path)?.ok_or_else(|| FieldError::new(join(path, "role"), "a message needs `role`: user, assistant, system or tool"))?;
+    let role = opt_str(m, "role", path)?.ok_or_else(|| {
+        FieldError::new(
+            join(path, "role"),
+            "a message needs `role`: user, assistant, system or tool",
+        )
+    })?;
     if !ROLES.contains(&role.as_str()) {
-        return Err(FieldError::new(join(path, "role"), format!("unknown role \"{role}\"; expected user, assistant, system or tool")));
+        return Err(FieldError::new(
+            join(path, "role"),
+            format!("unknown role \"{role}\"; expected user, assistant, system or tool"),
+        ));
     }
     let content = m.get("content").cloned().unwrap_or(Value::Null);
     if content.is_null() && role == "user" {
-        return Err(FieldError::new(join(path, "content"), "a user message needs `content`"));
+        return Err(FieldError::new(
+            join(path, "content"),
+            "a user message needs `content`",
+        ));
     }
-    Ok(Message { role, content, tool_calls: m.get("tool_calls").cloned() })
+    Ok(Message {
+        role,
+        content,
+        tool_calls: m.get("tool_calls").cloned(),
+    })
 }

@@ -67,7 +67,12 @@ fn write_assertions(s: &mut String, list: &[AssertionReport]) {
         if a.passed {
             let _ = writeln!(s, "    ✓ {}", a.label);
         } else {
-            let _ = writeln!(s, "    ✗ {}: {}", a.label, a.message.as_deref().unwrap_or("failed"));
+            let _ = writeln!(
+                s,
+                "    ✗ {}: {}",
+                a.label,
+                a.message.as_deref().unwrap_or("failed")
+            );
         }
     }
 }
