@@ -1,0 +1,482 @@
+//! Conformance against test files written by others, gathered in `shared/corpus/`
+//! (see `shared/corpus/SOURCES.md`): every line must read into a case with the
+//! shape its authors meant, and the assertion vectors must give the verdicts the
+//! upstream test table expects.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentest::assertion::{evaluate, EvalEnv, Subject};
+use agentest::case::{parse_case, Case, Location, Mode};
+use agentest::scripts::Scripts;
+use agentest::suite::{load_file, Loaded};
+use agentest::Reply;
+use serde_json::{json, Value};
+
+/// The corpus directory, beside the repository. Fails loudly when it is missing:
+/// a conformance test that finds no corpus has checked nothing.
+fn corpus() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
+    assert!(
+        dir.join("SOURCES.md").is_file(),
+        "the conformance corpus is missing: expected {} (with SOURCES.md) beside the repository; \
+         clone the `shared/` directory next to this crate before running `cargo test --test corpus`",
+        dir.display()
+    );
+    dir
+}
+
+/// Loads one corpus file through the suite loader and returns the cases, failing
+/// with every broken line's rendered error.
+fn load(rel: &str) -> (Vec<Loaded>, Vec<Case>) {
+    let root = corpus();
+    let file = root.join(rel);
+    assert!(file.is_file(), "corpus file {} is missing", file.display());
+    let loaded = load_file(&root, &file);
+    let errors: Vec<String> = loaded
+        .iter()
+        .filter_map(|l| l.entry.as_ref().err().map(|e| format!("{}: {e}", l.trial)))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{rel}: lines failed to parse:\n{}",
+        errors.join("\n")
+    );
+    let cases = loaded
+        .iter()
+        .map(|l| l.entry.clone().expect("checked above"))
+        .collect();
+    (loaded, cases)
+}
+
+fn ids(cases: &[Case]) -> Vec<&str> {
+    cases.iter().map(|c| c.id.as_str()).collect()
+}
+
+/// The single-turn assertions of a case (panics on other modes).
+fn single(case: &Case) -> (String, Vec<&'static str>) {
+    match &case.mode {
+        Mode::Single { input, assertions } => (
+            input.text(),
+            assertions.iter().map(|a| a.type_name()).collect(),
+        ),
+        other => panic!("{}: expected a single-turn case, got {}", case.id, other.name()),
+    }
+}
+
+#[test]
+fn corpus_directory_is_present() {
+    let dir = corpus();
+    for rel in [
+        "yao-designer/inputs.jsonl",
+        "yao-dev-app/hooks-test/inputs.jsonl",
+        "yao-engine/inputs.jsonl",
+        "yao-engine/dynamic-inputs.jsonl",
+        "yao-engine/assert-vectors.jsonl",
+    ] {
+        assert!(
+            dir.join(rel).is_file(),
+            "corpus file {rel} is missing under {}",
+            dir.display()
+        );
+    }
+}
+
+#[test]
+fn yao_designer_inputs_parse_with_assert_arrays() {
+    let (loaded, cases) = load("yao-designer/inputs.jsonl");
+    assert_eq!(
+        ids(&cases),
+        [
+            "basic-planning",
+            "color-palette-request",
+            "font-availability",
+            "design-spec-generation",
+            "page-creation"
+        ]
+    );
+    let trials: Vec<&str> = loaded.iter().map(|l| l.trial.as_str()).collect();
+    assert_eq!(
+        trials,
+        [
+            "yao-designer/inputs::basic-planning",
+            "yao-designer/inputs::color-palette-request",
+            "yao-designer/inputs::font-availability",
+            "yao-designer/inputs::design-spec-generation",
+            "yao-designer/inputs::page-creation"
+        ]
+    );
+    let shapes: Vec<Vec<&str>> = cases.iter().map(|c| single(c).1).collect();
+    assert_eq!(
+        shapes,
+        vec![
+            vec!["contains", "not_contains"],
+            vec!["contains", "not_contains", "not_contains"],
+            vec!["contains", "not_contains"],
+            vec!["contains", "contains", "not_contains", "not_contains"],
+            vec!["contains", "not_contains", "not_contains"],
+        ]
+    );
+    let (input, _) = single(&cases[0]);
+    assert!(input.starts_with("I want to design a SaaS admin dashboard"));
+    for (i, c) in cases.iter().enumerate() {
+        assert_eq!(c.location.line, i + 1, "{}", c.id);
+        assert_eq!(c.mode.name(), "single");
+        assert!(!c.skip && c.before.is_none() && c.after.is_none());
+    }
+}
+
+#[test]
+fn yao_dev_app_hooks_read_before_and_after() {
+    let (_, cases) = load("yao-dev-app/hooks-test/inputs.jsonl");
+    assert_eq!(ids(&cases), ["T001", "T002", "T003"]);
+    let hooks: Vec<(Option<&str>, Option<&str>)> = cases
+        .iter()
+        .map(|c| (c.before.as_deref(), c.after.as_deref()))
+        .collect();
+    assert_eq!(
+        hooks,
+        [
+            (Some("env_test.Before"), Some("env_test.After")),
+            (Some("env_test.Before"), Some("env_test.After")),
+            (None, None),
+        ]
+    );
+    // `assert` given as one object reads as a list of one.
+    for (case, (text, value)) in cases.iter().zip([
+        ("Hello from T001", "Hello"),
+        ("Test case T002", "T002"),
+        ("No hooks test", "hooks"),
+    ]) {
+        let (input, types) = single(case);
+        assert_eq!(input, text);
+        assert_eq!(types, ["contains"], "{}", case.id);
+        let Mode::Single { assertions, .. } = &case.mode else {
+            unreachable!()
+        };
+        assert_eq!(assertions[0].raw["value"], json!(value));
+        // Hooks receive the line as written.
+        assert_eq!(case.raw["id"], json!(case.id));
+    }
+}
+
+#[test]
+fn yao_engine_inputs_parse() {
+    let (loaded, cases) = load("yao-engine/inputs.jsonl");
+    assert_eq!(cases.len(), 10);
+    assert_eq!(
+        ids(&cases),
+        [
+            "greeting-hello",
+            "greeting-hi",
+            "greeting-morning",
+            "hook-test-1",
+            "parallel-1",
+            "parallel-2",
+            "parallel-3",
+            "parallel-4",
+            "fail-first",
+            "should-skip"
+        ]
+    );
+    assert!(loaded
+        .iter()
+        .all(|l| l.suite == "yao-engine/inputs" && l.trial.starts_with("yao-engine/inputs::")));
+    let types: Vec<&str> = cases.iter().map(|c| single(c).1[0]).collect();
+    assert_eq!(
+        types,
+        [
+            "regex",
+            "regex",
+            "regex",
+            "contains",
+            "regex",
+            "regex",
+            "regex",
+            "regex",
+            "contains",
+            "contains"
+        ]
+    );
+    assert!(cases.iter().all(|c| single(c).1.len() == 1));
+    let hook = &cases[3];
+    assert_eq!(hook.before.as_deref(), Some("env_test.Before"));
+    assert_eq!(hook.after.as_deref(), Some("env_test.After"));
+    assert!(cases
+        .iter()
+        .filter(|c| c.id != "hook-test-1")
+        .all(|c| c.before.is_none() && c.after.is_none()));
+    // Yao writes regexes in `value`, with inline flags.
+    let Mode::Single { assertions, .. } = &cases[0].mode else {
+        unreachable!()
+    };
+    assert_eq!(assertions[0].raw["value"], json!("(?i)hello"));
+}
+
+#[test]
+fn yao_engine_dynamic_inputs_parse() {
+    let (_, cases) = load("yao-engine/dynamic-inputs.jsonl");
+    assert_eq!(
+        ids(&cases),
+        [
+            "coffee-order-flow",
+            "coffee-with-initial",
+            "optional-checkpoint-test",
+            "max-turns-test",
+            "ordered-checkpoints"
+        ]
+    );
+    struct Expect {
+        name: &'static str,
+        input: &'static str,
+        max_turns: u32,
+        /// (checkpoint id, after, required)
+        checkpoints: Vec<(&'static str, Vec<&'static str>, bool)>,
+    }
+    let expected = [
+        Expect {
+            name: "Complete Coffee Order",
+            input: "Hi, I would like to order a coffee please",
+            max_turns: 8,
+            checkpoints: vec![
+                ("greeting", vec![], true),
+                ("ask_size", vec!["greeting"], true),
+                ("confirm_order", vec!["ask_size"], true),
+            ],
+        },
+        Expect {
+            name: "Coffee Order with Initial Message",
+            input: "Hi, I want to order a coffee",
+            max_turns: 5,
+            checkpoints: vec![
+                ("acknowledge", vec![], true),
+                ("ask_details", vec!["acknowledge"], true),
+            ],
+        },
+        Expect {
+            name: "Test with Optional Checkpoint",
+            input: "Hello",
+            max_turns: 3,
+            checkpoints: vec![
+                ("greeting_response", vec![], true),
+                ("special_offer", vec![], false),
+            ],
+        },
+        Expect {
+            name: "Test Max Turns Exceeded",
+            input: "Hello",
+            max_turns: 2,
+            checkpoints: vec![("impossible", vec![], true)],
+        },
+        Expect {
+            name: "Test Checkpoint Ordering",
+            input: "I want to order coffee",
+            max_turns: 10,
+            checkpoints: vec![
+                ("step1_greeting", vec![], true),
+                ("step2_size", vec!["step1_greeting"], true),
+                ("step3_confirm", vec!["step2_size"], true),
+            ],
+        },
+    ];
+    for (case, want) in cases.iter().zip(&expected) {
+        assert_eq!(case.name.as_deref(), Some(want.name), "{}", case.id);
+        let Mode::Dynamic {
+            input,
+            simulator,
+            checkpoints,
+            max_turns,
+        } = &case.mode
+        else {
+            panic!("{}: expected dynamic, got {}", case.id, case.mode.name());
+        };
+        assert_eq!(*max_turns, want.max_turns, "{}", case.id);
+        assert_eq!(
+            input.as_ref().map(|i| i.text()).as_deref(),
+            Some(want.input),
+            "{}",
+            case.id
+        );
+        assert_eq!(
+            simulator.use_.as_deref(),
+            Some("tests.simulator-agent"),
+            "{}",
+            case.id
+        );
+        assert!(
+            simulator.raw["options"]["metadata"]["persona"].is_string(),
+            "{}: the simulator's persona is kept",
+            case.id
+        );
+        assert_eq!(
+            checkpoints.len(),
+            want.checkpoints.len(),
+            "{}: checkpoint count",
+            case.id
+        );
+        for (cp, (id, after, required)) in checkpoints.iter().zip(&want.checkpoints) {
+            assert_eq!(cp.id, *id, "{}", case.id);
+            assert_eq!(cp.after, *after, "{}.{}", case.id, cp.id);
+            assert_eq!(cp.required, *required, "{}.{}", case.id, cp.id);
+            assert!(!cp.forbidden, "{}.{}", case.id, cp.id);
+            assert_eq!(cp.assertions.len(), 1, "{}.{}", case.id, cp.id);
+            assert!(cp.description.is_some(), "{}.{}", case.id, cp.id);
+        }
+    }
+    let optional = &cases[2];
+    let Mode::Dynamic { checkpoints, .. } = &optional.mode else {
+        unreachable!()
+    };
+    assert_eq!(checkpoints[1].assertions[0].type_name(), "contains");
+}
+
+#[test]
+fn assert_reads_as_object_and_as_array() {
+    let at = || Location {
+        file: Arc::new(PathBuf::from("inline.jsonl")),
+        line: 1,
+        column: 1,
+    };
+    let object = parse_case(
+        r#"{"id": "o", "input": "hi", "assert": {"type": "contains", "value": "Hello"}}"#,
+        at(),
+    )
+    .unwrap();
+    let array = parse_case(
+        r#"{"id": "a", "input": "hi", "assert": [{"type": "contains", "value": "Hello"}, {"type": "regex", "value": "x"}]}"#,
+        at(),
+    )
+    .unwrap();
+    assert_eq!(single(&object).1, ["contains"]);
+    assert_eq!(single(&array).1, ["contains", "regex"]);
+}
+
+/// One line of `assert-vectors.jsonl`.
+struct Vector {
+    name: String,
+    assert: Value,
+    output: Value,
+    expected_pass: bool,
+}
+
+fn vectors() -> Vec<Vector> {
+    let file = corpus().join("yao-engine/assert-vectors.jsonl");
+    let text = std::fs::read_to_string(&file)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .enumerate()
+        .map(|(i, line)| {
+            let v: Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("assert-vectors.jsonl line {}: {e}", i + 1));
+            Vector {
+                name: v["name"].as_str().expect("name").to_string(),
+                assert: v["assert"].clone(),
+                output: v["output"].clone(),
+                expected_pass: v["expected_pass"].as_bool().expect("expected_pass"),
+            }
+        })
+        .collect()
+}
+
+/// Runs a vector's assertions against a reply whose content is its output:
+/// `Ok(passed)` when all assertions could be evaluated, with the failures' details.
+fn run_vector(v: &Vector, rt: &tokio::runtime::Runtime) -> Result<(bool, Vec<String>), String> {
+    let line = json!({"id": "vector", "input": "x", "assert": v.assert}).to_string();
+    let case = parse_case(
+        &line,
+        Location {
+            file: Arc::new(PathBuf::from("assert-vectors.jsonl")),
+            line: 1,
+            column: 1,
+        },
+    )
+    .map_err(|e| format!("the assertion does not parse: {e}"))?;
+    let Mode::Single { assertions, .. } = &case.mode else {
+        return Err(format!("expected a single-turn case, got {}", case.mode.name()));
+    };
+    if assertions.is_empty() {
+        return Err("no assertions were read".into());
+    }
+    let reply = Reply {
+        content: v.output.clone(),
+        ..Reply::default()
+    };
+    let scripts = Scripts::default();
+    let metadata = Value::Null;
+    rt.block_on(async {
+        let env = EvalEnv {
+            scripts: &scripts,
+            metadata: &metadata,
+            deadline: tokio::time::Instant::now() + Duration::from_secs(30),
+        };
+        let subject = Subject {
+            reply: &reply,
+            input: "x",
+            conversation: &[],
+        };
+        let mut all = true;
+        let mut details = Vec::new();
+        for a in assertions {
+            let verdict = evaluate(a, subject, &env).await?;
+            if !verdict.passed {
+                all = false;
+                details.push(format!(
+                    "{}: {}",
+                    verdict.label,
+                    verdict.detail.unwrap_or_default()
+                ));
+            }
+        }
+        Ok((all, details))
+    })
+}
+
+#[test]
+fn yao_engine_assert_vectors_give_the_expected_verdicts() {
+    let vectors = vectors();
+    assert_eq!(vectors.len(), 16, "assert-vectors.jsonl holds 16 vectors");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let mut wrong = Vec::new();
+    for v in &vectors {
+        match run_vector(v, &rt) {
+            Ok((passed, details)) if passed != v.expected_pass => wrong.push(format!(
+                "{:?}: expected pass={}, got pass={passed} {details:?}",
+                v.name, v.expected_pass
+            )),
+            Ok(_) => {}
+            Err(e) => wrong.push(format!("{:?}: could not be evaluated: {e}", v.name)),
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} of {} vectors gave the wrong verdict:\n{}",
+        wrong.len(),
+        vectors.len(),
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn assert_vectors_cover_the_upstream_table() {
+    let vectors = vectors();
+    let passing = vectors.iter().filter(|v| v.expected_pass).count();
+    assert_eq!(passing, 11, "11 vectors pass, 5 fail upstream");
+    let types: Vec<String> = vectors
+        .iter()
+        .flat_map(|v| match &v.assert {
+            Value::Array(items) => items.clone(),
+            one => vec![one.clone()],
+        })
+        .map(|a| a["type"].as_str().unwrap_or_default().to_string())
+        .collect();
+    for t in ["json_path", "contains", "regex"] {
+        assert!(types.iter().any(|x| x == t), "no {t} vector");
+    }
+    assert!(vectors.iter().any(|v| v.output.is_object()));
+    assert!(vectors.iter().any(|v| v.output.is_string()));
+}
