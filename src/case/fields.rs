@@ -171,7 +171,7 @@ mod tests {
     fn finds_key_columns() {
         let line = r#"{"id": "a", "input": "id", "assertion": {}}"#;
         assert_eq!(column_of_key(line, "id"), 2);
-        assert_eq!(column_of_key(line, "assertion"), 29);
+        assert_eq!(column_of_key(line, "assertion"), 28);
         assert_eq!(column_of_key(line, "missing"), 1);
         assert_eq!(last_key("turns[1].assertions[0].type"), "type");
         assert_eq!(last_key("turns[1]"), "turns");
