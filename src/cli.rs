@@ -13,7 +13,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use crate::case::{parse_case, Location};
 use crate::config::Config;
 use crate::console::{self, Style};
-use crate::engine::{Engine, Registry, Settings};
+use crate::engine::{not_run, Engine, Registry, Settings};
 use crate::report::{CaseReport, JsonlWriter, Status, Summary};
 use crate::suite::{discover, display_path, load_file, Loaded};
 
@@ -347,7 +347,10 @@ async fn run_all(
             // The semaphore is fair, so cases start in trial order.
             let _permit = semaphore.acquire_owned().await;
             let report = if stop.load(Ordering::SeqCst) {
-                not_run(&l)
+                not_run(
+                    &l,
+                    "not run: --fail-fast stopped the run after a failure".into(),
+                )
             } else {
                 let r = engine.run(&l).await;
                 if fail_fast && matches!(r.status, Status::Failed | Status::Error | Status::Timeout)
@@ -374,34 +377,4 @@ async fn run_all(
     }
     debug_assert_eq!(received, total);
     stop.load(Ordering::SeqCst)
-}
-
-fn not_run(l: &Loaded) -> CaseReport {
-    let mut r = match &l.entry {
-        Ok(_) => CaseReport {
-            id: l.trial.rsplit("::").next().unwrap_or_default().to_string(),
-            name: String::new(),
-            suite: l.suite.clone(),
-            trial: l.trial.clone(),
-            status: Status::Skipped,
-            mode: None,
-            agent: None,
-            turns: Vec::new(),
-            final_assertions: Vec::new(),
-            total_turns: 0,
-            duration_ms: 0,
-            error: None,
-            location: String::new(),
-            tags: Vec::new(),
-        },
-        Err(e) => return crate::engine::broken(l, e),
-    };
-    if let Ok(c) = &l.entry {
-        r.name = c.display_name().to_string();
-        r.mode = Some(c.mode.name().into());
-        r.location = c.location.to_string();
-        r.tags = c.tags.clone();
-    }
-    r.error = Some("not run: --fail-fast stopped the run after a failure".into());
-    r
 }

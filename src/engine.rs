@@ -161,22 +161,7 @@ impl Engine {
             Ok(c) => c,
             Err(e) => return broken(loaded, e),
         };
-        let mut report = CaseReport {
-            id: case.id.clone(),
-            name: case.display_name().to_string(),
-            suite: loaded.suite.clone(),
-            trial: loaded.trial.clone(),
-            status: Status::Passed,
-            mode: Some(case.mode.name().into()),
-            agent: None,
-            turns: Vec::new(),
-            final_assertions: Vec::new(),
-            total_turns: 0,
-            duration_ms: 0,
-            error: None,
-            location: case.location.to_string(),
-            tags: case.tags.clone(),
-        };
+        let mut report = new_report(loaded, case);
         if let Some(reason) = skip_reason(case) {
             report.status = Status::Skipped;
             report.error = Some(reason);
@@ -269,6 +254,38 @@ impl Engine {
 fn fail(report: &mut CaseReport, status: Status, message: String) {
     report.status = status;
     report.error = Some(message);
+}
+
+/// A fresh record for a case, status `passed` until something says otherwise.
+pub(crate) fn new_report(loaded: &Loaded, case: &Case) -> CaseReport {
+    CaseReport {
+        id: case.id.clone(),
+        name: case.display_name().to_string(),
+        suite: loaded.suite.clone(),
+        trial: loaded.trial.clone(),
+        status: Status::Passed,
+        mode: Some(case.mode.name().into()),
+        agent: None,
+        turns: Vec::new(),
+        final_assertions: Vec::new(),
+        total_turns: 0,
+        duration_ms: 0,
+        error: None,
+        location: case.location.to_string(),
+        tags: case.tags.clone(),
+    }
+}
+
+/// The record of a case that was not run: a load error, or `skipped` with `reason`.
+pub(crate) fn not_run(loaded: &Loaded, reason: String) -> CaseReport {
+    match &loaded.entry {
+        Ok(case) => CaseReport {
+            status: Status::Skipped,
+            error: Some(reason),
+            ..new_report(loaded, case)
+        },
+        Err(e) => broken(loaded, e),
+    }
 }
 
 /// The record of a line that did not load.

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::agent::Agent;
 use crate::config::Config;
-use crate::engine::{skip_reason, Engine, Registry, Settings};
+use crate::engine::{not_run, skip_reason, Engine, Registry, Settings};
 use crate::report::{failure_message, CaseReport, JsonlWriter, Status, Summary};
 use crate::scripts::Check;
 use crate::suite::{discover, file_for_trial, load_file, Loaded, SEPARATOR};
@@ -191,7 +191,7 @@ impl Harness {
                     continue;
                 }
                 if let Ok(case) = &l.entry {
-                    let report = skipped(&l, case);
+                    let report = not_run(&l, skip_reason(case).unwrap_or_default());
                     record(&report, Some(w), &summary);
                 }
             }
@@ -233,25 +233,6 @@ fn outcome(report: &CaseReport) -> Result<Completion, Failed> {
             report.error.clone().unwrap_or_default(),
         )),
         _ => Err(failure_message(report).into()),
-    }
-}
-
-fn skipped(l: &Loaded, case: &crate::case::Case) -> CaseReport {
-    CaseReport {
-        id: case.id.clone(),
-        name: case.display_name().to_string(),
-        suite: l.suite.clone(),
-        trial: l.trial.clone(),
-        status: Status::Skipped,
-        mode: Some(case.mode.name().into()),
-        agent: None,
-        turns: Vec::new(),
-        final_assertions: Vec::new(),
-        total_turns: 0,
-        duration_ms: 0,
-        error: skip_reason(case),
-        location: case.location.to_string(),
-        tags: case.tags.clone(),
     }
 }
 

@@ -343,13 +343,15 @@ fn parse_tool_called(obj: &Map<String, Value>, path: &str) -> Result<Kind, Field
                 arguments = Some(matcher(a, &join(&vpath, "arguments"))?);
             }
         }
-        Some(other) => return Err(FieldError::new(
-            join(path, "value"),
-            format!(
+        Some(other) => {
+            return Err(FieldError::new(
+                join(path, "value"),
+                format!(
                 "expected a tool name, an array of names or {{\"name\", \"arguments\"}}, found {}",
                 type_of(other)
             ),
-        )),
+            ))
+        }
     }
     if let Some(a) = obj.get("arguments") {
         arguments = Some(matcher(a, &join(path, "arguments"))?);

@@ -552,17 +552,18 @@ fn parse_checkpoint(v: &Value, path: &str) -> Result<Checkpoint, FieldError> {
 }
 
 fn parse_turn(v: &Value, path: &str) -> Result<Turn, FieldError> {
-    let m =
-        match v {
-            Value::Object(m) => m,
-            other => return Err(FieldError::new(
+    let m = match v {
+        Value::Object(m) => m,
+        other => {
+            return Err(FieldError::new(
                 path,
                 format!(
                     "expected a turn object {{\"input\": ..., \"assertions\": [...]}}, found {}",
                     type_of(other)
                 ),
-            )),
-        };
+            ))
+        }
+    };
     check_keys(m, &TURN_KEYS, path, "a turn")?;
     opt_str(m, "name", path)?;
     opt_str(m, "description", path)?;
