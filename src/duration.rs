@@ -46,7 +46,8 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             }
             other => {
                 return Err(format!(
-                    "invalid duration \"{text}\": unknown unit \"{other}\"; use ms, s, m or h"
+                    "invalid duration \"{text}\": unknown unit \"{}\"; use ms, s, m or h",
+                    other.trim()
                 ))
             }
         };

@@ -152,6 +152,8 @@ pub fn load_file(root: &Path, file: &Path) -> Vec<Loaded> {
 pub fn parse_suite(suite: &str, file: &Path, shown: Arc<PathBuf>, text: &str) -> Vec<Loaded> {
     let mut out = Vec::new();
     let mut first_line: HashMap<String, usize> = HashMap::new();
+    // Some editors save a byte order mark; RFC 8259 lets parsers ignore it.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     for (i, line) in text.lines().enumerate() {
         let n = i + 1;
         let trimmed = line.trim();
@@ -172,7 +174,7 @@ pub fn parse_suite(suite: &str, file: &Path, shown: Arc<PathBuf>, text: &str) ->
         if let Some(id) = &id {
             if let Some(first) = first_line.get(id) {
                 entry = Err(CaseError {
-                    location: Location { column: crate::case::fields::column_of_key(line, "id"), ..location },
+                    location: Location { column: crate::case::column_of_path(line, "id"), ..location },
                     id: Some(id.clone()),
                     field: Some("id".into()),
                     message: format!("duplicate id \"{id}\" (first used on line {first}); ids must be unique within a file"),

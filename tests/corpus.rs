@@ -61,7 +61,11 @@ fn single(case: &Case) -> (String, Vec<&'static str>) {
             input.text(),
             assertions.iter().map(|a| a.type_name()).collect(),
         ),
-        other => panic!("{}: expected a single-turn case, got {}", case.id, other.name()),
+        other => panic!(
+            "{}: expected a single-turn case, got {}",
+            case.id,
+            other.name()
+        ),
     }
 }
 
@@ -187,15 +191,7 @@ fn yao_engine_inputs_parse() {
     assert_eq!(
         types,
         [
-            "regex",
-            "regex",
-            "regex",
-            "contains",
-            "regex",
-            "regex",
-            "regex",
-            "regex",
-            "contains",
+            "regex", "regex", "regex", "contains", "regex", "regex", "regex", "regex", "contains",
             "contains"
         ]
     );
@@ -394,7 +390,10 @@ fn run_vector(v: &Vector, rt: &tokio::runtime::Runtime) -> Result<(bool, Vec<Str
     )
     .map_err(|e| format!("the assertion does not parse: {e}"))?;
     let Mode::Single { assertions, .. } = &case.mode else {
-        return Err(format!("expected a single-turn case, got {}", case.mode.name()));
+        return Err(format!(
+            "expected a single-turn case, got {}",
+            case.mode.name()
+        ));
     };
     if assertions.is_empty() {
         return Err("no assertions were read".into());

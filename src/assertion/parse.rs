@@ -257,7 +257,8 @@ fn required_text(
 pub(crate) fn compile_regex(pattern: &str, path: &str) -> Result<Regex, FieldError> {
     Regex::new(pattern).map_err(|e| {
         let detail = e.to_string();
-        let last = detail.lines().last().unwrap_or("").trim().to_string();
+        let last = detail.lines().last().unwrap_or("").trim();
+        let last = last.strip_prefix("error: ").unwrap_or(last).to_string();
         FieldError::new(path, format!("invalid regex \"{pattern}\": {last}"))
     })
 }
@@ -272,12 +273,12 @@ fn compile_path(obj: &Map<String, Value>, path: &str) -> Result<Option<JsonPath>
 /// Compiles a JSONPath, accepting Yao's shorthand without `$` (`result.count`, `items[0].name`).
 pub(crate) fn compile_json_path(raw: &str, path: &str) -> Result<JsonPath, FieldError> {
     let text = raw.trim();
-    let normalised = if text.starts_with('$') {
-        text.to_string()
+    let (normalised, added) = if text.starts_with('$') {
+        (text.to_string(), 0)
     } else if text.starts_with('[') {
-        format!("${text}")
+        (format!("${text}"), 1)
     } else {
-        format!("$.{text}")
+        (format!("$.{text}"), 2)
     };
     let query = jsonpath_rust::parser::parse_json_path(&normalised).map_err(|e| {
         // pest reports `--> 1:COL`; the column is all a user needs from it.
@@ -287,7 +288,8 @@ pub(crate) fn compile_json_path(raw: &str, path: &str) -> Result<JsonPath, Field
             .nth(1)
             .and_then(|s| s.split_whitespace().next())
             .and_then(|s| s.rsplit(':').next())
-            .map(|c| format!(" (parse error at character {c})"))
+            .and_then(|c| c.parse::<usize>().ok())
+            .map(|c| format!(" (parse error at character {})", c.saturating_sub(added).max(1)))
             .unwrap_or_default();
         FieldError::new(
             path,

@@ -133,27 +133,6 @@ pub(crate) fn opt_object(
     }
 }
 
-/// The 1-based column where `"key"` first appears as a key in the line, or 1.
-pub(crate) fn column_of_key(line: &str, key: &str) -> usize {
-    let needle = format!("\"{key}\"");
-    let mut from = 0;
-    while let Some(pos) = line[from..].find(&needle) {
-        let at = from + pos;
-        let after = line[at + needle.len()..].trim_start();
-        if after.starts_with(':') {
-            return line[..at].chars().count() + 1;
-        }
-        from = at + needle.len();
-    }
-    1
-}
-
-/// The last key named in a field path (`turns[1].assertions[0].type` gives `type`).
-pub(crate) fn last_key(path: &str) -> &str {
-    let tail = path.rsplit('.').next().unwrap_or(path);
-    tail.split('[').next().unwrap_or(tail)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,15 +144,5 @@ mod tests {
         assert_eq!(suggest("asert", &known), Some("assert"));
         assert_eq!(suggest("imput", &known), Some("input"));
         assert_eq!(suggest("zzzzzz", &known), None);
-    }
-
-    #[test]
-    fn finds_key_columns() {
-        let line = r#"{"id": "a", "input": "id", "assertion": {}}"#;
-        assert_eq!(column_of_key(line, "id"), 2);
-        assert_eq!(column_of_key(line, "assertion"), 28);
-        assert_eq!(column_of_key(line, "missing"), 1);
-        assert_eq!(last_key("turns[1].assertions[0].type"), "type");
-        assert_eq!(last_key("turns[1]"), "turns");
     }
 }

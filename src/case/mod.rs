@@ -1,6 +1,8 @@
 //! Test cases: the model, and the parser that reads them from JSON Lines.
 
 pub(crate) mod fields;
+mod locate;
+pub(crate) use locate::column_of_path;
 mod model;
 mod parse;
 

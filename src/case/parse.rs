@@ -4,10 +4,8 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::fields::{
-    check_keys, column_of_key, index, join, last_key, opt_bool, opt_object, opt_str, type_of,
-    FieldError,
-};
+use super::fields::{check_keys, index, join, opt_bool, opt_object, opt_str, type_of, FieldError};
+use super::locate::column_of_path;
 use super::model::{Case, Checkpoint, Input, Location, Message, Mode, Simulator, Turn};
 use crate::assertion::{parse_assertions, Assertion};
 use crate::duration::parse_duration;
@@ -95,9 +93,15 @@ pub fn parse_case(line: &str, location: Location) -> Result<Case, CaseError> {
     let value: Value = serde_json::from_str(line).map_err(|e| {
         let msg = e.to_string();
         let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
+        // serde_json counts bytes; every other column here counts characters.
+        let byte_col = e.column().max(1);
+        let column = line
+            .get(..byte_col - 1)
+            .map(|s| s.chars().count() + 1)
+            .unwrap_or(byte_col);
         CaseError {
             location: Location {
-                column: e.column().max(1),
+                column,
                 ..location.clone()
             },
             id: None,
@@ -116,21 +120,16 @@ pub fn parse_case(line: &str, location: Location) -> Result<Case, CaseError> {
             ),
         });
     };
-    let id = match obj.get("id") {
-        Some(Value::String(s)) => Some(s.clone()),
-        _ => None,
-    };
-    let locate = |e: FieldError| {
-        let key = last_key(&e.path);
-        CaseError {
-            location: Location {
-                column: column_of_key(line, key),
-                ..location.clone()
-            },
-            id: id.clone(),
-            field: Some(e.path),
-            message: e.message,
-        }
+    // Only a valid id names the trial; a rejected one ("a::b", "") must not.
+    let id = parse_id(obj).ok();
+    let locate = |e: FieldError| CaseError {
+        location: Location {
+            column: column_of_path(line, &e.path),
+            ..location.clone()
+        },
+        id: id.clone(),
+        field: Some(e.path),
+        message: e.message,
     };
     let id = parse_id(obj).map_err(&locate)?;
     build(obj, id, &value, location.clone()).map_err(locate)
@@ -265,7 +264,7 @@ fn parse_mode(obj: &Map<String, Value>) -> Result<Mode, FieldError> {
         Some(other) => {
             return Err(FieldError::new(
                 "mode",
-                format!("unknown mode \"{other}\"; expected \"static\" (with `turns`) or \"dynamic\" (with `simulator` + `checkpoints`)"),
+                format!("unknown mode \"{other}\"; expected \"static\" (with `turns`), \"dynamic\" (with `simulator` + `checkpoints`) or \"single\" (with `input`)"),
             ))
         }
     }

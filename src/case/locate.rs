@@ -1,0 +1,172 @@
+//! Finding where a field path (`turns[1].assertions[0].type`) sits in a JSON line, so
+//! errors point at the right key even when the same key name appears many times.
+
+/// One step of a field path.
+#[derive(Debug, PartialEq)]
+enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+fn steps(path: &str) -> Vec<Step<'_>> {
+    let mut out = Vec::new();
+    for part in path.split('.').filter(|p| !p.is_empty()) {
+        let (key, mut rest) = match part.find('[') {
+            Some(i) => (&part[..i], &part[i..]),
+            None => (part, ""),
+        };
+        if !key.is_empty() {
+            out.push(Step::Key(key));
+        }
+        while let Some(end) = rest.find(']') {
+            if let Ok(i) = rest[1..end].parse() {
+                out.push(Step::Index(i));
+            }
+            rest = &rest[end + 1..];
+        }
+    }
+    out
+}
+
+/// The 1-based character column of the field `path` in `line`: the key for an object
+/// member, the value for an array element. When the path ends in a key that is absent,
+/// the deepest part that exists is used; 1 when nothing matches.
+pub(crate) fn column_of_path(line: &str, path: &str) -> usize {
+    let bytes = line.as_bytes();
+    let mut best = None;
+    let start = skip_ws(bytes, 0);
+    locate(bytes, start, &steps(path), &mut best);
+    match best {
+        Some(b) => line.get(..b).map(|s| s.chars().count() + 1).unwrap_or(1),
+        None => 1,
+    }
+}
+
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && b[i].is_ascii_whitespace() {
+        i += 1;
+    }
+    i
+}
+
+/// The end of the string starting at `i` (on its opening quote), past the closing quote.
+fn skip_string(b: &[u8], mut i: usize) -> usize {
+    i += 1;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 2,
+            b'"' => return i + 1,
+            _ => i += 1,
+        }
+    }
+    b.len()
+}
+
+/// The end of the value starting at `i`.
+fn skip_value(b: &[u8], i: usize) -> usize {
+    match b.get(i) {
+        Some(b'"') => skip_string(b, i),
+        Some(b'{') | Some(b'[') => {
+            let mut depth = 0usize;
+            let mut j = i;
+            while j < b.len() {
+                match b[j] {
+                    b'"' => {
+                        j = skip_string(b, j);
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return j + 1;
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+            b.len()
+        }
+        _ => {
+            let mut j = i;
+            while j < b.len() && !matches!(b[j], b',' | b'}' | b']') && !b[j].is_ascii_whitespace()
+            {
+                j += 1;
+            }
+            j
+        }
+    }
+}
+
+fn locate(b: &[u8], i: usize, path: &[Step<'_>], best: &mut Option<usize>) {
+    let Some((step, rest)) = path.split_first() else {
+        return;
+    };
+    match (step, b.get(i)) {
+        (Step::Key(key), Some(b'{')) => {
+            let mut j = skip_ws(b, i + 1);
+            while j < b.len() && b[j] == b'"' {
+                let key_start = j;
+                let key_end = skip_string(b, j);
+                let name = &b[key_start + 1..key_end.saturating_sub(1).max(key_start + 1)];
+                j = skip_ws(b, key_end);
+                if b.get(j) != Some(&b':') {
+                    return;
+                }
+                let value = skip_ws(b, j + 1);
+                // The last member with the name wins, as it does for serde_json.
+                if name == key.as_bytes() {
+                    *best = Some(key_start);
+                    let mut deeper = None;
+                    locate(b, value, rest, &mut deeper);
+                    if deeper.is_some() {
+                        *best = deeper;
+                    }
+                }
+                j = skip_ws(b, skip_value(b, value));
+                if b.get(j) == Some(&b',') {
+                    j = skip_ws(b, j + 1);
+                } else {
+                    return;
+                }
+            }
+        }
+        (Step::Index(n), Some(b'[')) => {
+            let mut j = skip_ws(b, i + 1);
+            let mut k = 0;
+            while j < b.len() && b[j] != b']' {
+                if k == *n {
+                    *best = Some(j);
+                    locate(b, j, rest, best);
+                    return;
+                }
+                j = skip_ws(b, skip_value(b, j));
+                if b.get(j) == Some(&b',') {
+                    j = skip_ws(b, j + 1);
+                }
+                k += 1;
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::column_of_path;
+
+    #[test]
+    fn follows_the_path_not_the_first_key_of_that_name() {
+        let line = r#"{"id":"a","assertions":[{"type":"contains","value":"x"},{"type":"contians","value":"y"}]}"#;
+        assert_eq!(column_of_path(line, "assertions[1].type"), 58);
+        assert_eq!(column_of_path(line, "assertions[0].type"), 26);
+        assert_eq!(column_of_path(line, "id"), 2);
+        assert_eq!(column_of_path(line, "assertions[1].missing"), 57);
+        assert_eq!(column_of_path(line, "nothing"), 1);
+        let line = r#"{"id":"a","turns":[{"input":"y"}],"input":"x"}"#;
+        assert_eq!(column_of_path(line, "input"), 35);
+        let line = r#"{"id": "é", "tags": ["a", 3]}"#;
+        assert_eq!(column_of_path(line, "tags[1]"), 27);
+    }
+}
