@@ -224,6 +224,7 @@ fn test(args: TestArgs) -> Result<ExitCode, String> {
     let settings = Settings {
         agent_name: args.name.clone(),
         timeout: args.timeout,
+        run_skipped: false,
     };
     let engine = Arc::new(Engine::new(Registry::default(), settings));
     let parallel = args

@@ -41,6 +41,8 @@ pub(crate) struct Settings {
     pub(crate) agent_name: Option<String>,
     /// `--timeout`, for cases without `timeout`.
     pub(crate) timeout: Option<Duration>,
+    /// `--ignored` / `--include-ignored`: run `skip: true` cases too.
+    pub(crate) run_skipped: bool,
 }
 
 /// A resolved agent and its label, or why it cannot be used; cached per agent name.
@@ -162,7 +164,13 @@ impl Engine {
             Err(e) => return broken(loaded, e),
         };
         let mut report = new_report(loaded, case);
-        if let Some(reason) = skip_reason(case) {
+        // `--ignored` asks for the `skip: true` cases, as it does for `#[ignore]` tests.
+        let reason = if case.skip && self.settings.run_skipped {
+            not_runnable_reason(case)
+        } else {
+            skip_reason(case)
+        };
+        if let Some(reason) = reason {
             report.status = Status::Skipped;
             report.error = Some(reason);
             return report;
@@ -322,11 +330,16 @@ pub(crate) fn broken(loaded: &Loaded, e: &crate::case::CaseError) -> CaseReport 
     }
 }
 
-/// Why a case cannot run in this version, when it cannot.
+/// Why a case is not run: `skip: true`, or a feature this version lacks.
 pub(crate) fn skip_reason(case: &Case) -> Option<String> {
     if case.skip {
         return Some("skip: true in the case".into());
     }
+    not_runnable_reason(case)
+}
+
+/// Why a case cannot run in this version, when it cannot.
+fn not_runnable_reason(case: &Case) -> Option<String> {
     match &case.mode {
         Mode::Dynamic { .. } => Some(
             "dynamic mode (simulator + checkpoints) is parsed and validated, but this version cannot run the simulator loop yet".into(),

@@ -133,6 +133,7 @@ impl Harness {
             Settings {
                 agent_name,
                 timeout: None,
+                run_skipped: args.ignored || args.include_ignored,
             },
         ));
 

@@ -1,0 +1,939 @@
+//! End-to-end tests of the libtest harness: builds the demo crate in
+//! `tests/fixtures/demo` (a user of agentest with an in-process `echo` agent) and runs
+//! it with the real `cargo test`, `cargo nextest` and its test binary.
+//!
+//! The fixture builds into `<target>/fixture-target`, so builds are cached between
+//! runs and never wait on the outer build's lock. Its suites:
+//!
+//! | trial                 | outcome                                            |
+//! |-----------------------|----------------------------------------------------|
+//! | `billing/refunds::R1` | passes                                             |
+//! | `billing/refunds::R2` | passes                                             |
+//! | `chat::simulated`     | dynamic mode: ignored at run time, with a reason   |
+//! | `smoke::hello`        | passes                                             |
+//! | `smoke::later`        | `skip: true`: listed as ignored                    |
+//! | `smoke::line-7`       | invalid JSON without an id: fails                  |
+//! | `smoke::two-turns`    | passes (two turns)                                 |
+//! | `smoke::typo`         | unknown key `asserts`: fails                       |
+//! | `smoke::wrong-reply`  | assertion failure: fails                           |
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// Every trial of the fixture, sorted.
+const TRIALS: [&str; 9] = [
+    "billing/refunds::R1",
+    "billing/refunds::R2",
+    "chat::simulated",
+    "smoke::hello",
+    "smoke::later",
+    "smoke::line-7",
+    "smoke::two-turns",
+    "smoke::typo",
+    "smoke::wrong-reply",
+];
+const PASSING: [&str; 4] = [
+    "billing/refunds::R1",
+    "billing/refunds::R2",
+    "smoke::hello",
+    "smoke::two-turns",
+];
+const FAILING: [&str; 3] = ["smoke::line-7", "smoke::typo", "smoke::wrong-reply"];
+/// Listed as ignored (`skip: true`).
+const SKIP_CASE: &str = "smoke::later";
+/// Ignored at run time (dynamic mode).
+const DYNAMIC_CASE: &str = "chat::simulated";
+/// Where the broken lines are, as the harness shows them (relative to the fixture).
+const TYPO_AT: &str = "agent-tests/smoke.jsonl:6:31";
+const BROKEN_JSON_AT: &str = "agent-tests/smoke.jsonl:7:38";
+
+/// How long a cargo command may take (a cold fixture build is a few minutes on 2 cores).
+const CARGO_LIMIT: Duration = Duration::from_secs(20 * 60);
+/// How long a direct run of the fixture's test binary may take.
+const RUN_LIMIT: Duration = Duration::from_secs(20);
+
+// ---------------------------------------------------------------------------------
+// Processes
+
+/// What a finished (or killed) process left.
+#[derive(Debug)]
+struct Output {
+    /// `None` when killed.
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    timed_out: bool,
+}
+
+impl Output {
+    fn both(&self) -> String {
+        format!("{}\n{}", self.stdout, self.stderr)
+    }
+
+    #[track_caller]
+    fn expect_code(&self, code: i32) -> &Self {
+        assert!(!self.timed_out, "timed out\n{self}");
+        assert_eq!(self.code, Some(code), "unexpected exit code\n{self}");
+        self
+    }
+
+    /// The names of the trials run, sorted (with several threads they finish in any order).
+    fn names_run(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.trials_run().into_iter().map(|(n, _)| n).collect();
+        names.sort();
+        names
+    }
+
+    /// The names and outcomes on `test NAME ... OUTCOME` lines, in the order printed.
+    fn trials_run(&self) -> Vec<(String, String)> {
+        self.stdout
+            .lines()
+            .filter_map(|l| l.strip_prefix("test "))
+            .filter_map(|l| l.split_once(" ... "))
+            .map(|(name, outcome)| (name.trim().to_string(), outcome.to_string()))
+            .collect()
+    }
+}
+
+impl std::fmt::Display for Output {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit: {:?}{}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.code,
+            if self.timed_out {
+                " (killed after the time limit)"
+            } else {
+                ""
+            },
+            self.stdout,
+            self.stderr
+        )
+    }
+}
+
+fn drain(mut r: impl Read + Send + 'static) -> JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = r.read_to_end(&mut buf);
+        String::from_utf8_lossy(&buf).into_owned()
+    })
+}
+
+/// Runs `cmd`, killing it after `limit`.
+fn run(cmd: &mut Command, limit: Duration) -> Output {
+    let mut child: Child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("failed to start {cmd:?}: {e}"));
+    let out = drain(child.stdout.take().unwrap());
+    let err = drain(child.stderr.take().unwrap());
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().expect("failed to wait for a child") {
+            return Output {
+                code: status.code(),
+                stdout: out.join().unwrap(),
+                stderr: err.join().unwrap(),
+                timed_out: false,
+            };
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            // A grandchild may still hold the pipes open, so the readers are not joined.
+            return Output {
+                code: None,
+                stdout: String::new(),
+                stderr: String::new(),
+                timed_out: true,
+            };
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// The fixture
+
+/// The fixture crate, built, with its test binary.
+struct Fixture {
+    dir: PathBuf,
+    target: PathBuf,
+    binary: PathBuf,
+}
+
+/// Serializes cargo commands on the fixture, so they never race on its lock file and
+/// build directory.
+fn cargo_lock() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn outer_target_dir() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR").filter(|d| !d.is_empty()) {
+        return manifest.join(dir);
+    }
+    // This binary is <target>/<profile>/deps/harness_e2e-<hash>.
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| {
+            let deps = exe.parent()?;
+            (deps.file_name()? == "deps").then(|| deps.parent()?.parent().map(Path::to_path_buf))?
+        })
+        .unwrap_or_else(|| manifest.join("target"))
+}
+
+/// Builds the fixture once (copying the repository's `Cargo.lock` into it, so it
+/// resolves offline to the same versions) and finds its test binary.
+fn fixture() -> &'static Fixture {
+    static FIXTURE: OnceLock<Fixture> = OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let dir = manifest.join("tests/fixtures/demo");
+        let target = outer_target_dir().join("fixture-target");
+        sync_lock_file(&manifest.join("Cargo.lock"), &dir.join("Cargo.lock"));
+        let fx = Fixture {
+            dir,
+            target,
+            binary: PathBuf::new(),
+        };
+        let started = Instant::now();
+        let out = fx.cargo([
+            "test",
+            "--offline",
+            "--test",
+            "agent_tests",
+            "--no-run",
+            "--message-format=json",
+        ]);
+        out.expect_code(0);
+        let binary = out
+            .stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "agent_tests")
+            .find_map(|m| m["executable"].as_str().map(PathBuf::from))
+            .unwrap_or_else(|| panic!("no agent_tests executable in the build output\n{out}"));
+        eprintln!(
+            "fixture built in {:.1?}: {}",
+            started.elapsed(),
+            binary.display()
+        );
+        Fixture { binary, ..fx }
+    })
+}
+
+/// Copies the lock file when the fixture has none or an older one. The copy is renamed
+/// into place, so a concurrent cargo never reads half of it.
+fn sync_lock_file(from: &Path, to: &Path) {
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    if modified(to).is_some_and(|t| modified(from).is_some_and(|f| t >= f)) {
+        return;
+    }
+    let tmp = to.with_extension(format!("lock.{}", std::process::id()));
+    std::fs::copy(from, &tmp).expect("failed to copy Cargo.lock into the fixture");
+    std::fs::rename(&tmp, to).expect("failed to move Cargo.lock into the fixture");
+}
+
+impl Fixture {
+    /// A command with an environment free of the outer run's test settings.
+    fn command(&self, program: impl AsRef<OsStr>) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.current_dir(&self.dir);
+        for (key, _) in std::env::vars_os() {
+            let k = key.to_string_lossy();
+            if k.contains("NEXTEST")
+                || k.starts_with("AGENTEST_")
+                || matches!(
+                    &*k,
+                    "DEMO_SUITES"
+                        | "RUST_TEST_THREADS"
+                        | "CLICOLOR_FORCE"
+                        | "CARGO_BUILD_TARGET_DIR"
+                )
+            {
+                cmd.env_remove(&key);
+            }
+        }
+        cmd.env("CARGO_TARGET_DIR", &self.target)
+            .env("CARGO_TERM_COLOR", "never");
+        cmd
+    }
+
+    /// Runs cargo in the fixture.
+    fn cargo<I, S>(&self, args: I) -> Output
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.cargo_with(args, &[])
+    }
+
+    fn cargo_with<I, S>(&self, args: I, env: &[(&str, &OsStr)]) -> Output
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut cmd = self.command(cargo);
+        cmd.args(args).envs(env.iter().map(|(k, v)| (k, v)));
+        let _guard = cargo_lock();
+        run(&mut cmd, CARGO_LIMIT)
+    }
+
+    /// `cargo test --test agent_tests -- <args>`.
+    fn cargo_test(&self, args: &[&str]) -> Output {
+        self.cargo_test_with(args, &[])
+    }
+
+    fn cargo_test_with(&self, args: &[&str], env: &[(&str, &OsStr)]) -> Output {
+        let cargo_args = ["test", "--offline", "--test", "agent_tests", "--"];
+        self.cargo_with(cargo_args.iter().chain(args), env)
+    }
+
+    /// `cargo nextest <command> --test agent_tests <args>`.
+    fn nextest(&self, command: &str, args: &[&str], env: &[(&str, &OsStr)]) -> Output {
+        let cargo_args = [
+            "nextest",
+            command,
+            "--offline",
+            "--test",
+            "agent_tests",
+            "--color",
+            "never",
+        ];
+        self.cargo_with(cargo_args.iter().chain(args), env)
+    }
+
+    /// Runs the test binary directly, from the fixture's directory as cargo does.
+    fn binary(&self, args: &[&str], env: &[(&str, &OsStr)], limit: Duration) -> Output {
+        let mut cmd = self.command(&self.binary);
+        cmd.args(args).envs(env.iter().map(|(k, v)| (k, v)));
+        run(&mut cmd, limit)
+    }
+}
+
+/// A scratch directory under the fixture's target directory, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let dir = fixture()
+            .target
+            .join("harness-e2e")
+            .join(format!("{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("failed to create a scratch directory");
+        Scratch(dir)
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.0.join(rel)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let dest = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &dest);
+        } else {
+            std::fs::copy(entry.path(), dest).unwrap();
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Assertions on output
+
+/// The `test result:` counts (`passed`, `failed`, `ignored`, `filtered out`).
+fn counts(out: &Output) -> BTreeMap<String, u64> {
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("test result:"))
+        .unwrap_or_else(|| panic!("no `test result:` line\n{out}"));
+    line.split(['.', ';'])
+        .filter_map(|part| {
+            let (n, what) = part.trim().split_once(' ')?;
+            Some((what.to_string(), n.parse().ok()?))
+        })
+        .collect()
+}
+
+#[track_caller]
+fn expect_counts(out: &Output, passed: u64, failed: u64, ignored: u64, filtered: Option<u64>) {
+    let c = counts(out);
+    let got = (c["passed"], c["failed"], c["ignored"]);
+    assert_eq!(
+        got,
+        (passed, failed, ignored),
+        "passed/failed/ignored counts\n{out}"
+    );
+    if let Some(f) = filtered {
+        assert_eq!(c["filtered out"], f, "filtered-out count\n{out}");
+    }
+}
+
+/// The failure message libtest printed for a trial (`---- NAME ----` block).
+fn failure_of<'a>(out: &'a Output, trial: &str) -> &'a str {
+    let header = format!("---- {trial} ----\n");
+    let start = out
+        .stdout
+        .find(&header)
+        .unwrap_or_else(|| panic!("no failure block for {trial}\n{out}"))
+        + header.len();
+    let rest = &out.stdout[start..];
+    let end = rest.find("\n\n").unwrap_or(rest.len());
+    &rest[..end]
+}
+
+fn list_lines(names: &[&str]) -> String {
+    names.iter().map(|n| format!("{n}: test\n")).collect()
+}
+
+fn json_lines(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+/// The given fields of a JSON object (missing ones as null), for whole-object comparisons.
+fn pick(v: &Value, keys: &[&str]) -> Value {
+    keys.iter()
+        .map(|k| (k.to_string(), v[*k].clone()))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
+/// Report records by trial name; panics on a duplicate.
+fn records_by_trial(records: &[Value]) -> BTreeMap<String, &Value> {
+    let mut map = BTreeMap::new();
+    for r in records {
+        let trial = r["trial"]
+            .as_str()
+            .unwrap_or_else(|| panic!("record without a trial: {r}"));
+        assert!(
+            map.insert(trial.to_string(), r).is_none(),
+            "two records for {trial}"
+        );
+    }
+    map
+}
+
+/// The status every executed case should have in a report.
+fn expected_status(trial: &str) -> &'static str {
+    match trial {
+        "smoke::wrong-reply" => "failed",
+        "smoke::typo" | "smoke::line-7" => "error",
+        SKIP_CASE | DYNAMIC_CASE => "skipped",
+        _ => "passed",
+    }
+}
+
+#[track_caller]
+fn check_records(records: &BTreeMap<String, &Value>) {
+    for (trial, r) in records {
+        assert_eq!(
+            r["status"],
+            expected_status(trial),
+            "status of {trial}: {r}"
+        );
+    }
+    assert_eq!(records["smoke::typo"]["location"], TYPO_AT);
+    assert_eq!(records["smoke::line-7"]["location"], BROKEN_JSON_AT);
+    let typo_error = records["smoke::typo"]["error"].as_str().unwrap();
+    assert!(
+        typo_error.contains("did you mean `assert`?"),
+        "{typo_error}"
+    );
+    if let Some(dynamic) = records.get(DYNAMIC_CASE) {
+        assert!(
+            dynamic["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("dynamic")),
+            "{dynamic}"
+        );
+    }
+    assert_eq!(records["smoke::two-turns"]["total_turns"], 2);
+}
+
+// ---------------------------------------------------------------------------------
+// cargo test
+
+#[test]
+fn list_prints_exactly_the_sorted_trial_names() {
+    let fx = fixture();
+    let out = fx.cargo_test(&["--list"]);
+    out.expect_code(0);
+    assert_eq!(out.stdout, list_lines(&TRIALS), "{out}");
+
+    // What nextest asks for.
+    let terse = fx.cargo_test(&["--list", "--format", "terse"]);
+    terse.expect_code(0);
+    assert_eq!(terse.stdout, list_lines(&TRIALS), "{terse}");
+
+    let ignored = fx.cargo_test(&["--list", "--format", "terse", "--ignored"]);
+    ignored.expect_code(0);
+    assert_eq!(ignored.stdout, list_lines(&[SKIP_CASE]), "{ignored}");
+}
+
+#[test]
+fn cargo_test_fails_with_located_messages_and_counts() {
+    let fx = fixture();
+    let out = fx.cargo_test(&[]);
+    out.expect_code(101);
+    expect_counts(&out, 4, 3, 2, Some(0));
+
+    let run: BTreeMap<String, String> = out.trials_run().into_iter().collect();
+    assert_eq!(
+        run.keys().map(String::as_str).collect::<Vec<_>>(),
+        TRIALS,
+        "{out}"
+    );
+    for t in PASSING {
+        assert_eq!(run[t], "ok", "{t}\n{out}");
+    }
+    for t in FAILING {
+        assert_eq!(run[t], "FAILED", "{t}\n{out}");
+    }
+    assert_eq!(run[SKIP_CASE], "ignored", "{out}");
+    assert!(
+        run[DYNAMIC_CASE].starts_with("ignored (dynamic mode") && run[DYNAMIC_CASE].ends_with(')'),
+        "a dynamic case is ignored with its reason\n{out}"
+    );
+
+    let typo = failure_of(&out, "smoke::typo");
+    assert!(typo.contains(TYPO_AT), "file:line:column\n{typo}");
+    assert!(typo.contains("field `asserts`"), "the field\n{typo}");
+    assert!(
+        typo.contains("did you mean `assert`?"),
+        "the suggestion\n{typo}"
+    );
+
+    let broken = failure_of(&out, "smoke::line-7");
+    assert!(
+        broken.contains(BROKEN_JSON_AT) && broken.contains("invalid JSON"),
+        "{broken}"
+    );
+
+    let wrong = failure_of(&out, "smoke::wrong-reply");
+    assert!(wrong.contains("agent-tests/smoke.jsonl:4:1"), "{wrong}");
+    assert!(
+        wrong.contains(r#"expected "Goodbye", got "echo: Hello""#),
+        "expected vs actual\n{wrong}"
+    );
+
+    // The closing list of failures names exactly the failing trials (in the order they
+    // finished).
+    let tail = out.stdout.rsplit("failures:\n").next().unwrap();
+    let mut listed: Vec<&str> = tail
+        .lines()
+        .filter_map(|l| l.strip_prefix("    "))
+        .collect();
+    listed.sort();
+    assert_eq!(listed, FAILING, "{out}");
+}
+
+#[test]
+fn name_filter_runs_one_suite() {
+    let out = fixture().cargo_test(&["billing/"]);
+    out.expect_code(0);
+    let names = out.names_run();
+    assert_eq!(
+        names,
+        ["billing/refunds::R1", "billing/refunds::R2"],
+        "{out}"
+    );
+    expect_counts(&out, 2, 0, 0, Some(7));
+}
+
+#[test]
+fn exact_filter_runs_one_trial() {
+    let out = fixture().cargo_test(&["--exact", "billing/refunds::R1"]);
+    out.expect_code(0);
+    assert_eq!(
+        out.trials_run(),
+        [("billing/refunds::R1".to_string(), "ok".to_string())],
+        "{out}"
+    );
+    // Only the suite's own file is read, so just R2 counts as filtered out.
+    expect_counts(&out, 1, 0, 0, None);
+
+    // A prefix is no exact match.
+    let none = fixture().cargo_test(&["--exact", "billing/refunds::R"]);
+    none.expect_code(0);
+    assert!(none.trials_run().is_empty(), "{none}");
+    expect_counts(&none, 0, 0, 0, None);
+}
+
+#[test]
+fn skip_filter_leaves_out_matching_trials() {
+    let out = fixture().cargo_test(&["--skip", "smoke::", "--skip", "R2"]);
+    out.expect_code(0);
+    let names = out.names_run();
+    assert_eq!(names, ["billing/refunds::R1", DYNAMIC_CASE], "{out}");
+    expect_counts(&out, 1, 0, 1, Some(7));
+}
+
+#[test]
+fn ignored_flag_selects_only_the_skip_case() {
+    let out = fixture().cargo_test(&["--ignored"]);
+    out.expect_code(0);
+    let names = out.names_run();
+    assert_eq!(names, [SKIP_CASE], "{out}");
+    let c = counts(&out);
+    assert_eq!((c["failed"], c["filtered out"]), (0, 8), "{out}");
+}
+
+#[test]
+fn ignored_flag_runs_the_skip_case() {
+    // libtest runs #[ignore] tests under --ignored; a skip:true case (which passes
+    // against the echo agent) should run and pass the same way.
+    let out = fixture().cargo_test(&["--ignored"]);
+    out.expect_code(0);
+    assert_eq!(
+        out.trials_run(),
+        [(SKIP_CASE.to_string(), "ok".to_string())],
+        "{out}"
+    );
+    expect_counts(&out, 1, 0, 0, Some(8));
+}
+
+#[test]
+fn json_format_emits_libtest_events() {
+    let out = fixture().cargo_test(&["--format", "json", "-Z", "unstable-options"]);
+    out.expect_code(101);
+    let events = json_lines(&out.stdout);
+    assert_eq!(
+        events[0],
+        json!({"type": "suite", "event": "started", "test_count": 9}),
+        "{out}"
+    );
+    let last = events.last().unwrap();
+    assert_eq!(
+        pick(
+            last,
+            &[
+                "type",
+                "event",
+                "passed",
+                "failed",
+                "ignored",
+                "filtered_out"
+            ]
+        ),
+        json!({"type": "suite", "event": "failed", "passed": 4, "failed": 3, "ignored": 2, "filtered_out": 0}),
+        "{out}"
+    );
+
+    let mut started = Vec::new();
+    let mut results = BTreeMap::new();
+    for e in events.iter().filter(|e| e["type"] == "test") {
+        let name = e["name"].as_str().unwrap().to_string();
+        match e["event"].as_str().unwrap() {
+            "started" => started.push(name),
+            outcome => {
+                results.insert(
+                    name,
+                    (
+                        outcome.to_string(),
+                        e["stdout"].as_str().unwrap_or_default().to_string(),
+                    ),
+                );
+            }
+        }
+    }
+    started.sort();
+    assert_eq!(started, TRIALS, "{out}");
+    assert_eq!(
+        results.keys().map(String::as_str).collect::<Vec<_>>(),
+        TRIALS,
+        "{out}"
+    );
+    for t in TRIALS {
+        let want = match expected_status(t) {
+            "passed" => "ok",
+            "skipped" => "ignored",
+            _ => "failed",
+        };
+        assert_eq!(results[t].0, want, "{t}\n{out}");
+    }
+    assert!(
+        results["smoke::typo"].1.contains(TYPO_AT),
+        "a failure's message is in its event\n{out}"
+    );
+}
+
+#[test]
+fn one_test_thread_runs_in_name_order() {
+    let out = fixture().cargo_test(&["--test-threads", "1"]);
+    out.expect_code(101);
+    let names: Vec<String> = out.trials_run().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, TRIALS, "{out}");
+    expect_counts(&out, 4, 3, 2, Some(0));
+}
+
+#[test]
+fn report_under_cargo_test_has_every_case_then_a_summary() {
+    let fx = fixture();
+    let scratch = Scratch::new("report-cargo-test");
+    let report = scratch.path("out/report.jsonl");
+    let env = [("AGENTEST_REPORT", report.as_os_str())];
+
+    // Listing writes no report.
+    fx.cargo_test_with(&["--list"], &env).expect_code(0);
+    assert!(!report.exists(), "--list created the report");
+
+    let out = fx.cargo_test_with(&[], &env);
+    out.expect_code(101);
+    let text = std::fs::read_to_string(&report).expect("no report written");
+    let mut lines = json_lines(&text);
+    let summary = lines.pop().expect("empty report");
+    assert_eq!(
+        summary["type"], "summary",
+        "the last line is the summary\n{text}"
+    );
+    let records = records_by_trial(&lines);
+    assert_eq!(
+        records.keys().map(String::as_str).collect::<Vec<_>>(),
+        TRIALS,
+        "one record per case\n{text}"
+    );
+    check_records(&records);
+    assert_eq!(records[SKIP_CASE]["error"], "skip: true in the case");
+
+    let keys = [
+        "type",
+        "total",
+        "passed",
+        "failed",
+        "errors",
+        "skipped",
+        "timeouts",
+        "total_turns",
+    ];
+    assert_eq!(
+        pick(&summary, &keys),
+        json!({"type": "summary", "total": 9, "passed": 4, "failed": 1, "errors": 2, "skipped": 2, "timeouts": 0, "total_turns": 6}),
+        "{text}"
+    );
+
+    // A second run starts a new report instead of appending.
+    fx.cargo_test_with(&["billing/"], &env).expect_code(0);
+    let text = std::fs::read_to_string(&report).unwrap();
+    let mut lines = json_lines(&text);
+    let summary = lines.pop().unwrap();
+    assert_eq!(records_by_trial(&lines).len(), 2, "{text}");
+    assert_eq!(
+        pick(&summary, &["total", "passed"]),
+        json!({"total": 2, "passed": 2}),
+        "{text}"
+    );
+}
+
+// ---------------------------------------------------------------------------------
+// The test binary, run directly
+
+/// A suites root beside the fixture's, holding a named pipe `blocker.jsonl`: reading
+/// it blocks until a writer opens it, which nobody does. A run that reads every suite
+/// hangs; a run with `--exact SUITE::ID` must read only `SUITE.jsonl` and finish.
+#[cfg(unix)]
+#[test]
+fn exact_opens_only_the_named_suite() {
+    let fx = fixture();
+    let scratch = Scratch::new("exact-fifo");
+    let root = scratch.path("suites");
+    copy_dir(&fx.dir.join("agent-tests"), &root);
+    for pipe in ["blocker.jsonl", "billing/blocker.jsonl"] {
+        let status = Command::new("mkfifo")
+            .arg(root.join(pipe))
+            .status()
+            .expect("failed to run mkfifo");
+        assert!(status.success(), "mkfifo {pipe} failed");
+    }
+    let env = [("DEMO_SUITES", root.as_os_str())];
+
+    // What nextest runs for each test.
+    let started = Instant::now();
+    let out = fx.binary(
+        &["--exact", "billing/refunds::R1", "--nocapture"],
+        &env,
+        RUN_LIMIT,
+    );
+    out.expect_code(0);
+    assert_eq!(
+        out.trials_run(),
+        [("billing/refunds::R1".to_string(), "ok".to_string())],
+        "{out}"
+    );
+    eprintln!(
+        "--exact run with a blocking suite beside it took {:.1?}",
+        started.elapsed()
+    );
+
+    let failing = fx.binary(&["--exact", "smoke::typo", "--nocapture"], &env, RUN_LIMIT);
+    failing.expect_code(101);
+    assert!(failing.stdout.contains("smoke.jsonl:6:31"), "{failing}");
+
+    // The control: reading every suite does block on the pipe.
+    let listing = fx.binary(&["--list"], &env, Duration::from_secs(3));
+    assert!(
+        listing.timed_out,
+        "a full listing should block on blocker.jsonl\n{listing}"
+    );
+    // An --exact name whose suite file does not exist falls back to reading everything.
+    let unknown = fx.binary(&["--exact", "nowhere::X"], &env, Duration::from_secs(3));
+    assert!(unknown.timed_out, "{unknown}");
+}
+
+#[test]
+fn empty_suites_root_is_an_error_naming_the_root() {
+    let fx = fixture();
+    let scratch = Scratch::new("empty-root");
+    let root = scratch.path("suites");
+    std::fs::create_dir_all(&root).unwrap();
+    for args in [&[][..], &["--list"][..]] {
+        let out = fx.binary(args, &[("DEMO_SUITES", root.as_os_str())], RUN_LIMIT);
+        assert!(
+            !out.timed_out && out.code.is_some_and(|c| c != 0),
+            "{args:?} should fail\n{out}"
+        );
+        assert!(out.stderr.contains("no test cases found"), "{out}");
+        assert!(
+            out.stderr.contains(&root.display().to_string()),
+            "the error names the root\n{out}"
+        );
+        assert!(out.stdout.is_empty(), "{out}");
+    }
+
+    let missing = scratch.path("missing");
+    let out = fx.binary(&[], &[("DEMO_SUITES", missing.as_os_str())], RUN_LIMIT);
+    assert!(out.code.is_some_and(|c| c != 0), "{out}");
+    assert!(
+        out.stderr.contains(&missing.display().to_string())
+            && out.stderr.contains("does not exist"),
+        "{out}"
+    );
+}
+
+// ---------------------------------------------------------------------------------
+// cargo nextest
+
+/// Whether `cargo nextest` works here; when it does not, nextest tests pass vacuously.
+fn have_nextest() -> bool {
+    static HAVE: OnceLock<bool> = OnceLock::new();
+    *HAVE.get_or_init(|| {
+        let out = fixture().cargo(["nextest", "--version"]);
+        let ok = out.code == Some(0);
+        if !ok {
+            eprintln!("cargo nextest is not available; skipping the nextest checks\n{out}");
+        }
+        ok
+    })
+}
+
+#[test]
+fn nextest_lists_the_trials() {
+    if !have_nextest() {
+        return;
+    }
+    let fx = fixture();
+    let out = fx.nextest("list", &[], &[]);
+    out.expect_code(0);
+    let want: String = TRIALS
+        .iter()
+        .filter(|t| **t != SKIP_CASE)
+        .map(|t| format!("agentest-demo::agent_tests {t}\n"))
+        .collect();
+    assert_eq!(out.stdout, want, "{out}");
+
+    let json = fx.nextest("list", &["--message-format", "json"], &[]);
+    json.expect_code(0);
+    let list: Value = serde_json::from_str(&json.stdout).unwrap_or_else(|e| panic!("{e}\n{json}"));
+    let cases = list["rust-suites"]["agentest-demo::agent_tests"]["testcases"]
+        .as_object()
+        .expect("no testcases");
+    let names: Vec<&str> = cases.keys().map(String::as_str).collect();
+    assert_eq!(names, TRIALS, "{json}");
+    for (name, case) in cases {
+        assert_eq!(case["ignored"], name == SKIP_CASE, "{name}: {case}");
+    }
+}
+
+#[test]
+fn nextest_run_fails_and_appends_a_record_per_case() {
+    if !have_nextest() {
+        return;
+    }
+    let fx = fixture();
+    let scratch = Scratch::new("report-nextest");
+    let report = scratch.path("report.jsonl");
+    let env = [("AGENTEST_REPORT", report.as_os_str())];
+    let out = fx.nextest("run", &["--no-fail-fast"], &env);
+    // 100: nextest's exit code for failing tests.
+    out.expect_code(100);
+
+    let all = out.both();
+    // The dynamic case exits 0 (ignored at run time), so nextest counts it as passed.
+    assert!(
+        all.contains("8 tests run: 5 passed, 3 failed, 1 skipped"),
+        "{out}"
+    );
+    for t in FAILING {
+        assert!(
+            all.lines()
+                .any(|l| l.trim_start().starts_with("FAIL") && l.trim_end().ends_with(t)),
+            "no FAIL line for {t}\n{out}"
+        );
+    }
+    for t in PASSING {
+        assert!(
+            all.lines()
+                .any(|l| l.trim_start().starts_with("PASS") && l.trim_end().ends_with(t)),
+            "no PASS line for {t}\n{out}"
+        );
+    }
+    assert!(
+        all.contains("did you mean `assert`?"),
+        "the failure message is shown\n{out}"
+    );
+
+    // Each test process appended its case; nobody wrote a summary, and the case listed
+    // as ignored never ran.
+    let text = std::fs::read_to_string(&report).expect("no report written");
+    let lines = json_lines(&text);
+    assert!(
+        lines.iter().all(|l| l["type"] != "summary"),
+        "no summary under nextest\n{text}"
+    );
+    let records = records_by_trial(&lines);
+    let want: Vec<&str> = TRIALS.iter().copied().filter(|t| *t != SKIP_CASE).collect();
+    assert_eq!(
+        records.keys().map(String::as_str).collect::<Vec<_>>(),
+        want,
+        "{text}"
+    );
+    check_records(&records);
+}
