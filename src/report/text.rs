@@ -11,6 +11,11 @@ use crate::case::value_text;
 /// input and reply, and every assertion of that turn with expected and actual.
 pub fn failure_message(r: &CaseReport) -> String {
     let mut s = String::new();
+    if r.mode.is_none() {
+        // The case never loaded: the located parse error says it all.
+        let _ = write!(s, "failed to load the case: {}", r.error.as_deref().unwrap_or_default());
+        return s;
+    }
     let what = match r.status {
         Status::Failed => "failed",
         Status::Error => "errored",
@@ -28,7 +33,8 @@ pub fn failure_message(r: &CaseReport) -> String {
         let _ = write!(s, " at turn {}", t.turn);
     }
     let _ = writeln!(s, " [{}]", r.location);
-    if let Some(e) = &r.error {
+    // A failed assertion is shown with its turn below; errors and timeouts need their reason.
+    if let (Some(e), false) = (&r.error, r.status == Status::Failed) {
         let _ = writeln!(s, "  {e}");
     }
     if let Some(t) = failing {
