@@ -318,7 +318,8 @@ fn dry_run(loaded: &[Loaded]) -> ExitCode {
             }
         };
     }
-    let _ = writeln!(out, "\n{} cases, {} failed to load", loaded.len(), broken);
+    let cases = if loaded.len() == 1 { "case" } else { "cases" };
+    let _ = writeln!(out, "\n{} {cases}, {broken} failed to load", loaded.len());
     if broken > 0 {
         ExitCode::from(1)
     } else {
@@ -339,31 +340,38 @@ async fn run_all(
 ) -> bool {
     let semaphore = Arc::new(tokio::sync::Semaphore::new(parallel));
     let stop = Arc::new(AtomicBool::new(false));
+    let stopped = stop.clone();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let total = loaded.len();
-    for (i, l) in loaded.into_iter().enumerate() {
-        let (engine, semaphore, stop, tx) =
-            (engine.clone(), semaphore.clone(), stop.clone(), tx.clone());
-        tokio::spawn(async move {
-            // The semaphore is fair, so cases start in trial order.
-            let _permit = semaphore.acquire_owned().await;
-            let report = if stop.load(Ordering::SeqCst) {
-                not_run(
-                    &l,
-                    "not run: --fail-fast stopped the run after a failure".into(),
-                )
-            } else {
-                let r = engine.run(&l).await;
-                if fail_fast && matches!(r.status, Status::Failed | Status::Error | Status::Timeout)
+    // One dispatcher takes the permits in trial order, so cases start in that order and
+    // `--fail-fast` sees a failure before it starts anything that comes after it.
+    tokio::spawn(async move {
+        for (i, l) in loaded.into_iter().enumerate() {
+            let Ok(permit) = semaphore.clone().acquire_owned().await else {
+                break;
+            };
+            let (engine, stop, tx) = (engine.clone(), stop.clone(), tx.clone());
+            if stop.load(Ordering::SeqCst) {
+                let reason = "not run: --fail-fast stopped the run after a failure";
+                let _ = tx.send((i, not_run(&l, reason.into())));
+                continue;
+            }
+            tokio::spawn(async move {
+                let report = engine.run(&l).await;
+                if fail_fast
+                    && matches!(
+                        report.status,
+                        Status::Failed | Status::Error | Status::Timeout
+                    )
                 {
                     stop.store(true, Ordering::SeqCst);
                 }
-                r
-            };
-            let _ = tx.send((i, report));
-        });
-    }
-    drop(tx);
+                // The permit is released only after the stop flag is set.
+                drop(permit);
+                let _ = tx.send((i, report));
+            });
+        }
+    });
     let mut pending: BTreeMap<usize, CaseReport> = BTreeMap::new();
     let mut next = 0;
     let mut received = 0;
@@ -377,5 +385,5 @@ async fn run_all(
         }
     }
     debug_assert_eq!(received, total);
-    stop.load(Ordering::SeqCst)
+    stopped.load(Ordering::SeqCst)
 }

@@ -195,8 +195,8 @@ fn assertion_lines(s: &mut String, list: &[AssertionReport], style: &Style, pad:
             let _ = writeln!(s, "{pad}{} {}", style.paint(Status::Passed, "✓"), a.label);
         } else {
             let _ = writeln!(s, "{pad}{} {}", style.paint(Status::Failed, "✗"), a.label);
-            if let Some(m) = &a.message {
-                let _ = writeln!(s, "{pad}  {m}");
+            for line in a.message.iter().flat_map(|m| m.lines()) {
+                let _ = writeln!(s, "{pad}  {line}");
             }
         }
     }

@@ -186,16 +186,32 @@ pub fn parse_suite(suite: &str, file: &Path, shown: Arc<PathBuf>, text: &str) ->
         }
         let trial = match name_id {
             Some(id) => format!("{suite}{SEPARATOR}{id}"),
-            None => format!("{suite}{SEPARATOR}line-{n}"),
+            None => String::new(),
         };
-        out.push(Loaded {
-            suite: suite.to_string(),
-            trial,
-            file: file.to_path_buf(),
-            entry,
-        });
+        out.push((
+            n,
+            Loaded {
+                suite: suite.to_string(),
+                trial,
+                file: file.to_path_buf(),
+                entry,
+            },
+        ));
     }
-    out
+    // Lines without a usable id are named after their line; a real id may already be
+    // `line-N`, and two trials must never share a name.
+    out.into_iter()
+        .map(|(n, mut l)| {
+            if l.trial.is_empty() {
+                let mut name = format!("line-{n}");
+                if first_line.contains_key(&name) {
+                    name.push_str("-invalid");
+                }
+                l.trial = format!("{suite}{SEPARATOR}{name}");
+            }
+            l
+        })
+        .collect()
 }
 
 #[cfg(test)]

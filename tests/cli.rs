@@ -809,7 +809,7 @@ fn run_filters_by_trial_name() {
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(
         run.stdout,
-        "b/deep/suite::a1  single\n\n1 cases, 0 failed to load\n"
+        "b/deep/suite::a1  single\n\n1 case, 0 failed to load\n"
     );
 
     // The regex matches the whole trial name, suite part included.
@@ -945,10 +945,9 @@ fn fail_fast_skips_cases_after_the_first_failure_without_sending_them() {
 /// before `fail-first`. Hence many attempts. Oddly it rarely shows under `cargo test`; run
 /// the test binary directly (`target/debug/deps/cli-* --ignored fail_fast_with`) to see it.
 #[test]
-#[ignore = "bug: --parallel 1 does not start cases in trial order, so --fail-fast sometimes runs later cases first"]
 fn fail_fast_with_parallel_1_skips_every_later_case() {
     let dir = fail_fast_dir("fail-fast-order", 4);
-    for attempt in 0..200 {
+    for attempt in 0..60 {
         let _ = std::fs::remove_file(dir.join("requests.log"));
         let run = run_agentest(dir.path(), &FAIL_FAST_ARGS);
         assert_eq!(run.code, 1, "{run:?}");
@@ -1419,7 +1418,6 @@ fn script_assertions_pass_fail_and_break() {
 /// A failing assertion's message that spans lines (a script's stderr tail) breaks the
 /// console tree: the continuation lines are printed flush left.
 #[test]
-#[ignore = "bug: multi-line assertion messages are printed without the tree indentation"]
 fn multi_line_assertion_messages_stay_inside_the_tree() {
     let dir = Scratch::with_config("scripts-tree", &script_config());
     dir.write_suite(
@@ -1558,7 +1556,6 @@ fn whole_console_output() {
 
 /// Two different lines must never share a trial name.
 #[test]
-#[ignore = "bug: a line without a usable id is named `line-N`, which can collide with a real id"]
 fn trial_names_are_unique_within_a_suite() {
     let dir = Scratch::with_config("names", "");
     dir.write_suite(

@@ -13,7 +13,11 @@ pub fn failure_message(r: &CaseReport) -> String {
     let mut s = String::new();
     if r.mode.is_none() {
         // The case never loaded: the located parse error says it all.
-        let _ = write!(s, "failed to load the case: {}", r.error.as_deref().unwrap_or_default());
+        let _ = write!(
+            s,
+            "failed to load the case: {}",
+            r.error.as_deref().unwrap_or_default()
+        );
         return s;
     }
     let what = match r.status {
