@@ -203,8 +203,8 @@ fn test(args: TestArgs) -> Result<ExitCode, String> {
 
     let config = Config::discover(&root_dir).map_err(|e| e.to_string())?;
     if let Some(n) = &args.name {
-        if !config.file.agents.contains_key(n) {
-            let known: Vec<&str> = config.file.agents.keys().map(String::as_str).collect();
+        if !config.agents.contains_key(n) {
+            let known: Vec<&str> = config.agents.keys().map(String::as_str).collect();
             return Err(format!(
                 "agent `{n}` is not defined in {}; {}",
                 config.describe(),

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+use toml::Spanned;
 
 /// The file name searched for.
 pub const CONFIG_FILE: &str = "agentest.toml";
@@ -35,11 +36,11 @@ pub enum ConfigError {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigFile {
-    /// The default agent under test.
-    pub agent: Option<AgentConfig>,
-    /// Named agents, chosen by `-n NAME`, the case's `agent` or the builder.
+    /// The default agent under test, as written.
+    agent: Option<Spanned<RawAgent>>,
+    /// Named agents, as written.
     #[serde(default)]
-    pub agents: BTreeMap<String, AgentConfig>,
+    agents: BTreeMap<String, Spanned<RawAgent>>,
     /// Run settings.
     #[serde(default)]
     pub run: RunConfig,
@@ -51,9 +52,33 @@ pub struct ConfigFile {
     pub scripts: BTreeMap<String, CommandConfig>,
 }
 
-/// One agent under test.
+/// The kinds of agent a config can define.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum AgentKind {
+    Process,
+    Http,
+}
+
+/// An agent table as written: every kind's keys, checked against the kind afterwards.
+/// (A serde-tagged enum would lose the line of an unknown key; this keeps it.)
 #[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+#[serde(deny_unknown_fields)]
+struct RawAgent {
+    #[serde(rename = "type")]
+    kind: AgentKind,
+    command: Option<Vec<String>>,
+    cwd: Option<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    timeout: Option<String>,
+}
+
+/// One agent under test, checked against its kind.
+#[derive(Debug, Clone)]
 pub enum AgentConfig {
     /// A child process speaking JSON lines on stdin/stdout, one process per case.
     Process {
@@ -62,19 +87,70 @@ pub enum AgentConfig {
         /// Working directory, relative to the config file's directory.
         cwd: Option<String>,
         /// Extra environment variables.
-        #[serde(default)]
         env: BTreeMap<String, String>,
+        /// How long one reply may take, like `"30s"` (default: the case's deadline).
+        timeout: Option<String>,
     },
     /// An HTTP endpoint receiving one POST per turn.
     Http {
         /// The endpoint.
         url: String,
         /// Extra request headers.
-        #[serde(default)]
         headers: BTreeMap<String, String>,
         /// Per-request timeout, like `"30s"`.
         timeout: Option<String>,
     },
+}
+
+impl RawAgent {
+    fn check(self) -> Result<AgentConfig, String> {
+        let misplaced = |key: &str, kind: &str| {
+            Err(format!(
+                "`{key}` does not apply to {kind} agents; remove it or change `type`"
+            ))
+        };
+        match self.kind {
+            AgentKind::Process => {
+                if self.url.is_some() {
+                    return misplaced("url", "process");
+                }
+                if !self.headers.is_empty() {
+                    return misplaced("headers", "process");
+                }
+                let command = self
+                    .command
+                    .ok_or("a process agent needs `command = [\"program\", \"arg\", ...]`")?;
+                if command.is_empty() {
+                    return Err("`command` is empty; give the program and its arguments".into());
+                }
+                Ok(AgentConfig::Process {
+                    command,
+                    cwd: self.cwd,
+                    env: self.env,
+                    timeout: self.timeout,
+                })
+            }
+            AgentKind::Http => {
+                if self.command.is_some() {
+                    return misplaced("command", "http");
+                }
+                if self.cwd.is_some() {
+                    return misplaced("cwd", "http");
+                }
+                if !self.env.is_empty() {
+                    return misplaced("env", "http");
+                }
+                let url = self
+                    .url
+                    .ok_or("an http agent needs `url = \"http://...\"`")?;
+                Ok(AgentConfig::Http {
+                    url,
+                    headers: self.headers,
+                    timeout: self.timeout,
+                })
+            }
+        }
+    }
 }
 
 /// `[run]`: how cases are run.
@@ -113,6 +189,10 @@ pub struct Config {
     pub dir: PathBuf,
     /// The contents.
     pub file: ConfigFile,
+    /// `[agent]`, checked.
+    pub agent: Option<AgentConfig>,
+    /// `[agents.NAME]`, checked.
+    pub agents: BTreeMap<String, AgentConfig>,
 }
 
 impl Config {
@@ -135,7 +215,7 @@ impl Config {
         Ok(Config {
             path: None,
             dir: start.clone(),
-            file: ConfigFile::default(),
+            ..Config::default()
         })
     }
 
@@ -150,11 +230,35 @@ impl Config {
             path: path.to_path_buf(),
             message: e.to_string().trim_end().to_string(),
         })?;
+        let check = |raw: &Spanned<RawAgent>, what: String| {
+            raw.get_ref().clone().check().map_err(|e| {
+                let line = text[..raw.span().start.min(text.len())]
+                    .lines()
+                    .count()
+                    .max(1);
+                ConfigError::Parse {
+                    path: path.to_path_buf(),
+                    message: format!("{what} (line {line}): {e}"),
+                }
+            })
+        };
+        let agent = file
+            .agent
+            .as_ref()
+            .map(|a| check(a, "[agent]".into()))
+            .transpose()?;
+        let agents = file
+            .agents
+            .iter()
+            .map(|(name, a)| Ok((name.clone(), check(a, format!("[agents.\"{name}\"]"))?)))
+            .collect::<Result<_, ConfigError>>()?;
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         Ok(Config {
             path: Some(path.to_path_buf()),
             dir,
             file,
+            agent,
+            agents,
         })
     }
 
@@ -217,5 +321,8 @@ mod tests {
         assert!(e.to_string().contains("urll"), "{e}");
         let e = toml::from_str::<ConfigFile>("[run]\nconcurency = 3\n").unwrap_err();
         assert!(e.to_string().contains("concurency"), "{e}");
+        let e =
+            toml::from_str::<ConfigFile>("\n[agent]\ntype = \"http\"\nurll = \"x\"\n").unwrap_err();
+        assert!(e.to_string().contains("line 4"), "{e}");
     }
 }

@@ -105,11 +105,10 @@ impl Engine {
                         if let Some(a) = self.registry.agents.get(n) {
                             return Ok((AgentDef::InProcess(a.clone()), n.clone()));
                         }
-                        match cfg.file.agents.get(n) {
+                        match cfg.agents.get(n) {
                             Some(a) => AgentDef::from_config(a, cfg, &format!("[agents.\"{n}\"]")).map(|d| (d, n.clone())),
                             None => {
                                 let known: Vec<&str> = cfg
-                                    .file
                                     .agents
                                     .keys()
                                     .map(String::as_str)
@@ -131,7 +130,7 @@ impl Engine {
                         if let Some(a) = &self.registry.default_agent {
                             return Ok((AgentDef::InProcess(a.clone()), "default".into()));
                         }
-                        match &cfg.file.agent {
+                        match &cfg.agent {
                             Some(a) => AgentDef::from_config(a, cfg, "[agent]").map(|d| (d, "default".into())),
                             None => Err(format!(
                                 "no agent to test: add an [agent] section to {} (type = \"process\" or \"http\"), pass -n NAME, or give the case an `agent`",

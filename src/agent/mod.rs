@@ -52,7 +52,12 @@ impl AgentDef {
         what: &str,
     ) -> Result<AgentDef, String> {
         match cfg {
-            AgentConfig::Process { command, cwd, env } => {
+            AgentConfig::Process {
+                command,
+                cwd,
+                env,
+                timeout,
+            } => {
                 if command.is_empty() {
                     return Err(format!("{what}.command is empty in {}", config.describe()));
                 }
@@ -68,10 +73,18 @@ impl AgentDef {
                     Some(c) => config.dir.join(expand_env(c, &format!("{what}.cwd"))?),
                     None => config.dir.clone(),
                 };
+                let timeout = match timeout {
+                    Some(t) => Some(
+                        crate::duration::parse_duration(t)
+                            .map_err(|e| format!("{what}.timeout: {e}"))?,
+                    ),
+                    None => None,
+                };
                 Ok(AgentDef::Process(Arc::new(process::ProcessSpec {
                     argv,
                     cwd,
                     env,
+                    timeout,
                 })))
             }
             AgentConfig::Http {

@@ -16,6 +16,8 @@ pub(crate) struct ProcessSpec {
     pub(crate) argv: Vec<String>,
     pub(crate) cwd: PathBuf,
     pub(crate) env: Vec<(String, String)>,
+    /// How long one reply may take; the case's deadline applies regardless.
+    pub(crate) timeout: Option<std::time::Duration>,
 }
 
 pub(crate) struct ProcessSession {
@@ -24,6 +26,7 @@ pub(crate) struct ProcessSession {
     stdout: BufReader<ChildStdout>,
     stderr: Arc<Mutex<Vec<u8>>>,
     line: String,
+    timeout: Option<std::time::Duration>,
 }
 
 impl ProcessSpec {
@@ -77,6 +80,7 @@ impl ProcessSpec {
             stdout,
             stderr,
             line: String::new(),
+            timeout: self.timeout,
         })
     }
 }
@@ -116,11 +120,17 @@ impl ProcessSession {
         }
         let _ = self.stdin.flush().await;
         self.line.clear();
-        let n = self
-            .stdout
-            .read_line(&mut self.line)
-            .await
-            .map_err(|e| format!("failed to read the agent's stdout: {e}"))?;
+        let read = self.stdout.read_line(&mut self.line);
+        let n = match self.timeout {
+            Some(t) => tokio::time::timeout(t, read).await.map_err(|_| {
+                format!(
+                    "agent process did not reply within {}",
+                    crate::duration::format_duration(t)
+                )
+            })?,
+            None => read.await,
+        }
+        .map_err(|e| format!("failed to read the agent's stdout: {e}"))?;
         if n == 0 {
             let note = self.exit_note().await;
             return Err(format!(
