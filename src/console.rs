@@ -195,7 +195,7 @@ fn assertion_lines(s: &mut String, list: &[AssertionReport], style: &Style, pad:
             let _ = writeln!(s, "{pad}{} {}", style.paint(Status::Passed, "✓"), a.label);
         } else {
             let _ = writeln!(s, "{pad}{} {}", style.paint(Status::Failed, "✗"), a.label);
-            for line in a.message.iter().flat_map(|m| m.lines()) {
+            for line in a.message.lines() {
                 let _ = writeln!(s, "{pad}  {line}");
             }
         }

@@ -495,7 +495,7 @@ async fn converse(
             format!(
                 "turn {turn}: {}: {}",
                 a.label,
-                a.message.as_deref().unwrap_or("failed")
+                a.message
             )
         });
         report.turns.push(turn_report);
@@ -531,7 +531,7 @@ async fn converse(
             format!(
                 "final assertions: {}: {}",
                 a.label,
-                a.message.as_deref().unwrap_or("failed")
+                a.message
             )
         });
         report.final_assertions = verdicts;
@@ -556,23 +556,25 @@ async fn check_all(
     let mut out = Vec::with_capacity(list.len());
     let mut broken = None;
     for a in list {
-        let spec = match &a.raw {
+        let mut spec = match &a.raw {
             Value::Object(m) => m.clone(),
             _ => Map::new(),
         };
+        // A custom `message` is part of the verdict's message; one key, not two.
+        spec.remove("message");
         match evaluate(a, subject, env).await {
             Ok(v) => out.push(AssertionReport {
                 spec,
                 passed: v.passed,
+                message: v.detail.unwrap_or_else(|| v.label.clone()),
                 label: v.label,
-                message: v.detail,
             }),
             Err(e) => {
                 out.push(AssertionReport {
                     spec,
                     passed: false,
                     label: a.type_name().to_string(),
-                    message: Some(e.clone()),
+                    message: e.clone(),
                 });
                 broken.get_or_insert(e);
             }

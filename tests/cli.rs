@@ -1572,3 +1572,33 @@ fn trial_names_are_unique_within_a_suite() {
     assert_eq!(names.len(), 2, "{run:?}");
     assert_ne!(names[0], names[1], "{run:?}");
 }
+
+#[test]
+fn every_assertion_record_has_one_message_with_the_custom_text() {
+    let s = Scratch::with_config("custom-message", "");
+    s.write_suite(
+        "m.jsonl",
+        &[
+            r#"{"id": "a", "input": "Hello", "assert": [{"type": "contains", "value": "Hello"}, {"type": "contains", "value": "refund", "message": "greetings must mention refunds"}]}"#,
+        ],
+    );
+    let run = run_agentest(s.path(), &["test", "-i", "m.jsonl", "-o", "r.jsonl"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let text = s.read("r.jsonl");
+    let line = text.lines().next().unwrap();
+    // serde_json keeps the last of duplicate keys, so count them in the raw text.
+    assert_eq!(line.matches("\"message\":").count(), 2, "{line}");
+    let report = read_report(&s.join("r.jsonl"));
+    let asserts = report.case("m::a")["turns"][0]["assertions"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(asserts[0]["passed"], true);
+    assert_eq!(asserts[0]["message"], "contains \"Hello\"");
+    assert_eq!(asserts[1]["passed"], false);
+    let msg = asserts[1]["message"].as_str().unwrap();
+    assert!(
+        msg.starts_with("greetings must mention refunds (expected the reply to contain \"refund\""),
+        "{msg}"
+    );
+}

@@ -51,9 +51,9 @@ pub struct AssertionReport {
     /// A short description (`contains "x"`).
     #[serde(default)]
     pub label: String,
-    /// Why it failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
+    /// Why it failed, with expected and actual; for a pass, the label again.
+    #[serde(default)]
+    pub message: String,
 }
 
 /// One turn of a conversation.

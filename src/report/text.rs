@@ -81,7 +81,7 @@ fn write_assertions(s: &mut String, list: &[AssertionReport]) {
                 s,
                 "    ✗ {}: {}",
                 a.label,
-                a.message.as_deref().unwrap_or("failed")
+                a.message
             );
         }
     }
