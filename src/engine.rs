@@ -491,13 +491,11 @@ async fn converse(
             usage: reply.usage,
             error: broken.clone(),
         };
-        let first_failure = turn_report.assertions.iter().find(|a| !a.passed).map(|a| {
-            format!(
-                "turn {turn}: {}: {}",
-                a.label,
-                a.message
-            )
-        });
+        let first_failure = turn_report
+            .assertions
+            .iter()
+            .find(|a| !a.passed)
+            .map(|a| format!("turn {turn}: {}: {}", a.label, a.message));
         report.turns.push(turn_report);
         if let Some(e) = broken {
             return Err(format!("turn {turn}: {e}"));
@@ -527,13 +525,10 @@ async fn converse(
             conversation: &history,
         };
         let (verdicts, broken) = check_all(final_assertions, subject, &env).await;
-        let first_failure = verdicts.iter().find(|a| !a.passed).map(|a| {
-            format!(
-                "final assertions: {}: {}",
-                a.label,
-                a.message
-            )
-        });
+        let first_failure = verdicts
+            .iter()
+            .find(|a| !a.passed)
+            .map(|a| format!("final assertions: {}: {}", a.label, a.message));
         report.final_assertions = verdicts;
         if let Some(e) = broken {
             return Err(format!("final assertions: {e}"));

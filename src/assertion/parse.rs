@@ -1,6 +1,9 @@
 //! Reading assertions from their JSON form (seed and Yao spellings).
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use jsonpath_rust::parser::model::JpQuery;
 
 use regex::Regex;
 use serde_json::{Map, Value};
@@ -254,7 +257,32 @@ fn required_text(
     }
 }
 
+/// Suites repeat the same patterns and paths on many lines; compiling each once keeps
+/// loading a large suite fast (a compiled `Regex` clones cheaply, the path is shared).
+fn cached<T: Clone>(
+    cache: &'static OnceLock<Mutex<HashMap<String, T>>>,
+    key: &str,
+    make: impl FnOnce() -> Result<T, FieldError>,
+) -> Result<T, FieldError> {
+    const MAX_ENTRIES: usize = 4096;
+    let map = cache.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(hit) = map.lock().unwrap_or_else(|e| e.into_inner()).get(key) {
+        return Ok(hit.clone());
+    }
+    let made = make()?;
+    let mut m = map.lock().unwrap_or_else(|e| e.into_inner());
+    if m.len() < MAX_ENTRIES {
+        m.insert(key.to_string(), made.clone());
+    }
+    Ok(made)
+}
+
 pub(crate) fn compile_regex(pattern: &str, path: &str) -> Result<Regex, FieldError> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Regex>>> = OnceLock::new();
+    cached(&CACHE, pattern, || new_regex(pattern, path))
+}
+
+fn new_regex(pattern: &str, path: &str) -> Result<Regex, FieldError> {
     Regex::new(pattern).map_err(|e| {
         let detail = e.to_string();
         let last = detail.lines().last().unwrap_or("").trim();
@@ -280,7 +308,23 @@ pub(crate) fn compile_json_path(raw: &str, path: &str) -> Result<JsonPath, Field
     } else {
         (format!("$.{text}"), 2)
     };
-    let query = jsonpath_rust::parser::parse_json_path(&normalised).map_err(|e| {
+    static CACHE: OnceLock<Mutex<HashMap<String, Arc<JpQuery>>>> = OnceLock::new();
+    let query = cached(&CACHE, &normalised, || {
+        parse_path(&normalised, raw, added, path)
+    })?;
+    Ok(JsonPath {
+        text: raw.to_string(),
+        query,
+    })
+}
+
+fn parse_path(
+    normalised: &str,
+    raw: &str,
+    added: usize,
+    path: &str,
+) -> Result<Arc<JpQuery>, FieldError> {
+    let query = jsonpath_rust::parser::parse_json_path(normalised).map_err(|e| {
         // pest reports `--> 1:COL`; the column is all a user needs from it.
         let msg = e.to_string();
         let at = msg
@@ -296,10 +340,7 @@ pub(crate) fn compile_json_path(raw: &str, path: &str) -> Result<JsonPath, Field
             format!("invalid JSONPath \"{raw}\"{at}; write an RFC 9535 path such as \"$.items[0].name\""),
         )
     })?;
-    Ok(JsonPath {
-        text: raw.to_string(),
-        query: Arc::new(query),
-    })
+    Ok(Arc::new(query))
 }
 
 fn parse_tool_called(obj: &Map<String, Value>, path: &str) -> Result<Kind, FieldError> {

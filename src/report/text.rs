@@ -77,12 +77,7 @@ fn write_assertions(s: &mut String, list: &[AssertionReport]) {
         if a.passed {
             let _ = writeln!(s, "    ✓ {}", a.label);
         } else {
-            let _ = writeln!(
-                s,
-                "    ✗ {}: {}",
-                a.label,
-                a.message
-            );
+            let _ = writeln!(s, "    ✗ {}: {}", a.label, a.message);
         }
     }
 }
