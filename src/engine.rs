@@ -297,23 +297,14 @@ pub(crate) fn not_run(loaded: &Loaded, reason: String) -> CaseReport {
 
 /// The record of a line that did not load.
 pub(crate) fn broken(loaded: &Loaded, e: &crate::case::CaseError) -> CaseReport {
+    // Without a usable id, the trial's own name (`line-N`) stands in for it.
+    let id = e.id.clone().unwrap_or_else(|| {
+        let tail = loaded.trial.rsplit(crate::suite::SEPARATOR).next();
+        tail.unwrap_or_default().to_string()
+    });
     CaseReport {
-        id: e.id.clone().unwrap_or_else(|| {
-            loaded
-                .trial
-                .rsplit("::")
-                .next()
-                .unwrap_or_default()
-                .to_string()
-        }),
-        name: e.id.clone().unwrap_or_else(|| {
-            loaded
-                .trial
-                .rsplit("::")
-                .next()
-                .unwrap_or_default()
-                .to_string()
-        }),
+        name: id.clone(),
+        id,
         suite: loaded.suite.clone(),
         trial: loaded.trial.clone(),
         status: Status::Error,
