@@ -50,8 +50,11 @@ struct TestArgs {
     /// A suite file (.jsonl), a directory of suites, or a message to send.
     #[arg(short = 'i', long = "input")]
     input: String,
+    /// Send the input to the agent as a message, even when it is one word.
+    #[arg(long = "message")]
+    message: bool,
     /// The agent to test: a name from [agents.NAME] in agentest.toml (default: [agent]).
-    #[arg(short = 'n', long = "name")]
+    #[arg(short = 'n', long = "name", env = "AGENTEST_AGENT")]
     name: Option<String>,
     /// Write a JSONL report: one object per case, then a summary line.
     #[arg(short = 'o', long = "output")]
@@ -115,7 +118,15 @@ enum Source {
     Message(String),
 }
 
-fn source(input: &str) -> Result<Source, String> {
+fn source(input: &str, force_message: bool) -> Result<Source, String> {
+    if input.trim().is_empty() {
+        return Err(
+            "the input is empty; pass a suite file, a directory of suites, or a message".into(),
+        );
+    }
+    if force_message {
+        return Ok(Source::Message(input.to_string()));
+    }
     let path = Path::new(input);
     if path.is_dir() {
         return Ok(Source::Dir(path.to_path_buf()));
@@ -128,8 +139,11 @@ fn source(input: &str) -> Result<Source, String> {
     if looks_like_path {
         return Err(format!("input `{input}` does not exist; pass a suite file, a directory of suites, or a quoted message"));
     }
-    if input.trim().is_empty() {
-        return Err("the input message is empty".into());
+    // One word that is no file is more likely a mistyped path than a message.
+    if !input.trim().contains(char::is_whitespace) {
+        return Err(format!(
+            "input `{input}` is neither a file nor a directory; to send it to the agent as a message, add --message"
+        ));
     }
     Ok(Source::Message(input.to_string()))
 }
@@ -141,7 +155,7 @@ fn test(args: TestArgs) -> Result<ExitCode, String> {
     };
     let cwd = std::env::current_dir()
         .map_err(|e| format!("failed to read the working directory: {e}"))?;
-    let (root_dir, mut loaded, input_label, qualified) = match source(&args.input)? {
+    let (root_dir, mut loaded, input_label, qualified) = match source(&args.input, args.message)? {
         Source::Dir(dir) => {
             let files = discover(&dir).map_err(|e| e.to_string())?;
             let loaded: Vec<Loaded> = files.iter().flat_map(|f| load_file(&dir, f)).collect();
@@ -202,31 +216,18 @@ fn test(args: TestArgs) -> Result<ExitCode, String> {
     }
 
     let config = Config::discover(&root_dir).map_err(|e| e.to_string())?;
-    if let Some(n) = &args.name {
-        if !config.agents.contains_key(n) {
-            let known: Vec<&str> = config.agents.keys().map(String::as_str).collect();
-            return Err(format!(
-                "agent `{n}` is not defined in {}; {}",
-                config.describe(),
-                if known.is_empty() {
-                    format!("add [agents.\"{n}\"]")
-                } else {
-                    format!("known agents: {}", known.join(", "))
-                }
-            ));
-        }
-    }
-
-    if args.dry_run {
-        return Ok(dry_run(&loaded));
-    }
-
     let settings = Settings {
         agent_name: args.name.clone(),
         timeout: args.timeout,
         run_skipped: false,
     };
     let engine = Arc::new(Engine::new(Registry::default(), settings));
+    engine.check_setup(&loaded)?;
+
+    if args.dry_run {
+        return Ok(dry_run(&loaded));
+    }
+
     let parallel = args
         .parallel
         .map(|p| p as usize)
@@ -356,8 +357,9 @@ async fn run_all(
                 let _ = tx.send((i, not_run(&l, reason.into())));
                 continue;
             }
+            let l = Arc::new(l);
             tokio::spawn(async move {
-                let report = engine.run(&l).await;
+                let report = engine.run_guarded(l).await;
                 if fail_fast
                     && matches!(
                         report.status,

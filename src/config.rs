@@ -253,13 +253,70 @@ impl Config {
             .map(|(name, a)| Ok((name.clone(), check(a, format!("[agents.\"{name}\"]"))?)))
             .collect::<Result<_, ConfigError>>()?;
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        Ok(Config {
+        let config = Config {
             path: Some(path.to_path_buf()),
             dir,
             file,
             agent,
             agents,
-        })
+        };
+        config
+            .check_values()
+            .map_err(|message| ConfigError::Parse {
+                path: path.to_path_buf(),
+                message,
+            })?;
+        Ok(config)
+    }
+
+    /// Checks the values TOML cannot: durations, counts, URLs (those without `${VAR}`,
+    /// which can only be checked once the environment is known).
+    fn check_values(&self) -> Result<(), String> {
+        let timeout = |value: &Option<String>, what: &str| {
+            match value {
+            Some(t) => match crate::duration::parse_duration(t) {
+                Ok(d) if d.is_zero() => Err(format!("{what}: a timeout of zero would fail every case; remove it or give a duration like \"30s\"")),
+                Ok(_) => Ok(()),
+                Err(e) => Err(format!("{what}: {e}")),
+            },
+            None => Ok(()),
+        }
+        };
+        timeout(&self.file.run.timeout, "[run].timeout")?;
+        if self.file.run.concurrency == Some(0) {
+            return Err("[run].concurrency: must be at least 1".into());
+        }
+        let named = self.agent.iter().map(|a| ("[agent]".to_string(), a));
+        let named = named.chain(
+            self.agents
+                .iter()
+                .map(|(n, a)| (format!("[agents.\"{n}\"]"), a)),
+        );
+        for (what, agent) in named {
+            match agent {
+                AgentConfig::Process { timeout: t, .. } => timeout(t, &format!("{what}.timeout"))?,
+                AgentConfig::Http {
+                    url, timeout: t, ..
+                } => {
+                    timeout(t, &format!("{what}.timeout"))?;
+                    if !url.contains("${") {
+                        reqwest::Url::parse(url)
+                            .map_err(|e| format!("{what}.url \"{url}\" is not a valid URL: {e}"))?;
+                    }
+                }
+            }
+        }
+        for (kind, table) in [("hooks", &self.file.hooks), ("scripts", &self.file.scripts)] {
+            for (name, cmd) in table {
+                timeout(&cmd.timeout, &format!("[{kind}.\"{name}\"].timeout"))?;
+                if cmd.command.is_empty() {
+                    return Err(format!(
+                        "[{kind}.\"{name}\"].command is empty; give the program and its arguments"
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Where this config is, for messages: the file, or where one would be searched.

@@ -143,6 +143,23 @@ impl Engine {
             .clone()
     }
 
+    /// Checks what a run depends on before it starts: every suite's config loads, and
+    /// the run-level agent (`-n`, or the default) resolves for the cases that name none.
+    /// An error here is a usage or config error, not a case failure.
+    pub(crate) fn check_setup(&self, loaded: &[Loaded]) -> Result<(), String> {
+        let mut checked = std::collections::HashSet::new();
+        for l in loaded {
+            let Ok(case) = &l.entry else { continue };
+            let ctx = self.context(&l.file)?;
+            let uses_run_agent = case.agent.is_none() || self.settings.agent_name.is_some();
+            let dir = l.file.parent().map(Path::to_path_buf).unwrap_or_default();
+            if uses_run_agent && checked.insert(dir) {
+                self.agent(&ctx, None)?;
+            }
+        }
+        Ok(())
+    }
+
     /// A description of the agent a run without a case-level choice uses, for headers.
     pub(crate) fn describe_agent(&self, file: &Path) -> String {
         match self.context(file).and_then(|ctx| self.agent(&ctx, None)) {
@@ -152,6 +169,27 @@ impl Engine {
                 .agent_name
                 .clone()
                 .unwrap_or_else(|| "(none configured)".into()),
+        }
+    }
+
+    /// Runs a case as its own task on the current runtime, so that a panic anywhere in it
+    /// (an in-process agent, a bug of ours) becomes an `error` record instead of a lost case.
+    pub(crate) async fn run_guarded(self: Arc<Self>, loaded: Arc<Loaded>) -> CaseReport {
+        let task = {
+            let loaded = loaded.clone();
+            tokio::spawn(async move { self.run(&loaded).await })
+        };
+        match task.await {
+            Ok(report) => report,
+            Err(e) => {
+                let mut report = not_run(&loaded, String::new());
+                report.status = Status::Error;
+                report.error = Some(format!(
+                    "the case panicked: {}",
+                    crate::hooks::panic_text(e)
+                ));
+                report
+            }
         }
     }
 
@@ -197,41 +235,48 @@ impl Engine {
         let deadline = tokio::time::Instant::now() + timeout;
         let raw = case.raw.as_ref();
 
-        let prepared = match &case.before {
-            Some(hook) => ctx
-                .hooks
-                .run(hook, raw, deadline)
-                .await
-                .map_err(|e| format!("before hook: {e}")),
-            None => Ok(()),
-        };
-        match prepared {
-            Err(e) => fail(report, Status::Error, e),
-            Ok(()) => {
-                let conversation = async {
-                    let mut session = def.start().await?;
-                    let result = converse(case, &mut session, &ctx, deadline, report).await;
-                    session.close().await;
-                    result
-                };
-                match tokio::time::timeout_at(deadline, conversation).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => fail(report, Status::Error, e),
-                    Err(_) => {
-                        let turn = report.turns.len() + 1;
-                        let msg = format!(
-                            "timeout after {} (waiting for the reply to turn {turn}; the agent was stopped)",
-                            format_duration(timeout)
-                        );
-                        fail(report, Status::Timeout, msg)
-                    }
+        // What the case is doing, for the timeout message.
+        let mut phase = String::from("starting");
+        // `after` runs whenever `before` ran (and always when there is no `before`).
+        let mut before_ran = case.before.is_none();
+        let work = async {
+            if let Some(hook) = &case.before {
+                if !ctx.hooks.has(hook) {
+                    return Err(format!("before hook: {}", ctx.hooks.undefined(hook)));
                 }
+                phase = format!("running the before hook `{hook}`");
+                before_ran = true;
+                ctx.hooks
+                    .run(hook, raw, deadline)
+                    .await
+                    .map_err(|e| format!("before hook: {e}"))?;
             }
+            phase = "starting the agent".into();
+            let mut session = def.start().await?;
+            let result = converse(case, &mut session, &ctx, deadline, report, &mut phase).await;
+            session.close().await;
+            result
+        };
+        let outcome = tokio::time::timeout_at(deadline, work).await;
+        let timed_out = |phase: &str| {
+            format!(
+                "timeout after {} (while {phase}; the agent was stopped)",
+                format_duration(timeout)
+            )
+        };
+        match outcome {
+            Ok(Ok(())) => {}
+            // A hook or script that gave up at the deadline is the case timing out.
+            Ok(Err(_)) if tokio::time::Instant::now() >= deadline => {
+                fail(report, Status::Timeout, timed_out(&phase))
+            }
+            Ok(Err(e)) => fail(report, Status::Error, e),
+            Err(_) => fail(report, Status::Timeout, timed_out(&phase)),
         }
 
         // `after` runs whenever `before` ran, even when it failed: it is the cleanup for
         // whatever `before` may have set up.
-        if let Some(hook) = &case.after {
+        if let (Some(hook), true) = (&case.after, before_ran) {
             let grace = tokio::time::Instant::now() + AFTER_HOOK_GRACE.min(timeout);
             if let Err(e) = ctx.hooks.run(hook, raw, deadline.max(grace)).await {
                 let msg = format!("after hook: {e}");
@@ -384,6 +429,7 @@ async fn converse(
     ctx: &Context,
     deadline: tokio::time::Instant,
     report: &mut CaseReport,
+    phase: &mut String,
 ) -> Result<(), String> {
     let session_id = format!(
         "agentest-{}-{}",
@@ -397,21 +443,26 @@ async fn converse(
         deadline,
     };
     let mut history: Vec<Message> = Vec::new();
-    let expected_check;
+    let single_checks: Vec<Assertion>;
     let steps: Vec<(&crate::case::Input, &[Assertion], Value, &[Value])> = match &case.mode {
         Mode::Single { input, assertions } => {
-            let list: &[Assertion] = if assertions.is_empty() {
-                expected_check = case.expected.as_ref().map(|v| Assertion {
+            // `expected` is checked too, next to any assertions: never silently ignored.
+            single_checks = assertions
+                .iter()
+                .cloned()
+                .chain(case.expected.as_ref().map(|v| Assertion {
                     kind: Kind::Equals { value: v.clone() },
                     negate: false,
                     message: None,
                     raw: serde_json::json!({"type": "equals", "value": v}),
-                });
-                expected_check.as_slice()
-            } else {
-                assertions
-            };
-            vec![(input, list, merged_options(&case.options, &None), &[])]
+                }))
+                .collect();
+            vec![(
+                input,
+                single_checks.as_slice(),
+                merged_options(&case.options, &None),
+                &[],
+            )]
         }
         Mode::Static { turns, .. } => turns
             .iter()
@@ -440,6 +491,7 @@ async fn converse(
             metadata: metadata.clone(),
             attachments: attachments.to_vec(),
         };
+        *phase = format!("waiting for the reply to turn {turn}");
         let sent = Instant::now();
         let reply = session.send(&request).await;
         let duration_ms = sent.elapsed().as_millis() as u64;
@@ -468,6 +520,7 @@ async fn converse(
             input: &request.input,
             conversation: &history,
         };
+        *phase = format!("checking the assertions of turn {turn}");
         let (verdicts, broken) = check_all(assertions, subject, &env).await;
         let turn_report = TurnReport {
             turn,
@@ -515,6 +568,7 @@ async fn converse(
             input: &input,
             conversation: &history,
         };
+        *phase = "checking the final assertions".into();
         let (verdicts, broken) = check_all(final_assertions, subject, &env).await;
         let first_failure = verdicts
             .iter()

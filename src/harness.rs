@@ -143,7 +143,7 @@ impl Harness {
             None
         } else {
             match report_path(root_config.as_ref()) {
-                Some(path) => match JsonlWriter::open(&path, !under_nextest) {
+                Some(path) => match open_report(&path, under_nextest) {
                     Ok(w) => Some(Arc::new(w)),
                     Err(e) => {
                         eprintln!("error: failed to open the report {}: {e}", path.display());
@@ -161,7 +161,9 @@ impl Harness {
         let trials: Vec<Trial> = loaded
             .into_iter()
             .map(|l| {
-                let skip_flag = matches!(&l.entry, Ok(c) if c.skip);
+                // Cases this version cannot run are listed as ignored up front, so that
+                // nextest (which cannot see a run-time ignore) does not report them as passed.
+                let skip_flag = matches!(&l.entry, Ok(c) if skip_reason(c).is_some());
                 let name = l.trial.clone();
                 let l = Arc::new(l);
                 if skip_flag {
@@ -170,7 +172,7 @@ impl Harness {
                 let (engine, writer, summary, ran) =
                     (engine.clone(), writer.clone(), summary.clone(), ran.clone());
                 Trial::ignorable_test(name, move || {
-                    let report = runtime().block_on(engine.run(&l));
+                    let report = runtime().block_on(engine.clone().run_guarded(l.clone()));
                     ran.lock()
                         .unwrap_or_else(|e| e.into_inner())
                         .insert(l.trial.clone());
@@ -192,7 +194,8 @@ impl Harness {
                     continue;
                 }
                 if let Ok(case) = &l.entry {
-                    let report = not_run(&l, skip_reason(case).unwrap_or_default());
+                    let reason = skip_reason(case).unwrap_or_default();
+                    let report = not_run(&l, reason);
                     record(&report, Some(w), &summary);
                 }
             }
@@ -234,6 +237,15 @@ fn outcome(report: &CaseReport) -> Result<Completion, Failed> {
             report.error.clone().unwrap_or_default(),
         )),
         _ => Err(failure_message(report).into()),
+    }
+}
+
+/// Under cargo test one process writes the whole report; under nextest every case's
+/// process appends to it, and a new run id starts it afresh.
+fn open_report(path: &Path, under_nextest: bool) -> std::io::Result<JsonlWriter> {
+    match std::env::var("NEXTEST_RUN_ID") {
+        Ok(run) if under_nextest && !run.is_empty() => JsonlWriter::open_for_run(path, &run),
+        _ => JsonlWriter::open(path, !under_nextest),
     }
 }
 

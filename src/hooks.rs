@@ -29,6 +29,19 @@ impl Hooks {
         }
     }
 
+    /// Whether a hook of that name is defined (in the config or the builder).
+    pub fn has(&self, name: &str) -> bool {
+        self.functions.contains_key(name) || self.commands.contains_key(name)
+    }
+
+    /// The error for an undefined hook: where to define it.
+    pub(crate) fn undefined(&self, name: &str) -> String {
+        format!(
+            "hook `{name}` is not defined; add [hooks.\"{name}\"] with `command = [...]` to {} or register it with Harness::hook",
+            self.config.describe()
+        )
+    }
+
     /// Runs hook `name` with the case JSON on stdin. Errors say what failed and where to define it.
     pub async fn run(
         &self,
@@ -39,16 +52,20 @@ impl Hooks {
         if let Some(f) = self.functions.get(name) {
             let f = f.clone();
             let case = case.clone();
-            return tokio::task::spawn_blocking(move || f(&case))
-                .await
-                .map_err(|e| format!("hook `{name}` panicked: {e}"))?
+            // Off the async threads, and under the deadline: a slow hook must not
+            // hold the case past it.
+            let joined =
+                tokio::time::timeout_at(deadline, tokio::task::spawn_blocking(move || f(&case)))
+                    .await
+                    .map_err(|_| {
+                        format!("hook `{name}` did not finish before the case's deadline")
+                    })?;
+            return joined
+                .map_err(|e| format!("hook `{name}` panicked: {}", panic_text(e)))?
                 .map_err(|e| format!("hook `{name}` failed: {e}"));
         }
         let Some(cmd) = self.commands.get(name) else {
-            return Err(format!(
-                "hook `{name}` is not defined; add [hooks.\"{name}\"] with `command = [...]` to {} or register it with Harness::hook",
-                self.config.describe()
-            ));
+            return Err(self.undefined(name));
         };
         let spec = command_spec(&self.config, cmd, &format!("[hooks.\"{name}\"]"))?;
         let deadline = own_deadline(cmd, deadline, &format!("[hooks.\"{name}\"].timeout"))?;
@@ -69,6 +86,18 @@ impl Hooks {
                 }
             ))
         }
+    }
+}
+
+/// The message of a panic caught by `spawn_blocking`.
+pub(crate) fn panic_text(e: tokio::task::JoinError) -> String {
+    match e.try_into_panic() {
+        Ok(p) => p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a non-text panic".into()),
+        Err(e) => e.to_string(),
     }
 }
 

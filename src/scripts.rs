@@ -69,9 +69,14 @@ impl Scripts {
         });
         if let Some(f) = self.functions.get(name) {
             let f = f.clone();
-            let check = tokio::task::spawn_blocking(move || f(&input))
-                .await
-                .map_err(|e| format!("script `{name}` panicked: {e}"))?
+            let joined = tokio::time::timeout_at(
+                env.deadline,
+                tokio::task::spawn_blocking(move || f(&input)),
+            )
+            .await
+            .map_err(|_| format!("script `{name}` did not finish before the case's deadline"))?;
+            let check = joined
+                .map_err(|e| format!("script `{name}` panicked: {}", crate::hooks::panic_text(e)))?
                 .map_err(|e| format!("script `{name}` failed: {e}"))?;
             return Ok((
                 check.passed,

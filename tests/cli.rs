@@ -658,7 +658,7 @@ fn usage_errors_exit_2_with_a_message_on_stderr() {
     let cases: Vec<(Vec<&str>, String)> = vec![
         (
             vec!["test", "-i", "s.jsonl", "-n", "nope"],
-            format!("error: agent `nope` is not defined in {config}; add [agents.\"nope\"]"),
+            format!("error: agent `nope` is not defined; add [agents.\"nope\"] to {config} or register it with Harness::agent"),
         ),
         (
             vec!["test", "-i", "s.jsonl", "--run", "(unclosed"],
@@ -682,13 +682,17 @@ fn usage_errors_exit_2_with_a_message_on_stderr() {
         ),
         (
             vec!["test", "-i", "   "],
-            "error: the input message is empty".into(),
+            "error: the input is empty; pass a suite file, a directory of suites, or a message".into(),
         ),
         (
             vec!["test", "-i", "s.jsonl", "--timeout", "5"],
             "a unit is missing".into(),
         ),
         (vec!["test", "-i", "s.jsonl", "--parallel", "0"], "0 is not in 1..=10000".into()),
+        (
+            vec!["test", "-i", "yao-suites"],
+            "error: input `yao-suites` is neither a file nor a directory; to send it to the agent as a message, add --message".into(),
+        ),
     ];
     for (args, message) in cases {
         let run = run_agentest(dir.path(), &args);
@@ -969,7 +973,10 @@ fn fail_fast_with_parallel_1_skips_every_later_case() {
 #[test]
 fn a_message_runs_once_against_the_default_agent() {
     let dir = Scratch::with_config("message", "");
-    let run = run_agentest(dir.path(), &["test", "-i", "Hello", "-o", "report.jsonl"]);
+    let run = run_agentest(
+        dir.path(),
+        &["test", "-i", "Hello", "--message", "-o", "report.jsonl"],
+    );
     assert_eq!(run.code, 0, "{run:?}");
     assert_has_line(&run.stdout, "ℹ Input: \"Hello\" (1 test case)");
     assert_has_line(&run.stdout, "► [message] (1 turn)");
@@ -981,6 +988,11 @@ fn a_message_runs_once_against_the_default_agent() {
     assert_eq!(case["agent"], "default");
     assert_eq!(case["turns"][0]["input"], "Hello");
     assert_eq!(case["turns"][0]["output"], HELLO_REPLY);
+
+    // Several words are a message without the flag.
+    let run = run_agentest(dir.path(), &["test", "-i", "Hello there"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_has_line(&run.stdout, "ℹ Input: \"Hello there\" (1 test case)");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1205,12 +1217,16 @@ fn http_agent_passes_with_the_token_and_never_leaks_it() {
     }
 
     // No token at all: the error names the variable and where it is used.
+    // The agent chosen for the run cannot be built: a config error (exit 2), before any case.
     let run = run_agentest(dir.path(), &args("unset.jsonl"));
-    assert_eq!(run.code, 1, "{run:?}");
-    let report = read_report(&dir.join("unset.jsonl"));
+    assert_eq!(run.code, 2, "{run:?}");
     assert_eq!(
-        report.error("web::greet"),
-        "environment variable `AGENTEST_TEST_TOKEN` is not set (used in [agents.\"web\"].headers.Authorization)"
+        run.stderr.trim(),
+        "error: environment variable `AGENTEST_TEST_TOKEN` is not set (used in [agents.\"web\"].headers.Authorization)"
+    );
+    assert!(
+        !dir.join("unset.jsonl").exists(),
+        "no report for a run that never started"
     );
 
     // The server gone: a connection error, and still no secret.

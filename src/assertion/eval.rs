@@ -56,7 +56,23 @@ pub async fn evaluate(
                 "`{type_name}` assertions need a model judge, which this version of agentest cannot run yet"
             ))
         }
-        _ => check(&a.kind, subject),
+        _ => {
+            if let Some(why) = unevaluable(&a.kind, subject.reply) {
+                // A check that cannot look at the reply fails, negated or not: `negate`
+                // must never turn "the reply has no JSON" into a pass.
+                let label = a.kind.type_name().to_string();
+                let detail = match &a.message {
+                    Some(m) => format!("{m} ({why})"),
+                    None => why,
+                };
+                return Ok(Verdict {
+                    passed: false,
+                    label,
+                    detail: Some(detail),
+                });
+            }
+            check(&a.kind, subject)
+        }
     };
     let passed = holds != a.negate;
     let label = if a.negate {
@@ -74,6 +90,17 @@ pub async fn evaluate(
         label,
         detail,
     })
+}
+
+/// Why a structured check cannot be made on this reply at all, when it cannot.
+fn unevaluable(kind: &Kind, reply: &Reply) -> Option<String> {
+    match kind {
+        Kind::JsonPath { path, .. }
+        | Kind::Type {
+            path: Some(path), ..
+        } => select(path, reply).err(),
+        _ => None,
+    }
 }
 
 /// Deterministic checks: (holds, label, explanation of the actual value).
