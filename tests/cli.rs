@@ -1618,3 +1618,35 @@ fn every_assertion_record_has_one_message_with_the_custom_text() {
         "{msg}"
     );
 }
+
+#[test]
+fn expected_is_checked_next_to_assertions_and_negation_never_hides_a_missing_json() {
+    let s = Scratch::with_config("expected-negate", "");
+    s.write_suite(
+        "e.jsonl",
+        &[
+            // `expected` disagrees while the assertion passes: the case must fail.
+            r#"{"id": "both", "input": "Thanks", "expected": "nope", "assert": {"type": "contains", "value": "Thanks"}}"#,
+            // The reply is plain text: a negated json_path cannot be checked, so it fails.
+            r#"{"id": "negated-path", "input": "Hello", "assert": {"type": "json_path", "path": "$.status", "value": "error", "negate": true}}"#,
+            r#"{"id": "negated-type", "input": "Hello", "assert": {"type": "type", "path": "$.count", "value": "number", "negate": true}}"#,
+        ],
+    );
+    let run = run_agentest(s.path(), &["test", "-i", "e.jsonl", "-o", "r.jsonl"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let report = read_report(&s.join("r.jsonl"));
+    report.assert_counts(3, 0, 3, 0, 0);
+    let both = report.case("e::both");
+    let verdicts = both["turns"][0]["assertions"].as_array().unwrap();
+    assert_eq!(verdicts.len(), 2, "{both}");
+    assert_eq!(verdicts[0]["passed"], true);
+    assert_eq!(verdicts[1]["type"], "equals");
+    assert_eq!(verdicts[1]["passed"], false);
+    for trial in ["e::negated-path", "e::negated-type"] {
+        let error = report.error(trial);
+        assert!(
+            error.contains("the reply has no `data` and its text is not JSON"),
+            "{trial}: {error}"
+        );
+    }
+}
