@@ -47,6 +47,7 @@ pub mod duration;
 mod engine;
 mod harness;
 pub mod hooks;
+pub mod llm;
 pub mod report;
 pub mod scripts;
 pub mod suite;

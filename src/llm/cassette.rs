@@ -1,0 +1,343 @@
+//! Cassettes: every model call a case makes, recorded to a file beside the suites and
+//! replayed on later runs, so CI runs offline, for free, and the same every time.
+//!
+//! One file per case, `<suites root>/.cassettes/<suite>/<id>.jsonl`, one entry per line
+//! in call order: `{"key", "role", "request", "response"}`. Keys are a SHA-256 of the
+//! normalised request (object keys sorted), so a request that changes misses its old
+//! recording. Files hold no secrets (no headers, no keys), use sorted keys so diffs read
+//! well, and are written atomically (temp file, then rename).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use super::{LlmError, Role};
+
+/// How cassettes are used, from `AGENTEST_CASSETTES` or `[run] cassettes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CassetteMode {
+    /// Replay what is recorded; on a miss call the model and record, except on CI,
+    /// where a miss fails the case.
+    #[default]
+    Auto,
+    /// Never call a model; a miss fails the case.
+    Replay,
+    /// Replay only, and fail a passing case that left recorded entries unused.
+    Strict,
+    /// Always call the model and rewrite the file.
+    Record,
+    /// No files at all: every call goes to the model.
+    Off,
+}
+
+impl CassetteMode {
+    /// Reads a mode name.
+    pub fn parse(text: &str) -> Result<CassetteMode, String> {
+        match text.trim() {
+            "auto" => Ok(CassetteMode::Auto),
+            "replay" => Ok(CassetteMode::Replay),
+            "strict" => Ok(CassetteMode::Strict),
+            "record" => Ok(CassetteMode::Record),
+            "off" => Ok(CassetteMode::Off),
+            other => Err(format!(
+                "unknown cassette mode \"{other}\"; expected auto, replay, strict, record or off"
+            )),
+        }
+    }
+
+    /// The mode in force: `AGENTEST_CASSETTES`, else the config's, else `auto`.
+    pub fn resolve(config: Option<&str>) -> Result<CassetteMode, String> {
+        match std::env::var("AGENTEST_CASSETTES")
+            .ok()
+            .filter(|v| !v.is_empty())
+        {
+            Some(v) => CassetteMode::parse(&v).map_err(|e| format!("AGENTEST_CASSETTES: {e}")),
+            None => config
+                .map(CassetteMode::parse)
+                .transpose()
+                .map(Option::unwrap_or_default),
+        }
+    }
+
+    /// The lowercase name.
+    pub fn name(self) -> &'static str {
+        match self {
+            CassetteMode::Auto => "auto",
+            CassetteMode::Replay => "replay",
+            CassetteMode::Strict => "strict",
+            CassetteMode::Record => "record",
+            CassetteMode::Off => "off",
+        }
+    }
+}
+
+/// One recorded call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Entry {
+    /// SHA-256 of the normalised request, hex.
+    pub key: String,
+    /// Who made the call.
+    pub role: Role,
+    /// The normalised request.
+    pub request: Value,
+    /// The response body, without volatile fields.
+    pub response: Value,
+}
+
+/// What a case did with its cassette, for the report.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CassetteStats {
+    /// The file, relative to the working directory when possible.
+    pub file: String,
+    /// The mode in force.
+    pub mode: String,
+    /// Calls answered from the file.
+    pub replayed: u32,
+    /// Calls sent to the model and recorded.
+    pub recorded: u32,
+    /// Entries in the file that this run did not use.
+    pub unused: u32,
+}
+
+/// A case's cassette.
+#[derive(Debug)]
+pub struct Cassette {
+    path: PathBuf,
+    mode: CassetteMode,
+    entries: Vec<Entry>,
+    used: Vec<bool>,
+    fresh: Vec<Entry>,
+    replayed: u32,
+}
+
+/// Sorts object keys recursively, so equal requests serialise to equal text.
+pub fn canonical(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let sorted: BTreeMap<&String, Value> =
+                m.iter().map(|(k, v)| (k, canonical(v))).collect();
+            Value::Object(
+                sorted
+                    .into_iter()
+                    .map(|(k, v)| (k.clone(), v))
+                    .collect::<Map<_, _>>(),
+            )
+        }
+        Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The key of a normalised request.
+pub fn key_of(request: &Value) -> String {
+    let digest = Sha256::digest(request.to_string().as_bytes());
+    digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
+}
+
+/// The cassette file of a case: `<root>/.cassettes/<suite>/<id>.jsonl`, with characters
+/// that are unsafe in file names replaced.
+pub fn path_for(root: &Path, suite: &str, id: &str) -> PathBuf {
+    let safe: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let mut p = root.join(".cassettes");
+    for part in suite.split('/') {
+        p.push(part);
+    }
+    p.join(format!("{safe}.jsonl"))
+}
+
+impl Cassette {
+    /// Opens a case's cassette; a missing file is an empty cassette. A bad line is an
+    /// error naming the file and line.
+    pub fn open(path: &Path, mode: CassetteMode) -> Result<Cassette, LlmError> {
+        let mut entries = Vec::new();
+        if mode != CassetteMode::Record && mode != CassetteMode::Off {
+            match std::fs::read_to_string(path) {
+                Ok(text) => {
+                    for (i, line) in text.lines().enumerate() {
+                        if line.trim().is_empty() {
+                            continue;
+                        }
+                        let entry: Entry = serde_json::from_str(line).map_err(|e| {
+                            LlmError::Cassette(format!(
+                                "{}:{}: invalid cassette entry ({e}); delete the file or re-record it with AGENTEST_CASSETTES=record",
+                                shown(path),
+                                i + 1
+                            ))
+                        })?;
+                        let expected = key_of(&canonical(&entry.request));
+                        if entry.key != expected {
+                            return Err(LlmError::Cassette(format!(
+                                "{}:{}: the entry's key does not match its request (edited by hand?); re-record it with AGENTEST_CASSETTES=record",
+                                shown(path),
+                                i + 1
+                            )));
+                        }
+                        entries.push(entry);
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(LlmError::Cassette(format!(
+                        "failed to read cassette {}: {e}",
+                        shown(path)
+                    )))
+                }
+            }
+        }
+        Ok(Cassette {
+            path: path.to_path_buf(),
+            used: vec![false; entries.len()],
+            entries,
+            mode,
+            fresh: Vec::new(),
+            replayed: 0,
+        })
+    }
+
+    /// The mode.
+    pub fn mode(&self) -> CassetteMode {
+        self.mode
+    }
+
+    /// The file, for messages.
+    pub fn shown(&self) -> String {
+        shown(&self.path)
+    }
+
+    /// The recorded response for a normalised request: the first unused entry with its
+    /// key, else the last used one (a conversation may repeat a request). An entry whose
+    /// key matches but whose request differs is a hash collision, reported as an error.
+    pub fn replay(&mut self, key: &str, request: &Value) -> Result<Option<Value>, LlmError> {
+        let mut last = None;
+        for (i, e) in self.entries.iter().enumerate() {
+            if e.key != key {
+                continue;
+            }
+            if &e.request != request {
+                return Err(LlmError::Cassette(format!(
+                    "{}: two different requests share the key {key}; delete the file and record it again",
+                    self.shown()
+                )));
+            }
+            if !self.used[i] {
+                self.used[i] = true;
+                self.replayed += 1;
+                return Ok(Some(e.response.clone()));
+            }
+            last = Some(i);
+        }
+        Ok(last.map(|i| {
+            self.replayed += 1;
+            self.entries[i].response.clone()
+        }))
+    }
+
+    /// Remembers a call to write when the case ends.
+    pub fn record(&mut self, entry: Entry) {
+        self.fresh.push(entry);
+    }
+
+    /// Writes what was recorded (atomically) and returns the case's statistics.
+    pub fn finish(self) -> Result<CassetteStats, LlmError> {
+        let unused = self.used.iter().filter(|u| !**u).count() as u32;
+        let stats = CassetteStats {
+            file: self.shown(),
+            mode: self.mode.name().into(),
+            replayed: self.replayed,
+            recorded: self.fresh.len() as u32,
+            unused: if self.mode == CassetteMode::Record {
+                0
+            } else {
+                unused
+            },
+        };
+        let write = match self.mode {
+            CassetteMode::Off | CassetteMode::Replay | CassetteMode::Strict => false,
+            CassetteMode::Record => true,
+            CassetteMode::Auto => !self.fresh.is_empty(),
+        };
+        if write {
+            let lines: Vec<&Entry> = match self.mode {
+                CassetteMode::Record => self.fresh.iter().collect(),
+                _ => self.entries.iter().chain(&self.fresh).collect(),
+            };
+            let mut text = String::new();
+            for e in lines {
+                let v = canonical(
+                    &serde_json::to_value(e).map_err(|e| LlmError::Cassette(e.to_string()))?,
+                );
+                text.push_str(&v.to_string());
+                text.push('\n');
+            }
+            write_atomically(&self.path, &text).map_err(|e| {
+                LlmError::Cassette(format!(
+                    "failed to write cassette {}: {e}",
+                    shown(&self.path)
+                ))
+            })?;
+        }
+        Ok(stats)
+    }
+}
+
+fn shown(path: &Path) -> String {
+    crate::suite::display_path(path).display().to_string()
+}
+
+/// Writes `text` to a temporary file beside `path`, then renames it over `path`, so a
+/// reader never sees half a file.
+pub(crate) fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut tmp = path.as_os_str().to_os_string();
+    tmp.push(format!(".tmp-{}", std::process::id()));
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn canonical_requests_share_a_key_whatever_the_key_order() {
+        let a = canonical(&json!({"model": "m", "messages": [{"role": "user", "content": "x"}]}));
+        let b = canonical(&json!({"messages": [{"content": "x", "role": "user"}], "model": "m"}));
+        assert_eq!(a.to_string(), b.to_string());
+        assert_eq!(key_of(&a), key_of(&b));
+        assert_eq!(key_of(&a).len(), 32);
+    }
+
+    #[test]
+    fn paths_are_safe() {
+        let p = path_for(Path::new("/r"), "billing/refunds", "T 1/x");
+        assert_eq!(
+            p,
+            PathBuf::from("/r/.cassettes/billing/refunds/T_1_x.jsonl")
+        );
+    }
+
+    #[test]
+    fn modes_parse_and_reject_unknown_names() {
+        assert_eq!(CassetteMode::parse("strict").unwrap(), CassetteMode::Strict);
+        assert!(CassetteMode::parse("replays")
+            .unwrap_err()
+            .contains("unknown cassette mode"));
+    }
+}

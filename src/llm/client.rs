@@ -1,0 +1,468 @@
+//! The chat-completions client: one [`Endpoint`] per configured model, with retries,
+//! backoff, `Retry-After`, per-process limits, and errors that name the cause.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, RETRY_AFTER};
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::limiter::Limiter;
+use super::{ChatRequest, LlmConfig, LlmError, SeededRng, TokenUsage};
+use crate::config::expand_env;
+use crate::duration::{format_duration, parse_duration};
+
+const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+const DEFAULT_RETRIES: u32 = 4;
+const DEFAULT_IN_FLIGHT: usize = 16;
+const BACKOFF_BASE: Duration = Duration::from_millis(500);
+const BACKOFF_CAP: Duration = Duration::from_secs(30);
+/// Model replies larger than this are refused rather than buffered.
+const MAX_BODY_BYTES: usize = 32 << 20;
+
+/// What one model call produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatOutcome {
+    /// The response body, without volatile fields (`id`, `created`, `system_fingerprint`).
+    pub response: Value,
+    /// Retries this call needed.
+    pub retries: u32,
+}
+
+impl ChatOutcome {
+    /// The first choice's message (`{role, content, tool_calls?}`).
+    pub fn message(&self) -> &Value {
+        &self.response["choices"][0]["message"]
+    }
+
+    /// The token usage the endpoint reported.
+    pub fn usage(&self) -> TokenUsage {
+        serde_json::from_value(self.response["usage"].clone()).unwrap_or_default()
+    }
+}
+
+/// One OpenAI-compatible endpoint, ready to call.
+#[derive(Debug)]
+pub struct Endpoint {
+    what: String,
+    url: reqwest::Url,
+    shown: String,
+    model: String,
+    api_key_env: Option<String>,
+    temperature: Option<f64>,
+    max_tokens: Option<u32>,
+    timeout: Duration,
+    headers: HeaderMap,
+    max_retries: u32,
+    limiter: Arc<Limiter>,
+    client: reqwest::Client,
+}
+
+/// The environment variable that overrides `key` of the endpoint named `what`:
+/// `AGENTEST_LLM_BASE_URL` for `[llm]`, `AGENTEST_LLMS_JUDGE_MODEL` for `[llms.judge]`.
+pub(crate) fn override_var(name: Option<&str>, key: &str) -> String {
+    let scope = match name {
+        None => "LLM".to_string(),
+        Some(n) => format!(
+            "LLMS_{}",
+            n.chars()
+                .map(|c| if c.is_ascii_alphanumeric() {
+                    c.to_ascii_uppercase()
+                } else {
+                    '_'
+                })
+                .collect::<String>()
+        ),
+    };
+    format!("AGENTEST_{scope}_{key}")
+}
+
+impl Endpoint {
+    /// Builds an endpoint from `[llm]` (`name` None) or `[llms.NAME]`, applying the
+    /// environment overrides for the base URL and the model.
+    pub fn from_config(cfg: &LlmConfig, name: Option<&str>) -> Result<Endpoint, String> {
+        let what = match name {
+            None => "[llm]".to_string(),
+            Some(n) => format!("[llms.\"{n}\"]"),
+        };
+        let env = |key: &str| {
+            std::env::var(override_var(name, key))
+                .ok()
+                .filter(|v| !v.is_empty())
+        };
+        let base = env("BASE_URL")
+            .or_else(|| cfg.base_url.clone())
+            .unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
+        let base = expand_env(&base, &format!("{what}.base_url"))?;
+        let shown = redact_url(&base);
+        let url = reqwest::Url::parse(&format!("{}/chat/completions", base.trim_end_matches('/')))
+            .map_err(|e| format!("{what}.base_url \"{shown}\" is not a valid URL: {e}"))?;
+        let model = env("MODEL")
+            .or_else(|| cfg.model.clone())
+            .ok_or_else(|| format!("{what} needs `model`, like model = \"gpt-4o-mini\""))?;
+        let timeout = match &cfg.timeout {
+            Some(t) => parse_duration(t).map_err(|e| format!("{what}.timeout: {e}"))?,
+            None => DEFAULT_TIMEOUT,
+        };
+        let mut headers = HeaderMap::new();
+        for (k, v) in &cfg.headers {
+            let value = expand_env(v, &format!("{what}.headers.{k}"))?;
+            let name = HeaderName::from_bytes(k.as_bytes())
+                .map_err(|_| format!("{what}.headers: invalid header name `{k}`"))?;
+            let mut value = HeaderValue::from_str(&value)
+                .map_err(|_| format!("{what}.headers.{k}: invalid header value"))?;
+            value.set_sensitive(true);
+            headers.insert(name, value);
+        }
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(64)
+            .build()
+            .map_err(|e| format!("failed to build the HTTP client: {e}"))?;
+        Ok(Endpoint {
+            limiter: Limiter::for_endpoint(
+                url.as_str(),
+                cfg.max_in_flight.unwrap_or(DEFAULT_IN_FLIGHT),
+                cfg.requests_per_minute,
+            ),
+            what,
+            url,
+            shown,
+            model,
+            api_key_env: cfg.api_key_env.clone(),
+            temperature: cfg.temperature,
+            max_tokens: cfg.max_tokens,
+            timeout,
+            headers,
+            max_retries: cfg.max_retries.unwrap_or(DEFAULT_RETRIES),
+            client,
+        })
+    }
+
+    /// The model name.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// A request to this endpoint's model with its sampling settings.
+    pub fn request(&self, messages: Vec<Value>, tools: Vec<Value>) -> ChatRequest {
+        ChatRequest {
+            model: self.model.clone(),
+            messages,
+            tools,
+            temperature: self.temperature,
+            max_tokens: self.max_tokens,
+            response_format: None,
+        }
+    }
+
+    /// Why this endpoint cannot be called right now (its API key variable is unset).
+    pub fn unavailable(&self) -> Option<String> {
+        let var = self.api_key_env.as_ref()?;
+        match std::env::var(var) {
+            Ok(v) if !v.is_empty() => None,
+            _ => Some(format!(
+                "{} needs the API key in `{var}`, which is not set",
+                self.what
+            )),
+        }
+    }
+
+    /// Calls the model, retrying 429, 5xx, timeouts and dropped connections with
+    /// exponential backoff and jitter (honouring `Retry-After`), never past `deadline`.
+    /// Every retry is announced on stderr.
+    pub async fn call(
+        &self,
+        request: &ChatRequest,
+        deadline: Instant,
+    ) -> Result<ChatOutcome, LlmError> {
+        if let Some(why) = self.unavailable() {
+            return Err(LlmError::Unavailable(why));
+        }
+        let mut headers = self.headers.clone();
+        if let Some(var) = &self.api_key_env {
+            let key = std::env::var(var).unwrap_or_default();
+            let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+                LlmError::Failed(format!(
+                    "the API key in `{var}` is not a valid header value"
+                ))
+            })?;
+            value.set_sensitive(true);
+            headers.insert(AUTHORIZATION, value);
+        }
+        let tries = self.max_retries + 1;
+        let mut retries = 0;
+        loop {
+            let attempt = self.attempt(request, &headers, deadline).await;
+            let (reason, retry_after) = match attempt {
+                Ok(response) => return Ok(ChatOutcome { response, retries }),
+                Err(Attempt::Fatal(e)) => return Err(LlmError::Failed(e)),
+                Err(Attempt::Retry {
+                    reason,
+                    retry_after,
+                }) => (reason, retry_after),
+            };
+            if retries + 1 >= tries {
+                return Err(LlmError::Failed(format!(
+                    "model endpoint {} failed after {tries} tries: {reason}",
+                    self.shown
+                )));
+            }
+            let delay = retry_after.unwrap_or_else(|| backoff(retries));
+            if Instant::now() + delay >= deadline {
+                return Err(LlmError::Failed(format!(
+                    "model endpoint {}: {reason}; waiting {} to retry would pass the case's deadline",
+                    self.shown,
+                    format_duration(delay)
+                )));
+            }
+            retries += 1;
+            eprintln!(
+                "agentest: model endpoint {}: {reason}; retry {retries}/{} in {}",
+                self.shown,
+                tries - 1,
+                format_duration(delay)
+            );
+            tokio::time::sleep(delay).await;
+        }
+    }
+
+    async fn attempt(
+        &self,
+        request: &ChatRequest,
+        headers: &HeaderMap,
+        deadline: Instant,
+    ) -> Result<Value, Attempt> {
+        let _permit = self.limiter.acquire().await;
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Attempt::Fatal(
+                "the case's deadline passed before the model could be called".into(),
+            ));
+        }
+        let timeout = self.timeout.min(left);
+        let sent = self
+            .client
+            .post(self.url.clone())
+            .headers(headers.clone())
+            .timeout(timeout)
+            .json(request)
+            .send()
+            .await;
+        let response = match sent {
+            Ok(r) => r,
+            Err(e) if e.is_timeout() => {
+                return Err(Attempt::retry(format!(
+                    "no answer within {}",
+                    format_duration(timeout)
+                )))
+            }
+            Err(e) => {
+                return Err(Attempt::retry(format!(
+                    "request failed: {}",
+                    root_cause(&e)
+                )))
+            }
+        };
+        let status = response.status();
+        let retry_after = response
+            .headers()
+            .get(RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .map(|s| Duration::from_secs_f64(s.min(3600.0)));
+        let body = match read_body(response).await {
+            Ok(b) => b,
+            Err(BodyError::TooLarge) => {
+                return Err(Attempt::Fatal(format!(
+                    "model endpoint {} sent a reply larger than {} MiB",
+                    self.shown,
+                    MAX_BODY_BYTES >> 20
+                )))
+            }
+            Err(BodyError::Read(e)) => {
+                return Err(Attempt::retry(format!("the reply was cut off: {e}")))
+            }
+        };
+        if status.as_u16() == 429 || status.is_server_error() {
+            return Err(Attempt::Retry {
+                reason: format!(
+                    "HTTP {status}{}",
+                    server_message(&body)
+                        .map(|m| format!(": {m}"))
+                        .unwrap_or_default()
+                ),
+                retry_after,
+            });
+        }
+        if !status.is_success() {
+            let msg = server_message(&body)
+                .unwrap_or_else(|| crate::assertion::clip(String::from_utf8_lossy(&body).trim()));
+            return Err(Attempt::Fatal(format!(
+                "model endpoint {} answered HTTP {status}: {msg}",
+                self.shown
+            )));
+        }
+        let mut value: Value = serde_json::from_slice(&body).map_err(|e| {
+            Attempt::Fatal(format!(
+                "model endpoint {} answered with invalid JSON ({e}): {}",
+                self.shown,
+                crate::assertion::clip(String::from_utf8_lossy(&body).trim())
+            ))
+        })?;
+        if !value["choices"][0]["message"].is_object() {
+            return Err(Attempt::Fatal(format!(
+                "model endpoint {} answered without `choices[0].message`: {}",
+                self.shown,
+                crate::assertion::compact(&value)
+            )));
+        }
+        if let Value::Object(m) = &mut value {
+            for volatile in ["id", "created", "system_fingerprint"] {
+                m.remove(volatile);
+            }
+        }
+        Ok(value)
+    }
+}
+
+enum Attempt {
+    Retry {
+        reason: String,
+        retry_after: Option<Duration>,
+    },
+    Fatal(String),
+}
+
+impl Attempt {
+    fn retry(reason: String) -> Attempt {
+        Attempt::Retry {
+            reason,
+            retry_after: None,
+        }
+    }
+}
+
+enum BodyError {
+    TooLarge,
+    Read(String),
+}
+
+async fn read_body(mut response: reqwest::Response) -> Result<Vec<u8>, BodyError> {
+    if response
+        .content_length()
+        .is_some_and(|n| n as usize > MAX_BODY_BYTES)
+    {
+        return Err(BodyError::TooLarge);
+    }
+    let mut body = Vec::new();
+    loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                if body.len() + chunk.len() > MAX_BODY_BYTES {
+                    return Err(BodyError::TooLarge);
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(None) => return Ok(body),
+            Err(e) => return Err(BodyError::Read(root_cause(&e))),
+        }
+    }
+}
+
+/// The server's own error text: `error.message` in the OpenAI error shape.
+fn server_message(body: &[u8]) -> Option<String> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    v["error"]["message"]
+        .as_str()
+        .or_else(|| v["error"].as_str())
+        .or_else(|| v["message"].as_str())
+        .map(|s| crate::assertion::clip(s))
+}
+
+/// Exponential backoff with full jitter between half and the whole step.
+fn backoff(retry: u32) -> Duration {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let step = BACKOFF_BASE
+        .saturating_mul(1 << retry.min(10))
+        .min(BACKOFF_CAP);
+    let salt = format!(
+        "{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    );
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let jitter = 0.5 + 0.5 * SeededRng::new(u64::from(nanos), &salt).next_f64();
+    step.mul_f64(jitter)
+}
+
+/// A URL fit for messages: user-info and the query string (where keys hide) are masked.
+pub(crate) fn redact_url(text: &str) -> String {
+    match reqwest::Url::parse(text) {
+        Ok(mut url) => {
+            let had_user = !url.username().is_empty() || url.password().is_some();
+            let _ = url.set_username("");
+            let _ = url.set_password(None);
+            let had_query = url.query().is_some();
+            url.set_query(None);
+            let mut s = url.to_string();
+            if had_user {
+                s = s.replacen("://", "://***@", 1);
+            }
+            if had_query {
+                s.push_str("?…");
+            }
+            s
+        }
+        Err(_) => "(an invalid URL)".into(),
+    }
+}
+
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cur = e;
+    while let Some(next) = cur.source() {
+        cur = next;
+    }
+    cur.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn override_variables_are_named_after_the_section() {
+        assert_eq!(override_var(None, "BASE_URL"), "AGENTEST_LLM_BASE_URL");
+        assert_eq!(
+            override_var(Some("judge-4o"), "MODEL"),
+            "AGENTEST_LLMS_JUDGE_4O_MODEL"
+        );
+    }
+
+    #[test]
+    fn urls_in_messages_hide_credentials() {
+        assert_eq!(
+            redact_url("http://bob:pw@h:1/v1?key=sk"),
+            "http://***@h:1/v1?…"
+        );
+        assert_eq!(
+            redact_url("https://api.openai.com/v1"),
+            "https://api.openai.com/v1"
+        );
+    }
+
+    #[test]
+    fn backoff_grows_and_stays_capped() {
+        for r in 0..20 {
+            let d = backoff(r);
+            let step = BACKOFF_BASE.saturating_mul(1 << r.min(10)).min(BACKOFF_CAP);
+            assert!(d >= step / 2 && d <= step, "{r}: {d:?}");
+        }
+    }
+}
