@@ -380,7 +380,7 @@ fn server_message(body: &[u8]) -> Option<String> {
         .as_str()
         .or_else(|| v["error"].as_str())
         .or_else(|| v["message"].as_str())
-        .map(|s| crate::assertion::clip(s))
+        .map(crate::assertion::clip)
 }
 
 /// Exponential backoff with full jitter between half and the whole step.

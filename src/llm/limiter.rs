@@ -42,8 +42,8 @@ impl Limiter {
                     in_flight: Arc::new(Semaphore::new(max_in_flight.max(1))),
                     per_minute: per_minute.filter(|n| *n > 0).map(|n| {
                         Mutex::new(Bucket {
-                            capacity: f64::from(n).min(60.0).max(1.0),
-                            tokens: f64::from(n).min(60.0).max(1.0),
+                            capacity: f64::from(n).clamp(1.0, 60.0),
+                            tokens: f64::from(n).clamp(1.0, 60.0),
                             refill_per_sec: f64::from(n) / 60.0,
                             last: Instant::now(),
                         })
