@@ -48,6 +48,7 @@ mod engine;
 mod harness;
 pub mod hooks;
 pub mod llm;
+pub mod mocks;
 pub mod report;
 pub mod scripts;
 pub mod suite;
