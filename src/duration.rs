@@ -59,6 +59,19 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(total))
 }
 
+/// Parses a duration that is a timeout: as [`parse_duration`], but zero is rejected,
+/// since a zero deadline would end the case (or the wait) before it starts.
+pub fn parse_timeout(text: &str) -> Result<Duration, String> {
+    let d = parse_duration(text)?;
+    if d.is_zero() {
+        return Err(format!(
+            "a timeout of \"{}\" ends before anything can happen; give a positive duration like \"30s\" or \"2m\", or leave the timeout out for the default",
+            text.trim()
+        ));
+    }
+    Ok(d)
+}
+
 /// Formats a duration the way test files write it (`"5m"`, `"30s"`, `"1.5s"`, `"250ms"`).
 pub fn format_duration(d: Duration) -> String {
     let ms = d.as_millis();
@@ -104,6 +117,17 @@ mod tests {
         assert!(parse_duration("s")
             .unwrap_err()
             .contains("expected a number"));
+    }
+
+    #[test]
+    fn timeouts_must_be_positive() {
+        assert_eq!(parse_timeout("30s").unwrap(), Duration::from_secs(30));
+        for zero in ["0s", "0ms", "0m0s", "0.0h"] {
+            let e = parse_timeout(zero).unwrap_err();
+            assert!(e.contains("positive duration"), "{zero}: {e}");
+        }
+        assert!(parse_timeout("30").unwrap_err().contains("unit is missing"));
+        assert_eq!(parse_duration("0s").unwrap(), Duration::ZERO);
     }
 
     #[test]

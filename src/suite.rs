@@ -44,9 +44,23 @@ pub enum SuiteError {
     },
 }
 
-/// Finds every `*.jsonl` under `root`, sorted. Hidden directories (`.cassettes`) and
-/// golden-file folders (`*.golden`) are not searched.
+/// Finds every `*.jsonl` under `root`, sorted.
+///
+/// Not searched: hidden directories (`.cassettes`), golden-file folders (`*.golden`),
+/// build and dependency folders named `target` or `node_modules` (a report written to
+/// `agent-tests/target/report.jsonl` is not a suite), and symbolic links to
+/// directories, which are never followed, so a link back up the tree (`up -> ..`) can
+/// neither loop nor list a suite twice. A symbolic link to a `.jsonl` file is a suite
+/// like any other (a dangling one is listed too, and fails to load). Hidden files are
+/// skipped too.
 pub fn discover(root: &Path) -> Result<Vec<PathBuf>, SuiteError> {
+    discover_excluding(root, &[])
+}
+
+/// [`discover`], leaving out the files in `exclude` (such as the run's own JSONL
+/// report). Paths are compared canonicalized, so any spelling of a file excludes it;
+/// an excluded path that does not exist excludes nothing.
+pub fn discover_excluding(root: &Path, exclude: &[PathBuf]) -> Result<Vec<PathBuf>, SuiteError> {
     if !root.is_dir() {
         return Err(SuiteError::Root {
             path: root.to_path_buf(),
@@ -58,6 +72,10 @@ pub fn discover(root: &Path) -> Result<Vec<PathBuf>, SuiteError> {
             },
         });
     }
+    let excluded: Vec<PathBuf> = exclude
+        .iter()
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .collect();
     let mut found = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
@@ -76,13 +94,22 @@ pub fn discover(root: &Path) -> Result<Vec<PathBuf>, SuiteError> {
             if name.starts_with('.') {
                 continue;
             }
-            let is_dir = entry.file_type().map(|t| t.is_dir()).unwrap_or(false) || path.is_dir();
-            if is_dir {
-                if !name.ends_with(".golden") {
+            // The entry's own type: a symbolic link is not followed here.
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                if !name.ends_with(".golden") && name != "target" && name != "node_modules" {
                     stack.push(path);
                 }
-            } else if name.ends_with(".jsonl") {
-                found.push(path);
+            } else if name.ends_with(".jsonl") && !(kind.is_symlink() && path.is_dir()) {
+                // A file, or a link that does not lead to a directory: a dangling one is
+                // listed, so that it fails to load rather than vanish unseen.
+                if excluded.is_empty()
+                    || !std::fs::canonicalize(&path).is_ok_and(|p| excluded.contains(&p))
+                {
+                    found.push(path);
+                }
             }
         }
     }
@@ -124,12 +151,13 @@ pub fn display_path(path: &Path) -> PathBuf {
 }
 
 /// Reads one suite file. Never fails: an unreadable file is one broken entry, a bad
-/// line is a broken entry, and every other line still loads.
+/// line (invalid JSON, or bytes that are not UTF-8) is a broken entry, and every other
+/// line still loads.
 pub fn load_file(root: &Path, file: &Path) -> Vec<Loaded> {
     let suite = suite_name(root, file);
     let shown = Arc::new(display_path(file));
-    match std::fs::read_to_string(file) {
-        Ok(text) => parse_suite(&suite, file, shown, &text),
+    match std::fs::read(file) {
+        Ok(bytes) => parse_suite_bytes(&suite, file, shown, &bytes),
         Err(e) => vec![Loaded {
             trial: format!("{suite}{SEPARATOR}unreadable-file"),
             suite,
@@ -150,21 +178,82 @@ pub fn load_file(root: &Path, file: &Path) -> Vec<Loaded> {
 
 /// Parses the text of one suite.
 pub fn parse_suite(suite: &str, file: &Path, shown: Arc<PathBuf>, text: &str) -> Vec<Loaded> {
+    parse_suite_bytes(suite, file, shown, text.as_bytes())
+}
+
+/// Parses the bytes of one suite. Lines end at `\n` (a `\r` before it is dropped); a
+/// case line that is not valid UTF-8 is an error for that line alone, located at its
+/// first bad byte (the column counts the characters before it). Comment lines are
+/// skipped whatever bytes they hold.
+pub fn parse_suite_bytes(
+    suite: &str,
+    file: &Path,
+    shown: Arc<PathBuf>,
+    bytes: &[u8],
+) -> Vec<Loaded> {
     let mut out = Vec::new();
     let mut first_line: HashMap<String, usize> = HashMap::new();
     // Some editors save a byte order mark; RFC 8259 lets parsers ignore it.
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    for (i, line) in text.lines().enumerate() {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    for (i, line) in lines(bytes).into_iter().enumerate() {
         let n = i + 1;
-        let trimmed = line.trim();
-        if trimmed.is_empty() || trimmed.starts_with("//") {
-            continue;
-        }
         let location = Location {
             file: shown.clone(),
             line: n,
             column: 1,
         };
+        let line = match line {
+            Ok(line) => line,
+            Err((line, e)) => {
+                let good = &line[..e.valid_up_to()];
+                let prefix = std::str::from_utf8(good).unwrap_or_default();
+                // A comment is skipped whatever it holds.
+                if prefix.trim_start().starts_with("//") {
+                    continue;
+                }
+                let rest = &line[e.valid_up_to()..];
+                let hex = |bytes: &[u8]| {
+                    bytes
+                        .iter()
+                        .map(|b| format!("0x{b:02X}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                };
+                let what = match e.error_len() {
+                    Some(1) => format!(
+                        "the byte {} cannot start or continue a character here",
+                        hex(&rest[..1])
+                    ),
+                    Some(n) => format!("the bytes {} do not make a character", hex(&rest[..n])),
+                    None => format!(
+                        "the line ends inside a character (bytes {})",
+                        hex(&rest[..rest.len().min(3)])
+                    ),
+                };
+                out.push((
+                    n,
+                    Loaded {
+                        suite: suite.to_string(),
+                        trial: String::new(),
+                        file: file.to_path_buf(),
+                        entry: Err(CaseError {
+                            location: Location {
+                                column: prefix.chars().count() + 1,
+                                ..location
+                            },
+                            id: None,
+                            field: None,
+                            message: format!("invalid UTF-8: {what}; save the file as UTF-8"),
+                        }),
+                    },
+                ));
+                continue;
+            }
+        };
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with("//") {
+            continue;
+        }
         let mut entry = parse_case(line, location.clone());
         let id = match &entry {
             Ok(c) => Some(c.id.clone()),
@@ -210,6 +299,25 @@ pub fn parse_suite(suite: &str, file: &Path, shown: Arc<PathBuf>, text: &str) ->
                 l.trial = format!("{suite}{SEPARATOR}{name}");
             }
             l
+        })
+        .collect()
+}
+
+/// A line as text, or its bytes and why they are not UTF-8.
+type Line<'a> = Result<&'a str, (&'a [u8], std::str::Utf8Error)>;
+
+/// The lines of `bytes` as `str::lines` splits text: at `\n`, dropping one `\r`
+/// before it, with no empty last line after a final line ending.
+fn lines(bytes: &[u8]) -> Vec<Line<'_>> {
+    // The usual case, a file that is all UTF-8, is checked once and split fast.
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        return text.lines().map(Ok).collect();
+    }
+    let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    body.split(|&b| b == b'\n')
+        .map(|l| {
+            let l = l.strip_suffix(b"\r").unwrap_or(l);
+            std::str::from_utf8(l).map_err(|e| (l, e))
         })
         .collect()
 }

@@ -3,6 +3,7 @@
 //! shape its authors meant, and the assertion vectors must give the verdicts the
 //! upstream test table expects.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,23 +15,42 @@ use agentest::suite::{load_file, Loaded};
 use agentest::Reply;
 use serde_json::{json, Value};
 
-/// The corpus directory, beside the repository. Fails loudly when it is missing:
-/// a conformance test that finds no corpus has checked nothing.
-fn corpus() -> PathBuf {
+/// Whether this is a CI run: `CI` set to anything but empty or `false`.
+fn on_ci() -> bool {
+    std::env::var_os("CI").is_some_and(|v| !v.is_empty() && !v.eq_ignore_ascii_case("false"))
+}
+
+/// The corpus directory, beside the repository. On CI a missing corpus fails loudly: a
+/// conformance test that finds no corpus has checked nothing. Elsewhere (a plain clone
+/// without `shared/`) each test says so on stderr and returns `None`, so it checks
+/// nothing rather than failing.
+fn corpus() -> Option<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
-    assert!(
-        dir.join("SOURCES.md").is_file(),
+    if dir.join("SOURCES.md").is_file() {
+        return Some(dir);
+    }
+    let missing = format!(
         "the conformance corpus is missing: expected {} (with SOURCES.md) beside the repository; \
          clone the `shared/` directory next to this crate before running `cargo test --test corpus`",
         dir.display()
     );
-    dir
+    assert!(!on_ci(), "{missing} (CI is set, so this is an error)");
+    // Straight to stderr, past libtest's capture, which would hide the note of a
+    // passing test; once per run, not once per test.
+    static NOTE: std::sync::Once = std::sync::Once::new();
+    NOTE.call_once(|| {
+        let _ = writeln!(
+            std::io::stderr(),
+            "note: skipping the corpus tests, which check nothing here: {missing} (CI is not set, so this is not an error)"
+        );
+    });
+    None
 }
 
 /// Loads one corpus file through the suite loader and returns the cases, failing
-/// with every broken line's rendered error.
-fn load(rel: &str) -> (Vec<Loaded>, Vec<Case>) {
-    let root = corpus();
+/// with every broken line's rendered error; `None` when the corpus is absent off CI.
+fn load(rel: &str) -> Option<(Vec<Loaded>, Vec<Case>)> {
+    let root = corpus()?;
     let file = root.join(rel);
     assert!(file.is_file(), "corpus file {} is missing", file.display());
     let loaded = load_file(&root, &file);
@@ -47,7 +67,7 @@ fn load(rel: &str) -> (Vec<Loaded>, Vec<Case>) {
         .iter()
         .map(|l| l.entry.clone().expect("checked above"))
         .collect();
-    (loaded, cases)
+    Some((loaded, cases))
 }
 
 fn ids(cases: &[Case]) -> Vec<&str> {
@@ -71,7 +91,7 @@ fn single(case: &Case) -> (String, Vec<&'static str>) {
 
 #[test]
 fn corpus_directory_is_present() {
-    let dir = corpus();
+    let Some(dir) = corpus() else { return };
     for rel in [
         "yao-designer/inputs.jsonl",
         "yao-dev-app/hooks-test/inputs.jsonl",
@@ -89,7 +109,9 @@ fn corpus_directory_is_present() {
 
 #[test]
 fn yao_designer_inputs_parse_with_assert_arrays() {
-    let (loaded, cases) = load("yao-designer/inputs.jsonl");
+    let Some((loaded, cases)) = load("yao-designer/inputs.jsonl") else {
+        return;
+    };
     assert_eq!(
         ids(&cases),
         [
@@ -133,7 +155,9 @@ fn yao_designer_inputs_parse_with_assert_arrays() {
 
 #[test]
 fn yao_dev_app_hooks_read_before_and_after() {
-    let (_, cases) = load("yao-dev-app/hooks-test/inputs.jsonl");
+    let Some((_, cases)) = load("yao-dev-app/hooks-test/inputs.jsonl") else {
+        return;
+    };
     assert_eq!(ids(&cases), ["T001", "T002", "T003"]);
     let hooks: Vec<(Option<&str>, Option<&str>)> = cases
         .iter()
@@ -167,7 +191,9 @@ fn yao_dev_app_hooks_read_before_and_after() {
 
 #[test]
 fn yao_engine_inputs_parse() {
-    let (loaded, cases) = load("yao-engine/inputs.jsonl");
+    let Some((loaded, cases)) = load("yao-engine/inputs.jsonl") else {
+        return;
+    };
     assert_eq!(cases.len(), 10);
     assert_eq!(
         ids(&cases),
@@ -212,7 +238,9 @@ fn yao_engine_inputs_parse() {
 
 #[test]
 fn yao_engine_dynamic_inputs_parse() {
-    let (_, cases) = load("yao-engine/dynamic-inputs.jsonl");
+    let Some((_, cases)) = load("yao-engine/dynamic-inputs.jsonl") else {
+        return;
+    };
     assert_eq!(
         ids(&cases),
         [
@@ -356,8 +384,9 @@ struct Vector {
     expected_pass: bool,
 }
 
-fn vectors() -> Vec<Vector> {
-    let file = corpus().join("yao-engine/assert-vectors.jsonl");
+/// The vectors; `None` when the corpus is absent off CI.
+fn vectors() -> Option<Vec<Vector>> {
+    let file = corpus()?.join("yao-engine/assert-vectors.jsonl");
     let text = std::fs::read_to_string(&file)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
     text.lines()
@@ -373,7 +402,8 @@ fn vectors() -> Vec<Vector> {
                 expected_pass: v["expected_pass"].as_bool().expect("expected_pass"),
             }
         })
-        .collect()
+        .collect::<Vec<_>>()
+        .into()
 }
 
 /// Runs a vector's assertions against a reply whose content is its output:
@@ -434,7 +464,7 @@ fn run_vector(v: &Vector, rt: &tokio::runtime::Runtime) -> Result<(bool, Vec<Str
 
 #[test]
 fn yao_engine_assert_vectors_give_the_expected_verdicts() {
-    let vectors = vectors();
+    let Some(vectors) = vectors() else { return };
     assert_eq!(vectors.len(), 16, "assert-vectors.jsonl holds 16 vectors");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -462,7 +492,7 @@ fn yao_engine_assert_vectors_give_the_expected_verdicts() {
 
 #[test]
 fn assert_vectors_cover_the_upstream_table() {
-    let vectors = vectors();
+    let Some(vectors) = vectors() else { return };
     let passing = vectors.iter().filter(|v| v.expected_pass).count();
     assert_eq!(passing, 11, "11 vectors pass, 5 fail upstream");
     let types: Vec<String> = vectors

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentest::case::{parse_case, Case, CaseError, Location, Message, Mode};
-use agentest::suite::{parse_suite, Loaded};
+use agentest::suite::{load_file, parse_suite, parse_suite_bytes, Loaded};
 use serde_json::json;
 
 const FILE: &str = "agent-tests/billing.jsonl";
@@ -180,6 +180,81 @@ fn a_line_that_is_not_an_object() {
     );
 }
 
+#[test]
+fn duplicate_key_is_an_error_at_its_second_occurrence() {
+    // serde_json alone keeps the last `assertions`, and the case would pass with none.
+    let line = r#"{"id":"c","input":"Hello","assertions":[{"type":"contains","value":"ZZZ"}],"assertions":[]}"#;
+    let e = expect(
+        line,
+        key_col(line, "assertions", 1),
+        Some("assertions"),
+        &format!(
+            "duplicate key `assertions` (first given at column {}); only one of them would count, so remove one or merge them into one `assertions`",
+            key_col(line, "assertions", 0)
+        ),
+    );
+    // The rest of the line is readable, so the id still names the trial.
+    assert_eq!(e.id.as_deref(), Some("c"));
+}
+
+#[test]
+fn duplicate_key_deep_inside_is_named_by_its_path() {
+    let line = r#"{"id": "s", "turns": [{"input": "a"}, {"input": "b", "assertions": [{"type": "contains", "value": "x", "value": "y"}]}]}"#;
+    expect_parts(
+        line,
+        key_col(line, "value", 1),
+        "turns[1].assertions[0].value",
+        &["duplicate key `value`"],
+    );
+    let line = r#"{"id": "m", "input": "x", "metadata": {"user": {"id": 1, "id": 2}}}"#;
+    expect_parts(
+        line,
+        key_col(line, "id", 2),
+        "metadata.user.id",
+        &["duplicate key `id`", "first given at column"],
+    );
+    // A third occurrence: the error points at the second.
+    let line = r#"{"id": "t", "input": "x", "tags": [], "tags": [], "tags": []}"#;
+    expect_parts(
+        line,
+        key_col(line, "tags", 1),
+        "tags",
+        &["duplicate key `tags`"],
+    );
+    // An escaped spelling of the same key is the same key.
+    let line = r#"{"id": "u", "input": "x", "\u0069nput": "y"}"#;
+    expect_parts(
+        line,
+        col_of(line, r#""\u0069nput""#),
+        "input",
+        &["duplicate key `input`"],
+    );
+    // The same key in sibling objects is not a duplicate.
+    parse(
+        r#"{"id": "v", "input": "x", "assertions": [{"type": "contains", "value": "a"}, {"type": "contains", "value": "b"}]}"#,
+    );
+}
+
+#[test]
+fn duplicate_id_key_does_not_name_the_trial() {
+    let line = r#"{"id": "a", "input": "x", "id": "b"}"#;
+    let e = expect_parts(line, key_col(line, "id", 1), "id", &["duplicate key `id`"]);
+    assert_eq!(e.id, None);
+    let loaded = suite(concat!(
+        "{\"id\": \"a\", \"input\": \"x\", \"id\": \"b\"}\n",
+        "{\"id\": \"c\", \"input\": \"x\", \"input\": \"y\"}\n",
+        "{\"id\": \"d\", \"input\": \"x\"}\n",
+    ));
+    assert_eq!(
+        trials(&loaded),
+        [
+            ("billing/refunds::line-1", false),
+            ("billing/refunds::c", false),
+            ("billing/refunds::d", true),
+        ]
+    );
+}
+
 // ---------------------------------------------------------------- ids
 
 #[test]
@@ -229,7 +304,43 @@ fn id_containing_the_trial_separator() {
         r#"{"id": " a", "input": "x"}"#,
         2,
         Some("id"),
-        r#"the id " a" has leading or trailing spaces"#,
+        r#"the id " a" has leading or trailing spaces; remove them"#,
+    );
+}
+
+#[test]
+fn id_with_a_control_character() {
+    // A newline in a trial name would split nextest's one-name-per-line test list.
+    let e = expect(
+        r#"{"id": "a\nb", "input": "x"}"#,
+        2,
+        Some("id"),
+        r#"the id "a\nb" contains the control character U+000A; an id names a trial on one line of the test list, so use printable characters only"#,
+    );
+    assert_eq!(e.id, None);
+    assert!(
+        !e.to_string().contains('\n'),
+        "the message itself must stay on one line"
+    );
+    expect_parts(r#"{"id": "a\tb", "input": "x"}"#, 2, "id", &["U+0009"]);
+    expect_parts(
+        r#"{"id": "bell\u0007", "input": "x"}"#,
+        2,
+        "id",
+        &[r#""bell\u{7}""#, "U+0007"],
+    );
+    expect_parts(r#"{"id": "x\u0085y", "input": "x"}"#, 2, "id", &["U+0085"]);
+    // Leading or trailing whitespace of any kind, not only spaces.
+    expect_parts(
+        r#"{"id": "T001\u00a0", "input": "x"}"#,
+        2,
+        "id",
+        &["has leading or trailing spaces; remove them"],
+    );
+    // Inner spaces and non-ASCII letters are fine.
+    assert_eq!(
+        parse(r#"{"id": "refund é 1", "input": "x"}"#).id,
+        "refund é 1"
     );
 }
 
@@ -240,6 +351,8 @@ fn a_rejected_id_does_not_name_the_trial() {
         "{\"id\": \"a::b\", \"input\": \"x\"}\n",
         "{\"id\": \"\", \"input\": \"x\"}\n",
         "{\"id\": \" c \", \"input\": \"x\"}\n",
+        "{\"id\": \"d\\ne\", \"input\": \"x\"}\n",
+        "{\"id\": \"f\", \"input\": \"x\"}\n",
     ));
     assert_eq!(
         trials(&loaded),
@@ -247,6 +360,8 @@ fn a_rejected_id_does_not_name_the_trial() {
             ("billing/refunds::line-1", false),
             ("billing/refunds::line-2", false),
             ("billing/refunds::line-3", false),
+            ("billing/refunds::line-4", false),
+            ("billing/refunds::f", true),
         ]
     );
 }
@@ -435,6 +550,32 @@ fn bad_durations() {
     );
 }
 
+#[test]
+fn zero_timeouts() {
+    let message = r#"a timeout of "0s" ends before anything can happen; give a positive duration like "30s" or "2m", or leave the timeout out for the default"#;
+    let line = r#"{"id": "a", "input": "x", "timeout": "0s"}"#;
+    expect(line, key_col(line, "timeout", 0), Some("timeout"), message);
+    let line = r#"{"id": "a", "input": "x", "timeout": "0ms"}"#;
+    expect_parts(
+        line,
+        key_col(line, "timeout", 0),
+        "timeout",
+        &[r#"a timeout of "0ms""#],
+    );
+    let line = r#"{"id": "a", "input": "x", "interactive": {"enabled": true, "timeout": "0m"}}"#;
+    expect_parts(
+        line,
+        key_col(line, "timeout", 0),
+        "interactive.timeout",
+        &[r#"a timeout of "0m" ends before anything can happen"#],
+    );
+    assert_eq!(
+        parse(r#"{"id": "a", "input": "x", "timeout": "1ms"}"#).timeout,
+        Some(Duration::from_millis(1))
+    );
+    parse(r#"{"id": "a", "input": "x", "interactive": {"enabled": true, "timeout": "5m"}}"#);
+}
+
 // ---------------------------------------------------------------- modes
 
 #[test]
@@ -484,6 +625,21 @@ fn unknown_mode() {
 }
 
 #[test]
+fn static_mode_with_input_and_no_turns() {
+    let line = r#"{"id": "a", "mode": "static", "input": "x", "assertions": [{"type": "contains", "value": "y"}]}"#;
+    expect(
+        line,
+        key_col(line, "mode", 0),
+        Some("mode"),
+        r#"`mode` is "static" but the case has no `turns`; write the conversation as `turns: [{"input": ...}, ...]`, or drop `mode` for a single-turn case"#,
+    );
+    // `single` agrees with `input`, and no mode is a single turn too.
+    let case = parse(r#"{"id": "a", "mode": "single", "input": "x"}"#);
+    assert_eq!(case.mode.name(), "single");
+    assert_eq!(parse(r#"{"id": "a", "input": "x"}"#).mode.name(), "single");
+}
+
+#[test]
 fn simulator_without_checkpoints() {
     expect(
         r#"{"id": "a", "input": "x", "simulator": {"use": "script", "script": []}}"#,
@@ -519,6 +675,34 @@ fn checkpoint_after_an_unknown_id() {
         Some("checkpoints[0].after[0]"),
         r#"checkpoint "c1" cannot come after itself"#,
     );
+}
+
+#[test]
+fn checkpoint_after_cycle() {
+    let line = dynamic(
+        r#"[{"id": "a", "after": ["b"], "assert": "tool_called"}, {"id": "b", "after": ["a"], "assert": "tool_called"}]"#,
+    );
+    expect(
+        &line,
+        col_of(&line, r#"["a"]"#) + 1,
+        Some("checkpoints[1].after[0]"),
+        r#"the `after` order makes a cycle: "a" after "b" after "a", so none of them can be reached first; remove one of these `after` entries"#,
+    );
+    // A longer cycle, entered from a checkpoint outside it.
+    let line = dynamic(
+        r#"[{"id": "start", "assert": "tool_called"}, {"id": "x", "after": ["start", "z"], "assert": "tool_called"}, {"id": "y", "after": "x", "assert": "tool_called"}, {"id": "z", "after": ["y"], "assert": "tool_called"}]"#,
+    );
+    // It closes at y's `after`, a single id given as a string.
+    expect_parts(
+        &line,
+        key_col(&line, "after", 1),
+        "checkpoints[2].after[0]",
+        &[r#""x" after "z" after "y" after "x""#],
+    );
+    // A diamond is an order, not a cycle.
+    parse(&dynamic(
+        r#"[{"id": "a", "assert": "tool_called"}, {"id": "b", "after": "a", "assert": "tool_called"}, {"id": "c", "after": ["a", "b"], "assert": "tool_called"}, {"id": "d", "after": ["c", "b"], "assert": "tool_called"}]"#,
+    ));
 }
 
 #[test]
@@ -937,6 +1121,91 @@ fn windows_line_endings_are_read() {
         [("billing/refunds::a", true), ("billing/refunds::b", false)]
     );
     assert_eq!(loaded[1].entry.as_ref().unwrap_err().location.line, 4);
+}
+
+/// A fresh empty directory under the system's temporary directory.
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("agentest-parse-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn invalid_utf8_is_an_error_for_its_line_only() {
+    let dir = temp_dir("utf8");
+    let file = dir.join("latin1.jsonl");
+    let mut bytes = Vec::new();
+    bytes.extend_from_slice(b"{\"id\": \"a\", \"input\": \"x\"}\n");
+    bytes.extend_from_slice(b"{\"id\": \"b\", \"input\": \"caf\xE9\"}\n");
+    bytes.extend_from_slice(b"// a comment in Latin-1: caf\xE9\n");
+    bytes.extend_from_slice("{\"id\": \"é\", \"input\": \"".as_bytes());
+    bytes.extend_from_slice(b"\xFF\xFE\"}\r\n");
+    bytes.extend_from_slice(b"{\"id\": \"c\", \"input\": \"y\"}\n");
+    std::fs::write(&file, &bytes).unwrap();
+    let loaded = load_file(&dir, &file);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(
+        trials(&loaded),
+        [
+            ("latin1::a", true),
+            ("latin1::line-2", false),
+            ("latin1::line-4", false),
+            ("latin1::c", true),
+        ]
+    );
+    let e = loaded[1].entry.as_ref().unwrap_err();
+    assert_eq!((e.location.line, e.location.column), (2, 26));
+    assert_eq!(e.field, None);
+    assert_eq!(
+        e.message,
+        "invalid UTF-8: the byte 0xE9 cannot start or continue a character here; save the file as UTF-8"
+    );
+    assert_eq!(
+        e.to_string(),
+        format!("{}:2:26: {}", e.location.file.display(), e.message)
+    );
+    // The column counts the characters before the bad byte: `é` is one.
+    let e = loaded[2].entry.as_ref().unwrap_err();
+    let prefix = "{\"id\": \"é\", \"input\": \"";
+    assert_eq!(
+        (e.location.line, e.location.column),
+        (4, prefix.chars().count() + 1)
+    );
+    assert!(e.message.contains("0xFF"), "{e}");
+}
+
+#[test]
+fn invalid_utf8_at_the_end_of_the_last_line() {
+    // A character cut short at the very end of the file.
+    let loaded = parse_suite_bytes(
+        "s",
+        Path::new("s.jsonl"),
+        Arc::new(PathBuf::from("s.jsonl")),
+        b"{\"id\": \"a\", \"input\": \"x\"}\n{\"id\": \"b\", \"input\": \"x\"} \xE2\x82",
+    );
+    assert_eq!(trials(&loaded), [("s::a", true), ("s::line-2", false)]);
+    assert_eq!(
+        loaded[1].entry.as_ref().unwrap_err().to_string(),
+        "s.jsonl:2:27: invalid UTF-8: the line ends inside a character (bytes 0xE2 0x82); save the file as UTF-8"
+    );
+    // The bytes and the text of a valid file read the same.
+    let text =
+        "\u{feff}// c\r\n{\"id\": \"a\", \"input\": \"é\"}\r\n\n{\"id\": \"b\", \"imput\": \"y\"}";
+    let from_bytes = parse_suite_bytes(
+        "s",
+        Path::new("s.jsonl"),
+        Arc::new(PathBuf::from("s.jsonl")),
+        text.as_bytes(),
+    );
+    let from_text = parse_suite(
+        "s",
+        Path::new("s.jsonl"),
+        Arc::new(PathBuf::from("s.jsonl")),
+        text,
+    );
+    assert_eq!(trials(&from_bytes), trials(&from_text));
+    assert_eq!(trials(&from_bytes), [("s::a", true), ("s::b", false)]);
 }
 
 #[test]

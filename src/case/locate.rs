@@ -32,10 +32,21 @@ fn steps(path: &str) -> Vec<Step<'_>> {
 /// member, the value for an array element. When the path ends in a key that is absent,
 /// the deepest part that exists is used; 1 when nothing matches.
 pub(crate) fn column_of_path(line: &str, path: &str) -> usize {
+    find(line, path, false)
+}
+
+/// The 1-based character column of the second member named by the last key of `path`
+/// (a repeated key), reached through the first member of every key above it; where
+/// [`column_of_path`] would point when there is no second one.
+pub(crate) fn column_of_duplicate(line: &str, path: &str) -> usize {
+    find(line, path, true)
+}
+
+fn find(line: &str, path: &str, second: bool) -> usize {
     let bytes = line.as_bytes();
     let mut best = None;
     let start = skip_ws(bytes, 0);
-    locate(bytes, start, &steps(path), &mut best);
+    locate(bytes, start, &steps(path), second, &mut best);
     match best {
         Some(b) => line.get(..b).map(|s| s.chars().count() + 1).unwrap_or(1),
         None => 1,
@@ -99,12 +110,28 @@ fn skip_value(b: &[u8], i: usize) -> usize {
     }
 }
 
-fn locate(b: &[u8], i: usize, path: &[Step<'_>], best: &mut Option<usize>) {
+/// Whether the raw key between quotes (`name`, escapes as written) means `key`.
+fn same_key(name: &[u8], key: &str) -> bool {
+    if !name.contains(&b'\\') {
+        return name == key.as_bytes();
+    }
+    let mut quoted = Vec::with_capacity(name.len() + 2);
+    quoted.push(b'"');
+    quoted.extend_from_slice(name);
+    quoted.push(b'"');
+    serde_json::from_slice::<String>(&quoted).is_ok_and(|k| k == key)
+}
+
+/// Finds `path` from the value at `i`, taking the first member of each key (the parser
+/// rejects repeated keys, so there is only one), or for the last step, when `second` is
+/// set, the second member with that name.
+fn locate(b: &[u8], i: usize, path: &[Step<'_>], second: bool, best: &mut Option<usize>) {
     let Some((step, rest)) = path.split_first() else {
         return;
     };
     match (step, b.get(i)) {
         (Step::Key(key), Some(b'{')) => {
+            let mut seen = false;
             let mut j = skip_ws(b, i + 1);
             while j < b.len() && b[j] == b'"' {
                 let key_start = j;
@@ -115,13 +142,13 @@ fn locate(b: &[u8], i: usize, path: &[Step<'_>], best: &mut Option<usize>) {
                     return;
                 }
                 let value = skip_ws(b, j + 1);
-                // The last member with the name wins, as it does for serde_json.
-                if name == key.as_bytes() {
+                if same_key(name, key) {
                     *best = Some(key_start);
-                    let mut deeper = None;
-                    locate(b, value, rest, &mut deeper);
-                    if deeper.is_some() {
-                        *best = deeper;
+                    if second && rest.is_empty() && !seen {
+                        seen = true;
+                    } else {
+                        locate(b, value, rest, second, best);
+                        return;
                     }
                 }
                 j = skip_ws(b, skip_value(b, value));
@@ -138,7 +165,7 @@ fn locate(b: &[u8], i: usize, path: &[Step<'_>], best: &mut Option<usize>) {
             while j < b.len() && b[j] != b']' {
                 if k == *n {
                     *best = Some(j);
-                    locate(b, j, rest, best);
+                    locate(b, j, rest, second, best);
                     return;
                 }
                 j = skip_ws(b, skip_value(b, j));
@@ -168,5 +195,19 @@ mod tests {
         assert_eq!(column_of_path(line, "input"), 35);
         let line = r#"{"id": "é", "tags": ["a", 3]}"#;
         assert_eq!(column_of_path(line, "tags[1]"), 27);
+    }
+
+    #[test]
+    fn finds_the_second_of_a_repeated_key() {
+        use super::column_of_duplicate;
+        let line = r#"{"a":{"k":1},"b":[{"k":1,"k":2}],"k":3,"k":4}"#;
+        assert_eq!(column_of_duplicate(line, "b[0].k"), 26);
+        assert_eq!(column_of_duplicate(line, "k"), 40);
+        // An escaped spelling of the same key is the same key.
+        let line = r#"{"id":"x","i\u0064":"y"}"#;
+        assert_eq!(column_of_duplicate(line, "id"), 11);
+        // The parent is the first member with its name.
+        let line = r#"{"t":{"x":1,"x":2},"t":{"x":3,"x":4}}"#;
+        assert_eq!(column_of_duplicate(line, "t.x"), 13);
     }
 }

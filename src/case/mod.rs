@@ -1,6 +1,7 @@
 //! Test cases: the model, and the parser that reads them from JSON Lines.
 
 pub(crate) mod fields;
+mod json;
 mod locate;
 pub(crate) use locate::column_of_path;
 mod model;

@@ -5,10 +5,11 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::fields::{check_keys, index, join, opt_bool, opt_object, opt_str, type_of, FieldError};
-use super::locate::column_of_path;
+use super::json::{parse_line, LineError};
+use super::locate::{column_of_duplicate, column_of_path};
 use super::model::{Case, Checkpoint, Input, Location, Message, Mode, Simulator, Turn};
 use crate::assertion::{parse_assertions, Assertion};
-use crate::duration::parse_duration;
+use crate::duration::parse_timeout;
 
 /// Every key a case line may have.
 pub const CASE_KEYS: [&str; 24] = [
@@ -90,25 +91,45 @@ pub struct CaseError {
 
 /// Parses one line of a suite file. `location` is the line's start (column 1).
 pub fn parse_case(line: &str, location: Location) -> Result<Case, CaseError> {
-    let value: Value = serde_json::from_str(line).map_err(|e| {
-        let msg = e.to_string();
-        let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
-        // serde_json counts bytes; every other column here counts characters.
-        let byte_col = e.column().max(1);
-        let column = line
-            .get(..byte_col - 1)
-            .map(|s| s.chars().count() + 1)
-            .unwrap_or(byte_col);
-        CaseError {
-            location: Location {
-                column,
-                ..location.clone()
-            },
-            id: None,
-            field: None,
-            message: format!("invalid JSON: {msg}; each line must be one complete JSON object"),
+    let value = match parse_line(line) {
+        Ok(v) => v,
+        Err(LineError::Syntax(e)) => {
+            let msg = e.to_string();
+            let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
+            // serde_json counts bytes; every other column here counts characters.
+            let byte_col = e.column().max(1);
+            let column = line
+                .get(..byte_col - 1)
+                .map(|s| s.chars().count() + 1)
+                .unwrap_or(byte_col);
+            return Err(CaseError {
+                location: Location { column, ..location },
+                id: None,
+                field: None,
+                message: format!("invalid JSON: {msg}; each line must be one complete JSON object"),
+            });
         }
-    })?;
+        Err(LineError::Duplicate { path, key }) => {
+            // The rest of the line is fine, so its id still names the trial, unless the
+            // id is the repeated key (then which one is meant is the question).
+            let id = (path != "id")
+                .then(|| serde_json::from_str::<Value>(line).ok())
+                .flatten()
+                .and_then(|v| v.as_object().and_then(|o| parse_id(o).ok()));
+            return Err(CaseError {
+                location: Location {
+                    column: column_of_duplicate(line, &path),
+                    ..location
+                },
+                id,
+                message: format!(
+                    "duplicate key `{key}` (first given at column {}); only one of them would count, so remove one or merge them into one `{key}`",
+                    column_of_path(line, &path)
+                ),
+                field: Some(path),
+            });
+        }
+    };
     let Value::Object(obj) = &value else {
         return Err(CaseError {
             location,
@@ -139,7 +160,11 @@ fn parse_id(obj: &Map<String, Value>) -> Result<String, FieldError> {
     match obj.get("id") {
         Some(Value::String(s)) if s.trim().is_empty() => Err(FieldError::new("id", "the id is empty; give the case an id unique within its file, like \"T001\"")),
         Some(Value::String(s)) if s.contains("::") => Err(FieldError::new("id", format!("the id \"{s}\" contains `::`, which separates suite and id in trial names; use `-` or `.` instead"))),
-        Some(Value::String(s)) if s.trim() != s => Err(FieldError::new("id", format!("the id \"{s}\" has leading or trailing spaces"))),
+        Some(Value::String(s)) if s.chars().any(char::is_control) => {
+            let c = s.chars().find(|c| c.is_control()).unwrap_or_default();
+            Err(FieldError::new("id", format!("the id {s:?} contains the control character U+{:04X}; an id names a trial on one line of the test list, so use printable characters only", c as u32)))
+        }
+        Some(Value::String(s)) if s.trim() != s => Err(FieldError::new("id", format!("the id \"{s}\" has leading or trailing spaces; remove them"))),
         Some(Value::String(s)) => Ok(s.clone()),
         Some(other) => Err(FieldError::new("id", format!("expected a string id like \"T001\", found {}", type_of(other)))),
         None => Err(FieldError::new("id", "missing `id`; every case needs an id unique within its file, like \"T001\"")),
@@ -156,7 +181,7 @@ fn build(
     let timeout = match obj.get("timeout") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => {
-            Some(parse_duration(s).map_err(|e| FieldError::new("timeout", e))?)
+            Some(parse_timeout(s).map_err(|e| FieldError::new("timeout", e))?)
         }
         Some(other) => {
             return Err(FieldError::new(
@@ -193,7 +218,7 @@ fn build(
             check_keys(m, &["enabled", "timeout"], "interactive", "`interactive`")?;
             opt_bool(m, "enabled", "interactive")?;
             if let Some(t) = opt_str(m, "timeout", "interactive")? {
-                parse_duration(&t).map_err(|e| FieldError::new("interactive.timeout", e))?;
+                parse_timeout(&t).map_err(|e| FieldError::new("interactive.timeout", e))?;
             }
         } else if !i.is_null() {
             return Err(FieldError::new(
@@ -281,6 +306,12 @@ fn parse_mode(obj: &Map<String, Value>) -> Result<Mode, FieldError> {
                 format!("`{key}` only applies to dynamic cases (with `simulator` + `checkpoints`)"),
             ));
         }
+    }
+    if !has_turns && mode.as_deref() == Some("static") {
+        return Err(FieldError::new(
+            "mode",
+            "`mode` is \"static\" but the case has no `turns`; write the conversation as `turns: [{\"input\": ...}, ...]`, or drop `mode` for a single-turn case",
+        ));
     }
     if has_turns {
         if mode.as_deref() == Some("single") {
@@ -447,6 +478,16 @@ fn parse_dynamic(
             }
         }
     }
+    if let Some((i, j, cycle)) = after_cycle(&checkpoints) {
+        let named: Vec<String> = cycle.iter().map(|id| format!("\"{id}\"")).collect();
+        return Err(FieldError::new(
+            index(&join(&index("checkpoints", i), "after"), j),
+            format!(
+                "the `after` order makes a cycle: {}, so none of them can be reached first; remove one of these `after` entries",
+                named.join(" after ")
+            ),
+        ));
+    }
     let max_turns = match obj.get("max_turns") {
         None | Some(Value::Null) => 20,
         Some(Value::Number(n)) => match n.as_u64() {
@@ -475,6 +516,55 @@ fn parse_dynamic(
         checkpoints,
         max_turns,
     })
+}
+
+/// The first cycle in the checkpoints' `after` order, found in checkpoint order: the
+/// index of the checkpoint and of its `after` entry that closes it, and the ids along it
+/// (`[a, b, a]`: a after b after a). Every `after` must name a known checkpoint.
+fn after_cycle(checkpoints: &[Checkpoint]) -> Option<(usize, usize, Vec<&str>)> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum State {
+        New,
+        Open,
+        Done,
+    }
+    let at = |id: &str| checkpoints.iter().position(|c| c.id == id);
+    let mut state = vec![State::New; checkpoints.len()];
+    for start in 0..checkpoints.len() {
+        if state[start] != State::New {
+            continue;
+        }
+        // Depth-first: each frame is a checkpoint and the next `after` entry to follow.
+        let mut stack = vec![(start, 0usize)];
+        state[start] = State::Open;
+        while let Some(&mut (node, ref mut next)) = stack.last_mut() {
+            let Some(dep) = checkpoints[node].after.get(*next) else {
+                state[node] = State::Done;
+                stack.pop();
+                continue;
+            };
+            let j = *next;
+            *next += 1;
+            let Some(dep) = at(dep) else { continue };
+            match state[dep] {
+                State::New => {
+                    state[dep] = State::Open;
+                    stack.push((dep, 0));
+                }
+                State::Open => {
+                    let from = stack.iter().position(|&(n, _)| n == dep).unwrap_or(0);
+                    let mut ids: Vec<&str> = stack[from..]
+                        .iter()
+                        .map(|&(n, _)| checkpoints[n].id.as_str())
+                        .collect();
+                    ids.push(checkpoints[dep].id.as_str());
+                    return Some((node, j, ids));
+                }
+                State::Done => {}
+            }
+        }
+    }
+    None
 }
 
 fn parse_checkpoint(v: &Value, path: &str) -> Result<Checkpoint, FieldError> {
