@@ -1,11 +1,17 @@
 //! Running hook and script commands: JSON on stdin, a deadline, the tail of stderr on failure.
+//!
+//! Every child agentest starts (hook and script commands here, process agents in
+//! `agent::process`) leads its own process group, so everything it spawns can be killed
+//! with it: [`ProcessGroup`].
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::Command;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, Command};
 
 /// A command ready to run.
 #[derive(Debug, Clone)]
@@ -34,6 +40,11 @@ pub struct CommandOutput {
 /// How many bytes of a child's stderr are kept for messages.
 pub(crate) const STDERR_TAIL: usize = 2048;
 
+/// How long the output of a command that has exited is still collected. Whatever it
+/// started in the background may hold its pipes open for much longer (a hook that
+/// starts a server), and that must not hold the case.
+const PIPE_GRACE: Duration = Duration::from_millis(200);
+
 /// Keeps the last `STDERR_TAIL` bytes, cut at a character boundary.
 pub(crate) fn tail(bytes: &[u8]) -> String {
     let start = bytes.len().saturating_sub(STDERR_TAIL);
@@ -42,65 +53,258 @@ pub(crate) fn tail(bytes: &[u8]) -> String {
 }
 
 impl CommandSpec {
+    /// How the command appears in messages: the program only. The arguments are the
+    /// config's after `${VAR}` expansion and may hold secrets; the hook or script name
+    /// every message carries says which command it was.
+    pub(crate) fn shown(&self) -> String {
+        match self.argv.split_first() {
+            Some((program, [])) => program.clone(),
+            Some((program, _)) => format!("{program} …"),
+            None => String::new(),
+        }
+    }
+
     /// Runs the command with `input` on stdin, killing it at `deadline`.
+    ///
+    /// The result is ready as soon as the command exits: its output is collected for a
+    /// short grace after that, and whatever it left running in the background is left
+    /// alone. At the deadline the command and everything it started (its process group)
+    /// are killed.
     pub async fn run(
         &self,
         input: &[u8],
         deadline: tokio::time::Instant,
     ) -> Result<CommandOutput, String> {
         let (program, args) = self.argv.split_first().ok_or("the command is empty")?;
-        let mut child = Command::new(program)
+        let mut command = Command::new(program);
+        command
             .args(args)
             .current_dir(&self.cwd)
             .envs(&self.env)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| {
-                format!(
-                    "failed to start `{}` in {}: {e}",
-                    self.argv.join(" "),
-                    self.cwd.display()
-                )
-            })?;
+            .kill_on_drop(true);
+        own_group(&mut command);
+        let mut child = command.spawn().map_err(|e| {
+            format!(
+                "failed to start `{}` in {}: {e}",
+                self.shown(),
+                self.cwd.display()
+            )
+        })?;
+        // Dropped (a cancelled case) or at the deadline, the whole group is killed.
+        let mut group = ProcessGroup::of(&child);
         let mut stdin = child.stdin.take().expect("stdin is piped");
-        let mut stdout = child.stdout.take().expect("stdout is piped");
-        let mut stderr = child.stderr.take().expect("stderr is piped");
         let input = input.to_vec();
-        let work = async move {
-            let write = async {
-                // A command that does not read its stdin closes the pipe early; that is fine.
-                let _ = stdin.write_all(&input).await;
-                drop(stdin);
-            };
-            let mut out = Vec::new();
-            let mut err = Vec::new();
-            let (_, o, e) = tokio::join!(
-                write,
-                stdout.read_to_end(&mut out),
-                stderr.read_to_end(&mut err)
-            );
-            o.and(e)
-                .map_err(|e| format!("failed to read the command's output: {e}"))?;
-            let status = child
-                .wait()
-                .await
-                .map_err(|e| format!("failed to wait for the command: {e}"))?;
-            Ok::<_, String>(CommandOutput {
-                success: status.success(),
-                status: status.to_string(),
-                stdout: String::from_utf8_lossy(&out).into_owned(),
-                stderr_tail: tail(&err),
-            })
+        // A command that does not read its stdin closes the pipe early; that is fine.
+        let writer = AbortOnDrop(tokio::spawn(async move {
+            let _ = stdin.write_all(&input).await;
+        }));
+        let (out, mut out_done) = collect(child.stdout.take().expect("stdout is piped"));
+        let (err, mut err_done) = collect(child.stderr.take().expect("stderr is piped"));
+        let status = match tokio::time::timeout_at(deadline, child.wait()).await {
+            Ok(Ok(status)) => status,
+            Ok(Err(e)) => return Err(format!("failed to wait for the command: {e}")),
+            Err(_) => {
+                group.kill();
+                let _ = child.start_kill();
+                return Err(format!(
+                    "`{}` did not finish before the case's deadline and was killed",
+                    self.shown()
+                ));
+            }
         };
-        match tokio::time::timeout_at(deadline, work).await {
-            Ok(r) => r,
-            Err(_) => Err(format!(
-                "`{}` did not finish before the case's deadline and was killed",
-                self.argv.join(" ")
-            )),
+        // It exited by itself: what it started in the background is its business.
+        group.release();
+        drop(writer);
+        let _ = tokio::time::timeout(PIPE_GRACE, async {
+            let _ = (&mut out_done.0).await;
+            let _ = (&mut err_done.0).await;
+        })
+        .await;
+        drop((out_done, err_done));
+        let out = std::mem::take(&mut *out.lock().unwrap_or_else(|e| e.into_inner()));
+        let err = std::mem::take(&mut *err.lock().unwrap_or_else(|e| e.into_inner()));
+        Ok(CommandOutput {
+            success: status.success(),
+            status: status.to_string(),
+            stdout: String::from_utf8_lossy(&out).into_owned(),
+            stderr_tail: tail(&err),
+        })
+    }
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Reads a pipe to its end in a task, into a buffer that can be taken at any time.
+fn collect<R>(mut pipe: R) -> (Arc<Mutex<Vec<u8>>>, AbortOnDrop)
+where
+    R: AsyncRead + Unpin + Send + 'static,
+{
+    let buf = Arc::new(Mutex::new(Vec::new()));
+    let sink = buf.clone();
+    let task = tokio::spawn(async move {
+        let mut chunk = vec![0u8; 16 * 1024];
+        while let Ok(n) = pipe.read(&mut chunk).await {
+            if n == 0 {
+                break;
+            }
+            sink.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .extend_from_slice(&chunk[..n]);
         }
+    });
+    (buf, AbortOnDrop(task))
+}
+
+/// Makes the command's child the leader of a new process group (unix), so that
+/// [`ProcessGroup`] can kill it together with everything it starts.
+pub(crate) fn own_group(command: &mut Command) {
+    #[cfg(unix)]
+    {
+        command.process_group(0);
+        signals::install();
+    }
+    #[cfg(not(unix))]
+    let _ = command;
+}
+
+/// The process group a child started with [`own_group`] leads.
+///
+/// Killed when dropped, unless killed or released before. While it is alive it is also
+/// killed when agentest itself is stopped by SIGINT, SIGTERM or SIGHUP: children in
+/// their own groups no longer receive the terminal's Ctrl-C.
+pub(crate) struct ProcessGroup {
+    pgid: Option<i32>,
+}
+
+impl ProcessGroup {
+    /// The group `child` leads (it must have been started with [`own_group`]).
+    pub(crate) fn of(child: &Child) -> ProcessGroup {
+        let pgid = child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .filter(|&id| id > 0);
+        #[cfg(unix)]
+        if let Some(p) = pgid {
+            signals::register(p);
+        }
+        ProcessGroup { pgid }
+    }
+
+    /// Kills every process of the group with SIGKILL. Idempotent.
+    pub(crate) fn kill(&mut self) {
+        if let Some(p) = self.pgid.take() {
+            #[cfg(unix)]
+            {
+                // SAFETY: killpg has no memory-safety preconditions.
+                unsafe {
+                    libc::killpg(p, libc::SIGKILL);
+                }
+                signals::unregister(p);
+            }
+            #[cfg(not(unix))]
+            let _ = p;
+        }
+    }
+
+    /// Leaves the group alone from now on (not killed on drop).
+    pub(crate) fn release(&mut self) {
+        if let Some(p) = self.pgid.take() {
+            #[cfg(unix)]
+            signals::unregister(p);
+            #[cfg(not(unix))]
+            let _ = p;
+        }
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Killing the live groups when agentest is stopped by a signal.
+#[cfg(unix)]
+mod signals {
+    use std::sync::atomic::{AtomicI32, Ordering};
+    use std::sync::Once;
+
+    /// Live process groups; 0 is a free slot. Plain atomics, so the signal handler may
+    /// read them. When every slot is taken a group is simply not tracked.
+    static LIVE: [AtomicI32; 4096] = [const { AtomicI32::new(0) }; 4096];
+
+    pub(super) fn register(pgid: i32) {
+        for slot in &LIVE {
+            if slot
+                .compare_exchange(0, pgid, Ordering::SeqCst, Ordering::Relaxed)
+                .is_ok()
+            {
+                return;
+            }
+        }
+    }
+
+    pub(super) fn unregister(pgid: i32) {
+        for slot in &LIVE {
+            if slot
+                .compare_exchange(pgid, 0, Ordering::SeqCst, Ordering::Relaxed)
+                .is_ok()
+            {
+                return;
+            }
+        }
+    }
+
+    extern "C" fn on_signal(sig: libc::c_int) {
+        for slot in &LIVE {
+            let pgid = slot.load(Ordering::SeqCst);
+            if pgid > 0 {
+                // SAFETY: kill is async-signal-safe.
+                unsafe {
+                    libc::kill(-pgid, libc::SIGKILL);
+                }
+            }
+        }
+        // SA_RESETHAND restored the default action: die of the signal as if no handler
+        // had been installed (the signal is delivered when the handler returns).
+        // SAFETY: raise is async-signal-safe.
+        unsafe {
+            libc::raise(sig);
+        }
+    }
+
+    /// Installs the handler for SIGINT, SIGTERM and SIGHUP, once, and only where the
+    /// action is still the default: a program that handles or ignores a signal itself
+    /// (`nohup`, a Ctrl-C handler) keeps its behaviour.
+    pub(super) fn install() {
+        static ONCE: Once = Once::new();
+        ONCE.call_once(|| {
+            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                // SAFETY: sigaction is given valid, zero-initialised structs.
+                unsafe {
+                    let mut old: libc::sigaction = std::mem::zeroed();
+                    if libc::sigaction(sig, std::ptr::null(), &mut old) != 0
+                        || old.sa_sigaction != libc::SIG_DFL
+                    {
+                        continue;
+                    }
+                    let mut new: libc::sigaction = std::mem::zeroed();
+                    new.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+                    new.sa_flags = libc::SA_RESETHAND | libc::SA_RESTART;
+                    libc::sigemptyset(&mut new.sa_mask);
+                    libc::sigaction(sig, &new, std::ptr::null_mut());
+                }
+            }
+        });
     }
 }

@@ -2,10 +2,16 @@
 
 use std::time::Duration;
 
-use super::{Reply, Request, DEFAULT_HTTP_TIMEOUT};
+use super::{reply_too_large, Reply, Request, DEFAULT_HTTP_TIMEOUT, MAX_REPLY_BYTES};
+
+/// How much of an error response's body is read, for the message.
+const ERROR_BODY_BYTES: usize = 64 * 1024;
 
 pub(crate) struct HttpSpec {
     pub(crate) url: reqwest::Url,
+    /// The URL as the config writes it, before `${VAR}` expansion, without user info or
+    /// query: what messages show (see [`shown_url`]).
+    pub(crate) shown: String,
     client: reqwest::Client,
     headers: reqwest::header::HeaderMap,
     timeout: Option<Duration>,
@@ -14,6 +20,7 @@ pub(crate) struct HttpSpec {
 impl HttpSpec {
     pub(crate) fn new(
         url: reqwest::Url,
+        shown: String,
         headers: Vec<(String, String)>,
         timeout: Option<Duration>,
     ) -> Result<Self, String> {
@@ -34,6 +41,7 @@ impl HttpSpec {
             .map_err(|e| format!("failed to build the HTTP client: {e}"))?;
         Ok(HttpSpec {
             url,
+            shown,
             client,
             headers: map,
             timeout,
@@ -42,6 +50,7 @@ impl HttpSpec {
 
     pub(crate) async fn send(&self, request: &Request) -> Result<Reply, String> {
         let timeout = self.timeout.unwrap_or(DEFAULT_HTTP_TIMEOUT);
+        let shown = &self.shown;
         let response = self
             .client
             .post(self.url.clone())
@@ -50,24 +59,38 @@ impl HttpSpec {
             .json(request)
             .send()
             .await
-            .map_err(|e| describe(&self.url, e, timeout))?;
+            .map_err(|e| describe(shown, e, timeout))?;
         let status = response.status();
-        let body = response
-            .bytes()
-            .await
-            .map_err(|e| describe(&self.url, e, timeout))?;
         if !status.is_success() {
+            let (body, _) = read_capped(response, ERROR_BODY_BYTES)
+                .await
+                .map_err(|e| describe(shown, e, timeout))?;
             let text = String::from_utf8_lossy(&body);
             return Err(format!(
-                "agent at {} answered HTTP {status}: {}",
-                self.url,
+                "agent at {shown} answered HTTP {status}: {}",
                 crate::assertion::clip(text.trim())
+            ));
+        }
+        if let Some(len) = response.content_length() {
+            if len > MAX_REPLY_BYTES as u64 {
+                return Err(format!(
+                    "{} (agent at {shown} announced a body of {len} bytes)",
+                    reply_too_large()
+                ));
+            }
+        }
+        let (body, complete) = read_capped(response, MAX_REPLY_BYTES)
+            .await
+            .map_err(|e| describe(shown, e, timeout))?;
+        if !complete {
+            return Err(format!(
+                "{} (the response body of agent at {shown})",
+                reply_too_large()
             ));
         }
         let value: serde_json::Value = serde_json::from_slice(&body).map_err(|e| {
             format!(
-                "agent at {} answered with a body that is not JSON ({e}): {}",
-                self.url,
+                "agent at {shown} answered with a body that is not JSON ({e}): {}",
                 crate::assertion::clip(String::from_utf8_lossy(&body).trim())
             )
         })?;
@@ -75,16 +98,54 @@ impl HttpSpec {
     }
 }
 
-fn describe(url: &reqwest::Url, e: reqwest::Error, timeout: Duration) -> String {
+/// Reads at most `cap` bytes of the body, chunk by chunk; `false` when there was more.
+async fn read_capped(
+    mut response: reqwest::Response,
+    cap: usize,
+) -> Result<(Vec<u8>, bool), reqwest::Error> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        if body.len() + chunk.len() > cap {
+            let room = cap - body.len();
+            body.extend_from_slice(&chunk[..room]);
+            return Ok((body, false));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok((body, true))
+}
+
+/// The config's URL text fit for messages: user info becomes `***` and the query `?…`
+/// (both often carry credentials); the fragment, never sent, is left out. Works on the
+/// text before `${VAR}` expansion, so variables show as written.
+pub(crate) fn shown_url(raw: &str) -> String {
+    let raw = raw.trim();
+    let (scheme, rest) = match raw.find("://") {
+        Some(i) => raw.split_at(i + 3),
+        None => ("", raw),
+    };
+    let (authority, tail) = rest.split_at(rest.find(['/', '?', '#']).unwrap_or(rest.len()));
+    let authority = match authority.rfind('@') {
+        Some(i) => format!("***@{}", &authority[i + 1..]),
+        None => authority.to_string(),
+    };
+    let (path, after) = tail.split_at(tail.find(['?', '#']).unwrap_or(tail.len()));
+    let query = if after.starts_with('?') { "?…" } else { "" };
+    format!("{scheme}{authority}{path}{query}")
+}
+
+/// A failed request, without the URL reqwest would print (it is the expanded one).
+fn describe(shown: &str, e: reqwest::Error, timeout: Duration) -> String {
+    let e = e.without_url();
     if e.is_timeout() {
         format!(
-            "agent at {url} did not answer within {}",
+            "agent at {shown} did not answer within {}",
             crate::duration::format_duration(timeout)
         )
     } else if e.is_connect() {
-        format!("failed to connect to agent at {url}: {}", root_cause(&e))
+        format!("failed to connect to agent at {shown}: {}", root_cause(&e))
     } else {
-        format!("request to agent at {url} failed: {}", root_cause(&e))
+        format!("request to agent at {shown} failed: {}", root_cause(&e))
     }
 }
 
@@ -94,4 +155,27 @@ fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
         cur = next;
     }
     cur.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shown_url;
+
+    #[test]
+    fn shown_url_hides_user_info_and_query() {
+        assert_eq!(
+            shown_url("http://bob:${PASS}@127.0.0.1:8080/chat?key=${KEY}#x"),
+            "http://***@127.0.0.1:8080/chat?…"
+        );
+        assert_eq!(
+            shown_url("https://a:b@c@host?token=1"),
+            "https://***@host?…"
+        );
+        assert_eq!(
+            shown_url("http://localhost:3000/v1/agent"),
+            "http://localhost:3000/v1/agent"
+        );
+        assert_eq!(shown_url("${AGENT_URL}"), "${AGENT_URL}");
+        assert_eq!(shown_url("http://host/p#frag"), "http://host/p");
+    }
 }

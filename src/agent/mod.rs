@@ -21,9 +21,27 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// Every request carries the whole conversation in `messages`, so an implementation
 /// can be stateless. A plain function or closure `Fn(&Request) -> Result<Reply, String>`
 /// is an `Agent` already; implement the trait for async agents.
+///
+/// # Blocking, timeouts and panics
+///
+/// A plain function is *blocking* ([`Agent::is_blocking`]): each turn runs on tokio's
+/// blocking thread pool, so the case's timeout still fires while it computes (the case
+/// ends as `timeout`; the call itself cannot be interrupted and finishes in the
+/// background), and a panic becomes an agent error `agent panicked: <message>`.
+///
+/// An async agent (`is_blocking` false, the default) runs on the async threads: it must
+/// not block them (use `tokio::task::spawn_blocking` for heavy work inside), and it can
+/// be timed out only at its `.await` points. Its panics are caught too.
 pub trait Agent: Send + Sync + 'static {
     /// Answers one turn. `Err` is an agent error (the case's status becomes `error`).
     fn respond<'a>(&'a self, request: &'a Request) -> BoxFuture<'a, Result<Reply, String>>;
+
+    /// Whether [`respond`](Agent::respond) does its work synchronously, before returning
+    /// the future; such agents are run on the blocking thread pool. `false` by default;
+    /// `true` for plain functions and closures.
+    fn is_blocking(&self) -> bool {
+        false
+    }
 }
 
 impl<F> Agent for F
@@ -34,6 +52,19 @@ where
         let r = self(request);
         Box::pin(async move { r })
     }
+
+    fn is_blocking(&self) -> bool {
+        true
+    }
+}
+
+/// The most one agent reply may take: a process agent's reply line, an HTTP agent's
+/// response body. Beyond it the turn is an error rather than unbounded memory.
+pub(crate) const MAX_REPLY_BYTES: usize = 32 << 20;
+
+/// The error for a reply over [`MAX_REPLY_BYTES`].
+pub(crate) fn reply_too_large() -> String {
+    format!("agent reply exceeds {} MiB", MAX_REPLY_BYTES >> 20)
 }
 
 /// An agent definition, ready to start conversations.
@@ -82,6 +113,8 @@ impl AgentDef {
                 };
                 Ok(AgentDef::Process(Arc::new(process::ProcessSpec {
                     argv,
+                    // As written: `${VAR}`s stay unexpanded, since they may be secrets.
+                    shown: command.join(" "),
                     cwd,
                     env,
                     timeout,
@@ -92,9 +125,10 @@ impl AgentDef {
                 headers,
                 timeout,
             } => {
+                let shown = http::shown_url(url);
                 let url = expand_env(url, &format!("{what}.url"))?;
                 let url = reqwest::Url::parse(&url)
-                    .map_err(|e| format!("{what}.url \"{url}\" is not a valid URL: {e}"))?;
+                    .map_err(|e| format!("{what}.url \"{shown}\" is not a valid URL: {e}"))?;
                 let headers = headers
                     .iter()
                     .map(|(k, v)| Ok((k.clone(), expand_env(v, &format!("{what}.headers.{k}"))?)))
@@ -107,7 +141,7 @@ impl AgentDef {
                     None => None,
                 };
                 Ok(AgentDef::Http(Arc::new(http::HttpSpec::new(
-                    url, headers, timeout,
+                    url, shown, headers, timeout,
                 )?)))
             }
         }
@@ -123,10 +157,12 @@ impl AgentDef {
     }
 
     /// A short description for headers: `process: python3 agent.py`, `http: URL`, `in-process`.
+    /// Built from the config's text before `${VAR}` expansion, and without a URL's user
+    /// info and query: it never shows a secret.
     pub(crate) fn describe(&self) -> String {
         match self {
-            AgentDef::Process(s) => format!("process: {}", s.argv.join(" ")),
-            AgentDef::Http(s) => format!("http: {}", s.url),
+            AgentDef::Process(s) => format!("process: {}", s.shown),
+            AgentDef::Http(s) => format!("http: {}", s.shown),
             AgentDef::InProcess(_) => "in-process".into(),
         }
     }
@@ -145,9 +181,23 @@ impl Session {
         match self {
             Session::Process(p) => p.send(request).await,
             Session::Http(h) => h.send(request).await,
-            Session::InProcess(a) => a
-                .respond(request)
+            Session::InProcess(a) if a.is_blocking() => {
+                // On the blocking pool, so that the caller's timeout can fire while it
+                // computes and a panic stays in that task.
+                let agent = a.clone();
+                let request = request.clone();
+                let handle = tokio::runtime::Handle::current();
+                tokio::task::spawn_blocking(move || handle.block_on(agent.respond(&request)))
+                    .await
+                    .map_err(|e| match e.try_into_panic() {
+                        Ok(payload) => panicked(payload.as_ref()),
+                        Err(e) => format!("agent task failed: {e}"),
+                    })?
+                    .map_err(|e| format!("agent error: {e}"))
+            }
+            Session::InProcess(a) => CatchUnwind(a.respond(request))
                 .await
+                .map_err(|payload| panicked(payload.as_ref()))?
                 .map_err(|e| format!("agent error: {e}")),
         }
     }
@@ -160,5 +210,121 @@ impl Session {
     }
 }
 
+/// The agent error for a panic, with its message when it has one.
+fn panicked(payload: &(dyn std::any::Any + Send)) -> String {
+    let message = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic without a message");
+    format!("agent panicked: {message}")
+}
+
+/// Polls a future, turning a panic into `Err(payload)`.
+struct CatchUnwind<F>(F);
+
+impl<F: Future + Unpin> Future for CatchUnwind<F> {
+    type Output = Result<F::Output, Box<dyn std::any::Any + Send>>;
+
+    fn poll(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let inner = &mut self.0;
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Pin::new(inner).poll(cx))) {
+            Ok(std::task::Poll::Ready(v)) => std::task::Poll::Ready(Ok(v)),
+            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
+            Err(payload) => std::task::Poll::Ready(Err(payload)),
+        }
+    }
+}
+
 /// The default per-request timeout of HTTP agents when neither the agent nor the case sets one.
 pub(crate) const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(300);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request() -> Request {
+        Request {
+            session_id: "s".into(),
+            test_id: "T".into(),
+            turn: 1,
+            input: "hi".into(),
+            messages: Vec::new(),
+            options: serde_json::Value::Null,
+            metadata: serde_json::Value::Null,
+            attachments: Vec::new(),
+        }
+    }
+
+    async fn session(agent: impl Agent) -> Session {
+        let def = AgentDef::InProcess(Arc::new(agent));
+        def.start().await.unwrap_or_else(|_| panic!("start"))
+    }
+
+    #[tokio::test]
+    async fn a_panicking_function_agent_is_an_agent_error() {
+        fn boom(_: &Request) -> Result<Reply, String> {
+            panic!("boom {}", 42)
+        }
+        let mut s = session(boom).await;
+        let e = s.send(&request()).await.unwrap_err();
+        assert_eq!(e, "agent panicked: boom 42");
+        let mut s = session(|_: &Request| -> Result<Reply, String> { panic!("static text") }).await;
+        let e = s.send(&request()).await.unwrap_err();
+        assert_eq!(e, "agent panicked: static text");
+    }
+
+    #[tokio::test]
+    async fn a_sleeping_function_agent_can_be_timed_out() {
+        let mut s = session(|r: &Request| {
+            std::thread::sleep(Duration::from_secs(1));
+            Ok(Reply::text(r.input.clone()))
+        })
+        .await;
+        let started = std::time::Instant::now();
+        let r = tokio::time::timeout(Duration::from_millis(100), s.send(&request())).await;
+        assert!(r.is_err(), "the send should have timed out");
+        assert!(
+            started.elapsed() < Duration::from_millis(800),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[tokio::test]
+    async fn function_agents_still_answer() {
+        let mut s = session(|r: &Request| Ok(Reply::text(format!("echo {}", r.input)))).await;
+        let reply = s.send(&request()).await.unwrap();
+        assert_eq!(reply, Reply::text("echo hi"));
+        let e = session(|_: &Request| -> Result<Reply, String> { Err("nope".into()) })
+            .await
+            .send(&request())
+            .await
+            .unwrap_err();
+        assert_eq!(e, "agent error: nope");
+    }
+
+    struct AsyncPanics;
+
+    impl Agent for AsyncPanics {
+        fn respond<'a>(&'a self, _: &'a Request) -> BoxFuture<'a, Result<Reply, String>> {
+            Box::pin(async {
+                tokio::task::yield_now().await;
+                panic!("async boom")
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_panicking_async_agent_is_an_agent_error() {
+        let e = session(AsyncPanics)
+            .await
+            .send(&request())
+            .await
+            .unwrap_err();
+        assert_eq!(e, "agent panicked: async boom");
+    }
+}

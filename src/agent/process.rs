@@ -8,24 +8,29 @@ use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-use super::{Reply, Request};
-use crate::command::{tail, STDERR_TAIL};
+use super::{reply_too_large, Reply, Request, MAX_REPLY_BYTES};
+use crate::command::{own_group, tail, ProcessGroup, STDERR_TAIL};
 
 #[derive(Debug)]
 pub(crate) struct ProcessSpec {
     pub(crate) argv: Vec<String>,
+    /// The command as the config writes it, before `${VAR}` expansion: what messages show.
+    pub(crate) shown: String,
     pub(crate) cwd: PathBuf,
     pub(crate) env: Vec<(String, String)>,
     /// How long one reply may take; the case's deadline applies regardless.
     pub(crate) timeout: Option<std::time::Duration>,
 }
 
+/// One conversation's child. However the conversation ends (closed, or dropped by a
+/// timeout, a panic or a cancelled run), the child and everything it started die with it.
 pub(crate) struct ProcessSession {
     child: Child,
+    group: ProcessGroup,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
     stderr: Arc<Mutex<Vec<u8>>>,
-    line: String,
+    line: Vec<u8>,
     timeout: Option<std::time::Duration>,
 }
 
@@ -35,7 +40,8 @@ impl ProcessSpec {
             .argv
             .split_first()
             .ok_or("the agent command is empty")?;
-        let mut child = Command::new(program)
+        let mut command = Command::new(program);
+        command
             .args(args)
             .current_dir(&self.cwd)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
@@ -44,17 +50,20 @@ impl ProcessSpec {
             .stderr(Stdio::piped())
             // The conversation ends when the session is dropped, whatever the reason
             // (timeout, panic, cancelled run): the child must not outlive it.
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| {
-                format!(
-                    "failed to start agent `{}` in {}: {e}",
-                    self.argv.join(" "),
-                    self.cwd.display()
-                )
-            })?;
+            .kill_on_drop(true);
+        // Its own process group, so that what it starts dies with it.
+        own_group(&mut command);
+        let mut child = command.spawn().map_err(|e| {
+            format!(
+                "failed to start agent `{}` in {}: {e}",
+                self.shown,
+                self.cwd.display()
+            )
+        })?;
+        let group = ProcessGroup::of(&child);
         let stdin = child.stdin.take().expect("stdin is piped");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout is piped"));
+        let stdout =
+            BufReader::with_capacity(64 * 1024, child.stdout.take().expect("stdout is piped"));
         let mut err_pipe = child.stderr.take().expect("stderr is piped");
         let stderr = Arc::new(Mutex::new(Vec::new()));
         let sink = stderr.clone();
@@ -76,10 +85,11 @@ impl ProcessSpec {
         });
         Ok(ProcessSession {
             child,
+            group,
             stdin,
             stdout,
             stderr,
-            line: String::new(),
+            line: Vec::new(),
             timeout: self.timeout,
         })
     }
@@ -120,7 +130,11 @@ impl ProcessSession {
         }
         let _ = self.stdin.flush().await;
         self.line.clear();
-        let read = self.stdout.read_line(&mut self.line);
+        if self.line.capacity() > 1 << 20 {
+            // Do not keep a large reply's buffer for the rest of the conversation.
+            self.line = Vec::new();
+        }
+        let read = read_reply_line(&mut self.stdout, &mut self.line);
         let n = match self.timeout {
             Some(t) => tokio::time::timeout(t, read).await.map_err(|_| {
                 format!(
@@ -131,6 +145,16 @@ impl ProcessSession {
             None => read.await,
         }
         .map_err(|e| format!("failed to read the agent's stdout: {e}"))?;
+        let n = match n {
+            Line::TooLong => {
+                return Err(format!(
+                    "{} (no newline in the first {MAX_REPLY_BYTES} bytes of stdout){}",
+                    reply_too_large(),
+                    self.stderr_tail()
+                ))
+            }
+            Line::Read(n) => n,
+        };
         if n == 0 {
             let note = self.exit_note().await;
             return Err(format!(
@@ -138,7 +162,9 @@ impl ProcessSession {
                 self.stderr_tail()
             ));
         }
-        let text = self.line.trim();
+        let text = std::str::from_utf8(&self.line)
+            .map_err(|e| format!("agent process printed a line that is not UTF-8: {e}"))?
+            .trim();
         let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
             format!(
                 "agent process printed a line that is not JSON ({e}): {}{}\nhint: a process agent must print exactly one JSON reply per line on stdout; write logs to stderr",
@@ -150,7 +176,55 @@ impl ProcessSession {
     }
 
     pub(crate) async fn close(mut self) {
+        // The group first, while the unreaped child still holds its id.
+        self.group.kill();
         let _ = self.child.start_kill();
         let _ = tokio::time::timeout(std::time::Duration::from_secs(5), self.child.wait()).await;
+    }
+}
+
+impl Drop for ProcessSession {
+    fn drop(&mut self) {
+        // A conversation cut short (timeout, panic, cancelled run) never reaches `close`:
+        // kill the whole group here; `kill_on_drop` then kills and reaps the child.
+        self.group.kill();
+    }
+}
+
+/// What [`read_reply_line`] read.
+enum Line {
+    /// This many bytes, up to and including the newline; 0 at end of file.
+    Read(usize),
+    /// More than [`MAX_REPLY_BYTES`] without a newline; nothing more was read.
+    TooLong,
+}
+
+/// Reads one line into `line` like `read_until(b'\n')`, but never holds more than
+/// [`MAX_REPLY_BYTES`]: an agent printing without end must not exhaust memory.
+async fn read_reply_line<R>(reader: &mut R, line: &mut Vec<u8>) -> std::io::Result<Line>
+where
+    R: tokio::io::AsyncBufRead + Unpin,
+{
+    let mut total = 0;
+    loop {
+        let buf = reader.fill_buf().await?;
+        if buf.is_empty() {
+            return Ok(Line::Read(total));
+        }
+        let (take, done) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (buf.len(), false),
+        };
+        // The newline itself does not count against the limit.
+        let content = if done { take - 1 } else { take };
+        if line.len() + content > MAX_REPLY_BYTES {
+            return Ok(Line::TooLong);
+        }
+        line.extend_from_slice(&buf[..take]);
+        reader.consume(take);
+        total += take;
+        if done {
+            return Ok(Line::Read(total));
+        }
     }
 }

@@ -1,0 +1,518 @@
+//! Agents and commands that misbehave: grandchildren that outlive their parent, hooks that
+//! leave servers running, replies without end, and secrets in the agent's config. Each
+//! test runs the real `agentest` binary against real child processes or a real HTTP
+//! server on 127.0.0.1.
+#![cfg(unix)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_agentest");
+
+/// An agent that answers every request line with `{"content": "ok"}`.
+const OK_AGENT: &str =
+    r#"command = ["sh", "-c", "while read -r line; do echo '{\"content\": \"ok\"}'; done"]"#;
+
+// ---------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------
+
+/// A scratch directory, removed when dropped.
+struct Scratch {
+    root: PathBuf,
+}
+
+impl Scratch {
+    fn new(tag: &str, config: &str) -> Scratch {
+        static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let root =
+            std::env::temp_dir().join(format!("agentest-faults-{tag}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).expect("create scratch dir");
+        let s = Scratch { root };
+        s.write("agentest.toml", config);
+        s
+    }
+
+    fn path(&self) -> &Path {
+        &self.root
+    }
+
+    fn join(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    fn write(&self, rel: &str, contents: &str) {
+        std::fs::write(self.join(rel), contents).expect("write file");
+    }
+
+    /// Waits up to 10 s for a file holding a pid, written by a command under test.
+    fn pid(&self, rel: &str) -> Sleeper {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let text = std::fs::read_to_string(self.join(rel)).unwrap_or_default();
+            if let Ok(pid) = text.trim().parse() {
+                return Sleeper(pid);
+            }
+            assert!(Instant::now() < deadline, "{rel} was never written");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// A `sleep` some command under test started in the background; killed when dropped so
+/// that a failing test leaves nothing behind.
+struct Sleeper(i32);
+
+impl Sleeper {
+    /// Whether the process still runs (a zombie does not count).
+    fn alive(&self) -> bool {
+        match std::fs::read_to_string(format!("/proc/{}/stat", self.0)) {
+            // The state follows the parenthesised command name.
+            Ok(stat) => stat
+                .rsplit(')')
+                .next()
+                .and_then(|rest| rest.trim_start().chars().next())
+                .is_some_and(|state| state != 'Z' && state != 'X'),
+            Err(_) if Path::new("/proc/self").exists() => false,
+            // SAFETY: signal 0 only checks that the process exists.
+            Err(_) => unsafe { libc::kill(self.0, 0) == 0 },
+        }
+    }
+
+    /// Whether it is gone within `grace`.
+    fn gone_within(&self, grace: Duration) -> bool {
+        let deadline = Instant::now() + grace;
+        while self.alive() {
+            if Instant::now() > deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        true
+    }
+}
+
+impl Drop for Sleeper {
+    fn drop(&mut self) {
+        let cmdline = std::fs::read(format!("/proc/{}/cmdline", self.0)).unwrap_or_default();
+        if self.alive() && String::from_utf8_lossy(&cmdline).starts_with("sleep") {
+            // SAFETY: plain kill of a process this test started.
+            unsafe {
+                libc::kill(self.0, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+/// What one run of the binary left.
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    report: String,
+}
+
+impl std::fmt::Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit code {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}\n--- report ---\n{}",
+            self.code, self.stdout, self.stderr, self.report
+        )
+    }
+}
+
+impl Run {
+    /// The report record of one trial.
+    fn case(&self, trial: &str) -> Value {
+        self.report
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).expect("report line is JSON"))
+            .find(|v| v["trial"] == trial)
+            .unwrap_or_else(|| panic!("no record for {trial}:\n{self:?}"))
+    }
+
+    fn status(&self, trial: &str) -> String {
+        self.case(trial)["status"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    }
+
+    fn error(&self, trial: &str) -> String {
+        self.case(trial)["error"].as_str().unwrap_or("").to_string()
+    }
+}
+
+fn agentest(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.current_dir(dir)
+        .args(args)
+        .args(["-o", "report.jsonl", "--color", "never"])
+        .env_remove("NO_COLOR")
+        .stdin(Stdio::null());
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+/// Runs `agentest test <args> -o report.jsonl` in `dir`.
+fn run(dir: &Scratch, args: &[&str], envs: &[(&str, &str)]) -> Run {
+    let mut all = vec!["test"];
+    all.extend_from_slice(args);
+    let out = agentest(dir.path(), &all, envs)
+        .output()
+        .expect("run the agentest binary");
+    Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        report: std::fs::read_to_string(dir.join("report.jsonl")).unwrap_or_default(),
+    }
+}
+
+/// A TOML string literal.
+fn toml_str(s: &str) -> String {
+    serde_json::to_string(s).expect("encode string")
+}
+
+// ---------------------------------------------------------------------------------------
+// 1. What an agent starts dies with its conversation
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn a_timed_out_process_agent_takes_its_grandchildren_with_it() {
+    let dir = Scratch::new(
+        "timeout-group",
+        r#"[agent]
+type = "process"
+command = ["sh", "-c", "sleep 1007 & echo $! > grandchild.pid; wait; true"]
+"#,
+    );
+    dir.write(
+        "s.jsonl",
+        r#"{"id": "slow", "input": "hi", "timeout": "2s"}"#,
+    );
+    let run = run(&dir, &["-i", "s.jsonl"], &[]);
+    let sleeper = dir.pid("grandchild.pid");
+    assert_eq!(run.status("s::slow"), "timeout", "{run:?}");
+    assert!(
+        sleeper.gone_within(Duration::from_secs(2)),
+        "the agent's grandchild (pid {}) outlived the timed-out case",
+        sleeper.0
+    );
+}
+
+#[test]
+fn a_finished_conversation_kills_what_the_agent_started() {
+    let dir = Scratch::new(
+        "close-group",
+        r#"[agent]
+type = "process"
+command = ["sh", "-c", "sleep 1011 & echo $! > background.pid; while read -r line; do echo '{\"content\": \"ok\"}'; done"]
+"#,
+    );
+    dir.write(
+        "s.jsonl",
+        r#"{"id": "ok", "input": "hi", "assert": {"type": "equals", "value": "ok"}}"#,
+    );
+    let run = run(&dir, &["-i", "s.jsonl"], &[]);
+    let sleeper = dir.pid("background.pid");
+    assert_eq!(run.status("s::ok"), "passed", "{run:?}");
+    assert!(
+        sleeper.gone_within(Duration::from_secs(2)),
+        "the agent's background process (pid {}) outlived the conversation",
+        sleeper.0
+    );
+}
+
+#[test]
+fn stopping_agentest_with_sigterm_kills_the_agents_group() {
+    let dir = Scratch::new(
+        "sigterm-group",
+        r#"[agent]
+type = "process"
+command = ["sh", "-c", "sleep 1009 & echo $! > grandchild.pid; wait; true"]
+"#,
+    );
+    dir.write(
+        "s.jsonl",
+        r#"{"id": "slow", "input": "hi", "timeout": "60s"}"#,
+    );
+    let mut child = agentest(dir.path(), &["test", "-i", "s.jsonl"], &[])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start agentest");
+    let sleeper = dir.pid("grandchild.pid");
+    // SAFETY: a signal to the child this test started.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let status = child.wait().expect("wait for agentest");
+    assert!(!status.success(), "{status}");
+    assert!(
+        sleeper.gone_within(Duration::from_secs(2)),
+        "the agent's grandchild (pid {}) outlived agentest",
+        sleeper.0
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// 2. Hooks: done when the command exits; killed with their group at the deadline
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn a_hook_that_leaves_a_server_running_does_not_hold_the_case() {
+    let dir = Scratch::new(
+        "hook-background",
+        &format!(
+            "[agent]\ntype = \"process\"\n{OK_AGENT}\n\n[hooks.setup]\ncommand = [\"sh\", \"-c\", \"sleep 1013 & echo $! > server.pid; echo started\"]\n"
+        ),
+    );
+    dir.write(
+        "s.jsonl",
+        r#"{"id": "hooked", "input": "hi", "before": "setup", "timeout": "30s", "assert": {"type": "equals", "value": "ok"}}"#,
+    );
+    let started = Instant::now();
+    let run = run(&dir, &["-i", "s.jsonl"], &[]);
+    let elapsed = started.elapsed();
+    let server = dir.pid("server.pid");
+    assert_eq!(run.status("s::hooked"), "passed", "{run:?}");
+    assert!(
+        elapsed < Duration::from_secs(10),
+        "the hook's background process held the case for {elapsed:?}"
+    );
+    // A hook that exits normally may leave a server for the case: it is not killed.
+    assert!(
+        server.alive(),
+        "the hook's background process was killed after the hook exited normally"
+    );
+}
+
+#[test]
+fn a_hook_past_the_deadline_is_killed_with_its_group() {
+    // `own`: the hook's own timeout stops it; `case`: the case's deadline cancels it.
+    let dir = Scratch::new(
+        "hook-deadline",
+        &format!(
+            "[agent]\ntype = \"process\"\n{OK_AGENT}\n\n\
+             [hooks.own]\ncommand = [\"sh\", \"-c\", \"sleep 1017 & echo $! > own.pid; wait; true\"]\ntimeout = \"1s\"\n\n\
+             [hooks.case]\ncommand = [\"sh\", \"-c\", \"sleep 1019 & echo $! > case.pid; wait; true\"]\n"
+        ),
+    );
+    dir.write(
+        "s.jsonl",
+        "{\"id\": \"own\", \"input\": \"hi\", \"before\": \"own\", \"timeout\": \"30s\"}\n\
+         {\"id\": \"case\", \"input\": \"hi\", \"before\": \"case\", \"timeout\": \"2s\"}\n",
+    );
+    let started = Instant::now();
+    let run = run(&dir, &["-i", "s.jsonl"], &[]);
+    let own = dir.pid("own.pid");
+    let case = dir.pid("case.pid");
+    assert!(started.elapsed() < Duration::from_secs(10), "{run:?}");
+    assert_eq!(run.status("s::own"), "error", "{run:?}");
+    assert!(
+        run.error("s::own")
+            .contains("did not finish before the case's deadline and was killed"),
+        "{run:?}"
+    );
+    assert_ne!(run.status("s::case"), "passed", "{run:?}");
+    for (name, sleeper) in [("own", own), ("case", case)] {
+        assert!(
+            sleeper.gone_within(Duration::from_secs(2)),
+            "the `{name}` hook's grandchild (pid {}) outlived the deadline",
+            sleeper.0
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// 3. Replies have a size limit
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn a_process_reply_without_end_is_capped() {
+    let dir = Scratch::new(
+        "endless-line",
+        r#"[agent]
+type = "process"
+command = ["sh", "-c", "read -r line; head -c 300000000 /dev/zero | tr '\\000' a"]
+"#,
+    );
+    dir.write(
+        "s.jsonl",
+        r#"{"id": "huge", "input": "hi", "timeout": "60s"}"#,
+    );
+    let run = run(&dir, &["-i", "s.jsonl"], &[]);
+    assert_eq!(run.status("s::huge"), "error", "{run:?}");
+    let error = run.error("s::huge");
+    assert!(error.contains("agent reply exceeds 32 MiB"), "{error}");
+}
+
+/// An HTTP server answering `/announce` with a 100 MiB Content-Length, and `/stream`
+/// with 40 MiB of chunked body; runs until the test process ends.
+fn oversized_http_server() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            std::thread::spawn(move || serve_oversized(conn));
+        }
+    });
+    port
+}
+
+fn serve_oversized(conn: TcpStream) {
+    let mut reader = BufReader::new(conn.try_clone().expect("clone stream"));
+    let mut conn = conn;
+    let mut request_line = String::new();
+    if reader.read_line(&mut request_line).is_err() {
+        return;
+    }
+    let mut length = 0usize;
+    loop {
+        let mut header = String::new();
+        if reader.read_line(&mut header).unwrap_or(0) == 0 {
+            return;
+        }
+        let header = header.trim();
+        if header.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = header.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse().unwrap_or(0);
+            }
+        }
+    }
+    let mut body = vec![0u8; length];
+    if reader.read_exact(&mut body).is_err() {
+        return;
+    }
+    if request_line.contains("/announce") {
+        let _ = conn.write_all(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 104857600\r\n\r\n{\"content\": \"",
+        );
+        std::thread::sleep(Duration::from_secs(5));
+    } else {
+        let _ = conn.write_all(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
+        );
+        let chunk = vec![b'a'; 1 << 20];
+        for _ in 0..40 {
+            let head = format!("{:x}\r\n", chunk.len());
+            if conn.write_all(head.as_bytes()).is_err()
+                || conn.write_all(&chunk).is_err()
+                || conn.write_all(b"\r\n").is_err()
+            {
+                return;
+            }
+        }
+        let _ = conn.write_all(b"0\r\n\r\n");
+    }
+}
+
+#[test]
+fn an_http_body_over_the_limit_is_an_error() {
+    let port = oversized_http_server();
+    let dir = Scratch::new(
+        "http-limit",
+        &format!(
+            "[agents.announce]\ntype = \"http\"\nurl = \"http://127.0.0.1:{port}/announce\"\n\n\
+             [agents.stream]\ntype = \"http\"\nurl = \"http://127.0.0.1:{port}/stream\"\n"
+        ),
+    );
+    dir.write(
+        "s.jsonl",
+        "{\"id\": \"announce\", \"agent\": \"announce\", \"input\": \"hi\", \"timeout\": \"60s\"}\n\
+         {\"id\": \"stream\", \"agent\": \"stream\", \"input\": \"hi\", \"timeout\": \"60s\"}\n",
+    );
+    let started = Instant::now();
+    let run = run(&dir, &["-i", "s.jsonl"], &[]);
+    for trial in ["s::announce", "s::stream"] {
+        assert_eq!(run.status(trial), "error", "{run:?}");
+        let error = run.error(trial);
+        assert!(
+            error.contains("agent reply exceeds 32 MiB"),
+            "{trial}: {error}"
+        );
+    }
+    // The announced size is refused before any of the body is read.
+    assert!(started.elapsed() < Duration::from_secs(4), "{run:?}");
+}
+
+// ---------------------------------------------------------------------------------------
+// 4. Secrets in the agent's config never show
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn expanded_secrets_appear_in_no_output() {
+    const PASS: &str = "hunter2-pass-5d1e";
+    const KEY: &str = "sk-key-9b7c04";
+    let closed = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = closed.local_addr().expect("addr").port();
+    drop(closed);
+    let url = format!(
+        "http://bob:${{AGENTEST_FAULTS_PASS}}@127.0.0.1:{port}/?key=${{AGENTEST_FAULTS_KEY}}"
+    );
+    let dir = Scratch::new(
+        "secrets",
+        &format!(
+            "[agents.web]\ntype = \"http\"\nurl = {}\n\n\
+             [agents.proc]\ntype = \"process\"\ncommand = [\"/nonexistent\", \"--token=${{AGENTEST_FAULTS_KEY}}\"]\n\n\
+             [hooks.setup]\ncommand = [\"/nonexistent-hook\", \"--token=${{AGENTEST_FAULTS_KEY}}\"]\n",
+            toml_str(&url)
+        ),
+    );
+    dir.write(
+        "s.jsonl",
+        "{\"id\": \"web\", \"agent\": \"web\", \"input\": \"hi\"}\n\
+         {\"id\": \"proc\", \"agent\": \"proc\", \"input\": \"hi\"}\n\
+         {\"id\": \"hook\", \"agent\": \"web\", \"before\": \"setup\", \"input\": \"hi\"}\n",
+    );
+    let envs = [("AGENTEST_FAULTS_PASS", PASS), ("AGENTEST_FAULTS_KEY", KEY)];
+    for agent in ["web", "proc"] {
+        let run = run(&dir, &["-i", "s.jsonl", "-n", agent, "-v"], &envs);
+        assert_eq!(run.code, Some(1), "{run:?}");
+        for text in [&run.stdout, &run.stderr, &run.report] {
+            assert!(
+                !text.contains(PASS) && !text.contains(KEY),
+                "a secret leaked:\n{run:?}"
+            );
+        }
+        for trial in ["s::web", "s::proc", "s::hook"] {
+            assert_eq!(run.status(trial), "error", "{run:?}");
+        }
+        // Still useful: the config's text, with the secret parts hidden.
+        assert!(
+            run.error("s::web")
+                .contains(&format!("http://***@127.0.0.1:{port}/?…")),
+            "{run:?}"
+        );
+        assert!(
+            run.error("s::proc")
+                .contains("`/nonexistent --token=${AGENTEST_FAULTS_KEY}`"),
+            "{run:?}"
+        );
+        assert!(
+            run.error("s::hook").contains("/nonexistent-hook"),
+            "{run:?}"
+        );
+    }
+}
