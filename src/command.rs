@@ -22,6 +22,8 @@ pub struct CommandSpec {
     pub cwd: PathBuf,
     /// Extra environment.
     pub env: BTreeMap<String, String>,
+    /// How messages show the command: the config's text, before `${VAR}` expansion.
+    pub shown: String,
 }
 
 /// What a finished command left.
@@ -57,11 +59,7 @@ impl CommandSpec {
     /// config's after `${VAR}` expansion and may hold secrets; the hook or script name
     /// every message carries says which command it was.
     pub(crate) fn shown(&self) -> String {
-        match self.argv.split_first() {
-            Some((program, [])) => program.clone(),
-            Some((program, _)) => format!("{program} …"),
-            None => String::new(),
-        }
+        self.shown.clone()
     }
 
     /// Runs the command with `input` on stdin, killing it at `deadline`.

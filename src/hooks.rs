@@ -129,7 +129,12 @@ pub(crate) fn command_spec(
         Some(c) => config.dir.join(c),
         None => config.dir.clone(),
     };
-    Ok(CommandSpec { argv, cwd, env })
+    Ok(CommandSpec {
+        argv,
+        cwd,
+        env,
+        shown: cmd.command.join(" "),
+    })
 }
 
 /// The earlier of the case's deadline and the command's own timeout.
