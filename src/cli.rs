@@ -15,7 +15,7 @@ use crate::config::Config;
 use crate::console::{self, Style};
 use crate::engine::{not_run, Engine, Registry, Settings};
 use crate::report::{CaseReport, JsonlWriter, Status, Summary};
-use crate::suite::{discover, display_path, load_file, Loaded};
+use crate::suite::{discover_excluding, display_path, load_file, Loaded};
 
 /// Exit code for usage and config errors.
 const USAGE_ERROR: u8 = 2;
@@ -83,7 +83,7 @@ struct TestArgs {
 }
 
 fn parse_timeout(s: &str) -> Result<Duration, String> {
-    crate::duration::parse_duration(s)
+    crate::duration::parse_timeout(s)
 }
 
 /// Runs the `agentest` command line and returns its exit code:
@@ -157,7 +157,9 @@ fn test(args: TestArgs) -> Result<ExitCode, String> {
         .map_err(|e| format!("failed to read the working directory: {e}"))?;
     let (root_dir, mut loaded, input_label, qualified) = match source(&args.input, args.message)? {
         Source::Dir(dir) => {
-            let files = discover(&dir).map_err(|e| e.to_string())?;
+            // The report (`-o`) may be written into the suites folder; never load it.
+            let exclude: Vec<PathBuf> = args.output.iter().cloned().collect();
+            let files = discover_excluding(&dir, &exclude).map_err(|e| e.to_string())?;
             let loaded: Vec<Loaded> = files.iter().flat_map(|f| load_file(&dir, f)).collect();
             (
                 dir.clone(),

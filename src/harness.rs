@@ -14,7 +14,7 @@ use crate::config::Config;
 use crate::engine::{not_run, skip_reason, Engine, Registry, Settings};
 use crate::report::{failure_message, CaseReport, JsonlWriter, Status, Summary};
 use crate::scripts::Check;
-use crate::suite::{discover, file_for_trial, load_file, Loaded, SEPARATOR};
+use crate::suite::{discover_excluding, file_for_trial, load_file, Loaded, SEPARATOR};
 
 /// Cases in flight when neither `--test-threads`, `RUST_TEST_THREADS` nor `[run] concurrency`
 /// says otherwise. Agent calls wait on the network, not the CPU, so this is well above
@@ -108,14 +108,16 @@ impl Harness {
     /// Runs with the given arguments.
     pub fn run_with_args(self, mut args: Arguments) -> ExitCode {
         let root = self.root.clone();
-        let loaded = match load(&root, &args) {
+        let root_config = Config::discover(&root).ok();
+        let report = report_path(root_config.as_ref());
+        // The report is JSONL too: it must never be read back as a suite.
+        let loaded = match load(&root, &args, report.as_slice()) {
             Ok(l) => l,
             Err(e) => {
                 eprintln!("error: {e}");
                 return ExitCode::from(2);
             }
         };
-        let root_config = Config::discover(&root).ok();
         if args.test_threads.is_none() {
             args.test_threads = std::env::var("RUST_TEST_THREADS")
                 .ok()
@@ -142,7 +144,7 @@ impl Harness {
         let writer = if args.list {
             None
         } else {
-            match report_path(root_config.as_ref()) {
+            match report {
                 Some(path) => match open_report(&path, under_nextest) {
                     Ok(w) => Some(Arc::new(w)),
                     Err(e) => {
@@ -260,7 +262,7 @@ fn report_path(config: Option<&Config>) -> Option<PathBuf> {
 
 /// Loads the cases the arguments need. With `--exact SUITE::ID` (nextest runs each
 /// test this way) only that suite's file is opened.
-fn load(root: &Path, args: &Arguments) -> Result<Vec<Loaded>, String> {
+fn load(root: &Path, args: &Arguments, exclude: &[PathBuf]) -> Result<Vec<Loaded>, String> {
     if args.exact {
         if let Some(file) = args
             .filter
@@ -271,7 +273,7 @@ fn load(root: &Path, args: &Arguments) -> Result<Vec<Loaded>, String> {
             return Ok(load_file(root, &file));
         }
     }
-    let files = discover(root).map_err(|e| e.to_string())?;
+    let files = discover_excluding(root, exclude).map_err(|e| e.to_string())?;
     let mut loaded: Vec<Loaded> = files.iter().flat_map(|f| load_file(root, f)).collect();
     if loaded.is_empty() {
         return Err(format!(

@@ -1650,3 +1650,15 @@ fn expected_is_checked_next_to_assertions_and_negation_never_hides_a_missing_jso
         );
     }
 }
+
+#[test]
+fn a_report_written_inside_the_suites_folder_is_never_loaded_as_a_suite() {
+    let s = Scratch::with_config("report-inside", "");
+    s.write_suite("a.jsonl", &[r#"{"id": "one", "input": "Hello"}"#]);
+    for _ in 0..2 {
+        let run = run_agentest(s.path(), &["test", "-i", ".", "-o", "out.jsonl"]);
+        assert_eq!(run.code, 0, "{run:?}");
+        let report = read_report(&s.join("out.jsonl"));
+        report.assert_counts(1, 1, 0, 0, 0);
+    }
+}
