@@ -48,6 +48,17 @@ impl Message {
         }
     }
 
+    /// An assistant message: the reply's content and the tool calls it made, if any.
+    /// Build assistant messages with this rather than a struct literal, so that new
+    /// optional fields on `Message` do not break the callers.
+    pub fn assistant(content: Value, tool_calls: Option<Value>) -> Self {
+        Message {
+            role: "assistant".into(),
+            content,
+            tool_calls,
+        }
+    }
+
     /// The content as text: strings as they are, other JSON as its compact text.
     pub fn text(&self) -> String {
         value_text(&self.content)
