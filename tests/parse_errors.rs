@@ -986,6 +986,37 @@ fn message_array_input_is_a_history() {
 }
 
 #[test]
+fn message_name_and_tool_call_id_reach_the_agent() {
+    let case = parse(
+        r#"{"id": "a", "input": [{"role": "user", "content": "2+2?", "name": "ann"}, {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "name": "calc"}]}, {"role": "tool", "content": "4", "name": "calc", "tool_call_id": "call_1"}, "thanks"]}"#,
+    );
+    let Mode::Single { input, .. } = &case.mode else {
+        panic!("expected single");
+    };
+    let m = &input.messages;
+    assert_eq!(m[0].name.as_deref(), Some("ann"));
+    assert_eq!(m[0].tool_call_id, None);
+    assert_eq!(m[2].name.as_deref(), Some("calc"));
+    assert_eq!(m[2].tool_call_id.as_deref(), Some("call_1"));
+    // The request carries them, and leaves them out when a message has none.
+    let sent: Vec<serde_json::Value> = m.iter().map(|m| serde_json::to_value(m).unwrap()).collect();
+    assert_eq!(
+        sent[2],
+        json!({"role": "tool", "content": "4", "name": "calc", "tool_call_id": "call_1"})
+    );
+    assert_eq!(sent[3], json!({"role": "user", "content": "thanks"}));
+    // They are strings.
+    let line =
+        r#"{"id": "a", "input": [{"role": "tool", "content": "4", "tool_call_id": 1}, "ok"]}"#;
+    expect(
+        line,
+        key_col(line, "tool_call_id", 0),
+        Some("input[0].tool_call_id"),
+        "expected a string, found a number",
+    );
+}
+
+#[test]
 fn static_case_with_final_assertions() {
     let case = parse(
         r#"{"id": "flow", "turns": [{"input": "start", "assertions": [{"type": "contains", "value": "ok"}]}, {"input": "go on", "assert": "tool_called", "options": {"k": 1}}], "final_assertions": [{"type": "equals", "value": {"done": true}}, {"type": "type", "value": "object"}]}"#,

@@ -138,15 +138,14 @@ impl Reply {
 
     /// The assistant message this reply adds to the history.
     pub fn to_message(&self) -> Message {
-        Message {
-            role: "assistant".into(),
-            content: self.content.clone(),
-            tool_calls: if self.tool_calls.is_empty() {
+        Message::assistant(
+            self.content.clone(),
+            if self.tool_calls.is_empty() {
                 None
             } else {
                 serde_json::to_value(&self.tool_calls).ok()
             },
-        }
+        )
     }
 
     /// Reads a reply from JSON, checking the contract; the error says what was wrong.

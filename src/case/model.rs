@@ -36,6 +36,12 @@ pub struct Message {
     /// Tool calls an assistant message made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<Value>,
+    /// The participant's name (a tool message: the tool that answered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// A tool message: the id of the tool call it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
 }
 
 impl Message {
@@ -45,6 +51,8 @@ impl Message {
             role: "user".into(),
             content: Value::String(text.into()),
             tool_calls: None,
+            name: None,
+            tool_call_id: None,
         }
     }
 
@@ -56,6 +64,8 @@ impl Message {
             role: "assistant".into(),
             content,
             tool_calls,
+            name: None,
+            tool_call_id: None,
         }
     }
 

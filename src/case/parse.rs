@@ -751,5 +751,7 @@ fn parse_message(v: &Value, path: &str) -> Result<Message, FieldError> {
         role,
         content,
         tool_calls: m.get("tool_calls").cloned(),
+        name: opt_str(m, "name", path)?,
+        tool_call_id: opt_str(m, "tool_call_id", path)?,
     })
 }

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use super::limiter::Limiter;
 use super::{ChatRequest, LlmConfig, LlmError, SeededRng, TokenUsage};
 use crate::config::expand_env;
-use crate::duration::{format_duration, parse_duration};
+use crate::duration::format_duration;
 
 const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -104,7 +104,9 @@ impl Endpoint {
             .or_else(|| cfg.model.clone())
             .ok_or_else(|| format!("{what} needs `model`, like model = \"gpt-4o-mini\""))?;
         let timeout = match &cfg.timeout {
-            Some(t) => parse_duration(t).map_err(|e| format!("{what}.timeout: {e}"))?,
+            Some(t) => {
+                crate::duration::parse_timeout(t).map_err(|e| format!("{what}.timeout: {e}"))?
+            }
             None => DEFAULT_TIMEOUT,
         };
         let mut headers = HeaderMap::new();
