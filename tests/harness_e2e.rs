@@ -3,19 +3,30 @@
 //! it with the real `cargo test`, `cargo nextest` and its test binary.
 //!
 //! The fixture builds into `<target>/fixture-target`, so builds are cached between
-//! runs and never wait on the outer build's lock. Its suites:
+//! runs and never wait on the outer build's lock. Its suites (`agent-tests/`):
 //!
-//! | trial                 | outcome                                            |
-//! |-----------------------|----------------------------------------------------|
-//! | `billing/refunds::R1` | passes                                             |
-//! | `billing/refunds::R2` | passes                                             |
-//! | `chat::simulated`     | dynamic mode: ignored at run time, with a reason   |
-//! | `smoke::hello`        | passes                                             |
-//! | `smoke::later`        | `skip: true`: listed as ignored                    |
-//! | `smoke::line-7`       | invalid JSON without an id: fails                  |
-//! | `smoke::two-turns`    | passes (two turns)                                 |
-//! | `smoke::typo`         | unknown key `asserts`: fails                       |
-//! | `smoke::wrong-reply`  | assertion failure: fails                           |
+//! | trial                 | outcome                                                  |
+//! |-----------------------|----------------------------------------------------------|
+//! | `billing/refunds::R1` | passes                                                   |
+//! | `billing/refunds::R2` | passes                                                   |
+//! | `chat::simulated`     | dynamic mode: listed as ignored; under `--ignored` it is |
+//! |                       | selected but still ignored at run time, with its reason  |
+//! | `smoke::hello`        | passes                                                   |
+//! | `smoke::later`        | `skip: true`: listed as ignored; runs under `--ignored`  |
+//! | `smoke::line-7`       | invalid JSON without an id: fails                        |
+//! | `smoke::two-turns`    | passes (two turns)                                       |
+//! | `smoke::typo`         | unknown key `asserts`: fails                             |
+//! | `smoke::wrong-reply`  | assertion failure: fails                                 |
+//!
+//! A second root, `faults/` (selected with `DEMO_SUITES`, so the counts above never
+//! change), holds cases whose agent or hook misbehaves:
+//!
+//! | trial                | outcome                                                   |
+//! |----------------------|-----------------------------------------------------------|
+//! | `faults::fine`       | passes (the run survives the others)                      |
+//! | `faults::panics`     | agent `boom` panics: `error`                              |
+//! | `faults::slow-agent` | sync agent `sleepy` sleeps 3 s, case timeout 1 s: timeout |
+//! | `faults::slow-hook`  | `before` hook `slow` sleeps 3 s, timeout 1 s: timeout     |
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -47,10 +58,23 @@ const PASSING: [&str; 4] = [
     "smoke::two-turns",
 ];
 const FAILING: [&str; 3] = ["smoke::line-7", "smoke::typo", "smoke::wrong-reply"];
-/// Listed as ignored (`skip: true`).
+/// Listed as ignored (`skip: true`); runs under `--ignored`.
 const SKIP_CASE: &str = "smoke::later";
-/// Ignored at run time (dynamic mode).
+/// Listed as ignored (dynamic mode, which this version cannot run); under `--ignored`
+/// still ignored at run time, with its reason.
 const DYNAMIC_CASE: &str = "chat::simulated";
+/// Every trial listed as ignored, sorted.
+const LISTED_IGNORED: [&str; 2] = [DYNAMIC_CASE, SKIP_CASE];
+/// The trials a nextest run executes (everything not listed as ignored).
+const NEXTEST_RUNS: [&str; 7] = [
+    "billing/refunds::R1",
+    "billing/refunds::R2",
+    "smoke::hello",
+    "smoke::line-7",
+    "smoke::two-turns",
+    "smoke::typo",
+    "smoke::wrong-reply",
+];
 /// Where the broken lines are, as the harness shows them (relative to the fixture).
 const TYPO_AT: &str = "agent-tests/smoke.jsonl:6:31";
 const BROKEN_JSON_AT: &str = "agent-tests/smoke.jsonl:7:38";
@@ -494,9 +518,11 @@ fn list_prints_exactly_the_sorted_trial_names() {
     terse.expect_code(0);
     assert_eq!(terse.stdout, list_lines(&TRIALS), "{terse}");
 
+    // Both the `skip: true` case and the one this version cannot run are listed as
+    // ignored.
     let ignored = fx.cargo_test(&["--list", "--format", "terse", "--ignored"]);
     ignored.expect_code(0);
-    assert_eq!(ignored.stdout, list_lines(&[SKIP_CASE]), "{ignored}");
+    assert_eq!(ignored.stdout, list_lines(&LISTED_IGNORED), "{ignored}");
 }
 
 #[test]
@@ -518,11 +544,10 @@ fn cargo_test_fails_with_located_messages_and_counts() {
     for t in FAILING {
         assert_eq!(run[t], "FAILED", "{t}\n{out}");
     }
+    // Both are listed as ignored, so libtest never starts them (no reason is shown;
+    // `--ignored` shows the dynamic case's).
     assert_eq!(run[SKIP_CASE], "ignored", "{out}");
-    assert!(
-        run[DYNAMIC_CASE].starts_with("ignored (dynamic mode") && run[DYNAMIC_CASE].ends_with(')'),
-        "a dynamic case is ignored with its reason\n{out}"
-    );
+    assert_eq!(run[DYNAMIC_CASE], "ignored", "{out}");
 
     let typo = failure_of(&out, "smoke::typo");
     assert!(typo.contains(TYPO_AT), "file:line:column\n{typo}");
@@ -598,27 +623,35 @@ fn skip_filter_leaves_out_matching_trials() {
 }
 
 #[test]
-fn ignored_flag_selects_only_the_skip_case() {
+fn ignored_flag_selects_the_cases_listed_as_ignored() {
     let out = fixture().cargo_test(&["--ignored"]);
     out.expect_code(0);
     let names = out.names_run();
-    assert_eq!(names, [SKIP_CASE], "{out}");
+    assert_eq!(names, LISTED_IGNORED, "{out}");
     let c = counts(&out);
-    assert_eq!((c["failed"], c["filtered out"]), (0, 8), "{out}");
+    assert_eq!((c["failed"], c["filtered out"]), (0, 7), "{out}");
 }
 
 #[test]
-fn ignored_flag_runs_the_skip_case() {
+fn ignored_flag_runs_the_skip_case_but_not_the_dynamic_one() {
     // libtest runs #[ignore] tests under --ignored; a skip:true case (which passes
-    // against the echo agent) should run and pass the same way.
+    // against the echo agent) runs and passes the same way. The dynamic case is
+    // selected too, but this version cannot run it: it is ignored at run time, with
+    // its reason.
     let out = fixture().cargo_test(&["--ignored"]);
     out.expect_code(0);
+    let run: BTreeMap<String, String> = out.trials_run().into_iter().collect();
     assert_eq!(
-        out.trials_run(),
-        [(SKIP_CASE.to_string(), "ok".to_string())],
+        run.keys().map(String::as_str).collect::<Vec<_>>(),
+        LISTED_IGNORED,
         "{out}"
     );
-    expect_counts(&out, 1, 0, 0, Some(8));
+    assert_eq!(run[SKIP_CASE], "ok", "{out}");
+    assert!(
+        run[DYNAMIC_CASE].starts_with("ignored (dynamic mode") && run[DYNAMIC_CASE].ends_with(')'),
+        "a dynamic case is ignored at run time with its reason\n{out}"
+    );
+    expect_counts(&out, 1, 0, 1, Some(7));
 }
 
 #[test]
@@ -723,6 +756,16 @@ fn report_under_cargo_test_has_every_case_then_a_summary() {
     );
     check_records(&records);
     assert_eq!(records[SKIP_CASE]["error"], "skip: true in the case");
+    // Listed as ignored and never started, the dynamic case still has its record, with
+    // the reason.
+    let dynamic = records[DYNAMIC_CASE];
+    assert_eq!(dynamic["status"], "skipped", "{dynamic}");
+    assert!(
+        dynamic["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("dynamic mode")),
+        "{dynamic}"
+    );
 
     let keys = [
         "type",
@@ -757,8 +800,11 @@ fn report_under_cargo_test_has_every_case_then_a_summary() {
 // The test binary, run directly
 
 /// A suites root beside the fixture's, holding a named pipe `blocker.jsonl`: reading
-/// it blocks until a writer opens it, which nobody does. A run that reads every suite
-/// hangs; a run with `--exact SUITE::ID` must read only `SUITE.jsonl` and finish.
+/// it blocks until a writer opens it, which nobody does. A discovery that takes any
+/// `*.jsonl` for a suite makes a run that reads every suite hang; one that takes only
+/// regular files (and links to them) skips the pipes. Either way, a run with
+/// `--exact SUITE::ID` must read only `SUITE.jsonl` and finish, and its filtered-out
+/// count shows that no other suite was loaded.
 #[cfg(unix)]
 #[test]
 fn exact_opens_only_the_named_suite() {
@@ -788,6 +834,8 @@ fn exact_opens_only_the_named_suite() {
         [("billing/refunds::R1".to_string(), "ok".to_string())],
         "{out}"
     );
+    // Only billing/refunds.jsonl was loaded: R2 is the one trial filtered out.
+    expect_counts(&out, 1, 0, 0, Some(1));
     eprintln!(
         "--exact run with a blocking suite beside it took {:.1?}",
         started.elapsed()
@@ -796,16 +844,162 @@ fn exact_opens_only_the_named_suite() {
     let failing = fx.binary(&["--exact", "smoke::typo", "--nocapture"], &env, RUN_LIMIT);
     failing.expect_code(101);
     assert!(failing.stdout.contains("smoke.jsonl:6:31"), "{failing}");
+    // smoke.jsonl holds 6 trials.
+    expect_counts(&failing, 0, 1, 0, Some(5));
 
-    // The control: reading every suite does block on the pipe.
+    // The control: reading every suite either blocks on the pipes or, with a discovery
+    // that skips what is not a regular file, lists exactly the fixture's trials.
     let listing = fx.binary(&["--list"], &env, Duration::from_secs(3));
     assert!(
-        listing.timed_out,
-        "a full listing should block on blocker.jsonl\n{listing}"
+        listing.timed_out || (listing.code == Some(0) && listing.stdout == list_lines(&TRIALS)),
+        "a full listing should block on blocker.jsonl or skip it\n{listing}"
     );
     // An --exact name whose suite file does not exist falls back to reading everything.
     let unknown = fx.binary(&["--exact", "nowhere::X"], &env, Duration::from_secs(3));
-    assert!(unknown.timed_out, "{unknown}");
+    if !unknown.timed_out {
+        unknown.expect_code(0);
+        assert!(unknown.trials_run().is_empty(), "{unknown}");
+        expect_counts(&unknown, 0, 0, 0, Some(TRIALS.len() as u64));
+    }
+}
+
+/// The `faults/` root: a panicking agent, a slow agent and a slow hook.
+fn faults_root() -> PathBuf {
+    fixture().dir.join("faults")
+}
+
+/// How long the slow agent and hook of `faults/` sleep; their cases time out after 1 s.
+const SLOW: Duration = Duration::from_secs(3);
+/// A case that times out after 1 s must end well before the agent or hook wakes up.
+const WELL_UNDER_SLOW: Duration = Duration::from_secs(2);
+
+#[test]
+fn faults_are_error_and_timeout_records_and_no_case_is_lost() {
+    let fx = fixture();
+    let scratch = Scratch::new("faults");
+    let report = scratch.path("report.jsonl");
+    let root = faults_root();
+    let env = [
+        ("DEMO_SUITES", root.as_os_str()),
+        ("AGENTEST_REPORT", report.as_os_str()),
+    ];
+    let started = Instant::now();
+    let out = fx.binary(&[], &env, RUN_LIMIT);
+    let took = started.elapsed();
+    out.expect_code(101);
+    eprintln!("the faults run took {took:.1?}");
+
+    // Every case has its trial and its outcome, the panicking one included.
+    let run: BTreeMap<String, String> = out.trials_run().into_iter().collect();
+    let want = [
+        ("faults::fine", "ok"),
+        ("faults::panics", "FAILED"),
+        ("faults::slow-agent", "FAILED"),
+        ("faults::slow-hook", "FAILED"),
+    ];
+    assert_eq!(
+        run.iter()
+            .map(|(n, o)| (n.as_str(), o.as_str()))
+            .collect::<Vec<_>>(),
+        want,
+        "{out}"
+    );
+    expect_counts(&out, 1, 3, 0, Some(0));
+
+    let panics = failure_of(&out, "faults::panics");
+    assert!(
+        panics.contains("panicked") && panics.contains("boom"),
+        "{panics}"
+    );
+    let hook = failure_of(&out, "faults::slow-hook");
+    assert!(
+        hook.contains("timeout after 1s (while running the before hook `slow`;"),
+        "{hook}"
+    );
+
+    let text = std::fs::read_to_string(&report).expect("no report written");
+    let mut lines = json_lines(&text);
+    let summary = lines.pop().expect("empty report");
+    let records = records_by_trial(&lines);
+    let statuses: Vec<(&str, &Value)> = records
+        .iter()
+        .map(|(t, r)| (t.as_str(), &r["status"]))
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            ("faults::fine", &json!("passed")),
+            ("faults::panics", &json!("error")),
+            ("faults::slow-agent", &json!("timeout")),
+            ("faults::slow-hook", &json!("timeout")),
+        ],
+        "{text}"
+    );
+    let error = |t: &str| records[t]["error"].as_str().unwrap_or_default().to_string();
+    assert!(error("faults::panics").contains("panicked: boom"), "{text}");
+    assert!(
+        error("faults::slow-agent")
+            .starts_with("timeout after 1s (while waiting for the reply to turn 1"),
+        "{text}"
+    );
+    assert_eq!(
+        error("faults::slow-hook"),
+        "timeout after 1s (while running the before hook `slow`; the agent was stopped)",
+        "{text}"
+    );
+    // Timeouts count as failures too.
+    assert_eq!(
+        pick(
+            &summary,
+            &["type", "total", "passed", "failed", "errors", "skipped", "timeouts"]
+        ),
+        json!({"type": "summary", "total": 4, "passed": 1, "failed": 2, "errors": 1, "skipped": 0, "timeouts": 2}),
+        "{text}"
+    );
+    // The slow cases run side by side and are cut off at their deadline.
+    assert!(took < WELL_UNDER_SLOW, "the run took {took:?}\n{out}");
+}
+
+/// Runs one `faults/` case the way nextest does and times it.
+fn run_fault(trial: &str) -> (Output, Duration) {
+    let root = faults_root();
+    let started = Instant::now();
+    let out = fixture().binary(
+        &["--exact", trial, "--nocapture"],
+        &[("DEMO_SUITES", root.as_os_str())],
+        RUN_LIMIT,
+    );
+    let took = started.elapsed();
+    eprintln!("{trial} took {took:.1?}");
+    (out, took)
+}
+
+#[test]
+fn a_slow_before_hook_times_out_at_the_deadline() {
+    let (out, took) = run_fault("faults::slow-hook");
+    out.expect_code(101);
+    assert!(
+        failure_of(&out, "faults::slow-hook").contains("while running the before hook `slow`"),
+        "{out}"
+    );
+    assert!(
+        took < WELL_UNDER_SLOW,
+        "the hook sleeps {SLOW:?}; the case should end at its 1 s deadline, took {took:?}\n{out}"
+    );
+}
+
+#[test]
+fn a_slow_sync_agent_times_out_at_the_deadline() {
+    let (out, took) = run_fault("faults::slow-agent");
+    out.expect_code(101);
+    assert!(
+        failure_of(&out, "faults::slow-agent").contains("timeout after 1s"),
+        "{out}"
+    );
+    assert!(
+        took < WELL_UNDER_SLOW,
+        "the agent sleeps {SLOW:?}; the case should end at its 1 s deadline, took {took:?}\n{out}"
+    );
 }
 
 #[test]
@@ -862,9 +1056,9 @@ fn nextest_lists_the_trials() {
     let fx = fixture();
     let out = fx.nextest("list", &[], &[]);
     out.expect_code(0);
-    let want: String = TRIALS
+    // Cases listed as ignored are left out of nextest's default listing.
+    let want: String = NEXTEST_RUNS
         .iter()
-        .filter(|t| **t != SKIP_CASE)
         .map(|t| format!("agentest-demo::agent_tests {t}\n"))
         .collect();
     assert_eq!(out.stdout, want, "{out}");
@@ -878,7 +1072,11 @@ fn nextest_lists_the_trials() {
     let names: Vec<&str> = cases.keys().map(String::as_str).collect();
     assert_eq!(names, TRIALS, "{json}");
     for (name, case) in cases {
-        assert_eq!(case["ignored"], name == SKIP_CASE, "{name}: {case}");
+        assert_eq!(
+            case["ignored"],
+            LISTED_IGNORED.contains(&name.as_str()),
+            "{name}: {case}"
+        );
     }
 }
 
@@ -896,10 +1094,15 @@ fn nextest_run_fails_and_appends_a_record_per_case() {
     out.expect_code(100);
 
     let all = out.both();
-    // The dynamic case exits 0 (ignored at run time), so nextest counts it as passed.
+    // The dynamic case is listed as ignored, so nextest skips it instead of calling
+    // it passed.
     assert!(
-        all.contains("8 tests run: 5 passed, 3 failed, 1 skipped"),
+        all.contains("7 tests run: 4 passed, 3 failed, 2 skipped"),
         "{out}"
+    );
+    assert!(
+        !all.lines().any(|l| l.contains(DYNAMIC_CASE)),
+        "nextest never runs the dynamic case\n{out}"
     );
     for t in FAILING {
         assert!(
@@ -920,7 +1123,7 @@ fn nextest_run_fails_and_appends_a_record_per_case() {
         "the failure message is shown\n{out}"
     );
 
-    // Each test process appended its case; nobody wrote a summary, and the case listed
+    // Each test process appended its case; nobody wrote a summary, and the cases listed
     // as ignored never ran.
     let text = std::fs::read_to_string(&report).expect("no report written");
     let lines = json_lines(&text);
@@ -929,11 +1132,68 @@ fn nextest_run_fails_and_appends_a_record_per_case() {
         "no summary under nextest\n{text}"
     );
     let records = records_by_trial(&lines);
-    let want: Vec<&str> = TRIALS.iter().copied().filter(|t| *t != SKIP_CASE).collect();
     assert_eq!(
         records.keys().map(String::as_str).collect::<Vec<_>>(),
-        want,
+        NEXTEST_RUNS,
         "{text}"
     );
     check_records(&records);
+}
+
+/// The report of a nextest run: one record per executed case, checked to have no
+/// duplicates.
+fn nextest_report(report: &Path) -> (String, Vec<Value>) {
+    let text = std::fs::read_to_string(report).expect("no report written");
+    let lines = json_lines(&text);
+    let trials: Vec<String> = records_by_trial(&lines).into_keys().collect();
+    assert_eq!(trials.len(), lines.len(), "{text}");
+    (text, lines)
+}
+
+#[test]
+fn nextest_runs_start_the_report_afresh() {
+    if !have_nextest() {
+        return;
+    }
+    let fx = fixture();
+    let scratch = Scratch::new("report-nextest-twice");
+    let report = scratch.path("report.jsonl");
+    let marker = scratch.path("report.jsonl.run-id");
+    let env = [("AGENTEST_REPORT", report.as_os_str())];
+    let run_id = || std::fs::read_to_string(&marker).expect("no run id marker beside the report");
+
+    fx.nextest("run", &["--no-fail-fast"], &env)
+        .expect_code(100);
+    let (first, lines) = nextest_report(&report);
+    assert_eq!(lines.len(), NEXTEST_RUNS.len(), "{first}");
+    let first_run = run_id();
+
+    // The same run again: the first record of the new run truncates the file, so it
+    // holds each case once (records_by_trial panics on a duplicate).
+    fx.nextest("run", &["--no-fail-fast"], &env)
+        .expect_code(100);
+    let (second, lines) = nextest_report(&report);
+    let records = records_by_trial(&lines);
+    assert_eq!(
+        records.keys().map(String::as_str).collect::<Vec<_>>(),
+        NEXTEST_RUNS,
+        "one record per executed case\n{second}"
+    );
+    check_records(&records);
+    let second_run = run_id();
+    assert!(
+        !second_run.is_empty() && second_run != first_run,
+        "each run has its own id: {first_run:?}, {second_run:?}"
+    );
+
+    // A smaller run leaves nothing of the previous one behind.
+    fx.nextest("run", &["billing/"], &env).expect_code(0);
+    let (third, lines) = nextest_report(&report);
+    let records = records_by_trial(&lines);
+    assert_eq!(
+        records.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["billing/refunds::R1", "billing/refunds::R2"],
+        "{third}"
+    );
+    assert_ne!(run_id(), second_run);
 }
