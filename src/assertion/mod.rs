@@ -5,8 +5,8 @@ mod eval;
 mod parse;
 
 pub(crate) use eval::{clip, compact, json_eq, tool_name_matches};
-pub(crate) use parse::compile_regex;
 pub use eval::{evaluate, json_subset, EvalEnv, Subject, Verdict};
+pub(crate) use parse::compile_regex;
 pub(crate) use parse::parse_assertions;
 
 use std::sync::Arc;
