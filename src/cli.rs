@@ -50,6 +50,10 @@ struct TestArgs {
     /// A suite file (.jsonl), a directory of suites, or a message to send.
     #[arg(short = 'i', long = "input")]
     input: String,
+    /// Live mode: `openai` agents send tool calls to their real `tools_url` instead of
+    /// the mocks (also `AGENTEST_LIVE=1`).
+    #[arg(long = "live")]
+    live: bool,
     /// Send the input to the agent as a message, even when it is one word.
     #[arg(long = "message")]
     message: bool,
@@ -222,6 +226,7 @@ fn test(args: TestArgs) -> Result<ExitCode, String> {
         agent_name: args.name.clone(),
         timeout: args.timeout,
         run_skipped: false,
+        live: args.live || crate::harness::live_from_env(),
     };
     let engine = Arc::new(Engine::new(Registry::default(), settings));
     engine.check_setup(&loaded)?;

@@ -50,6 +50,11 @@ pub struct ConfigFile {
     /// Scripts named by `script` assertions (`use: "scripts:NAME"`).
     #[serde(default)]
     pub scripts: BTreeMap<String, CommandConfig>,
+    /// The default model endpoint.
+    pub llm: Option<crate::llm::LlmConfig>,
+    /// Named model endpoints.
+    #[serde(default)]
+    pub llms: BTreeMap<String, crate::llm::LlmConfig>,
 }
 
 /// The kinds of agent a config can define.
@@ -58,6 +63,8 @@ pub struct ConfigFile {
 enum AgentKind {
     Process,
     Http,
+    #[serde(rename = "openai")]
+    OpenAi,
 }
 
 /// An agent table as written: every kind's keys, checked against the kind afterwards.
@@ -75,6 +82,39 @@ struct RawAgent {
     #[serde(default)]
     headers: BTreeMap<String, String>,
     timeout: Option<String>,
+    llm: Option<String>,
+    model: Option<String>,
+    system: Option<String>,
+    system_file: Option<String>,
+    tools: Option<Vec<serde_json::Value>>,
+    tools_file: Option<String>,
+    tools_url: Option<String>,
+    max_tool_rounds: Option<u32>,
+    mocks: Option<Vec<serde_json::Value>>,
+}
+
+/// An `openai` agent: a model, a system prompt and tools, with the tool loop run by the
+/// harness against mocks (or, with `--live`, the real tool endpoint).
+#[derive(Debug, Clone, Default)]
+pub struct OpenAiAgentConfig {
+    /// `[llms.NAME]` to use (default `[llm]`).
+    pub llm: Option<String>,
+    /// Overrides the endpoint's model.
+    pub model: Option<String>,
+    /// The system prompt, inline.
+    pub system: Option<String>,
+    /// The system prompt, from a file relative to the config.
+    pub system_file: Option<String>,
+    /// OpenAI tool schemas, inline.
+    pub tools: Vec<serde_json::Value>,
+    /// OpenAI tool schemas, from a JSON file (an array) relative to the config.
+    pub tools_file: Option<String>,
+    /// Where tool calls go in live mode: each call is POSTed as `{name, arguments}`.
+    pub tools_url: Option<String>,
+    /// Model calls per turn before the tool loop gives up (default 8).
+    pub max_tool_rounds: Option<u32>,
+    /// Mocks for this agent's tools (a case's `setup.mocks` come first).
+    pub mocks: Vec<serde_json::Value>,
 }
 
 /// One agent under test, checked against its kind.
@@ -100,23 +140,57 @@ pub enum AgentConfig {
         /// Per-request timeout, like `"30s"`.
         timeout: Option<String>,
     },
+    /// A model with a system prompt and tools; the harness runs the tool loop.
+    OpenAi(OpenAiAgentConfig),
 }
 
 impl RawAgent {
     fn check(self) -> Result<AgentConfig, String> {
-        let misplaced = |key: &str, kind: &str| {
-            Err(format!(
-                "`{key}` does not apply to {kind} agents; remove it or change `type`"
-            ))
+        let given = [
+            ("command", self.command.is_some()),
+            ("cwd", self.cwd.is_some()),
+            ("env", !self.env.is_empty()),
+            ("url", self.url.is_some()),
+            ("headers", !self.headers.is_empty()),
+            ("timeout", self.timeout.is_some()),
+            ("llm", self.llm.is_some()),
+            ("model", self.model.is_some()),
+            ("system", self.system.is_some()),
+            ("system_file", self.system_file.is_some()),
+            ("tools", self.tools.is_some()),
+            ("tools_file", self.tools_file.is_some()),
+            ("tools_url", self.tools_url.is_some()),
+            ("max_tool_rounds", self.max_tool_rounds.is_some()),
+            ("mocks", self.mocks.is_some()),
+        ];
+        let (kind, allowed): (&str, &[&str]) = match self.kind {
+            AgentKind::Process => ("process", &["command", "cwd", "env", "timeout"]),
+            AgentKind::Http => ("http", &["url", "headers", "timeout"]),
+            AgentKind::OpenAi => (
+                "openai",
+                &[
+                    "llm",
+                    "model",
+                    "system",
+                    "system_file",
+                    "tools",
+                    "tools_file",
+                    "tools_url",
+                    "max_tool_rounds",
+                    "mocks",
+                ],
+            ),
         };
+        if let Some((key, _)) = given
+            .iter()
+            .find(|(k, present)| *present && !allowed.contains(k))
+        {
+            return Err(format!(
+                "`{key}` does not apply to {kind} agents; remove it or change `type`"
+            ));
+        }
         match self.kind {
             AgentKind::Process => {
-                if self.url.is_some() {
-                    return misplaced("url", "process");
-                }
-                if !self.headers.is_empty() {
-                    return misplaced("headers", "process");
-                }
                 let command = self
                     .command
                     .ok_or("a process agent needs `command = [\"program\", \"arg\", ...]`")?;
@@ -131,15 +205,6 @@ impl RawAgent {
                 })
             }
             AgentKind::Http => {
-                if self.command.is_some() {
-                    return misplaced("command", "http");
-                }
-                if self.cwd.is_some() {
-                    return misplaced("cwd", "http");
-                }
-                if !self.env.is_empty() {
-                    return misplaced("env", "http");
-                }
                 let url = self
                     .url
                     .ok_or("an http agent needs `url = \"http://...\"`")?;
@@ -148,6 +213,28 @@ impl RawAgent {
                     headers: self.headers,
                     timeout: self.timeout,
                 })
+            }
+            AgentKind::OpenAi => {
+                if self.system.is_some() && self.system_file.is_some() {
+                    return Err("give `system` or `system_file`, not both".into());
+                }
+                if self.tools.is_some() && self.tools_file.is_some() {
+                    return Err("give `tools` or `tools_file`, not both".into());
+                }
+                if self.max_tool_rounds == Some(0) {
+                    return Err("`max_tool_rounds` must be at least 1".into());
+                }
+                Ok(AgentConfig::OpenAi(OpenAiAgentConfig {
+                    llm: self.llm,
+                    model: self.model,
+                    system: self.system,
+                    system_file: self.system_file,
+                    tools: self.tools.unwrap_or_default(),
+                    tools_file: self.tools_file,
+                    tools_url: self.tools_url,
+                    max_tool_rounds: self.max_tool_rounds,
+                    mocks: self.mocks.unwrap_or_default(),
+                }))
             }
         }
     }
@@ -163,6 +250,10 @@ pub struct RunConfig {
     pub timeout: Option<String>,
     /// A JSONL report path (relative to the config file) written under `cargo test`.
     pub report: Option<String>,
+    /// Cassette mode: auto, replay, strict, record or off (`AGENTEST_CASSETTES` wins).
+    pub cassettes: Option<String>,
+    /// Seed for mock failure rates (`AGENTEST_SEED` wins; default 0).
+    pub seed: Option<u64>,
 }
 
 /// A hook or script: a command run from the config's directory with JSON on stdin.
@@ -283,6 +374,25 @@ impl Config {
         }
         };
         timeout(&self.file.run.timeout, "[run].timeout")?;
+        if let Some(mode) = &self.file.run.cassettes {
+            crate::llm::CassetteMode::parse(mode).map_err(|e| format!("[run].cassettes: {e}"))?;
+        }
+        let llms = self.file.llm.iter().map(|l| ("[llm]".to_string(), l));
+        let llms = llms.chain(
+            self.file
+                .llms
+                .iter()
+                .map(|(n, l)| (format!("[llms.\"{n}\"]"), l)),
+        );
+        for (what, l) in llms {
+            timeout(&l.timeout, &format!("{what}.timeout"))?;
+            if l.max_in_flight == Some(0) {
+                return Err(format!("{what}.max_in_flight must be at least 1"));
+            }
+            if let Some(t) = l.temperature.filter(|t| !(0.0..=2.0).contains(t)) {
+                return Err(format!("{what}.temperature {t} is outside 0..=2"));
+            }
+        }
         if self.file.run.concurrency == Some(0) {
             return Err("[run].concurrency: must be at least 1".into());
         }
@@ -294,6 +404,15 @@ impl Config {
         );
         for (what, agent) in named {
             match agent {
+                AgentConfig::OpenAi(o) => match &o.llm {
+                    Some(n) if !self.file.llms.contains_key(n) => {
+                        return Err(format!("{what}.llm names \"{n}\", which is not defined; add [llms.\"{n}\"] with base_url, model and api_key_env"));
+                    }
+                    None if self.file.llm.is_none() => {
+                        return Err(format!("{what} is an openai agent but there is no model endpoint: add an [llm] section (base_url, model, api_key_env) or name one with llm = \"NAME\""));
+                    }
+                    _ => {}
+                },
                 AgentConfig::Process { timeout: t, .. } => timeout(t, &format!("{what}.timeout"))?,
                 AgentConfig::Http {
                     url, timeout: t, ..

@@ -9,12 +9,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
-use crate::agent::{Agent, AgentDef, Reply, Request, Session};
+use crate::agent::{Agent, AgentDef, CaseScope, Reply, Request, Session, TurnError};
 use crate::assertion::{evaluate, Assertion, EvalEnv, Kind, Subject};
 use crate::case::{Case, Message, Mode};
 use crate::config::Config;
 use crate::duration::{format_duration, parse_duration};
 use crate::hooks::{HookFn, Hooks};
+use crate::llm::{CassetteMode, ModelCalls, Role, TokenUsage};
 use crate::report::{AssertionReport, CaseReport, Status, TurnReport};
 use crate::scripts::{ScriptFn, Scripts};
 use crate::suite::Loaded;
@@ -43,6 +44,8 @@ pub(crate) struct Settings {
     pub(crate) timeout: Option<Duration>,
     /// `--ignored` / `--include-ignored`: run `skip: true` cases too.
     pub(crate) run_skipped: bool,
+    /// `--live` / `AGENTEST_LIVE=1`: tool calls go to the real tools, not the mocks.
+    pub(crate) live: bool,
 }
 
 /// A resolved agent and its label, or why it cannot be used; cached per agent name.
@@ -54,6 +57,10 @@ struct Context {
     hooks: Hooks,
     scripts: Scripts,
     agents: Mutex<HashMap<Option<String>, AgentSlot>>,
+    /// `AGENTEST_CASSETTES`, else `[run] cassettes`, else auto.
+    cassettes: CassetteMode,
+    /// `AGENTEST_SEED`, else `[run] seed`, else 0.
+    seed: u64,
 }
 
 /// Runs cases. Configs and agents are resolved once and shared by all cases.
@@ -80,7 +87,19 @@ impl Engine {
         map.entry(dir.clone())
             .or_insert_with(|| {
                 let config = Arc::new(Config::discover(&dir).map_err(|e| e.to_string())?);
+                let cassettes = CassetteMode::resolve(config.file.run.cassettes.as_deref())?;
+                let seed = match std::env::var("AGENTEST_SEED")
+                    .ok()
+                    .filter(|v| !v.is_empty())
+                {
+                    Some(v) => v
+                        .parse()
+                        .map_err(|_| format!("AGENTEST_SEED \"{v}\" is not a whole number"))?,
+                    None => config.file.run.seed.unwrap_or(0),
+                };
                 Ok(Arc::new(Context {
+                    cassettes,
+                    seed,
                     hooks: Hooks::new(config.clone(), self.registry.hooks.clone()),
                     scripts: Scripts::new(config.clone(), self.registry.scripts.clone()),
                     config,
@@ -239,10 +258,25 @@ impl Engine {
         let mut phase = String::from("starting");
         // `after` runs whenever `before` ran (and always when there is no `before`).
         let mut before_ran = case.before.is_none();
+        let calls = Arc::new(ModelCalls::new(
+            crate::llm::cassette::path_for(&suites_root(loaded), &loaded.suite, &case.id),
+            ctx.cassettes,
+        ));
+        let scope = CaseScope {
+            calls: calls.clone(),
+            mocks: case.mocks.clone(),
+            seed: ctx.seed,
+            salt: loaded.trial.clone(),
+            live: self.settings.live,
+            deadline,
+        };
         let work = async {
             if let Some(hook) = &case.before {
                 if !ctx.hooks.has(hook) {
-                    return Err(format!("before hook: {}", ctx.hooks.undefined(hook)));
+                    return Err(Stop::from(format!(
+                        "before hook: {}",
+                        ctx.hooks.undefined(hook)
+                    )));
                 }
                 phase = format!("running the before hook `{hook}`");
                 before_ran = true;
@@ -252,7 +286,7 @@ impl Engine {
                     .map_err(|e| format!("before hook: {e}"))?;
             }
             phase = "starting the agent".into();
-            let mut session = def.start().await?;
+            let mut session = def.start(&scope).await?;
             let result = converse(case, &mut session, &ctx, deadline, report, &mut phase).await;
             session.close().await;
             result
@@ -270,9 +304,10 @@ impl Engine {
             Ok(Err(_)) if tokio::time::Instant::now() >= deadline => {
                 fail(report, Status::Timeout, timed_out(&phase))
             }
-            Ok(Err(e)) => fail(report, Status::Error, e),
+            Ok(Err(stop)) => fail(report, stop.status, stop.message),
             Err(_) => fail(report, Status::Timeout, timed_out(&phase)),
         }
+        self.account(&calls, report);
 
         // `after` runs whenever `before` ran, even when it failed: it is the cleanup for
         // whatever `before` may have set up.
@@ -291,6 +326,59 @@ impl Engine {
         }
     }
 
+    /// Puts a case's model calls into its record: usage by role, calls, retries, and
+    /// the cassette (written now). In strict mode unused recordings fail a passing case.
+    fn account(&self, calls: &ModelCalls, report: &mut CaseReport) {
+        let stats = calls.stats();
+        let mut usage = stats.usage;
+        // The agent's usage is what its replies report (an openai agent's replies
+        // carry its model calls' usage), so it is counted from the turns.
+        usage.remove(&Role::Agent);
+        let mut agent = TokenUsage::default();
+        for u in report.turns.iter().filter_map(|t| t.usage) {
+            agent.add(TokenUsage {
+                prompt_tokens: u.input_tokens,
+                completion_tokens: u.output_tokens,
+            });
+        }
+        if agent != TokenUsage::default() {
+            usage.insert(Role::Agent, agent);
+        }
+        report.usage = usage;
+        report.model_calls = stats.calls;
+        report.retries = stats.retries;
+        match calls.finish() {
+            Ok(Some(cassette)) => {
+                if cassette.unused > 0 && report.status == Status::Passed {
+                    let msg = format!(
+                        "{} recorded model call(s) in {} were not used by this run; re-record the cassette (AGENTEST_CASSETTES=record)",
+                        cassette.unused, cassette.file
+                    );
+                    if cassette.mode == "strict" {
+                        fail(
+                            report,
+                            Status::Failed,
+                            format!("strict cassette mode: {msg}"),
+                        );
+                    } else {
+                        eprintln!("agentest: {}: {msg}", report.trial);
+                    }
+                }
+                report.cassette = Some(cassette);
+            }
+            Ok(None) => {}
+            Err(e) => {
+                let msg = format!("cassette: {e}");
+                if report.status == Status::Passed {
+                    fail(report, Status::Error, msg);
+                } else {
+                    let prev = report.error.take().unwrap_or_default();
+                    report.error = Some(format!("{prev}\n{msg}").trim().to_string());
+                }
+            }
+        }
+    }
+
     fn timeout(&self, case: &Case, config: &Config) -> Result<Duration, String> {
         if let Some(t) = case.timeout.or(self.settings.timeout) {
             return Ok(t);
@@ -303,9 +391,52 @@ impl Engine {
     }
 }
 
+/// Why a case stopped early: the status it ends with and the reason.
+#[derive(Debug)]
+struct Stop {
+    status: Status,
+    message: String,
+}
+
+impl From<String> for Stop {
+    fn from(message: String) -> Stop {
+        Stop {
+            status: Status::Error,
+            message,
+        }
+    }
+}
+
+impl Stop {
+    /// A turn's error, with the status its kind calls for.
+    fn turn(turn: u32, e: TurnError) -> Stop {
+        let status = match &e {
+            TurnError::Agent(_) => Status::Error,
+            TurnError::Failed(_) => Status::Failed,
+            // No model to be had: skipped with the reason, except on CI where it must fail.
+            TurnError::Unavailable(_) if crate::llm::on_ci() => Status::Failed,
+            TurnError::Unavailable(_) => Status::Skipped,
+        };
+        Stop {
+            status,
+            message: format!("turn {turn}: {e}"),
+        }
+    }
+}
+
 fn fail(report: &mut CaseReport, status: Status, message: String) {
     report.status = status;
     report.error = Some(message);
+}
+
+/// The suites root a loaded case came from: its file's folder, up as many levels as the
+/// suite name has parts (`billing/refunds` lives two levels below the root).
+fn suites_root(loaded: &Loaded) -> PathBuf {
+    let mut root = loaded.file.clone();
+    for _ in loaded.suite.split('/') {
+        root.pop();
+    }
+    root
 }
 
 /// A fresh record for a case, status `passed` until something says otherwise.
@@ -325,6 +456,10 @@ pub(crate) fn new_report(loaded: &Loaded, case: &Case) -> CaseReport {
         error: None,
         location: case.location.to_string(),
         tags: case.tags.clone(),
+        usage: Default::default(),
+        model_calls: 0,
+        retries: 0,
+        cassette: None,
     }
 }
 
@@ -362,6 +497,10 @@ pub(crate) fn broken(loaded: &Loaded, e: &crate::case::CaseError) -> CaseReport 
         error: Some(e.to_string()),
         location: e.location.to_string(),
         tags: Vec::new(),
+        usage: Default::default(),
+        model_calls: 0,
+        retries: 0,
+        cassette: None,
     }
 }
 
@@ -430,7 +569,7 @@ async fn converse(
     deadline: tokio::time::Instant,
     report: &mut CaseReport,
     phase: &mut String,
-) -> Result<(), String> {
+) -> Result<(), Stop> {
     let session_id = format!(
         "agentest-{}-{}",
         std::process::id(),
@@ -509,9 +648,9 @@ async fn converse(
                     assertions: Vec::new(),
                     duration_ms,
                     usage: None,
-                    error: Some(e.clone()),
+                    error: Some(e.to_string()),
                 });
-                return Err(format!("turn {turn}: {e}"));
+                return Err(Stop::turn(turn, e));
             }
         };
         history.push(reply.to_message());
@@ -542,7 +681,7 @@ async fn converse(
             .map(|a| format!("turn {turn}: {}: {}", a.label, a.message));
         report.turns.push(turn_report);
         if let Some(e) = broken {
-            return Err(format!("turn {turn}: {e}"));
+            return Err(Stop::from(format!("turn {turn}: {e}")));
         }
         if let Some(f) = first_failure {
             report.status = Status::Failed;
@@ -576,7 +715,7 @@ async fn converse(
             .map(|a| format!("final assertions: {}: {}", a.label, a.message));
         report.final_assertions = verdicts;
         if let Some(e) = broken {
-            return Err(format!("final assertions: {e}"));
+            return Err(Stop::from(format!("final assertions: {e}")));
         }
         if let Some(f) = first_failure {
             report.status = Status::Failed;

@@ -136,6 +136,7 @@ impl Harness {
                 agent_name,
                 timeout: None,
                 run_skipped: args.ignored || args.include_ignored,
+                live: live_from_env(),
             },
         ));
 
@@ -240,6 +241,11 @@ fn outcome(report: &CaseReport) -> Result<Completion, Failed> {
         )),
         _ => Err(failure_message(report).into()),
     }
+}
+
+/// `AGENTEST_LIVE=1` (or `true`): tool calls go to the real tools.
+pub(crate) fn live_from_env() -> bool {
+    std::env::var("AGENTEST_LIVE").is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
 }
 
 /// Under cargo test one process writes the whole report; under nextest every case's

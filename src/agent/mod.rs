@@ -1,8 +1,12 @@
 //! Agents under test: the protocol, the in-process trait, and the process and HTTP kinds.
 
 mod http;
+mod openai;
 mod process;
 mod protocol;
+
+pub(crate) use http::shown_url;
+pub(crate) use openai::CaseScope;
 
 pub use protocol::{Reply, Request, ToolCall, Usage};
 
@@ -72,7 +76,31 @@ pub(crate) fn reply_too_large() -> String {
 pub(crate) enum AgentDef {
     Process(Arc<process::ProcessSpec>),
     Http(Arc<http::HttpSpec>),
+    OpenAi(Arc<openai::OpenAiSpec>),
     InProcess(Arc<dyn Agent>),
+}
+
+/// Why a turn produced no reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum TurnError {
+    /// The agent failed or broke the protocol: the case is an `error`.
+    Agent(String),
+    /// Something the test demands did not hold (a tool call no mock answers, a model call
+    /// with no recording on CI): the case `failed`.
+    Failed(String),
+    /// A model is needed and cannot be reached (no recording, no API key): outside CI
+    /// the case is skipped with this reason, on CI it fails.
+    Unavailable(String),
+}
+
+impl std::fmt::Display for TurnError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TurnError::Agent(m) | TurnError::Failed(m) | TurnError::Unavailable(m) => {
+                f.write_str(m)
+            }
+        }
+    }
 }
 
 impl AgentDef {
@@ -144,14 +172,20 @@ impl AgentDef {
                     url, shown, headers, timeout,
                 )?)))
             }
+            AgentConfig::OpenAi(o) => Ok(AgentDef::OpenAi(Arc::new(openai::OpenAiSpec::new(
+                o, config, what,
+            )?))),
         }
     }
 
     /// Starts one conversation (for a process agent, spawns the process).
-    pub(crate) async fn start(&self) -> Result<Session, String> {
+    pub(crate) async fn start(&self, scope: &CaseScope) -> Result<Session, String> {
         Ok(match self {
             AgentDef::Process(spec) => Session::Process(Box::new(spec.spawn()?)),
             AgentDef::Http(spec) => Session::Http(spec.clone()),
+            AgentDef::OpenAi(spec) => {
+                Session::OpenAi(Box::new(openai::OpenAiSession::new(spec.clone(), scope)))
+            }
             AgentDef::InProcess(a) => Session::InProcess(a.clone()),
         })
     }
@@ -163,6 +197,7 @@ impl AgentDef {
         match self {
             AgentDef::Process(s) => format!("process: {}", s.shown),
             AgentDef::Http(s) => format!("http: {}", s.shown),
+            AgentDef::OpenAi(s) => format!("openai: {}", s.shown),
             AgentDef::InProcess(_) => "in-process".into(),
         }
     }
@@ -172,13 +207,22 @@ impl AgentDef {
 pub(crate) enum Session {
     Process(Box<process::ProcessSession>),
     Http(Arc<http::HttpSpec>),
+    OpenAi(Box<openai::OpenAiSession>),
     InProcess(Arc<dyn Agent>),
 }
 
 impl Session {
     /// Sends one turn and reads the reply, checking the protocol.
-    pub(crate) async fn send(&mut self, request: &Request) -> Result<Reply, String> {
+    pub(crate) async fn send(&mut self, request: &Request) -> Result<Reply, TurnError> {
         match self {
+            Session::OpenAi(o) => o.send(request).await,
+            other => other.send_plain(request).await.map_err(TurnError::Agent),
+        }
+    }
+
+    async fn send_plain(&mut self, request: &Request) -> Result<Reply, String> {
+        match self {
+            Session::OpenAi(_) => unreachable!("handled by send"),
             Session::Process(p) => p.send(request).await,
             Session::Http(h) => h.send(request).await,
             Session::InProcess(a) if a.is_blocking() => {
@@ -261,7 +305,18 @@ mod tests {
 
     async fn session(agent: impl Agent) -> Session {
         let def = AgentDef::InProcess(Arc::new(agent));
-        def.start().await.unwrap_or_else(|_| panic!("start"))
+        let scope = CaseScope {
+            calls: Arc::new(crate::llm::ModelCalls::new(
+                "unused.jsonl".into(),
+                crate::llm::CassetteMode::Off,
+            )),
+            mocks: Vec::new(),
+            seed: 0,
+            salt: String::new(),
+            live: false,
+            deadline: tokio::time::Instant::now() + Duration::from_secs(60),
+        };
+        def.start(&scope).await.unwrap_or_else(|_| panic!("start"))
     }
 
     #[tokio::test]
@@ -271,10 +326,10 @@ mod tests {
         }
         let mut s = session(boom).await;
         let e = s.send(&request()).await.unwrap_err();
-        assert_eq!(e, "agent panicked: boom 42");
+        assert_eq!(e, TurnError::Agent("agent panicked: boom 42".into()));
         let mut s = session(|_: &Request| -> Result<Reply, String> { panic!("static text") }).await;
         let e = s.send(&request()).await.unwrap_err();
-        assert_eq!(e, "agent panicked: static text");
+        assert_eq!(e, TurnError::Agent("agent panicked: static text".into()));
     }
 
     #[tokio::test]
@@ -304,7 +359,7 @@ mod tests {
             .send(&request())
             .await
             .unwrap_err();
-        assert_eq!(e, "agent error: nope");
+        assert_eq!(e, TurnError::Agent("agent error: nope".into()));
     }
 
     struct AsyncPanics;
@@ -325,6 +380,6 @@ mod tests {
             .send(&request())
             .await
             .unwrap_err();
-        assert_eq!(e, "agent panicked: async boom");
+        assert_eq!(e, TurnError::Agent("agent panicked: async boom".into()));
     }
 }

@@ -209,6 +209,8 @@ pub struct Case {
     pub after: Option<String>,
     /// The conversation shape.
     pub mode: Mode,
+    /// Tool mocks from `setup.mocks`, checked before the agent's own.
+    pub mocks: Vec<crate::mocks::Mock>,
     /// Where the case was written.
     pub location: Location,
     /// The line as written, given to hooks and scripts.

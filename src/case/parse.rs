@@ -12,7 +12,7 @@ use crate::assertion::{parse_assertions, Assertion};
 use crate::duration::parse_timeout;
 
 /// Every key a case line may have.
-pub const CASE_KEYS: [&str; 24] = [
+pub const CASE_KEYS: [&str; 25] = [
     "id",
     "name",
     "description",
@@ -37,6 +37,7 @@ pub const CASE_KEYS: [&str; 24] = [
     "checkpoints",
     "max_turns",
     "interactive",
+    "setup",
 ];
 
 const TURN_KEYS: [&str; 7] = [
@@ -247,9 +248,31 @@ fn build(
         before: opt_str(obj, "before", "")?,
         after: opt_str(obj, "after", "")?,
         mode,
+        mocks: parse_setup(obj)?,
         location,
         raw: Arc::new(raw.clone()),
     })
+}
+
+/// `setup: {"mocks": [...]}`: tool mocks for `openai` agents, checked before the agent's own.
+fn parse_setup(obj: &Map<String, Value>) -> Result<Vec<crate::mocks::Mock>, FieldError> {
+    match obj.get("setup") {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Object(m)) => {
+            check_keys(m, &["mocks"], "setup", "`setup`")?;
+            match m.get("mocks") {
+                Some(v) => crate::mocks::parse_mocks(v, "setup.mocks"),
+                None => Ok(Vec::new()),
+            }
+        }
+        Some(other) => Err(FieldError::new(
+            "setup",
+            format!(
+                "expected an object {{\"mocks\": [...]}}, found {}",
+                type_of(other)
+            ),
+        )),
+    }
 }
 
 /// Reads `assertions` or `assert` (not both).

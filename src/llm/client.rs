@@ -96,8 +96,9 @@ impl Endpoint {
         let base = env("BASE_URL")
             .or_else(|| cfg.base_url.clone())
             .unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
+        // Messages show the URL as written, credentials and query masked.
+        let shown = crate::agent::shown_url(&base);
         let base = expand_env(&base, &format!("{what}.base_url"))?;
-        let shown = redact_url(&base);
         let url = reqwest::Url::parse(&format!("{}/chat/completions", base.trim_end_matches('/')))
             .map_err(|e| format!("{what}.base_url \"{shown}\" is not a valid URL: {e}"))?;
         let model = env("MODEL")
@@ -146,6 +147,11 @@ impl Endpoint {
     /// The model name.
     pub fn model(&self) -> &str {
         &self.model
+    }
+
+    /// The endpoint's URL for messages, without credentials or query.
+    pub fn shown(&self) -> &str {
+        &self.shown
     }
 
     /// A request to this endpoint's model with its sampling settings.
@@ -404,28 +410,6 @@ fn backoff(retry: u32) -> Duration {
     step.mul_f64(jitter)
 }
 
-/// A URL fit for messages: user-info and the query string (where keys hide) are masked.
-pub(crate) fn redact_url(text: &str) -> String {
-    match reqwest::Url::parse(text) {
-        Ok(mut url) => {
-            let had_user = !url.username().is_empty() || url.password().is_some();
-            let _ = url.set_username("");
-            let _ = url.set_password(None);
-            let had_query = url.query().is_some();
-            url.set_query(None);
-            let mut s = url.to_string();
-            if had_user {
-                s = s.replacen("://", "://***@", 1);
-            }
-            if had_query {
-                s.push_str("?…");
-            }
-            s
-        }
-        Err(_) => "(an invalid URL)".into(),
-    }
-}
-
 fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
     let mut cur = e;
     while let Some(next) = cur.source() {
@@ -444,18 +428,6 @@ mod tests {
         assert_eq!(
             override_var(Some("judge-4o"), "MODEL"),
             "AGENTEST_LLMS_JUDGE_4O_MODEL"
-        );
-    }
-
-    #[test]
-    fn urls_in_messages_hide_credentials() {
-        assert_eq!(
-            redact_url("http://bob:pw@h:1/v1?key=sk"),
-            "http://***@h:1/v1?…"
-        );
-        assert_eq!(
-            redact_url("https://api.openai.com/v1"),
-            "https://api.openai.com/v1"
         );
     }
 

@@ -1,11 +1,13 @@
 //! Talking to models: an OpenAI-compatible chat-completions client with retries and
 //! limits, and cassettes that record and replay every call so CI runs offline.
 
+mod calls;
 pub mod cassette;
 mod client;
 mod limiter;
 mod rng;
 
+pub use calls::{CallStats, ModelCalls};
 pub use cassette::{CassetteMode, CassetteStats};
 pub use client::{ChatOutcome, Endpoint};
 pub use rng::SeededRng;

@@ -9,7 +9,10 @@ pub use text::failure_message;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use std::collections::BTreeMap;
+
 use crate::agent::{ToolCall, Usage};
+use crate::llm::{CassetteStats, Role, TokenUsage};
 
 /// How a case ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -132,6 +135,22 @@ pub struct CaseReport {
     /// Free-form labels from the case.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
+    /// Token usage by role: agent, simulator, judge.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub usage: BTreeMap<Role, TokenUsage>,
+    /// Model calls the harness made for this case (replayed ones included).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub model_calls: u32,
+    /// Retries those calls needed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retries: u32,
+    /// What the case did with its cassette.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cassette: Option<CassetteStats>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Counts over a run.

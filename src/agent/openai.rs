@@ -1,0 +1,318 @@
+//! `openai` agents: a model, a system prompt and tools. The harness runs the tool loop:
+//! when the model calls a tool, a mock answers (or, with `--live`, the real tool
+//! endpoint), and the model is called again until it answers without tool calls.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use tokio::time::Instant;
+
+use super::{Reply, Request, ToolCall, TurnError, Usage};
+use crate::config::{Config, OpenAiAgentConfig};
+use crate::llm::{Endpoint, LlmError, ModelCalls, Role, SeededRng, TokenUsage};
+use crate::mocks::{parse_config_mocks, Mock, MockAnswer, MockSet};
+
+/// Model calls per turn before the tool loop gives up, unless the config says otherwise.
+const DEFAULT_TOOL_ROUNDS: u32 = 8;
+
+/// What a case gives the sessions it starts: its model calls (cassette and counters),
+/// its own mocks, the seeded generator's seed, live mode and the deadline.
+#[derive(Clone)]
+pub(crate) struct CaseScope {
+    pub(crate) calls: Arc<ModelCalls>,
+    pub(crate) mocks: Vec<Mock>,
+    pub(crate) seed: u64,
+    pub(crate) salt: String,
+    pub(crate) live: bool,
+    pub(crate) deadline: Instant,
+}
+
+/// A configured `openai` agent.
+pub(crate) struct OpenAiSpec {
+    pub(crate) shown: String,
+    endpoint: Endpoint,
+    system: Option<String>,
+    tools: Vec<Value>,
+    tools_url: Option<(reqwest::Url, String)>,
+    max_rounds: u32,
+    mocks: Vec<Mock>,
+    client: reqwest::Client,
+}
+
+impl OpenAiSpec {
+    pub(crate) fn new(
+        cfg: &OpenAiAgentConfig,
+        config: &Config,
+        what: &str,
+    ) -> Result<OpenAiSpec, String> {
+        let llm = match &cfg.llm {
+            Some(n) => config.file.llms.get(n).ok_or_else(|| {
+                format!("{what}.llm names \"{n}\", which is not defined; add [llms.\"{n}\"]")
+            })?,
+            None => config.file.llm.as_ref().ok_or_else(|| {
+                format!(
+                    "{what} needs a model endpoint: add an [llm] section to {}",
+                    config.describe()
+                )
+            })?,
+        };
+        let mut llm = llm.clone();
+        if let Some(m) = &cfg.model {
+            llm.model = Some(m.clone());
+        }
+        let endpoint = Endpoint::from_config(&llm, cfg.llm.as_deref())?;
+        let read = |file: &str, key: &str| {
+            let path = config.dir.join(file);
+            std::fs::read_to_string(&path)
+                .map_err(|e| format!("{what}.{key}: failed to read {}: {e}", path.display()))
+        };
+        let system = match (&cfg.system, &cfg.system_file) {
+            (Some(s), _) => Some(s.clone()),
+            (None, Some(f)) => Some(read(f, "system_file")?),
+            (None, None) => None,
+        };
+        let tools = match &cfg.tools_file {
+            Some(f) => {
+                let text = read(f, "tools_file")?;
+                match serde_json::from_str::<Value>(&text) {
+                    Ok(Value::Array(items)) => items,
+                    Ok(_) => {
+                        return Err(format!(
+                            "{what}.tools_file {f}: expected a JSON array of tool schemas"
+                        ))
+                    }
+                    Err(e) => return Err(format!("{what}.tools_file {f}: invalid JSON: {e}")),
+                }
+            }
+            None => cfg.tools.clone(),
+        };
+        for (i, t) in tools.iter().enumerate() {
+            if t["function"]["name"].as_str().is_none() {
+                return Err(format!(
+                    "{what}.tools[{i}] is not an OpenAI tool schema: expected {{\"type\": \"function\", \"function\": {{\"name\", \"parameters\"}}}}"
+                ));
+            }
+        }
+        let tools_url = match &cfg.tools_url {
+            Some(u) => {
+                let expanded = crate::config::expand_env(u, &format!("{what}.tools_url"))?;
+                let shown = crate::agent::shown_url(u);
+                let url = reqwest::Url::parse(&expanded)
+                    .map_err(|e| format!("{what}.tools_url \"{shown}\" is not a valid URL: {e}"))?;
+                Some((url, shown))
+            }
+            None => None,
+        };
+        let client = reqwest::Client::builder()
+            .build()
+            .map_err(|e| format!("failed to build the HTTP client: {e}"))?;
+        Ok(OpenAiSpec {
+            shown: format!("{} via {}", endpoint.model(), endpoint.shown()),
+            endpoint,
+            system,
+            tools,
+            tools_url,
+            max_rounds: cfg.max_tool_rounds.unwrap_or(DEFAULT_TOOL_ROUNDS),
+            mocks: parse_config_mocks(&cfg.mocks, what)?,
+            client,
+        })
+    }
+}
+
+/// One conversation with an `openai` agent. It keeps the model's own history (tool
+/// calls and tool messages included) and takes only the new user messages from each
+/// request.
+pub(crate) struct OpenAiSession {
+    spec: Arc<OpenAiSpec>,
+    scope: CaseScope,
+    history: Vec<Value>,
+    seen: usize,
+    rng: SeededRng,
+    mocks: MockSet,
+}
+
+impl OpenAiSession {
+    pub(crate) fn new(spec: Arc<OpenAiSpec>, scope: &CaseScope) -> OpenAiSession {
+        let history = spec
+            .system
+            .iter()
+            .map(|s| json!({"role": "system", "content": s}))
+            .collect();
+        let mocks = MockSet(scope.mocks.iter().chain(&spec.mocks).cloned().collect());
+        OpenAiSession {
+            rng: SeededRng::new(scope.seed, &scope.salt),
+            spec,
+            scope: scope.clone(),
+            history,
+            seen: 0,
+            mocks,
+        }
+    }
+
+    pub(crate) async fn send(&mut self, request: &Request) -> Result<Reply, TurnError> {
+        for m in request.messages.iter().skip(self.seen) {
+            self.history.push(to_openai(m));
+        }
+        // The engine appends our reply to its history; we keep the richer one.
+        self.seen = request.messages.len() + 1;
+        let mut made: Vec<ToolCall> = Vec::new();
+        let mut usage = TokenUsage::default();
+        for _ in 0..self.spec.max_rounds {
+            let chat = self
+                .spec
+                .endpoint
+                .request(self.history.clone(), self.spec.tools.clone());
+            let outcome = self
+                .scope
+                .calls
+                .chat(&self.spec.endpoint, Role::Agent, &chat, self.scope.deadline)
+                .await
+                .map_err(|e| match e {
+                    LlmError::Unavailable(m) => TurnError::Unavailable(m),
+                    LlmError::Failed(m) if m.starts_with("no recording") => TurnError::Failed(m),
+                    other => TurnError::Agent(format!("model call failed: {other}")),
+                })?;
+            usage.add(outcome.usage());
+            let message = outcome.message().clone();
+            let calls = message["tool_calls"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            self.history.push(assistant_message(&message));
+            if calls.is_empty() {
+                let content = match &message["content"] {
+                    Value::Null => Value::String(String::new()),
+                    other => other.clone(),
+                };
+                return Ok(Reply {
+                    content,
+                    tool_calls: made,
+                    usage: Some(Usage {
+                        input_tokens: usage.prompt_tokens,
+                        output_tokens: usage.completion_tokens,
+                    }),
+                    ..Reply::default()
+                });
+            }
+            for call in calls {
+                let id = call["id"].as_str().unwrap_or_default().to_string();
+                let name = call["function"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                let raw = &call["function"]["arguments"];
+                let arguments = match raw {
+                    Value::String(s) => serde_json::from_str(s).unwrap_or_else(|_| raw.clone()),
+                    other => other.clone(),
+                };
+                let (result, error) = self.answer(&name, &arguments).await?;
+                let content = match (&result, &error) {
+                    (_, Some(e)) => json!({"error": e}).to_string(),
+                    (Some(r), None) => r.to_string(),
+                    (None, None) => "null".into(),
+                };
+                self.history
+                    .push(json!({"role": "tool", "tool_call_id": id, "content": content}));
+                made.push(ToolCall {
+                    name,
+                    arguments,
+                    result,
+                    error,
+                });
+            }
+        }
+        Err(TurnError::Agent(format!(
+            "the model was still calling tools after {} rounds in one turn; raise max_tool_rounds or check what the mocks answer",
+            self.spec.max_rounds
+        )))
+    }
+
+    /// A tool's answer: `(result, error)`.
+    async fn answer(
+        &mut self,
+        name: &str,
+        arguments: &Value,
+    ) -> Result<(Option<Value>, Option<Value>), TurnError> {
+        if self.scope.live {
+            return self.live(name, arguments).await;
+        }
+        match self.mocks.answer(name, arguments, &mut self.rng).await {
+            Ok((MockAnswer::Result(r), _)) => Ok((Some(r), None)),
+            Ok((MockAnswer::Error(e), _)) => Ok((None, Some(e))),
+            Err(why) => Err(TurnError::Failed(why)),
+        }
+    }
+
+    async fn live(
+        &self,
+        name: &str,
+        arguments: &Value,
+    ) -> Result<(Option<Value>, Option<Value>), TurnError> {
+        let Some((url, shown)) = &self.spec.tools_url else {
+            return Err(TurnError::Agent(format!(
+                "live mode sends tool calls to the agent's `tools_url`, and this agent has none; add tools_url to its config or run without --live to use mocks (the call was {name})"
+            )));
+        };
+        let left = self
+            .scope
+            .deadline
+            .saturating_duration_since(Instant::now());
+        let sent = self
+            .spec
+            .client
+            .post(url.clone())
+            .timeout(left)
+            .json(&json!({"name": name, "arguments": arguments}))
+            .send()
+            .await
+            .map_err(|e| TurnError::Agent(format!("tool endpoint {shown}: {}", e.without_url())))?;
+        let status = sent.status();
+        let body = sent
+            .bytes()
+            .await
+            .map_err(|e| TurnError::Agent(format!("tool endpoint {shown}: {}", e.without_url())))?;
+        let parsed: Result<Value, _> = serde_json::from_slice(&body);
+        match (status.is_success(), parsed) {
+            (true, Ok(v)) => Ok((Some(v), None)),
+            (true, Err(e)) => Err(TurnError::Agent(format!(
+                "tool endpoint {shown} answered {name} with invalid JSON: {e}"
+            ))),
+            (false, parsed) => Ok((
+                None,
+                Some(json!({
+                    "status": status.as_u16(),
+                    "message": parsed.ok().unwrap_or_else(|| Value::String(String::from_utf8_lossy(&body).into_owned())),
+                })),
+            )),
+        }
+    }
+}
+
+/// A protocol message in the chat-completions shape.
+fn to_openai(m: &crate::case::Message) -> Value {
+    let content = match &m.content {
+        Value::String(s) => Value::String(s.clone()),
+        Value::Null => Value::Null,
+        other => Value::String(other.to_string()),
+    };
+    let mut v = json!({"role": m.role, "content": content});
+    if let Some(n) = &m.name {
+        v["name"] = json!(n);
+    }
+    if let Some(id) = &m.tool_call_id {
+        v["tool_call_id"] = json!(id);
+    }
+    v
+}
+
+/// The assistant message to keep in the history: role, content and tool calls only.
+fn assistant_message(message: &Value) -> Value {
+    let mut v = json!({"role": "assistant", "content": message["content"].clone()});
+    if let Some(calls) = message
+        .get("tool_calls")
+        .filter(|c| c.as_array().is_some_and(|a| !a.is_empty()))
+    {
+        v["tool_calls"] = calls.clone();
+    }
+    v
+}

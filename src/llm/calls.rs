@@ -1,0 +1,172 @@
+//! A case's model calls: replayed from its cassette or sent to the endpoint and
+//! recorded, with usage and retries counted by role.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::cassette::{canonical, key_of, Cassette, CassetteMode, CassetteStats, Entry};
+use super::{on_ci, ChatOutcome, ChatRequest, Endpoint, LlmError, Role, TokenUsage};
+use crate::assertion::clip;
+
+/// Counters of a case's model calls, for the report.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallStats {
+    /// Calls made (replayed ones included).
+    pub calls: u32,
+    /// Retries the endpoint needed.
+    pub retries: u32,
+    /// Token usage by role.
+    pub usage: BTreeMap<Role, TokenUsage>,
+}
+
+/// The model calls of one case.
+#[derive(Debug)]
+pub struct ModelCalls {
+    path: PathBuf,
+    mode: CassetteMode,
+    cassette: Mutex<Option<Cassette>>,
+    stats: Mutex<CallStats>,
+}
+
+impl ModelCalls {
+    /// Calls for a case whose cassette is `path`, in `mode`. Nothing is read until the
+    /// first call, so cases that never call a model never touch a file.
+    pub fn new(path: PathBuf, mode: CassetteMode) -> Self {
+        ModelCalls {
+            path,
+            mode,
+            cassette: Mutex::new(None),
+            stats: Mutex::new(CallStats::default()),
+        }
+    }
+
+    /// Answers a chat request: from the cassette when it holds it, else from the
+    /// endpoint (recording the answer), as the cassette mode allows.
+    pub async fn chat(
+        &self,
+        endpoint: &Endpoint,
+        role: Role,
+        request: &ChatRequest,
+        deadline: Instant,
+    ) -> Result<ChatOutcome, LlmError> {
+        let normalised =
+            canonical(&serde_json::to_value(request).map_err(|e| LlmError::Failed(e.to_string()))?);
+        let key = key_of(&normalised);
+        if self.mode != CassetteMode::Off {
+            let replayed = self.with_cassette(|c| c.replay(&key, &normalised))?;
+            if let Some(response) = replayed {
+                let outcome = ChatOutcome {
+                    response,
+                    retries: 0,
+                };
+                self.count(role, &outcome);
+                return Ok(outcome);
+            }
+            let refuse = match self.mode {
+                CassetteMode::Replay | CassetteMode::Strict => {
+                    Some(format!("cassette mode {}", self.mode.name()))
+                }
+                CassetteMode::Auto if on_ci() => Some("on CI (the CI variable is set)".to_string()),
+                _ => None,
+            };
+            if let Some(why) = refuse {
+                return Err(LlmError::Failed(format!(
+                    "no recording of this model call in {} ({why}): {}\nhint: record it where the model is reachable: AGENTEST_CASSETTES=record cargo test, with the API key set, then commit the cassette",
+                    crate::suite::display_path(&self.path).display(),
+                    summary(request)
+                )));
+            }
+        }
+        let outcome = match endpoint.call(request, deadline).await {
+            Ok(o) => o,
+            Err(LlmError::Unavailable(why)) => {
+                let recorded = match self.mode {
+                    CassetteMode::Off => "cassettes are off".to_string(),
+                    _ => format!(
+                        "no recording in {}",
+                        crate::suite::display_path(&self.path).display()
+                    ),
+                };
+                return Err(LlmError::Unavailable(format!(
+                    "the case needs a model: {recorded}, and {why}"
+                )));
+            }
+            Err(e) => return Err(e),
+        };
+        self.count(role, &outcome);
+        if self.mode != CassetteMode::Off {
+            let entry = Entry {
+                key,
+                role,
+                request: normalised,
+                response: outcome.response.clone(),
+            };
+            self.with_cassette(|c| {
+                c.record(entry);
+                Ok(())
+            })?;
+        }
+        Ok(outcome)
+    }
+
+    fn with_cassette<T>(
+        &self,
+        f: impl FnOnce(&mut Cassette) -> Result<T, LlmError>,
+    ) -> Result<T, LlmError> {
+        let mut slot = self.cassette.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_none() {
+            *slot = Some(Cassette::open(&self.path, self.mode)?);
+        }
+        f(slot.as_mut().expect("opened above"))
+    }
+
+    fn count(&self, role: Role, outcome: &ChatOutcome) {
+        let mut s = self.stats.lock().unwrap_or_else(|e| e.into_inner());
+        s.calls += 1;
+        s.retries += outcome.retries;
+        s.usage.entry(role).or_default().add(outcome.usage());
+    }
+
+    /// The counters so far.
+    pub fn stats(&self) -> CallStats {
+        self.stats.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Ends the case: writes what was recorded; `None` when no model was called.
+    pub fn finish(&self) -> Result<Option<CassetteStats>, LlmError> {
+        let taken = self
+            .cassette
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        taken.map(Cassette::finish).transpose()
+    }
+}
+
+/// A one-line summary of a request, for "no recording" messages.
+fn summary(request: &ChatRequest) -> String {
+    let last = request
+        .messages
+        .last()
+        .map(|m| {
+            let role = m["role"].as_str().unwrap_or("?");
+            let content = match &m["content"] {
+                Value::String(s) => s.clone(),
+                Value::Null => "(tool calls)".into(),
+                other => other.to_string(),
+            };
+            format!("{role}: {}", clip(&content.replace('\n', " ")))
+        })
+        .unwrap_or_default();
+    format!(
+        "model {}, {} messages, {} tools, last {last}",
+        request.model,
+        request.messages.len(),
+        request.tools.len()
+    )
+}
