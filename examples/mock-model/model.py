@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""A deterministic stand-in for an OpenAI-compatible chat-completions endpoint.
+
+It plays a tiny expense-assistant model: asked about the policy it calls `get_policy`,
+given an expense type and amount it calls `create_expense`, and after a tool result it
+answers in words. The same request always gets the same answer, so the cassettes in
+agent-tests/.cassettes were recorded against it and can be re-recorded at will:
+
+    python3 examples/mock-model/model.py --port 8765 &
+    AGENTEST_CASSETTES=record cargo test --test agent_tests -- openai
+
+Point `AGENTEST_LLM_BASE_URL` at a real endpoint (and set its key) to record against a
+real model instead.
+"""
+import hashlib
+import json
+import re
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+TYPES = ("travel", "meal", "equipment", "training", "lodging")
+
+
+def tool_names(req):
+    return {t.get("function", {}).get("name") for t in req.get("tools") or []}
+
+
+def text_of(message):
+    content = message.get("content")
+    return content if isinstance(content, str) else json.dumps(content)
+
+
+def call(name, arguments, seed):
+    digest = hashlib.sha256(seed.encode()).hexdigest()[:12]
+    return {
+        "id": f"call_{digest}",
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(arguments, sort_keys=True)},
+    }
+
+
+def answer(req):
+    messages = req.get("messages") or []
+    last = messages[-1] if messages else {"role": "user", "content": ""}
+    tools = tool_names(req)
+    if last.get("role") == "tool":
+        result = json.loads(last.get("content") or "null")
+        if isinstance(result, dict) and "error" in result:
+            err = result["error"]
+            why = err.get("message") if isinstance(err, dict) else str(err)
+            return {"content": f"Sorry, that failed: {why}. Please try again later."}
+        if isinstance(result, dict) and "meal_limit_per_day" in result:
+            return {"content": f"Meals are reimbursed up to ${result['meal_limit_per_day']} per day."}
+        if isinstance(result, dict) and "id" in result:
+            return {"content": f"Done: expense {result['id']} is saved as {result.get('status', 'draft')}."}
+        return {"content": f"The tool answered: {json.dumps(result, sort_keys=True)}"}
+    text = text_of(last)
+    low = text.lower()
+    amount = re.search(r"\$\s?([\d,]+)", text)
+    kind = next((t for t in TYPES if t in low), None)
+    if "policy" in low and "get_policy" in tools:
+        return {"content": None, "tool_calls": [call("get_policy", {"topic": "meals"}, text)]}
+    if amount and kind and "create_expense" in tools:
+        value = int(amount.group(1).replace(",", ""))
+        return {"content": None, "tool_calls": [call("create_expense", {"amount": value, "type": kind}, text)]}
+    return {"content": "Hello! I can file expenses and explain the expense policy."}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        req = json.loads(body)
+        message = {"role": "assistant", **answer(req)}
+        prompt = sum(len(text_of(m)) for m in req.get("messages") or []) // 4 + 1
+        completion = len(json.dumps(message)) // 4 + 1
+        payload = json.dumps({
+            "id": "chatcmpl-mock",
+            "object": "chat.completion",
+            "created": 0,
+            "model": req.get("model"),
+            "choices": [{"index": 0, "message": message,
+                         "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                      "total_tokens": prompt + completion},
+        }).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args):
+        pass
+
+
+if __name__ == "__main__":
+    port = int(sys.argv[sys.argv.index("--port") + 1]) if "--port" in sys.argv else 0
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    print(f"listening on {server.server_address[1]}", flush=True)
+    server.serve_forever()
