@@ -226,6 +226,28 @@ pub(crate) fn summary(sum: &Summary) -> String {
     let _ = writeln!(s, "\n  Total turns: {}", sum.total_turns);
     let _ = writeln!(s, "  Avg turns/test: {avg:.1}");
     let _ = writeln!(s, "  Total time: {}", secs(sum.duration_ms));
+    if !sum.usage.is_empty() {
+        let roles: Vec<String> = sum
+            .usage
+            .iter()
+            .map(|(role, u)| {
+                format!(
+                    "{} {} in / {} out",
+                    role.name(),
+                    u.prompt_tokens,
+                    u.completion_tokens
+                )
+            })
+            .collect();
+        let _ = writeln!(s, "  Tokens: {}", roles.join(", "));
+    }
+    if sum.model_calls > 0 {
+        let _ = writeln!(
+            s,
+            "  Model calls: {} ({} retried)",
+            sum.model_calls, sum.retries
+        );
+    }
     if sum.stopped_early {
         let _ = writeln!(
             s,

@@ -56,6 +56,17 @@ pub enum Role {
     Judge,
 }
 
+impl Role {
+    /// The lowercase name, as in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Agent => "agent",
+            Role::Simulator => "simulator",
+            Role::Judge => "judge",
+        }
+    }
+}
+
 /// Token usage of one call, as the chat-completions API reports it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenUsage {

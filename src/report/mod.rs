@@ -175,6 +175,15 @@ pub struct Summary {
     pub total_turns: u64,
     /// Wall time of the run.
     pub duration_ms: u64,
+    /// Token usage over all cases, by role.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub usage: BTreeMap<Role, TokenUsage>,
+    /// Model calls over all cases, and the retries they needed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub model_calls: u32,
+    /// Retries over all model calls.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retries: u32,
     /// Whether the run stopped early (`--fail-fast`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stopped_early: bool,
@@ -193,6 +202,11 @@ impl Summary {
     pub fn add(&mut self, r: &CaseReport) {
         self.total += 1;
         self.total_turns += u64::from(r.total_turns);
+        for (role, u) in &r.usage {
+            self.usage.entry(*role).or_default().add(*u);
+        }
+        self.model_calls += r.model_calls;
+        self.retries += r.retries;
         match r.status {
             Status::Passed => self.passed += 1,
             Status::Failed => self.failed += 1,
