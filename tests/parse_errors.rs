@@ -104,7 +104,7 @@ fn trials(loaded: &[Loaded]) -> Vec<(&str, bool)> {
 /// A dynamic case with the given checkpoints (a JSON array's text).
 fn dynamic(checkpoints: &str) -> String {
     format!(
-        r#"{{"id": "d", "input": "hi", "simulator": {{"use": "script", "script": []}}, "checkpoints": {checkpoints}}}"#
+        r#"{{"id": "d", "input": "hi", "simulator": {{"use": "script", "script": [{{"say": "ok"}}]}}, "checkpoints": {checkpoints}}}"#
     )
 }
 
@@ -913,14 +913,14 @@ fn tags_that_are_not_strings() {
 
 #[test]
 fn max_turns_zero() {
-    let line = r#"{"id": "d", "input": "hi", "simulator": {"use": "script"}, "checkpoints": [{"id": "c", "assert": "tool_called"}], "max_turns": 0}"#;
+    let line = r#"{"id": "d", "input": "hi", "simulator": {"use": "script", "script": [{"say": "ok"}]}, "checkpoints": [{"id": "c", "assert": "tool_called"}], "max_turns": 0}"#;
     expect(
         line,
         key_col(line, "max_turns", 0),
         Some("max_turns"),
         "expected a whole number from 1 to 10000, found 0",
     );
-    let line = r#"{"id": "d", "input": "hi", "simulator": {"use": "script"}, "checkpoints": [{"id": "c", "assert": "tool_called"}], "max_turns": "5"}"#;
+    let line = r#"{"id": "d", "input": "hi", "simulator": {"use": "script", "script": [{"say": "ok"}]}, "checkpoints": [{"id": "c", "assert": "tool_called"}], "max_turns": "5"}"#;
     expect(
         line,
         key_col(line, "max_turns", 0),

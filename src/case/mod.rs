@@ -8,5 +8,7 @@ mod model;
 mod parse;
 
 pub use fields::FieldError;
-pub use model::{value_text, Case, Checkpoint, Input, Location, Message, Mode, Simulator, Turn};
+pub use model::{
+    value_text, Case, Checkpoint, Input, Location, Message, Mode, ScriptRule, Simulator, Turn,
+};
 pub use parse::{parse_case, CaseError, CASE_KEYS};

@@ -131,10 +131,26 @@ pub struct Checkpoint {
 /// The user-simulator settings of a dynamic case, kept as written.
 #[derive(Debug, Clone)]
 pub struct Simulator {
-    /// `use`: a named simulator agent, or `"script"`.
+    /// `use`: a named simulator agent, or `"script"`; none means the built-in model simulator.
     pub use_: Option<String>,
+    /// The rules of a scripted simulator.
+    pub script: Vec<ScriptRule>,
+    /// Whether the simulator may see the pending checkpoints (default: it may not, so it
+    /// cannot coach the agent).
+    pub show_checkpoints: bool,
     /// The whole `simulator` object.
     pub raw: Value,
+}
+
+/// One rule of a scripted simulator.
+#[derive(Debug, Clone)]
+pub struct ScriptRule {
+    /// Applies when this matches the agent's last reply; `None` applies always.
+    pub when: Option<regex::Regex>,
+    /// What the simulated user says.
+    pub say: Option<String>,
+    /// The rule ends the conversation: the user's goal is achieved.
+    pub goal_achieved: bool,
 }
 
 /// How a case talks to the agent; the seed's mode table, with the invalid row unrepresentable.

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use super::fields::{check_keys, index, join, opt_bool, opt_object, opt_str, type_of, FieldError};
 use super::json::{parse_line, LineError};
 use super::locate::{column_of_duplicate, column_of_path};
-use super::model::{Case, Checkpoint, Input, Location, Message, Mode, Simulator, Turn};
+use super::model::{Case, Checkpoint, Input, Location, Message, Mode, ScriptRule, Simulator, Turn};
 use crate::assertion::{parse_assertions, Assertion};
 use crate::duration::parse_timeout;
 
@@ -431,19 +431,48 @@ fn parse_dynamic(
             check_keys(m, &SIMULATOR_KEYS, "simulator", "`simulator`")?;
             opt_object(m, "options", "simulator")?;
             opt_bool(m, "show_checkpoints", "simulator")?;
-            if let Some(s) = m.get("script") {
-                if !s.is_array() {
+            let use_ = opt_str(m, "use", "simulator")?;
+            let script = match m.get("script") {
+                None | Some(Value::Null) => None,
+                Some(Value::Array(rules)) => Some(
+                    rules
+                        .iter()
+                        .enumerate()
+                        .map(|(i, r)| parse_rule(r, &index("simulator.script", i)))
+                        .collect::<Result<Vec<_>, _>>()?,
+                ),
+                Some(other) => {
                     return Err(FieldError::new(
                         "simulator.script",
                         format!(
                             "expected an array of {{\"when\", \"say\"}} rules, found {}",
-                            type_of(s)
+                            type_of(other)
                         ),
-                    ));
+                    ))
                 }
+            };
+            match (use_.as_deref(), &script) {
+                (Some("script"), None) => {
+                    return Err(FieldError::new(
+                        "simulator.script",
+                        "a scripted simulator (`use: \"script\"`) needs `script: [{\"when\": \"<regex>\", \"say\": \"...\"}, ...]`",
+                    ))
+                }
+                (Some("script"), Some(rules)) if rules.is_empty() => {
+                    return Err(FieldError::new("simulator.script", "the script is empty; give at least one rule"))
+                }
+                (other, Some(_)) if other != Some("script") => {
+                    return Err(FieldError::new(
+                        "simulator.script",
+                        "`script` only applies to `use: \"script\"`; set `use` to \"script\" or remove `script`",
+                    ))
+                }
+                _ => {}
             }
             Simulator {
-                use_: opt_str(m, "use", "simulator")?,
+                use_,
+                script: script.unwrap_or_default(),
+                show_checkpoints: opt_bool(m, "show_checkpoints", "simulator")?.unwrap_or(false),
                 raw: v.clone(),
             }
         }
@@ -588,6 +617,38 @@ fn after_cycle(checkpoints: &[Checkpoint]) -> Option<(usize, usize, Vec<&str>)> 
         }
     }
     None
+}
+
+/// One rule of a scripted simulator: `{"when": "<regex on the agent's reply>", "say": "..."}`,
+/// `{"say": "..."}`, or `{"goal_achieved": true}`.
+fn parse_rule(v: &Value, path: &str) -> Result<ScriptRule, FieldError> {
+    let Value::Object(m) = v else {
+        return Err(FieldError::new(
+            path,
+            format!(
+                "expected a rule {{\"when\", \"say\"}}, found {}",
+                type_of(v)
+            ),
+        ));
+    };
+    check_keys(m, &["when", "say", "goal_achieved"], path, "a script rule")?;
+    let when = match opt_str(m, "when", path)? {
+        Some(p) => Some(crate::assertion::compile_regex(&p, &join(path, "when"))?),
+        None => None,
+    };
+    let say = opt_str(m, "say", path)?;
+    let goal_achieved = opt_bool(m, "goal_achieved", path)?.unwrap_or(false);
+    if say.is_none() && !goal_achieved {
+        return Err(FieldError::new(
+            join(path, "say"),
+            "a script rule needs `say` (what the user says) or `goal_achieved: true`",
+        ));
+    }
+    Ok(ScriptRule {
+        when,
+        say,
+        goal_achieved,
+    })
 }
 
 fn parse_checkpoint(v: &Value, path: &str) -> Result<Checkpoint, FieldError> {
