@@ -54,6 +54,10 @@ struct TestArgs {
     /// the mocks (also `AGENTEST_LIVE=1`).
     #[arg(long = "live")]
     live: bool,
+    /// The simulator of dynamic cases that name none: a name from [agents.NAME], or
+    /// `script` (also `AGENTEST_SIMULATOR`; default: the built-in simulator on [llm]).
+    #[arg(long = "simulator", value_name = "NAME", env = "AGENTEST_SIMULATOR")]
+    simulator: Option<String>,
     /// Send the input to the agent as a message, even when it is one word.
     #[arg(long = "message")]
     message: bool,
@@ -227,6 +231,7 @@ fn test(args: TestArgs) -> Result<ExitCode, String> {
         timeout: args.timeout,
         run_skipped: false,
         live: args.live || crate::harness::live_from_env(),
+        simulator: args.simulator.clone(),
     };
     let engine = Arc::new(Engine::new(Registry::default(), settings));
     engine.check_setup(&loaded)?;

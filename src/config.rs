@@ -254,6 +254,9 @@ pub struct RunConfig {
     pub cassettes: Option<String>,
     /// Seed for mock failure rates (`AGENTEST_SEED` wins; default 0).
     pub seed: Option<u64>,
+    /// Tools whose call means the agent waits for the user (default: request_confirmation,
+    /// ask_user, get_user_input).
+    pub input_tools: Option<Vec<String>>,
 }
 
 /// A hook or script: a command run from the config's directory with JSON on stdin.

@@ -126,6 +126,36 @@ pub(crate) fn case_block(r: &CaseReport, style: &Style) -> String {
         assertion_lines(&mut s, &r.final_assertions, style, "  │  ");
         let _ = writeln!(s, "  │");
     }
+    if !r.checkpoints.is_empty() {
+        let reached = r
+            .checkpoints
+            .iter()
+            .filter(|c| c.reached && !c.forbidden)
+            .count();
+        let wanted = r.checkpoints.iter().filter(|c| !c.forbidden).count();
+        let _ = writeln!(
+            s,
+            "  ├─ Checkpoints: {reached}/{wanted} reached{}",
+            r.termination
+                .as_deref()
+                .map(|t| format!(" ({t})"))
+                .unwrap_or_default()
+        );
+        for c in r
+            .checkpoints
+            .iter()
+            .filter(|c| !c.reached && c.required && !c.forbidden)
+        {
+            let _ = writeln!(
+                s,
+                "  │  {} {}: {}",
+                style.paint(Status::Failed, "✗"),
+                c.id,
+                c.message
+            );
+        }
+        let _ = writeln!(s, "  │");
+    }
     let _ = writeln!(
         s,
         "  └─ Result: {} ({})",
@@ -150,9 +180,16 @@ fn turn_lines(s: &mut String, t: &TurnReport, style: &Style) {
     } else {
         Status::Failed
     };
+    // Where the input came from, when it is not the script: the seed's markers.
+    let source = match t.input_source.as_str() {
+        "initial" => "[Initial] ",
+        "simulated" => "[Simulated] ",
+        "human" => "[Human] ",
+        _ => "",
+    };
     let _ = writeln!(
         s,
-        "  ├─ Turn {}: {} → {} ({})",
+        "  ├─ Turn {}: {source}{} → {} ({})",
         t.turn,
         quote(&t.input),
         style.paint(status, status.label()),
@@ -183,6 +220,14 @@ fn turn_lines(s: &mut String, t: &TurnReport, style: &Style) {
         .assertions
         .iter()
         .filter(|a| style.verbose || !a.passed)
+        .cloned()
+        .collect();
+    assertion_lines(s, &shown, style, pad);
+    // Checkpoints: the ones reached always, the others with -v.
+    let shown: Vec<AssertionReport> = t
+        .checkpoints
+        .iter()
+        .filter(|a| style.verbose || a.passed)
         .cloned()
         .collect();
     assertion_lines(s, &shown, style, pad);

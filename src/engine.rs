@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
@@ -15,9 +15,10 @@ use crate::case::{Case, Message, Mode};
 use crate::config::Config;
 use crate::duration::{format_duration, parse_duration};
 use crate::hooks::{HookFn, Hooks};
-use crate::llm::{CassetteMode, ModelCalls, Role, TokenUsage};
+use crate::llm::{CassetteMode, Endpoint, ModelCalls, Role, TokenUsage};
 use crate::report::{AssertionReport, CaseReport, Status, TurnReport};
 use crate::scripts::{ScriptFn, Scripts};
+use crate::simulator::Simulator;
 use crate::suite::Loaded;
 
 /// The case timeout when neither the case, the command line nor the config sets one.
@@ -46,6 +47,8 @@ pub(crate) struct Settings {
     pub(crate) run_skipped: bool,
     /// `--live` / `AGENTEST_LIVE=1`: tool calls go to the real tools, not the mocks.
     pub(crate) live: bool,
+    /// `--simulator NAME`: the simulator of dynamic cases that name none.
+    pub(crate) simulator: Option<String>,
 }
 
 /// A resolved agent and its label, or why it cannot be used; cached per agent name.
@@ -61,6 +64,25 @@ struct Context {
     cassettes: CassetteMode,
     /// `AGENTEST_SEED`, else `[run] seed`, else 0.
     seed: u64,
+    /// Tools whose call means the agent awaits the user (`[run] input_tools`).
+    input_tools: Vec<String>,
+    /// The `[llm]` endpoint, built on first use.
+    llm: OnceLock<Result<Arc<Endpoint>, String>>,
+}
+
+impl Context {
+    /// The default model endpoint (`[llm]`), for the built-in simulator and judge.
+    fn llm(&self) -> Result<Arc<Endpoint>, String> {
+        self.llm
+            .get_or_init(|| match &self.config.file.llm {
+                Some(cfg) => Endpoint::from_config(cfg, None).map(Arc::new),
+                None => Err(format!(
+                    "the built-in simulator and judge need a model: add an [llm] section (base_url, model, api_key_env) to {}, or use a scripted or named simulator",
+                    self.config.describe()
+                )),
+            })
+            .clone()
+    }
 }
 
 /// Runs cases. Configs and agents are resolved once and shared by all cases.
@@ -100,6 +122,8 @@ impl Engine {
                 Ok(Arc::new(Context {
                     cassettes,
                     seed,
+                    input_tools: config.file.run.input_tools.clone().unwrap_or_default(),
+                    llm: OnceLock::new(),
                     hooks: Hooks::new(config.clone(), self.registry.hooks.clone()),
                     scripts: Scripts::new(config.clone(), self.registry.scripts.clone()),
                     config,
@@ -287,7 +311,42 @@ impl Engine {
             }
             phase = "starting the agent".into();
             let mut session = def.start(&scope).await?;
-            let result = converse(case, &mut session, &ctx, deadline, report, &mut phase).await;
+            let result = match &case.mode {
+                Mode::Dynamic {
+                    input,
+                    simulator,
+                    checkpoints,
+                    max_turns,
+                } => {
+                    phase = "starting the simulator".into();
+                    let mut sim = self.simulator(&ctx, simulator, &scope).await?;
+                    let metadata = request_metadata(case);
+                    let env = EvalEnv {
+                        scripts: &ctx.scripts,
+                        metadata: &metadata,
+                        deadline,
+                    };
+                    let run = crate::dynamic::DynamicRun {
+                        test_id: &case.id,
+                        session_id: new_session_id(),
+                        initial: input.as_ref(),
+                        checkpoints,
+                        max_turns: *max_turns,
+                        profile: simulator_profile(&simulator.raw),
+                        show_checkpoints: simulator.show_checkpoints,
+                        options: merged_options(&case.options, &None),
+                        metadata: metadata.clone(),
+                        input_tools: &ctx.input_tools,
+                        deadline,
+                    };
+                    let r =
+                        crate::dynamic::run(run, &mut session, &mut sim, &env, report, &mut phase)
+                            .await;
+                    sim.close().await;
+                    r
+                }
+                _ => converse(case, &mut session, &ctx, deadline, report, &mut phase).await,
+            };
             session.close().await;
             result
         };
@@ -323,6 +382,41 @@ impl Engine {
                     }
                 }
             }
+        }
+    }
+
+    /// Who plays the user: the case's `simulator.use` (`script`, or a named agent), else
+    /// `--simulator`, else the built-in simulator on `[llm]`.
+    async fn simulator(
+        &self,
+        ctx: &Context,
+        sim: &crate::case::Simulator,
+        scope: &CaseScope,
+    ) -> Result<Simulator, String> {
+        match sim.use_.as_deref().or(self.settings.simulator.as_deref()) {
+            Some("script") => Ok(Simulator::Script {
+                used: vec![false; sim.script.len()],
+                rules: sim.script.clone(),
+            }),
+            Some(name) => {
+                let (def, label) = self
+                    .agent(ctx, Some(name))
+                    .map_err(|e| format!("simulator: {e}"))?;
+                let session = def
+                    .start(scope)
+                    .await
+                    .map_err(|e| format!("simulator `{label}`: {e}"))?;
+                Ok(Simulator::Agent {
+                    name: label,
+                    session: Box::new(session),
+                    options: sim.raw.get("options").cloned().unwrap_or(Value::Null),
+                })
+            }
+            None => Ok(Simulator::Model {
+                endpoint: ctx.llm()?,
+                calls: scope.calls.clone(),
+                show_checkpoints: sim.show_checkpoints,
+            }),
         }
     }
 
@@ -393,9 +487,9 @@ impl Engine {
 
 /// Why a case stopped early: the status it ends with and the reason.
 #[derive(Debug)]
-struct Stop {
-    status: Status,
-    message: String,
+pub(crate) struct Stop {
+    pub(crate) status: Status,
+    pub(crate) message: String,
 }
 
 impl From<String> for Stop {
@@ -409,7 +503,7 @@ impl From<String> for Stop {
 
 impl Stop {
     /// A turn's error, with the status its kind calls for.
-    fn turn(turn: u32, e: TurnError) -> Stop {
+    pub(crate) fn turn(turn: u32, e: TurnError) -> Stop {
         let status = match &e {
             TurnError::Agent(_) => Status::Error,
             TurnError::Failed(_) => Status::Failed,
@@ -460,6 +554,9 @@ pub(crate) fn new_report(loaded: &Loaded, case: &Case) -> CaseReport {
         model_calls: 0,
         retries: 0,
         cassette: None,
+        checkpoints: Vec::new(),
+        simulator: None,
+        termination: None,
     }
 }
 
@@ -501,6 +598,9 @@ pub(crate) fn broken(loaded: &Loaded, e: &crate::case::CaseError) -> CaseReport 
         model_calls: 0,
         retries: 0,
         cassette: None,
+        checkpoints: Vec::new(),
+        simulator: None,
+        termination: None,
     }
 }
 
@@ -515,12 +615,23 @@ pub(crate) fn skip_reason(case: &Case) -> Option<String> {
 /// Why a case cannot run in this version, when it cannot.
 fn not_runnable_reason(case: &Case) -> Option<String> {
     match &case.mode {
-        Mode::Dynamic { .. } => Some(
-            "dynamic mode (simulator + checkpoints) is parsed and validated, but this version cannot run the simulator loop yet".into(),
-        ),
-        Mode::Single { assertions, .. } if assertions.iter().any(Assertion::needs_model) => Some(judge_reason()),
-        Mode::Static { turns, final_assertions } => {
-            let judges = turns.iter().flat_map(|t| &t.assertions).chain(final_assertions).any(Assertion::needs_model);
+        Mode::Dynamic { checkpoints, .. } => checkpoints
+            .iter()
+            .flat_map(|c| &c.assertions)
+            .any(Assertion::needs_model)
+            .then(judge_reason),
+        Mode::Single { assertions, .. } if assertions.iter().any(Assertion::needs_model) => {
+            Some(judge_reason())
+        }
+        Mode::Static {
+            turns,
+            final_assertions,
+        } => {
+            let judges = turns
+                .iter()
+                .flat_map(|t| &t.assertions)
+                .chain(final_assertions)
+                .any(Assertion::needs_model);
             judges.then(judge_reason)
         }
         _ => None,
@@ -570,11 +681,7 @@ async fn converse(
     report: &mut CaseReport,
     phase: &mut String,
 ) -> Result<(), Stop> {
-    let session_id = format!(
-        "agentest-{}-{}",
-        std::process::id(),
-        SESSIONS.fetch_add(1, Ordering::Relaxed)
-    );
+    let session_id = new_session_id();
     let metadata = request_metadata(case);
     let env = EvalEnv {
         scripts: &ctx.scripts,
@@ -637,19 +744,9 @@ async fn converse(
         let reply = match reply {
             Ok(r) => r,
             Err(e) => {
-                report.turns.push(TurnReport {
-                    turn,
-                    input: request.input,
-                    input_source: "static".into(),
-                    output: Value::Null,
-                    tool_calls: Vec::new(),
-                    awaiting_input: false,
-                    data: None,
-                    assertions: Vec::new(),
-                    duration_ms,
-                    usage: None,
-                    error: Some(e.to_string()),
-                });
+                report
+                    .turns
+                    .push(failed_turn(turn, request.input, "static", duration_ms, &e));
                 return Err(Stop::turn(turn, e));
             }
         };
@@ -661,19 +758,16 @@ async fn converse(
         };
         *phase = format!("checking the assertions of turn {turn}");
         let (verdicts, broken) = check_all(assertions, subject, &env).await;
-        let turn_report = TurnReport {
+        let mut turn_report = replied_turn(
             turn,
-            input: request.input.clone(),
-            input_source: "static".into(),
-            output: reply.output_value(),
-            tool_calls: reply.tool_calls.clone(),
-            awaiting_input: reply.awaiting_input.unwrap_or(false),
-            data: reply.data.clone(),
-            assertions: verdicts,
+            &request.input,
+            "static",
+            &reply,
             duration_ms,
-            usage: reply.usage,
-            error: broken.clone(),
-        };
+            &ctx.input_tools,
+        );
+        turn_report.assertions = verdicts;
+        turn_report.error = broken.clone();
         let first_failure = turn_report
             .assertions
             .iter()
@@ -725,9 +819,86 @@ async fn converse(
     Ok(())
 }
 
+/// A conversation id, unique within the process.
+fn new_session_id() -> String {
+    format!(
+        "agentest-{}-{}",
+        std::process::id(),
+        SESSIONS.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// What the simulator plays: `simulator.options.metadata`, `simulator.metadata`, then
+/// the seed's fields written directly on `simulator` (persona, goal, objective, ...).
+fn simulator_profile(raw: &Value) -> Map<String, Value> {
+    let mut profile = Map::new();
+    for source in [&raw["options"]["metadata"], &raw["metadata"]] {
+        if let Value::Object(m) = source {
+            profile.extend(m.clone());
+        }
+    }
+    for key in [
+        "persona",
+        "goal",
+        "objective",
+        "style",
+        "constraints",
+        "emotional_state",
+        "knowledge_level",
+    ] {
+        if let Some(v) = raw.get(key) {
+            profile.insert(key.into(), v.clone());
+        }
+    }
+    profile
+}
+
+/// The record of a turn the agent answered, with its awaiting-input verdict.
+pub(crate) fn replied_turn(
+    turn: u32,
+    input: &str,
+    source: &str,
+    reply: &Reply,
+    duration_ms: u64,
+    input_tools: &[String],
+) -> TurnReport {
+    let (awaiting, reason) = crate::awaiting::detect(reply, input_tools);
+    TurnReport {
+        turn,
+        input: input.to_string(),
+        input_source: source.into(),
+        output: reply.output_value(),
+        tool_calls: reply.tool_calls.clone(),
+        awaiting_input: awaiting,
+        awaiting_reason: Some(reason),
+        data: reply.data.clone(),
+        duration_ms,
+        usage: reply.usage,
+        ..TurnReport::default()
+    }
+}
+
+/// The record of a turn the agent did not answer.
+pub(crate) fn failed_turn(
+    turn: u32,
+    input: String,
+    source: &str,
+    duration_ms: u64,
+    error: &TurnError,
+) -> TurnReport {
+    TurnReport {
+        turn,
+        input,
+        input_source: source.into(),
+        duration_ms,
+        error: Some(error.to_string()),
+        ..TurnReport::default()
+    }
+}
+
 /// Evaluates every assertion (all of them, so the report shows each verdict).
 /// The second value is set when one could not be evaluated.
-async fn check_all(
+pub(crate) async fn check_all(
     list: &[Assertion],
     subject: Subject<'_>,
     env: &EvalEnv<'_>,

@@ -137,6 +137,9 @@ impl Harness {
                 timeout: None,
                 run_skipped: args.ignored || args.include_ignored,
                 live: live_from_env(),
+                simulator: std::env::var("AGENTEST_SIMULATOR")
+                    .ok()
+                    .filter(|s| !s.is_empty()),
             },
         ));
 

@@ -38,12 +38,14 @@
 
 pub mod agent;
 pub mod assertion;
+pub mod awaiting;
 pub mod case;
 mod cli;
 mod command;
 pub mod config;
 mod console;
 pub mod duration;
+mod dynamic;
 mod engine;
 mod harness;
 pub mod hooks;
@@ -51,6 +53,7 @@ pub mod llm;
 pub mod mocks;
 pub mod report;
 pub mod scripts;
+mod simulator;
 pub mod suite;
 
 pub use agent::{Agent, Reply, Request, ToolCall};

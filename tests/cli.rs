@@ -337,7 +337,7 @@ const BAD_SUITE: [&str; 13] = [
     r#"{"id": "re", "input": "Hello", "assertions": [{"type": "regex", "pattern": "(unclosed"}]}"#,
     r#"{"id": "jp", "input": "Hello", "assertions": [{"type": "json_path", "path": "$.[[bad", "value": 1}]}"#,
     r#"{"id": "dur", "input": "Hello", "timeout": "5 minutes"}"#,
-    r#"{"id": "both", "turns": [{"input": "Hello"}], "simulator": {"use": "script"}}"#,
+    r#"{"id": "both", "turns": [{"input": "Hello"}], "simulator": {"use": "script", "script": [{"say": "hi"}]}}"#,
     r#"{"id": "modebad", "mode": "single", "turns": [{"input": "Hello"}]}"#,
     r#"{"id": "z-pass", "input": "Thanks", "expected": "I can help with expenses. You said: Thanks"}"#,
 ];
@@ -527,7 +527,7 @@ fn json_error_columns_count_characters_like_field_errors() {
 
 const PLAN_SUITE: [&str; 4] = [
     r#"{"id": "crash", "input": "CRASH now", "assert": {"type": "contains", "value": "never"}}"#,
-    r#"{"id": "dyn", "input": "Hi", "simulator": {"use": "script"}, "checkpoints": [{"id": "c", "assertion": {"type": "contains", "value": "x"}}]}"#,
+    r#"{"id": "dyn", "input": "Hi", "simulator": {"use": "script", "script": [{"say": "hi"}]}, "checkpoints": [{"id": "c", "assertion": {"type": "contains", "value": "x"}}]}"#,
     r#"{"id": "later", "skip": true, "input": "Hello"}"#,
     r#"{"id": "multi", "turns": [{"input": "Hello"}, {"input": "Thanks"}]}"#,
 ];

@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
 use crate::agent::{ToolCall, Usage};
+use crate::awaiting::AwaitReason;
 use crate::llm::{CassetteStats, Role, TokenUsage};
 
 /// How a case ended.
@@ -60,7 +61,7 @@ pub struct AssertionReport {
 }
 
 /// One turn of a conversation.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct TurnReport {
     /// 1-based.
     pub turn: u32,
@@ -75,12 +76,21 @@ pub struct TurnReport {
     pub tool_calls: Vec<ToolCall>,
     /// Whether the agent waits for the user.
     pub awaiting_input: bool,
+    /// Why `awaiting_input` is what it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub awaiting_reason: Option<AwaitReason>,
+    /// What the simulator said about its move (dynamic cases).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
     /// The agent's structured data, when it sent some.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
     /// Verdicts for this turn.
     #[serde(default)]
     pub assertions: Vec<AssertionReport>,
+    /// Checkpoints checked against this turn's reply (dynamic cases).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checkpoints: Vec<AssertionReport>,
     /// How long the agent took.
     pub duration_ms: u64,
     /// Token usage the agent reported.
@@ -147,6 +157,38 @@ pub struct CaseReport {
     /// What the case did with its cassette.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cassette: Option<CassetteStats>,
+    /// Dynamic cases: every checkpoint and whether it was reached.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checkpoints: Vec<CheckpointReport>,
+    /// Dynamic cases: who played the user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub simulator: Option<String>,
+    /// Dynamic cases: why the conversation ended (`all_checkpoints_reached`,
+    /// `agent_completed`, `goal_achieved`, `max_turns`, `forbidden_checkpoint`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub termination: Option<String>,
+}
+
+/// A checkpoint of a dynamic case, at the end of the conversation.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CheckpointReport {
+    /// The checkpoint's id.
+    pub id: String,
+    /// Its description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Whether the case needs it.
+    pub required: bool,
+    /// Whether it must never match.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub forbidden: bool,
+    /// Whether it was reached (for a forbidden one: whether it matched).
+    pub reached: bool,
+    /// The turn that reached it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reached_at_turn: Option<u32>,
+    /// What reached it, or its last failure.
+    pub message: String,
 }
 
 fn is_zero(n: &u32) -> bool {
