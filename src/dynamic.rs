@@ -276,7 +276,7 @@ async fn check_turn(
             evaluated.push(id);
             let (results, broken) = check_all(&c.assertions, subject, env).await;
             if let Some(e) = broken {
-                return Err(Stop::from(format!("turn {turn}: checkpoint `{id}`: {e}")));
+                return Err(Stop::eval(&format!("turn {turn}: checkpoint `{id}`"), e));
             }
             let failure = results
                 .iter()

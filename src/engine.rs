@@ -9,12 +9,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
-use crate::agent::{Agent, AgentDef, CaseScope, Reply, Request, Session, TurnError};
-use crate::assertion::{evaluate, Assertion, EvalEnv, Kind, Subject};
+use crate::agent::{Agent, AgentDef, BoxFuture, CaseScope, Reply, Request, Session, TurnError};
+use crate::assertion::{evaluate, Assertion, EvalEnv, EvalError, Kind, Subject};
 use crate::case::{Case, Message, Mode};
 use crate::config::Config;
 use crate::duration::{format_duration, parse_duration};
 use crate::hooks::{HookFn, Hooks};
+use crate::judge::{JudgeError, JudgeRequest, JudgeVerdict, Judges};
 use crate::llm::{CassetteMode, Endpoint, ModelCalls, Role, TokenUsage};
 use crate::report::{AssertionReport, CaseReport, Status, TurnReport};
 use crate::scripts::{ScriptFn, Scripts};
@@ -245,8 +246,8 @@ impl Engine {
         };
         let mut report = new_report(loaded, case);
         // `--ignored` asks for the `skip: true` cases, as it does for `#[ignore]` tests.
-        let reason = if case.skip && self.settings.run_skipped {
-            not_runnable_reason(case)
+        let reason = if self.settings.run_skipped {
+            None
         } else {
             skip_reason(case)
         };
@@ -294,6 +295,11 @@ impl Engine {
             live: self.settings.live,
             deadline,
         };
+        let judges = CaseJudges {
+            engine: self,
+            ctx: &ctx,
+            scope: &scope,
+        };
         let work = async {
             if let Some(hook) = &case.before {
                 if !ctx.hooks.has(hook) {
@@ -325,6 +331,7 @@ impl Engine {
                         scripts: &ctx.scripts,
                         metadata: &metadata,
                         deadline,
+                        judges: Some(&judges),
                     };
                     let run = crate::dynamic::DynamicRun {
                         test_id: &case.id,
@@ -345,7 +352,18 @@ impl Engine {
                     sim.close().await;
                     r
                 }
-                _ => converse(case, &mut session, &ctx, deadline, report, &mut phase).await,
+                _ => {
+                    converse(
+                        case,
+                        &mut session,
+                        &ctx,
+                        &judges,
+                        deadline,
+                        report,
+                        &mut phase,
+                    )
+                    .await
+                }
             };
             session.close().await;
             result
@@ -485,6 +503,86 @@ impl Engine {
     }
 }
 
+/// The judges of one case: the built-in one on `[llm]` (recorded in the case's
+/// cassette), or a configured agent that speaks the validator contract.
+struct CaseJudges<'a> {
+    engine: &'a Engine,
+    ctx: &'a Context,
+    scope: &'a CaseScope,
+}
+
+impl Judges for CaseJudges<'_> {
+    fn judge<'a>(
+        &'a self,
+        agent: Option<&'a str>,
+        request: &'a JudgeRequest,
+    ) -> BoxFuture<'a, Result<JudgeVerdict, JudgeError>> {
+        Box::pin(async move {
+            let Some(name) = agent else {
+                let endpoint = self.ctx.llm().map_err(JudgeError::Broken)?;
+                return crate::judge::model_judge(
+                    &endpoint,
+                    &self.scope.calls,
+                    request,
+                    self.scope.deadline,
+                )
+                .await;
+            };
+            let (def, label) = self
+                .engine
+                .agent(self.ctx, Some(name))
+                .map_err(|e| JudgeError::Broken(format!("judge: {e}")))?;
+            let mut session = def
+                .start(self.scope)
+                .await
+                .map_err(|e| JudgeError::Broken(format!("judge `{label}`: {e}")))?;
+            let mut metadata = request.to_json();
+            let mut result = Err(JudgeError::Broken(String::new()));
+            // One repair attempt: the second request says what was wrong with the first answer.
+            for attempt in 0..2 {
+                let judged = Request {
+                    session_id: new_session_id(),
+                    test_id: "judge".into(),
+                    turn: attempt + 1,
+                    input: request.output.clone(),
+                    messages: vec![
+                        Message::user(request.input.clone()),
+                        Message::assistant(Value::String(request.output.clone()), None),
+                    ],
+                    options: Value::Object(Map::new()),
+                    metadata: metadata.clone(),
+                    attachments: Vec::new(),
+                };
+                let reply = match session.send(&judged).await {
+                    Ok(r) => r,
+                    Err(e) => {
+                        result = Err(JudgeError::Broken(format!("judge `{label}`: {e}")));
+                        break;
+                    }
+                };
+                let answer = reply.data.clone().unwrap_or_else(|| reply.content.clone());
+                match crate::judge::read_verdict(&answer) {
+                    Some(v) => {
+                        result = Ok(v);
+                        break;
+                    }
+                    None => {
+                        result = Err(JudgeError::Broken(format!(
+                            "judge `{label}` answered twice without a verdict {{passed, reason}}; last answer: {}",
+                            crate::assertion::compact(&answer)
+                        )));
+                        metadata["repair"] = Value::String(
+                            "Your last answer was not a verdict. Answer with JSON: {\"passed\": bool, \"reason\": string}".into(),
+                        );
+                    }
+                }
+            }
+            session.close().await;
+            result
+        })
+    }
+}
+
 /// Why a case stopped early: the status it ends with and the reason.
 #[derive(Debug)]
 pub(crate) struct Stop {
@@ -502,6 +600,19 @@ impl From<String> for Stop {
 }
 
 impl Stop {
+    /// An assertion that could not be evaluated, with the status its kind calls for.
+    pub(crate) fn eval(at: &str, e: EvalError) -> Stop {
+        let status = match &e {
+            EvalError::Broken(_) => Status::Error,
+            EvalError::Unavailable(_) if crate::llm::on_ci() => Status::Failed,
+            EvalError::Unavailable(_) => Status::Skipped,
+        };
+        Stop {
+            status,
+            message: format!("{at}: {e}"),
+        }
+    }
+
     /// A turn's error, with the status its kind calls for.
     pub(crate) fn turn(turn: u32, e: TurnError) -> Stop {
         let status = match &e {
@@ -604,42 +715,9 @@ pub(crate) fn broken(loaded: &Loaded, e: &crate::case::CaseError) -> CaseReport 
     }
 }
 
-/// Why a case is not run: `skip: true`, or a feature this version lacks.
+/// Why a case is not run: `skip: true`.
 pub(crate) fn skip_reason(case: &Case) -> Option<String> {
-    if case.skip {
-        return Some("skip: true in the case".into());
-    }
-    not_runnable_reason(case)
-}
-
-/// Why a case cannot run in this version, when it cannot.
-fn not_runnable_reason(case: &Case) -> Option<String> {
-    match &case.mode {
-        Mode::Dynamic { checkpoints, .. } => checkpoints
-            .iter()
-            .flat_map(|c| &c.assertions)
-            .any(Assertion::needs_model)
-            .then(judge_reason),
-        Mode::Single { assertions, .. } if assertions.iter().any(Assertion::needs_model) => {
-            Some(judge_reason())
-        }
-        Mode::Static {
-            turns,
-            final_assertions,
-        } => {
-            let judges = turns
-                .iter()
-                .flat_map(|t| &t.assertions)
-                .chain(final_assertions)
-                .any(Assertion::needs_model);
-            judges.then(judge_reason)
-        }
-        _ => None,
-    }
-}
-
-fn judge_reason() -> String {
-    "the case uses a model judge (`agent` / `llm_judge` assertion), which this version cannot run yet".into()
+    case.skip.then(|| "skip: true in the case".to_string())
 }
 
 /// Shallow merge of the case's options with a turn's.
@@ -677,6 +755,7 @@ async fn converse(
     case: &Case,
     session: &mut Session,
     ctx: &Context,
+    judges: &dyn Judges,
     deadline: tokio::time::Instant,
     report: &mut CaseReport,
     phase: &mut String,
@@ -687,6 +766,7 @@ async fn converse(
         scripts: &ctx.scripts,
         metadata: &metadata,
         deadline,
+        judges: Some(judges),
     };
     let mut history: Vec<Message> = Vec::new();
     let single_checks: Vec<Assertion>;
@@ -767,7 +847,7 @@ async fn converse(
             &ctx.input_tools,
         );
         turn_report.assertions = verdicts;
-        turn_report.error = broken.clone();
+        turn_report.error = broken.as_ref().map(ToString::to_string);
         let first_failure = turn_report
             .assertions
             .iter()
@@ -775,7 +855,7 @@ async fn converse(
             .map(|a| format!("turn {turn}: {}: {}", a.label, a.message));
         report.turns.push(turn_report);
         if let Some(e) = broken {
-            return Err(Stop::from(format!("turn {turn}: {e}")));
+            return Err(Stop::eval(&format!("turn {turn}"), e));
         }
         if let Some(f) = first_failure {
             report.status = Status::Failed;
@@ -809,7 +889,7 @@ async fn converse(
             .map(|a| format!("final assertions: {}: {}", a.label, a.message));
         report.final_assertions = verdicts;
         if let Some(e) = broken {
-            return Err(Stop::from(format!("final assertions: {e}")));
+            return Err(Stop::eval("final assertions", e));
         }
         if let Some(f) = first_failure {
             report.status = Status::Failed;
@@ -902,7 +982,7 @@ pub(crate) async fn check_all(
     list: &[Assertion],
     subject: Subject<'_>,
     env: &EvalEnv<'_>,
-) -> (Vec<AssertionReport>, Option<String>) {
+) -> (Vec<AssertionReport>, Option<EvalError>) {
     let mut out = Vec::with_capacity(list.len());
     let mut broken = None;
     for a in list {
@@ -924,7 +1004,7 @@ pub(crate) async fn check_all(
                     spec,
                     passed: false,
                     label: a.type_name().to_string(),
-                    message: e.clone(),
+                    message: e.to_string(),
                 });
                 broken.get_or_insert(e);
             }

@@ -39,8 +39,46 @@ def call(name, arguments, seed):
     }
 
 
+def simulate_user(system, prompt):
+    """Plays the built-in simulator's user: reveals the goal's facts when asked."""
+    goal = re.search(r"Goal: (.*)", system)
+    goal = goal.group(1) if goal else ""
+    said = re.search(r'The assistant just said: "(.*)"', prompt)
+    said = (said.group(1) if said else "").lower()
+    amount = re.search(r"\$\s?[\d,]+", goal)
+    kind = next((t for t in TYPES if t in goal.lower()), "travel")
+    if "submitted" in said:
+        reply = {"message": "Thanks, that is all.", "goal_achieved": True, "reasoning": "the expense is submitted"}
+    elif "confirm" in said:
+        reply = {"message": "Yes, confirm", "goal_achieved": False, "reasoning": "the draft matches my goal"}
+    elif "type" in said or "amount" in said:
+        reply = {"message": f"{kind.capitalize()}, {amount.group(0) if amount else '$100'}", "goal_achieved": False,
+                 "reasoning": "the assistant asked for the details"}
+    else:
+        reply = {"message": "Hi, I need to file an expense", "goal_achieved": False, "reasoning": "opening"}
+    return {"content": json.dumps(reply)}
+
+
+def judge(prompt):
+    """Plays the built-in judge: a reply that apologises or reports a failure fails."""
+    reply = prompt.split("The reply to judge:", 1)[-1].strip().lower()
+    bad = next((w for w in ("sorry", "failed", "error") if w in reply), None)
+    verdict = {
+        "passed": bad is None and bool(reply),
+        "score": 0.1 if bad else 0.9,
+        "reason": f"the reply says '{bad}'" if bad else "the reply answers the request",
+        "suggestions": ["resolve the failure before replying"] if bad else [],
+    }
+    return {"content": json.dumps(verdict)}
+
+
 def answer(req):
     messages = req.get("messages") or []
+    system = text_of(messages[0]) if messages and messages[0].get("role") == "system" else ""
+    if system.startswith("You are simulating a user"):
+        return simulate_user(system, text_of(messages[-1]))
+    if system.startswith("You are a strict, fair evaluator"):
+        return judge(text_of(messages[-1]))
     last = messages[-1] if messages else {"role": "user", "content": ""}
     tools = tool_names(req)
     if last.get("role") == "tool":

@@ -26,6 +26,19 @@ pub struct EvalEnv<'a> {
     pub metadata: &'a Value,
     /// When the case must end.
     pub deadline: tokio::time::Instant,
+    /// Judges for `agent` / `llm_judge` assertions.
+    pub judges: Option<&'a dyn crate::judge::Judges>,
+}
+
+/// Why an assertion could not be evaluated: never a pass or a fail.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EvalError {
+    /// A script or judge broke: the case is an `error`.
+    #[error("{0}")]
+    Broken(String),
+    /// A judge needs a model that cannot be reached: skipped outside CI, failed on CI.
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 /// The outcome of one assertion.
@@ -39,22 +52,78 @@ pub struct Verdict {
     pub detail: Option<String>,
 }
 
-/// Evaluates one assertion. `Err` means it could not be evaluated (a script crashed):
-/// that is a case error, never a pass or a fail.
+/// Evaluates one assertion. `Err` means it could not be evaluated (a script crashed, a
+/// judge could not answer): that is never a pass or a fail.
 pub async fn evaluate(
     a: &Assertion,
     subject: Subject<'_>,
     env: &EvalEnv<'_>,
-) -> Result<Verdict, String> {
+) -> Result<Verdict, EvalError> {
     let (holds, label, why) = match &a.kind {
         Kind::Script { name } => {
-            let (passed, message) = env.scripts.run(name, a, subject, env).await?;
+            let (passed, message) = env
+                .scripts
+                .run(name, a, subject, env)
+                .await
+                .map_err(EvalError::Broken)?;
             (passed, format!("script {name}"), message)
         }
-        Kind::Judge { type_name } => {
-            return Err(format!(
-                "`{type_name}` assertions need a model judge, which this version of agentest cannot run yet"
-            ))
+        Kind::Judge {
+            type_name,
+            agent,
+            criteria,
+            metadata,
+            expected,
+            capabilities,
+            json_schema,
+            temperature,
+        } => {
+            let Some(judges) = env.judges else {
+                return Err(EvalError::Broken(format!(
+                    "`{type_name}` assertions need a judge, and none is available here"
+                )));
+            };
+            let request = crate::judge::JudgeRequest {
+                criteria: criteria.clone(),
+                output: subject.reply.output_text(),
+                input: subject.input.to_string(),
+                conversation: subject.conversation.to_vec(),
+                metadata: metadata.clone(),
+                expected: expected.clone(),
+                capabilities: capabilities.clone(),
+                json_schema: json_schema.clone(),
+                temperature: *temperature,
+            };
+            let verdict = judges
+                .judge(agent.as_deref(), &request)
+                .await
+                .map_err(|e| match e {
+                    crate::judge::JudgeError::Unavailable(m) => EvalError::Unavailable(m),
+                    crate::judge::JudgeError::Broken(m) => EvalError::Broken(m),
+                })?;
+            let judge = agent.as_deref().unwrap_or("judge");
+            let mut why = format!(
+                "{judge}: {}",
+                if verdict.reason.is_empty() {
+                    "no reason given"
+                } else {
+                    &verdict.reason
+                }
+            );
+            if let Some(score) = verdict.score {
+                why.push_str(&format!(" (score {score})"));
+            }
+            if !verdict.suggestions.is_empty() {
+                why.push_str(&format!(
+                    "; suggestions: {}",
+                    verdict.suggestions.join("; ")
+                ));
+            }
+            (
+                verdict.passed,
+                format!("{type_name} {}", quote(&clip(criteria))),
+                why,
+            )
         }
         _ => {
             if let Some(why) = unevaluable(&a.kind, subject.reply) {

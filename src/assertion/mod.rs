@@ -5,7 +5,7 @@ mod eval;
 mod parse;
 
 pub(crate) use eval::{clip, compact, json_eq, tool_name_matches};
-pub use eval::{evaluate, json_subset, EvalEnv, Subject, Verdict};
+pub use eval::{evaluate, json_subset, EvalEnv, EvalError, Subject, Verdict};
 pub(crate) use parse::compile_regex;
 pub(crate) use parse::parse_assertions;
 
@@ -33,8 +33,8 @@ impl Assertion {
         self.kind.type_name()
     }
 
-    /// True when evaluating it needs a model (a judge), which the harness cannot run yet.
-    pub fn needs_model(&self) -> bool {
+    /// True when evaluating it needs a judge.
+    pub fn needs_judge(&self) -> bool {
         matches!(self.kind, Kind::Judge { .. })
     }
 }
@@ -163,10 +163,24 @@ pub enum Kind {
         /// The script name (after `scripts:`).
         name: String,
     },
-    /// `agent` / `llm_judge`: a model judges the reply (arrives with dynamic mode).
+    /// `agent` / `llm_judge`: a judge (a model, or an agent) decides.
     Judge {
         /// The type as written.
         type_name: &'static str,
+        /// The judge agent from `use: "agents:NAME"`; none means the built-in judge.
+        agent: Option<String>,
+        /// What the reply must satisfy.
+        criteria: String,
+        /// The rest of `options.metadata` / `metadata`.
+        metadata: serde_json::Map<String, Value>,
+        /// `llm_judge`'s `expected`.
+        expected: Option<Value>,
+        /// `llm_judge`'s `capabilities`.
+        capabilities: Vec<String>,
+        /// `llm_judge`'s `json_schema`.
+        json_schema: Option<Value>,
+        /// `llm_judge`'s `temperature`.
+        temperature: Option<f64>,
     },
 }
 
@@ -183,7 +197,7 @@ impl Kind {
             Kind::ToolCalled { .. } => "tool_called",
             Kind::ToolResult { .. } => "tool_result",
             Kind::Script { .. } => "script",
-            Kind::Judge { type_name } => type_name,
+            Kind::Judge { type_name, .. } => type_name,
         }
     }
 }
