@@ -68,16 +68,16 @@ pub async fn evaluate(
                 .map_err(EvalError::Broken)?;
             (passed, format!("script {name}"), message)
         }
-        Kind::Judge {
-            type_name,
-            agent,
-            criteria,
-            metadata,
-            expected,
-            capabilities,
-            json_schema,
-            temperature,
-        } => {
+        Kind::Judge { type_name, spec } => {
+            let crate::assertion::JudgeSpec {
+                agent,
+                criteria,
+                metadata,
+                expected,
+                capabilities,
+                json_schema,
+                temperature,
+            } = spec.as_ref();
             let Some(judges) = env.judges else {
                 return Err(EvalError::Broken(format!(
                     "`{type_name}` assertions need a judge, and none is available here"

@@ -103,6 +103,25 @@ pub enum ValueMatcher {
     Object(Vec<(String, ValueMatcher)>),
 }
 
+/// What a judge assertion asks.
+#[derive(Debug, Clone)]
+pub struct JudgeSpec {
+    /// The judge agent from `use: "agents:NAME"`; none means the built-in judge.
+    pub agent: Option<String>,
+    /// What the reply must satisfy.
+    pub criteria: String,
+    /// The rest of `options.metadata` / `metadata`.
+    pub metadata: serde_json::Map<String, Value>,
+    /// `llm_judge`'s `expected`.
+    pub expected: Option<Value>,
+    /// `llm_judge`'s `capabilities`.
+    pub capabilities: Vec<String>,
+    /// `llm_judge`'s `json_schema`.
+    pub json_schema: Option<Value>,
+    /// `llm_judge`'s `temperature`.
+    pub temperature: Option<f64>,
+}
+
 /// The assertion types.
 #[derive(Debug, Clone)]
 pub enum Kind {
@@ -167,20 +186,8 @@ pub enum Kind {
     Judge {
         /// The type as written.
         type_name: &'static str,
-        /// The judge agent from `use: "agents:NAME"`; none means the built-in judge.
-        agent: Option<String>,
-        /// What the reply must satisfy.
-        criteria: String,
-        /// The rest of `options.metadata` / `metadata`.
-        metadata: serde_json::Map<String, Value>,
-        /// `llm_judge`'s `expected`.
-        expected: Option<Value>,
-        /// `llm_judge`'s `capabilities`.
-        capabilities: Vec<String>,
-        /// `llm_judge`'s `json_schema`.
-        json_schema: Option<Value>,
-        /// `llm_judge`'s `temperature`.
-        temperature: Option<f64>,
+        /// What the judge is asked.
+        spec: Box<JudgeSpec>,
     },
 }
 

@@ -329,13 +329,15 @@ fn parse_judge(
     };
     Ok(Kind::Judge {
         type_name,
-        agent,
-        criteria,
-        metadata,
-        expected: obj.get("expected").cloned(),
-        capabilities,
-        json_schema,
-        temperature,
+        spec: Box::new(super::JudgeSpec {
+            agent,
+            criteria,
+            metadata,
+            expected: obj.get("expected").cloned(),
+            capabilities,
+            json_schema,
+            temperature,
+        }),
     })
 }
 
