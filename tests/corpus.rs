@@ -439,6 +439,7 @@ fn run_vector(v: &Vector, rt: &tokio::runtime::Runtime) -> Result<(bool, Vec<Str
             scripts: &scripts,
             metadata: &metadata,
             deadline: tokio::time::Instant::now() + Duration::from_secs(30),
+            judges: None,
         };
         let subject = Subject {
             reply: &reply,
@@ -448,7 +449,7 @@ fn run_vector(v: &Vector, rt: &tokio::runtime::Runtime) -> Result<(bool, Vec<Str
         let mut all = true;
         let mut details = Vec::new();
         for a in assertions {
-            let verdict = evaluate(a, subject, &env).await?;
+            let verdict = evaluate(a, subject, &env).await.map_err(|e| e.to_string())?;
             if !verdict.passed {
                 all = false;
                 details.push(format!(
