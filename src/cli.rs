@@ -38,6 +38,12 @@ enum Command {
     Test(TestArgs),
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum MissingInput {
+    Skip,
+    Fail,
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum ColorChoice {
     Auto,
@@ -58,6 +64,16 @@ struct TestArgs {
     /// `script` (also `AGENTEST_SIMULATOR`; default: the built-in simulator on [llm]).
     #[arg(long = "simulator", value_name = "NAME", env = "AGENTEST_SIMULATOR")]
     simulator: Option<String>,
+    /// Ask a person (on stdin) when the agent awaits input and no scripted turn is left;
+    /// in dynamic cases a person may answer instead of the simulator. Runs one case at a time.
+    #[arg(long = "interactive", conflicts_with = "skip_interactive")]
+    interactive: bool,
+    /// Never ask a person: cases that need one are skipped (or fail, see --on-missing-input).
+    #[arg(long = "skip-interactive")]
+    skip_interactive: bool,
+    /// What happens to a case that needs a person when none can answer.
+    #[arg(long = "on-missing-input", value_enum, default_value = "skip")]
+    on_missing_input: MissingInput,
     /// Send the input to the agent as a message, even when it is one word.
     #[arg(long = "message")]
     message: bool,
@@ -232,6 +248,11 @@ fn test(args: TestArgs) -> Result<ExitCode, String> {
         run_skipped: false,
         live: args.live || crate::harness::live_from_env(),
         simulator: args.simulator.clone(),
+        people: crate::human::People {
+            forced: args.interactive,
+            skip: args.skip_interactive,
+            fail_missing: args.on_missing_input == MissingInput::Fail,
+        },
     };
     let engine = Arc::new(Engine::new(Registry::default(), settings));
     engine.check_setup(&loaded)?;
@@ -240,12 +261,16 @@ fn test(args: TestArgs) -> Result<ExitCode, String> {
         return Ok(dry_run(&loaded));
     }
 
-    let parallel = args
-        .parallel
-        .map(|p| p as usize)
-        .or(config.file.run.concurrency)
-        .unwrap_or(crate::DEFAULT_CONCURRENCY)
-        .max(1);
+    // A person answers one question at a time, in order.
+    let parallel = if args.interactive {
+        1
+    } else {
+        args.parallel
+            .map(|p| p as usize)
+            .or(config.file.run.concurrency)
+            .unwrap_or(crate::DEFAULT_CONCURRENCY)
+            .max(1)
+    };
     let writer = match &args.output {
         Some(p) => Some(
             JsonlWriter::open(p, true)

@@ -107,12 +107,15 @@ pub(crate) fn case_block(r: &CaseReport, style: &Style) -> String {
     }
     if r.status == Status::Skipped {
         let _ = writeln!(s, "  └─ {}", style.paint(Status::Skipped, "SKIPPED"));
-        let _ = writeln!(s, "     Reason: {}", r.error.as_deref().unwrap_or_default());
-        if r.mode.as_deref() == Some("dynamic") {
-            let _ = writeln!(
-                s,
-                "     Hint: rewrite it as a static case with `turns` to run it now"
-            );
+        let reason = r.error.as_deref().unwrap_or_default();
+        let mut lines = reason.lines();
+        let _ = writeln!(s, "     Reason: {}", lines.next().unwrap_or_default());
+        for line in lines {
+            let line = line
+                .strip_prefix("hint: ")
+                .map(|h| format!("Hint: {h}"))
+                .unwrap_or_else(|| line.to_string());
+            let _ = writeln!(s, "     {line}");
         }
         return s;
     }

@@ -11,10 +11,11 @@ use serde_json::{Map, Value};
 
 use crate::agent::{Agent, AgentDef, BoxFuture, CaseScope, Reply, Request, Session, TurnError};
 use crate::assertion::{evaluate, Assertion, EvalEnv, EvalError, Kind, Subject};
-use crate::case::{Case, Message, Mode};
+use crate::case::{value_text, Case, Message, Mode};
 use crate::config::Config;
 use crate::duration::{format_duration, parse_duration};
 use crate::hooks::{HookFn, Hooks};
+use crate::human::People;
 use crate::judge::{JudgeError, JudgeRequest, JudgeVerdict, Judges};
 use crate::llm::{CassetteMode, Endpoint, ModelCalls, Role, TokenUsage};
 use crate::report::{AssertionReport, CaseReport, Status, TurnReport};
@@ -50,6 +51,8 @@ pub(crate) struct Settings {
     pub(crate) live: bool,
     /// `--simulator NAME`: the simulator of dynamic cases that name none.
     pub(crate) simulator: Option<String>,
+    /// `--interactive`, `--skip-interactive`, `--on-missing-input`.
+    pub(crate) people: People,
 }
 
 /// A resolved agent and its label, or why it cannot be used; cached per agent name.
@@ -345,6 +348,17 @@ impl Engine {
                         metadata: metadata.clone(),
                         input_tools: &ctx.input_tools,
                         deadline,
+                        person: {
+                            let enabled = case.interactive.is_some_and(|i| i.enabled);
+                            let people = self.settings.people;
+                            crate::human::availability(people.forced, enabled, people.skip)
+                                .ok()
+                                .map(|()| {
+                                    case.interactive
+                                        .and_then(|i| i.timeout)
+                                        .unwrap_or(crate::human::DEFAULT_TIMEOUT)
+                                })
+                        },
                     };
                     let r =
                         crate::dynamic::run(run, &mut session, &mut sim, &env, report, &mut phase)
@@ -353,16 +367,13 @@ impl Engine {
                     r
                 }
                 _ => {
-                    converse(
-                        case,
-                        &mut session,
-                        &ctx,
-                        &judges,
+                    let with = With {
+                        ctx: &ctx,
+                        judges: &judges,
+                        people: self.settings.people,
                         deadline,
-                        report,
-                        &mut phase,
-                    )
-                    .await
+                    };
+                    converse(case, &mut session, with, report, &mut phase).await
                 }
             };
             session.close().await;
@@ -750,16 +761,29 @@ fn request_metadata(case: &Case) -> Value {
     Value::Object(m)
 }
 
+/// What a scripted conversation works with.
+#[derive(Clone, Copy)]
+struct With<'a> {
+    ctx: &'a Context,
+    judges: &'a dyn Judges,
+    people: People,
+    deadline: tokio::time::Instant,
+}
+
 /// The scripted conversation of single and static cases.
 async fn converse(
     case: &Case,
     session: &mut Session,
-    ctx: &Context,
-    judges: &dyn Judges,
-    deadline: tokio::time::Instant,
+    with: With<'_>,
     report: &mut CaseReport,
     phase: &mut String,
 ) -> Result<(), Stop> {
+    let With {
+        ctx,
+        judges,
+        people,
+        deadline,
+    } = with;
     let session_id = new_session_id();
     let metadata = request_metadata(case);
     let env = EvalEnv {
@@ -863,6 +887,86 @@ async fn converse(
             return Ok(());
         }
         last_reply = Some(reply);
+    }
+    // The script ran out while the agent waits for the user: a person may go on.
+    let awaiting = report
+        .turns
+        .last()
+        .filter(|t| t.awaiting_input)
+        .map(|t| value_text(&t.output));
+    let wants_person = case.interactive.is_some_and(|i| i.enabled) || people.forced;
+    if let (Some(question), true) = (awaiting, wants_person) {
+        let case_enabled = case.interactive.is_some_and(|i| i.enabled);
+        match crate::human::availability(people.forced, case_enabled, people.skip) {
+            Ok(()) => {
+                let wait = case
+                    .interactive
+                    .and_then(|i| i.timeout)
+                    .unwrap_or(crate::human::DEFAULT_TIMEOUT);
+                let mut question = question;
+                let mut hint = last_reply.as_ref().and_then(|r| r.input_hint.clone());
+                loop {
+                    let turn = report.turns.len() as u32 + 1;
+                    *phase = format!("waiting for a person's answer for turn {turn}");
+                    let answer = crate::human::ask(
+                        &case.id,
+                        &question,
+                        hint.as_deref(),
+                        "your reply (empty line to stop):",
+                        wait,
+                    )
+                    .await
+                    .map_err(|e| Stop::from(format!("turn {turn}: interactive input: {e}")))?;
+                    let Some(text) = answer else { break };
+                    history.push(Message::user(text.clone()));
+                    let request = Request {
+                        session_id: session_id.clone(),
+                        test_id: case.id.clone(),
+                        turn,
+                        input: text.clone(),
+                        messages: history.clone(),
+                        options: merged_options(&case.options, &None),
+                        metadata: metadata.clone(),
+                        attachments: Vec::new(),
+                    };
+                    *phase = format!("waiting for the reply to turn {turn}");
+                    let sent = Instant::now();
+                    let reply = session.send(&request).await;
+                    let duration_ms = sent.elapsed().as_millis() as u64;
+                    let reply = match reply {
+                        Ok(r) => r,
+                        Err(e) => {
+                            report
+                                .turns
+                                .push(failed_turn(turn, text, "human", duration_ms, &e));
+                            return Err(Stop::turn(turn, e));
+                        }
+                    };
+                    history.push(reply.to_message());
+                    let record =
+                        replied_turn(turn, &text, "human", &reply, duration_ms, &ctx.input_tools);
+                    let go_on = record.awaiting_input;
+                    question = value_text(&record.output);
+                    hint = reply.input_hint.clone();
+                    report.turns.push(record);
+                    last_reply = Some(reply);
+                    if !go_on {
+                        break;
+                    }
+                }
+            }
+            Err(why) if case_enabled => {
+                let turn = report.turns.len();
+                return Err(Stop {
+                    status: if people.fail_missing { Status::Failed } else { Status::Skipped },
+                    message: format!(
+                        "the agent awaits input after turn {turn} (it asked: {}) and no scripted turn is left, but {why}\nhint: add more turns, run with --interactive, or use a simulator",
+                        serde_json::Value::String(crate::assertion::clip(&question))
+                    ),
+                });
+            }
+            Err(_) => {}
+        }
     }
     if let (
         Mode::Static {

@@ -140,6 +140,12 @@ impl Harness {
                 simulator: std::env::var("AGENTEST_SIMULATOR")
                     .ok()
                     .filter(|s| !s.is_empty()),
+                people: crate::human::People {
+                    forced: env_flag("AGENTEST_INTERACTIVE"),
+                    skip: env_flag("AGENTEST_SKIP_INTERACTIVE"),
+                    fail_missing: std::env::var("AGENTEST_ON_MISSING_INPUT")
+                        .is_ok_and(|v| v == "fail"),
+                },
             },
         ));
 
@@ -248,7 +254,12 @@ fn outcome(report: &CaseReport) -> Result<Completion, Failed> {
 
 /// `AGENTEST_LIVE=1` (or `true`): tool calls go to the real tools.
 pub(crate) fn live_from_env() -> bool {
-    std::env::var("AGENTEST_LIVE").is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
+    env_flag("AGENTEST_LIVE")
+}
+
+/// A boolean environment variable: `1` or `true`.
+fn env_flag(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
 }
 
 /// Under cargo test one process writes the whole report; under nextest every case's

@@ -49,6 +49,7 @@ mod dynamic;
 mod engine;
 mod harness;
 pub mod hooks;
+mod human;
 pub mod judge;
 pub mod llm;
 pub mod mocks;

@@ -449,7 +449,9 @@ fn run_vector(v: &Vector, rt: &tokio::runtime::Runtime) -> Result<(bool, Vec<Str
         let mut all = true;
         let mut details = Vec::new();
         for a in assertions {
-            let verdict = evaluate(a, subject, &env).await.map_err(|e| e.to_string())?;
+            let verdict = evaluate(a, subject, &env)
+                .await
+                .map_err(|e| e.to_string())?;
             if !verdict.passed {
                 all = false;
                 details.push(format!(

@@ -9,6 +9,7 @@ mod parse;
 
 pub use fields::FieldError;
 pub use model::{
-    value_text, Case, Checkpoint, Input, Location, Message, Mode, ScriptRule, Simulator, Turn,
+    value_text, Case, Checkpoint, Input, Interactive, Location, Message, Mode, ScriptRule,
+    Simulator, Turn,
 };
 pub use parse::{parse_case, CaseError, CASE_KEYS};

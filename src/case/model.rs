@@ -142,6 +142,15 @@ pub struct Simulator {
     pub raw: Value,
 }
 
+/// A case's `interactive` settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Interactive {
+    /// A person answers when the agent awaits input and no scripted turn is left.
+    pub enabled: bool,
+    /// How long to wait for the person (default 5m).
+    pub timeout: Option<Duration>,
+}
+
 /// One rule of a scripted simulator.
 #[derive(Debug, Clone)]
 pub struct ScriptRule {
@@ -225,6 +234,8 @@ pub struct Case {
     pub after: Option<String>,
     /// The conversation shape.
     pub mode: Mode,
+    /// `interactive`: whether a person may supply input when the script runs out.
+    pub interactive: Option<Interactive>,
     /// Tool mocks from `setup.mocks`, checked before the agent's own.
     pub mocks: Vec<crate::mocks::Mock>,
     /// Where the case was written.

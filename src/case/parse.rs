@@ -214,13 +214,18 @@ fn build(
             ))
         }
     };
+    let mut interactive = None;
     if let Some(i) = obj.get("interactive") {
         if let Value::Object(m) = i {
             check_keys(m, &["enabled", "timeout"], "interactive", "`interactive`")?;
-            opt_bool(m, "enabled", "interactive")?;
-            if let Some(t) = opt_str(m, "timeout", "interactive")? {
-                parse_timeout(&t).map_err(|e| FieldError::new("interactive.timeout", e))?;
-            }
+            let enabled = opt_bool(m, "enabled", "interactive")?.unwrap_or(false);
+            let timeout = match opt_str(m, "timeout", "interactive")? {
+                Some(t) => {
+                    Some(parse_timeout(&t).map_err(|e| FieldError::new("interactive.timeout", e))?)
+                }
+                None => None,
+            };
+            interactive = Some(super::model::Interactive { enabled, timeout });
         } else if !i.is_null() {
             return Err(FieldError::new(
                 "interactive",
@@ -248,6 +253,7 @@ fn build(
         before: opt_str(obj, "before", "")?,
         after: opt_str(obj, "after", "")?,
         mode,
+        interactive,
         mocks: parse_setup(obj)?,
         location,
         raw: Arc::new(raw.clone()),

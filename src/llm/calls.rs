@@ -71,7 +71,16 @@ impl ModelCalls {
                 CassetteMode::Replay | CassetteMode::Strict => {
                     Some(format!("cassette mode {}", self.mode.name()))
                 }
-                CassetteMode::Auto if on_ci() => Some("on CI (the CI variable is set)".to_string()),
+                CassetteMode::Auto if on_ci() => {
+                    // No key either: that is the reason to give.
+                    if let Some(why) = endpoint.unavailable() {
+                        return Err(LlmError::Unavailable(format!(
+                            "the case needs a model: no recording in {}, and {why}",
+                            crate::suite::display_path(&self.path).display()
+                        )));
+                    }
+                    Some("on CI (the CI variable is set)".to_string())
+                }
                 _ => None,
             };
             if let Some(why) = refuse {
@@ -82,11 +91,13 @@ impl ModelCalls {
                 )));
             }
         }
-        let outcome = match endpoint.call(request, deadline).await {
+        let on_retry = || self.stats.lock().unwrap_or_else(|e| e.into_inner()).retries += 1;
+        let outcome = match endpoint.call_counting(request, deadline, &on_retry).await {
             Ok(o) => o,
             Err(LlmError::Unavailable(why)) => {
                 let recorded = match self.mode {
                     CassetteMode::Off => "cassettes are off".to_string(),
+                    CassetteMode::Record => "the cassette mode is record".to_string(),
                     _ => format!(
                         "no recording in {}",
                         crate::suite::display_path(&self.path).display()
@@ -127,8 +138,8 @@ impl ModelCalls {
 
     fn count(&self, role: Role, outcome: &ChatOutcome) {
         let mut s = self.stats.lock().unwrap_or_else(|e| e.into_inner());
+        // Retries are counted as they happen (see `chat`), failed calls' included.
         s.calls += 1;
-        s.retries += outcome.retries;
         s.usage.entry(role).or_default().add(outcome.usage());
     }
 

@@ -266,8 +266,8 @@ impl Cassette {
         };
         let write = match self.mode {
             CassetteMode::Off | CassetteMode::Replay | CassetteMode::Strict => false,
-            CassetteMode::Record => true,
-            CassetteMode::Auto => !self.fresh.is_empty(),
+            // A run that recorded nothing (no key, endpoint down) keeps the old recording.
+            CassetteMode::Record | CassetteMode::Auto => !self.fresh.is_empty(),
         };
         if write {
             let lines: Vec<&Entry> = match self.mode {

@@ -186,6 +186,17 @@ impl Endpoint {
         request: &ChatRequest,
         deadline: Instant,
     ) -> Result<ChatOutcome, LlmError> {
+        self.call_counting(request, deadline, &|| {}).await
+    }
+
+    /// [`Endpoint::call`], calling `on_retry` before each retry, so that retries of a
+    /// call that finally fails are counted too.
+    pub async fn call_counting(
+        &self,
+        request: &ChatRequest,
+        deadline: Instant,
+        on_retry: &(dyn Fn() + Sync),
+    ) -> Result<ChatOutcome, LlmError> {
         if let Some(why) = self.unavailable() {
             return Err(LlmError::Unavailable(why));
         }
@@ -213,8 +224,13 @@ impl Endpoint {
                 }) => (reason, retry_after),
             };
             if retries + 1 >= tries {
+                let times = if tries == 1 {
+                    "1 try".to_string()
+                } else {
+                    format!("{tries} tries")
+                };
                 return Err(LlmError::Failed(format!(
-                    "model endpoint {} failed after {tries} tries: {reason}",
+                    "model endpoint {} failed after {times}: {reason}",
                     self.shown
                 )));
             }
@@ -227,6 +243,7 @@ impl Endpoint {
                 )));
             }
             retries += 1;
+            on_retry();
             eprintln!(
                 "agentest: model endpoint {}: {reason}; retry {retries}/{} in {}",
                 self.shown,

@@ -37,8 +37,14 @@ pub fn failure_message(r: &CaseReport) -> String {
         let _ = write!(s, " at turn {}", t.turn);
     }
     let _ = writeln!(s, " [{}]", r.location);
-    // A failed assertion is shown with its turn below; errors and timeouts need their reason.
-    if let (Some(e), false) = (&r.error, r.status == Status::Failed) {
+    // A failed assertion is shown with its turn below; anything else needs its reason.
+    let assertion_failed = r
+        .turns
+        .iter()
+        .flat_map(|t| &t.assertions)
+        .chain(&r.final_assertions)
+        .any(|a| !a.passed);
+    if let (Some(e), false) = (&r.error, r.status == Status::Failed && assertion_failed) {
         let _ = writeln!(s, "  {e}");
     }
     if let Some(t) = failing {
