@@ -25,14 +25,21 @@
 //! or an in-process [`Agent`] registered with [`Harness::agent`] / [`Harness::default_agent`].
 //! Every kind receives the same [`Request`] and answers a [`Reply`].
 //!
+//! ## Models
+//! `openai` agents, the built-in user simulator and judges call an OpenAI-compatible
+//! endpoint (`[llm]`); every call is recorded in a per-case cassette under
+//! `<suites>/.cassettes/` and replayed on later runs, so CI runs offline. See
+//! [`llm`], [`judge`] and [`mocks`].
+//!
 //! ## Known limitations
-//! - Dynamic cases (`simulator` + `checkpoints`) and model-judged assertions (`agent`,
-//!   `llm_judge`) are parsed and validated, but reported as ignored: the simulator loop
-//!   and judges are not built yet.
+//! - A blocking in-process agent that overruns its deadline is abandoned, not stopped:
+//!   Rust cannot interrupt a running function, so its thread finishes in the background.
+//! - Golden transcripts and the HTML, Markdown and JUnit reports are not built yet.
 //! - libtest-mimic captures no output: everything about a failure is in the trial's
 //!   failure message, and nothing of agentest's own is printed on stdout.
 //! - Under nextest each case runs in its own process, so a JSONL report collects case
-//!   records but no summary line, and cases listed as ignored leave no record.
+//!   records but no summary line, cases listed as ignored leave no record, and a case
+//!   ignored at run time (no model, no person to ask) shows as passed.
 
 #![warn(missing_docs)]
 
