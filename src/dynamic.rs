@@ -2,14 +2,13 @@
 //! reached, or the conversation ends another way (the seed's termination table).
 
 use std::collections::HashMap;
-use std::time::Instant;
 
 use serde_json::{Map, Value};
 
 use crate::agent::{Request, Session};
 use crate::assertion::EvalEnv;
 use crate::case::{Checkpoint, Input, Message};
-use crate::engine::{check_all, failed_turn, replied_turn, Stop};
+use crate::engine::{check_all, exchange, replied_turn, Stop};
 use crate::report::{AssertionReport, CaseReport, CheckpointReport, Status};
 use crate::simulator::{SimInput, Simulator};
 
@@ -123,19 +122,7 @@ pub(crate) async fn run(
             };
 
             // 2. The agent's reply.
-            *phase = format!("waiting for the reply to turn {turn}");
-            let sent = Instant::now();
-            let reply = session.send(&request).await;
-            let duration_ms = sent.elapsed().as_millis() as u64;
-            let reply = match reply {
-                Ok(r) => r,
-                Err(e) => {
-                    report
-                        .turns
-                        .push(failed_turn(turn, request.input, source, duration_ms, &e));
-                    return Err(Stop::turn(turn, e));
-                }
-            };
+            let (reply, duration_ms) = exchange(session, &request, source, report, phase).await?;
             history.push(reply.to_message());
             last_response = reply.output_text();
             let mut record = replied_turn(
@@ -172,7 +159,7 @@ pub(crate) async fn run(
                 return Ok(Ending::AgentCompleted { turn });
             }
         }
-        Ok(Ending::MaxTurns)
+        Ok::<Ending, Stop>(Ending::MaxTurns)
     }
     .await;
     report.checkpoints = run

@@ -841,19 +841,7 @@ async fn converse(
             metadata: metadata.clone(),
             attachments: attachments.to_vec(),
         };
-        *phase = format!("waiting for the reply to turn {turn}");
-        let sent = Instant::now();
-        let reply = session.send(&request).await;
-        let duration_ms = sent.elapsed().as_millis() as u64;
-        let reply = match reply {
-            Ok(r) => r,
-            Err(e) => {
-                report
-                    .turns
-                    .push(failed_turn(turn, request.input, "static", duration_ms, &e));
-                return Err(Stop::turn(turn, e));
-            }
-        };
+        let (reply, duration_ms) = exchange(session, &request, "static", report, phase).await?;
         history.push(reply.to_message());
         let subject = Subject {
             reply: &reply,
@@ -929,19 +917,8 @@ async fn converse(
                         metadata: metadata.clone(),
                         attachments: Vec::new(),
                     };
-                    *phase = format!("waiting for the reply to turn {turn}");
-                    let sent = Instant::now();
-                    let reply = session.send(&request).await;
-                    let duration_ms = sent.elapsed().as_millis() as u64;
-                    let reply = match reply {
-                        Ok(r) => r,
-                        Err(e) => {
-                            report
-                                .turns
-                                .push(failed_turn(turn, text, "human", duration_ms, &e));
-                            return Err(Stop::turn(turn, e));
-                        }
-                    };
+                    let (reply, duration_ms) =
+                        exchange(session, &request, "human", report, phase).await?;
                     history.push(reply.to_message());
                     let record =
                         replied_turn(turn, &text, "human", &reply, duration_ms, &ctx.input_tools);
@@ -1062,8 +1039,37 @@ pub(crate) fn replied_turn(
     }
 }
 
+/// Sends one turn and waits for the reply; an agent that does not answer leaves a turn
+/// record with the error and stops the case with the status the error calls for.
+pub(crate) async fn exchange(
+    session: &mut Session,
+    request: &Request,
+    source: &str,
+    report: &mut CaseReport,
+    phase: &mut String,
+) -> Result<(Reply, u64), Stop> {
+    *phase = format!("waiting for the reply to turn {}", request.turn);
+    let sent = Instant::now();
+    let reply = session.send(request).await;
+    let duration_ms = sent.elapsed().as_millis() as u64;
+    match reply {
+        Ok(r) => Ok((r, duration_ms)),
+        Err(e) => {
+            let turn = request.turn;
+            report.turns.push(failed_turn(
+                turn,
+                request.input.clone(),
+                source,
+                duration_ms,
+                &e,
+            ));
+            Err(Stop::turn(turn, e))
+        }
+    }
+}
+
 /// The record of a turn the agent did not answer.
-pub(crate) fn failed_turn(
+fn failed_turn(
     turn: u32,
     input: String,
     source: &str,

@@ -149,7 +149,8 @@ fn describe(shown: &str, e: reqwest::Error, timeout: Duration) -> String {
     }
 }
 
-fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+/// The innermost cause of an error: what actually went wrong, without wrappers.
+pub(crate) fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
     let mut cur = e;
     while let Some(next) = cur.source() {
         cur = next;

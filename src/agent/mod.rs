@@ -5,7 +5,7 @@ mod openai;
 mod process;
 mod protocol;
 
-pub(crate) use http::shown_url;
+pub(crate) use http::{root_cause, shown_url};
 pub(crate) use openai::CaseScope;
 
 pub use protocol::{Reply, Request, ToolCall, Usage};

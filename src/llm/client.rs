@@ -11,6 +11,7 @@ use tokio::time::Instant;
 
 use super::limiter::Limiter;
 use super::{ChatRequest, LlmConfig, LlmError, SeededRng, TokenUsage};
+use crate::agent::root_cause;
 use crate::config::expand_env;
 use crate::duration::format_duration;
 
@@ -425,14 +426,6 @@ fn backoff(retry: u32) -> Duration {
         .unwrap_or(0);
     let jitter = 0.5 + 0.5 * SeededRng::new(u64::from(nanos), &salt).next_f64();
     step.mul_f64(jitter)
-}
-
-fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut cur = e;
-    while let Some(next) = cur.source() {
-        cur = next;
-    }
-    cur.to_string()
 }
 
 #[cfg(test)]
