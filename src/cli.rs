@@ -36,6 +36,36 @@ struct Cli {
 enum Command {
     /// Run test cases against an agent.
     Test(TestArgs),
+    /// Show pending golden files (`*.golden/*.new`) with their diffs; accept or reject
+    /// them one by one on a terminal.
+    Review(GoldenArgs),
+    /// Accept every pending golden file.
+    Accept(GoldenArgs),
+}
+
+#[derive(clap::Args)]
+struct GoldenArgs {
+    /// Where to look (default: agent-tests if it exists, else the current directory).
+    path: Option<PathBuf>,
+    /// With review: accept everything shown.
+    #[arg(long = "all")]
+    all: bool,
+    /// Colour the diffs.
+    #[arg(long = "color", value_enum, default_value = "auto")]
+    color: ColorChoice,
+}
+
+impl GoldenArgs {
+    fn root(&self) -> PathBuf {
+        self.path.clone().unwrap_or_else(|| {
+            let default = PathBuf::from("agent-tests");
+            if default.is_dir() {
+                default
+            } else {
+                PathBuf::from(".")
+            }
+        })
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -106,6 +136,18 @@ struct TestArgs {
     color: ColorChoice,
 }
 
+/// Whether to colour stdout: `--color`, and for `auto` a terminal without `NO_COLOR`.
+fn use_color(choice: ColorChoice) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            std::io::stdout().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        }
+    }
+}
+
 fn parse_timeout(s: &str) -> Result<Duration, String> {
     crate::duration::parse_timeout(s)
 }
@@ -124,14 +166,27 @@ pub fn main() -> ExitCode {
             };
         }
     };
-    match cli.command {
-        Command::Test(args) => match test(args) {
-            Ok(code) => code,
-            Err(e) => {
-                eprintln!("error: {e}");
-                ExitCode::from(USAGE_ERROR)
-            }
-        },
+    let result = match cli.command {
+        Command::Test(args) => test(args),
+        Command::Review(args) => {
+            crate::review::review(&args.root(), use_color(args.color), args.all)
+                // Files left pending are not an error, but scripts may want to know.
+                .map(|left| {
+                    if left == 0 {
+                        ExitCode::SUCCESS
+                    } else {
+                        ExitCode::from(1)
+                    }
+                })
+        }
+        Command::Accept(args) => crate::review::accept_all(&args.root()).map(|_| ExitCode::SUCCESS),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(USAGE_ERROR)
+        }
     }
 }
 
@@ -253,6 +308,7 @@ fn test(args: TestArgs) -> Result<ExitCode, String> {
             skip: args.skip_interactive,
             fail_missing: args.on_missing_input == MissingInput::Fail,
         },
+        update: crate::golden::UpdateMode::from_env()?,
     };
     let engine = Arc::new(Engine::new(Registry::default(), settings));
     engine.check_setup(&loaded)?;
@@ -278,14 +334,7 @@ fn test(args: TestArgs) -> Result<ExitCode, String> {
         ),
         None => None,
     };
-    let color = match args.color {
-        ColorChoice::Always => true,
-        ColorChoice::Never => false,
-        ColorChoice::Auto => {
-            std::io::stdout().is_terminal()
-                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-        }
-    };
+    let color = use_color(args.color);
     let style = Style {
         color,
         verbose: args.verbose,

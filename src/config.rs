@@ -55,6 +55,9 @@ pub struct ConfigFile {
     /// Named model endpoints.
     #[serde(default)]
     pub llms: BTreeMap<String, crate::llm::LlmConfig>,
+    /// Golden transcripts: which suites are pinned, and redactions.
+    #[serde(default)]
+    pub golden: crate::golden::GoldenConfig,
 }
 
 /// The kinds of agent a config can define.
@@ -377,6 +380,7 @@ impl Config {
         }
         };
         timeout(&self.file.run.timeout, "[run].timeout")?;
+        self.file.golden.redactions()?;
         if let Some(mode) = &self.file.run.cassettes {
             crate::llm::CassetteMode::parse(mode).map_err(|e| format!("[run].cassettes: {e}"))?;
         }

@@ -167,7 +167,12 @@ pub(crate) fn case_block(r: &CaseReport, style: &Style) -> String {
     );
     if r.status != Status::Passed {
         if let Some(e) = &r.error {
-            for line in e.lines() {
+            // A golden mismatch carries a diff: coloured on a terminal.
+            let text = match &r.golden {
+                Some(_) => crate::review::paint_diff(e, style.color),
+                None => e.clone(),
+            };
+            for line in text.lines() {
                 let _ = writeln!(s, "     {line}");
             }
         }

@@ -53,6 +53,8 @@ pub(crate) struct Settings {
     pub(crate) simulator: Option<String>,
     /// `--interactive`, `--skip-interactive`, `--on-missing-input`.
     pub(crate) people: People,
+    /// `AGENTEST_UPDATE`: what a golden mismatch may write.
+    pub(crate) update: crate::golden::UpdateMode,
 }
 
 /// A resolved agent and its label, or why it cannot be used; cached per agent name.
@@ -72,6 +74,8 @@ struct Context {
     input_tools: Vec<String>,
     /// The `[llm]` endpoint, built on first use.
     llm: OnceLock<Result<Arc<Endpoint>, String>>,
+    /// `[[golden.redactions]]`, compiled.
+    redactions: Vec<crate::golden::Redaction>,
 }
 
 impl Context {
@@ -128,6 +132,7 @@ impl Engine {
                     seed,
                     input_tools: config.file.run.input_tools.clone().unwrap_or_default(),
                     llm: OnceLock::new(),
+                    redactions: config.file.golden.redactions()?,
                     hooks: Hooks::new(config.clone(), self.registry.hooks.clone()),
                     scripts: Scripts::new(config.clone(), self.registry.scripts.clone()),
                     config,
@@ -261,6 +266,7 @@ impl Engine {
         }
         self.run_case(case, loaded, &mut report).await;
         report.total_turns = report.turns.len() as u32;
+        self.pin(case, loaded, &mut report);
         report.duration_ms = started.elapsed().as_millis() as u64;
         report
     }
@@ -411,6 +417,34 @@ impl Engine {
                     }
                 }
             }
+        }
+    }
+
+    /// Compares a passing case's transcript with its golden file, when it is pinned (the
+    /// case's `golden`, else `[golden]` in the config).
+    fn pin(&self, case: &Case, loaded: &Loaded, report: &mut CaseReport) {
+        if report.status != Status::Passed {
+            return;
+        }
+        let Ok(ctx) = self.context(&loaded.file) else {
+            return;
+        };
+        let pinned = case
+            .golden
+            .unwrap_or_else(|| ctx.config.file.golden.covers(&loaded.suite));
+        if !pinned {
+            return;
+        }
+        let text = crate::golden::normalise(
+            &crate::golden::render(report),
+            &loaded.suite,
+            &ctx.redactions,
+        );
+        let path = crate::golden::path_for(&suites_root(loaded), &loaded.suite, &case.id);
+        let (check, result) = crate::golden::check(&path, &text, self.settings.update);
+        report.golden = Some(check);
+        if let Err(message) = result {
+            fail(report, Status::Failed, message);
         }
     }
 
@@ -679,6 +713,7 @@ pub(crate) fn new_report(loaded: &Loaded, case: &Case) -> CaseReport {
         checkpoints: Vec::new(),
         simulator: None,
         termination: None,
+        golden: None,
     }
 }
 
@@ -723,6 +758,7 @@ pub(crate) fn broken(loaded: &Loaded, e: &crate::case::CaseError) -> CaseReport 
         checkpoints: Vec::new(),
         simulator: None,
         termination: None,
+        golden: None,
     }
 }
 

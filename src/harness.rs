@@ -130,6 +130,13 @@ impl Harness {
             .ok()
             .filter(|s| !s.is_empty())
             .or(self.agent_name);
+        let update = match crate::golden::UpdateMode::from_env() {
+            Ok(u) => u,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        };
         let engine = Arc::new(Engine::new(
             self.registry,
             Settings {
@@ -146,6 +153,7 @@ impl Harness {
                     fail_missing: std::env::var("AGENTEST_ON_MISSING_INPUT")
                         .is_ok_and(|v| v == "fail"),
                 },
+                update,
             },
         ));
 

@@ -234,6 +234,8 @@ pub struct Case {
     pub after: Option<String>,
     /// The conversation shape.
     pub mode: Mode,
+    /// `golden`: pin the transcript (true), or not even when the suite is pinned (false).
+    pub golden: Option<bool>,
     /// `interactive`: whether a person may supply input when the script runs out.
     pub interactive: Option<Interactive>,
     /// Tool mocks from `setup.mocks`, checked before the agent's own.

@@ -12,7 +12,7 @@ use crate::assertion::{parse_assertions, Assertion};
 use crate::duration::parse_timeout;
 
 /// Every key a case line may have.
-pub const CASE_KEYS: [&str; 25] = [
+pub const CASE_KEYS: [&str; 26] = [
     "id",
     "name",
     "description",
@@ -38,6 +38,7 @@ pub const CASE_KEYS: [&str; 25] = [
     "max_turns",
     "interactive",
     "setup",
+    "golden",
 ];
 
 const TURN_KEYS: [&str; 7] = [
@@ -253,6 +254,7 @@ fn build(
         before: opt_str(obj, "before", "")?,
         after: opt_str(obj, "after", "")?,
         mode,
+        golden: opt_bool(obj, "golden", "")?,
         interactive,
         mocks: parse_setup(obj)?,
         location,

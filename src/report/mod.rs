@@ -163,6 +163,9 @@ pub struct CaseReport {
     /// Dynamic cases: who played the user.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub simulator: Option<String>,
+    /// The golden-transcript comparison, when the case is pinned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub golden: Option<crate::golden::GoldenCheck>,
     /// Dynamic cases: why the conversation ended (`all_checkpoints_reached`,
     /// `agent_completed`, `goal_achieved`, `max_turns`, `forbidden_checkpoint`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
