@@ -41,6 +41,25 @@ enum Command {
     Review(GoldenArgs),
     /// Accept every pending golden file.
     Accept(GoldenArgs),
+    /// Turn the transcript of a finished run (from a JSONL report) into a static `turns`
+    /// case, with what each reply established as assertions.
+    Freeze(FreezeArgs),
+}
+
+#[derive(clap::Args)]
+struct FreezeArgs {
+    /// The suite file holding the case.
+    #[arg(short = 'i', long = "input")]
+    input: PathBuf,
+    /// The case's id.
+    #[arg(long = "id")]
+    id: String,
+    /// The JSONL report of the run (default: AGENTEST_REPORT, else [run] report).
+    #[arg(long = "report")]
+    report: Option<PathBuf>,
+    /// Append the frozen case to the suite file instead of printing it.
+    #[arg(long = "write")]
+    write: bool,
 }
 
 #[derive(clap::Args)]
@@ -180,6 +199,7 @@ pub fn main() -> ExitCode {
                 })
         }
         Command::Accept(args) => crate::review::accept_all(&args.root()).map(|_| ExitCode::SUCCESS),
+        Command::Freeze(args) => freeze(args),
     };
     match result {
         Ok(code) => code,
@@ -188,6 +208,70 @@ pub fn main() -> ExitCode {
             ExitCode::from(USAGE_ERROR)
         }
     }
+}
+
+fn freeze(args: FreezeArgs) -> Result<ExitCode, String> {
+    let file = &args.input;
+    if !file.is_file() {
+        return Err(format!("suite file `{}` does not exist", file.display()));
+    }
+    let root = file
+        .parent()
+        .map(Path::to_path_buf)
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or_else(|| PathBuf::from("."));
+    let loaded = load_file(&root, file);
+    let found = loaded
+        .iter()
+        .find(|l| matches!(&l.entry, Ok(c) if c.id == args.id));
+    let Some(l) = found else {
+        let ids: Vec<String> = loaded
+            .iter()
+            .filter_map(|l| l.entry.as_ref().ok().map(|c| c.id.clone()))
+            .collect();
+        return Err(format!(
+            "{} has no case with id \"{}\"; its cases are: {}",
+            file.display(),
+            args.id,
+            ids.join(", ")
+        ));
+    };
+    let case = l.entry.as_ref().expect("matched Ok above");
+    if loaded
+        .iter()
+        .any(|o| matches!(&o.entry, Ok(c) if c.id == format!("{}-frozen", args.id)))
+    {
+        return Err(format!(
+            "{} already has a case \"{}-frozen\"",
+            file.display(),
+            args.id
+        ));
+    }
+    let config = Config::discover(&root).map_err(|e| e.to_string())?;
+    let report = args
+        .report
+        .clone()
+        .or_else(|| std::env::var_os("AGENTEST_REPORT").filter(|p| !p.is_empty()).map(PathBuf::from))
+        .or_else(|| config.file.run.report.as_ref().map(|r| config.dir.join(r)))
+        .ok_or("no report to read: pass --report FILE (a JSONL report written with -o or AGENTEST_REPORT)")?;
+    let record = crate::freeze::find_record(&report, &l.trial, &args.id)?;
+    let frozen = crate::freeze::freeze(case, &record)?;
+    let line = serde_json::to_string(&frozen).map_err(|e| e.to_string())?;
+    if args.write {
+        let mut text = std::fs::read_to_string(file)
+            .map_err(|e| format!("failed to read {}: {e}", file.display()))?;
+        if !text.ends_with('\n') && !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&line);
+        text.push('\n');
+        crate::llm::cassette::write_atomically(file, &text)
+            .map_err(|e| format!("failed to write {}: {e}", file.display()))?;
+        eprintln!("appended {}-frozen to {}", args.id, file.display());
+    } else {
+        println!("{line}");
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// What `-i` named.

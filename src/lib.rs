@@ -54,6 +54,7 @@ mod console;
 pub mod duration;
 mod dynamic;
 mod engine;
+pub mod freeze;
 pub mod golden;
 mod harness;
 pub mod hooks;
