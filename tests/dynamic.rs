@@ -1,0 +1,2598 @@
+//! End-to-end tests of dynamic mode, judges and interactive input.
+//!
+//! Every test runs the real `agentest` binary in a scratch directory against real
+//! process agents: `bot.py` (written into each scratch directory, answering from a
+//! per-role rules file and logging every request it receives) or the example expense
+//! agent. Model-backed features (the built-in simulator and judge) run against a small
+//! real chat-completions server on 127.0.0.1 ([`Server`]) that answers from per-test
+//! queues and records every request body.
+//!
+//! Covered: every row of the termination table, checkpoint ordering (`after`, same-turn
+//! chains), optional and forbidden checkpoints, the scripted, named and built-in
+//! simulators (with what each receives), awaiting-input detection, judges (built-in,
+//! agent judges, repair, broken, unavailable, as checkpoints, the Rust API with its
+//! cassette) and interactive input (piped with `--interactive`, the skip/fail rules, and a
+//! real pseudo-terminal).
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_agentest");
+const EXPENSE_AGENT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/examples/expense-agent/agent.py"
+);
+/// The variable `[llm] api_key_env` names in the configs here.
+const KEY_VAR: &str = "AGENTEST_DYNAMIC_TEST_KEY";
+const KEY: &str = "sk-dynamic-test-0d9a41";
+/// The suite file every project writes its cases to: trials are `s::ID`.
+const SUITE: &str = "suites/s.jsonl";
+/// How the built-in simulator's and judge's system prompts begin (the server's routes).
+const SIM_PROMPT: &str = "You are simulating a user";
+const JUDGE_PROMPT: &str = "You are a strict, fair evaluator";
+
+// ---------------------------------------------------------------------------------------
+// The chat-completions test server
+// ---------------------------------------------------------------------------------------
+
+/// A scripted HTTP answer.
+#[derive(Debug, Clone)]
+struct Answer {
+    code: u16,
+    body: String,
+}
+
+#[derive(Default)]
+struct State {
+    /// Queues of answers by route (`sim`, `judge`, `other`).
+    queues: HashMap<&'static str, VecDeque<Answer>>,
+    /// Every request body received, with its route, in arrival order.
+    seen: Vec<(&'static str, Value)>,
+    streams: Vec<TcpStream>,
+}
+
+/// A chat-completions server on 127.0.0.1 that answers each request from the queue of
+/// its route; stopped (port closed, connections shut) on drop.
+struct Server {
+    port: u16,
+    state: Arc<Mutex<State>>,
+    stop: Arc<AtomicBool>,
+    accept: Option<JoinHandle<()>>,
+}
+
+/// A request's route: the built-in simulator's and judge's requests start with their
+/// own system prompts.
+fn route_of(body: &Value) -> &'static str {
+    let system = body["messages"][0]["content"].as_str().unwrap_or_default();
+    if system.starts_with(SIM_PROMPT) {
+        "sim"
+    } else if system.starts_with(JUDGE_PROMPT) {
+        "judge"
+    } else {
+        "other"
+    }
+}
+
+fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Server {
+    fn start() -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the test server");
+        let port = listener.local_addr().expect("local addr").port();
+        let state = Arc::new(Mutex::new(State::default()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let accept = {
+            let (state, stop) = (state.clone(), stop.clone());
+            std::thread::spawn(move || {
+                for stream in listener.incoming() {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let Ok(stream) = stream else { continue };
+                    if let Ok(clone) = stream.try_clone() {
+                        lock(&state).streams.push(clone);
+                    }
+                    let state = state.clone();
+                    std::thread::spawn(move || serve(stream, state));
+                }
+            })
+        };
+        Server {
+            port,
+            state,
+            stop,
+            accept: Some(accept),
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/v1", self.port)
+    }
+
+    /// Queues chat completions whose message content is each of `contents`, in order,
+    /// for the requests of `route`. Each reports usage (10, 5).
+    fn answer(&self, route: &'static str, contents: &[String]) {
+        let mut s = lock(&self.state);
+        let q = s.queues.entry(route).or_default();
+        for c in contents {
+            q.push_back(Answer {
+                code: 200,
+                body: completion(c).to_string(),
+            });
+        }
+    }
+
+    /// The bodies of the requests of `route`, in arrival order.
+    fn requests(&self, route: &str) -> Vec<Value> {
+        lock(&self.state)
+            .seen
+            .iter()
+            .filter(|(r, _)| *r == route)
+            .map(|(_, b)| b.clone())
+            .collect()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        if let Some(h) = self.accept.take() {
+            let _ = h.join();
+        }
+        for s in lock(&self.state).streams.drain(..) {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+/// A chat completion carrying `content`, with volatile fields a cassette must drop.
+fn completion(content: &str) -> Value {
+    json!({
+        "id": "chatcmpl-volatile",
+        "object": "chat.completion",
+        "created": 1_700_000_000u64,
+        "model": "test-model",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    })
+}
+
+fn serve(stream: TcpStream, state: Arc<Mutex<State>>) {
+    let Ok(read_half) = stream.try_clone() else {
+        return;
+    };
+    let mut reader = BufReader::new(read_half);
+    let mut writer = stream;
+    while let Some(body) = read_request(&mut reader) {
+        let answer = {
+            let mut s = lock(&state);
+            let route = route_of(&body);
+            let answer = s
+                .queues
+                .get_mut(route)
+                .and_then(VecDeque::pop_front)
+                .unwrap_or_else(|| Answer {
+                    code: 400,
+                    body: json!({"error": {"message": format!("test server: no scripted answer left for {route}")}})
+                        .to_string(),
+                });
+            s.seen.push((route, body));
+            answer
+        };
+        let head = format!(
+            "HTTP/1.1 {} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            answer.code,
+            answer.body.len()
+        );
+        if writer.write_all(head.as_bytes()).is_err()
+            || writer.write_all(answer.body.as_bytes()).is_err()
+            || writer.flush().is_err()
+        {
+            return;
+        }
+    }
+}
+
+/// Reads one HTTP/1.1 request; its body as JSON (`null` when it is not JSON).
+fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Value> {
+    let mut line = String::new();
+    if reader.read_line(&mut line).ok()? == 0 {
+        return None;
+    }
+    let mut len = 0usize;
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h).ok()? == 0 {
+            return None;
+        }
+        let h = h.trim_end();
+        if h.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            if k.trim().eq_ignore_ascii_case("content-length") {
+                len = v.trim().parse().ok()?;
+            }
+        }
+    }
+    let mut body = vec![0; len];
+    reader.read_exact(&mut body).ok()?;
+    Some(serde_json::from_slice(&body).unwrap_or(Value::Null))
+}
+
+/// The system prompt of a recorded chat request.
+fn system_of(body: &Value) -> String {
+    body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The first user message of a recorded chat request.
+fn user_of(body: &Value) -> String {
+    body["messages"][1]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+// ---------------------------------------------------------------------------------------
+// Scratch projects, process agents and runs of the binary
+// ---------------------------------------------------------------------------------------
+
+/// A process agent driven by a rules file: `python3 bot.py LOG RULES`. Each request is
+/// appended to LOG as a JSON line; the first rule that fits answers. A rule fits when its
+/// `turn` (if any) equals the request's turn, its `when` regex (if any) is found in the
+/// request's `input`, and it is not a used `once` rule. It then sleeps `sleep` seconds,
+/// exits with code `crash`, prints `raw` verbatim, or prints `reply` as JSON with
+/// `{input}` and `{turn}` filled in. No fitting rule: exit 9.
+const BOT: &str = r#"import json, re, sys, time
+log_path, rules_path = sys.argv[1], sys.argv[2]
+with open(rules_path) as f:
+    rules = json.load(f)
+used = [False] * len(rules)
+
+def fill(v, req):
+    if isinstance(v, str):
+        return v.replace("{input}", req.get("input") or "").replace("{turn}", str(req.get("turn")))
+    if isinstance(v, list):
+        return [fill(x, req) for x in v]
+    if isinstance(v, dict):
+        return {k: fill(x, req) for k, x in v.items()}
+    return v
+
+for line in sys.stdin:
+    if not line.strip():
+        continue
+    req = json.loads(line)
+    with open(log_path, "a") as f:
+        f.write(json.dumps(req) + "\n")
+    rule = None
+    for i, r in enumerate(rules):
+        if r.get("once") and used[i]:
+            continue
+        if "turn" in r and r["turn"] != req.get("turn"):
+            continue
+        if "when" in r and not re.search(r["when"], req.get("input") or ""):
+            continue
+        used[i] = True
+        rule = r
+        break
+    if rule is None:
+        sys.stderr.write("bot: no rule for %r\n" % req.get("input"))
+        sys.exit(9)
+    if "sleep" in rule:
+        time.sleep(rule["sleep"])
+    if "crash" in rule:
+        sys.stderr.write("bot: crashing on purpose\n")
+        sys.stderr.flush()
+        sys.exit(rule["crash"])
+    out = rule["raw"] if "raw" in rule else json.dumps(fill(rule["reply"], req))
+    sys.stdout.write(out + "\n")
+    sys.stdout.flush()
+"#;
+
+/// Runs a command with its stdin on a fresh pseudo-terminal:
+/// `python3 pty_driver.py SCRIPT_JSON CMD...`, where SCRIPT is `[[N, line], ...]`: each
+/// line is typed once the command has asked its Nth question on stderr (`the agent
+/// asks:`), or once it has exited. The command's stdout and stderr are passed through;
+/// its exit code is ours.
+const PTY_DRIVER: &str = r#"import json, os, pty, subprocess, sys, threading, time
+script = json.loads(sys.argv[1])
+master, slave = pty.openpty()
+p = subprocess.Popen(sys.argv[2:], stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+os.close(slave)
+err = bytearray()
+def pump():
+    while True:
+        b = p.stderr.read1(4096)
+        if not b:
+            break
+        err.extend(b)
+def echo():
+    while True:
+        try:
+            if not os.read(master, 4096):
+                break
+        except OSError:
+            break
+threading.Thread(target=pump, daemon=True).start()
+threading.Thread(target=echo, daemon=True).start()
+deadline = time.time() + 60
+for count, line in script:
+    while err.count(b"the agent asks:") < count and p.poll() is None and time.time() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.05)
+    os.write(master, (line + "\n").encode())
+out = p.stdout.read()
+p.wait()
+time.sleep(0.05)
+sys.stdout.buffer.write(out)
+sys.stderr.buffer.write(bytes(err))
+sys.exit(p.returncode)
+"#;
+
+/// A scratch directory holding `bot.py`, removed when dropped.
+struct Scratch {
+    root: PathBuf,
+}
+
+impl Scratch {
+    fn new(tag: &str) -> Scratch {
+        static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let name = format!("agentest-dyn-{tag}-{}-{n}-{nanos}", std::process::id());
+        let root = std::env::temp_dir().join(name);
+        std::fs::create_dir_all(&root).expect("create scratch dir");
+        let root = root.canonicalize().expect("canonicalize scratch dir");
+        let s = Scratch { root };
+        s.write("bot.py", BOT);
+        s
+    }
+
+    fn path(&self) -> &Path {
+        &self.root
+    }
+
+    fn join(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    fn write(&self, rel: &str, contents: &str) {
+        let path = self.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("create parent dir");
+        }
+        std::fs::write(&path, contents).expect("write file");
+    }
+
+    fn exists(&self, rel: &str) -> bool {
+        self.join(rel).exists()
+    }
+
+    /// Writes `agentest.toml`.
+    fn config(&self, text: &str) {
+        self.write("agentest.toml", text);
+    }
+
+    /// Writes the rules of the bot `name` (`name.json`).
+    fn rules(&self, name: &str, rules: Value) {
+        self.write(&format!("{name}.json"), &rules.to_string());
+    }
+
+    /// The requests the bot `name` received, in order.
+    fn log(&self, name: &str) -> Vec<Value> {
+        std::fs::read_to_string(self.join(&format!("{name}.log")))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("logged request is JSON"))
+            .collect()
+    }
+
+    /// Writes the cases to [`SUITE`], one line each.
+    fn cases(&self, cases: &[Value]) {
+        let text: String = cases.iter().map(|c| format!("{c}\n")).collect();
+        self.write(SUITE, &text);
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// A config section running the bot `name` as a process agent.
+fn bot(header: &str, name: &str) -> String {
+    format!(
+        "[{header}]\ntype = \"process\"\ncommand = [\"python3\", \"bot.py\", \"{name}.log\", \"{name}.json\"]\n"
+    )
+}
+
+/// The `[agent]` section running the example expense agent.
+fn expense_agent() -> String {
+    format!(
+        "[agent]\ntype = \"process\"\ncommand = [\"python3\", {}]\n",
+        serde_json::to_string(EXPENSE_AGENT).expect("encode")
+    )
+}
+
+/// An `[llm]` section on the test server: no retries, short timeout, key in [`KEY_VAR`].
+fn llm(url: &str) -> String {
+    format!(
+        "[llm]\nbase_url = \"{url}\"\nmodel = \"test-model\"\napi_key_env = \"{KEY_VAR}\"\ntimeout = \"5s\"\nmax_retries = 0\n"
+    )
+}
+
+/// Rules for an agent that echoes and asks for more: "You said: X. Anything else?".
+fn echo() -> Value {
+    json!([{"reply": {"content": "You said: {input}. Anything else?"}}])
+}
+
+/// A scratch project whose `[agent]` is the bot `agent` with `rules`, plus `extra` config.
+fn project(tag: &str, extra: &str, rules: Value, cases: &[Value]) -> Scratch {
+    let s = Scratch::new(tag);
+    s.config(&format!("{}{extra}", bot("agent", "agent")));
+    s.rules("agent", rules);
+    s.cases(cases);
+    s
+}
+
+/// A scratch project whose `[agent]` is the example expense agent.
+fn expense_project(tag: &str, extra: &str, cases: &[Value]) -> Scratch {
+    let s = Scratch::new(tag);
+    s.config(&format!("{}{extra}", expense_agent()));
+    s.cases(cases);
+    s
+}
+
+/// A dynamic case.
+fn dynamic(id: &str, input: &str, simulator: Value, checkpoints: Value) -> Value {
+    json!({"id": id, "input": input, "simulator": simulator, "checkpoints": checkpoints})
+}
+
+/// `base` with the keys of `more` added (or replaced).
+fn with(mut base: Value, more: Value) -> Value {
+    if let (Value::Object(b), Value::Object(m)) = (&mut base, more) {
+        b.extend(m);
+    }
+    base
+}
+
+/// A scripted simulator.
+fn script(rules: Value) -> Value {
+    json!({"use": "script", "script": rules})
+}
+
+fn contains(v: &str) -> Value {
+    json!({"type": "contains", "value": v})
+}
+
+/// A checkpoint.
+fn cp(id: &str, assert: Value) -> Value {
+    json!({"id": id, "assert": assert})
+}
+
+/// What the test feeds the binary's stdin.
+enum Stdin {
+    Null,
+    Text(String),
+    /// A pseudo-terminal on which these lines are typed, each once the binary has asked
+    /// that many questions.
+    Pty(Vec<(usize, String)>),
+}
+
+/// A run of `agentest test -i suites -o report.jsonl --color never` in a clean
+/// environment: no `CI`, no `AGENTEST_*`, the key set unless told otherwise.
+struct Cmd<'a> {
+    dir: &'a Path,
+    args: Vec<String>,
+    envs: Vec<(String, String)>,
+    key: bool,
+    stdin: Stdin,
+}
+
+fn agentest(dir: &Path) -> Cmd<'_> {
+    Cmd {
+        dir,
+        args: Vec::new(),
+        envs: Vec::new(),
+        key: true,
+        stdin: Stdin::Null,
+    }
+}
+
+impl Cmd<'_> {
+    fn arg(mut self, a: &str) -> Self {
+        self.args.push(a.into());
+        self
+    }
+
+    fn env(mut self, k: &str, v: &str) -> Self {
+        self.envs.push((k.into(), v.into()));
+        self
+    }
+
+    fn without_key(mut self) -> Self {
+        self.key = false;
+        self
+    }
+
+    /// Pipes `text` into stdin (then closes it).
+    fn stdin(mut self, text: &str) -> Self {
+        self.stdin = Stdin::Text(text.into());
+        self
+    }
+
+    /// Runs with stdin on a pseudo-terminal where `lines` are typed, the first after the
+    /// first question, the second after the second, ...
+    fn pty(self, lines: &[&str]) -> Self {
+        let script: Vec<(usize, &str)> =
+            lines.iter().enumerate().map(|(i, l)| (i + 1, *l)).collect();
+        self.pty_script(&script)
+    }
+
+    /// Runs with stdin on a pseudo-terminal where each line is typed once the binary has
+    /// asked that many questions.
+    fn pty_script(mut self, script: &[(usize, &str)]) -> Self {
+        self.stdin = Stdin::Pty(script.iter().map(|(n, l)| (*n, l.to_string())).collect());
+        self
+    }
+
+    fn run(self) -> Run {
+        let report = self.dir.join("report.jsonl");
+        let _ = std::fs::remove_file(&report);
+        let mut cmd = match &self.stdin {
+            Stdin::Pty(lines) => {
+                let driver = self.dir.join("pty_driver.py");
+                std::fs::write(&driver, PTY_DRIVER).expect("write the pty driver");
+                let mut c = Command::new("python3");
+                c.arg(driver)
+                    .arg(serde_json::to_string(lines).expect("encode"))
+                    .arg(BIN);
+                c
+            }
+            _ => Command::new(BIN),
+        };
+        cmd.current_dir(self.dir)
+            .args([
+                "test",
+                "-i",
+                "suites",
+                "-o",
+                "report.jsonl",
+                "--color",
+                "never",
+            ])
+            .args(&self.args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .env_remove("CI")
+            .env_remove("NO_COLOR");
+        for (k, _) in std::env::vars() {
+            if k.starts_with("AGENTEST_") {
+                cmd.env_remove(k);
+            }
+        }
+        if self.key {
+            cmd.env(KEY_VAR, KEY);
+        }
+        for (k, v) in &self.envs {
+            cmd.env(k, v);
+        }
+        cmd.stdin(match self.stdin {
+            Stdin::Text(_) => Stdio::piped(),
+            _ => Stdio::null(),
+        });
+        let started = Instant::now();
+        let mut child = cmd.spawn().expect("run the agentest binary");
+        if let (Stdin::Text(text), Some(mut pipe)) = (&self.stdin, child.stdin.take()) {
+            // The binary may exit without reading it all: a broken pipe is fine.
+            let _ = pipe.write_all(text.as_bytes());
+        }
+        let out = child.wait_with_output().expect("wait for the binary");
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            report: std::fs::read_to_string(&report).ok(),
+            took: started.elapsed(),
+        }
+    }
+}
+
+/// What one run of the binary left.
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+    report: Option<String>,
+    took: Duration,
+}
+
+impl std::fmt::Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit code {} after {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}\n--- report ---\n{}",
+            self.code,
+            self.took,
+            self.stdout,
+            self.stderr,
+            self.report.as_deref().unwrap_or("(none)")
+        )
+    }
+}
+
+impl Run {
+    /// The record of case `id` (trial `s::ID`); exactly one must exist.
+    #[track_caller]
+    fn case(&self, id: &str) -> Value {
+        let text = self
+            .report
+            .as_deref()
+            .unwrap_or_else(|| panic!("no report:\n{self:?}"));
+        let trial = format!("s::{id}");
+        let found: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).expect("report line is JSON"))
+            .filter(|v| v["trial"] == trial.as_str())
+            .collect();
+        assert_eq!(found.len(), 1, "one record for {trial}:\n{self:?}");
+        found.into_iter().next().expect("one record")
+    }
+
+    #[track_caller]
+    fn error(&self, id: &str) -> String {
+        self.case(id)["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{id} has no error:\n{self:?}"))
+            .to_string()
+    }
+
+    #[track_caller]
+    fn expect(&self, code: i32) -> &Run {
+        assert_eq!(self.code, code, "{self:?}");
+        self
+    }
+
+    #[track_caller]
+    fn expect_status(&self, id: &str, status: &str) -> &Run {
+        assert_eq!(self.case(id)["status"], status, "status of {id}:\n{self:?}");
+        self
+    }
+
+    #[track_caller]
+    fn expect_error(&self, id: &str, parts: &[&str]) -> &Run {
+        let e = self.error(id);
+        for p in parts {
+            assert!(
+                e.contains(p),
+                "{id}'s error should contain {p:?}, it is {e:?}\n{self:?}"
+            );
+        }
+        self
+    }
+
+    #[track_caller]
+    fn expect_termination(&self, id: &str, termination: &str) -> &Run {
+        assert_eq!(
+            self.case(id)["termination"],
+            termination,
+            "termination of {id}:\n{self:?}"
+        );
+        self
+    }
+
+    #[track_caller]
+    fn expect_stdout(&self, part: &str) -> &Run {
+        assert!(
+            self.stdout.contains(part),
+            "stdout should contain {part:?}:\n{self:?}"
+        );
+        self
+    }
+
+    #[track_caller]
+    fn expect_stderr(&self, part: &str) -> &Run {
+        assert!(
+            self.stderr.contains(part),
+            "stderr should contain {part:?}:\n{self:?}"
+        );
+        self
+    }
+
+    /// Each turn's `(input, input_source)`.
+    fn inputs(&self, id: &str) -> Vec<(String, String)> {
+        self.case(id)["turns"]
+            .as_array()
+            .expect("turns")
+            .iter()
+            .map(|t| {
+                (
+                    t["input"].as_str().unwrap_or_default().to_string(),
+                    t["input_source"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect()
+    }
+
+    /// The record of checkpoint `cp` of case `id`.
+    #[track_caller]
+    fn checkpoint(&self, id: &str, cp: &str) -> Value {
+        let case = self.case(id);
+        case["checkpoints"]
+            .as_array()
+            .and_then(|a| a.iter().find(|c| c["id"] == cp).cloned())
+            .unwrap_or_else(|| panic!("{id} has no checkpoint {cp}:\n{self:?}"))
+    }
+}
+
+/// `[(input, source), ...]` as owned strings, for comparisons.
+fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+/// The cassette file of case `id` of [`SUITE`].
+fn cassette(id: &str) -> String {
+    format!("suites/.cassettes/s/{id}.jsonl")
+}
+
+/// The expense flow's checkpoints: asks for the type, drafts, submits.
+fn expense_checkpoints() -> Value {
+    json!([
+        {"id": "ask", "description": "asks for the expense type", "assert": contains("type")},
+        {"id": "create", "description": "drafts the expense with create_expense", "after": ["ask"],
+         "assert": {"type": "tool_called", "name": "create_expense"}},
+        {"id": "done", "after": ["create"], "assert": contains("submitted")}
+    ])
+}
+
+// ---------------------------------------------------------------------------------------
+// 1. Termination
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn every_checkpoint_reached_passes_with_the_scripted_simulator() {
+    let s = expense_project(
+        "all-reached",
+        "",
+        &[with(
+            dynamic(
+                "flow",
+                "Hi, I need to file an expense",
+                script(json!([
+                    {"when": "(?i)type", "say": "Travel, $500"},
+                    {"when": "(?i)confirm", "say": "Yes, confirm"}
+                ])),
+                expense_checkpoints(),
+            ),
+            json!({"max_turns": 6}),
+        )],
+    );
+    let r = agentest(s.path()).run();
+    r.expect(0)
+        .expect_status("flow", "passed")
+        .expect_termination("flow", "all_checkpoints_reached");
+    let c = r.case("flow");
+    assert_eq!(c["mode"], "dynamic");
+    assert_eq!(c["simulator"], "script");
+    assert_eq!(c["total_turns"], 3);
+    assert!(c["error"].is_null(), "{r:?}");
+    assert_eq!(
+        r.inputs("flow"),
+        pairs(&[
+            ("Hi, I need to file an expense", "initial"),
+            ("Travel, $500", "simulated"),
+            ("Yes, confirm", "simulated"),
+        ])
+    );
+    for (cp, turn) in [("ask", 1), ("create", 2), ("done", 3)] {
+        let k = r.checkpoint("flow", cp);
+        assert_eq!(k["reached"], true, "{cp}: {r:?}");
+        assert_eq!(k["reached_at_turn"], turn, "{cp}: {r:?}");
+        assert!(
+            k["message"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("reached at turn {turn}: ")),
+            "{k}"
+        );
+    }
+    assert_eq!(
+        c["turns"][1]["reasoning"], "script rule 1 (when /(?i)type/)",
+        "{r:?}"
+    );
+    assert!(c["turns"][0].get("reasoning").is_none(), "{r:?}");
+    r.expect_stdout("Checkpoints: 3/3 reached (all_checkpoints_reached)")
+        .expect_stdout("Turn 1: [Initial] \"Hi, I need to file an expense\"")
+        .expect_stdout("Turn 2: [Simulated] \"Travel, $500\"")
+        .expect_stdout("✓ checkpoint create");
+}
+
+#[test]
+fn an_agent_that_completes_with_checkpoints_missing_fails_naming_them() {
+    // The policy answer declares `awaiting_input: false`: the agent is done after turn 1.
+    let s = expense_project(
+        "completed",
+        "",
+        &[dynamic(
+            "done-early",
+            "What is the meal limit policy?",
+            script(json!([{"say": "never used"}])),
+            json!([
+                {"id": "policy", "assert": contains("$75")},
+                {"id": "create", "assert": {"type": "tool_called", "name": "create_expense"}},
+                {"id": "confirm", "after": ["create"], "assert": contains("submitted")}
+            ]),
+        )],
+    );
+    let r = agentest(s.path()).run();
+    r.expect(1)
+        .expect_status("done-early", "failed")
+        .expect_termination("done-early", "agent_completed")
+        .expect_error(
+            "done-early",
+            &[
+                "the agent completed at turn 1 (it is not awaiting input) with required checkpoints missing: create (last: ",
+                "create_expense",
+                "; confirm (last: waiting for create to be reached first)",
+            ],
+        );
+    assert!(
+        !r.error("done-early").contains("policy (last"),
+        "a reached checkpoint is not missing: {r:?}"
+    );
+    let c = r.case("done-early");
+    assert_eq!(c["total_turns"], 1);
+    assert_eq!(c["turns"][0]["awaiting_input"], false);
+    assert_eq!(c["turns"][0]["awaiting_reason"], "agent_declared");
+    assert_eq!(r.checkpoint("done-early", "policy")["reached_at_turn"], 1);
+    assert_eq!(r.checkpoint("done-early", "create")["reached"], false);
+    r.expect_stdout("Checkpoints: 1/3 reached (agent_completed)")
+        .expect_stdout("✗ confirm: waiting for create to be reached first");
+}
+
+#[test]
+fn the_simulator_reporting_its_goal_achieved_with_checkpoints_missing_fails() {
+    let s = project(
+        "goal",
+        "",
+        echo(),
+        &[dynamic(
+            "goal",
+            "start",
+            script(json!([{"say": "more"}, {"goal_achieved": true}])),
+            json!([cp("never", contains("unicorn"))]),
+        )],
+    );
+    let r = agentest(s.path()).run();
+    r.expect(1)
+        .expect_status("goal", "failed")
+        .expect_termination("goal", "goal_achieved")
+        .expect_error(
+            "goal",
+            &[
+                "the simulator reported its goal achieved after turn 2 (script rule 2) with required checkpoints missing: never (last: ",
+                "unicorn",
+            ],
+        );
+    assert_eq!(r.case("goal")["total_turns"], 2);
+}
+
+#[test]
+fn max_turns_ends_the_conversation() {
+    let rules: Vec<Value> = (1..=10).map(|i| json!({"say": format!("m{i}")})).collect();
+    let s = project(
+        "max",
+        "",
+        echo(),
+        &[with(
+            dynamic(
+                "max",
+                "start",
+                script(json!(rules)),
+                json!([cp("never", contains("unicorn"))]),
+            ),
+            json!({"max_turns": 3}),
+        )],
+    );
+    let r = agentest(s.path()).run();
+    r.expect(1)
+        .expect_status("max", "failed")
+        .expect_termination("max", "max_turns")
+        .expect_error(
+            "max",
+            &["max turns (3) exceeded; required checkpoints missing: never (last: "],
+        );
+    assert_eq!(
+        r.inputs("max"),
+        pairs(&[
+            ("start", "initial"),
+            ("m1", "simulated"),
+            ("m2", "simulated")
+        ])
+    );
+    assert_eq!(s.log("agent").len(), 3);
+}
+
+#[test]
+fn max_turns_defaults_to_20() {
+    let rules: Vec<Value> = (1..=30).map(|i| json!({"say": format!("m{i}")})).collect();
+    let s = project(
+        "max-default",
+        "",
+        echo(),
+        &[dynamic(
+            "endless",
+            "start",
+            script(json!(rules)),
+            json!([cp("never", contains("unicorn"))]),
+        )],
+    );
+    let r = agentest(s.path()).run();
+    r.expect(1)
+        .expect_status("endless", "failed")
+        .expect_termination("endless", "max_turns")
+        .expect_error("endless", &["max turns (20) exceeded"]);
+    let c = r.case("endless");
+    assert_eq!(c["total_turns"], 20, "{r:?}");
+    assert_eq!(c["turns"][19]["input"], "m19");
+    assert_eq!(s.log("agent").len(), 20);
+}
+
+#[test]
+fn reaching_the_last_checkpoint_on_the_last_allowed_turn_passes() {
+    let s = project(
+        "max-edge",
+        "",
+        echo(),
+        &[with(
+            dynamic(
+                "edge",
+                "start",
+                script(json!([{"say": "one"}, {"say": "two"}, {"say": "three"}])),
+                json!([cp("two", contains("You said: two"))]),
+            ),
+            json!({"max_turns": 3}),
+        )],
+    );
+    let r = agentest(s.path()).run();
+    r.expect(0)
+        .expect_status("edge", "passed")
+        .expect_termination("edge", "all_checkpoints_reached");
+    assert_eq!(r.checkpoint("edge", "two")["reached_at_turn"], 3);
+}
+
+#[test]
+fn the_timeout_is_checked_during_a_turn() {
+    // Turn 2's reply would take 30 s; the case has 1 s.
+    let s = project(
+        "timeout",
+        "",
+        json!([
+            {"turn": 2, "sleep": 30, "reply": {"content": "too late"}},
+            {"reply": {"content": "What next?"}}
+        ]),
+        &[with(
+            dynamic(
+                "slow",
+                "start",
+                script(json!([{"say": "go on"}])),
+                json!([cp("never", contains("unicorn"))]),
+            ),
+            json!({"timeout": "1s"}),
+        )],
+    );
+    let r = agentest(s.path()).run();
+    r.expect(1).expect_status("slow", "timeout").expect_error(
+        "slow",
+        &["timeout after 1s (while waiting for the reply to turn 2"],
+    );
+    let c = r.case("slow");
+    let ms = c["duration_ms"].as_u64().unwrap();
+    assert!(
+        (1000..5000).contains(&ms),
+        "finished near 1s: {ms} ms\n{r:?}"
+    );
+    assert!(r.took < Duration::from_secs(10), "{r:?}");
+    assert_eq!(c["turns"][0]["input_source"], "initial");
+}
+
+#[test]
+fn a_script_with_no_matching_rule_is_a_simulator_error() {
+    let s = project(
+        "no-rule",
+        "",
+        echo(),
+        &[dynamic(
+            "stuck",
+            "start",
+            script(json!([{"when": "(?i)never matches", "say": "x"}])),
+            json!([cp("never", contains("unicorn"))]),
+        )],
+    );
+    let r = agentest(s.path()).run();
+    r.expect(1)
+        .expect_status("stuck", "error")
+        .expect_termination("stuck", "simulator_error")
+        .expect_error(
+            "stuck",
+            &[
+                "turn 2: simulator error: the simulator script has no unused rule for the agent's reply \"You said: start. Anything else?\"",
+                "{\"goal_achieved\": true}",
+            ],
+        );
+    assert_eq!(r.case("stuck")["total_turns"], 1);
+}
+
+#[test]
+fn a_named_simulator_that_crashes_is_a_simulator_error_naming_it() {
+    let s = project(
+        "sim-crash",
+        &bot("agents.fake-user", "sim"),
+        echo(),
+        &[dynamic(
+            "crash",
+            "start",
+            json!({"use": "fake-user"}),
+            json!([cp("never", contains("unicorn"))]),
+        )],
+    );
+    s.rules("sim", json!([{"crash": 4}]));
+    let r = agentest(s.path()).run();
+    r.expect(1)
+        .expect_status("crash", "error")
+        .expect_termination("crash", "simulator_error")
+        .expect_error(
+            "crash",
+            &[
+                "turn 2: simulator error: simulator agent `fake-user`: ",
+                "bot: crashing on purpose",
+            ],
+        );
+    assert_eq!(r.case("crash")["simulator"], "fake-user");
+}
+
+#[test]
+fn an_agent_that_crashes_on_turn_2_is_an_agent_error() {
+    let s = project(
+        "agent-crash",
+        "",
+        json!([{"turn": 2, "crash": 3}, {"reply": {"content": "What next?"}}]),
+        &[dynamic(
+            "crash",
+            "start",
+            script(json!([{"say": "boom"}])),
+            json!([cp("never", contains("unicorn"))]),
+        )],
+    );
+    let r = agentest(s.path()).run();
+    r.expect(1)
+        .expect_status("crash", "error")
+        .expect_termination("crash", "agent_error")
+        .expect_error("crash", &["turn 2: ", "bot: crashing on purpose"]);
+    let c = r.case("crash");
+    assert_eq!(c["total_turns"], 2);
+    assert_eq!(c["turns"][1]["input"], "boom");
+    assert_eq!(c["turns"][1]["input_source"], "simulated");
+    assert!(c["turns"][1]["error"].is_string(), "{r:?}");
+}
+
+// ---------------------------------------------------------------------------------------
+// 2. Checkpoints
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn after_holds_a_checkpoint_back_until_its_predecessor_is_reached() {
+    // "beta" shows up on turn 1, before "alpha" (turn 2): `second` is reached only when
+    // "beta" shows up again, on turn 3.
+    let s = project(
+        "after",
+        "",
+        json!([
+            {"turn": 1, "reply": {"content": "beta?"}},
+            {"turn": 2, "reply": {"content": "alpha?"}},
+            {"turn": 3, "reply": {"content": "beta again?"}}
+        ]),
+        &[dynamic(
+            "order",
+            "start",
+            script(json!([{"say": "two"}, {"say": "three"}])),
+            json!([
+                {"id": "second", "after": ["first"], "assert": contains("beta")},
+                cp("first", contains("alpha"))
+            ]),
+        )],
+    );
+    let r = agentest(s.path()).run();
+    r.expect(0)
+        .expect_status("order", "passed")
+        .expect_termination("order", "all_checkpoints_reached");
+    assert_eq!(r.checkpoint("order", "first")["reached_at_turn"], 2);
+    assert_eq!(r.checkpoint("order", "second")["reached_at_turn"], 3);
+    let c = r.case("order");
+    // Turn 1: `second` held but was not evaluated, only `first` (which failed).
+    let t1: Vec<(&str, bool)> = c["turns"][0]["checkpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            (
+                v["checkpoint"].as_str().unwrap(),
+                v["passed"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(t1, vec![("first", false)], "{r:?}");
+    // Turn 2: `first` reached, then `second` evaluated in the same turn (and failed).
+    let t2: Vec<(&str, bool)> = c["turns"][1]["checkpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            (
+                v["checkpoint"].as_str().unwrap(),
+                v["passed"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(t2, vec![("first", true), ("second", false)], "{r:?}");
+}
+
+#[test]
+fn a_same_turn_chain_counts_even_when_the_dependent_checkpoint_comes_first() {
+    let s = project(
+        "chain",
+        "",
+        json!([{"reply": {"content": "alpha beta gamma?"}}]),
+        &[dynamic(
+            "chain",
+            "start",
+            script(json!([{"say": "unused"}])),
+            json!([
+                {"id": "c", "after": ["b"], "assert": contains("gamma")},
+                {"id": "b", "after": ["a"], "assert": contains("beta")},
+                cp("a", contains("alpha"))
+            ]),
+        )],
+    );
+    let r = agentest(s.path()).run();
+    r.expect(0)
+        .expect_status("chain", "passed")
+        .expect_termination("chain", "all_checkpoints_reached");
+    let c = r.case("chain");
+    assert_eq!(c["total_turns"], 1);
+    for id in ["a", "b", "c"] {
+        assert_eq!(r.checkpoint("chain", id)["reached_at_turn"], 1, "{id}");
+    }
+    let order: Vec<&str> = c["turns"][0]["checkpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(order, ["checkpoint a", "checkpoint b", "checkpoint c"]);
+}
+
+#[test]
+fn optional_checkpoints_may_be_missed_and_unmatched_forbidden_ones_do_not_count() {
+    let mut cps = expense_checkpoints().as_array().unwrap().clone();
+    cps.push(json!({"id": "upsell", "required": false, "assert": contains("premium card")}));
+    cps.push(json!({"id": "no-policy", "forbidden": true, "assert": {"type": "tool_called", "name": "get_policy"}}));
+    let s = expense_project(
+        "optional",
+        "",
+        &[dynamic(
+            "opt",
+            "I want to submit an expense",
+            script(json!([
+                {"when": "(?i)amount", "say": "Meal, $40"},
+                {"when": "(?i)confirm", "say": "confirm"}
+            ])),
+            json!(cps),
+        )],
+    );
+    let r = agentest(s.path()).run();
+    r.expect(0)
+        .expect_status("opt", "passed")
+        .expect_termination("opt", "all_checkpoints_reached");
+    let up = r.checkpoint("opt", "upsell");
+    assert_eq!(up["required"], false);
+    assert_eq!(up["reached"], false);
+    assert!(up.get("reached_at_turn").is_none(), "{up}");
+    assert!(
+        up["message"].as_str().unwrap().contains("premium card"),
+        "{up}"
+    );
+    let f = r.checkpoint("opt", "no-policy");
+    assert_eq!(f["forbidden"], true);
+    assert_eq!(f["reached"], false);
+    r.expect_stdout("Checkpoints: 3/4 reached (all_checkpoints_reached)");
+}
+
+#[test]
+fn a_forbidden_checkpoint_fails_the_case_on_the_turn_it_matches() {
+    // Turn 2 reaches the last required checkpoint and calls the forbidden tool at once:
+    // the forbidden match wins.
+    let s = project(
+        "forbidden",
+        "",
+        json!([
+            {"turn": 1, "reply": {"content": "alpha?"}},
+            {"turn": 2, "reply": {"content": "beta?", "tool_calls": [
+                {"name": "delete_account", "arguments": {"id": 7}, "result": {"ok": true}}]}}
+        ]),
+        &[dynamic(
+            "bad",
+            "start",
+            script(json!([{"say": "two"}, {"say": "three"}])),
+            json!([
+                cp("a", contains("alpha")),
+                cp("b", contains("beta")),
+                {"id": "no-delete", "forbidden": true, "assert": {"type": "tool_called", "name": "delete_account"}}
+            ]),
+        )],
+    );
+    let r = agentest(s.path()).run();
+    r.expect(1)
+        .expect_status("bad", "failed")
+        .expect_termination("bad", "forbidden_checkpoint")
+        .expect_error(
+            "bad",
+            &["turn 2: forbidden checkpoint `no-delete` matched: reached at turn 2: "],
+        );
+    assert_eq!(r.checkpoint("bad", "a")["reached_at_turn"], 1);
+    assert_eq!(r.checkpoint("bad", "b")["reached_at_turn"], 2);
+    let f = r.checkpoint("bad", "no-delete");
+    assert_eq!(
+        (&f["reached"], &f["reached_at_turn"]),
+        (&json!(true), &json!(2))
+    );
+    let c = r.case("bad");
+    assert_eq!(c["total_turns"], 2);
+    let verdict = c["turns"][1]["checkpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["checkpoint"] == "no-delete")
+        .cloned()
+        .unwrap_or_else(|| panic!("{r:?}"));
+    assert_eq!(verdict["passed"], false);
+    assert_eq!(verdict["label"], "forbidden checkpoint no-delete");
+}
+
+// ---------------------------------------------------------------------------------------
+// 3. Simulators
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn the_scripted_simulator_uses_each_rule_once_in_order() {
+    let s = project(
+        "script",
+        "",
+        echo(),
+        &[dynamic(
+            "rules",
+            "start",
+            script(json!([
+                {"when": "never", "say": "x"},
+                {"when": "You said: start", "say": "alpha"},
+                {"when": "You said", "say": "beta"},
+                {"when": "You said", "say": "gamma"},
+                {"say": "delta"}
+            ])),
+            json!([cp("g", contains("You said: gamma"))]),
+        )],
+    );
+    let r = agentest(s.path()).run();
+    r.expect(0).expect_status("rules", "passed");
+    assert_eq!(
+        r.inputs("rules"),
+        pairs(&[
+            ("start", "initial"),
+            ("alpha", "simulated"),
+            ("beta", "simulated"),
+            ("gamma", "simulated"),
+        ])
+    );
+    let c = r.case("rules");
+    assert_eq!(
+        c["turns"][1]["reasoning"],
+        "script rule 2 (when /You said: start/)"
+    );
+    assert_eq!(
+        c["turns"][2]["reasoning"],
+        "script rule 3 (when /You said/)"
+    );
+    assert_eq!(
+        c["turns"][3]["reasoning"],
+        "script rule 4 (when /You said/)"
+    );
+}
+
+#[test]
+fn a_dynamic_case_without_input_starts_with_the_simulator() {
+    let s = project(
+        "no-input",
+        "",
+        echo(),
+        &[
+            json!({"id": "first", "simulator": script(json!([{"say": "opening"}])),
+                 "checkpoints": [cp("hi", contains("You said: opening"))]}),
+        ],
+    );
+    let r = agentest(s.path()).run();
+    r.expect(0).expect_status("first", "passed");
+    assert_eq!(r.inputs("first"), pairs(&[("opening", "simulated")]));
+}
+
+/// The named simulator receives the seed's simulator input in `metadata`, and answers
+/// with JSON (`message`, or `input` in `data`) or plain text.
+#[test]
+fn a_named_simulator_receives_the_simulator_input_and_answers_json_or_text() {
+    let sim = json!({"use": "user", "persona": "A new employee", "goal": "File an expense",
+                     "options": {"metadata": {"locale": "fr", "style": "terse"}}});
+    let cps = json!([
+        cp("hi", contains("You said: Hi")),
+        {"id": "one", "description": "hears first", "assert": contains("You said: first")},
+        cp("two", contains("You said: second")),
+        cp("three", contains("You said: third"))
+    ]);
+    let s = project(
+        "named-sim",
+        &bot("agents.user", "sim"),
+        echo(),
+        &[
+            with(
+                dynamic("plain", "Hi", sim.clone(), cps.clone()),
+                json!({"max_turns": 6}),
+            ),
+            with(
+                dynamic(
+                    "shown",
+                    "Hi",
+                    with(sim, json!({"show_checkpoints": true})),
+                    cps,
+                ),
+                json!({"max_turns": 6}),
+            ),
+        ],
+    );
+    s.rules(
+        "sim",
+        json!([
+            {"turn": 2, "reply": {"content": "{\"message\": \"first\", \"goal_achieved\": false, \"reasoning\": \"because\"}"}},
+            {"turn": 3, "reply": {"data": {"input": "second"}}},
+            {"turn": 4, "reply": {"content": "third"}}
+        ]),
+    );
+    let r = agentest(s.path()).arg("--parallel").arg("1").run();
+    r.expect(0);
+    for id in ["plain", "shown"] {
+        r.expect_status(id, "passed")
+            .expect_termination(id, "all_checkpoints_reached");
+        assert_eq!(r.case(id)["simulator"], "user");
+        assert_eq!(
+            r.inputs(id),
+            pairs(&[
+                ("Hi", "initial"),
+                ("first", "simulated"),
+                ("second", "simulated"),
+                ("third", "simulated"),
+            ])
+        );
+        let c = r.case(id);
+        assert_eq!(c["turns"][1]["reasoning"], "because");
+        assert!(c["turns"][2].get("reasoning").is_none(), "{r:?}");
+    }
+    let log = s.log("sim");
+    let of = |id: &str| -> Vec<Value> {
+        log.iter()
+            .filter(|q| q["metadata"]["test_id"] == id)
+            .cloned()
+            .collect()
+    };
+    let plain = of("plain");
+    assert_eq!(plain.len(), 3, "{log:?}");
+    let first = &plain[0];
+    let said = "You said: Hi. Anything else?";
+    assert_eq!(first["turn"], 2);
+    assert_eq!(first["input"], said);
+    assert!(
+        first["session_id"]
+            .as_str()
+            .unwrap()
+            .ends_with("-simulator"),
+        "{first}"
+    );
+    let m = &first["metadata"];
+    assert_eq!(m["test_mode"], "simulator");
+    assert_eq!(m["persona"], "A new employee");
+    assert_eq!(m["goal"], "File an expense");
+    assert_eq!(m["locale"], "fr");
+    assert_eq!(m["style"], "terse");
+    assert_eq!(m["last_response"], said);
+    assert_eq!(m["turn_number"], 2);
+    assert_eq!(m["max_turns"], 6);
+    assert_eq!(m["checkpoints_reached"], json!(["hi"]));
+    assert_eq!(m["checkpoints_pending"], json!([]), "hidden unless asked");
+    assert_eq!(
+        m["conversation"],
+        json!([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": said}])
+    );
+    let third = &plain[2]["metadata"];
+    assert_eq!(third["turn_number"], 4);
+    assert_eq!(third["checkpoints_reached"], json!(["hi", "one", "two"]));
+    assert_eq!(third["last_response"], "You said: second. Anything else?");
+    assert_eq!(third["conversation"].as_array().unwrap().len(), 6);
+
+    let shown = of("shown");
+    assert_eq!(shown.len(), 3, "{log:?}");
+    assert_eq!(
+        shown[0]["metadata"]["checkpoints_pending"],
+        json!(["hears first", "two", "three"])
+    );
+    assert_eq!(
+        shown[2]["metadata"]["checkpoints_pending"],
+        json!(["three"])
+    );
+}
+
+#[test]
+fn a_named_simulator_can_end_the_conversation_with_goal_achieved() {
+    let s = project(
+        "named-goal",
+        &bot("agents.user", "sim"),
+        echo(),
+        &[dynamic(
+            "goal",
+            "Hi",
+            json!({"use": "user"}),
+            json!([cp("never", contains("unicorn"))]),
+        )],
+    );
+    s.rules(
+        "sim",
+        json!([{"reply": {"data": {"goal_achieved": true, "reasoning": "all done"}}}]),
+    );
+    let r = agentest(s.path()).run();
+    r.expect(1)
+        .expect_status("goal", "failed")
+        .expect_termination("goal", "goal_achieved")
+        .expect_error(
+            "goal",
+            &["the simulator reported its goal achieved after turn 1 (all done) with required checkpoints missing: never"],
+        );
+}
+
+#[test]
+fn a_named_simulator_answer_without_a_message_is_an_error() {
+    let s = project(
+        "named-empty",
+        &bot("agents.user", "sim"),
+        echo(),
+        &[dynamic(
+            "empty",
+            "Hi",
+            json!({"use": "user"}),
+            json!([cp("never", contains("unicorn"))]),
+        )],
+    );
+    s.rules(
+        "sim",
+        json!([{"reply": {"data": {"message": "", "goal_achieved": false}}}]),
+    );
+    let r = agentest(s.path()).run();
+    r.expect(1)
+        .expect_status("empty", "error")
+        .expect_termination("empty", "simulator_error")
+        .expect_error(
+            "empty",
+            &["simulator error: simulator agent `user` answered without a message"],
+        );
+}
+
+#[test]
+fn the_simulator_flag_picks_the_simulator_of_cases_that_name_none() {
+    let s = project(
+        "sim-flag",
+        &bot("agents.user", "sim"),
+        echo(),
+        &[dynamic(
+            "default-sim",
+            "Hi",
+            json!({"persona": "Someone"}),
+            json!([cp("got", contains("You said: from the flag"))]),
+        )],
+    );
+    s.rules("sim", json!([{"reply": {"content": "from the flag"}}]));
+    let r = agentest(s.path()).arg("--simulator").arg("user").run();
+    r.expect(0).expect_status("default-sim", "passed");
+    assert_eq!(r.case("default-sim")["simulator"], "user");
+    let log = s.log("sim");
+    assert_eq!(log.len(), 1);
+    assert_eq!(log[0]["metadata"]["persona"], "Someone");
+
+    // Without the flag the case wants the built-in simulator, and there is no [llm].
+    let r = agentest(s.path()).run();
+    r.expect(1)
+        .expect_status("default-sim", "error")
+        .expect_error("default-sim", &["the built-in simulator", "[llm]"]);
+}
+
+#[test]
+fn the_model_simulator_plays_the_user_from_json_and_text_answers_and_replays_offline() {
+    let server = Server::start();
+    server.answer(
+        "sim",
+        &[
+            json!({"message": "Travel, $500", "goal_achieved": false, "reasoning": "it asked for the type"})
+                .to_string(),
+            "Yes, confirm it please".to_string(),
+        ],
+    );
+    let case = with(
+        dynamic(
+            "model",
+            "Hi, I need to file an expense",
+            json!({"options": {"metadata": {"persona": "A new employee, unsure of the process",
+                                            "goal": "Submit a $500 travel expense"}}}),
+            expense_checkpoints(),
+        ),
+        json!({"max_turns": 6}),
+    );
+    let s = expense_project("model-sim", &llm(&server.url()), &[case]);
+    let r = agentest(s.path()).run();
+    r.expect(0)
+        .expect_status("model", "passed")
+        .expect_termination("model", "all_checkpoints_reached");
+    let c = r.case("model");
+    assert_eq!(c["simulator"], "model test-model");
+    assert_eq!(
+        r.inputs("model"),
+        pairs(&[
+            ("Hi, I need to file an expense", "initial"),
+            ("Travel, $500", "simulated"),
+            ("Yes, confirm it please", "simulated"),
+        ])
+    );
+    assert_eq!(c["turns"][1]["reasoning"], "it asked for the type");
+    assert_eq!(
+        c["usage"]["simulator"],
+        json!({"prompt_tokens": 20, "completion_tokens": 10}),
+        "{r:?}"
+    );
+    assert_eq!(c["model_calls"], 2);
+
+    let reqs = server.requests("sim");
+    assert_eq!(reqs.len(), 2, "{reqs:?}");
+    let system = system_of(&reqs[0]);
+    assert!(
+        system.contains("Persona: A new employee, unsure of the process"),
+        "{system}"
+    );
+    assert!(
+        system.contains("Goal: Submit a $500 travel expense"),
+        "{system}"
+    );
+    // The pending checkpoints stay hidden: it cannot coach the agent.
+    for hidden in [
+        "still expects",
+        "drafts the expense",
+        "create_expense",
+        "submitted",
+    ] {
+        assert!(!system.contains(hidden), "{hidden:?} leaked: {system}");
+        assert!(!user_of(&reqs[0]).contains(hidden), "{hidden:?} leaked");
+    }
+    assert_eq!(reqs[0]["response_format"], json!({"type": "json_object"}));
+    assert_eq!(reqs[0]["model"], "test-model");
+    let user = user_of(&reqs[0]);
+    assert!(
+        user.contains("The assistant just said: \"Sure. What type of expense would you like to submit, and what is the amount?\""),
+        "{user}"
+    );
+    assert!(user.contains("This is turn 2 of at most 6"), "{user}");
+    assert!(
+        user_of(&reqs[1]).contains("You: Travel, $500"),
+        "the conversation so far: {}",
+        user_of(&reqs[1])
+    );
+    assert!(s.exists(&cassette("model")));
+
+    // Offline: the server is gone and the cassette answers.
+    drop(server);
+    let r = agentest(s.path()).run();
+    r.expect(0).expect_status("model", "passed");
+    let c = r.case("model");
+    assert_eq!(c["cassette"]["replayed"], 2, "{r:?}");
+    assert_eq!(c["cassette"]["recorded"], 0, "{r:?}");
+    assert_eq!(c["usage"]["simulator"]["prompt_tokens"], 20);
+    assert_eq!(c["turns"][2]["input"], "Yes, confirm it please");
+}
+
+#[test]
+fn show_checkpoints_lets_the_model_simulator_see_the_pending_ones() {
+    let server = Server::start();
+    server.answer(
+        "sim",
+        &[
+            json!({"input": "Travel, $500"}).to_string(),
+            json!({"message": "yes", "goal_achieved": false}).to_string(),
+        ],
+    );
+    let case = dynamic(
+        "shown",
+        "Hi, I need to file an expense",
+        json!({"persona": "Direct persona", "objective": "Direct objective", "style": "brisk",
+               "show_checkpoints": true}),
+        expense_checkpoints(),
+    );
+    let s = expense_project("model-shown", &llm(&server.url()), &[case]);
+    let r = agentest(s.path()).run();
+    r.expect(0).expect_status("shown", "passed");
+    assert_eq!(r.case("shown")["turns"][1]["input"], "Travel, $500");
+    let reqs = server.requests("sim");
+    assert_eq!(reqs.len(), 2);
+    let first = system_of(&reqs[0]);
+    for part in [
+        "Persona: Direct persona",
+        "Goal: Direct objective",
+        "Style: brisk",
+        "- The test still expects the assistant to: drafts the expense with create_expense; done\n",
+    ] {
+        assert!(first.contains(part), "{part:?} in {first}");
+    }
+    let second = system_of(&reqs[1]);
+    assert!(
+        second.contains("- The test still expects the assistant to: done\n"),
+        "{second}"
+    );
+}
+
+#[test]
+fn an_empty_simulator_message_is_retried_once_then_an_error() {
+    // Empty twice: an error after exactly two requests.
+    let server = Server::start();
+    server.answer(
+        "sim",
+        &[
+            json!({"message": "", "goal_achieved": false}).to_string(),
+            "   ".to_string(),
+        ],
+    );
+    let s = project(
+        "sim-empty",
+        &llm(&server.url()),
+        echo(),
+        &[dynamic(
+            "empty",
+            "start",
+            json!({"persona": "p"}),
+            json!([cp("never", contains("unicorn"))]),
+        )],
+    );
+    let r = agentest(s.path()).run();
+    r.expect(1)
+        .expect_status("empty", "error")
+        .expect_termination("empty", "simulator_error")
+        .expect_error(
+            "empty",
+            &["turn 2: simulator error: the simulator answered twice without a message"],
+        );
+    let reqs = server.requests("sim");
+    assert_eq!(reqs.len(), 2, "{reqs:?}");
+    let retry = reqs[1]["messages"].as_array().unwrap();
+    assert_eq!(retry.len(), 4);
+    assert!(
+        retry[3]["content"]
+            .as_str()
+            .unwrap()
+            .contains("Your answer had no message"),
+        "{retry:?}"
+    );
+    drop(server);
+
+    // Empty once: the retry answers and the conversation goes on.
+    let server = Server::start();
+    server.answer(
+        "sim",
+        &[
+            json!({"message": ""}).to_string(),
+            json!({"message": "second try"}).to_string(),
+        ],
+    );
+    s.config(&format!("{}{}", bot("agent", "agent"), llm(&server.url())));
+    s.cases(&[dynamic(
+        "retried",
+        "start",
+        json!({"persona": "p"}),
+        json!([cp("got", contains("You said: second try"))]),
+    )]);
+    let r = agentest(s.path()).run();
+    r.expect(0).expect_status("retried", "passed");
+    assert_eq!(server.requests("sim").len(), 2);
+    assert_eq!(r.case("retried")["turns"][1]["input"], "second try");
+}
+
+#[test]
+fn the_model_simulator_can_report_its_goal_achieved() {
+    let server = Server::start();
+    server.answer(
+        "sim",
+        &[json!({"message": "thanks, bye", "goal_achieved": true, "reasoning": "I got my answer"})
+            .to_string()],
+    );
+    let s = project(
+        "sim-goal",
+        &llm(&server.url()),
+        echo(),
+        &[dynamic(
+            "bye",
+            "start",
+            json!({"goal": "say hi"}),
+            json!([cp("never", contains("unicorn"))]),
+        )],
+    );
+    let r = agentest(s.path()).run();
+    r.expect(1)
+        .expect_status("bye", "failed")
+        .expect_termination("bye", "goal_achieved")
+        .expect_error("bye", &["after turn 1 (I got my answer)"]);
+    assert_eq!(r.case("bye")["total_turns"], 1);
+}
+
+/// An `[agents.NAME]` of kind `openai` as the simulator: the test server plays it.
+fn openai_simulator_project(tag: &str, server: &Server) -> Scratch {
+    server.answer("other", &[json!({"message": "Travel, $500"}).to_string()]);
+    let extra = format!(
+        "{}[agents.llm-user]\ntype = \"openai\"\nsystem = \"You play a user.\"\n",
+        llm(&server.url())
+    );
+    expense_project(
+        tag,
+        &extra,
+        &[dynamic(
+            "llm-user",
+            "Hi, I need to file an expense",
+            json!({"use": "llm-user"}),
+            json!([cp(
+                "create",
+                json!({"type": "tool_called", "name": "create_expense"})
+            )]),
+        )],
+    )
+}
+
+#[test]
+fn a_named_simulator_may_be_an_openai_agent() {
+    let server = Server::start();
+    let s = openai_simulator_project("openai-sim", &server);
+    let r = agentest(s.path()).run();
+    r.expect(0).expect_status("llm-user", "passed");
+    assert_eq!(r.case("llm-user")["simulator"], "llm-user");
+    assert_eq!(
+        r.inputs("llm-user"),
+        pairs(&[
+            ("Hi, I need to file an expense", "initial"),
+            ("Travel, $500", "simulated"),
+        ])
+    );
+    let reqs = server.requests("other");
+    assert_eq!(reqs.len(), 1);
+    let messages = reqs[0]["messages"].as_array().unwrap();
+    assert_eq!(messages[0]["content"], "You play a user.");
+    assert_eq!(messages.last().unwrap()["content"], ASKED);
+}
+
+#[test]
+#[ignore = "bug: an openai-kind simulator's token usage is dropped (counted as the agent's, then replaced by the agent's turn usage)"]
+fn an_openai_simulators_usage_is_reported_as_the_simulators() {
+    let server = Server::start();
+    let s = openai_simulator_project("openai-sim-usage", &server);
+    let r = agentest(s.path()).run();
+    r.expect(0);
+    let c = r.case("llm-user");
+    // The expense agent reports (12, 9) for its drafting turn; the simulator's one
+    // model call used (10, 5).
+    assert_eq!(
+        c["usage"]["agent"],
+        json!({"prompt_tokens": 12, "completion_tokens": 9})
+    );
+    assert_eq!(
+        c["usage"]["simulator"],
+        json!({"prompt_tokens": 10, "completion_tokens": 5}),
+        "{r:?}"
+    );
+}
+
+#[test]
+#[ignore = "bug: the built-in simulator's missing key makes the case an error instead of skipped (outside CI) / failed (on CI)"]
+fn a_model_simulator_without_key_or_recording_is_skipped_outside_ci_and_fails_on_ci() {
+    let s = project(
+        "sim-nokey",
+        &llm("http://127.0.0.1:9/v1"),
+        echo(),
+        &[dynamic(
+            "nokey",
+            "start",
+            json!({"persona": "p"}),
+            json!([cp("never", contains("unicorn"))]),
+        )],
+    );
+    let r = agentest(s.path()).without_key().run();
+    r.expect(0)
+        .expect_status("nokey", "skipped")
+        .expect_error("nokey", &[KEY_VAR]);
+    let r = agentest(s.path()).without_key().env("CI", "true").run();
+    r.expect(1)
+        .expect_status("nokey", "failed")
+        .expect_error("nokey", &[KEY_VAR]);
+}
+
+// ---------------------------------------------------------------------------------------
+// 4. Awaiting input
+// ---------------------------------------------------------------------------------------
+
+/// One reply per turn, each exercising one detection rule.
+fn awaiting_rules() -> Value {
+    json!([
+        {"turn": 1, "reply": {"content": "Done.", "awaiting_input": true}},
+        {"turn": 2, "reply": {"content": "What else do you need?", "awaiting_input": false}},
+        {"turn": 3, "reply": {"content": "Noted.", "tool_calls": [{"name": "ask_user", "arguments": {}}]}},
+        {"turn": 4, "reply": {"content": "Noted.", "tool_calls": [{"name": "ui__request_confirmation", "arguments": {}}]}},
+        {"turn": 5, "reply": {"content": "Noted.", "tool_calls": [{"name": "confirm_order", "arguments": {}}]}},
+        {"turn": 6, "reply": {"content": "Shall I submit it?"}},
+        {"turn": 7, "reply": {"content": "Please provide the PO number."}},
+        {"turn": 8, "reply": {"content": "Can you confirm the amount? Thanks."}},
+        {"turn": 9, "reply": {"content": "Expense submitted. Reference: EXP-1"}}
+    ])
+}
+
+fn awaiting_case() -> Value {
+    let turns: Vec<Value> = (1..=9).map(|i| json!({"input": format!("t{i}")})).collect();
+    json!({"id": "await", "turns": turns})
+}
+
+fn awaiting_verdicts(r: &Run) -> Vec<(bool, String)> {
+    r.case("await")["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["awaiting_input"].as_bool().unwrap(),
+                t["awaiting_reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn awaiting_input_is_detected_by_declaration_then_tools_then_text() {
+    let s = project("await", "", awaiting_rules(), &[awaiting_case()]);
+    let r = agentest(s.path()).run();
+    r.expect(0).expect_status("await", "passed");
+    let want: Vec<(bool, String)> = [
+        (true, "agent_declared"),
+        (false, "agent_declared"),
+        (true, "tool_requires_confirmation"),
+        (true, "tool_requires_confirmation"),
+        (false, "completed"),
+        (true, "content_is_question"),
+        (true, "content_is_question"),
+        (true, "content_is_question"),
+        (false, "completed"),
+    ]
+    .iter()
+    .map(|(a, b)| (*a, b.to_string()))
+    .collect();
+    assert_eq!(awaiting_verdicts(&r), want, "{r:?}");
+}
+
+#[test]
+fn run_input_tools_replaces_the_default_list() {
+    let s = project(
+        "await-tools",
+        "[run]\ninput_tools = [\"confirm_order\"]\n",
+        awaiting_rules(),
+        &[awaiting_case()],
+    );
+    let r = agentest(s.path()).run();
+    r.expect(0);
+    let got = awaiting_verdicts(&r);
+    assert_eq!(got[2], (false, "completed".to_string()), "ask_user: {r:?}");
+    assert_eq!(
+        got[3],
+        (false, "completed".to_string()),
+        "request_confirmation: {r:?}"
+    );
+    assert_eq!(
+        got[4],
+        (true, "tool_requires_confirmation".to_string()),
+        "confirm_order: {r:?}"
+    );
+    assert_eq!(got[0], (true, "agent_declared".to_string()));
+}
+
+#[test]
+fn the_agents_declaration_decides_when_a_dynamic_conversation_ends() {
+    // A question declared not awaiting ends the conversation at once; a statement
+    // declared awaiting keeps it going.
+    let s = project(
+        "await-dyn",
+        "",
+        json!([
+            {"when": "^q$", "reply": {"content": "Anything else?", "awaiting_input": false}},
+            {"when": "^s$", "reply": {"content": "Noted.", "awaiting_input": true}},
+            {"reply": {"content": "Got {input}."}}
+        ]),
+        &[
+            dynamic(
+                "question-done",
+                "q",
+                script(json!([{"say": "more"}])),
+                json!([cp("never", contains("unicorn"))]),
+            ),
+            dynamic(
+                "statement-waits",
+                "s",
+                script(json!([{"say": "more"}])),
+                json!([cp("never", contains("unicorn"))]),
+            ),
+        ],
+    );
+    let r = agentest(s.path()).run();
+    r.expect(1)
+        .expect_termination("question-done", "agent_completed")
+        .expect_error("question-done", &["the agent completed at turn 1"]);
+    assert_eq!(r.case("question-done")["total_turns"], 1);
+    // "Got more." is a plain statement: completed at turn 2.
+    r.expect_termination("statement-waits", "agent_completed")
+        .expect_error("statement-waits", &["the agent completed at turn 2"]);
+    let c = r.case("statement-waits");
+    assert_eq!(c["turns"][0]["awaiting_reason"], "agent_declared");
+    assert_eq!(c["turns"][1]["awaiting_reason"], "completed");
+}
+
+// ---------------------------------------------------------------------------------------
+// 5. Judges
+// ---------------------------------------------------------------------------------------
+
+/// A project whose agent answers "Hello! How can I help you today?" and whose [llm] is
+/// the test server.
+fn judge_project(tag: &str, server: &Server, extra: &str, cases: &[Value]) -> Scratch {
+    project(
+        tag,
+        &format!("{}{extra}", llm(&server.url())),
+        json!([{"reply": {"content": "Hello! How can I help you today?"}}]),
+        cases,
+    )
+}
+
+#[test]
+fn the_built_in_judge_passes_a_reply_that_meets_the_criteria() {
+    let server = Server::start();
+    server.answer(
+        "judge",
+        &[
+            json!({"passed": true, "score": 0.9, "reason": "It greets"}).to_string(),
+            json!({"passed": true, "reason": "It offers help"}).to_string(),
+        ],
+    );
+    let s = judge_project(
+        "judge-pass",
+        &server,
+        "",
+        &[json!({"id": "j", "input": "Hi", "assertions": [
+            {"type": "agent", "options": {"metadata": {"criteria": "The reply greets the user", "tone": "friendly"}}},
+            {"type": "llm_judge", "prompt": "The reply offers help", "expected": "an offer of help",
+             "capabilities": ["greeting"], "temperature": 0.3}
+        ]})],
+    );
+    let r = agentest(s.path()).run();
+    r.expect(0).expect_status("j", "passed");
+    let c = r.case("j");
+    let labels: Vec<(&str, bool)> = c["turns"][0]["assertions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["label"].as_str().unwrap(), a["passed"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(
+        labels,
+        vec![
+            ("agent \"The reply greets the user\"", true),
+            ("llm_judge \"The reply offers help\"", true)
+        ]
+    );
+    assert_eq!(
+        c["usage"]["judge"],
+        json!({"prompt_tokens": 20, "completion_tokens": 10})
+    );
+    assert_eq!(c["model_calls"], 2);
+
+    let reqs = server.requests("judge");
+    assert_eq!(reqs.len(), 2);
+    let p = user_of(&reqs[0]);
+    for part in [
+        "Criteria: The reply greets the user\n",
+        "tone: friendly\n",
+        "user: Hi\n",
+        "The reply to judge:\nHello! How can I help you today?",
+    ] {
+        assert!(p.contains(part), "{part:?} in {p}");
+    }
+    assert_eq!(reqs[0]["response_format"], json!({"type": "json_object"}));
+    let p = user_of(&reqs[1]);
+    for part in [
+        "Criteria: The reply offers help\n",
+        "Expected: an offer of help\n",
+        "Capabilities to show: greeting\n",
+    ] {
+        assert!(p.contains(part), "{part:?} in {p}");
+    }
+    assert_eq!(reqs[1]["temperature"], 0.3);
+}
+
+#[test]
+fn a_failing_verdict_fails_the_case_with_its_reason_and_suggestions() {
+    let server = Server::start();
+    server.answer(
+        "judge",
+        &[
+            json!({"passed": false, "score": 0.2, "reason": "It never mentions expenses",
+                 "suggestions": ["Mention expenses", "Offer the policy"]})
+            .to_string(),
+        ],
+    );
+    let s = judge_project(
+        "judge-fail",
+        &server,
+        "",
+        &[
+            json!({"id": "j", "input": "Hi", "assert": {"type": "llm_judge", "prompt": "The reply talks about expenses"}}),
+        ],
+    );
+    let r = agentest(s.path()).run();
+    r.expect(1).expect_status("j", "failed").expect_error(
+        "j",
+        &[
+            "turn 1: llm_judge \"The reply talks about expenses\": judge: It never mentions expenses (score 0.2); suggestions: Mention expenses; Offer the policy",
+        ],
+    );
+    r.expect_stdout("It never mentions expenses")
+        .expect_stdout("suggestions: Mention expenses; Offer the policy");
+}
+
+#[test]
+fn an_invalid_verdict_gets_one_repair_attempt() {
+    let server = Server::start();
+    server.answer(
+        "judge",
+        &[
+            "Looks great to me!".to_string(),
+            json!({"passed": true, "reason": "fine"}).to_string(),
+        ],
+    );
+    let s = judge_project(
+        "judge-repair",
+        &server,
+        "",
+        &[json!({"id": "j", "input": "Hi", "assert": {"type": "llm_judge", "prompt": "greets"}})],
+    );
+    let r = agentest(s.path()).run();
+    r.expect(0).expect_status("j", "passed");
+    let reqs = server.requests("judge");
+    assert_eq!(reqs.len(), 2);
+    let repair = reqs[1]["messages"].as_array().unwrap();
+    assert_eq!(repair.len(), 4);
+    assert_eq!(repair[2]["content"], "Looks great to me!");
+    assert!(repair[3]["content"]
+        .as_str()
+        .unwrap()
+        .contains("That was not a verdict"));
+    assert_eq!(r.case("j")["model_calls"], 2);
+}
+
+#[test]
+fn a_judge_that_answers_badly_twice_makes_the_case_an_error() {
+    let server = Server::start();
+    server.answer(
+        "judge",
+        &[
+            "maybe?".to_string(),
+            json!({"passed": "yes", "reason": "not a boolean"}).to_string(),
+        ],
+    );
+    let s = judge_project(
+        "judge-broken",
+        &server,
+        "",
+        &[
+            json!({"id": "j", "input": "Hi", "assert": {"type": "agent", "options": {"metadata": {"criteria": "greets"}}}}),
+        ],
+    );
+    let r = agentest(s.path()).run();
+    r.expect(1).expect_status("j", "error").expect_error(
+        "j",
+        &["turn 1: ", "the judge answered twice without a verdict"],
+    );
+    assert_eq!(server.requests("judge").len(), 2);
+}
+
+#[test]
+fn a_judge_agent_speaks_the_validator_contract() {
+    let s = project(
+        "judge-agent",
+        &bot("agents.critic", "critic"),
+        json!([{"reply": {"content": "{input} to you"}}]),
+        &[
+            json!({"id": "yes", "input": "Hello", "assert": {"type": "agent", "use": "agents:critic",
+                   "options": {"metadata": {"criteria": "The reply greets", "tone": "warm"}}}}),
+            json!({"id": "no", "input": "Bye", "assert": {"type": "llm_judge", "use": "agents:critic",
+                   "prompt": "The reply greets"}}),
+            json!({"id": "garbled", "input": "Garbage", "assert": {"type": "agent", "use": "agents:critic",
+                   "options": {"metadata": {"criteria": "The reply greets"}}}}),
+        ],
+    );
+    s.rules(
+        "critic",
+        json!([
+            {"when": "^Hello", "reply": {"content": "{\"passed\": true, \"reason\": \"greets\"}"}},
+            {"when": "^Bye", "reply": {"content": "ignored", "data": {"passed": false, "reason": "no greeting", "suggestions": ["say hello"]}}},
+            {"reply": {"content": "I think it is fine"}}
+        ]),
+    );
+    let r = agentest(s.path()).arg("--parallel").arg("1").run();
+    r.expect(1)
+        .expect_status("yes", "passed")
+        .expect_status("no", "failed")
+        .expect_error("no", &["critic: no greeting; suggestions: say hello"])
+        .expect_status("garbled", "error")
+        .expect_error(
+            "garbled",
+            &["judge `critic` answered twice without a verdict {passed, reason}; last answer: \"I think it is fine\""],
+        );
+    let log = s.log("critic");
+    let yes: Vec<&Value> = log
+        .iter()
+        .filter(|q| q["input"] == "Hello to you")
+        .collect();
+    assert_eq!(yes.len(), 1, "{log:?}");
+    let m = &yes[0]["metadata"];
+    assert_eq!(m["test_mode"], "validator");
+    assert_eq!(m["criteria"], "The reply greets");
+    assert_eq!(m["output"], "Hello to you");
+    assert_eq!(m["input"], "Hello");
+    assert_eq!(m["tone"], "warm");
+    assert_eq!(
+        m["conversation"],
+        json!([{"role": "user", "content": "Hello"}, {"role": "assistant", "content": "Hello to you"}])
+    );
+    // The repair attempt tells the judge agent what was wrong.
+    let garbled: Vec<&Value> = log
+        .iter()
+        .filter(|q| q["input"] == "Garbage to you")
+        .collect();
+    assert_eq!(garbled.len(), 2, "{log:?}");
+    assert!(garbled[0]["metadata"].get("repair").is_none());
+    assert!(garbled[1]["metadata"]["repair"].is_string());
+}
+
+#[test]
+fn a_judge_works_as_a_checkpoint_of_a_dynamic_case() {
+    let server = Server::start();
+    server.answer(
+        "judge",
+        &[
+            json!({"passed": false, "reason": "not yet polite"}).to_string(),
+            json!({"passed": true, "reason": "polite now"}).to_string(),
+        ],
+    );
+    let s = project(
+        "judge-cp",
+        &llm(&server.url()),
+        echo(),
+        &[dynamic(
+            "polite",
+            "start",
+            script(json!([{"say": "please"}])),
+            json!([{"id": "polite", "description": "the assistant is polite",
+                    "assert": {"type": "agent", "options": {"metadata": {"criteria": "The assistant is polite"}}}}]),
+        )],
+    );
+    let r = agentest(s.path()).run();
+    r.expect(0)
+        .expect_status("polite", "passed")
+        .expect_termination("polite", "all_checkpoints_reached");
+    let k = r.checkpoint("polite", "polite");
+    assert_eq!(k["reached_at_turn"], 2);
+    assert_eq!(
+        k["message"],
+        "reached at turn 2: agent \"The assistant is polite\""
+    );
+    let c = r.case("polite");
+    assert_eq!(
+        c["turns"][0]["checkpoints"][0]["message"],
+        "judge: not yet polite"
+    );
+    assert_eq!(
+        c["usage"]["judge"],
+        json!({"prompt_tokens": 20, "completion_tokens": 10})
+    );
+    let reqs = server.requests("judge");
+    assert_eq!(reqs.len(), 2);
+    assert!(user_of(&reqs[1]).contains("The reply to judge:\nYou said: please. Anything else?"));
+}
+
+#[test]
+fn judges_work_in_static_turns_and_final_assertions() {
+    let server = Server::start();
+    server.answer(
+        "judge",
+        &[
+            json!({"passed": true, "reason": "turn two is fine"}).to_string(),
+            json!({"passed": false, "reason": "the ending is abrupt"}).to_string(),
+        ],
+    );
+    let s = project(
+        "judge-static",
+        &llm(&server.url()),
+        echo(),
+        &[json!({"id": "st", "turns": [
+            {"input": "first"},
+            {"input": "second", "assert": {"type": "llm_judge", "prompt": "turn two is fine"}}
+        ], "final_assertions": [{"type": "agent", "options": {"metadata": {"criteria": "the ending is polite"}}}]})],
+    );
+    let r = agentest(s.path()).run();
+    r.expect(1).expect_status("st", "failed").expect_error(
+        "st",
+        &["final assertions: agent \"the ending is polite\": judge: the ending is abrupt"],
+    );
+    let c = r.case("st");
+    assert_eq!(c["turns"][1]["assertions"][0]["passed"], true);
+    assert_eq!(c["final_assertions"][0]["passed"], false);
+    let reqs = server.requests("judge");
+    assert_eq!(reqs.len(), 2);
+    let p = user_of(&reqs[0]);
+    assert!(
+        p.contains("user: first\nassistant: You said: first. Anything else?\nuser: second\nassistant: You said: second. Anything else?\n"),
+        "the judge sees the conversation: {p}"
+    );
+}
+
+#[test]
+fn a_judge_without_key_or_recording_is_skipped_outside_ci_and_fails_on_ci() {
+    // The [llm] points at a closed port: nothing may be sent without the key anyway.
+    let s = project(
+        "judge-nokey",
+        &llm("http://127.0.0.1:9/v1"),
+        json!([{"reply": {"content": "Hello"}}]),
+        &[json!({"id": "j", "input": "Hi", "assert": {"type": "llm_judge", "prompt": "greets"}})],
+    );
+    let r = agentest(s.path()).without_key().run();
+    r.expect(0)
+        .expect_status("j", "skipped")
+        .expect_error("j", &["judge: ", KEY_VAR]);
+    let r = agentest(s.path()).without_key().env("CI", "true").run();
+    r.expect(1)
+        .expect_status("j", "failed")
+        .expect_error("j", &[KEY_VAR]);
+}
+
+/// The Rust API: a judge for users' own `#[test]`s, recorded in a cassette and replayed.
+#[test]
+fn the_rust_judge_api_judges_and_replays_from_its_cassette() {
+    let server = Server::start();
+    server.answer(
+        "judge",
+        &[
+            json!({"passed": true, "score": 1.0, "reason": "greets", "suggestions": ["smile"]})
+                .to_string(),
+        ],
+    );
+    let s = Scratch::new("judge-api");
+    // No api_key_env: a local model needs no key.
+    let url = server.url();
+    let conf = |mode: &str| {
+        format!(
+            "[llm]\nbase_url = \"{url}\"\nmodel = \"test-model\"\nmax_retries = 0\n[run]\ncassettes = \"{mode}\"\n"
+        )
+    };
+    s.config(&conf("record"));
+    let tape = s.join("cassettes/greeting.jsonl");
+    let judge = agentest::judge::Judge::from_config(s.path(), &tape).expect("a judge");
+    let verdict = judge
+        .judge("Hello! How can I help?", "The reply greets the user")
+        .expect("a verdict");
+    assert!(verdict.passed);
+    assert_eq!(verdict.reason, "greets");
+    assert_eq!(verdict.score, Some(1.0));
+    assert_eq!(verdict.suggestions, vec!["smile".to_string()]);
+    let reqs = server.requests("judge");
+    assert_eq!(reqs.len(), 1);
+    assert!(user_of(&reqs[0]).contains("Criteria: The reply greets the user"));
+    assert!(user_of(&reqs[0]).contains("The reply to judge:\nHello! How can I help?"));
+    let recorded = std::fs::read_to_string(&tape).expect("the cassette");
+    assert_eq!(recorded.lines().count(), 1);
+    assert!(recorded.contains("\"role\":\"judge\""), "{recorded}");
+
+    // Offline, in replay mode: the same verdict from the cassette.
+    drop(server);
+    s.config(&conf("replay"));
+    let judge = agentest::judge::Judge::from_config(s.path(), &tape).expect("a judge");
+    let again = judge
+        .judge("Hello! How can I help?", "The reply greets the user")
+        .expect("a replayed verdict");
+    assert_eq!(again, verdict);
+    // Anything not recorded cannot be judged offline, and says so.
+    match judge.judge("Hello! How can I help?", "Something else") {
+        Err(agentest::judge::JudgeError::Broken(m)) => {
+            assert!(m.contains("no recording"), "{m}")
+        }
+        other => panic!("expected a broken judge, got {other:?}"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// 6. Interactive input
+// ---------------------------------------------------------------------------------------
+
+/// A static case whose one scripted turn leaves the expense agent asking for the type.
+fn interactive_case() -> Value {
+    json!({"id": "human", "interactive": {"enabled": true},
+           "turns": [{"input": "Hi, I need to file an expense"}],
+           "final_assertions": [contains("submitted")]})
+}
+
+const ASKED: &str = "Sure. What type of expense would you like to submit, and what is the amount?";
+
+#[test]
+fn piped_lines_answer_with_interactive_until_the_agent_completes() {
+    let s = expense_project("piped", "", &[interactive_case()]);
+    let r = agentest(s.path())
+        .arg("--interactive")
+        .stdin("Travel, $500\nyes\nnever read\n")
+        .run();
+    r.expect(0).expect_status("human", "passed");
+    assert_eq!(
+        r.inputs("human"),
+        pairs(&[
+            ("Hi, I need to file an expense", "static"),
+            ("Travel, $500", "human"),
+            ("yes", "human"),
+        ])
+    );
+    r.expect_stderr(&format!("[human] the agent asks: {ASKED}"))
+        .expect_stderr("hint: e.g. travel, $350")
+        .expect_stderr("your reply (empty line to stop):")
+        .expect_stdout("Turn 2: [Human] \"Travel, $500\"");
+}
+
+#[test]
+fn an_empty_line_stops_asking() {
+    let s = expense_project("piped-stop", "", &[interactive_case()]);
+    let r = agentest(s.path())
+        .arg("--interactive")
+        .stdin("Travel, $500\n\nyes\n")
+        .run();
+    // The person stopped before confirming: the final assertion sees the draft.
+    r.expect(1)
+        .expect_status("human", "failed")
+        .expect_error("human", &["final assertions: contains \"submitted\""]);
+    assert_eq!(r.case("human")["total_turns"], 2);
+}
+
+#[test]
+fn without_a_terminal_an_interactive_case_is_skipped_with_the_reason() {
+    let s = expense_project("no-tty", "", &[interactive_case()]);
+    // stdin is /dev/null, then a pipe: neither is a terminal.
+    for run in [
+        agentest(s.path()).run(),
+        agentest(s.path()).stdin("Travel, $500\n").run(),
+    ] {
+        run.expect(0).expect_status("human", "skipped").expect_error(
+            "human",
+            &[
+                &format!("the agent awaits input after turn 1 (it asked: \"{ASKED}\") and no scripted turn is left, but there is no terminal to ask"),
+                "run with --interactive",
+                "\nhint: add more turns, run with --interactive, or use a simulator",
+            ],
+        );
+        run.expect_stdout("SKIPPED")
+            .expect_stdout("Hint: add more turns, run with --interactive, or use a simulator");
+        assert_eq!(run.case("human")["total_turns"], 1);
+    }
+}
+
+#[test]
+fn on_missing_input_fail_makes_it_fail() {
+    let s = expense_project("missing-fail", "", &[interactive_case()]);
+    let r = agentest(s.path())
+        .arg("--on-missing-input")
+        .arg("fail")
+        .run();
+    r.expect(1)
+        .expect_status("human", "failed")
+        .expect_error("human", &["there is no terminal to ask"]);
+}
+
+#[test]
+fn skip_interactive_and_ci_skip_it_too() {
+    let s = expense_project("skip-ci", "", &[interactive_case()]);
+    let r = agentest(s.path()).arg("--skip-interactive").run();
+    r.expect(0)
+        .expect_status("human", "skipped")
+        .expect_error("human", &["interactive input is off (--skip-interactive)"]);
+    let r = agentest(s.path()).env("CI", "true").run();
+    r.expect(0)
+        .expect_status("human", "skipped")
+        .expect_error("human", &["no person can answer on CI"]);
+    // Even on a terminal, --skip-interactive asks nobody.
+    let r = agentest(s.path())
+        .arg("--skip-interactive")
+        .pty(&["Travel, $500"])
+        .run();
+    r.expect(0)
+        .expect_status("human", "skipped")
+        .expect_error("human", &["--skip-interactive"]);
+}
+
+#[test]
+fn a_person_may_replace_the_simulator_for_a_turn() {
+    let s = project(
+        "dyn-human",
+        "",
+        echo(),
+        &[dynamic(
+            "dyn",
+            "start",
+            script(json!([{"say": "from-sim-1"}, {"say": "from-sim-2"}])),
+            json!([
+                cp("h", contains("You said: from-human")),
+                cp("s", contains("You said: from-sim-1"))
+            ]),
+        )],
+    );
+    // Turn 2: the person; turn 3: an empty line lets the simulator answer.
+    let r = agentest(s.path())
+        .arg("--interactive")
+        .stdin("from-human\n\n")
+        .run();
+    r.expect(0)
+        .expect_status("dyn", "passed")
+        .expect_termination("dyn", "all_checkpoints_reached");
+    assert_eq!(
+        r.inputs("dyn"),
+        pairs(&[
+            ("start", "initial"),
+            ("from-human", "human"),
+            ("from-sim-1", "simulated"),
+        ])
+    );
+    r.expect_stderr("[dyn] the agent asks: You said: start. Anything else?")
+        .expect_stderr("your reply (empty line: let the simulator answer):")
+        .expect_stdout("Turn 2: [Human] \"from-human\"");
+}
+
+#[test]
+fn a_real_terminal_is_asked_without_interactive() {
+    if Command::new("python3")
+        .args(["-c", "import pty"])
+        .output()
+        .map(|o| !o.status.success())
+        .unwrap_or(true)
+    {
+        eprintln!("skipped: python3 with the pty module is needed for a pseudo-terminal");
+        return;
+    }
+    let s = expense_project("pty", "", &[interactive_case()]);
+    let r = agentest(s.path()).pty(&["Travel, $500", "yes"]).run();
+    r.expect(0).expect_status("human", "passed");
+    assert_eq!(
+        r.inputs("human"),
+        pairs(&[
+            ("Hi, I need to file an expense", "static"),
+            ("Travel, $500", "human"),
+            ("yes", "human"),
+        ])
+    );
+    r.expect_stderr(&format!("[human] the agent asks: {ASKED}"))
+        .expect_stderr("hint: e.g. travel, $350");
+}
+
+#[test]
+fn an_unanswered_question_times_out_as_the_case_says() {
+    let s = expense_project(
+        "pty-silent",
+        "",
+        &[with(
+            interactive_case(),
+            json!({"interactive": {"enabled": true, "timeout": "1s"}}),
+        )],
+    );
+    let r = agentest(s.path()).pty(&[]).run();
+    r.expect(1)
+        .expect_status("human", "error")
+        .expect_error("human", &["turn 2: interactive input: no answer within 1s"]);
+    assert!(r.took < Duration::from_secs(10), "{r:?}");
+}
+
+#[test]
+#[ignore = "bug: after a question times out, its abandoned stdin read swallows the answer to the next question"]
+fn an_answer_after_a_timed_out_question_goes_to_the_next_question() {
+    let s = expense_project(
+        "pty-after-timeout",
+        "",
+        &[
+            with(
+                interactive_case(),
+                json!({"id": "a-first", "interactive": {"enabled": true, "timeout": "1s"},
+                       "final_assertions": []}),
+            ),
+            with(
+                interactive_case(),
+                json!({"id": "b-second", "interactive": {"enabled": true, "timeout": "5s"},
+                       "final_assertions": [contains("drafted")]}),
+            ),
+        ],
+    );
+    // Nobody answers the first question; the answer comes once the second is asked.
+    let r = agentest(s.path())
+        .arg("--parallel")
+        .arg("1")
+        .pty_script(&[(2, "Travel, $500")])
+        .run();
+    r.expect_status("a-first", "error")
+        .expect_error("a-first", &["no answer within 1s"]);
+    r.expect_status("b-second", "passed");
+    assert_eq!(
+        r.inputs("b-second")[1],
+        ("Travel, $500".to_string(), "human".to_string())
+    );
+}
+
+#[test]
+#[ignore = "bug: in dynamic mode the person's prompt omits the agent's input_hint"]
+fn a_dynamic_prompt_shows_the_agents_input_hint() {
+    let s = expense_project(
+        "dyn-hint",
+        "",
+        &[dynamic(
+            "dyn",
+            "Hi, I need to file an expense",
+            script(json!([{"say": "yes"}])),
+            json!([cp(
+                "create",
+                json!({"type": "tool_called", "name": "create_expense"})
+            )]),
+        )],
+    );
+    let r = agentest(s.path())
+        .arg("--interactive")
+        .stdin("Travel, $500\n")
+        .run();
+    r.expect(0).expect_status("dyn", "passed");
+    r.expect_stderr(&format!("[dyn] the agent asks: {ASKED}"))
+        .expect_stderr("hint: e.g. travel, $350");
+}
