@@ -54,61 +54,69 @@ pub(crate) async fn run(
         .collect();
     let mut history: Vec<Message> = Vec::new();
     let mut last_response = String::new();
+    let mut last_hint: Option<String> = None;
     let outcome = async {
         for turn in 1..=run.max_turns {
             // 1. The user's message: the case's first input, else the simulator.
-            let (messages, source, reasoning) =
-                match (turn, run.initial) {
-                    (1, Some(input)) => (input.messages.clone(), "initial", None),
-                    _ => {
-                        // A person may answer instead of the simulator (`--interactive`).
-                        let mut from_person = None;
-                        if let (Some(wait), true) = (run.person, turn > 1) {
-                            *phase = format!("waiting for a person's answer for turn {turn}");
-                            let prompt = "your reply (empty line: let the simulator answer):";
-                            from_person =
-                                crate::human::ask(run.test_id, &last_response, None, prompt, wait)
-                                    .await
-                                    .map_err(|e| {
-                                        Stop::from(format!("turn {turn}: interactive input: {e}"))
-                                    })?;
-                        }
-                        match from_person {
-                            Some(text) => (vec![Message::user(text)], "human", None),
-                            None => {
-                                *phase =
-                                    format!("waiting for the simulator's message for turn {turn}");
-                                let sim_input = SimInput {
-                                    test_id: run.test_id,
-                                    session_id: &run.session_id,
-                                    conversation: &history,
-                                    last_response: &last_response,
-                                    turn_number: turn,
-                                    max_turns: run.max_turns,
-                                    reached: reached(run.checkpoints, &states),
-                                    pending: run
-                                        .show_checkpoints
-                                        .then(|| pending(run.checkpoints, &states)),
-                                    profile: &run.profile,
-                                };
-                                let next = simulator.next(&sim_input, run.deadline).await.map_err(
-                                    |e| Stop::from(format!("turn {turn}: simulator error: {e}")),
-                                )?;
-                                match next.message {
-                                    Some(m) if !next.goal_achieved => {
-                                        (vec![Message::user(m)], "simulated", next.reasoning)
+            let (messages, source, reasoning) = match (turn, run.initial) {
+                (1, Some(input)) => (input.messages.clone(), "initial", None),
+                _ => {
+                    // A person may answer instead of the simulator (`--interactive`).
+                    let mut from_person = None;
+                    if let (Some(wait), true) = (run.person, turn > 1) {
+                        *phase = format!("waiting for a person's answer for turn {turn}");
+                        let prompt = "your reply (empty line: let the simulator answer):";
+                        from_person = crate::human::ask(
+                            run.test_id,
+                            &last_response,
+                            last_hint.as_deref(),
+                            prompt,
+                            wait,
+                        )
+                        .await
+                        .map_err(|e| Stop::from(format!("turn {turn}: interactive input: {e}")))?;
+                    }
+                    match from_person {
+                        Some(text) => (vec![Message::user(text)], "human", None),
+                        None => {
+                            *phase = format!("waiting for the simulator's message for turn {turn}");
+                            let sim_input = SimInput {
+                                test_id: run.test_id,
+                                session_id: &run.session_id,
+                                conversation: &history,
+                                last_response: &last_response,
+                                turn_number: turn,
+                                max_turns: run.max_turns,
+                                reached: reached(run.checkpoints, &states),
+                                pending: run
+                                    .show_checkpoints
+                                    .then(|| pending(run.checkpoints, &states)),
+                                profile: &run.profile,
+                            };
+                            let next = simulator.next(&sim_input, run.deadline).await.map_err(
+                                |e| match e {
+                                    // No model to be had: skipped (outside CI), like the agent's own calls.
+                                    crate::agent::TurnError::Unavailable(_) => Stop::turn(turn, e),
+                                    other => {
+                                        Stop::from(format!("turn {turn}: simulator error: {other}"))
                                     }
-                                    _ => {
-                                        return Ok(Ending::GoalAchieved {
-                                            turn: turn - 1,
-                                            reasoning: next.reasoning,
-                                        })
-                                    }
+                                },
+                            )?;
+                            match next.message {
+                                Some(m) if !next.goal_achieved => {
+                                    (vec![Message::user(m)], "simulated", next.reasoning)
+                                }
+                                _ => {
+                                    return Ok(Ending::GoalAchieved {
+                                        turn: turn - 1,
+                                        reasoning: next.reasoning,
+                                    })
                                 }
                             }
                         }
                     }
-                };
+                }
+            };
             history.extend(messages.iter().cloned());
             let request = Request {
                 session_id: run.session_id.clone(),
@@ -125,6 +133,7 @@ pub(crate) async fn run(
             let (reply, duration_ms) = exchange(session, &request, source, report, phase).await?;
             history.push(reply.to_message());
             last_response = reply.output_text();
+            last_hint = reply.input_hint.clone();
             let mut record = replied_turn(
                 turn,
                 &request.input,

@@ -303,6 +303,7 @@ impl Engine {
             salt: loaded.trial.clone(),
             live: self.settings.live,
             deadline,
+            role: Role::Agent,
         };
         let judges = CaseJudges {
             engine: self,
@@ -465,8 +466,12 @@ impl Engine {
                 let (def, label) = self
                     .agent(ctx, Some(name))
                     .map_err(|e| format!("simulator: {e}"))?;
+                let scope = CaseScope {
+                    role: Role::Simulator,
+                    ..scope.clone()
+                };
                 let session = def
-                    .start(scope)
+                    .start(&scope)
                     .await
                     .map_err(|e| format!("simulator `{label}`: {e}"))?;
                 Ok(Simulator::Agent {
@@ -577,8 +582,12 @@ impl Judges for CaseJudges<'_> {
                 .engine
                 .agent(self.ctx, Some(name))
                 .map_err(|e| JudgeError::Broken(format!("judge: {e}")))?;
+            let scope = CaseScope {
+                role: Role::Judge,
+                ..self.scope.clone()
+            };
             let mut session = def
-                .start(self.scope)
+                .start(&scope)
                 .await
                 .map_err(|e| JudgeError::Broken(format!("judge `{label}`: {e}")))?;
             let mut metadata = request.to_json();

@@ -3,7 +3,7 @@
 //! stdin, a line at a time (a terminal, or piped input with `--interactive`).
 
 use std::io::{BufRead, IsTerminal, Write};
-use std::sync::Mutex;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 /// How long a person has to answer, unless the case's `interactive.timeout` says otherwise.
@@ -62,11 +62,12 @@ pub(crate) async fn ask(
         let _ = err.write_all(text.as_bytes());
         let _ = err.flush();
     }
-    let read = tokio::task::spawn_blocking(read_line);
-    match tokio::time::timeout(timeout, read).await {
-        Ok(Ok(Ok(line))) => Ok(line.map(|l| l.trim().to_string()).filter(|l| !l.is_empty())),
-        Ok(Ok(Err(e))) => Err(format!("failed to read the answer: {e}")),
-        Ok(Err(e)) => Err(format!("failed to read the answer: {e}")),
+    let mut lines = stdin_lines().lock().await;
+    match tokio::time::timeout(timeout, lines.recv()).await {
+        Ok(Some(Ok(line))) => Ok(Some(line.trim().to_string()).filter(|l| !l.is_empty())),
+        Ok(Some(Err(e))) => Err(format!("failed to read the answer: {e}")),
+        // Stdin is closed: nobody will answer any more.
+        Ok(None) => Ok(None),
         Err(_) => Err(format!(
             "no answer within {}",
             crate::duration::format_duration(timeout)
@@ -74,14 +75,27 @@ pub(crate) async fn ask(
     }
 }
 
-fn read_line() -> std::io::Result<Option<String>> {
-    // A shared reader keeps lines that arrive together (piped input) for later questions.
-    static STDIN: Mutex<Option<std::io::BufReader<std::io::Stdin>>> = Mutex::new(None);
-    let mut guard = STDIN.lock().unwrap_or_else(|e| e.into_inner());
-    let reader = guard.get_or_insert_with(|| std::io::BufReader::new(std::io::stdin()));
-    let mut line = String::new();
-    match reader.read_line(&mut line)? {
-        0 => Ok(None),
-        _ => Ok(Some(line)),
-    }
+/// The receiving end of stdin's lines.
+type Lines = tokio::sync::mpsc::UnboundedReceiver<std::io::Result<String>>;
+
+/// The lines of stdin, read by one thread for the whole process: a question that timed
+/// out leaves no read behind that would swallow the answer to the next one.
+fn stdin_lines() -> &'static tokio::sync::Mutex<Lines> {
+    static LINES: OnceLock<tokio::sync::Mutex<Lines>> = OnceLock::new();
+    LINES.get_or_init(|| {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        std::thread::Builder::new()
+            .name("agentest-stdin".into())
+            .spawn(move || {
+                for line in std::io::stdin().lock().lines() {
+                    let failed = line.is_err();
+                    if tx.send(line).is_err() || failed {
+                        break;
+                    }
+                }
+                // Dropping the sender tells askers that stdin is closed.
+            })
+            .expect("failed to start the stdin reader");
+        tokio::sync::Mutex::new(rx)
+    })
 }

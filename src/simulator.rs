@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 
-use crate::agent::{Request, Session};
+use crate::agent::{Request, Session, TurnError};
 use crate::case::{value_text, Message, ScriptRule};
 use crate::llm::{Endpoint, LlmError, ModelCalls, Role};
 
@@ -87,14 +87,17 @@ impl Simulator {
         }
     }
 
-    /// The next user message. `Err` is a simulator error (the case's status is `error`).
+    /// The next user message. `Err` is a simulator error (the case's status is
+    /// `error`), or a model that cannot be reached (`TurnError::Unavailable`).
     pub(crate) async fn next(
         &mut self,
         input: &SimInput<'_>,
         deadline: Instant,
-    ) -> Result<SimTurn, String> {
+    ) -> Result<SimTurn, TurnError> {
         match self {
-            Simulator::Script { rules, used } => script_next(rules, used, input.last_response),
+            Simulator::Script { rules, used } => {
+                script_next(rules, used, input.last_response).map_err(TurnError::Agent)
+            }
             Simulator::Agent {
                 name,
                 session,
@@ -110,16 +113,18 @@ impl Simulator {
                     metadata: input.to_json(),
                     attachments: Vec::new(),
                 };
-                let reply = session
-                    .send(&request)
-                    .await
-                    .map_err(|e| format!("simulator agent `{name}`: {e}"))?;
+                let reply = session.send(&request).await.map_err(|e| match e {
+                    TurnError::Unavailable(m) => {
+                        TurnError::Unavailable(format!("simulator agent `{name}`: {m}"))
+                    }
+                    other => TurnError::Agent(format!("simulator agent `{name}`: {other}")),
+                })?;
                 let answer = reply.data.clone().unwrap_or_else(|| reply.content.clone());
                 read_answer(&answer).ok_or_else(|| {
-                    format!(
+                    TurnError::Agent(format!(
                         "simulator agent `{name}` answered without a message: {}",
                         crate::assertion::compact(&answer)
-                    )
+                    ))
                 })
             }
             Simulator::Model {
@@ -235,7 +240,7 @@ async fn model_next(
     show_checkpoints: bool,
     input: &SimInput<'_>,
     deadline: Instant,
-) -> Result<SimTurn, String> {
+) -> Result<SimTurn, TurnError> {
     let pending = if show_checkpoints {
         input.pending.as_deref()
     } else {
@@ -264,8 +269,8 @@ async fn model_next(
             .chat(endpoint, Role::Simulator, &request, deadline)
             .await
             .map_err(|e| match e {
-                LlmError::Unavailable(m) => format!("simulator: {m}"),
-                other => format!("simulator model call failed: {other}"),
+                LlmError::Unavailable(m) => TurnError::Unavailable(format!("simulator: {m}")),
+                other => TurnError::Agent(format!("simulator model call failed: {other}")),
             })?;
         let content = outcome.message()["content"].clone();
         if let Some(turn) = read_answer(&content) {
@@ -276,7 +281,9 @@ async fn model_next(
             messages.push(json!({"role": "user", "content": "Your answer had no message. Answer with JSON that has a non-empty \"message\"."}));
         }
     }
-    Err("the simulator answered twice without a message".into())
+    Err(TurnError::Agent(
+        "the simulator answered twice without a message".into(),
+    ))
 }
 
 #[cfg(test)]

@@ -315,6 +315,7 @@ mod tests {
             salt: String::new(),
             live: false,
             deadline: tokio::time::Instant::now() + Duration::from_secs(60),
+            role: crate::llm::Role::Agent,
         };
         def.start(&scope).await.unwrap_or_else(|_| panic!("start"))
     }

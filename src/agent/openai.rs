@@ -25,6 +25,9 @@ pub(crate) struct CaseScope {
     pub(crate) salt: String,
     pub(crate) live: bool,
     pub(crate) deadline: Instant,
+    /// Whose model calls these are: the agent's, or a simulator's or judge's that
+    /// happens to be an `openai` agent.
+    pub(crate) role: Role,
 }
 
 /// A configured `openai` agent.
@@ -165,7 +168,12 @@ impl OpenAiSession {
             let outcome = self
                 .scope
                 .calls
-                .chat(&self.spec.endpoint, Role::Agent, &chat, self.scope.deadline)
+                .chat(
+                    &self.spec.endpoint,
+                    self.scope.role,
+                    &chat,
+                    self.scope.deadline,
+                )
                 .await
                 .map_err(|e| match e {
                     LlmError::Unavailable(m) => TurnError::Unavailable(m),
