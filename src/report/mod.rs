@@ -1,9 +1,15 @@
 //! Results: what a case run produced, and the writers that record it.
 
+pub mod html;
+pub mod json;
 mod jsonl;
+pub mod junit;
+pub mod markdown;
+mod render;
 mod text;
 
 pub use jsonl::JsonlWriter;
+pub use render::{parse_jsonl, rfc3339, Format, RunInfo};
 pub use text::failure_message;
 
 use serde::{Deserialize, Serialize};
