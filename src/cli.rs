@@ -14,7 +14,7 @@ use crate::case::{parse_case, Location};
 use crate::config::Config;
 use crate::console::{self, Style};
 use crate::engine::{not_run, Engine, Registry, Settings};
-use crate::report::{CaseReport, JsonlWriter, Status, Summary};
+use crate::report::{CaseReport, Format, ReportSink, RunInfo, Status, Summary};
 use crate::suite::{discover_excluding, display_path, load_file, Loaded};
 
 /// Exit code for usage and config errors.
@@ -44,6 +44,18 @@ enum Command {
     /// Turn the transcript of a finished run (from a JSONL report) into a static `turns`
     /// case, with what each reply established as assertions.
     Freeze(FreezeArgs),
+    /// Build a report (.json, .md, .xml JUnit, .html, .jsonl) from JSONL reports: a file,
+    /// or a folder of them (as nextest runs leave).
+    Report(ReportArgs),
+}
+
+#[derive(clap::Args)]
+struct ReportArgs {
+    /// A JSONL report, or a folder of them.
+    input: PathBuf,
+    /// The report to write; the extension picks the format.
+    #[arg(short = 'o', long = "output")]
+    output: PathBuf,
 }
 
 #[derive(clap::Args)]
@@ -200,6 +212,7 @@ pub fn main() -> ExitCode {
         }
         Command::Accept(args) => crate::review::accept_all(&args.root()).map(|_| ExitCode::SUCCESS),
         Command::Freeze(args) => freeze(args),
+        Command::Report(args) => report(args),
     };
     match result {
         Ok(code) => code,
@@ -208,6 +221,24 @@ pub fn main() -> ExitCode {
             ExitCode::from(USAGE_ERROR)
         }
     }
+}
+
+fn report(args: ReportArgs) -> Result<ExitCode, String> {
+    let format = Format::from_path(&args.output).ok_or_else(|| {
+        format!(
+            "the report {} has no known extension; use one of: {}",
+            args.output.display(),
+            Format::EXTENSIONS.join(", ")
+        )
+    })?;
+    let (cases, summary) = crate::report::read_reports(&args.input)?;
+    let mut run = RunInfo::new("(from a report)", args.input.display().to_string(), std::env::args().collect());
+    run.duration_ms = summary.duration_ms;
+    let text = format.render(&run, &summary, &cases);
+    crate::llm::cassette::write_atomically(&args.output, &text)
+        .map_err(|e| format!("failed to write {}: {e}", args.output.display()))?;
+    eprintln!("wrote {} ({} cases)", args.output.display(), cases.len());
+    Ok(ExitCode::SUCCESS)
 }
 
 fn freeze(args: FreezeArgs) -> Result<ExitCode, String> {
@@ -412,10 +443,7 @@ fn test(args: TestArgs) -> Result<ExitCode, String> {
             .max(1)
     };
     let writer = match &args.output {
-        Some(p) => Some(
-            JsonlWriter::open(p, true)
-                .map_err(|e| format!("failed to open the report {}: {e}", p.display()))?,
-        ),
+        Some(p) => Some(ReportSink::create(p, true)?),
         None => None,
     };
     let color = use_color(args.color);
@@ -443,7 +471,7 @@ fn test(args: TestArgs) -> Result<ExitCode, String> {
         args.fail_fast,
         |report| {
             if let Some(w) = &writer {
-                if let Err(e) = w.write_case(report) {
+                if let Err(e) = w.record(report) {
                     eprintln!(
                         "warning: failed to write {} to the report: {e}",
                         report.trial
@@ -460,8 +488,10 @@ fn test(args: TestArgs) -> Result<ExitCode, String> {
     summary.duration_ms = started.elapsed().as_millis() as u64;
     summary.stopped_early = stopped;
     if let Some(w) = &writer {
-        if let Err(e) = w.write_summary(&summary) {
-            eprintln!("warning: failed to write the report summary: {e}");
+        let mut run = RunInfo::new(&agent, &input_label, std::env::args().collect());
+        run.duration_ms = summary.duration_ms;
+        if let Err(e) = w.finish(&run, &summary) {
+            eprintln!("warning: failed to finish the report {}: {e}", w.path().display());
         }
     }
     let _ = write!(out, "{}", console::summary(&summary));

@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::agent::Agent;
 use crate::config::Config;
 use crate::engine::{not_run, skip_reason, Engine, Registry, Settings};
-use crate::report::{failure_message, CaseReport, JsonlWriter, Status, Summary};
+use crate::report::{failure_message, CaseReport, ReportSink, RunInfo, Status, Summary};
 use crate::scripts::Check;
 use crate::suite::{discover_excluding, file_for_trial, load_file, Loaded, SEPARATOR};
 
@@ -166,7 +166,7 @@ impl Harness {
                 Some(path) => match open_report(&path, under_nextest) {
                     Ok(w) => Some(Arc::new(w)),
                     Err(e) => {
-                        eprintln!("error: failed to open the report {}: {e}", path.display());
+                        eprintln!("error: {e}");
                         return ExitCode::from(2);
                     }
                 },
@@ -222,11 +222,14 @@ impl Harness {
             if !under_nextest {
                 let mut s = summary.lock().unwrap_or_else(|e| e.into_inner()).clone();
                 s.duration_ms = started.elapsed().as_millis() as u64;
-                if let Err(e) = w.write_summary(&s) {
-                    eprintln!(
-                        "warning: failed to write the report summary to {}: {e}",
-                        w.path().display()
-                    );
+                let mut run = RunInfo::new(
+                    "(see each case)",
+                    self.root.display().to_string(),
+                    std::env::args().collect(),
+                );
+                run.duration_ms = s.duration_ms;
+                if let Err(e) = w.finish(&run, &s) {
+                    eprintln!("warning: failed to finish the report {}: {e}", w.path().display());
                 }
             }
         }
@@ -234,13 +237,13 @@ impl Harness {
     }
 }
 
-fn record(report: &CaseReport, writer: Option<&JsonlWriter>, summary: &Mutex<Summary>) {
+fn record(report: &CaseReport, writer: Option<&ReportSink>, summary: &Mutex<Summary>) {
     summary
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .add(report);
     if let Some(w) = writer {
-        if let Err(e) = w.write_case(report) {
+        if let Err(e) = w.record(report) {
             eprintln!(
                 "warning: failed to write {} to the report {}: {e}",
                 report.trial,
@@ -272,10 +275,10 @@ fn env_flag(name: &str) -> bool {
 
 /// Under cargo test one process writes the whole report; under nextest every case's
 /// process appends to it, and a new run id starts it afresh.
-fn open_report(path: &Path, under_nextest: bool) -> std::io::Result<JsonlWriter> {
+fn open_report(path: &Path, under_nextest: bool) -> Result<ReportSink, String> {
     match std::env::var("NEXTEST_RUN_ID") {
-        Ok(run) if under_nextest && !run.is_empty() => JsonlWriter::open_for_run(path, &run),
-        _ => JsonlWriter::open(path, !under_nextest),
+        Ok(run) if under_nextest && !run.is_empty() => ReportSink::for_run(path, &run),
+        _ => ReportSink::create(path, !under_nextest),
     }
 }
 

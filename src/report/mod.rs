@@ -6,10 +6,12 @@ mod jsonl;
 pub mod junit;
 pub mod markdown;
 mod render;
+mod sink;
 mod text;
 
 pub use jsonl::JsonlWriter;
 pub use render::{parse_jsonl, rfc3339, Format, RunInfo};
+pub use sink::{read_reports, ReportSink};
 pub use text::failure_message;
 
 use serde::{Deserialize, Serialize};
