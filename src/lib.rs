@@ -34,7 +34,6 @@
 //! ## Known limitations
 //! - A blocking in-process agent that overruns its deadline is abandoned, not stopped:
 //!   Rust cannot interrupt a running function, so its thread finishes in the background.
-//! - Golden transcripts and the HTML, Markdown and JUnit reports are not built yet.
 //! - libtest-mimic captures no output: everything about a failure is in the trial's
 //!   failure message, and nothing of agentest's own is printed on stdout.
 //! - Under nextest each case runs in its own process, so a JSONL report collects case
