@@ -232,7 +232,11 @@ fn report(args: ReportArgs) -> Result<ExitCode, String> {
         )
     })?;
     let (cases, summary) = crate::report::read_reports(&args.input)?;
-    let mut run = RunInfo::new("(from a report)", args.input.display().to_string(), std::env::args().collect());
+    let mut run = RunInfo::new(
+        "(from a report)",
+        args.input.display().to_string(),
+        std::env::args().collect(),
+    );
     run.duration_ms = summary.duration_ms;
     let text = format.render(&run, &summary, &cases);
     crate::llm::cassette::write_atomically(&args.output, &text)
@@ -464,6 +468,17 @@ fn test(args: TestArgs) -> Result<ExitCode, String> {
 
     let started = Instant::now();
     let mut summary = Summary::new();
+    // On a terminal, a progress line on stderr while cases run; cleared before each
+    // block of the console tree so the two never mix.
+    let progress = std::io::stderr().is_terminal() && std::io::stdout().is_terminal();
+    let total = loaded.len();
+    let clear = |on: bool| {
+        if on {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[2K");
+            let _ = err.flush();
+        }
+    };
     let stopped = crate::harness::runtime().block_on(run_all(
         engine,
         loaded,
@@ -479,19 +494,33 @@ fn test(args: TestArgs) -> Result<ExitCode, String> {
                 }
             }
             summary.add(report);
+            if progress {
+                let mut err = std::io::stderr().lock();
+                let _ = write!(
+                    err,
+                    "\r\x1b[2K  running {}/{total} cases: {} passed, {} failed, {} errors",
+                    summary.total, summary.passed, summary.failed, summary.errors
+                );
+                let _ = err.flush();
+            }
         },
         |report| {
+            clear(progress);
             let _ = write!(out, "{}", console::case_block(report, &style));
             let _ = out.flush();
         },
     ));
+    clear(progress);
     summary.duration_ms = started.elapsed().as_millis() as u64;
     summary.stopped_early = stopped;
     if let Some(w) = &writer {
         let mut run = RunInfo::new(&agent, &input_label, std::env::args().collect());
         run.duration_ms = summary.duration_ms;
         if let Err(e) = w.finish(&run, &summary) {
-            eprintln!("warning: failed to finish the report {}: {e}", w.path().display());
+            eprintln!(
+                "warning: failed to finish the report {}: {e}",
+                w.path().display()
+            );
         }
     }
     let _ = write!(out, "{}", console::summary(&summary));

@@ -229,7 +229,10 @@ impl Harness {
                 );
                 run.duration_ms = s.duration_ms;
                 if let Err(e) = w.finish(&run, &s) {
-                    eprintln!("warning: failed to finish the report {}: {e}", w.path().display());
+                    eprintln!(
+                        "warning: failed to finish the report {}: {e}",
+                        w.path().display()
+                    );
                 }
             }
         }

@@ -37,7 +37,8 @@ impl ReportSink {
         let format = Format::from_path(path).ok_or_else(|| unknown(path))?;
         let kind = match format {
             Format::Jsonl => Kind::Jsonl(
-                JsonlWriter::open(path, truncate).map_err(|e| format!("failed to open the report {}: {e}", path.display()))?,
+                JsonlWriter::open(path, truncate)
+                    .map_err(|e| format!("failed to open the report {}: {e}", path.display()))?,
             ),
             other => Kind::Rendered {
                 format: other,
@@ -61,7 +62,8 @@ impl ReportSink {
                 path.with_extension("jsonl").display()
             ));
         }
-        let w = JsonlWriter::open_for_run(path, run_id).map_err(|e| format!("failed to open the report {}: {e}", path.display()))?;
+        let w = JsonlWriter::open_for_run(path, run_id)
+            .map_err(|e| format!("failed to open the report {}: {e}", path.display()))?;
         Ok(ReportSink {
             path: path.to_path_buf(),
             kind: Kind::Jsonl(w),
@@ -78,7 +80,10 @@ impl ReportSink {
         match &self.kind {
             Kind::Jsonl(w) => w.write_case(r).map_err(|e| e.to_string()),
             Kind::Rendered { cases, .. } => {
-                cases.lock().unwrap_or_else(|e| e.into_inner()).push(r.clone());
+                cases
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(r.clone());
                 Ok(())
             }
         }
@@ -120,7 +125,8 @@ pub fn read_reports(path: &Path) -> Result<(Vec<CaseReport>, Summary), String> {
     let mut cases = Vec::new();
     let mut summaries = Vec::new();
     for f in &files {
-        let text = std::fs::read_to_string(f).map_err(|e| format!("failed to read {}: {e}", f.display()))?;
+        let text = std::fs::read_to_string(f)
+            .map_err(|e| format!("failed to read {}: {e}", f.display()))?;
         let (mut c, s) = super::parse_jsonl(&text).map_err(|e| format!("{}: {e}", f.display()))?;
         cases.append(&mut c);
         summaries.extend(s);
