@@ -512,7 +512,8 @@ fn test(args: TestArgs) -> Result<ExitCode, String> {
     ));
     clear(progress);
     summary.duration_ms = started.elapsed().as_millis() as u64;
-    summary.stopped_early = stopped;
+    summary.stopped_early = stopped.stopped;
+    summary.interrupted = stopped.interrupted;
     if let Some(w) = &writer {
         let mut run = RunInfo::new(&agent, &input_label, std::env::args().collect());
         run.duration_ms = summary.duration_ms;
@@ -525,7 +526,10 @@ fn test(args: TestArgs) -> Result<ExitCode, String> {
     }
     let _ = write!(out, "{}", console::summary(&summary));
     let _ = out.flush();
-    Ok(if summary.ok() {
+    Ok(if summary.interrupted {
+        // The shell's convention for a run stopped by SIGINT.
+        ExitCode::from(130)
+    } else if summary.ok() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
@@ -567,47 +571,73 @@ async fn run_all(
     fail_fast: bool,
     mut on_done: impl FnMut(&CaseReport),
     mut in_order: impl FnMut(&CaseReport),
-) -> bool {
+) -> Ending {
+    // Ctrl-C stops the run cleanly instead of killing agentest: registered before any
+    // agent starts, so it is ours (running agents are killed as their cases are dropped).
+    let mut interrupt =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok();
     let semaphore = Arc::new(tokio::sync::Semaphore::new(parallel));
     let stop = Arc::new(AtomicBool::new(false));
     let stopped = stop.clone();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let total = loaded.len();
+    let loaded: Arc<Vec<Arc<Loaded>>> = Arc::new(loaded.into_iter().map(Arc::new).collect());
+    let running = Arc::new(std::sync::Mutex::new(Vec::<tokio::task::AbortHandle>::new()));
     // One dispatcher takes the permits in trial order, so cases start in that order and
     // `--fail-fast` sees a failure before it starts anything that comes after it.
-    tokio::spawn(async move {
-        for (i, l) in loaded.into_iter().enumerate() {
-            let Ok(permit) = semaphore.clone().acquire_owned().await else {
-                break;
-            };
-            let (engine, stop, tx) = (engine.clone(), stop.clone(), tx.clone());
-            if stop.load(Ordering::SeqCst) {
-                let reason = "not run: --fail-fast stopped the run after a failure";
-                let _ = tx.send((i, not_run(&l, reason.into())));
-                continue;
-            }
-            let l = Arc::new(l);
-            tokio::spawn(async move {
-                let report = engine.run_guarded(l).await;
-                if fail_fast
-                    && matches!(
-                        report.status,
-                        Status::Failed | Status::Error | Status::Timeout
-                    )
-                {
-                    stop.store(true, Ordering::SeqCst);
+    let dispatcher = {
+        let (loaded, running) = (loaded.clone(), running.clone());
+        tokio::spawn(async move {
+            for (i, l) in loaded.iter().enumerate() {
+                let Ok(permit) = semaphore.clone().acquire_owned().await else {
+                    break;
+                };
+                let (engine, stop, tx, l) = (engine.clone(), stop.clone(), tx.clone(), l.clone());
+                if stop.load(Ordering::SeqCst) {
+                    let reason = "not run: --fail-fast stopped the run after a failure";
+                    let _ = tx.send((i, not_run(&l, reason.into())));
+                    continue;
                 }
-                // The permit is released only after the stop flag is set.
-                drop(permit);
-                let _ = tx.send((i, report));
-            });
-        }
-    });
+                let task = tokio::spawn(async move {
+                    let report = engine.run_guarded(l).await;
+                    if fail_fast
+                        && matches!(
+                            report.status,
+                            Status::Failed | Status::Error | Status::Timeout
+                        )
+                    {
+                        stop.store(true, Ordering::SeqCst);
+                    }
+                    // The permit is released only after the stop flag is set.
+                    drop(permit);
+                    let _ = tx.send((i, report));
+                });
+                running
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(task.abort_handle());
+            }
+        })
+    };
     let mut pending: BTreeMap<usize, CaseReport> = BTreeMap::new();
     let mut next = 0;
-    let mut received = 0;
-    while let Some((i, report)) = rx.recv().await {
-        received += 1;
+    let mut seen = vec![false; total];
+    let mut interrupted = false;
+    loop {
+        let message = tokio::select! {
+            m = rx.recv() => m,
+            _ = async {
+                match interrupt.as_mut() {
+                    Some(s) => { s.recv().await; }
+                    None => std::future::pending::<()>().await,
+                }
+            } => {
+                interrupted = true;
+                None
+            }
+        };
+        let Some((i, report)) = message else { break };
+        seen[i] = true;
         on_done(&report);
         pending.insert(i, report);
         while let Some(r) = pending.remove(&next) {
@@ -615,6 +645,40 @@ async fn run_all(
             next += 1;
         }
     }
-    debug_assert_eq!(received, total);
-    stopped.load(Ordering::SeqCst)
+    if interrupted {
+        eprintln!("\nagentest: interrupted; stopping the running cases");
+        dispatcher.abort();
+        for h in running.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
+            h.abort();
+        }
+        // Cases that finished meanwhile keep their results; the rest are reported as not run.
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        while let Ok((i, report)) = rx.try_recv() {
+            seen[i] = true;
+            on_done(&report);
+            pending.insert(i, report);
+        }
+        for (i, l) in loaded.iter().enumerate() {
+            if !seen[i] {
+                let report = not_run(l, "not run: the run was interrupted (Ctrl-C)".into());
+                on_done(&report);
+                pending.insert(i, report);
+            }
+        }
+        for (_, r) in std::mem::take(&mut pending) {
+            in_order(&r);
+        }
+    }
+    Ending {
+        stopped: stopped.load(Ordering::SeqCst),
+        interrupted,
+    }
+}
+
+/// How a run ended early, if it did.
+struct Ending {
+    /// `--fail-fast` stopped it.
+    stopped: bool,
+    /// Ctrl-C stopped it.
+    interrupted: bool,
 }

@@ -301,6 +301,12 @@ pub(crate) fn summary(sum: &Summary) -> String {
             sum.model_calls, sum.retries
         );
     }
+    if sum.interrupted {
+        let _ = writeln!(
+            s,
+            "\n  Interrupted (Ctrl-C): running agents were stopped; unfinished cases are reported as not run"
+        );
+    }
     if sum.stopped_early {
         let _ = writeln!(
             s,

@@ -231,6 +231,8 @@ impl Engine {
             let loaded = loaded.clone();
             tokio::spawn(async move { self.run(&loaded).await })
         };
+        // Dropped (a cancelled run), the case's task goes too, and with it its agents.
+        let _abort_on_drop = AbortOnDrop(task.abort_handle());
         match task.await {
             Ok(report) => report,
             Err(e) => {
@@ -696,6 +698,15 @@ fn suites_root(loaded: &Loaded) -> PathBuf {
         root.pop();
     }
     root
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// A fresh record for a case, status `passed` until something says otherwise.

@@ -237,6 +237,9 @@ pub struct Summary {
     /// Retries over all model calls.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub retries: u32,
+    /// Whether Ctrl-C stopped the run: cases it did not finish are reported as not run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
     /// Whether the run stopped early (`--fail-fast`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stopped_early: bool,
