@@ -250,11 +250,7 @@ fn freeze(args: FreezeArgs) -> Result<ExitCode, String> {
     if !file.is_file() {
         return Err(format!("suite file `{}` does not exist", file.display()));
     }
-    let root = file
-        .parent()
-        .map(Path::to_path_buf)
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or_else(|| PathBuf::from("."));
+    let root = parent_dir(file);
     let loaded = load_file(&root, file);
     let found = loaded
         .iter()
@@ -289,7 +285,7 @@ fn freeze(args: FreezeArgs) -> Result<ExitCode, String> {
         .or_else(|| std::env::var_os("AGENTEST_REPORT").filter(|p| !p.is_empty()).map(PathBuf::from))
         .or_else(|| config.file.run.report.as_ref().map(|r| config.dir.join(r)))
         .ok_or("no report to read: pass --report FILE (a JSONL report written with -o or AGENTEST_REPORT)")?;
-    let record = crate::freeze::find_record(&report, &l.trial, &args.id)?;
+    let record = crate::freeze::find_record(&report, file, &l.trial, &args.id)?;
     let frozen = crate::freeze::freeze(case, &record)?;
     let line = serde_json::to_string(&frozen).map_err(|e| e.to_string())?;
     if args.write {
@@ -307,6 +303,14 @@ fn freeze(args: FreezeArgs) -> Result<ExitCode, String> {
         println!("{line}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A file's folder (`.` for a bare file name).
+fn parent_dir(file: &Path) -> PathBuf {
+    file.parent()
+        .map(Path::to_path_buf)
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or_else(|| PathBuf::from("."))
 }
 
 /// What `-i` named.
@@ -367,11 +371,7 @@ fn test(args: TestArgs) -> Result<ExitCode, String> {
             )
         }
         Source::File(file) => {
-            let root = file
-                .parent()
-                .map(Path::to_path_buf)
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or_else(|| cwd.clone());
+            let root = parent_dir(&file);
             let loaded = load_file(&root, &file);
             (
                 root,

@@ -295,7 +295,7 @@ impl Engine {
         // `after` runs whenever `before` ran (and always when there is no `before`).
         let mut before_ran = case.before.is_none();
         let calls = Arc::new(ModelCalls::new(
-            crate::llm::cassette::path_for(&suites_root(loaded), &loaded.suite, &case.id),
+            crate::llm::cassette::path_for(&loaded.file, &case.id),
             ctx.cassettes,
         ));
         let scope = CaseScope {
@@ -432,18 +432,18 @@ impl Engine {
         let Ok(ctx) = self.context(&loaded.file) else {
             return;
         };
+        // Named as in the config's folder, whatever folder the run started from.
+        let from_config = config_suite_name(&ctx.config, loaded);
+        let names = [from_config.as_str(), loaded.suite.as_str()];
         let pinned = case
             .golden
-            .unwrap_or_else(|| ctx.config.file.golden.covers(&loaded.suite));
+            .unwrap_or_else(|| ctx.config.file.golden.covers(&names));
         if !pinned {
             return;
         }
-        let text = crate::golden::normalise(
-            &crate::golden::render(report),
-            &loaded.suite,
-            &ctx.redactions,
-        );
-        let path = crate::golden::path_for(&suites_root(loaded), &loaded.suite, &case.id);
+        let text =
+            crate::golden::normalise(&crate::golden::render(report), &names, &ctx.redactions);
+        let path = crate::golden::path_for(&loaded.file, &case.id);
         let (check, result) = crate::golden::check(&path, &text, self.settings.update);
         report.golden = Some(check);
         if let Err(message) = result {
@@ -690,14 +690,16 @@ fn fail(report: &mut CaseReport, status: Status, message: String) {
     report.error = Some(message);
 }
 
-/// The suites root a loaded case came from: its file's folder, up as many levels as the
-/// suite name has parts (`billing/refunds` lives two levels below the root).
-fn suites_root(loaded: &Loaded) -> PathBuf {
-    let mut root = loaded.file.clone();
-    for _ in loaded.suite.split('/') {
-        root.pop();
+/// A suite's name as seen from its config's folder (`billing/refunds` for
+/// `agent-tests/billing/refunds.jsonl` under `agent-tests/agentest.toml`), so that
+/// `[golden] suites` and redactions apply however the run was started; the run's own
+/// suite name when the file is not under the config's folder.
+fn config_suite_name(config: &Config, loaded: &Loaded) -> String {
+    let file = std::path::absolute(&loaded.file).unwrap_or_else(|_| loaded.file.clone());
+    match (&config.path, file.strip_prefix(&config.dir)) {
+        (Some(_), Ok(_)) => crate::suite::suite_name(&config.dir, &file),
+        _ => loaded.suite.clone(),
     }
-    root
 }
 
 /// Aborts a task when dropped.

@@ -128,11 +128,25 @@ pub fn freeze(case: &Case, record: &CaseReport) -> Result<Value, String> {
     Ok(Value::Object(frozen))
 }
 
-/// Finds a case's record in a JSONL report (the last one, if the report holds several runs).
-pub fn find_record(report: &Path, trial: &str, id: &str) -> Result<CaseReport, String> {
+/// Finds a case's record in a JSONL report: the last record whose location is the
+/// case's suite file (a report may hold several runs, started from any folder), else of
+/// its trial; failing that, the one record with its id, when only one has it.
+pub fn find_record(
+    report: &Path,
+    suite_file: &Path,
+    trial: &str,
+    id: &str,
+) -> Result<CaseReport, String> {
+    let same_file = |location: &str| {
+        // `file:line:column`
+        let file = location.rsplitn(3, ':').nth(2).unwrap_or_default();
+        let a = std::fs::canonicalize(file).ok();
+        a.is_some() && a == std::fs::canonicalize(suite_file).ok()
+    };
     let text = std::fs::read_to_string(report)
         .map_err(|e| format!("failed to read the report {}: {e}", report.display()))?;
-    let mut found = None;
+    let mut by_trial = None;
+    let mut by_id = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let v: Value = match serde_json::from_str(line) {
             Ok(v) => v,
@@ -147,18 +161,34 @@ pub fn find_record(report: &Path, trial: &str, id: &str) -> Result<CaseReport, S
         if v.get("type").is_some() {
             continue;
         }
-        if v["trial"] == trial || (v["id"] == id && found.is_none()) {
-            found =
-                Some(serde_json::from_value::<CaseReport>(v).map_err(|e| {
-                    format!("{}:{}: not a case record ({e})", report.display(), i + 1)
-                })?);
+        let matches_trial =
+            (v["id"] == id && v["location"].as_str().is_some_and(same_file)) || v["trial"] == trial;
+        let matches_id = v["id"] == id;
+        if !(matches_trial || matches_id) {
+            continue;
+        }
+        let record = serde_json::from_value::<CaseReport>(v)
+            .map_err(|e| format!("{}:{}: not a case record ({e})", report.display(), i + 1))?;
+        if matches_trial {
+            by_trial = Some(record);
+        } else if !by_id.iter().any(|r: &CaseReport| r.trial == record.trial) {
+            by_id.push(record);
         }
     }
-    found.ok_or_else(|| {
-        format!(
+    if let Some(r) = by_trial {
+        return Ok(r);
+    }
+    match by_id.len() {
+        0 => Err(format!(
             "the report {} has no record of {trial}; run the suite with -o {} first",
             report.display(),
             report.display()
-        )
-    })
+        )),
+        1 => Ok(by_id.remove(0)),
+        _ => Err(format!(
+            "the report {} has no record of {trial}, and several cases with the id \"{id}\" ({}); run the suite again with -o to get its own record",
+            report.display(),
+            by_id.iter().map(|r| r.trial.as_str()).collect::<Vec<_>>().join(", ")
+        )),
+    }
 }

@@ -99,26 +99,23 @@ impl GoldenConfig {
             .collect()
     }
 
-    /// Whether a suite's cases are pinned by the config.
-    pub fn covers(&self, suite: &str) -> bool {
-        self.enabled || self.suites.iter().any(|s| s == suite)
+    /// Whether a suite's cases are pinned by the config. A suite may go by several names
+    /// (from the config's folder, and from the folder the run started in); any counts.
+    pub fn covers(&self, names: &[&str]) -> bool {
+        self.enabled || self.suites.iter().any(|s| names.contains(&s.as_str()))
     }
 }
 
-/// The golden file of a case: `<root>/<suite>.golden/<id>.txt`.
-pub fn path_for(root: &Path, suite: &str, id: &str) -> PathBuf {
-    let safe: String = id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "._-".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    root.join(format!("{suite}.golden"))
-        .join(format!("{safe}.txt"))
+/// The golden file of a case: beside its suite file, `<dir>/<suite>.golden/<id>.txt`
+/// (`agent-tests/expense.golden/T001.txt`), the id made safe for file names.
+pub fn path_for(suite_file: &Path, id: &str) -> PathBuf {
+    let stem = suite_file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let dir = suite_file.parent().unwrap_or(Path::new(""));
+    dir.join(format!("{stem}.golden"))
+        .join(format!("{}.txt", crate::suite::file_name_for_id(id)))
 }
 
 /// Volatile text that never belongs in a golden file, whatever the agent says.
@@ -141,15 +138,15 @@ fn builtin_redactions() -> &'static [(Regex, &'static str)] {
     })
 }
 
-/// Applies the built-in and the suite's redactions.
-pub fn normalise(text: &str, suite: &str, redactions: &[Redaction]) -> String {
+/// Applies the built-in and the suite's redactions (a suite may go by several names).
+pub fn normalise(text: &str, suite: &[&str], redactions: &[Redaction]) -> String {
     let mut out = text.to_string();
     for (re, with) in builtin_redactions() {
         out = re.replace_all(&out, *with).into_owned();
     }
     for r in redactions
         .iter()
-        .filter(|r| r.suite.as_deref().is_none_or(|s| s == suite))
+        .filter(|r| r.suite.as_deref().is_none_or(|s| suite.contains(&s)))
     {
         out = r.regex.replace_all(&out, r.replace.as_str()).into_owned();
     }
@@ -161,7 +158,9 @@ pub fn normalise(text: &str, suite: &str, redactions: &[Redaction]) -> String {
 /// timestamps, session ids or token counts.
 pub fn render(r: &CaseReport) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "case: {}", r.trial);
+    // The case as its file names it: the same whichever folder the run started from.
+    let file = r.suite.rsplit('/').next().unwrap_or(&r.suite);
+    let _ = writeln!(s, "case: {file}::{}", r.id);
     if r.name != r.id {
         let _ = writeln!(s, "name: {}", r.name);
     }
@@ -291,6 +290,8 @@ pub fn check(path: &Path, actual: &str, mode: UpdateMode) -> (GoldenCheck, Resul
         UpdateMode::Always => {
             let result =
                 write(path).map_err(|e| format!("failed to write the golden file {shown}: {e}"));
+            // The golden file is current now; an older pending version must not come back.
+            let _ = std::fs::remove_file(&new_path);
             (
                 GoldenCheck {
                     file: shown,
@@ -372,11 +373,11 @@ mod tests {
         let r = cfg.redactions().unwrap();
         let text = "agentest-12-3 at 2026-11-22T01:02:03Z id 123e4567-e89b-12d3-a456-426614174000 EXP-42 in 17 ms";
         assert_eq!(
-            normalise(text, "expense", &r),
+            normalise(text, &["expense"], &r),
             "[session] at [timestamp] id [uuid] EXP-<n> in <n> ms"
         );
         assert_eq!(
-            normalise(text, "other", &r),
+            normalise(text, &["other"], &r),
             "[session] at [timestamp] id [uuid] EXP-42 in <n> ms"
         );
         let bad = GoldenConfig {

@@ -65,7 +65,7 @@ pub(crate) fn paint_diff(text: &str, color: bool) -> String {
     }
     text.lines()
         .map(|l| {
-            if l.starts_with("+++") || l.starts_with("---") {
+            if l == "--- golden" || l == "+++ actual" {
                 format!("\x1b[1m{l}\x1b[0m")
             } else if l.starts_with('+') {
                 format!("\x1b[32m{l}\x1b[0m")

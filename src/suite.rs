@@ -142,6 +142,24 @@ pub fn file_for_trial(root: &Path, trial: &str) -> Option<PathBuf> {
     path.is_file().then_some(path)
 }
 
+/// A case id as a file name: letters, digits, `.`, `_` and `-` stay, anything else is
+/// `%HH` (its UTF-8 bytes in hex), so two ids never share a file (`a b` is `a%20b`,
+/// `a_b` stays `a_b`).
+pub fn file_name_for_id(id: &str) -> String {
+    let mut out = String::with_capacity(id.len());
+    for c in id.chars() {
+        if c.is_ascii_alphanumeric() || "._-".contains(c) {
+            out.push(c);
+        } else {
+            let mut buf = [0u8; 4];
+            for b in c.encode_utf8(&mut buf).bytes() {
+                out.push_str(&format!("%{b:02X}"));
+            }
+        }
+    }
+    out
+}
+
 /// A path shown to users: relative to the working directory when it is under it.
 pub fn display_path(path: &Path) -> PathBuf {
     std::env::current_dir()

@@ -800,7 +800,6 @@ fn with_color_always_the_console_diff_is_coloured_and_every_report_stays_plain()
 }
 
 #[test]
-#[ignore = "bug: review::paint_diff paints a removed `--- turn` header line (`---- turn 2`) bold as if it were the `--- golden` file header, instead of red"]
 fn a_removed_turn_header_is_painted_as_a_removed_line() {
     let s = Scratch::new("paint", "");
     s.suite(
@@ -1030,7 +1029,6 @@ fn a_stale_pending_file_is_removed_once_the_case_matches_again() {
 }
 
 #[test]
-#[ignore = "bug: AGENTEST_UPDATE=always overwrites the golden file but leaves an earlier `.new` beside it, so `agentest accept` later reverts the golden file to the stale transcript"]
 fn update_always_leaves_no_stale_pending_file() {
     let s = mismatching();
     let (run, _) = run_suite(&s, "s.jsonl", &[]);
@@ -1050,7 +1048,6 @@ fn update_always_leaves_no_stale_pending_file() {
 }
 
 #[test]
-#[ignore = "bug: golden::path_for maps every character outside [A-Za-z0-9._-] to `_`, so ids like \"a b\" and \"a_b\" share one golden file and one of them always fails"]
 fn ids_that_differ_only_in_punctuation_have_their_own_golden_files() {
     let s = Scratch::new("collide", "");
     s.suite(
@@ -1074,7 +1071,6 @@ fn ids_that_differ_only_in_punctuation_have_their_own_golden_files() {
 }
 
 #[test]
-#[ignore = "bug: a nested suite's golden file holds its trial name, which is `billing/refunds::T1` when the folder is run and `refunds::T1` when the file is run, so the same unchanged case fails one way or the other (and `[golden] suites = [\"billing/refunds\"]` does not pin it when the file is run)"]
 fn a_nested_suite_matches_its_golden_file_whether_the_folder_or_the_file_is_run() {
     let s = Scratch::new("nested", "");
     s.suite(
@@ -1797,7 +1793,6 @@ fn freeze_errors_say_what_is_missing() {
 }
 
 #[test]
-#[ignore = "bug: freeze::find_record falls back to the first record with the same id when the trial names differ (a nested suite run from its folder is `sub/b::x`, loaded from its file `b::x`), so it freezes another suite's transcript"]
 fn freezing_a_nested_suite_uses_its_own_record() {
     let s = Scratch::new("freeze-nested", "");
     let dynamic = |input: &str, check: &str| {
@@ -2039,7 +2034,6 @@ fn report_recounts_the_summary_from_a_folder_of_jsonl_files() {
 }
 
 #[test]
-#[ignore = "bug: a summary recounted from records without a summary line (a nextest folder) has duration_ms 0, so the reports say \"5 cases in 0ms\" and JUnit's testsuites time=\"0.000\""]
 fn a_recounted_summary_takes_at_least_as_long_as_its_longest_case() {
     let s = mixed_run();
     let original = Report::read(&s.join("run.jsonl"));

@@ -138,24 +138,19 @@ pub fn key_of(request: &Value) -> String {
     digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
 }
 
-/// The cassette file of a case: `<root>/.cassettes/<suite>/<id>.jsonl`, with characters
-/// that are unsafe in file names replaced.
-pub fn path_for(root: &Path, suite: &str, id: &str) -> PathBuf {
-    let safe: String = id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "._-".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let mut p = root.join(".cassettes");
-    for part in suite.split('/') {
-        p.push(part);
-    }
-    p.join(format!("{safe}.jsonl"))
+/// The cassette file of a case: `<dir>/.cassettes/<suite>/<id>.jsonl` beside its suite
+/// file (`agent-tests/.cassettes/expense/T001.jsonl`), the id made safe for file names by
+/// [`crate::suite::file_name_for_id`]. It depends only on the file, not on the folder a
+/// run started from.
+pub fn path_for(suite_file: &Path, id: &str) -> PathBuf {
+    let stem = suite_file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let dir = suite_file.parent().unwrap_or(Path::new(""));
+    dir.join(".cassettes")
+        .join(stem)
+        .join(format!("{}.jsonl", crate::suite::file_name_for_id(id)))
 }
 
 impl Cassette {
@@ -326,10 +321,10 @@ mod tests {
 
     #[test]
     fn paths_are_safe() {
-        let p = path_for(Path::new("/r"), "billing/refunds", "T 1/x");
+        let p = path_for(Path::new("/r/billing/refunds.jsonl"), "T 1/x");
         assert_eq!(
             p,
-            PathBuf::from("/r/.cassettes/billing/refunds/T_1_x.jsonl")
+            PathBuf::from("/r/billing/.cassettes/refunds/T%201%2Fx.jsonl")
         );
     }
 
