@@ -1013,7 +1013,12 @@ fn every_model_fault_ends_in_time_with_its_cause() {
             &[&failed("no answer within 400ms")],
         ),
         fault("late-patient", "late", "timeout", &TIMED_OUT).agent("patient"),
-        fault("endless", "endless", "error", &[&failed(""), "timed out"]),
+        fault(
+            "endless",
+            "endless",
+            "error",
+            &[&failed(""), "did not finish within"],
+        ),
         fault(
             "reset",
             "reset",

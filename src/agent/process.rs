@@ -113,7 +113,9 @@ impl ProcessSession {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         match status {
             Ok(Ok(s)) => format!(" ({s})"),
-            _ => String::new(),
+            // Still running: it closed its stdout without answering.
+            Err(_) => " (it closed its stdout but is still running)".into(),
+            Ok(Err(_)) => String::new(),
         }
     }
 

@@ -309,6 +309,12 @@ impl Endpoint {
                     MAX_BODY_BYTES >> 20
                 )))
             }
+            Err(BodyError::Read(e)) if e.contains("timed out") => {
+                return Err(Attempt::retry(format!(
+                    "the reply did not finish within {}",
+                    format_duration(timeout)
+                )))
+            }
             Err(BodyError::Read(e)) => {
                 return Err(Attempt::retry(format!("the reply was cut off: {e}")))
             }
