@@ -1,0 +1,921 @@
+//! `cargo bench`: how close agentest runs to the physical limit.
+//!
+//! Every figure runs the release `agentest` binary (or the libtest harness) against an
+//! HTTP agent this bench serves on 127.0.0.1, and compares the wall time, or the peak
+//! memory, with its target. These are measurements, not tests: nothing here fails on
+//! a slow machine; the table says which targets were met.
+//!
+//! ```text
+//! cargo bench                      # every group (under a minute on 2 cores)
+//! cargo bench -- throughput replay # only the groups named
+//! ```
+//!
+//! Groups: `startup`, `throughput`, `replay`, `nextest`, `memory`. The table is printed
+//! and saved to `target/agentest-bench.txt`.
+//!
+//! `AGENTEST_BENCH_WRAP="valgrind --tool=massif"` runs every `agentest` under that
+//! tool (for profiling a missed target); `AGENTEST_BENCH_KEEP=1` keeps the generated
+//! suites in `target/tmp/agentest-bench`.
+//!
+//! Run with `AGENTEST_BENCH_HARNESS=<suites root>`, this binary is a libtest harness
+//! (`agentest::Harness`) for that root instead: the nextest figures time it as a process.
+
+mod fixtures;
+mod server;
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use server::AgentServer;
+
+const BIN: &str = env!("CARGO_BIN_EXE_agentest");
+const HARNESS_ENV: &str = "AGENTEST_BENCH_HARNESS";
+const CONCURRENCY: usize = 64;
+const EXACT_RUNS: usize = 25;
+const LATENCY: Duration = Duration::from_millis(100);
+
+fn main() -> ExitCode {
+    if let Some(root) = std::env::var_os(HARNESS_ENV) {
+        return agentest::Harness::new(PathBuf::from(root)).run();
+    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if !args.iter().any(|a| a == "--bench") {
+        // `cargo test --benches` runs this binary without `--bench`: nothing to measure.
+        println!("agentest benchmarks: run them with `cargo bench`");
+        return ExitCode::SUCCESS;
+    }
+    let filters: Vec<&str> = args
+        .iter()
+        .filter(|a| !a.starts_with('-'))
+        .map(String::as_str)
+        .collect();
+    let wanted = |group: &str| filters.is_empty() || filters.iter().any(|f| group.contains(f));
+
+    let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("target"));
+    let work = fixtures::fresh(&Path::new(env!("CARGO_TARGET_TMPDIR")).join("agentest-bench"));
+    let bench = Bench {
+        server: AgentServer::start(),
+        work: work.clone(),
+    };
+
+    let started = Instant::now();
+    let mut rows = Vec::new();
+    let mut notes = Vec::new();
+    type Group = fn(&Bench, &mut Vec<String>) -> Vec<Row>;
+    let groups: [(&str, Group); 5] = [
+        ("throughput", throughput),
+        ("startup", startup),
+        ("replay", replay),
+        ("nextest", nextest),
+        ("memory", memory),
+    ];
+    for (name, group) in groups {
+        if wanted(name) {
+            eprintln!("agentest bench: {name} ...");
+            let t = Instant::now();
+            rows.extend(group(&bench, &mut notes));
+            eprintln!(
+                "agentest bench: {name} done in {:.1} s",
+                t.elapsed().as_secs_f64()
+            );
+        }
+    }
+    let text = render(&rows, &notes, started.elapsed());
+    print!("{text}");
+    let _ = std::io::stdout().flush();
+    let saved = target_dir.join("agentest-bench.txt");
+    match std::fs::write(&saved, &text) {
+        Ok(()) => eprintln!("agentest bench: saved to {}", saved.display()),
+        Err(e) => eprintln!("agentest bench: failed to save {}: {e}", saved.display()),
+    }
+    if std::env::var_os("AGENTEST_BENCH_KEEP").is_none() {
+        let _ = std::fs::remove_dir_all(&work);
+    }
+    ExitCode::SUCCESS
+}
+
+struct Bench {
+    server: AgentServer,
+    work: PathBuf,
+}
+
+// ---------------------------------------------------------------------------------------
+// Rows and the table
+// ---------------------------------------------------------------------------------------
+
+#[derive(Clone, Copy)]
+enum Unit {
+    Seconds,
+    Millis,
+    Megabytes,
+}
+
+impl Unit {
+    fn show(self, v: f64) -> String {
+        match self {
+            Unit::Seconds => format!("{v:.3} s"),
+            Unit::Millis => format!("{v:.1} ms"),
+            Unit::Megabytes => format!("{v:.1} MB"),
+        }
+    }
+}
+
+/// What a figure is held to.
+#[derive(Clone, Copy)]
+enum Goal {
+    /// At most `max` times an ideal wall time.
+    Ideal { ideal: f64, max: f64 },
+    /// Below a limit.
+    Below { limit: f64 },
+    /// At most `max` times a reference measurement (`what`).
+    Near {
+        reference: f64,
+        max: f64,
+        what: &'static str,
+    },
+}
+
+struct Row {
+    figure: String,
+    unit: Unit,
+    value: f64,
+    goal: Goal,
+    /// Connections, counts and the like, for the verdict line.
+    detail: String,
+    /// Why the figure is not valid (a run that failed), if it is not.
+    invalid: Option<String>,
+}
+
+impl Row {
+    fn ratio(&self) -> f64 {
+        match self.goal {
+            Goal::Ideal { ideal, .. } => self.value / ideal,
+            Goal::Below { limit } => self.value / limit,
+            Goal::Near { reference, .. } => self.value / reference,
+        }
+    }
+
+    fn met(&self) -> bool {
+        let r = self.ratio();
+        match self.goal {
+            Goal::Ideal { max, .. } | Goal::Near { max, .. } => r <= max,
+            Goal::Below { .. } => r < 1.0,
+        }
+    }
+
+    fn target(&self) -> String {
+        match self.goal {
+            Goal::Ideal { ideal, max } => format!("≤ {max}× ideal {}", self.unit.show(ideal)),
+            Goal::Below { limit } => format!("< {}", self.unit.show(limit)),
+            Goal::Near {
+                reference,
+                max,
+                what,
+            } => format!("≤ {max}× {what} {}", self.unit.show(reference)),
+        }
+    }
+
+    fn ratio_text(&self) -> String {
+        let basis = match self.goal {
+            Goal::Ideal { .. } => "ideal",
+            Goal::Below { .. } => "target",
+            Goal::Near { what, .. } => what,
+        };
+        format!("{:.2}× {basis}", self.ratio())
+    }
+
+    fn verdict(&self) -> &'static str {
+        match (&self.invalid, self.met()) {
+            (Some(_), _) => "INVALID",
+            (None, true) => "met",
+            (None, false) => "MISSED",
+        }
+    }
+}
+
+fn render(rows: &[Row], notes: &[String], took: Duration) -> String {
+    let header = ["figure", "measured", "target", "ratio", "verdict"];
+    let cells: Vec<[String; 5]> = rows
+        .iter()
+        .map(|r| {
+            [
+                r.figure.clone(),
+                r.unit.show(r.value),
+                r.target(),
+                r.ratio_text(),
+                r.verdict().to_string(),
+            ]
+        })
+        .collect();
+    let mut width = header.map(|h| h.chars().count());
+    for row in &cells {
+        for (w, c) in width.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cols: [&str; 5]| {
+        let mut s = String::from("|");
+        for (c, w) in cols.iter().zip(width) {
+            let pad = w - c.chars().count();
+            let _ = write!(s, " {c}{} |", " ".repeat(pad));
+        }
+        s.push('\n');
+        s
+    };
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\nagentest benchmarks ({} cores, agentest {}, {:.0} s)\n",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        env!("CARGO_PKG_VERSION"),
+        took.as_secs_f64()
+    );
+    out.push_str(&line(header));
+    out.push_str(&line(
+        width.map(|w| "-".repeat(w)).each_ref().map(String::as_str),
+    ));
+    for row in &cells {
+        out.push_str(&line(row.each_ref().map(String::as_str)));
+    }
+    let _ = writeln!(out, "\nverdicts:");
+    for r in rows {
+        let why = match &r.invalid {
+            Some(e) => format!("the run failed: {e}"),
+            None => format!(
+                "{} is {} (target {}){}",
+                r.unit.show(r.value),
+                r.ratio_text(),
+                r.target(),
+                if r.detail.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {}", r.detail)
+                }
+            ),
+        };
+        let _ = writeln!(out, "- {:<7} {}: {why}", r.verdict(), r.figure);
+    }
+    if !notes.is_empty() {
+        let _ = writeln!(out, "\nnotes:");
+        for n in notes {
+            let _ = writeln!(out, "- {n}");
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// Running a process
+// ---------------------------------------------------------------------------------------
+
+/// One finished child process.
+struct Run {
+    wall: Duration,
+    /// The exit code; `None` when a signal ended it.
+    code: Option<i32>,
+    /// `ru_maxrss` from `wait4`, in KiB. On Linux it also counts the spawning process's
+    /// own peak (the exec'd-over address space is folded in), so it is exact only when
+    /// it exceeds [`Run::parent_hwm_kib`].
+    max_rss_kib: u64,
+    /// This process's own `VmHWM` when it spawned the child, in KiB.
+    parent_hwm_kib: u64,
+    /// The highest `VmHWM` seen polling `/proc/<pid>/status` every millisecond, in KiB
+    /// (0 unless polled).
+    polled_hwm_kib: u64,
+    stdout: PathBuf,
+    stderr: PathBuf,
+}
+
+impl Run {
+    /// The child's peak resident memory in KiB: `ru_maxrss` when it is the child's own,
+    /// else the polled `VmHWM`.
+    fn peak_kib(&self) -> u64 {
+        if self.max_rss_kib > self.parent_hwm_kib {
+            self.max_rss_kib.max(self.polled_hwm_kib)
+        } else {
+            self.polled_hwm_kib
+        }
+    }
+
+    /// `None` when the run exited 0; else what went wrong, with the start of its output.
+    fn failure(&self) -> Option<String> {
+        if self.code == Some(0) {
+            return None;
+        }
+        let tail = |p: &Path| {
+            let text = std::fs::read_to_string(p).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+            lines[lines.len().saturating_sub(3)..].join(" / ")
+        };
+        Some(format!(
+            "exit {:?}; stderr: {}; stdout: {}",
+            self.code,
+            tail(&self.stderr),
+            tail(&self.stdout)
+        ))
+    }
+}
+
+/// A command with a clean agentest environment (no inherited AGENTEST_*, nextest or
+/// test-thread settings).
+fn command(program: &Path, cwd: &Path) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.current_dir(cwd);
+    for (key, _) in std::env::vars_os() {
+        let k = key.to_string_lossy();
+        if k.starts_with("AGENTEST_") || k.starts_with("NEXTEST") || k == "RUST_TEST_THREADS" {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd.env("NO_COLOR", "1");
+    cmd
+}
+
+/// Runs a command to its end, stdout and stderr to files under `logs`; times it from
+/// just before the spawn to the reaping, and takes its peak memory from `wait4`.
+fn run(mut cmd: Command, logs: &Path, poll_memory: bool) -> Run {
+    std::fs::create_dir_all(logs).expect("create the log folder");
+    let stdout = logs.join("stdout.txt");
+    let stderr = logs.join("stderr.txt");
+    cmd.stdin(Stdio::null())
+        .stdout(std::fs::File::create(&stdout).expect("create stdout.txt"))
+        .stderr(std::fs::File::create(&stderr).expect("create stderr.txt"));
+    let parent_hwm_kib = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| status_kib(&s, "VmHWM:"))
+        .unwrap_or(u64::MAX);
+    let started = Instant::now();
+    let child = cmd.spawn().expect("spawn the command");
+    let pid = child.id() as libc::pid_t;
+    let done = Arc::new(AtomicBool::new(false));
+    let hwm = Arc::new(AtomicU64::new(0));
+    let poller = poll_memory.then(|| {
+        let (done, hwm) = (done.clone(), hwm.clone());
+        std::thread::spawn(move || {
+            let path = format!("/proc/{pid}/status");
+            while !done.load(Ordering::SeqCst) {
+                if let Some(kib) = std::fs::read_to_string(&path)
+                    .ok()
+                    .and_then(|s| status_kib(&s, "VmHWM:"))
+                {
+                    hwm.fetch_max(kib, Ordering::SeqCst);
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        })
+    });
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value for wait4 to fill.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is our own child, not yet reaped; the pointers are to live locals.
+    let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let wall = started.elapsed();
+    done.store(true, Ordering::SeqCst);
+    if let Some(p) = poller {
+        let _ = p.join();
+    }
+    drop(child);
+    let code = if reaped == pid && libc::WIFEXITED(status) {
+        Some(libc::WEXITSTATUS(status))
+    } else {
+        None
+    };
+    Run {
+        wall,
+        code,
+        max_rss_kib: usage.ru_maxrss.max(0) as u64,
+        parent_hwm_kib,
+        polled_hwm_kib: hwm.load(Ordering::SeqCst),
+        stdout,
+        stderr,
+    }
+}
+
+/// The number after `key` on a line of the console summary (`Passed:  10000`).
+fn console_count(out: &str, key: &str) -> Option<u64> {
+    let line = out
+        .lines()
+        .rev()
+        .find(|l| l.trim_start().starts_with(key))?;
+    let rest = &line.trim_start()[key.len()..];
+    rest.split_whitespace().next()?.parse().ok()
+}
+
+fn status_kib(status: &str, key: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with(key))?;
+    line[key.len()..].split_whitespace().next()?.parse().ok()
+}
+
+/// The `agentest` binary; `AGENTEST_BENCH_WRAP` (say `valgrind --tool=massif`) runs it
+/// under a profiler instead.
+fn agentest(cwd: &Path, args: &[&str]) -> Command {
+    let wrap = std::env::var("AGENTEST_BENCH_WRAP").unwrap_or_default();
+    let mut words = wrap.split_whitespace();
+    let mut cmd = match words.next() {
+        Some(tool) => {
+            let mut cmd = command(Path::new(tool), cwd);
+            cmd.args(words).arg(BIN);
+            cmd
+        }
+        None => command(Path::new(BIN), cwd),
+    };
+    cmd.args(args);
+    cmd
+}
+
+/// 10000 as `10,000`.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// Runs `make()` `n` times; the median wall in `unit`s, and the first failure.
+fn repeat(
+    n: usize,
+    logs: &Path,
+    unit: Unit,
+    mut make: impl FnMut() -> Command,
+) -> (f64, Vec<f64>, Option<String>) {
+    let mut walls = Vec::with_capacity(n);
+    let mut failure = None;
+    for _ in 0..n {
+        let r = run(make(), logs, false);
+        walls.push(in_unit(r.wall, unit));
+        if failure.is_none() {
+            failure = r.failure();
+        }
+    }
+    (median(walls.clone()), walls, failure)
+}
+
+fn in_unit(d: Duration, unit: Unit) -> f64 {
+    match unit {
+        Unit::Seconds => d.as_secs_f64(),
+        Unit::Millis => d.as_secs_f64() * 1000.0,
+        Unit::Megabytes => f64::NAN,
+    }
+}
+
+fn spread(walls: &[f64], unit: Unit) -> String {
+    let min = walls.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = walls.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    format!(
+        "median of {}, min {}, max {}",
+        walls.len(),
+        unit.show(min),
+        unit.show(max)
+    )
+}
+
+// ---------------------------------------------------------------------------------------
+// The groups
+// ---------------------------------------------------------------------------------------
+
+/// 1,000 single-turn, 200 five-turn static and 100 five-turn dynamic cases against an
+/// agent that takes 100 ms per reply, 64 cases in flight.
+fn throughput(b: &Bench, _notes: &mut Vec<String>) -> Vec<Row> {
+    type Make = fn(&str, usize) -> serde_json::Value;
+    let kinds: [(&str, usize, usize, Make); 3] = [
+        ("1,000 single-turn cases", 1000, 1, fixtures::single),
+        ("200 five-turn static cases", 200, 5, |id, _| {
+            fixtures::static_turns(id, 5)
+        }),
+        ("100 five-turn dynamic cases", 100, 5, |id, _| {
+            fixtures::dynamic(id, 5)
+        }),
+    ];
+    let mut rows = Vec::new();
+    for (i, (label, n, turns, make)) in kinds.into_iter().enumerate() {
+        let dir = fixtures::fresh(&b.work.join(format!("throughput-{i}")));
+        fixtures::write(
+            &dir,
+            "agentest.toml",
+            &fixtures::http_config(&b.server.url(LATENCY)),
+        );
+        let cases = (0..n).map(|c| make(&format!("T{c:05}"), c));
+        fixtures::write(&dir, "cases.jsonl", &fixtures::suite(cases));
+        let ideal = (n.div_ceil(CONCURRENCY) * turns) as f64 * LATENCY.as_secs_f64();
+        let parallel = CONCURRENCY.to_string();
+        let args = [
+            "test",
+            "-i",
+            "cases.jsonl",
+            "--parallel",
+            &parallel,
+            "--color",
+            "never",
+        ];
+        let mut walls = Vec::new();
+        let mut failure = None;
+        let mut last = b.server.seen();
+        for _ in 0..3 {
+            b.server.reset();
+            let r = run(agentest(&dir, &args), &dir.join("logs"), false);
+            walls.push(r.wall.as_secs_f64());
+            last = b.server.seen();
+            if failure.is_none() {
+                failure = r.failure();
+            }
+        }
+        let kind = if label.contains("dynamic") {
+            "a scripted simulator answers each reply; "
+        } else {
+            ""
+        };
+        if failure.is_none() && last.requests != (n * turns) as u64 {
+            failure = Some(format!(
+                "the agent saw {} requests, expected {}",
+                last.requests,
+                n * turns
+            ));
+        }
+        rows.push(Row {
+            figure: format!("throughput: {label}"),
+            unit: Unit::Seconds,
+            value: median(walls.clone()),
+            goal: Goal::Ideal { ideal, max: 1.15 },
+            detail: format!(
+                "{kind}agent latency 100 ms, --parallel {CONCURRENCY}, ideal ceil({n}/{CONCURRENCY}) × {turns} turn(s) × 100 ms; {}; agent saw {} connections, {} requests, {} in flight at most",
+                spread(&walls, Unit::Seconds),
+                last.connections,
+                last.requests,
+                last.max_in_flight
+            ),
+            invalid: failure,
+        });
+    }
+    rows
+}
+
+/// The binary on a one-case suite against an agent that answers at once.
+fn startup(b: &Bench, _notes: &mut Vec<String>) -> Vec<Row> {
+    let dir = fixtures::fresh(&b.work.join("startup"));
+    fixtures::write(
+        &dir,
+        "agentest.toml",
+        &fixtures::http_config(&b.server.url(Duration::ZERO)),
+    );
+    fixtures::write(
+        &dir,
+        "smoke.jsonl",
+        &fixtures::suite([fixtures::single("T001", 1)]),
+    );
+    let args = ["test", "-i", "smoke.jsonl", "--color", "never"];
+    let logs = dir.join("logs");
+    let _ = repeat(3, &logs, Unit::Millis, || agentest(&dir, &args));
+    let (value, walls, failure) = repeat(21, &logs, Unit::Millis, || agentest(&dir, &args));
+    vec![Row {
+        figure: "start-up: one case, HTTP agent, no latency".into(),
+        unit: Unit::Millis,
+        value,
+        goal: Goal::Below { limit: 50.0 },
+        detail: spread(&walls, Unit::Millis),
+        invalid: failure,
+    }]
+}
+
+/// 10,000 `openai` cases replayed from cassettes; a 100,000-line suite under `--dry-run`.
+fn replay(b: &Bench, notes: &mut Vec<String>) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let dir = b.work.join("replay");
+    let t = Instant::now();
+    match fixtures::replay_tree(&dir, 10_000, 10) {
+        Ok(n) => {
+            notes.push(format!(
+                "replay fixture: {n} cases and {n} cassette files written in {:.1} s",
+                t.elapsed().as_secs_f64()
+            ));
+            let (value, walls, mut failure) = repeat(3, &dir.join("logs"), Unit::Seconds, || {
+                let mut cmd = agentest(&dir, &["test", "-i", ".", "--color", "never"]);
+                cmd.env("AGENTEST_CASSETTES", "replay");
+                cmd
+            });
+            let out = std::fs::read_to_string(dir.join("logs/stdout.txt")).unwrap_or_default();
+            let passed = console_count(&out, "Passed:");
+            let calls = console_count(&out, "Model calls:");
+            let detail = format!(
+                "{} passed, {} model calls replayed (last run); {}",
+                passed.unwrap_or(0),
+                calls.unwrap_or(0),
+                spread(&walls, Unit::Seconds)
+            );
+            if failure.is_none() && passed != Some(n as u64) {
+                failure = Some(format!("{passed:?} of {n} cases passed"));
+            }
+            rows.push(Row {
+                figure: format!("replay: {} openai cases from cassettes", thousands(n)),
+                unit: Unit::Seconds,
+                value,
+                goal: Goal::Below { limit: 5.0 },
+                detail,
+                invalid: failure,
+            });
+        }
+        Err(e) => rows.push(Row {
+            figure: "replay: 10,000 openai cases from cassettes".into(),
+            unit: Unit::Seconds,
+            value: f64::NAN,
+            goal: Goal::Below { limit: 5.0 },
+            detail: String::new(),
+            invalid: Some(e),
+        }),
+    }
+
+    let dir = fixtures::fresh(&b.work.join("dry-run"));
+    fixtures::write(
+        &dir,
+        "agentest.toml",
+        &fixtures::http_config(&b.server.url(Duration::ZERO)),
+    );
+    let lines = 100_000;
+    let cases = (0..lines).map(|i| {
+        let id = format!("L{i:06}");
+        if i % 6 == 5 {
+            fixtures::dynamic(&id, 3)
+        } else {
+            fixtures::mixed(&id, i)
+        }
+    });
+    let text = fixtures::suite(cases);
+    let bytes = text.len();
+    fixtures::write(&dir, "big.jsonl", &text);
+    drop(text);
+    let (value, walls, failure) = repeat(3, &dir.join("logs"), Unit::Seconds, || {
+        agentest(
+            &dir,
+            &["test", "-i", "big.jsonl", "--dry-run", "--color", "never"],
+        )
+    });
+    let out = std::fs::read_to_string(dir.join("logs/stdout.txt")).unwrap_or_default();
+    let summary = out
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    let failure = failure.or_else(|| {
+        (!summary.starts_with(&format!("{lines} cases, 0 failed")))
+            .then(|| format!("unexpected summary: {summary}"))
+    });
+    rows.push(Row {
+        figure: "dry run: load and validate a 100,000-line suite".into(),
+        unit: Unit::Seconds,
+        value,
+        goal: Goal::Below { limit: 1.0 },
+        detail: format!(
+            "{:.1} MB of JSONL, six kinds of case; {}",
+            bytes as f64 / 1e6,
+            spread(&walls, Unit::Seconds)
+        ),
+        invalid: failure,
+    });
+    rows
+}
+
+/// Runs `f` with the process's stdout sent to /dev/null (the harness prints its list there).
+fn silenced<T>(f: impl FnOnce() -> T) -> T {
+    let _ = std::io::stdout().flush();
+    let null = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/null")
+        .expect("open /dev/null");
+    // SAFETY: plain descriptor calls on fds we own; stdout is restored before returning.
+    let saved = unsafe { libc::dup(1) };
+    // SAFETY: as above.
+    unsafe { libc::dup2(null.as_raw_fd(), 1) };
+    let out = f();
+    let _ = std::io::stdout().flush();
+    // SAFETY: as above.
+    unsafe {
+        libc::dup2(saved, 1);
+        libc::close(saved);
+    }
+    out
+}
+
+fn harness_in_process(root: &Path, args: &[&str]) -> (Duration, ExitCode) {
+    let args = std::iter::once("bench-harness").chain(args.iter().copied());
+    let arguments = libtest_mimic::Arguments::from_iter(args);
+    silenced(|| {
+        let t = Instant::now();
+        let code = agentest::Harness::new(root).run_with_args(arguments);
+        (t.elapsed(), code)
+    })
+}
+
+fn harness_process(root: &Path, args: &[&str]) -> Command {
+    let exe = std::env::current_exe().expect("the bench's own path");
+    let mut cmd = command(&exe, root);
+    cmd.env(HARNESS_ENV, root).args(args);
+    cmd
+}
+
+/// The libtest harness on a 10,000-case tree: `--list --format terse` as nextest calls
+/// it, and `--exact NAME` (one nextest test) compared with the same on a one-file tree.
+fn nextest(b: &Bench, notes: &mut Vec<String>) -> Vec<Row> {
+    let tree = b.work.join("tree");
+    let url = b.server.url(Duration::ZERO);
+    let trials = fixtures::mixed_tree(&tree, &url, 10, 10, 100);
+    let name = "d03/s07::C03070042";
+    let one = fixtures::fresh(&b.work.join("one-file"));
+    fixtures::write(&one, "agentest.toml", &fixtures::http_config(&url));
+    let file = std::fs::read_to_string(tree.join("d03/s07.jsonl")).expect("read d03/s07.jsonl");
+    fixtures::write(&one, "d03/s07.jsonl", &file);
+    let list = ["--list", "--format", "terse"];
+    let exact = ["--exact", name];
+    let exact_list = ["--exact", name, "--list", "--format", "terse"];
+    let logs = b.work.join("nextest-logs");
+    let mut rows = Vec::new();
+
+    // In process.
+    let in_process = |root: &Path, args: &[&str], n: usize| {
+        let _ = harness_in_process(root, args);
+        let mut walls = Vec::new();
+        let mut failure = None;
+        for _ in 0..n {
+            let (wall, code) = harness_in_process(root, args);
+            walls.push(wall.as_secs_f64() * 1000.0);
+            if code != ExitCode::SUCCESS && failure.is_none() {
+                failure = Some(format!("the harness exited with {code:?}"));
+            }
+        }
+        (median(walls.clone()), walls, failure)
+    };
+    let (value, walls, failure) = in_process(&tree, &list, 10);
+    rows.push(Row {
+        figure: "nextest: --list --format terse, 10,000 cases (in process)".into(),
+        unit: Unit::Millis,
+        value,
+        goal: Goal::Below { limit: 200.0 },
+        detail: spread(&walls, Unit::Millis),
+        invalid: failure,
+    });
+
+    // As a process, the way nextest calls it.
+    let (value, walls, mut failure) =
+        repeat(10, &logs, Unit::Millis, || harness_process(&tree, &list));
+    let listed = std::fs::read_to_string(logs.join("stdout.txt"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.ends_with(": test"))
+        .count();
+    if failure.is_none() && listed != trials.len() {
+        failure = Some(format!("listed {listed} tests, expected {}", trials.len()));
+    }
+    rows.push(Row {
+        figure: "nextest: --list --format terse, 10,000 cases (process)".into(),
+        unit: Unit::Millis,
+        value,
+        goal: Goal::Below { limit: 200.0 },
+        detail: format!("{listed} tests listed; {}", spread(&walls, Unit::Millis)),
+        invalid: failure,
+    });
+
+    // `--exact NAME`: one test, as nextest runs each one, against the 10,000-case tree
+    // and against a tree of just that test's file; interleaved, so drift hits both.
+    let (mut tree_walls, mut one_walls) = (Vec::new(), Vec::new());
+    let mut failure = None;
+    let mut ran_one = true;
+    for _ in 0..EXACT_RUNS {
+        for (root, walls) in [(&one, &mut one_walls), (&tree, &mut tree_walls)] {
+            let r = run(harness_process(root, &exact), &logs, false);
+            walls.push(r.wall.as_secs_f64() * 1000.0);
+            failure = failure.or_else(|| r.failure());
+            ran_one &= std::fs::read_to_string(&r.stdout).is_ok_and(|o| o.contains("1 passed"));
+        }
+    }
+    if failure.is_none() && !ran_one {
+        failure = Some(format!("--exact {name} did not run one passing test"));
+    }
+    rows.push(Row {
+        figure: "nextest: --exact NAME in a 10,000-case tree (process)".into(),
+        unit: Unit::Millis,
+        value: median(tree_walls.clone()),
+        goal: Goal::Near {
+            reference: median(one_walls.clone()),
+            max: 1.25,
+            what: "one-file tree",
+        },
+        detail: format!(
+            "runs the one case against the HTTP agent; {}; the one-file tree: {}",
+            spread(&tree_walls, Unit::Millis),
+            spread(&one_walls, Unit::Millis)
+        ),
+        invalid: failure,
+    });
+    let (mut tree_walls, mut one_walls) = (Vec::new(), Vec::new());
+    let mut failure = None;
+    let _ = harness_in_process(&tree, &exact_list);
+    for _ in 0..EXACT_RUNS {
+        for (root, walls) in [(&one, &mut one_walls), (&tree, &mut tree_walls)] {
+            let (wall, code) = harness_in_process(root, &exact_list);
+            walls.push(wall.as_secs_f64() * 1000.0);
+            if code != ExitCode::SUCCESS && failure.is_none() {
+                failure = Some(format!("the harness exited with {code:?}"));
+            }
+        }
+    }
+    rows.push(Row {
+        figure: "nextest: --exact NAME --list, 10,000-case tree (in process)".into(),
+        unit: Unit::Millis,
+        value: median(tree_walls.clone()),
+        goal: Goal::Near {
+            reference: median(one_walls.clone()),
+            max: 1.25,
+            what: "one-file tree",
+        },
+        detail: format!(
+            "loads and filters without running; {}; the one-file tree: {}",
+            spread(&tree_walls, Unit::Millis),
+            spread(&one_walls, Unit::Millis)
+        ),
+        invalid: failure,
+    });
+    notes.push(format!(
+        "nextest tree: {} cases in 100 files of 100 under 10 folders (five kinds of case, one in five a two-turn static case)",
+        trials.len()
+    ));
+    rows
+}
+
+/// Peak resident memory of a 10,000-case run with a JSONL report.
+fn memory(b: &Bench, notes: &mut Vec<String>) -> Vec<Row> {
+    let url = b.server.url(Duration::ZERO);
+    let measure = |dirs: usize| {
+        let tree = b.work.join(format!("memory-{dirs}"));
+        let trials = fixtures::mixed_tree(&tree, &url, dirs, 10, 100);
+        let report = b.work.join(format!("memory-{dirs}.jsonl"));
+        let report_arg = report.display().to_string();
+        b.server.reset();
+        let r = run(
+            agentest(
+                &tree,
+                &["test", "-i", ".", "-o", &report_arg, "--color", "never"],
+            ),
+            &b.work.join(format!("memory-{dirs}-logs")),
+            true,
+        );
+        let records = std::fs::read_to_string(&report)
+            .map(|t| t.lines().count())
+            .unwrap_or(0);
+        let failure = r.failure().or_else(|| {
+            (records != trials.len() + 1).then(|| {
+                format!(
+                    "the report has {records} lines, expected {}",
+                    trials.len() + 1
+                )
+            })
+        });
+        (r, trials.len(), records, failure, b.server.seen())
+    };
+    let (small, small_n, _, _, _) = measure(1);
+    let (r, n, records, failure, seen) = measure(10);
+    let mb = |kib: u64| kib as f64 * 1024.0 / 1e6;
+    notes.push(format!(
+        "memory: {small_n} cases peak at {:.1} MB and {n} cases at {:.1} MB, so {:.1} KB more per case",
+        mb(small.peak_kib()),
+        mb(r.peak_kib()),
+        (mb(r.peak_kib()) - mb(small.peak_kib())) * 1000.0 / (n - small_n) as f64
+    ));
+    vec![Row {
+        figure: "memory: peak RSS, 10,000 cases, HTTP agent, -o run.jsonl".into(),
+        unit: Unit::Megabytes,
+        value: mb(r.peak_kib()),
+        goal: Goal::Below { limit: 100.0 },
+        detail: format!(
+            "VmHWM polled every ms {:.1} MB, wait4 ru_maxrss {:.1} MB (the bench's own peak {:.1} MB); run took {:.2} s; report {records} lines; agent saw {} connections, {} requests",
+            mb(r.polled_hwm_kib),
+            mb(r.max_rss_kib),
+            mb(r.parent_hwm_kib),
+            r.wall.as_secs_f64(),
+            seen.connections,
+            seen.requests
+        ),
+        invalid: failure,
+    }]
+}
