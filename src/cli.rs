@@ -1,6 +1,6 @@
 //! The `agentest` command line: `agentest test -i <file | dir | "a message">`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -581,8 +581,15 @@ async fn run_all(
     let stopped = stop.clone();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let total = loaded.len();
-    let loaded: Arc<Vec<Arc<Loaded>>> = Arc::new(loaded.into_iter().map(Arc::new).collect());
-    let running = Arc::new(std::sync::Mutex::new(Vec::<tokio::task::AbortHandle>::new()));
+    let mut shared: Vec<Arc<Loaded>> = loaded.into_iter().map(Arc::new).collect();
+    // The in-place collect keeps the old, much larger buffer otherwise.
+    shared.shrink_to_fit();
+    let loaded = Arc::new(shared);
+    // The cases in flight, so Ctrl-C can stop them; a finished case leaves the map.
+    let running = Arc::new(std::sync::Mutex::new(HashMap::<
+        usize,
+        tokio::task::AbortHandle,
+    >::new()));
     // One dispatcher takes the permits in trial order, so cases start in that order and
     // `--fail-fast` sees a failure before it starts anything that comes after it.
     let dispatcher = {
@@ -615,7 +622,7 @@ async fn run_all(
                 running
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .push(task.abort_handle());
+                    .insert(i, task.abort_handle());
             }
         })
     };
@@ -638,6 +645,7 @@ async fn run_all(
         };
         let Some((i, report)) = message else { break };
         seen[i] = true;
+        running.lock().unwrap_or_else(|e| e.into_inner()).remove(&i);
         on_done(&report);
         pending.insert(i, report);
         while let Some(r) = pending.remove(&next) {
@@ -648,7 +656,7 @@ async fn run_all(
     if interrupted {
         eprintln!("\nagentest: interrupted; stopping the running cases");
         dispatcher.abort();
-        for h in running.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
+        for (_, h) in running.lock().unwrap_or_else(|e| e.into_inner()).drain() {
             h.abort();
         }
         // Cases that finished meanwhile keep their results; the rest are reported as not run.

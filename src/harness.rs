@@ -124,7 +124,8 @@ impl Harness {
                 .and_then(|v| v.parse().ok())
                 .or_else(|| root_config.as_ref().and_then(|c| c.file.run.concurrency))
                 .or(Some(DEFAULT_CONCURRENCY))
-                .map(|n: usize| n.max(1));
+                // No more threads than trials (nextest's `--exact` runs one).
+                .map(|n: usize| n.min(loaded.len()).max(1));
         }
         let agent_name = std::env::var("AGENTEST_AGENT")
             .ok()

@@ -36,7 +36,7 @@ impl HttpSpec {
         }
         // One client per agent: connections are pooled and reused across turns and cases.
         let client = reqwest::Client::builder()
-            .pool_max_idle_per_host(256)
+            .pool_max_idle_per_host(64)
             .build()
             .map_err(|e| format!("failed to build the HTTP client: {e}"))?;
         Ok(HttpSpec {

@@ -155,7 +155,10 @@ pub fn parse_case(line: &str, location: Location) -> Result<Case, CaseError> {
         message: e.message,
     };
     let id = parse_id(obj).map_err(&locate)?;
-    build(obj, id, &value, location.clone()).map_err(locate)
+    let mut case = build(obj, id, location.clone()).map_err(locate)?;
+    // The line as written, for hooks and freeze: moved, not copied.
+    case.raw = Arc::new(value);
+    Ok(case)
 }
 
 fn parse_id(obj: &Map<String, Value>) -> Result<String, FieldError> {
@@ -173,12 +176,7 @@ fn parse_id(obj: &Map<String, Value>) -> Result<String, FieldError> {
     }
 }
 
-fn build(
-    obj: &Map<String, Value>,
-    id: String,
-    raw: &Value,
-    location: Location,
-) -> Result<Case, FieldError> {
+fn build(obj: &Map<String, Value>, id: String, location: Location) -> Result<Case, FieldError> {
     check_keys(obj, &CASE_KEYS, "", "a case")?;
     let timeout = match obj.get("timeout") {
         None | Some(Value::Null) => None,
@@ -258,7 +256,7 @@ fn build(
         interactive,
         mocks: parse_setup(obj)?,
         location,
-        raw: Arc::new(raw.clone()),
+        raw: Arc::new(Value::Null),
     })
 }
 
