@@ -74,9 +74,13 @@ pub fn parse_timeout(text: &str) -> Result<Duration, String> {
 
 /// Formats a duration the way test files write it (`"5m"`, `"30s"`, `"1.5s"`, `"250ms"`).
 pub fn format_duration(d: Duration) -> String {
-    let ms = d.as_millis();
+    let mut ms = d.as_millis();
     if ms == 0 {
         return "0s".into();
+    }
+    if ms >= 1000 {
+        // Shown to a tenth of a second: round first, so 4.95 s is "5s", not "5.0s".
+        ms = (ms + 50) / 100 * 100;
     }
     if ms % 3_600_000 == 0 {
         format!("{}h", ms / 3_600_000)
@@ -87,7 +91,7 @@ pub fn format_duration(d: Duration) -> String {
     } else if ms < 1000 {
         format!("{ms}ms")
     } else {
-        format!("{:.1}s", d.as_secs_f64())
+        format!("{}.{}s", ms / 1000, ms % 1000 / 100)
     }
 }
 

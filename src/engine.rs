@@ -722,20 +722,9 @@ pub(crate) fn new_report(loaded: &Loaded, case: &Case) -> CaseReport {
         mode: Some(case.mode.name().into()),
         agent: None,
         turns: Vec::new(),
-        final_assertions: Vec::new(),
-        total_turns: 0,
-        duration_ms: 0,
-        error: None,
         location: case.location.to_string(),
         tags: case.tags.clone(),
-        usage: Default::default(),
-        model_calls: 0,
-        retries: 0,
-        cassette: None,
-        checkpoints: Vec::new(),
-        simulator: None,
-        termination: None,
-        golden: None,
+        ..CaseReport::default()
     }
 }
 
@@ -767,20 +756,9 @@ pub(crate) fn broken(loaded: &Loaded, e: &crate::case::CaseError) -> CaseReport 
         mode: None,
         agent: None,
         turns: Vec::new(),
-        final_assertions: Vec::new(),
-        total_turns: 0,
-        duration_ms: 0,
         error: Some(e.to_string()),
         location: e.location.to_string(),
-        tags: Vec::new(),
-        usage: Default::default(),
-        model_calls: 0,
-        retries: 0,
-        cassette: None,
-        checkpoints: Vec::new(),
-        simulator: None,
-        termination: None,
-        golden: None,
+        ..CaseReport::default()
     }
 }
 

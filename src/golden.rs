@@ -109,13 +109,7 @@ impl GoldenConfig {
 /// The golden file of a case: beside its suite file, `<dir>/<suite>.golden/<id>.txt`
 /// (`agent-tests/expense.golden/T001.txt`), the id made safe for file names.
 pub fn path_for(suite_file: &Path, id: &str) -> PathBuf {
-    let stem = suite_file
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let dir = suite_file.parent().unwrap_or(Path::new(""));
-    dir.join(format!("{stem}.golden"))
-        .join(format!("{}.txt", crate::suite::file_name_for_id(id)))
+    crate::suite::beside(suite_file, |stem| PathBuf::from(format!("{stem}.golden")), id, ".txt")
 }
 
 /// Volatile text that never belongs in a golden file, whatever the agent says.

@@ -160,6 +160,18 @@ pub fn file_name_for_id(id: &str) -> String {
     out
 }
 
+/// A file kept beside a suite file, per case: `<dir>/<folder>/<id><ext>` where
+/// `folder` is made from the suite's file stem (`expense.golden`, `.cassettes/expense`).
+pub fn beside(suite_file: &Path, folder: impl Fn(&str) -> PathBuf, id: &str, ext: &str) -> PathBuf {
+    let stem = suite_file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let dir = suite_file.parent().unwrap_or(Path::new(""));
+    dir.join(folder(&stem))
+        .join(format!("{}{ext}", file_name_for_id(id)))
+}
+
 /// A path shown to users: relative to the working directory when it is under it.
 pub fn display_path(path: &Path) -> PathBuf {
     std::env::current_dir()
@@ -305,15 +317,19 @@ pub fn parse_suite_bytes(
             },
         ));
     }
-    // Lines without a usable id are named after their line; a real id may already be
-    // `line-N`, and two trials must never share a name.
+    // Lines without a usable id are named after their line; a real id (or another
+    // line's name) may already be `line-N`, and two trials must never share a name.
+    let mut taken: std::collections::HashSet<String> = first_line.keys().cloned().collect();
     out.into_iter()
         .map(|(n, mut l)| {
             if l.trial.is_empty() {
                 let mut name = format!("line-{n}");
-                if first_line.contains_key(&name) {
-                    name.push_str("-invalid");
+                let mut k = 1;
+                while taken.contains(&name) {
+                    name = if k == 1 { format!("line-{n}-invalid") } else { format!("line-{n}-invalid-{k}") };
+                    k += 1;
                 }
+                taken.insert(name.clone());
                 l.trial = format!("{suite}{SEPARATOR}{name}");
             }
             l

@@ -1303,17 +1303,8 @@ fn skipped(line: &str) -> bool {
     t.is_empty() || t.starts_with("//")
 }
 
-/// Trial names that collide only through the known `line-N-invalid` bug (see
-/// `bug_line_name_fallback_collides_with_an_id`): a broken line is named `line-N-invalid`
-/// when a case's id is `line-N`, and another case's id may be `line-N-invalid` already.
-fn known_name_collision(name: &str) -> bool {
-    name.strip_prefix("fuzz::line-")
-        .and_then(|rest| rest.strip_suffix("-invalid"))
-        .is_some_and(|n| n.parse::<usize>().is_ok())
-}
-
 /// The suite reader's contract on any bytes.
-fn check_suite(bytes: &[u8], allow_known_bugs: bool) -> Result<(), TestCaseError> {
+fn check_suite(bytes: &[u8]) -> Result<(), TestCaseError> {
     let shown = Arc::new(PathBuf::from("agent-tests/fuzz.jsonl"));
     let loaded = parse_suite_bytes("fuzz", Path::new("agent-tests/fuzz.jsonl"), shown, bytes);
     let lines = suite_lines(bytes);
@@ -1344,12 +1335,7 @@ fn check_suite(bytes: &[u8], allow_known_bugs: bool) -> Result<(), TestCaseError
                 prop_assert_eq!(&l.trial, &format!("fuzz::{}", c.id));
             }
             Err(e) => {
-                let mut width = line.chars().count() + 1;
-                if allow_known_bugs && e.message.starts_with("invalid JSON: ") {
-                    // See `bug_syntax_error_column_past_the_line_end`: serde_json's byte
-                    // column, when it falls inside a character, is used as is.
-                    width = line.len() + 1;
-                }
+                let width = line.chars().count() + 1;
                 prop_assert_eq!(e.location.line, *n, "line of {}", e);
                 prop_assert!(
                     (1..=width).contains(&e.location.column),
@@ -1365,8 +1351,7 @@ fn check_suite(bytes: &[u8], allow_known_bugs: bool) -> Result<(), TestCaseError
                 prop_assert!(shown.starts_with(&prefix), "{}", shown);
             }
         }
-        let tolerated = allow_known_bugs && known_name_collision(&l.trial);
-        if !names.insert(l.trial.clone()) && !tolerated {
+        if !names.insert(l.trial.clone()) {
             return Err(TestCaseError::fail(format!(
                 "two trials are named {:?}; lines: {lines:?}",
                 l.trial
@@ -1646,18 +1631,12 @@ fn check_config(dir: &Path, text: &str) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-/// Whether `format_duration` wrote a whole number of seconds as `N.0s`: see
-/// `bug_format_duration_writes_whole_seconds_as_n_point_0`.
-fn known_format_bug(shown: &str) -> bool {
-    shown.ends_with(".0s")
-}
-
 /// `parse_duration` on any text; what it reads survives `format_duration` and back.
 fn check_duration(text: &str) -> Result<(), TestCaseError> {
-    check_duration_strictly(text, true)
+    check_duration_strictly(text)
 }
 
-fn check_duration_strictly(text: &str, allow_known_bugs: bool) -> Result<(), TestCaseError> {
+fn check_duration_strictly(text: &str) -> Result<(), TestCaseError> {
     let Ok(d) = parse_duration(text) else {
         return Ok(());
     };
@@ -1674,16 +1653,14 @@ fn check_duration_strictly(text: &str, allow_known_bugs: bool) -> Result<(), Tes
         shown,
         back
     );
-    if !(allow_known_bugs && known_format_bug(&shown)) {
-        prop_assert_eq!(
-            format_duration(back),
-            shown.clone(),
-            "{:?} -> {:?} -> {:?}",
-            text,
-            d,
-            shown
-        );
-    }
+    prop_assert_eq!(
+        format_duration(back),
+        shown.clone(),
+        "{:?} -> {:?} -> {:?}",
+        text,
+        d,
+        shown
+    );
     Ok(())
 }
 
@@ -1699,7 +1676,7 @@ fn check_format(d: Duration) -> Result<(), TestCaseError> {
         shown,
         back
     );
-    if !known_format_bug(&shown) {
+    {
         prop_assert_eq!(
             format_duration(back),
             shown.clone(),
@@ -2181,13 +2158,13 @@ proptest! {
     /// Any bytes at all: one entry per case line, each located on its line.
     #[test]
     fn suite_reader_takes_any_bytes(b in bytes(prop::collection::vec(any::<u8>(), 0..400).boxed())) {
-        check_suite(&b.0, true)?;
+        check_suite(&b.0)?;
     }
 
     /// Any text, including every Unicode scalar value.
     #[test]
     fn suite_reader_takes_any_text(text in any::<String>()) {
-        check_suite(text.as_bytes(), true)?;
+        check_suite(text.as_bytes())?;
     }
 }
 
@@ -2198,7 +2175,7 @@ proptest! {
     /// nested assertions, turns, checkpoints and mocks, edited, deep or very long.
     #[test]
     fn suite_reader_takes_near_valid_cases(b in bytes(suite_file())) {
-        check_suite(&b.0, true)?;
+        check_suite(&b.0)?;
     }
 
     /// One case line alone: parsing is deterministic and every error is located.
@@ -2211,7 +2188,7 @@ proptest! {
             (Err(a), Err(b)) => prop_assert_eq!(a, b),
             _ => prop_assert!(false, "parsing the same line twice disagreed"),
         }
-        check_suite(line.as_bytes(), true)?;
+        check_suite(line.as_bytes())?;
     }
 }
 
@@ -2348,7 +2325,7 @@ fn regressions() {
         }
         let bytes = std::fs::read(&path).expect("read a regression");
         let result = if name.starts_with("suite-") {
-            check_suite(&bytes, false)
+            check_suite(&bytes)
         } else if name.starts_with("config-") {
             check_config(
                 &scratch("regression-config"),
@@ -2381,12 +2358,10 @@ fn must(result: Result<(), TestCaseError>) {
 /// A broken line is named `line-N-invalid` when a case's id is `line-N`, but another
 /// case's id may already be `line-N-invalid`: two trials then share a name.
 #[test]
-#[ignore = "bug: a broken line's fallback name `line-N-invalid` can equal another case's id"]
 fn bug_line_name_fallback_collides_with_an_id() {
-    must(check_suite(
-        &regression("bug-suite-trial-name-collision.jsonl"),
-        false,
-    ));
+    must(check_suite(&regression(
+        "bug-suite-trial-name-collision.jsonl",
+    )));
 }
 
 /// A syntax error next to a multi-byte character (an unterminated string ending in one,
@@ -2394,30 +2369,26 @@ fn bug_line_name_fallback_collides_with_an_id() {
 /// and the parser then reports the byte column as is, past the end of the line in
 /// characters (`{"input":"éé` is 12 characters; the error says column 14).
 #[test]
-#[ignore = "bug: a syntax error's column can be past the end of the line (byte column used)"]
 fn bug_syntax_error_column_past_the_line_end() {
-    must(check_suite(
-        &regression("bug-suite-column-past-line-end.jsonl"),
-        false,
-    ));
+    must(check_suite(&regression(
+        "bug-suite-column-past-line-end.jsonl",
+    )));
 }
 
 /// `format_duration(4.95s)` is `"5.0s"`, which reads back as 5s and then shows as `"5s"`:
 /// the text it writes is not its own canonical form (`"60.0s"` for 59.96s, not `"1m"`).
 #[test]
-#[ignore = "bug: format_duration writes whole seconds as `N.0s` after rounding (4.95s -> \"5.0s\")"]
 fn bug_format_duration_writes_whole_seconds_as_n_point_0() {
     for line in
         String::from_utf8_lossy(&regression("bug-duration-format-not-canonical.txt")).lines()
     {
-        must(check_duration_strictly(line, false));
+        must(check_duration_strictly(line));
     }
 }
 
 /// A cassette that is not UTF-8 is rejected as a whole ("stream did not contain valid
 /// UTF-8"), naming the file but not the line, unlike every other bad cassette line.
 #[test]
-#[ignore = "bug: a cassette with bytes that are not UTF-8 is rejected without its line"]
 fn bug_cassette_not_utf8_names_no_line() {
     must(check_cassette_line_named(
         &scratch("bug-cassette"),

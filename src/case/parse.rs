@@ -100,10 +100,12 @@ pub fn parse_case(line: &str, location: Location) -> Result<Case, CaseError> {
             let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
             // serde_json counts bytes; every other column here counts characters.
             let byte_col = e.column().max(1);
+            // A byte column inside a multi-byte character points at that character.
             let column = line
-                .get(..byte_col - 1)
-                .map(|s| s.chars().count() + 1)
-                .unwrap_or(byte_col);
+                .char_indices()
+                .take_while(|(i, _)| *i < byte_col - 1)
+                .count()
+                + 1;
             return Err(CaseError {
                 location: Location { column, ..location },
                 id: None,

@@ -143,14 +143,7 @@ pub fn key_of(request: &Value) -> String {
 /// [`crate::suite::file_name_for_id`]. It depends only on the file, not on the folder a
 /// run started from.
 pub fn path_for(suite_file: &Path, id: &str) -> PathBuf {
-    let stem = suite_file
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let dir = suite_file.parent().unwrap_or(Path::new(""));
-    dir.join(".cassettes")
-        .join(stem)
-        .join(format!("{}.jsonl", crate::suite::file_name_for_id(id)))
+    crate::suite::beside(suite_file, |stem| Path::new(".cassettes").join(stem), id, ".jsonl")
 }
 
 impl Cassette {
@@ -159,9 +152,16 @@ impl Cassette {
     pub fn open(path: &Path, mode: CassetteMode) -> Result<Cassette, LlmError> {
         let mut entries = Vec::new();
         if mode != CassetteMode::Record && mode != CassetteMode::Off {
-            match std::fs::read_to_string(path) {
-                Ok(text) => {
-                    for (i, line) in text.lines().enumerate() {
+            match std::fs::read(path) {
+                Ok(bytes) => {
+                    for (i, raw) in bytes.split(|b| *b == b'\n').enumerate() {
+                        let line = std::str::from_utf8(raw).map_err(|_| {
+                            LlmError::Cassette(format!(
+                                "{}:{}: the line is not valid UTF-8; delete the file or re-record it with AGENTEST_CASSETTES=record",
+                                shown(path),
+                                i + 1
+                            ))
+                        })?;
                         if line.trim().is_empty() {
                             continue;
                         }

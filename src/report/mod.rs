@@ -24,10 +24,11 @@ use crate::awaiting::AwaitReason;
 use crate::llm::{CassetteStats, Role, TokenUsage};
 
 /// How a case ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     /// Every check held.
+    #[default]
     Passed,
     /// A check failed.
     Failed,
@@ -117,7 +118,7 @@ impl TurnReport {
 }
 
 /// One case's record, as written to the JSONL report.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct CaseReport {
     /// The case id (for a line that failed to load without one, `line-N`).
     pub id: String,
