@@ -109,7 +109,12 @@ impl GoldenConfig {
 /// The golden file of a case: beside its suite file, `<dir>/<suite>.golden/<id>.txt`
 /// (`agent-tests/expense.golden/T001.txt`), the id made safe for file names.
 pub fn path_for(suite_file: &Path, id: &str) -> PathBuf {
-    crate::suite::beside(suite_file, |stem| PathBuf::from(format!("{stem}.golden")), id, ".txt")
+    crate::suite::beside(
+        suite_file,
+        |stem| PathBuf::from(format!("{stem}.golden")),
+        id,
+        ".txt",
+    )
 }
 
 /// Volatile text that never belongs in a golden file, whatever the agent says.

@@ -326,7 +326,11 @@ pub fn parse_suite_bytes(
                 let mut name = format!("line-{n}");
                 let mut k = 1;
                 while taken.contains(&name) {
-                    name = if k == 1 { format!("line-{n}-invalid") } else { format!("line-{n}-invalid-{k}") };
+                    name = if k == 1 {
+                        format!("line-{n}-invalid")
+                    } else {
+                        format!("line-{n}-invalid-{k}")
+                    };
                     k += 1;
                 }
                 taken.insert(name.clone());

@@ -143,7 +143,12 @@ pub fn key_of(request: &Value) -> String {
 /// [`crate::suite::file_name_for_id`]. It depends only on the file, not on the folder a
 /// run started from.
 pub fn path_for(suite_file: &Path, id: &str) -> PathBuf {
-    crate::suite::beside(suite_file, |stem| Path::new(".cassettes").join(stem), id, ".jsonl")
+    crate::suite::beside(
+        suite_file,
+        |stem| Path::new(".cassettes").join(stem),
+        id,
+        ".jsonl",
+    )
 }
 
 impl Cassette {
