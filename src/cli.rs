@@ -141,7 +141,8 @@ struct TestArgs {
     /// The agent to test: a name from [agents.NAME] in agentest.toml (default: [agent]).
     #[arg(short = 'n', long = "name", env = "AGENTEST_AGENT")]
     name: Option<String>,
-    /// Write a JSONL report: one object per case, then a summary line.
+    /// Write a report; the extension picks the format: .jsonl (one object per case as it
+    /// ends, then a summary line), .json, .md, .xml (JUnit) or .html.
     #[arg(short = 'o', long = "output")]
     output: Option<PathBuf>,
     /// Show every reply and every assertion.
