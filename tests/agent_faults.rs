@@ -4,16 +4,16 @@
 //! server on 127.0.0.1.
 #![cfg(unix)]
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use common::{toml_str, Scratch, BIN};
 use serde_json::Value;
-
-const BIN: &str = env!("CARGO_BIN_EXE_agentest");
 
 /// An agent that answers every request line with `{"content": "ok"}`.
 const OK_AGENT: &str =
@@ -23,34 +23,12 @@ const OK_AGENT: &str =
 // Helpers
 // ---------------------------------------------------------------------------------------
 
-/// A scratch directory, removed when dropped.
-struct Scratch {
-    root: PathBuf,
-}
-
 impl Scratch {
+    /// A scratch directory holding `config` as its `agentest.toml`.
     fn new(tag: &str, config: &str) -> Scratch {
-        static COUNTER: AtomicUsize = AtomicUsize::new(0);
-        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let root =
-            std::env::temp_dir().join(format!("agentest-faults-{tag}-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir_all(&root).expect("create scratch dir");
-        let s = Scratch { root };
+        let s = Scratch::named("faults", tag);
         s.write("agentest.toml", config);
         s
-    }
-
-    fn path(&self) -> &Path {
-        &self.root
-    }
-
-    fn join(&self, rel: &str) -> PathBuf {
-        self.root.join(rel)
-    }
-
-    fn write(&self, rel: &str, contents: &str) {
-        std::fs::write(self.join(rel), contents).expect("write file");
     }
 
     /// Waits up to 10 s for a file holding a pid, written by a command under test.
@@ -67,12 +45,6 @@ impl Scratch {
     }
 }
 
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
-    }
-}
-
 /// A `sleep` some command under test started in the background; killed when dropped so
 /// that a failing test leaves nothing behind.
 struct Sleeper(i32);
@@ -80,41 +52,18 @@ struct Sleeper(i32);
 impl Sleeper {
     /// Whether the process still runs (a zombie does not count).
     fn alive(&self) -> bool {
-        match std::fs::read_to_string(format!("/proc/{}/stat", self.0)) {
-            // The state follows the parenthesised command name.
-            Ok(stat) => stat
-                .rsplit(')')
-                .next()
-                .and_then(|rest| rest.trim_start().chars().next())
-                .is_some_and(|state| state != 'Z' && state != 'X'),
-            Err(_) if Path::new("/proc/self").exists() => false,
-            // SAFETY: signal 0 only checks that the process exists.
-            Err(_) => unsafe { libc::kill(self.0, 0) == 0 },
-        }
+        common::alive(self.0)
     }
 
     /// Whether it is gone within `grace`.
     fn gone_within(&self, grace: Duration) -> bool {
-        let deadline = Instant::now() + grace;
-        while self.alive() {
-            if Instant::now() > deadline {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        true
+        common::gone_within(self.0, grace)
     }
 }
 
 impl Drop for Sleeper {
     fn drop(&mut self) {
-        let cmdline = std::fs::read(format!("/proc/{}/cmdline", self.0)).unwrap_or_default();
-        if self.alive() && String::from_utf8_lossy(&cmdline).starts_with("sleep") {
-            // SAFETY: plain kill of a process this test started.
-            unsafe {
-                libc::kill(self.0, libc::SIGKILL);
-            }
-        }
+        common::kill_if_running(self.0, |cmdline| cmdline.starts_with("sleep"));
     }
 }
 
@@ -184,11 +133,6 @@ fn run(dir: &Scratch, args: &[&str], envs: &[(&str, &str)]) -> Run {
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         report: std::fs::read_to_string(dir.join("report.jsonl")).unwrap_or_default(),
     }
-}
-
-/// A TOML string literal.
-fn toml_str(s: &str) -> String {
-    serde_json::to_string(s).expect("encode string")
 }
 
 // ---------------------------------------------------------------------------------------

@@ -2,19 +2,17 @@
 //! `agentest.toml` pointing at the example expense agent, writes suites, runs the real
 //! binary and checks exit codes, console output and the JSONL report.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use common::{expense_agent_section, finish, toml_str, Report, Run, Scratch, BIN};
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_agentest");
-const AGENT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/examples/expense-agent/agent.py"
-);
+use common::EXPENSE_AGENT as AGENT;
 const HELLO_REPLY: &str = "Hello! I'm the expense assistant. Hello to you too. How can I help?";
 const FAIL_FAST_REASON: &str = "not run: --fail-fast stopped the run after a failure";
 
@@ -22,25 +20,9 @@ const FAIL_FAST_REASON: &str = "not run: --fail-fast stopped the run after a fai
 // Helpers
 // ---------------------------------------------------------------------------------------
 
-/// A scratch directory, removed when dropped.
-struct Scratch {
-    root: PathBuf,
-}
-
 impl Scratch {
     fn new(tag: &str) -> Scratch {
-        static COUNTER: AtomicUsize = AtomicUsize::new(0);
-        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        let name = format!("agentest-cli-{tag}-{}-{n}-{nanos}", std::process::id());
-        let root = std::env::temp_dir().join(name);
-        std::fs::create_dir_all(&root).expect("create scratch dir");
-        // Canonical, so paths the binary prints (from getcwd) match the ones we build.
-        let root = root.canonicalize().expect("canonicalize scratch dir");
-        Scratch { root }
+        Scratch::named("cli", tag)
     }
 
     /// A scratch directory holding an `agentest.toml` whose [agent] is the example agent.
@@ -50,51 +32,15 @@ impl Scratch {
         s
     }
 
-    fn path(&self) -> &Path {
-        &self.root
-    }
-
-    fn join(&self, rel: &str) -> PathBuf {
-        self.root.join(rel)
-    }
-
-    fn write(&self, rel: &str, contents: &str) {
-        let path = self.join(rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).expect("create parent dir");
-        }
-        std::fs::write(&path, contents).expect("write file");
-    }
-
-    /// Writes a suite: one case per element, one line each.
-    fn write_suite(&self, rel: &str, lines: &[&str]) {
-        let mut text = lines.join("\n");
-        text.push('\n');
-        self.write(rel, &text);
-    }
-
+    /// A file's text; empty when it is missing.
     fn read(&self, rel: &str) -> String {
         std::fs::read_to_string(self.join(rel)).unwrap_or_default()
     }
 }
 
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
-    }
-}
-
-/// A TOML string literal (JSON string syntax is valid TOML basic-string syntax).
-fn toml_str(s: &str) -> String {
-    serde_json::to_string(s).expect("encode string")
-}
-
 /// The `[agent]` section running the example agent as a process.
 fn default_agent() -> String {
-    format!(
-        "[agent]\ntype = \"process\"\ncommand = [\"python3\", {}]\n",
-        toml_str(AGENT)
-    )
+    expense_agent_section()
 }
 
 /// The `[agent]` section running the example agent behind `tee`, so every request the
@@ -118,23 +64,6 @@ fn requested_ids(log: &str) -> Vec<String> {
         .collect()
 }
 
-/// What one run of the binary left.
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl std::fmt::Debug for Run {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "exit code {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            self.code, self.stdout, self.stderr
-        )
-    }
-}
-
 /// Runs `agentest <args> --color never` in `dir`, without `AGENTEST_TEST_TOKEN` or `NO_COLOR`
 /// from our environment, plus `envs`.
 fn run_agentest_env(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Run {
@@ -148,48 +77,14 @@ fn run_agentest_env(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Run {
     for (k, v) in envs {
         cmd.env(k, v);
     }
-    let out = cmd.output().expect("run the agentest binary");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    finish(&mut cmd)
 }
 
 fn run_agentest(dir: &Path, args: &[&str]) -> Run {
     run_agentest_env(dir, args, &[])
 }
 
-/// A JSONL report: the case records, and the summary line (which must be the last line).
-struct Report {
-    cases: Vec<Value>,
-    summary: Value,
-    text: String,
-}
-
 impl Report {
-    /// The record of one trial; exactly one must exist.
-    fn case(&self, trial: &str) -> &Value {
-        let found: Vec<&Value> = self.cases.iter().filter(|c| c["trial"] == trial).collect();
-        assert_eq!(
-            found.len(),
-            1,
-            "expected one record for {trial} in the report:\n{}",
-            self.text
-        );
-        found[0]
-    }
-
-    fn status(&self, trial: &str) -> &str {
-        self.case(trial)["status"].as_str().expect("status")
-    }
-
-    fn error(&self, trial: &str) -> &str {
-        self.case(trial)["error"]
-            .as_str()
-            .unwrap_or_else(|| panic!("{trial} has no error:\n{}", self.text))
-    }
-
     /// The trial names, sorted.
     fn trials(&self) -> Vec<String> {
         let mut t: Vec<String> = self
@@ -227,27 +122,15 @@ impl Report {
     }
 }
 
+/// A JSONL report whose summary is its last line and only summary.
 fn read_report(path: &Path) -> Report {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("read report {}: {e}", path.display()));
-    let mut values: Vec<Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad report line {l}: {e}")))
-        .collect();
-    let summary = values.pop().expect("report is not empty");
-    assert_eq!(
-        summary["type"], "summary",
-        "the last line is the summary:\n{text}"
-    );
+    let report = Report::read(path);
     assert!(
-        values.iter().all(|v| v.get("type").is_none()),
-        "only one summary line:\n{text}"
+        report.cases.iter().all(|v| v.get("type").is_none()),
+        "only one summary line:\n{}",
+        report.text
     );
-    Report {
-        cases: values,
-        summary,
-        text,
-    }
+    report
 }
 
 /// The lines of stdout, for exact line checks.

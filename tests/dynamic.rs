@@ -14,23 +14,19 @@
 //! cassette) and interactive input (piped with `--interactive`, the skip/fail rules, and a
 //! real pseudo-terminal).
 
+mod common;
+
 use std::collections::{HashMap, VecDeque};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::io::{BufReader, Write};
+use std::net::TcpStream;
+use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::thread::JoinHandle;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::{clean, expense_agent_section, lock, read_request_body, Scratch, TcpServer, BIN};
 use serde_json::{json, Value};
 
-const BIN: &str = env!("CARGO_BIN_EXE_agentest");
-const EXPENSE_AGENT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/examples/expense-agent/agent.py"
-);
 /// The variable `[llm] api_key_env` names in the configs here.
 const KEY_VAR: &str = "AGENTEST_DYNAMIC_TEST_KEY";
 const KEY: &str = "sk-dynamic-test-0d9a41";
@@ -57,7 +53,6 @@ struct State {
     queues: HashMap<&'static str, VecDeque<Answer>>,
     /// Every request body received, with its route, in arrival order.
     seen: Vec<(&'static str, Value)>,
-    streams: Vec<TcpStream>,
 }
 
 /// A chat-completions server on 127.0.0.1 that answers each request from the queue of
@@ -65,8 +60,7 @@ struct State {
 struct Server {
     port: u16,
     state: Arc<Mutex<State>>,
-    stop: Arc<AtomicBool>,
-    accept: Option<JoinHandle<()>>,
+    _server: TcpServer,
 }
 
 /// A request's route: the built-in simulator's and judge's requests start with their
@@ -82,37 +76,17 @@ fn route_of(body: &Value) -> &'static str {
     }
 }
 
-fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
-    state.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 impl Server {
     fn start() -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the test server");
-        let port = listener.local_addr().expect("local addr").port();
         let state = Arc::new(Mutex::new(State::default()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let accept = {
-            let (state, stop) = (state.clone(), stop.clone());
-            std::thread::spawn(move || {
-                for stream in listener.incoming() {
-                    if stop.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    let Ok(stream) = stream else { continue };
-                    if let Ok(clone) = stream.try_clone() {
-                        lock(&state).streams.push(clone);
-                    }
-                    let state = state.clone();
-                    std::thread::spawn(move || serve(stream, state));
-                }
-            })
+        let server = {
+            let state = state.clone();
+            TcpServer::start(move |stream, _| serve(stream, state.clone()))
         };
         Server {
-            port,
+            port: server.port,
             state,
-            stop,
-            accept: Some(accept),
+            _server: server,
         }
     }
 
@@ -144,19 +118,6 @@ impl Server {
     }
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
-        if let Some(h) = self.accept.take() {
-            let _ = h.join();
-        }
-        for s in lock(&self.state).streams.drain(..) {
-            let _ = s.shutdown(Shutdown::Both);
-        }
-    }
-}
-
 /// A chat completion carrying `content`, with volatile fields a cassette must drop.
 fn completion(content: &str) -> Value {
     json!({
@@ -175,7 +136,7 @@ fn serve(stream: TcpStream, state: Arc<Mutex<State>>) {
     };
     let mut reader = BufReader::new(read_half);
     let mut writer = stream;
-    while let Some(body) = read_request(&mut reader) {
+    while let Some(body) = read_request_body(&mut reader) {
         let answer = {
             let mut s = lock(&state);
             let route = route_of(&body);
@@ -203,33 +164,6 @@ fn serve(stream: TcpStream, state: Arc<Mutex<State>>) {
             return;
         }
     }
-}
-
-/// Reads one HTTP/1.1 request; its body as JSON (`null` when it is not JSON).
-fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Value> {
-    let mut line = String::new();
-    if reader.read_line(&mut line).ok()? == 0 {
-        return None;
-    }
-    let mut len = 0usize;
-    loop {
-        let mut h = String::new();
-        if reader.read_line(&mut h).ok()? == 0 {
-            return None;
-        }
-        let h = h.trim_end();
-        if h.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = h.split_once(':') {
-            if k.trim().eq_ignore_ascii_case("content-length") {
-                len = v.trim().parse().ok()?;
-            }
-        }
-    }
-    let mut body = vec![0; len];
-    reader.read_exact(&mut body).ok()?;
-    Some(serde_json::from_slice(&body).unwrap_or(Value::Null))
 }
 
 /// The system prompt of a recorded chat request.
@@ -344,46 +278,12 @@ sys.stderr.buffer.write(bytes(err))
 sys.exit(p.returncode)
 "#;
 
-/// A scratch directory holding `bot.py`, removed when dropped.
-struct Scratch {
-    root: PathBuf,
-}
-
 impl Scratch {
+    /// A scratch directory holding `bot.py`.
     fn new(tag: &str) -> Scratch {
-        static COUNTER: AtomicUsize = AtomicUsize::new(0);
-        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        let name = format!("agentest-dyn-{tag}-{}-{n}-{nanos}", std::process::id());
-        let root = std::env::temp_dir().join(name);
-        std::fs::create_dir_all(&root).expect("create scratch dir");
-        let root = root.canonicalize().expect("canonicalize scratch dir");
-        let s = Scratch { root };
+        let s = Scratch::named("dyn", tag);
         s.write("bot.py", BOT);
         s
-    }
-
-    fn path(&self) -> &Path {
-        &self.root
-    }
-
-    fn join(&self, rel: &str) -> PathBuf {
-        self.root.join(rel)
-    }
-
-    fn write(&self, rel: &str, contents: &str) {
-        let path = self.join(rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).expect("create parent dir");
-        }
-        std::fs::write(&path, contents).expect("write file");
-    }
-
-    fn exists(&self, rel: &str) -> bool {
-        self.join(rel).exists()
     }
 
     /// Writes `agentest.toml`.
@@ -412,12 +312,6 @@ impl Scratch {
     }
 }
 
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
-    }
-}
-
 /// A config section running the bot `name` as a process agent.
 fn bot(header: &str, name: &str) -> String {
     format!(
@@ -427,10 +321,7 @@ fn bot(header: &str, name: &str) -> String {
 
 /// The `[agent]` section running the example expense agent.
 fn expense_agent() -> String {
-    format!(
-        "[agent]\ntype = \"process\"\ncommand = [\"python3\", {}]\n",
-        serde_json::to_string(EXPENSE_AGENT).expect("encode")
-    )
+    expense_agent_section()
 }
 
 /// An `[llm]` section on the test server: no retries, short timeout, key in [`KEY_VAR`].
@@ -558,7 +449,7 @@ impl Cmd<'_> {
     fn run(self) -> Run {
         let report = self.dir.join("report.jsonl");
         let _ = std::fs::remove_file(&report);
-        let mut cmd = match &self.stdin {
+        let mut cmd = clean(match &self.stdin {
             Stdin::Pty(lines) => {
                 let driver = self.dir.join("pty_driver.py");
                 std::fs::write(&driver, PTY_DRIVER).expect("write the pty driver");
@@ -569,7 +460,7 @@ impl Cmd<'_> {
                 c
             }
             _ => Command::new(BIN),
-        };
+        });
         cmd.current_dir(self.dir)
             .args([
                 "test",
@@ -582,14 +473,7 @@ impl Cmd<'_> {
             ])
             .args(&self.args)
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .env_remove("CI")
-            .env_remove("NO_COLOR");
-        for (k, _) in std::env::vars() {
-            if k.starts_with("AGENTEST_") {
-                cmd.env_remove(k);
-            }
-        }
+            .stderr(Stdio::piped());
         if self.key {
             cmd.env(KEY_VAR, KEY);
         }

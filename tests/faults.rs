@@ -14,19 +14,20 @@
 //! that does the same on its stdin ([`PROCESS_AGENT`]).
 #![cfg(unix)]
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::io::{BufReader, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use common::{clean, lock, read_request_body, Scratch, TcpServer, BIN};
 use serde_json::{json, Value};
-
-const BIN: &str = env!("CARGO_BIN_EXE_agentest");
 
 /// The suite file, next to `agentest.toml` in the scratch project: trials are `s::ID`.
 const SUITE: &str = "s.jsonl";
@@ -106,82 +107,47 @@ impl Flavor {
     }
 }
 
-/// What the server threads share.
-#[derive(Default)]
-struct Shared {
-    stop: AtomicBool,
-    /// Every connection, to shut them all down when the server stops.
-    streams: Mutex<Vec<TcpStream>>,
-    /// Requests per fault (the first word of the input).
-    hits: Mutex<BTreeMap<String, usize>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// A misbehaving HTTP/1.1 server on 127.0.0.1, one thread per connection, keep-alive;
 /// stopped (port closed, connections shut, slow threads told to quit) on drop.
 struct FaultServer {
     port: u16,
-    shared: Arc<Shared>,
-    accept: Option<JoinHandle<()>>,
+    /// Requests per fault (the first word of the input).
+    hits: Arc<Mutex<BTreeMap<String, usize>>>,
+    _server: TcpServer,
 }
 
 impl FaultServer {
     fn start(flavor: Flavor) -> FaultServer {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fault server");
-        let port = listener.local_addr().expect("local addr").port();
-        let shared = Arc::new(Shared::default());
-        let accept = {
-            let shared = shared.clone();
-            std::thread::spawn(move || {
-                for stream in listener.incoming() {
-                    if shared.stop.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    let Ok(stream) = stream else { continue };
-                    if let Ok(clone) = stream.try_clone() {
-                        lock(&shared.streams).push(clone);
-                    }
-                    let shared = shared.clone();
-                    std::thread::spawn(move || serve(stream, flavor, &shared));
-                }
-            })
+        let hits = Arc::new(Mutex::new(BTreeMap::new()));
+        let server = {
+            let hits = hits.clone();
+            TcpServer::start(move |stream, stop| serve(stream, flavor, &hits, stop))
         };
         FaultServer {
-            port,
-            shared,
-            accept: Some(accept),
+            port: server.port,
+            hits,
+            _server: server,
         }
     }
 
     /// How many requests the fault named `fault` received.
     fn hits(&self, fault: &str) -> usize {
-        lock(&self.shared.hits).get(fault).copied().unwrap_or(0)
+        lock(&self.hits).get(fault).copied().unwrap_or(0)
     }
 }
 
-impl Drop for FaultServer {
-    fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
-        if let Some(h) = self.accept.take() {
-            let _ = h.join();
-        }
-        for s in lock(&self.shared.streams).drain(..) {
-            let _ = s.shutdown(Shutdown::Both);
-        }
-    }
-}
-
-fn serve(stream: TcpStream, flavor: Flavor, shared: &Shared) {
+fn serve(
+    stream: TcpStream,
+    flavor: Flavor,
+    hits: &Mutex<BTreeMap<String, usize>>,
+    stop: &AtomicBool,
+) {
     let Ok(read_half) = stream.try_clone() else {
         return;
     };
     let mut reader = BufReader::new(read_half);
     let mut w = stream;
-    while let Some(body) = read_request(&mut reader) {
+    while let Some(body) = read_request_body(&mut reader) {
         let text = flavor.text(&body);
         let fault = text
             .split_whitespace()
@@ -189,43 +155,16 @@ fn serve(stream: TcpStream, flavor: Flavor, shared: &Shared) {
             .unwrap_or_default()
             .to_string();
         let hit = {
-            let mut hits = lock(&shared.hits);
+            let mut hits = lock(hits);
             let n = hits.entry(fault.clone()).or_insert(0);
             *n += 1;
             *n
         };
-        if !respond(&mut w, flavor, &fault, &text, hit, &shared.stop) {
+        if !respond(&mut w, flavor, &fault, &text, hit, stop) {
             let _ = w.shutdown(Shutdown::Both);
             return;
         }
     }
-}
-
-/// Reads one request; its body as JSON (`null` when it is not).
-fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Value> {
-    let mut line = String::new();
-    if reader.read_line(&mut line).ok()? == 0 {
-        return None;
-    }
-    let mut length = 0usize;
-    loop {
-        let mut header = String::new();
-        if reader.read_line(&mut header).ok()? == 0 {
-            return None;
-        }
-        let header = header.trim_end();
-        if header.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = header.split_once(':') {
-            if k.trim().eq_ignore_ascii_case("content-length") {
-                length = v.trim().parse().ok()?;
-            }
-        }
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).ok()?;
-    Some(serde_json::from_slice(&body).unwrap_or(Value::Null))
 }
 
 /// The status line and headers; `length` None means a chunked body.
@@ -408,40 +347,9 @@ for line in sys.stdin:
 // Scratch projects, runs of the binary, processes
 // ---------------------------------------------------------------------------------------
 
-/// A scratch directory, removed when dropped.
-struct Scratch {
-    root: PathBuf,
-}
-
 impl Scratch {
     fn new(tag: &str) -> Scratch {
-        static COUNTER: AtomicUsize = AtomicUsize::new(0);
-        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let root = std::env::temp_dir().join(format!(
-            "agentest-fault-injection-{tag}-{}-{n}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir_all(&root).expect("create scratch dir");
-        Scratch {
-            root: root.canonicalize().expect("canonicalize scratch dir"),
-        }
-    }
-
-    fn path(&self) -> &Path {
-        &self.root
-    }
-
-    fn join(&self, rel: &str) -> PathBuf {
-        self.root.join(rel)
-    }
-
-    fn write(&self, rel: &str, contents: &str) {
-        let path = self.join(rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).expect("create parent dir");
-        }
-        std::fs::write(path, contents).expect("write file");
+        Scratch::named("fault-injection", tag)
     }
 
     /// The pids the process agents wrote to `pids/`, by test id.
@@ -462,27 +370,14 @@ impl Scratch {
     }
 }
 
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
-    }
-}
-
 /// `agentest` with a clean environment: no `CI`, no `NO_COLOR`, no `AGENTEST_*` of ours.
 fn agentest(dir: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(BIN);
+    let mut cmd = clean(Command::new(BIN));
     cmd.current_dir(dir)
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .env_remove("CI")
-        .env_remove("NO_COLOR");
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("AGENTEST_") {
-            cmd.env_remove(k);
-        }
-    }
+        .stderr(Stdio::piped());
     cmd
 }
 
@@ -592,40 +487,17 @@ struct AgentProcess(i32);
 impl AgentProcess {
     /// Whether it still runs (a zombie does not count: it is dead, waiting to be reaped).
     fn alive(&self) -> bool {
-        match std::fs::read_to_string(format!("/proc/{}/stat", self.0)) {
-            // The state follows the parenthesised command name.
-            Ok(stat) => stat
-                .rsplit(')')
-                .next()
-                .and_then(|rest| rest.trim_start().chars().next())
-                .is_some_and(|state| state != 'Z' && state != 'X'),
-            Err(_) if Path::new("/proc/self").exists() => false,
-            // SAFETY: signal 0 only checks that the process exists.
-            Err(_) => unsafe { libc::kill(self.0, 0) == 0 },
-        }
+        common::alive(self.0)
     }
 
     fn gone_within(&self, grace: Duration) -> bool {
-        let deadline = Instant::now() + grace;
-        while self.alive() {
-            if Instant::now() > deadline {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        true
+        common::gone_within(self.0, grace)
     }
 }
 
 impl Drop for AgentProcess {
     fn drop(&mut self) {
-        let cmdline = std::fs::read(format!("/proc/{}/cmdline", self.0)).unwrap_or_default();
-        if self.alive() && String::from_utf8_lossy(&cmdline).contains("python") {
-            // SAFETY: a plain kill of an agent process this test's run started.
-            unsafe {
-                libc::kill(self.0, libc::SIGKILL);
-            }
-        }
+        common::kill_if_running(self.0, |cmdline| cmdline.contains("python"));
     }
 }
 

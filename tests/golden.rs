@@ -7,20 +7,16 @@
 //! Every child runs without `CI`, `NO_COLOR` and `AGENTEST_*` from our environment,
 //! unless a test sets them.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
+use common::{clean, expense_agent_section, finish, Report, Run, Scratch, BIN};
 use serde_json::{json, Value};
-
-const BIN: &str = env!("CARGO_BIN_EXE_agentest");
-const AGENT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/examples/expense-agent/agent.py"
-);
 
 /// The line every golden failure ends with, after what was written.
 const HOW_TO_UPDATE: &str = "review it with `agentest review`, accept all with `agentest accept`, or rerun with AGENTEST_UPDATE=always";
@@ -29,25 +25,9 @@ const HOW_TO_UPDATE: &str = "review it with `agentest review`, accept all with `
 // Helpers
 // ---------------------------------------------------------------------------------------
 
-/// A scratch directory holding an `agentest.toml`, removed when dropped.
-struct Scratch {
-    root: PathBuf,
-}
-
 impl Scratch {
     fn bare(tag: &str) -> Scratch {
-        static COUNTER: AtomicUsize = AtomicUsize::new(0);
-        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let nanos = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        let name = format!("agentest-golden-{tag}-{}-{n}-{nanos}", std::process::id());
-        let root = std::env::temp_dir().join(name);
-        std::fs::create_dir_all(&root).expect("create scratch dir");
-        // Canonical, so paths the binary prints match the ones we build.
-        let root = root.canonicalize().expect("canonicalize scratch dir");
-        Scratch { root }
+        Scratch::named("golden", tag)
     }
 
     /// A scratch directory whose `[agent]` is the example expense agent, plus `extra`.
@@ -55,38 +35,14 @@ impl Scratch {
         let s = Scratch::bare(tag);
         s.write(
             "agentest.toml",
-            &format!(
-                "[agent]\ntype = \"process\"\ncommand = [\"python3\", {}]\n{extra}",
-                toml_str(AGENT)
-            ),
+            &format!("{}{extra}", expense_agent_section()),
         );
         s
-    }
-
-    fn join(&self, rel: &str) -> PathBuf {
-        self.root.join(rel)
-    }
-
-    fn write(&self, rel: &str, contents: &str) {
-        let path = self.join(rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).expect("create parent dir");
-        }
-        std::fs::write(&path, contents).expect("write file");
-    }
-
-    /// Writes a suite: one case per element, one line each.
-    fn suite(&self, rel: &str, lines: &[&str]) {
-        self.write(rel, &format!("{}\n", lines.join("\n")));
     }
 
     fn read(&self, rel: &str) -> String {
         std::fs::read_to_string(self.join(rel))
             .unwrap_or_else(|e| panic!("read {rel}: {e}\nfiles: {:?}", self.files()))
-    }
-
-    fn exists(&self, rel: &str) -> bool {
-        self.join(rel).exists()
     }
 
     /// Every file under the root except the config, the report and the helper scripts,
@@ -133,54 +89,6 @@ impl Scratch {
     }
 }
 
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
-    }
-}
-
-/// A TOML string literal (JSON string syntax is valid TOML basic-string syntax).
-fn toml_str(s: &str) -> String {
-    serde_json::to_string(s).expect("encode string")
-}
-
-/// What one run of a command left.
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl std::fmt::Debug for Run {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "exit code {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            self.code, self.stdout, self.stderr
-        )
-    }
-}
-
-/// A command with none of our `CI`, `NO_COLOR` or `AGENTEST_*` variables.
-fn clean(mut cmd: Command) -> Command {
-    cmd.env_remove("CI").env_remove("NO_COLOR");
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("AGENTEST_") {
-            cmd.env_remove(k);
-        }
-    }
-    cmd
-}
-
-fn finish(cmd: &mut Command) -> Run {
-    let out = cmd.output().expect("run the command");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
 /// Runs `agentest <args>` in `dir` with `envs`, stdin empty.
 fn agentest(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Run {
     let mut cmd = clean(Command::new(BIN));
@@ -207,54 +115,10 @@ fn agentest_piped(dir: &Path, args: &[&str], input: &str) -> Run {
     let out = child
         .wait_with_output()
         .expect("wait for the agentest binary");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-/// A JSONL report: the case records and the summary line (the last line).
-struct Report {
-    cases: Vec<Value>,
-    summary: Value,
-    text: String,
+    Run::of(out)
 }
 
 impl Report {
-    fn read(path: &Path) -> Report {
-        let text = std::fs::read_to_string(path)
-            .unwrap_or_else(|e| panic!("read report {}: {e}", path.display()));
-        let mut values: Vec<Value> = text
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad line {l}: {e}")))
-            .collect();
-        let summary = values.pop().expect("report is not empty");
-        assert_eq!(summary["type"], "summary", "last line:\n{text}");
-        Report {
-            cases: values,
-            summary,
-            text,
-        }
-    }
-
-    /// The record of one trial; exactly one must exist.
-    fn case(&self, trial: &str) -> &Value {
-        let found: Vec<&Value> = self.cases.iter().filter(|c| c["trial"] == trial).collect();
-        assert_eq!(found.len(), 1, "one record of {trial} in:\n{}", self.text);
-        found[0]
-    }
-
-    fn status(&self, trial: &str) -> &str {
-        self.case(trial)["status"].as_str().expect("status")
-    }
-
-    fn error(&self, trial: &str) -> &str {
-        self.case(trial)["error"]
-            .as_str()
-            .unwrap_or_else(|| panic!("{trial} has no error:\n{}", self.text))
-    }
-
     /// The record's `golden` object (`Value::Null` when the case was not pinned).
     fn golden(&self, trial: &str) -> &Value {
         &self.case(trial)["golden"]
@@ -342,7 +206,7 @@ fn no_durations(text: &str) -> String {
 #[test]
 fn a_pinned_case_matching_its_hand_written_golden_file_passes_and_writes_nothing() {
     let s = Scratch::new("match", "");
-    s.suite(
+    s.write_suite(
         "s.jsonl",
         &[
             &greet("pinned", "Hello", r#", "golden": true"#),
@@ -420,14 +284,14 @@ fn outcome_map(pairs: &[(&str, Option<&str>)]) -> BTreeMap<String, Option<String
 #[test]
 fn golden_suites_in_the_config_pin_a_whole_suite_and_golden_false_opts_out() {
     let s = Scratch::new("suites", "[golden]\nsuites = [\"pinned\"]\n");
-    s.suite(
+    s.write_suite(
         "suites/pinned.jsonl",
         &[
             &greet("a", "Hello", ""),
             &greet("b", "Hi", r#", "golden": false"#),
         ],
     );
-    s.suite(
+    s.write_suite(
         "suites/other.jsonl",
         &[
             &greet("c", "Hey", ""),
@@ -475,14 +339,14 @@ fn golden_suites_in_the_config_pin_a_whole_suite_and_golden_false_opts_out() {
 #[test]
 fn golden_enabled_in_the_config_pins_every_suite_but_golden_false() {
     let s = Scratch::new("enabled", "[golden]\nenabled = true\n");
-    s.suite(
+    s.write_suite(
         "suites/one.jsonl",
         &[
             &greet("a", "Hello", ""),
             &greet("b", "Hi", r#", "golden": false"#),
         ],
     );
-    s.suite("suites/two.jsonl", &[&greet("c", "Hey", "")]);
+    s.write_suite("suites/two.jsonl", &[&greet("c", "Hey", "")]);
     let [first, second] = pinned_outcomes(&s);
     assert_eq!(
         first,
@@ -509,7 +373,7 @@ fn golden_enabled_in_the_config_pins_every_suite_but_golden_false() {
 #[test]
 fn a_failing_pinned_case_is_not_compared_and_writes_nothing() {
     let s = Scratch::new("failing", "");
-    s.suite(
+    s.write_suite(
         "s.jsonl",
         &[r#"{"id": "f", "input": "Hello", "golden": true, "assertions": [{"type": "contains", "value": "Goodbye"}]}"#],
     );
@@ -558,7 +422,7 @@ awaiting input
 #[test]
 fn a_static_case_renders_as_the_expected_text() {
     let s = Scratch::new("render", "");
-    s.suite("flow.jsonl", &[STATIC_CASE]);
+    s.write_suite("flow.jsonl", &[STATIC_CASE]);
     let (run, report) = run_suite(&s, "flow.jsonl", &[("AGENTEST_UPDATE", "always")]);
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(
@@ -669,7 +533,7 @@ fn a_dynamic_case_renders_its_checkpoints_and_termination() {
 /// says "Hello".
 fn mismatching() -> Scratch {
     let s = Scratch::new("mismatch", "");
-    s.suite(
+    s.write_suite(
         "s.jsonl",
         &[&greet("hello", "Hello", r#", "golden": true"#)],
     );
@@ -802,7 +666,7 @@ fn with_color_always_the_console_diff_is_coloured_and_every_report_stays_plain()
 #[test]
 fn a_removed_turn_header_is_painted_as_a_removed_line() {
     let s = Scratch::new("paint", "");
-    s.suite(
+    s.write_suite(
         "s.jsonl",
         &[&greet("hello", "Hello", r#", "golden": true"#)],
     );
@@ -838,7 +702,7 @@ fn a_removed_turn_header_is_painted_as_a_removed_line() {
 /// golden file (`fresh`).
 fn pending_pair() -> Scratch {
     let s = mismatching();
-    s.suite(
+    s.write_suite(
         "s.jsonl",
         &[
             &greet("hello", "Hello", r#", "golden": true"#),
@@ -961,7 +825,7 @@ fn update_auto_is_new_without_ci_and_no_with_ci() {
         for (envs, writes) in cases {
             scope.spawn(move || {
                 let s = Scratch::new("auto", "");
-                s.suite("s.jsonl", &[&greet("fresh", "Hi", r#", "golden": true"#)]);
+                s.write_suite("s.jsonl", &[&greet("fresh", "Hi", r#", "golden": true"#)]);
                 let (run, report) = run_suite(&s, "s.jsonl", envs);
                 assert_eq!(run.code, 1, "{envs:?}: {run:?}");
                 assert_eq!(report.error("s::fresh"), fresh_missing(*writes), "{envs:?}");
@@ -1050,7 +914,7 @@ fn update_always_leaves_no_stale_pending_file() {
 #[test]
 fn ids_that_differ_only_in_punctuation_have_their_own_golden_files() {
     let s = Scratch::new("collide", "");
-    s.suite(
+    s.write_suite(
         "s.jsonl",
         &[
             &greet("a b", "Hello", r#", "golden": true"#),
@@ -1073,7 +937,7 @@ fn ids_that_differ_only_in_punctuation_have_their_own_golden_files() {
 #[test]
 fn a_nested_suite_matches_its_golden_file_whether_the_folder_or_the_file_is_run() {
     let s = Scratch::new("nested", "");
-    s.suite(
+    s.write_suite(
         "suites/billing/refunds.jsonl",
         &[&greet("T1", "Hello", r#", "golden": true"#)],
     );
@@ -1119,8 +983,8 @@ replace = "of [$1 dollars]"
 fn config_redactions_apply_in_order_and_per_suite() {
     let s = Scratch::new("redact", &format!("[golden]\nenabled = true\n{REDACTIONS}"));
     let case = r#"{"id": "meal", "input": "Meal, $40", "assertions": [{"type": "tool_called", "name": "create_expense"}]}"#;
-    s.suite("suites/alpha.jsonl", &[case]);
-    s.suite("suites/beta.jsonl", &[case]);
+    s.write_suite("suites/alpha.jsonl", &[case]);
+    s.write_suite("suites/beta.jsonl", &[case]);
     let (run, report) = run_suite(&s, "suites", &[("AGENTEST_UPDATE", "always")]);
     assert_eq!(run.code, 0, "{run:?}");
     // The reply itself is untouched in the report.
@@ -1202,7 +1066,7 @@ fn session_ids_timestamps_and_uuids_in_replies_are_redacted() {
         "agentest.toml",
         "[agent]\ntype = \"process\"\ncommand = [\"python3\", \"stamp.py\"]\n",
     );
-    s.suite(
+    s.write_suite(
         "volatile.jsonl",
         &[r#"{"id": "stamp", "input": "Hello", "golden": true, "assertions": [{"type": "contains", "value": "Order"}]}"#],
     );
@@ -1230,7 +1094,7 @@ fn an_invalid_redaction_regex_is_a_config_error_naming_the_entry() {
         "badregex",
         "[[golden.redactions]]\npattern = \"ok\"\nreplace = \"x\"\n\n[[golden.redactions]]\nsuite = \"s\"\npattern = \"EXP-(\\\\d+\"\nreplace = \"x\"\n",
     );
-    s.suite("s.jsonl", &[&greet("hello", "Hello", "")]);
+    s.write_suite("s.jsonl", &[&greet("hello", "Hello", "")]);
     let run = agentest(
         &s.root,
         &[
@@ -1800,14 +1664,14 @@ fn freezing_a_nested_suite_uses_its_own_record() {
             r#"{{"id": "x", "input": "{input}", "simulator": {{"use": "script", "script": [{{"say": "ok"}}]}}, "checkpoints": [{{"id": "c", "assert": {check}}}]}}"#
         )
     };
-    s.suite(
+    s.write_suite(
         "suites/a.jsonl",
         &[&dynamic(
             "Hello",
             r#"{"type": "contains", "value": "Hello"}"#,
         )],
     );
-    s.suite(
+    s.write_suite(
         "suites/sub/b.jsonl",
         &[&dynamic(
             "What is the meal policy?",
@@ -1859,7 +1723,7 @@ fn freezing_a_nested_suite_uses_its_own_record() {
 /// A scratch dir with `run.jsonl` from a run with every outcome but a timeout.
 fn mixed_run() -> Scratch {
     let s = Scratch::new("report", "");
-    s.suite(
+    s.write_suite(
         "suites/a.jsonl",
         &[
             r#"{"id": "ok", "input": "Hello", "assertions": [{"type": "contains", "value": "Hello"}]}"#,
@@ -1868,7 +1732,7 @@ fn mixed_run() -> Scratch {
             r#"{"id": "crash", "input": "CRASH now"}"#,
         ],
     );
-    s.suite(
+    s.write_suite(
         "suites/b.jsonl",
         &[r#"{"id": "two", "turns": [{"input": "I want to submit an expense"}, {"input": "Meal, $40", "assert": "tool_called"}]}"#],
     );

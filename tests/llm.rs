@@ -7,19 +7,19 @@
 //! `POST /v1/chat/completions`, answers from a per-test script and records every request,
 //! then runs the real `agentest` binary in a scratch directory against it.
 
+mod common;
+
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::thread::JoinHandle;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::{clean, lock, Scratch, TcpServer, BIN};
 use serde_json::{json, Value};
 
-const BIN: &str = env!("CARGO_BIN_EXE_agentest");
 /// The variable `[llm] api_key_env` names in every config here.
 const KEY_VAR: &str = "AGENTEST_LLM_TEST_KEY";
 /// The key's value: distinctive, so a leak into any file or output is found by a grep.
@@ -85,44 +85,26 @@ struct State {
     /// name, or `*` for anything without its own queue.
     scripts: HashMap<String, VecDeque<Action>>,
     seen: Vec<Seen>,
-    streams: Vec<TcpStream>,
 }
 
 /// A scripted HTTP/1.1 server on 127.0.0.1; stopped (port closed, connections shut) on drop.
 struct Server {
     port: u16,
     state: Arc<Mutex<State>>,
-    stop: Arc<AtomicBool>,
-    accept: Option<JoinHandle<()>>,
+    _server: TcpServer,
 }
 
 impl Server {
     fn start() -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the test server");
-        let port = listener.local_addr().expect("local addr").port();
         let state = Arc::new(Mutex::new(State::default()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let accept = {
-            let (state, stop) = (state.clone(), stop.clone());
-            std::thread::spawn(move || {
-                for stream in listener.incoming() {
-                    if stop.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    let Ok(stream) = stream else { continue };
-                    if let Ok(clone) = stream.try_clone() {
-                        lock(&state).streams.push(clone);
-                    }
-                    let state = state.clone();
-                    std::thread::spawn(move || serve(stream, state));
-                }
-            })
+        let server = {
+            let state = state.clone();
+            TcpServer::start(move |stream, _| serve(stream, state.clone()))
         };
         Server {
-            port,
+            port: server.port,
             state,
-            stop,
-            accept: Some(accept),
+            _server: server,
         }
     }
 
@@ -156,23 +138,6 @@ impl Server {
     fn count(&self) -> usize {
         lock(&self.state).seen.len()
     }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
-        if let Some(h) = self.accept.take() {
-            let _ = h.join();
-        }
-        for s in lock(&self.state).streams.drain(..) {
-            let _ = s.shutdown(Shutdown::Both);
-        }
-    }
-}
-
-fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
-    state.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A request's route: the first user message of a chat request, the `name` of a tool
@@ -417,48 +382,13 @@ fn cut_off() -> Action {
 // Scratch projects and runs of the binary
 // ---------------------------------------------------------------------------------------
 
-/// A scratch directory, removed when dropped.
-struct Scratch {
-    root: PathBuf,
-}
-
 impl Scratch {
     fn new(tag: &str) -> Scratch {
-        static COUNTER: AtomicUsize = AtomicUsize::new(0);
-        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        let name = format!("agentest-llm-{tag}-{}-{n}-{nanos}", std::process::id());
-        let root = std::env::temp_dir().join(name);
-        std::fs::create_dir_all(&root).expect("create scratch dir");
-        let root = root.canonicalize().expect("canonicalize scratch dir");
-        Scratch { root }
-    }
-
-    fn path(&self) -> &Path {
-        &self.root
-    }
-
-    fn join(&self, rel: &str) -> PathBuf {
-        self.root.join(rel)
-    }
-
-    fn write(&self, rel: &str, contents: &str) {
-        let path = self.join(rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).expect("create parent dir");
-        }
-        std::fs::write(&path, contents).expect("write file");
+        Scratch::named("llm", tag)
     }
 
     fn read(&self, rel: &str) -> String {
         std::fs::read_to_string(self.join(rel)).unwrap_or_else(|e| panic!("read {rel}: {e}"))
-    }
-
-    fn exists(&self, rel: &str) -> bool {
-        self.join(rel).exists()
     }
 
     /// Writes the cases to [`SUITE`], one line each.
@@ -482,12 +412,6 @@ impl Scratch {
         let mut out = Vec::new();
         walk(&self.root, &mut out);
         out
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
     }
 }
 
@@ -623,7 +547,7 @@ impl Cmd<'_> {
     fn run(self) -> Run {
         let report = self.dir.join("report.jsonl");
         let _ = std::fs::remove_file(&report);
-        let mut cmd = Command::new(BIN);
+        let mut cmd = clean(Command::new(BIN));
         cmd.current_dir(self.dir)
             .args([
                 "test",
@@ -635,14 +559,7 @@ impl Cmd<'_> {
                 "never",
             ])
             .args(&self.args)
-            .stdin(Stdio::null())
-            .env_remove("CI")
-            .env_remove("NO_COLOR");
-        for (k, _) in std::env::vars() {
-            if k.starts_with("AGENTEST_") {
-                cmd.env_remove(k);
-            }
-        }
+            .stdin(Stdio::null());
         if self.key {
             cmd.env(KEY_VAR, KEY);
         }

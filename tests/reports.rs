@@ -8,6 +8,8 @@
 //! `AGENTEST_SCREENSHOT=path.png` to keep the browser test's screenshot somewhere else
 //! (`docs/report.png` is made that way).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -16,14 +18,10 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use agentest::report::{self, CaseReport, Format, RunInfo, Status, Summary};
+use common::{expense_agent_section, BIN};
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_agentest");
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-const AGENT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/examples/expense-agent/agent.py"
-);
 
 /// The failing case the browser test expands, and a passing one it expects hidden.
 const FAILING: &str = "expense-flow::receipt";
@@ -72,10 +70,7 @@ fn rendered() -> &'static Rendered {
         let _ = std::fs::remove_dir_all(&dir);
         let suites = dir.join("agent-tests");
         std::fs::create_dir_all(suites.join("chat")).expect("create scratch dir");
-        let toml = format!(
-            "[agent]\ntype = \"process\"\ncommand = [\"python3\", {}]\n",
-            serde_json::to_string(AGENT).unwrap()
-        );
+        let toml = expense_agent_section();
         std::fs::write(suites.join("agentest.toml"), toml).unwrap();
         std::fs::write(suites.join("expense.jsonl"), EXPENSE).unwrap();
         std::fs::write(suites.join("expense-flow.jsonl"), FLOW).unwrap();

@@ -1,0 +1,340 @@
+//! Helpers shared by the integration tests: scratch directories, runs of the binary, JSONL
+//! reports and a tiny HTTP server on 127.0.0.1. Each test file includes this module with
+//! `mod common;` and so compiles it on its own; what a file does not use is allowed dead.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_agentest");
+
+/// The example expense agent.
+pub const EXPENSE_AGENT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/examples/expense-agent/agent.py"
+);
+
+/// A TOML string literal (JSON string syntax is valid TOML basic-string syntax).
+pub fn toml_str(s: &str) -> String {
+    serde_json::to_string(s).expect("encode string")
+}
+
+/// The `[agent]` section running the example expense agent as a process.
+pub fn expense_agent_section() -> String {
+    format!(
+        "[agent]\ntype = \"process\"\ncommand = [\"python3\", {}]\n",
+        toml_str(EXPENSE_AGENT)
+    )
+}
+
+/// A mutex's guard, poisoned or not.
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+// ---------------------------------------------------------------------------------------
+// Scratch directories
+// ---------------------------------------------------------------------------------------
+
+/// A scratch directory under the temporary directory, removed when dropped. Test files add
+/// their own constructors and methods in `impl Scratch` blocks of their own.
+pub struct Scratch {
+    pub root: PathBuf,
+}
+
+impl Scratch {
+    /// An empty directory `agentest-<kind>-<tag>-<pid>-<n>-<nanos>`, canonical so that the
+    /// paths the binary prints (from getcwd) match the ones a test builds.
+    pub fn named(kind: &str, tag: &str) -> Scratch {
+        static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let name = format!("agentest-{kind}-{tag}-{}-{n}-{nanos}", std::process::id());
+        let root = std::env::temp_dir().join(name);
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).expect("create scratch dir");
+        let root = root.canonicalize().expect("canonicalize scratch dir");
+        Scratch { root }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn join(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    /// Writes a file, creating its parent directories.
+    pub fn write(&self, rel: &str, contents: &str) {
+        let path = self.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("create parent dir");
+        }
+        std::fs::write(&path, contents).expect("write file");
+    }
+
+    /// Writes a suite: one case per element, one line each.
+    pub fn write_suite(&self, rel: &str, lines: &[&str]) {
+        self.write(rel, &format!("{}\n", lines.join("\n")));
+    }
+
+    pub fn exists(&self, rel: &str) -> bool {
+        self.join(rel).exists()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Processes a test's run started
+// ---------------------------------------------------------------------------------------
+
+/// Whether the process `pid` still runs (a zombie does not count: it is dead, waiting to
+/// be reaped).
+#[cfg(unix)]
+pub fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the parenthesised command name.
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .and_then(|rest| rest.trim_start().chars().next())
+            .is_some_and(|state| state != 'Z' && state != 'X'),
+        Err(_) if Path::new("/proc/self").exists() => false,
+        // SAFETY: signal 0 only checks that the process exists.
+        Err(_) => unsafe { libc::kill(pid, 0) == 0 },
+    }
+}
+
+/// Whether the process `pid` is gone within `grace`.
+#[cfg(unix)]
+pub fn gone_within(pid: i32, grace: Duration) -> bool {
+    let deadline = Instant::now() + grace;
+    while alive(pid) {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+/// Kills the process `pid` if it still runs and its command line passes `is_ours`, so that
+/// a failing test leaves nothing behind.
+#[cfg(unix)]
+pub fn kill_if_running(pid: i32, is_ours: impl Fn(&str) -> bool) {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    if alive(pid) && is_ours(&String::from_utf8_lossy(&cmdline)) {
+        // SAFETY: a plain kill of a process this test's run started.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Runs of the binary
+// ---------------------------------------------------------------------------------------
+
+/// `cmd` without our `CI`, `NO_COLOR` or `AGENTEST_*` variables.
+pub fn clean(mut cmd: Command) -> Command {
+    cmd.env_remove("CI").env_remove("NO_COLOR");
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("AGENTEST_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd
+}
+
+/// What one run of a command left.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl std::fmt::Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit code {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+impl Run {
+    /// What a finished process left (exit code -1 when killed by a signal).
+    pub fn of(out: std::process::Output) -> Run {
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+/// Runs `cmd` to the end and collects what it left.
+pub fn finish(cmd: &mut Command) -> Run {
+    Run::of(cmd.output().expect("run the command"))
+}
+
+// ---------------------------------------------------------------------------------------
+// JSONL reports
+// ---------------------------------------------------------------------------------------
+
+/// A JSONL report: the case records and the summary line (the last line).
+pub struct Report {
+    pub cases: Vec<Value>,
+    pub summary: Value,
+    pub text: String,
+}
+
+impl Report {
+    pub fn read(path: &Path) -> Report {
+        let text = std::fs::read_to_string(path)
+            .unwrap_or_else(|e| panic!("read report {}: {e}", path.display()));
+        let mut values: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad report line {l}: {e}")))
+            .collect();
+        let summary = values.pop().expect("report is not empty");
+        assert_eq!(
+            summary["type"], "summary",
+            "the last line is the summary:\n{text}"
+        );
+        Report {
+            cases: values,
+            summary,
+            text,
+        }
+    }
+
+    /// The record of one trial; exactly one must exist.
+    pub fn case(&self, trial: &str) -> &Value {
+        let found: Vec<&Value> = self.cases.iter().filter(|c| c["trial"] == trial).collect();
+        assert_eq!(
+            found.len(),
+            1,
+            "expected one record for {trial} in the report:\n{}",
+            self.text
+        );
+        found[0]
+    }
+
+    pub fn status(&self, trial: &str) -> &str {
+        self.case(trial)["status"].as_str().expect("status")
+    }
+
+    pub fn error(&self, trial: &str) -> &str {
+        self.case(trial)["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{trial} has no error:\n{}", self.text))
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// A test HTTP server
+// ---------------------------------------------------------------------------------------
+
+/// An HTTP server on 127.0.0.1 that hands each connection to `handler` on its own thread;
+/// stopped on drop: the stop flag set (handlers that wait may watch it), the port closed
+/// and every connection shut.
+pub struct TcpServer {
+    pub port: u16,
+    stop: Arc<AtomicBool>,
+    streams: Arc<Mutex<Vec<TcpStream>>>,
+    accept: Option<JoinHandle<()>>,
+}
+
+impl TcpServer {
+    pub fn start(handler: impl Fn(TcpStream, &AtomicBool) + Send + Sync + 'static) -> TcpServer {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the test server");
+        let port = listener.local_addr().expect("local addr").port();
+        let stop = Arc::new(AtomicBool::new(false));
+        let streams = Arc::new(Mutex::new(Vec::new()));
+        let handler = Arc::new(handler);
+        let accept = {
+            let (stop, streams) = (stop.clone(), streams.clone());
+            std::thread::spawn(move || {
+                for stream in listener.incoming() {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let Ok(stream) = stream else { continue };
+                    if let Ok(clone) = stream.try_clone() {
+                        lock(&streams).push(clone);
+                    }
+                    let (stop, handler) = (stop.clone(), handler.clone());
+                    std::thread::spawn(move || handler(stream, &stop));
+                }
+            })
+        };
+        TcpServer {
+            port,
+            stop,
+            streams,
+            accept: Some(accept),
+        }
+    }
+}
+
+impl Drop for TcpServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        if let Some(h) = self.accept.take() {
+            let _ = h.join();
+        }
+        for s in lock(&self.streams).drain(..) {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+/// Reads one HTTP/1.1 request; its body as JSON (`null` when it is not JSON). None once
+/// the connection is closed or the request is cut short.
+pub fn read_request_body(reader: &mut BufReader<TcpStream>) -> Option<Value> {
+    let mut line = String::new();
+    if reader.read_line(&mut line).ok()? == 0 {
+        return None;
+    }
+    let mut length = 0usize;
+    loop {
+        let mut header = String::new();
+        if reader.read_line(&mut header).ok()? == 0 {
+            return None;
+        }
+        let header = header.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = header.split_once(':') {
+            if k.trim().eq_ignore_ascii_case("content-length") {
+                length = v.trim().parse().ok()?;
+            }
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()?;
+    Some(serde_json::from_slice(&body).unwrap_or(Value::Null))
+}
