@@ -306,6 +306,7 @@ impl Engine {
             live: self.settings.live,
             deadline,
             role: Role::Agent,
+            stderr: Default::default(),
         };
         let judges = CaseJudges {
             engine: self,
@@ -402,7 +403,22 @@ impl Engine {
                 fail(report, Status::Timeout, timed_out(&phase))
             }
             Ok(Err(stop)) => fail(report, stop.status, stop.message),
-            Err(_) => fail(report, Status::Timeout, timed_out(&phase)),
+            Err(_) => {
+                // A silent agent's last words are on its stderr.
+                let stderr = scope
+                    .stderr
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone();
+                let tail = stderr
+                    .map(|b| crate::agent::describe_stderr(&b))
+                    .unwrap_or_default();
+                fail(
+                    report,
+                    Status::Timeout,
+                    format!("{}{tail}", timed_out(&phase)),
+                )
+            }
         }
         self.account(&calls, report);
 

@@ -7,6 +7,7 @@ mod protocol;
 
 pub(crate) use http::{root_cause, shown_url};
 pub(crate) use openai::CaseScope;
+pub(crate) use process::describe_stderr;
 
 pub use protocol::{Reply, Request, ToolCall, Usage};
 
@@ -181,7 +182,17 @@ impl AgentDef {
     /// Starts one conversation (for a process agent, spawns the process).
     pub(crate) async fn start(&self, scope: &CaseScope) -> Result<Session, String> {
         Ok(match self {
-            AgentDef::Process(spec) => Session::Process(Box::new(spec.spawn()?)),
+            AgentDef::Process(spec) => {
+                let session = spec.spawn()?;
+                // The case's agent starts first; a simulator or judge process must not
+                // take its place.
+                scope
+                    .stderr
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get_or_insert_with(|| session.stderr_buffer());
+                Session::Process(Box::new(session))
+            }
             AgentDef::Http(spec) => Session::Http(spec.clone()),
             AgentDef::OpenAi(spec) => {
                 Session::OpenAi(Box::new(openai::OpenAiSession::new(spec.clone(), scope)))
@@ -316,6 +327,7 @@ mod tests {
             live: false,
             deadline: tokio::time::Instant::now() + Duration::from_secs(60),
             role: crate::llm::Role::Agent,
+            stderr: Default::default(),
         };
         def.start(&scope).await.unwrap_or_else(|_| panic!("start"))
     }

@@ -28,7 +28,12 @@ pub(crate) struct CaseScope {
     /// Whose model calls these are: the agent's, or a simulator's or judge's that
     /// happens to be an `openai` agent.
     pub(crate) role: Role,
+    /// Where a process agent's stderr is kept, so a timeout can show its tail.
+    pub(crate) stderr: StderrSlot,
 }
+
+/// The case's process agent's stderr buffer, once the agent has started.
+pub(crate) type StderrSlot = Arc<std::sync::Mutex<Option<Arc<std::sync::Mutex<Vec<u8>>>>>>;
 
 /// A configured `openai` agent.
 pub(crate) struct OpenAiSpec {

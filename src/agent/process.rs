@@ -95,15 +95,26 @@ impl ProcessSpec {
     }
 }
 
+/// `; agent stderr (last lines): ...`, or a note that it wrote nothing.
+pub(crate) fn describe_stderr(buffer: &Mutex<Vec<u8>>) -> String {
+    let s = buffer.lock().unwrap_or_else(|e| e.into_inner());
+    let t = tail(&s);
+    if t.is_empty() {
+        "; the agent wrote nothing on stderr".into()
+    } else {
+        format!("; agent stderr (last lines):\n{t}")
+    }
+}
+
 impl ProcessSession {
     fn stderr_tail(&self) -> String {
-        let s = self.stderr.lock().unwrap_or_else(|e| e.into_inner());
-        let t = tail(&s);
-        if t.is_empty() {
-            "; the agent wrote nothing on stderr".into()
-        } else {
-            format!("; agent stderr (last lines):\n{t}")
-        }
+        describe_stderr(&self.stderr)
+    }
+
+    /// The agent's stderr, kept for the whole conversation: the engine reads its tail
+    /// when the case times out, after the session itself is gone.
+    pub(crate) fn stderr_buffer(&self) -> Arc<Mutex<Vec<u8>>> {
+        self.stderr.clone()
     }
 
     async fn exit_note(&mut self) -> String {
