@@ -1545,3 +1545,25 @@ fn a_report_written_inside_the_suites_folder_is_never_loaded_as_a_suite() {
         report.assert_counts(1, 1, 0, 0, 0);
     }
 }
+
+#[test]
+fn a_timed_out_process_agent_shows_the_tail_of_its_stderr() {
+    let s = Scratch::new("stderr-timeout");
+    s.write(
+        "agentest.toml",
+        "[agent]\ntype = \"process\"\ncommand = [\"python3\", \"-c\", \"import sys, time; sys.stdin.readline(); sys.stderr.write('still thinking about it\\\\n'); sys.stderr.flush(); time.sleep(30)\"]\n",
+    );
+    s.write_suite(
+        "t.jsonl",
+        &[r#"{"id": "slow", "input": "x", "timeout": "1s"}"#],
+    );
+    let run = run_agentest(s.path(), &["test", "-i", "t.jsonl", "-o", "r.jsonl"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let report = read_report(&s.join("r.jsonl"));
+    assert_eq!(report.status("t::slow"), "timeout");
+    let error = report.error("t::slow");
+    assert!(
+        error.starts_with("timeout after 1s (while waiting for the reply to turn 1; the agent was stopped); agent stderr (last lines):\nstill thinking about it"),
+        "{error}"
+    );
+}
