@@ -24,7 +24,10 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{clean, expense_agent_section, lock, read_request_body, Scratch, TcpServer, BIN};
+use common::{
+    clean, expense_agent_section, lock, read_request_body, ReportedRun as Run, Scratch, TcpServer,
+    BIN,
+};
 use serde_json::{json, Value};
 
 /// The variable `[llm] api_key_env` names in the configs here.
@@ -498,133 +501,6 @@ impl Cmd<'_> {
             report: std::fs::read_to_string(&report).ok(),
             took: started.elapsed(),
         }
-    }
-}
-
-/// What one run of the binary left.
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-    report: Option<String>,
-    took: Duration,
-}
-
-impl std::fmt::Debug for Run {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "exit code {} after {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}\n--- report ---\n{}",
-            self.code,
-            self.took,
-            self.stdout,
-            self.stderr,
-            self.report.as_deref().unwrap_or("(none)")
-        )
-    }
-}
-
-impl Run {
-    /// The record of case `id` (trial `s::ID`); exactly one must exist.
-    #[track_caller]
-    fn case(&self, id: &str) -> Value {
-        let text = self
-            .report
-            .as_deref()
-            .unwrap_or_else(|| panic!("no report:\n{self:?}"));
-        let trial = format!("s::{id}");
-        let found: Vec<Value> = text
-            .lines()
-            .map(|l| serde_json::from_str::<Value>(l).expect("report line is JSON"))
-            .filter(|v| v["trial"] == trial.as_str())
-            .collect();
-        assert_eq!(found.len(), 1, "one record for {trial}:\n{self:?}");
-        found.into_iter().next().expect("one record")
-    }
-
-    #[track_caller]
-    fn error(&self, id: &str) -> String {
-        self.case(id)["error"]
-            .as_str()
-            .unwrap_or_else(|| panic!("{id} has no error:\n{self:?}"))
-            .to_string()
-    }
-
-    #[track_caller]
-    fn expect(&self, code: i32) -> &Run {
-        assert_eq!(self.code, code, "{self:?}");
-        self
-    }
-
-    #[track_caller]
-    fn expect_status(&self, id: &str, status: &str) -> &Run {
-        assert_eq!(self.case(id)["status"], status, "status of {id}:\n{self:?}");
-        self
-    }
-
-    #[track_caller]
-    fn expect_error(&self, id: &str, parts: &[&str]) -> &Run {
-        let e = self.error(id);
-        for p in parts {
-            assert!(
-                e.contains(p),
-                "{id}'s error should contain {p:?}, it is {e:?}\n{self:?}"
-            );
-        }
-        self
-    }
-
-    #[track_caller]
-    fn expect_termination(&self, id: &str, termination: &str) -> &Run {
-        assert_eq!(
-            self.case(id)["termination"],
-            termination,
-            "termination of {id}:\n{self:?}"
-        );
-        self
-    }
-
-    #[track_caller]
-    fn expect_stdout(&self, part: &str) -> &Run {
-        assert!(
-            self.stdout.contains(part),
-            "stdout should contain {part:?}:\n{self:?}"
-        );
-        self
-    }
-
-    #[track_caller]
-    fn expect_stderr(&self, part: &str) -> &Run {
-        assert!(
-            self.stderr.contains(part),
-            "stderr should contain {part:?}:\n{self:?}"
-        );
-        self
-    }
-
-    /// Each turn's `(input, input_source)`.
-    fn inputs(&self, id: &str) -> Vec<(String, String)> {
-        self.case(id)["turns"]
-            .as_array()
-            .expect("turns")
-            .iter()
-            .map(|t| {
-                (
-                    t["input"].as_str().unwrap_or_default().to_string(),
-                    t["input_source"].as_str().unwrap_or_default().to_string(),
-                )
-            })
-            .collect()
-    }
-
-    /// The record of checkpoint `cp` of case `id`.
-    #[track_caller]
-    fn checkpoint(&self, id: &str, cp: &str) -> Value {
-        let case = self.case(id);
-        case["checkpoints"]
-            .as_array()
-            .and_then(|a| a.iter().find(|c| c["id"] == cp).cloned())
-            .unwrap_or_else(|| panic!("{id} has no checkpoint {cp}:\n{self:?}"))
     }
 }
 

@@ -17,7 +17,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{clean, lock, Scratch, TcpServer, BIN};
+use common::{clean, lock, ReportedRun as Run, Scratch, TcpServer, BIN};
 use serde_json::{json, Value};
 
 /// The variable `[llm] api_key_env` names in every config here.
@@ -575,103 +575,6 @@ impl Cmd<'_> {
             report: std::fs::read_to_string(&report).ok(),
             took: started.elapsed(),
         }
-    }
-}
-
-/// What one run of the binary left.
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-    report: Option<String>,
-    took: Duration,
-}
-
-impl std::fmt::Debug for Run {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "exit code {} after {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}\n--- report ---\n{}",
-            self.code,
-            self.took,
-            self.stdout,
-            self.stderr,
-            self.report.as_deref().unwrap_or("(none)")
-        )
-    }
-}
-
-impl Run {
-    /// The record of case `id` (trial `s::ID`); exactly one must exist.
-    fn case(&self, id: &str) -> Value {
-        let text = self
-            .report
-            .as_deref()
-            .unwrap_or_else(|| panic!("no report:\n{self:?}"));
-        let trial = format!("s::{id}");
-        let found: Vec<Value> = text
-            .lines()
-            .map(|l| serde_json::from_str::<Value>(l).expect("report line is JSON"))
-            .filter(|v| v["trial"] == trial.as_str())
-            .collect();
-        assert_eq!(found.len(), 1, "one record for {trial}:\n{self:?}");
-        found.into_iter().next().expect("one record")
-    }
-
-    fn status(&self, id: &str) -> String {
-        self.case(id)["status"]
-            .as_str()
-            .expect("status")
-            .to_string()
-    }
-
-    fn error(&self, id: &str) -> String {
-        self.case(id)["error"]
-            .as_str()
-            .unwrap_or_else(|| panic!("{id} has no error:\n{self:?}"))
-            .to_string()
-    }
-
-    /// The summary line's counts: (total, passed, failed, errors, skipped).
-    fn counts(&self) -> [u64; 5] {
-        let text = self.report.as_deref().expect("a report");
-        let summary: Value =
-            serde_json::from_str(text.lines().last().expect("a summary")).expect("JSON");
-        assert_eq!(summary["type"], "summary", "{self:?}");
-        ["total", "passed", "failed", "errors", "skipped"].map(|k| summary[k].as_u64().unwrap())
-    }
-
-    #[track_caller]
-    fn expect(&self, code: i32) -> &Run {
-        assert_eq!(self.code, code, "{self:?}");
-        self
-    }
-
-    #[track_caller]
-    fn expect_status(&self, id: &str, status: &str) -> &Run {
-        assert_eq!(self.status(id), status, "status of {id}:\n{self:?}");
-        self
-    }
-
-    #[track_caller]
-    fn expect_error(&self, id: &str, parts: &[&str]) -> &Run {
-        let e = self.error(id);
-        for p in parts {
-            assert!(
-                e.contains(p),
-                "{id}'s error should contain {p:?}:\n{self:?}"
-            );
-        }
-        self
-    }
-
-    #[track_caller]
-    fn expect_stderr(&self, part: &str) -> &Run {
-        assert!(
-            self.stderr.contains(part),
-            "stderr should contain {part:?}:\n{self:?}"
-        );
-        self
     }
 }
 
