@@ -1152,6 +1152,9 @@ fn have_nextest() -> bool {
     *HAVE.get_or_init(|| {
         let out = fixture().cargo(["nextest", "--version"]);
         let ok = out.code == Some(0);
+        // CI has cargo-nextest: there a missing one must fail, not pass unchecked.
+        let on_ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
+        assert!(ok || !on_ci, "cargo nextest is not available on CI:\n{out}");
         if !ok {
             eprintln!("cargo nextest is not available; skipping the nextest checks\n{out}");
         }
