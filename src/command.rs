@@ -74,17 +74,7 @@ impl CommandSpec {
         deadline: tokio::time::Instant,
     ) -> Result<CommandOutput, String> {
         let (program, args) = self.argv.split_first().ok_or("the command is empty")?;
-        let mut command = Command::new(program);
-        command
-            .args(args)
-            .current_dir(&self.cwd)
-            .envs(&self.env)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        own_group(&mut command);
-        let mut child = command.spawn().map_err(|e| {
+        let mut child = spawn_piped(program, args, &self.cwd, &self.env).map_err(|e| {
             format!(
                 "failed to start `{}` in {}: {e}",
                 self.shown(),
@@ -161,6 +151,29 @@ where
         }
     });
     (buf, AbortOnDrop(task))
+}
+
+/// Spawns `program args` in `cwd` with extra `env`, all three standard streams piped,
+/// killed when dropped, in its own process group: how agents, hooks and scripts start.
+pub(crate) fn spawn_piped<'a>(
+    program: &str,
+    args: &[String],
+    cwd: &std::path::Path,
+    env: impl IntoIterator<Item = (&'a String, &'a String)>,
+) -> std::io::Result<tokio::process::Child> {
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .current_dir(cwd)
+        .envs(env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Dropped (timeout, panic, cancelled run), the child must not outlive its owner.
+        .kill_on_drop(true);
+    // Its own process group, so that what it starts dies with it.
+    own_group(&mut command);
+    command.spawn()
 }
 
 /// Makes the command's child the leader of a new process group (unix), so that

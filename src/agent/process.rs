@@ -2,14 +2,13 @@
 //! one JSON reply per line on stdout.
 
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::process::{Child, ChildStdin, ChildStdout};
 
 use super::{reply_too_large, Reply, Request, MAX_REPLY_BYTES};
-use crate::command::{own_group, tail, ProcessGroup, STDERR_TAIL};
+use crate::command::{spawn_piped, tail, ProcessGroup, STDERR_TAIL};
 
 #[derive(Debug)]
 pub(crate) struct ProcessSpec {
@@ -40,20 +39,8 @@ impl ProcessSpec {
             .argv
             .split_first()
             .ok_or("the agent command is empty")?;
-        let mut command = Command::new(program);
-        command
-            .args(args)
-            .current_dir(&self.cwd)
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            // The conversation ends when the session is dropped, whatever the reason
-            // (timeout, panic, cancelled run): the child must not outlive it.
-            .kill_on_drop(true);
-        // Its own process group, so that what it starts dies with it.
-        own_group(&mut command);
-        let mut child = command.spawn().map_err(|e| {
+        let env = self.env.iter().map(|(k, v)| (k, v));
+        let mut child = spawn_piped(program, args, &self.cwd, env).map_err(|e| {
             format!(
                 "failed to start agent `{}` in {}: {e}",
                 self.shown,
