@@ -51,13 +51,13 @@ pub struct ConfigFile {
     #[serde(default)]
     pub scripts: BTreeMap<String, CommandConfig>,
     /// The default model endpoint.
-    pub llm: Option<crate::llm::LlmConfig>,
+    pub llm: Option<crate::config::LlmConfig>,
     /// Named model endpoints.
     #[serde(default)]
-    pub llms: BTreeMap<String, crate::llm::LlmConfig>,
+    pub llms: BTreeMap<String, crate::config::LlmConfig>,
     /// Golden transcripts: which suites are pinned, and redactions.
     #[serde(default)]
-    pub golden: crate::golden::GoldenConfig,
+    pub golden: crate::record::golden::GoldenConfig,
 }
 
 /// The kinds of agent a config can define.
@@ -371,7 +371,7 @@ impl Config {
     fn check_values(&self) -> Result<(), String> {
         let timeout = |value: &Option<String>, what: &str| {
             match value {
-            Some(t) => match crate::duration::parse_duration(t) {
+            Some(t) => match crate::util::parse_duration(t) {
                 Ok(d) if d.is_zero() => Err(format!("{what}: a timeout of zero would fail every case; remove it or give a duration like \"30s\"")),
                 Ok(_) => Ok(()),
                 Err(e) => Err(format!("{what}: {e}")),
@@ -454,37 +454,10 @@ impl Config {
     }
 }
 
-/// Expands `${VAR}` references from the environment. `what` names the setting for errors;
-/// the value itself is never put in an error, since it may be a secret.
-pub fn expand_env(text: &str, what: &str) -> Result<String, String> {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let Some(end) = after.find('}') else {
-            return Err(format!(
-                "unclosed `${{` in {what}; write variables as ${{NAME}}"
-            ));
-        };
-        let name = &after[..end];
-        match std::env::var(name) {
-            Ok(v) => out.push_str(&v),
-            Err(_) => {
-                return Err(format!(
-                    "environment variable `{name}` is not set (used in {what})"
-                ))
-            }
-        }
-        rest = &after[end + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::util::expand_env;
 
     #[test]
     fn expands_variables_and_names_missing_ones() {
@@ -508,4 +481,31 @@ mod tests {
             toml::from_str::<ConfigFile>("\n[agent]\ntype = \"http\"\nurll = \"x\"\n").unwrap_err();
         assert!(e.to_string().contains("line 4"), "{e}");
     }
+}
+
+/// `[llm]` / `[llms.NAME]`: one OpenAI-compatible chat-completions endpoint.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct LlmConfig {
+    /// Base URL up to `/chat/completions`, like `https://api.openai.com/v1`.
+    pub base_url: Option<String>,
+    /// Model name.
+    pub model: Option<String>,
+    /// The name of the environment variable that holds the API key (never the key).
+    pub api_key_env: Option<String>,
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// Completion token limit.
+    pub max_tokens: Option<u32>,
+    /// Per-request timeout, like `"60s"`.
+    pub timeout: Option<String>,
+    /// Extra headers (values may use `${VAR}`).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Retries after the first try on 429, 5xx, timeouts and dropped connections (default 4).
+    pub max_retries: Option<u32>,
+    /// Requests in flight at once to this endpoint, per process (default 16).
+    pub max_in_flight: Option<usize>,
+    /// Requests started per minute, per process (default: no limit).
+    pub requests_per_minute: Option<u32>,
 }

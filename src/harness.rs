@@ -10,11 +10,11 @@ use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use serde_json::Value;
 
 use crate::agent::Agent;
+use crate::check::Check;
 use crate::config::Config;
-use crate::engine::{not_run, skip_reason, Engine, Registry, Settings};
-use crate::report::{failure_message, CaseReport, ReportSink, RunInfo, Status, Summary};
-use crate::scripts::Check;
-use crate::suite::{discover_excluding, file_for_trial, load_file, Loaded, SEPARATOR};
+use crate::record::{failure_message, CaseReport, ReportSink, RunInfo, Status, Summary};
+use crate::run::engine::{not_run, skip_reason, Engine, Registry, Settings};
+use crate::source::{discover_excluding, file_for_trial, load_file, Loaded, SEPARATOR};
 
 /// Cases in flight when neither `--test-threads`, `RUST_TEST_THREADS` nor `[run] concurrency`
 /// says otherwise. Agent calls wait on the network, not the CPU, so this is well above
@@ -131,7 +131,7 @@ impl Harness {
             .ok()
             .filter(|s| !s.is_empty())
             .or(self.agent_name);
-        let update = match crate::golden::UpdateMode::from_env() {
+        let update = match crate::record::golden::UpdateMode::from_env() {
             Ok(u) => u,
             Err(e) => {
                 eprintln!("error: {e}");
@@ -148,7 +148,7 @@ impl Harness {
                 simulator: std::env::var("AGENTEST_SIMULATOR")
                     .ok()
                     .filter(|s| !s.is_empty()),
-                people: crate::human::People {
+                people: crate::run::roles::person::People {
                     forced: env_flag("AGENTEST_INTERACTIVE"),
                     skip: env_flag("AGENTEST_SKIP_INTERACTIVE"),
                     fail_missing: std::env::var("AGENTEST_ON_MISSING_INPUT")

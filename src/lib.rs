@@ -42,35 +42,89 @@
 
 #![warn(missing_docs)]
 
-pub mod agent;
-pub mod assertion;
-pub mod awaiting;
-pub mod case;
+mod agent;
+mod case;
+mod check;
+#[cfg(feature = "cli")]
 mod cli;
-mod command;
-pub mod config;
-mod console;
-pub mod duration;
-mod dynamic;
-mod engine;
-pub mod freeze;
-pub mod golden;
+mod config;
 mod harness;
-pub mod hooks;
-mod human;
-pub mod judge;
-pub mod llm;
-pub mod mocks;
-pub mod report;
-pub mod review;
-pub mod scripts;
-mod simulator;
-pub mod suite;
+mod llm;
+mod protocol;
+mod record;
+mod run;
+mod source;
+mod util;
 
-pub use agent::{Agent, Reply, Request, ToolCall};
+pub use agent::{Agent, BoxFuture};
+pub use check::Check;
+#[doc(hidden)]
+#[cfg(feature = "cli")]
 pub use cli::main as cli_main;
 pub use harness::{Harness, DEFAULT_CONCURRENCY};
-pub use scripts::Check;
+pub use protocol::{Reply, Request, ToolCall, Usage};
+
+/// Model judges for your own tests: ask a model whether a reply meets criteria.
+pub mod judge {
+    pub use crate::check::judge::{Judge, JudgeError, JudgeVerdict};
+}
+
+/// Internals reachable for agentest's own tests and benchmarks. Not a public API: it
+/// may change in any release.
+#[doc(hidden)]
+pub mod __private {
+    /// Assertions.
+    pub mod assertion {
+        pub use crate::case::Assertion;
+        pub use crate::check::{evaluate, EvalEnv, Subject};
+    }
+    /// The case model and the JSONL case parser.
+    pub mod case {
+        pub use crate::case::{Case, Location, Mode};
+        pub use crate::protocol::Message;
+        pub use crate::source::{parse_case, CaseError, CASE_KEYS};
+    }
+    /// `agentest.toml`.
+    pub mod config {
+        pub use crate::config::{Config, ConfigFile};
+    }
+    /// Durations.
+    pub mod duration {
+        pub use crate::util::{format_duration, parse_duration};
+    }
+    /// Model calls and cassettes.
+    pub mod llm {
+        pub use crate::llm::{CassetteMode, LlmError, SeededRng};
+        pub use crate::protocol::Role;
+        /// Cassette files.
+        pub mod cassette {
+            pub use crate::llm::cassette::{canonical, key_of, Cassette, Entry};
+        }
+    }
+    /// Tool mocks.
+    pub mod mocks {
+        pub use crate::agent::mocks::MockSet;
+        pub use crate::source::parse_mocks;
+    }
+    /// Script assertions.
+    pub mod scripts {
+        pub use crate::check::Scripts;
+    }
+    /// Suites: discovery and loading.
+    pub mod suite {
+        pub use crate::source::{
+            discover, discover_excluding, load_file, parse_suite, parse_suite_bytes, Loaded,
+        };
+        pub use crate::util::display_path;
+    }
+    /// Reports.
+    pub mod report {
+        pub use crate::record::format::{html, json, junit, markdown};
+        pub use crate::record::{
+            parse_jsonl, rfc3339, CaseReport, Format, RunInfo, Status, Summary,
+        };
+    }
+}
 
 /// Expands to a `main` that runs the harness on `<crate>/agent-tests`, or on the given
 /// directory relative to the crate.

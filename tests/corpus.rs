@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentest::assertion::{evaluate, EvalEnv, Subject};
-use agentest::case::{parse_case, Case, Location, Mode};
-use agentest::scripts::Scripts;
-use agentest::suite::{load_file, Loaded};
+use agentest::__private::assertion::{evaluate, EvalEnv, Subject};
+use agentest::__private::case::{parse_case, Case, Location, Mode};
+use agentest::__private::scripts::Scripts;
+use agentest::__private::suite::{load_file, Loaded};
 use agentest::Reply;
 use serde_json::{json, Value};
 

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use agentest::suite::{discover, discover_excluding, load_file};
+use agentest::__private::suite::{discover, discover_excluding, load_file};
 
 /// A fresh empty directory under the system's temporary directory, removed (without
 /// following links) when dropped, also when the test fails.

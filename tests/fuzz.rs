@@ -27,15 +27,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentest::assertion::{evaluate, EvalEnv, Subject};
-use agentest::case::{parse_case, Location, Message, Mode, CASE_KEYS};
-use agentest::config::{Config, ConfigFile};
-use agentest::duration::{format_duration, parse_duration};
-use agentest::llm::cassette::{canonical, key_of, Cassette, Entry};
-use agentest::llm::{CassetteMode, LlmError, Role, SeededRng};
-use agentest::mocks::{parse_mocks, MockSet};
-use agentest::scripts::Scripts;
-use agentest::suite::{display_path, parse_suite_bytes};
+use agentest::__private::assertion::{evaluate, EvalEnv, Subject};
+use agentest::__private::case::{parse_case, Location, Message, Mode, CASE_KEYS};
+use agentest::__private::config::{Config, ConfigFile};
+use agentest::__private::duration::{format_duration, parse_duration};
+use agentest::__private::llm::cassette::{canonical, key_of, Cassette, Entry};
+use agentest::__private::llm::{CassetteMode, LlmError, Role, SeededRng};
+use agentest::__private::mocks::{parse_mocks, MockSet};
+use agentest::__private::scripts::Scripts;
+use agentest::__private::suite::{display_path, parse_suite_bytes};
 use agentest::{Reply, ToolCall};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, TestCaseError};
@@ -1370,7 +1370,7 @@ fn at_line(n: usize) -> Location {
 }
 
 /// A case line holding one assertion, parsed: its assertions, when it parses.
-fn parse_assertion(a: &J) -> Option<Vec<agentest::assertion::Assertion>> {
+fn parse_assertion(a: &J) -> Option<Vec<agentest::__private::assertion::Assertion>> {
     let line = format!(
         "{{\"id\":\"a\",\"input\":\"x\",\"assertions\":[{}]}}",
         to_text(

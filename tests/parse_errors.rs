@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentest::case::{parse_case, Case, CaseError, Location, Message, Mode};
-use agentest::suite::{load_file, parse_suite, parse_suite_bytes, Loaded};
+use agentest::__private::case::{parse_case, Case, CaseError, Location, Message, Mode};
+use agentest::__private::suite::{load_file, parse_suite, parse_suite_bytes, Loaded};
 use serde_json::json;
 
 const FILE: &str = "agent-tests/billing.jsonl";

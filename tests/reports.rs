@@ -17,7 +17,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use agentest::report::{self, CaseReport, Format, RunInfo, Status, Summary};
+use agentest::__private::report::{self, CaseReport, Format, RunInfo, Status, Summary};
 use common::{expense_agent_section, BIN};
 use serde_json::Value;
 

@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use super::{reply_too_large, Reply, Request, DEFAULT_HTTP_TIMEOUT, MAX_REPLY_BYTES};
+use super::{reply_too_large, DEFAULT_HTTP_TIMEOUT, MAX_REPLY_BYTES};
+use crate::protocol::{Reply, Request};
+use crate::util::root_cause;
 
 /// How much of an error response's body is read, for the message.
 const ERROR_BODY_BYTES: usize = 64 * 1024;
@@ -68,7 +70,7 @@ impl HttpSpec {
             let text = String::from_utf8_lossy(&body);
             return Err(format!(
                 "agent at {shown} answered HTTP {status}: {}",
-                crate::assertion::clip(text.trim())
+                crate::util::clip(text.trim())
             ));
         }
         if let Some(len) = response.content_length() {
@@ -91,7 +93,7 @@ impl HttpSpec {
         let value: serde_json::Value = serde_json::from_slice(&body).map_err(|e| {
             format!(
                 "agent at {shown} answered with a body that is not JSON ({e}): {}",
-                crate::assertion::clip(String::from_utf8_lossy(&body).trim())
+                crate::util::clip(String::from_utf8_lossy(&body).trim())
             )
         })?;
         Reply::from_json(value).map_err(|e| format!("agent reply broke the protocol: {e}"))
@@ -115,68 +117,17 @@ async fn read_capped(
     Ok((body, true))
 }
 
-/// The config's URL text fit for messages: user info becomes `***` and the query `?…`
-/// (both often carry credentials); the fragment, never sent, is left out. Works on the
-/// text before `${VAR}` expansion, so variables show as written.
-pub(crate) fn shown_url(raw: &str) -> String {
-    let raw = raw.trim();
-    let (scheme, rest) = match raw.find("://") {
-        Some(i) => raw.split_at(i + 3),
-        None => ("", raw),
-    };
-    let (authority, tail) = rest.split_at(rest.find(['/', '?', '#']).unwrap_or(rest.len()));
-    let authority = match authority.rfind('@') {
-        Some(i) => format!("***@{}", &authority[i + 1..]),
-        None => authority.to_string(),
-    };
-    let (path, after) = tail.split_at(tail.find(['?', '#']).unwrap_or(tail.len()));
-    let query = if after.starts_with('?') { "?…" } else { "" };
-    format!("{scheme}{authority}{path}{query}")
-}
-
 /// A failed request, without the URL reqwest would print (it is the expanded one).
 fn describe(shown: &str, e: reqwest::Error, timeout: Duration) -> String {
     let e = e.without_url();
     if e.is_timeout() {
         format!(
             "agent at {shown} did not answer within {}",
-            crate::duration::format_duration(timeout)
+            crate::util::format_duration(timeout)
         )
     } else if e.is_connect() {
         format!("failed to connect to agent at {shown}: {}", root_cause(&e))
     } else {
         format!("request to agent at {shown} failed: {}", root_cause(&e))
-    }
-}
-
-/// The innermost cause of an error: what actually went wrong, without wrappers.
-pub(crate) fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut cur = e;
-    while let Some(next) = cur.source() {
-        cur = next;
-    }
-    cur.to_string()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::shown_url;
-
-    #[test]
-    fn shown_url_hides_user_info_and_query() {
-        assert_eq!(
-            shown_url("http://bob:${PASS}@127.0.0.1:8080/chat?key=${KEY}#x"),
-            "http://***@127.0.0.1:8080/chat?…"
-        );
-        assert_eq!(
-            shown_url("https://a:b@c@host?token=1"),
-            "https://***@host?…"
-        );
-        assert_eq!(
-            shown_url("http://localhost:3000/v1/agent"),
-            "http://localhost:3000/v1/agent"
-        );
-        assert_eq!(shown_url("${AGENT_URL}"), "${AGENT_URL}");
-        assert_eq!(shown_url("http://host/p#frag"), "http://host/p");
     }
 }

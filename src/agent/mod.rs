@@ -1,22 +1,21 @@
 //! Agents under test: the protocol, the in-process trait, and the process and HTTP kinds.
 
 mod http;
+pub(crate) mod mocks;
 mod openai;
 mod process;
-mod protocol;
 
-pub(crate) use http::{root_cause, shown_url};
 pub(crate) use openai::CaseScope;
 pub(crate) use process::describe_stderr;
-
-pub use protocol::{Reply, Request, ToolCall, Usage};
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::{expand_env, AgentConfig, Config};
+use crate::config::{AgentConfig, Config};
+use crate::protocol::{Reply, Request};
+use crate::util::expand_env;
 
 /// A boxed future, as [`Agent::respond`] returns.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -135,7 +134,7 @@ impl AgentDef {
                 };
                 let timeout = match timeout {
                     Some(t) => Some(
-                        crate::duration::parse_duration(t)
+                        crate::util::parse_duration(t)
                             .map_err(|e| format!("{what}.timeout: {e}"))?,
                     ),
                     None => None,
@@ -154,7 +153,7 @@ impl AgentDef {
                 headers,
                 timeout,
             } => {
-                let shown = http::shown_url(url);
+                let shown = crate::util::shown_url(url);
                 let url = expand_env(url, &format!("{what}.url"))?;
                 let url = reqwest::Url::parse(&url)
                     .map_err(|e| format!("{what}.url \"{shown}\" is not a valid URL: {e}"))?;
@@ -164,7 +163,7 @@ impl AgentDef {
                     .collect::<Result<Vec<_>, String>>()?;
                 let timeout = match timeout {
                     Some(t) => Some(
-                        crate::duration::parse_duration(t)
+                        crate::util::parse_duration(t)
                             .map_err(|e| format!("{what}.timeout: {e}"))?,
                     ),
                     None => None,
@@ -326,7 +325,7 @@ mod tests {
             salt: String::new(),
             live: false,
             deadline: tokio::time::Instant::now() + Duration::from_secs(60),
-            role: crate::llm::Role::Agent,
+            role: crate::protocol::Role::Agent,
             stderr: Default::default(),
         };
         def.start(&scope).await.unwrap_or_else(|_| panic!("start"))

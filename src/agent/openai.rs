@@ -7,10 +7,14 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
-use super::{Reply, Request, ToolCall, TurnError, Usage};
+use super::TurnError;
+use crate::agent::mocks::MockSet;
+use crate::case::{Mock, MockAnswer};
 use crate::config::{Config, OpenAiAgentConfig};
-use crate::llm::{Endpoint, LlmError, ModelCalls, Role, SeededRng, TokenUsage};
-use crate::mocks::{parse_config_mocks, Mock, MockAnswer, MockSet};
+use crate::llm::{Endpoint, LlmError, ModelCalls, SeededRng};
+use crate::protocol::{Reply, Request, ToolCall, Usage};
+use crate::protocol::{Role, TokenUsage};
+use crate::source::parse_config_mocks;
 
 /// Model calls per turn before the tool loop gives up, unless the config says otherwise.
 const DEFAULT_TOOL_ROUNDS: u32 = 8;
@@ -103,8 +107,8 @@ impl OpenAiSpec {
         }
         let tools_url = match &cfg.tools_url {
             Some(u) => {
-                let expanded = crate::config::expand_env(u, &format!("{what}.tools_url"))?;
-                let shown = crate::agent::shown_url(u);
+                let expanded = crate::util::expand_env(u, &format!("{what}.tools_url"))?;
+                let shown = crate::util::shown_url(u);
                 let url = reqwest::Url::parse(&expanded)
                     .map_err(|e| format!("{what}.tools_url \"{shown}\" is not a valid URL: {e}"))?;
                 Some((url, shown))
@@ -302,7 +306,7 @@ impl OpenAiSession {
 }
 
 /// A protocol message in the chat-completions shape.
-fn to_openai(m: &crate::case::Message) -> Value {
+fn to_openai(m: &crate::protocol::Message) -> Value {
     let content = match &m.content {
         Value::String(s) => Value::String(s.clone()),
         Value::Null => Value::Null,

@@ -7,8 +7,9 @@ use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
-use super::{reply_too_large, Reply, Request, MAX_REPLY_BYTES};
-use crate::command::{spawn_piped, tail, ProcessGroup, STDERR_TAIL};
+use super::{reply_too_large, MAX_REPLY_BYTES};
+use crate::protocol::{Reply, Request};
+use crate::util::command::{spawn_piped, tail, ProcessGroup, STDERR_TAIL};
 
 #[derive(Debug)]
 pub(crate) struct ProcessSpec {
@@ -139,7 +140,7 @@ impl ProcessSession {
             Some(t) => tokio::time::timeout(t, read).await.map_err(|_| {
                 format!(
                     "agent process did not reply within {}",
-                    crate::duration::format_duration(t)
+                    crate::util::format_duration(t)
                 )
             })?,
             None => read.await,
@@ -168,7 +169,7 @@ impl ProcessSession {
         let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
             format!(
                 "agent process printed a line that is not JSON ({e}): {}{}\nhint: a process agent must print exactly one JSON reply per line on stdout; write logs to stderr",
-                crate::assertion::clip(text),
+                crate::util::clip(text),
                 self.stderr_tail()
             )
         })?;

@@ -1,15 +1,13 @@
-//! Test cases: the model, and the parser that reads them from JSON Lines.
+//! The case model: what a case means once a source has read it, whatever its format.
 
-pub(crate) mod fields;
-mod json;
-mod locate;
-pub(crate) use locate::column_of_path;
+mod assertion;
+mod mock;
 mod model;
-mod parse;
 
-pub use fields::FieldError;
-pub use model::{
-    value_text, Case, Checkpoint, Input, Interactive, Location, Message, Mode, ScriptRule,
-    Simulator, Turn,
+pub use assertion::{
+    Assertion, JsonPath, JsonType, JudgeSpec, Kind, ValueMatcher, ASSERTION_TYPES,
 };
-pub use parse::{parse_case, CaseError, CASE_KEYS};
+pub use mock::{Mock, MockAnswer};
+pub use model::{
+    Case, Checkpoint, Input, Interactive, Location, Mode, ScriptRule, Simulator, Turn,
+};

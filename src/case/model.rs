@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::assertion::Assertion;
+use crate::case::Assertion;
+use crate::protocol::Message;
 
 /// Where something sits in a suite file: `file:line:column`, 1-based.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,65 +23,6 @@ pub struct Location {
 impl std::fmt::Display for Location {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}:{}:{}", self.file.display(), self.line, self.column)
-    }
-}
-
-/// One message of a conversation.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Message {
-    /// `user`, `assistant`, `system` or `tool`.
-    pub role: String,
-    /// The text (or, for structured agents, any JSON value).
-    #[serde(default)]
-    pub content: Value,
-    /// Tool calls an assistant message made.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_calls: Option<Value>,
-    /// The participant's name (a tool message: the tool that answered).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// A tool message: the id of the tool call it answers.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_call_id: Option<String>,
-}
-
-impl Message {
-    /// A user message with text content.
-    pub fn user(text: impl Into<String>) -> Self {
-        Message {
-            role: "user".into(),
-            content: Value::String(text.into()),
-            tool_calls: None,
-            name: None,
-            tool_call_id: None,
-        }
-    }
-
-    /// An assistant message: the reply's content and the tool calls it made, if any.
-    /// Build assistant messages with this rather than a struct literal, so that new
-    /// optional fields on `Message` do not break the callers.
-    pub fn assistant(content: Value, tool_calls: Option<Value>) -> Self {
-        Message {
-            role: "assistant".into(),
-            content,
-            tool_calls,
-            name: None,
-            tool_call_id: None,
-        }
-    }
-
-    /// The content as text: strings as they are, other JSON as its compact text.
-    pub fn text(&self) -> String {
-        value_text(&self.content)
-    }
-}
-
-/// Text of a JSON value: a string as it is, anything else as compact JSON, null as "".
-pub fn value_text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        other => other.to_string(),
     }
 }
 
@@ -239,7 +181,7 @@ pub struct Case {
     /// `interactive`: whether a person may supply input when the script runs out.
     pub interactive: Option<Interactive>,
     /// Tool mocks from `setup.mocks`, checked before the agent's own.
-    pub mocks: Vec<crate::mocks::Mock>,
+    pub mocks: Vec<crate::case::Mock>,
     /// Where the case was written.
     pub location: Location,
     /// The line as written, given to hooks and scripts.

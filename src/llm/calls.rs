@@ -9,9 +9,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::cassette::{canonical, key_of, Cassette, CassetteMode, CassetteStats, Entry};
-use super::{on_ci, ChatOutcome, ChatRequest, Endpoint, LlmError, Role, TokenUsage};
-use crate::assertion::clip;
+use super::cassette::{canonical, key_of, Cassette, CassetteMode, Entry};
+use super::{on_ci, ChatOutcome, ChatRequest, Endpoint, LlmError};
+use crate::protocol::{Role, TokenUsage};
+use crate::record::CassetteStats;
+use crate::util::clip;
 
 /// Counters of a case's model calls, for the report.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -76,7 +78,7 @@ impl ModelCalls {
                     if let Some(why) = endpoint.unavailable() {
                         return Err(LlmError::Unavailable(format!(
                             "the case needs a model: no recording in {}, and {why}",
-                            crate::suite::display_path(&self.path).display()
+                            crate::util::display_path(&self.path).display()
                         )));
                     }
                     Some("on CI (the CI variable is set)".to_string())
@@ -86,7 +88,7 @@ impl ModelCalls {
             if let Some(why) = refuse {
                 return Err(LlmError::Failed(format!(
                     "no recording of this model call in {} ({why}): {}\nhint: record it where the model is reachable: AGENTEST_CASSETTES=record cargo test, with the API key set, then commit the cassette",
-                    crate::suite::display_path(&self.path).display(),
+                    crate::util::display_path(&self.path).display(),
                     summary(request)
                 )));
             }
@@ -100,7 +102,7 @@ impl ModelCalls {
                     CassetteMode::Record => "the cassette mode is record".to_string(),
                     _ => format!(
                         "no recording in {}",
-                        crate::suite::display_path(&self.path).display()
+                        crate::util::display_path(&self.path).display()
                     ),
                 };
                 return Err(LlmError::Unavailable(format!(

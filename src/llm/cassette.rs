@@ -14,7 +14,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::{LlmError, Role};
+use super::LlmError;
+use crate::protocol::Role;
+use crate::record::CassetteStats;
+use crate::util::write_atomically;
 
 /// How cassettes are used, from `AGENTEST_CASSETTES` or `[run] cassettes`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -88,21 +91,6 @@ pub struct Entry {
     pub response: Value,
 }
 
-/// What a case did with its cassette, for the report.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CassetteStats {
-    /// The file, relative to the working directory when possible.
-    pub file: String,
-    /// The mode in force.
-    pub mode: String,
-    /// Calls answered from the file.
-    pub replayed: u32,
-    /// Calls sent to the model and recorded.
-    pub recorded: u32,
-    /// Entries in the file that this run did not use.
-    pub unused: u32,
-}
-
 /// A case's cassette.
 #[derive(Debug)]
 pub struct Cassette {
@@ -140,10 +128,10 @@ pub fn key_of(request: &Value) -> String {
 
 /// The cassette file of a case: `<dir>/.cassettes/<suite>/<id>.jsonl` beside its suite
 /// file (`agent-tests/.cassettes/expense/T001.jsonl`), the id made safe for file names by
-/// [`crate::suite::file_name_for_id`]. It depends only on the file, not on the folder a
+/// [`crate::util::file_name_for_id`]. It depends only on the file, not on the folder a
 /// run started from.
 pub fn path_for(suite_file: &Path, id: &str) -> PathBuf {
-    crate::suite::beside(
+    crate::util::beside(
         suite_file,
         |stem| Path::new(".cassettes").join(stem),
         id,
@@ -294,20 +282,7 @@ impl Cassette {
 }
 
 fn shown(path: &Path) -> String {
-    crate::suite::display_path(path).display().to_string()
-}
-
-/// Writes `text` to a temporary file beside `path`, then renames it over `path`, so a
-/// reader never sees half a file.
-pub(crate) fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut tmp = path.as_os_str().to_os_string();
-    tmp.push(format!(".tmp-{}", std::process::id()));
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path)
+    crate::util::display_path(path).display().to_string()
 }
 
 #[cfg(test)]

@@ -10,10 +10,12 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::limiter::Limiter;
-use super::{ChatRequest, LlmConfig, LlmError, SeededRng, TokenUsage};
-use crate::agent::root_cause;
-use crate::config::expand_env;
-use crate::duration::format_duration;
+use super::{ChatRequest, LlmError, SeededRng};
+use crate::config::LlmConfig;
+use crate::protocol::TokenUsage;
+use crate::util::expand_env;
+use crate::util::format_duration;
+use crate::util::root_cause;
 
 const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -98,7 +100,7 @@ impl Endpoint {
             .or_else(|| cfg.base_url.clone())
             .unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
         // Messages show the URL as written, credentials and query masked.
-        let shown = crate::agent::shown_url(&base);
+        let shown = crate::util::shown_url(&base);
         let base = expand_env(&base, &format!("{what}.base_url"))?;
         let url = reqwest::Url::parse(&format!("{}/chat/completions", base.trim_end_matches('/')))
             .map_err(|e| format!("{what}.base_url \"{shown}\" is not a valid URL: {e}"))?;
@@ -106,9 +108,7 @@ impl Endpoint {
             .or_else(|| cfg.model.clone())
             .ok_or_else(|| format!("{what} needs `model`, like model = \"gpt-4o-mini\""))?;
         let timeout = match &cfg.timeout {
-            Some(t) => {
-                crate::duration::parse_timeout(t).map_err(|e| format!("{what}.timeout: {e}"))?
-            }
+            Some(t) => crate::util::parse_timeout(t).map_err(|e| format!("{what}.timeout: {e}"))?,
             None => DEFAULT_TIMEOUT,
         };
         let mut headers = HeaderMap::new();
@@ -181,17 +181,8 @@ impl Endpoint {
 
     /// Calls the model, retrying 429, 5xx, timeouts and dropped connections with
     /// exponential backoff and jitter (honouring `Retry-After`), never past `deadline`.
-    /// Every retry is announced on stderr.
-    pub async fn call(
-        &self,
-        request: &ChatRequest,
-        deadline: Instant,
-    ) -> Result<ChatOutcome, LlmError> {
-        self.call_counting(request, deadline, &|| {}).await
-    }
-
-    /// [`Endpoint::call`], calling `on_retry` before each retry, so that retries of a
-    /// call that finally fails are counted too.
+    /// Every retry is announced on stderr, and `on_retry` is called before it, so that
+    /// retries of a call that finally fails are counted too.
     pub async fn call_counting(
         &self,
         request: &ChatRequest,
@@ -332,7 +323,7 @@ impl Endpoint {
         }
         if !status.is_success() {
             let msg = server_message(&body)
-                .unwrap_or_else(|| crate::assertion::clip(String::from_utf8_lossy(&body).trim()));
+                .unwrap_or_else(|| crate::util::clip(String::from_utf8_lossy(&body).trim()));
             return Err(Attempt::Fatal(format!(
                 "model endpoint {} answered HTTP {status}: {msg}",
                 self.shown
@@ -342,14 +333,14 @@ impl Endpoint {
             Attempt::Fatal(format!(
                 "model endpoint {} answered with invalid JSON ({e}): {}",
                 self.shown,
-                crate::assertion::clip(String::from_utf8_lossy(&body).trim())
+                crate::util::clip(String::from_utf8_lossy(&body).trim())
             ))
         })?;
         if !value["choices"][0]["message"].is_object() {
             return Err(Attempt::Fatal(format!(
                 "model endpoint {} answered without `choices[0].message`: {}",
                 self.shown,
-                crate::assertion::compact(&value)
+                crate::util::compact(&value)
             )));
         }
         if let Value::Object(m) = &mut value {
@@ -412,7 +403,7 @@ fn server_message(body: &[u8]) -> Option<String> {
         .as_str()
         .or_else(|| v["error"].as_str())
         .or_else(|| v["message"].as_str())
-        .map(crate::assertion::clip)
+        .map(crate::util::clip)
 }
 
 /// Exponential backoff with full jitter between half and the whole step.

@@ -1,0 +1,73 @@
+//! Answering an `openai` agent's tool calls from its mocks.
+
+use serde_json::{json, Value};
+
+use crate::case::{Mock, MockAnswer};
+use crate::check::json_subset;
+use crate::llm::SeededRng;
+use crate::util::compact;
+
+impl Mock {
+    fn matches(&self, name: &str, args: &Value) -> bool {
+        crate::check::tool_name_matches(name, &self.method)
+            && self
+                .args
+                .as_ref()
+                .is_none_or(|a| crate::check::json_eq(a, args))
+            && self.partial.as_ref().is_none_or(|p| json_subset(p, args))
+            && self.input.as_ref().is_none_or(|p| json_subset(p, args))
+            && self
+                .matcher
+                .as_ref()
+                .is_none_or(|r| r.is_match(&args.to_string()))
+    }
+}
+
+/// The mocks a case sees: its own first, then the agent's.
+#[derive(Debug, Clone, Default)]
+pub struct MockSet(pub Vec<Mock>);
+
+impl MockSet {
+    /// Answers a tool call: the first matching mock, after its delay; a drawn failure
+    /// returns the mock's error (or a generic one). `Err` names the call and lists the
+    /// mocks for that tool, because an unanswered call must fail the case, not guess.
+    pub async fn answer(
+        &self,
+        name: &str,
+        args: &Value,
+        rng: &mut SeededRng,
+    ) -> Result<(MockAnswer, String), String> {
+        let Some(mock) = self.0.iter().find(|m| m.matches(name, args)) else {
+            let same: Vec<String> = self
+                .0
+                .iter()
+                .filter(|m| crate::check::tool_name_matches(name, &m.method))
+                .map(|m| format!("  {} when {}", m.source, m.conditions))
+                .collect();
+            let call = format!("{name}({})", compact(args));
+            return Err(if same.is_empty() {
+                format!("no mock answers the tool call {call}: there are no mocks for `{name}`; add one to the case's `setup.mocks` or the agent's `mocks`, or run with --live")
+            } else {
+                format!(
+                    "no mock matches the tool call {call}; the mocks for `{name}` are:\n{}",
+                    same.join("\n")
+                )
+            });
+        };
+        if let Some(d) = mock.delay {
+            tokio::time::sleep(d).await;
+        }
+        let failed = match mock.probability {
+            Some(p) => rng.next_f64() < p,
+            None => mock.error.is_some(),
+        };
+        let answer = if failed {
+            MockAnswer::Error(mock.error.clone().unwrap_or_else(|| {
+                json!({"code": "MOCK_FAILURE", "message": format!("simulated failure of {name}")})
+            }))
+        } else {
+            MockAnswer::Result(mock.response.clone())
+        };
+        Ok((answer, mock.source.clone()))
+    }
+}

@@ -1,0 +1,510 @@
+//! Evaluating compiled assertions against a reply.
+
+use serde_json::{json, Value};
+
+use crate::case::{Assertion, JsonPath, JsonType, Kind, ValueMatcher};
+use crate::check::Scripts;
+use crate::protocol::Message;
+use crate::protocol::{Reply, ToolCall};
+use crate::util::{clip, compact};
+
+/// What an assertion looks at: one reply, in its conversation.
+#[derive(Debug, Clone, Copy)]
+pub struct Subject<'a> {
+    /// The reply under test.
+    pub reply: &'a Reply,
+    /// The user message that produced it.
+    pub input: &'a str,
+    /// The whole conversation, ending with the reply.
+    pub conversation: &'a [Message],
+}
+
+/// What evaluation may need beyond the reply: scripts, and the case's metadata for them.
+pub struct EvalEnv<'a> {
+    /// Script assertions resolve here.
+    pub scripts: &'a Scripts,
+    /// The case's metadata, passed to scripts.
+    pub metadata: &'a Value,
+    /// When the case must end.
+    pub deadline: tokio::time::Instant,
+    /// Judges for `agent` / `llm_judge` assertions.
+    pub judges: Option<&'a dyn crate::check::judge::Judges>,
+}
+
+/// Why an assertion could not be evaluated: never a pass or a fail.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EvalError {
+    /// A script or judge broke: the case is an `error`.
+    #[error("{0}")]
+    Broken(String),
+    /// A judge needs a model that cannot be reached: skipped outside CI, failed on CI.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+/// The outcome of one assertion.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    /// Whether it held (after `negate`).
+    pub passed: bool,
+    /// A short description, like `contains "submitted"`.
+    pub label: String,
+    /// Why it failed (the custom `message` when given), with expected and actual.
+    pub detail: Option<String>,
+}
+
+/// Evaluates one assertion. `Err` means it could not be evaluated (a script crashed, a
+/// judge could not answer): that is never a pass or a fail.
+pub async fn evaluate(
+    a: &Assertion,
+    subject: Subject<'_>,
+    env: &EvalEnv<'_>,
+) -> Result<Verdict, EvalError> {
+    let (holds, label, why) = match &a.kind {
+        Kind::Script { name } => {
+            let (passed, message) = env
+                .scripts
+                .run(name, a, subject, env)
+                .await
+                .map_err(EvalError::Broken)?;
+            (passed, format!("script {name}"), message)
+        }
+        Kind::Judge { type_name, spec } => {
+            let crate::case::JudgeSpec {
+                agent,
+                criteria,
+                metadata,
+                expected,
+                capabilities,
+                json_schema,
+                temperature,
+            } = spec.as_ref();
+            let Some(judges) = env.judges else {
+                return Err(EvalError::Broken(format!(
+                    "`{type_name}` assertions need a judge, and none is available here"
+                )));
+            };
+            let request = crate::check::judge::JudgeRequest {
+                criteria: criteria.clone(),
+                output: subject.reply.output_text(),
+                input: subject.input.to_string(),
+                conversation: subject.conversation.to_vec(),
+                metadata: metadata.clone(),
+                expected: expected.clone(),
+                capabilities: capabilities.clone(),
+                json_schema: json_schema.clone(),
+                temperature: *temperature,
+            };
+            let verdict = judges
+                .judge(agent.as_deref(), &request)
+                .await
+                .map_err(|e| match e {
+                    crate::check::judge::JudgeError::Unavailable(m) => EvalError::Unavailable(m),
+                    crate::check::judge::JudgeError::Broken(m) => EvalError::Broken(m),
+                })?;
+            let judge = agent.as_deref().unwrap_or("judge");
+            let mut why = format!(
+                "{judge}: {}",
+                if verdict.reason.is_empty() {
+                    "no reason given"
+                } else {
+                    &verdict.reason
+                }
+            );
+            if let Some(score) = verdict.score {
+                why.push_str(&format!(" (score {score})"));
+            }
+            if !verdict.suggestions.is_empty() {
+                why.push_str(&format!(
+                    "; suggestions: {}",
+                    verdict.suggestions.join("; ")
+                ));
+            }
+            (
+                verdict.passed,
+                format!("{type_name} {}", quote(&clip(criteria))),
+                why,
+            )
+        }
+        _ => {
+            if let Some(why) = unevaluable(&a.kind, subject.reply) {
+                // A check that cannot look at the reply fails, negated or not: `negate`
+                // must never turn "the reply has no JSON" into a pass.
+                let label = a.kind.type_name().to_string();
+                let detail = match &a.message {
+                    Some(m) => format!("{m} ({why})"),
+                    None => why,
+                };
+                return Ok(Verdict {
+                    passed: false,
+                    label,
+                    detail: Some(detail),
+                });
+            }
+            check(&a.kind, subject)
+        }
+    };
+    let passed = holds != a.negate;
+    let label = if a.negate {
+        format!("not {label}")
+    } else {
+        label
+    };
+    let detail = (!passed).then(|| match &a.message {
+        Some(m) => format!("{m} ({why})"),
+        None if a.negate => format!("expected the opposite, but it held: {why}"),
+        None => why,
+    });
+    Ok(Verdict {
+        passed,
+        label,
+        detail,
+    })
+}
+
+/// Why a structured check cannot be made on this reply at all, when it cannot.
+fn unevaluable(kind: &Kind, reply: &Reply) -> Option<String> {
+    match kind {
+        Kind::JsonPath { path, .. }
+        | Kind::Type {
+            path: Some(path), ..
+        } => select(path, reply).err(),
+        _ => None,
+    }
+}
+
+/// Deterministic checks: (holds, label, explanation of the actual value).
+fn check(kind: &Kind, s: Subject<'_>) -> (bool, String, String) {
+    let reply = s.reply;
+    match kind {
+        Kind::Contains {
+            value,
+            case_sensitive,
+        }
+        | Kind::NotContains {
+            value,
+            case_sensitive,
+        } => {
+            let text = reply.output_text();
+            let found = if *case_sensitive {
+                text.contains(value.as_str())
+            } else {
+                text.to_lowercase().contains(&value.to_lowercase())
+            };
+            let positive = matches!(kind, Kind::Contains { .. });
+            let holds = found == positive;
+            let label = format!("{} {}", kind.type_name(), quote(value));
+            let why = if positive {
+                format!(
+                    "expected the reply to contain {}; reply: {}",
+                    quote(value),
+                    quote(&clip(&text))
+                )
+            } else {
+                format!(
+                    "expected the reply not to contain {}; reply: {}",
+                    quote(value),
+                    quote(&clip(&text))
+                )
+            };
+            (holds, label, why)
+        }
+        Kind::Equals { value } => {
+            let actual = match value {
+                Value::String(_) => reply.output_value(),
+                _ => structured(reply).unwrap_or_else(|| reply.output_value()),
+            };
+            let holds = json_eq(value, &actual);
+            (
+                holds,
+                format!("equals {}", compact(value)),
+                format!("expected {}, got {}", compact(value), compact(&actual)),
+            )
+        }
+        Kind::Regex { regex } => {
+            let text = reply.output_text();
+            (
+                regex.is_match(&text),
+                format!("regex {}", quote(regex.as_str())),
+                format!(
+                    "expected the reply to match /{}/; reply: {}",
+                    regex.as_str(),
+                    quote(&clip(&text))
+                ),
+            )
+        }
+        Kind::JsonPath { path, value } => {
+            let label = format!("{} = {}", path.text, compact(value));
+            match select(path, reply) {
+                Err(why) => (false, label, why),
+                Ok(actual) => {
+                    let holds = match (value, &actual) {
+                        (Value::Array(options), a) if !a.is_array() => {
+                            options.iter().any(|o| json_eq(o, a))
+                        }
+                        (e, a) => json_eq(e, a),
+                    };
+                    let why = if value.is_array() && !actual.is_array() {
+                        format!(
+                            "expected {} to be one of {}, got {}",
+                            path.text,
+                            compact(value),
+                            compact(&actual)
+                        )
+                    } else {
+                        format!(
+                            "expected {} to be {}, got {}",
+                            path.text,
+                            compact(value),
+                            compact(&actual)
+                        )
+                    };
+                    (holds, label, why)
+                }
+            }
+        }
+        Kind::Type { expected, path } => {
+            let target = match path {
+                Some(p) => match select(p, reply) {
+                    Ok(v) => v,
+                    Err(why) => return (false, format!("type {}", expected.name()), why),
+                },
+                None => reply.data.clone().unwrap_or_else(|| reply.content.clone()),
+            };
+            let actual = JsonType::of(&target);
+            let at = path
+                .as_ref()
+                .map(|p| format!("{} ", p.text))
+                .unwrap_or_default();
+            (
+                actual == *expected,
+                format!("type {at}{}", expected.name()),
+                format!(
+                    "expected {at}to be {}, got {} ({})",
+                    expected.name(),
+                    actual.name(),
+                    compact(&target)
+                ),
+            )
+        }
+        Kind::ToolCalled { names, arguments } => {
+            let label = if names.is_empty() {
+                "tool_called (any)".to_string()
+            } else {
+                format!(
+                    "tool_called {}",
+                    names
+                        .iter()
+                        .map(|n| quote(n))
+                        .collect::<Vec<_>>()
+                        .join(" | ")
+                )
+            };
+            let holds = reply.tool_calls.iter().any(|c| {
+                (names.is_empty() || names.iter().any(|n| tool_name_matches(&c.name, n)))
+                    && arguments
+                        .as_ref()
+                        .is_none_or(|m| matches(m, &c.arguments_json()))
+            });
+            let expected = match arguments {
+                Some(_) => " with the expected arguments",
+                None => "",
+            };
+            (
+                holds,
+                label,
+                format!(
+                    "expected a call to {}{expected}; {}",
+                    names_text(names),
+                    calls_text(&reply.tool_calls)
+                ),
+            )
+        }
+        Kind::ToolResult { tool, result } => {
+            let holds = reply.tool_calls.iter().any(|c| {
+                tool_name_matches(&c.name, tool)
+                    && c.result.as_ref().is_some_and(|r| matches(result, r))
+            });
+            (
+                holds,
+                format!("tool_result {}", quote(tool)),
+                format!(
+                    "expected {} to return a matching result; {}",
+                    quote(tool),
+                    calls_text(&reply.tool_calls)
+                ),
+            )
+        }
+        Kind::Script { .. } | Kind::Judge { .. } => unreachable!("handled by evaluate"),
+    }
+}
+
+/// A tool name matches exactly, or as the part after the last `.` or `__`
+/// (`expense.create_expense` and `mcp__create_expense` both match `create_expense`).
+pub(crate) fn tool_name_matches(actual: &str, expected: &str) -> bool {
+    actual == expected
+        || actual
+            .strip_suffix(expected)
+            .is_some_and(|prefix| prefix.ends_with('.') || prefix.ends_with("__"))
+}
+
+fn names_text(names: &[String]) -> String {
+    if names.is_empty() {
+        "any tool".into()
+    } else {
+        names
+            .iter()
+            .map(|n| quote(n))
+            .collect::<Vec<_>>()
+            .join(" or ")
+    }
+}
+
+fn calls_text(calls: &[ToolCall]) -> String {
+    if calls.is_empty() {
+        return "no tool was called".into();
+    }
+    let list: Vec<String> = calls
+        .iter()
+        .map(|c| {
+            let mut s = format!("{}({})", c.name, compact(&c.arguments_json()));
+            if let Some(r) = &c.result {
+                s.push_str(&format!(" -> {}", compact(r)));
+            }
+            s
+        })
+        .collect();
+    format!("called: {}", list.join(", "))
+}
+
+/// The structured reply: `data`, else non-text content, else the text parsed as JSON
+/// (a fenced ```json block inside the text is accepted).
+pub(crate) fn structured(reply: &Reply) -> Option<Value> {
+    if let Some(d) = &reply.data {
+        return Some(d.clone());
+    }
+    match &reply.content {
+        Value::Null => None,
+        Value::String(text) => parse_json_text(text),
+        other => Some(other.clone()),
+    }
+}
+
+fn parse_json_text(text: &str) -> Option<Value> {
+    let trimmed = text.trim();
+    if let Ok(v) = serde_json::from_str::<Value>(trimmed) {
+        return Some(v);
+    }
+    let start = trimmed.find("```")?;
+    let after = &trimmed[start + 3..];
+    let body_start = after.find('\n')?;
+    let (lang, rest) = after.split_at(body_start);
+    if !(lang.trim().is_empty() || lang.trim().eq_ignore_ascii_case("json")) {
+        return None;
+    }
+    let end = rest.find("```")?;
+    serde_json::from_str(rest[..end].trim()).ok()
+}
+
+fn select(path: &JsonPath, reply: &Reply) -> Result<Value, String> {
+    let Some(doc) = structured(reply) else {
+        return Err(format!(
+            "cannot evaluate {}: the reply has no `data` and its text is not JSON; reply: {}",
+            path.text,
+            quote(&clip(&reply.output_text()))
+        ));
+    };
+    match jsonpath_rust::query::js_path_process(&path.query, &doc) {
+        Ok(found) => Ok(match found.len() {
+            0 => Value::Null,
+            1 => found[0].clone().val().clone(),
+            _ => Value::Array(found.into_iter().map(|r| r.val().clone()).collect()),
+        }),
+        Err(e) => Err(format!("cannot evaluate {}: {e}", path.text)),
+    }
+}
+
+/// JSON equality with object key order ignored and `5` equal to `5.0`.
+pub(crate) fn json_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (x.as_f64(), y.as_f64()) {
+            (Some(p), Some(q)) if x.is_f64() || y.is_f64() => p == q,
+            _ => x == y,
+        },
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_eq(p, q))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+/// `expected` is a subset of `actual`: objects by the keys `expected` names,
+/// arrays element by element (same length), scalars equal.
+pub fn json_subset(expected: &Value, actual: &Value) -> bool {
+    match (expected, actual) {
+        (Value::Object(e), Value::Object(a)) => e
+            .iter()
+            .all(|(k, v)| a.get(k).is_some_and(|w| json_subset(v, w))),
+        (Value::Array(e), Value::Array(a)) => {
+            e.len() == a.len() && e.iter().zip(a).all(|(p, q)| json_subset(p, q))
+        }
+        _ => json_eq(expected, actual),
+    }
+}
+
+fn matches(m: &ValueMatcher, actual: &Value) -> bool {
+    match m {
+        ValueMatcher::Subset(v) => json_subset(v, actual),
+        ValueMatcher::Pattern(re) => match actual {
+            Value::String(s) => re.is_match(s),
+            other => re.is_match(&other.to_string()),
+        },
+        ValueMatcher::Object(fields) => match actual {
+            Value::Object(a) => fields
+                .iter()
+                .all(|(k, m)| a.get(k).is_some_and(|v| matches(m, v))),
+            _ => false,
+        },
+    }
+}
+
+fn quote(s: &str) -> String {
+    json!(s).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_names_match_by_suffix_after_a_separator() {
+        assert!(tool_name_matches("create_expense", "create_expense"));
+        assert!(tool_name_matches(
+            "expense.create_expense",
+            "create_expense"
+        ));
+        assert!(tool_name_matches("mcp__create_expense", "create_expense"));
+        assert!(!tool_name_matches("recreate_expense", "create_expense"));
+    }
+
+    #[test]
+    fn structured_reads_fenced_json() {
+        let r = Reply::text("Here:\n```json\n{\"a\": 1}\n```\nDone");
+        assert_eq!(structured(&r), Some(json!({"a": 1})));
+        assert_eq!(structured(&Reply::text("plain")), None);
+    }
+
+    #[test]
+    fn equality_ignores_key_order_and_number_form() {
+        assert!(json_eq(&json!({"a": 1, "b": 2}), &json!({"b": 2, "a": 1})));
+        assert!(json_eq(&json!(5), &json!(5.0)));
+        assert!(!json_eq(&json!([1, 2]), &json!([2, 1])));
+        assert!(json_subset(&json!({"a": 1}), &json!({"a": 1, "b": 2})));
+        assert!(!json_subset(&json!({"c": 1}), &json!({"a": 1})));
+    }
+}

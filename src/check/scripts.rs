@@ -1,0 +1,166 @@
+//! `script` assertions: config commands or functions registered in the Rust builder.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use crate::case::Assertion;
+use crate::check::{EvalEnv, Subject};
+use crate::config::{CommandConfig, Config};
+use crate::run::hooks::{command_spec, own_deadline};
+
+/// A script's verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    /// Whether the reply is acceptable.
+    pub passed: bool,
+    /// Why, shown when it fails.
+    pub message: Option<String>,
+}
+
+/// A script registered from Rust: receives `{output, input, response, conversation, value,
+/// metadata}`; `Err` means the script itself broke (a case error, not a failure).
+pub type ScriptFn = Arc<dyn Fn(&Value) -> Result<Check, String> + Send + Sync>;
+
+/// The scripts one config and the builder define.
+#[derive(Clone, Default)]
+pub struct Scripts {
+    commands: BTreeMap<String, CommandConfig>,
+    functions: HashMap<String, ScriptFn>,
+    config: Arc<Config>,
+}
+
+impl Scripts {
+    pub(crate) fn new(config: Arc<Config>, functions: HashMap<String, ScriptFn>) -> Self {
+        Scripts {
+            commands: config.file.scripts.clone(),
+            functions,
+            config,
+        }
+    }
+
+    /// Runs script `name` for one assertion: `Ok((passed, why))`, or `Err` when the script broke.
+    pub(crate) async fn run(
+        &self,
+        name: &str,
+        assertion: &Assertion,
+        subject: Subject<'_>,
+        env: &EvalEnv<'_>,
+    ) -> Result<(bool, String), String> {
+        let raw = &assertion.raw;
+        let mut metadata = env.metadata.clone();
+        if let (Some(Value::Object(extra)), Value::Object(m)) = (
+            raw.get("options")
+                .and_then(|o| o.get("metadata"))
+                .or_else(|| raw.get("metadata")),
+            &mut metadata,
+        ) {
+            for (k, v) in extra {
+                m.insert(k.clone(), v.clone());
+            }
+        }
+        let input = json!({
+            "output": subject.reply.output_value(),
+            "input": subject.input,
+            "response": subject.reply,
+            "conversation": subject.conversation,
+            "value": raw.get("value").cloned().unwrap_or(Value::Null),
+            "metadata": metadata,
+        });
+        if let Some(f) = self.functions.get(name) {
+            let f = f.clone();
+            let joined = tokio::time::timeout_at(
+                env.deadline,
+                tokio::task::spawn_blocking(move || f(&input)),
+            )
+            .await
+            .map_err(|_| format!("script `{name}` did not finish before the case's deadline"))?;
+            let check = joined
+                .map_err(|e| format!("script `{name}` panicked: {}", crate::util::panic_text(e)))?
+                .map_err(|e| format!("script `{name}` failed: {e}"))?;
+            return Ok((
+                check.passed,
+                check
+                    .message
+                    .unwrap_or_else(|| format!("script `{name}` rejected the reply")),
+            ));
+        }
+        let Some(cmd) = self.commands.get(name) else {
+            return Err(format!(
+                "script `{name}` is not defined; add [scripts.\"{name}\"] with `command = [...]` to {} or register it with Harness::script",
+                self.config.describe()
+            ));
+        };
+        let what = format!("[scripts.\"{name}\"]");
+        let spec = command_spec(&self.config, cmd, &what)?;
+        let deadline = own_deadline(cmd, env.deadline, &format!("{what}.timeout"))?;
+        let out = spec
+            .run(input.to_string().as_bytes(), deadline)
+            .await
+            .map_err(|e| format!("script `{name}`: {e}"))?;
+        let stderr = if out.stderr_tail.is_empty() {
+            String::new()
+        } else {
+            format!("; stderr:\n{}", out.stderr_tail)
+        };
+        if !out.success {
+            return Err(format!("script `{name}` crashed ({}){stderr}", out.status));
+        }
+        parse_answer(&out.stdout)
+            .map_err(|e| format!("script `{name}` answered badly: {e}{stderr}"))
+    }
+}
+
+/// Reads `{"pass" or "passed": bool, "message": "..."}` from a script's stdout (the last non-empty line).
+fn parse_answer(stdout: &str) -> Result<(bool, String), String> {
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .ok_or("it printed nothing; expected {\"pass\": true|false, \"message\": \"...\"}")?;
+    let v: Value = serde_json::from_str(line.trim()).map_err(|e| {
+        format!(
+            "`{}` is not JSON ({e}); expected {{\"pass\": true|false, \"message\": \"...\"}}",
+            crate::util::clip(line)
+        )
+    })?;
+    let passed = v
+        .get("pass")
+        .or_else(|| v.get("passed"))
+        .and_then(Value::as_bool)
+        .ok_or_else(|| {
+            format!(
+                "`{}` has no boolean `pass` or `passed`",
+                crate::util::clip(line)
+            )
+        })?;
+    let message = v
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or(if passed {
+            "passed"
+        } else {
+            "the script rejected the reply"
+        });
+    Ok((passed, message.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_answer;
+
+    #[test]
+    fn reads_both_spellings_and_rejects_garbage() {
+        assert!(parse_answer("{\"pass\": true}\n").unwrap().0);
+        assert_eq!(
+            parse_answer("log\n{\"passed\": false, \"message\": \"too low\"}").unwrap(),
+            (false, "too low".into())
+        );
+        assert!(parse_answer("").unwrap_err().contains("printed nothing"));
+        assert!(parse_answer("nope").unwrap_err().contains("not JSON"));
+        assert!(parse_answer("{\"ok\": 1}")
+            .unwrap_err()
+            .contains("no boolean"));
+    }
+}

@@ -1,0 +1,337 @@
+//! The agent protocol: the request every agent kind receives and the reply it must give.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::util::value_text;
+
+/// What an agent receives for one turn; the same for process, HTTP and in-process agents.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Request {
+    /// One id per conversation (per case run).
+    pub session_id: String,
+    /// The case id.
+    pub test_id: String,
+    /// 1-based turn number.
+    pub turn: u32,
+    /// The new user message's text.
+    pub input: String,
+    /// The whole history, ending with the new user message.
+    pub messages: Vec<Message>,
+    /// The case's `options` (merged with the turn's), passed as is.
+    #[serde(default)]
+    pub options: Value,
+    /// The case's `metadata`, plus Yao's `user` and `team` when given.
+    #[serde(default)]
+    pub metadata: Value,
+    /// The turn's attachments, when it has any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<Value>,
+}
+
+/// One tool call the agent made during a turn.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ToolCall {
+    /// The tool's name.
+    pub name: String,
+    /// The arguments (an object, or a string holding JSON, as models emit them).
+    #[serde(default, alias = "args")]
+    pub arguments: Value,
+    /// The tool's result, when the agent reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    /// The tool's error, when it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<Value>,
+}
+
+impl ToolCall {
+    /// The arguments as JSON, parsing string-encoded JSON first.
+    pub fn arguments_json(&self) -> Value {
+        match &self.arguments {
+            Value::String(s) => serde_json::from_str(s).unwrap_or_else(|_| self.arguments.clone()),
+            other => other.clone(),
+        }
+    }
+}
+
+/// Token usage an agent reports.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Usage {
+    /// Prompt tokens.
+    #[serde(default)]
+    pub input_tokens: u64,
+    /// Completion tokens.
+    #[serde(default)]
+    pub output_tokens: u64,
+}
+
+/// What an agent answers for one turn.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Reply {
+    /// The reply text (or any JSON an agent answers with).
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub content: Value,
+    /// Tools called while producing the reply.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// The agent says it waits for the user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub awaiting_input: Option<bool>,
+    /// What the agent expects the user to say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_hint: Option<String>,
+    /// Structured output, the subject of `json_path` assertions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    /// Token usage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+}
+
+impl Reply {
+    /// A reply with text content.
+    pub fn text(content: impl Into<String>) -> Self {
+        Reply {
+            content: Value::String(content.into()),
+            ..Reply::default()
+        }
+    }
+
+    /// Adds a tool call.
+    pub fn with_tool_call(
+        mut self,
+        name: impl Into<String>,
+        arguments: Value,
+        result: Option<Value>,
+    ) -> Self {
+        self.tool_calls.push(ToolCall {
+            name: name.into(),
+            arguments,
+            result,
+            error: None,
+        });
+        self
+    }
+
+    /// Sets structured data.
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    /// The reply's text: the content as text, or the data's JSON text when there is no content.
+    pub fn output_text(&self) -> String {
+        match (&self.content, &self.data) {
+            (Value::Null, Some(d)) => d.to_string(),
+            (c, _) => value_text(c),
+        }
+    }
+
+    /// The reply's value: the content, or the data when there is no content.
+    pub fn output_value(&self) -> Value {
+        match (&self.content, &self.data) {
+            (Value::Null, Some(d)) => d.clone(),
+            (c, _) => c.clone(),
+        }
+    }
+
+    /// The assistant message this reply adds to the history.
+    pub fn to_message(&self) -> Message {
+        Message::assistant(
+            self.content.clone(),
+            if self.tool_calls.is_empty() {
+                None
+            } else {
+                serde_json::to_value(&self.tool_calls).ok()
+            },
+        )
+    }
+
+    /// Reads a reply from JSON, checking the contract; the error says what was wrong.
+    pub fn from_json(v: Value) -> Result<Reply, String> {
+        let Value::Object(obj) = &v else {
+            return Err(format!(
+                "the reply must be a JSON object like {{\"content\": \"...\"}}, got {}",
+                crate::source::fields::type_of(&v)
+            ));
+        };
+        check_reply_shape(obj)?;
+        let reply: Reply = serde_json::from_value(v)
+            .map_err(|e| format!("the reply does not fit the protocol: {e}"))?;
+        if reply.content.is_null() && reply.tool_calls.is_empty() && reply.data.is_none() {
+            return Err(
+                "the reply has none of `content`, `tool_calls` or `data`; an agent must answer with at least one"
+                    .into(),
+            );
+        }
+        Ok(reply)
+    }
+}
+
+fn check_reply_shape(obj: &Map<String, Value>) -> Result<(), String> {
+    if let Some(tc) = obj.get("tool_calls") {
+        match tc {
+            Value::Null => {}
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    match item.get("name") {
+                        Some(Value::String(_)) => {}
+                        Some(_) => return Err(format!("`tool_calls[{i}].name` must be a string")),
+                        None => {
+                            return Err(format!(
+                                "`tool_calls[{i}].name` is missing; every tool call needs a name"
+                            ))
+                        }
+                    }
+                }
+            }
+            _ => {
+                return Err(
+                    "`tool_calls` must be an array of {\"name\", \"arguments\"} objects".into(),
+                )
+            }
+        }
+    }
+    if let Some(a) = obj.get("awaiting_input") {
+        if !a.is_boolean() && !a.is_null() {
+            return Err("`awaiting_input` must be true or false".into());
+        }
+    }
+    if let Some(u) = obj.get("usage") {
+        if !u.is_object() && !u.is_null() {
+            return Err("`usage` must be an object {\"input_tokens\", \"output_tokens\"}".into());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn accepts_the_contract_and_names_what_breaks_it() {
+        let r = Reply::from_json(
+            json!({"content": "hi", "tool_calls": [{"name": "t", "args": {"a": 1}}]}),
+        )
+        .unwrap();
+        assert_eq!(r.tool_calls[0].arguments, json!({"a": 1}));
+        assert!(Reply::from_json(json!({})).unwrap_err().contains("none of"));
+        assert!(Reply::from_json(json!([1]))
+            .unwrap_err()
+            .contains("JSON object"));
+        assert!(Reply::from_json(json!({"tool_calls": [{}]}))
+            .unwrap_err()
+            .contains("tool_calls[0].name"));
+        assert!(
+            Reply::from_json(json!({"content": "x", "awaiting_input": "yes"}))
+                .unwrap_err()
+                .contains("awaiting_input")
+        );
+    }
+
+    #[test]
+    fn string_arguments_are_parsed() {
+        let t = ToolCall {
+            name: "x".into(),
+            arguments: json!("{\"a\":1}"),
+            result: None,
+            error: None,
+        };
+        assert_eq!(t.arguments_json(), json!({"a": 1}));
+    }
+}
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Message {
+    /// `user`, `assistant`, `system` or `tool`.
+    pub role: String,
+    /// The text (or, for structured agents, any JSON value).
+    #[serde(default)]
+    pub content: Value,
+    /// Tool calls an assistant message made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Value>,
+    /// The participant's name (a tool message: the tool that answered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// A tool message: the id of the tool call it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+impl Message {
+    /// A user message with text content.
+    pub fn user(text: impl Into<String>) -> Self {
+        Message {
+            role: "user".into(),
+            content: Value::String(text.into()),
+            tool_calls: None,
+            name: None,
+            tool_call_id: None,
+        }
+    }
+
+    /// An assistant message: the reply's content and the tool calls it made, if any.
+    /// Build assistant messages with this rather than a struct literal, so that new
+    /// optional fields on `Message` do not break the callers.
+    pub fn assistant(content: Value, tool_calls: Option<Value>) -> Self {
+        Message {
+            role: "assistant".into(),
+            content,
+            tool_calls,
+            name: None,
+            tool_call_id: None,
+        }
+    }
+
+    /// The content as text: strings as they are, other JSON as its compact text.
+    pub fn text(&self) -> String {
+        value_text(&self.content)
+    }
+}
+
+/// Who made a model call, for token accounting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The agent under test (an `openai` agent).
+    Agent,
+    /// The user simulator.
+    Simulator,
+    /// A judge.
+    Judge,
+}
+
+impl Role {
+    /// The lowercase name, as in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Agent => "agent",
+            Role::Simulator => "simulator",
+            Role::Judge => "judge",
+        }
+    }
+}
+
+/// Token usage of one call, as the chat-completions API reports it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenUsage {
+    /// Prompt tokens.
+    #[serde(default, alias = "input_tokens")]
+    pub prompt_tokens: u64,
+    /// Completion tokens.
+    #[serde(default, alias = "output_tokens")]
+    pub completion_tokens: u64,
+}
+
+impl TokenUsage {
+    /// Adds another call's usage.
+    pub fn add(&mut self, other: TokenUsage) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+    }
+}

@@ -1,0 +1,317 @@
+//! The binary's console output: the seed's tree of cases and turns, and the summary block.
+
+use std::fmt::Write;
+use std::time::Duration;
+
+use crate::record::{AssertionReport, CaseReport, Status, Summary, TurnReport};
+use crate::util::value_text;
+
+const HEAVY: &str = "═══════════════════════════════════════════════════════════════";
+const LIGHT: &str = "───────────────────────────────────────────────────────────────";
+
+/// How the console renders.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Style {
+    /// ANSI colours on.
+    pub(crate) color: bool,
+    /// `-v`: replies and every assertion.
+    pub(crate) verbose: bool,
+    /// Show trial names (`suite::id`) instead of bare ids, when several suites run.
+    pub(crate) qualified: bool,
+}
+
+impl Style {
+    fn paint(&self, status: Status, text: &str) -> String {
+        if !self.color {
+            return text.to_string();
+        }
+        let code = match status {
+            Status::Passed => "32",
+            Status::Skipped => "33",
+            _ => "31",
+        };
+        format!("\x1b[{code}m{text}\x1b[0m")
+    }
+
+    fn dim(&self, text: &str) -> String {
+        if self.color {
+            format!("\x1b[2m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+}
+
+/// The header: title, agent, input and case count.
+pub(crate) fn header(agent: &str, input: &str, cases: usize) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{HEAVY}\n  Agent Test\n{HEAVY}");
+    let _ = writeln!(s, "ℹ Agent: {agent}");
+    let plural = if cases == 1 {
+        "test case"
+    } else {
+        "test cases"
+    };
+    let _ = writeln!(s, "ℹ Input: {input} ({cases} {plural})");
+    let _ = writeln!(s, "\n{LIGHT}\n  Running Tests\n{LIGHT}");
+    s
+}
+
+/// Seconds with one decimal (`2.1s`), or milliseconds under one second (`15ms`).
+pub(crate) fn secs(ms: u64) -> String {
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else {
+        format!("{:.1}s", Duration::from_millis(ms).as_secs_f64())
+    }
+}
+
+fn quote(text: &str) -> String {
+    let one_line = text.replace('\n', " ");
+    let clipped: String = one_line.chars().take(80).collect();
+    let ell = if one_line.chars().count() > 80 {
+        "…"
+    } else {
+        ""
+    };
+    serde_json::Value::String(format!("{clipped}{ell}")).to_string()
+}
+
+/// One case's block.
+pub(crate) fn case_block(r: &CaseReport, style: &Style) -> String {
+    let mut s = String::new();
+    let label = if style.qualified {
+        r.trial.as_str()
+    } else {
+        r.trial.rsplit("::").next().unwrap_or(&r.id)
+    };
+    let turns = match r.total_turns {
+        0 => String::new(),
+        1 => " (1 turn)".into(),
+        n => format!(" ({n} turns)"),
+    };
+    let name = if r.name != r.id {
+        format!(" {}", r.name)
+    } else {
+        String::new()
+    };
+    let _ = writeln!(s, "\n► [{label}]{name}{turns}");
+    if r.mode.is_none() {
+        let _ = writeln!(
+            s,
+            "  └─ {}: failed to load",
+            style.paint(Status::Error, "ERROR")
+        );
+        let _ = writeln!(s, "     {}", r.error.as_deref().unwrap_or_default());
+        return s;
+    }
+    if r.status == Status::Skipped {
+        let _ = writeln!(s, "  └─ {}", style.paint(Status::Skipped, "SKIPPED"));
+        let reason = r.error.as_deref().unwrap_or_default();
+        let mut lines = reason.lines();
+        let _ = writeln!(s, "     Reason: {}", lines.next().unwrap_or_default());
+        for line in lines {
+            let line = line
+                .strip_prefix("hint: ")
+                .map(|h| format!("Hint: {h}"))
+                .unwrap_or_else(|| line.to_string());
+            let _ = writeln!(s, "     {line}");
+        }
+        return s;
+    }
+    for t in &r.turns {
+        turn_lines(&mut s, t, style);
+    }
+    if !r.final_assertions.is_empty() {
+        let ok = r.final_assertions.iter().all(|a| a.passed);
+        let st = if ok { Status::Passed } else { Status::Failed };
+        let _ = writeln!(s, "  ├─ Final Assertions: {}", style.paint(st, st.label()));
+        assertion_lines(&mut s, &r.final_assertions, style, "  │  ");
+        let _ = writeln!(s, "  │");
+    }
+    if !r.checkpoints.is_empty() {
+        let reached = r
+            .checkpoints
+            .iter()
+            .filter(|c| c.reached && !c.forbidden)
+            .count();
+        let wanted = r.checkpoints.iter().filter(|c| !c.forbidden).count();
+        let _ = writeln!(
+            s,
+            "  ├─ Checkpoints: {reached}/{wanted} reached{}",
+            r.termination
+                .as_deref()
+                .map(|t| format!(" ({t})"))
+                .unwrap_or_default()
+        );
+        for c in r
+            .checkpoints
+            .iter()
+            .filter(|c| !c.reached && c.required && !c.forbidden)
+        {
+            let _ = writeln!(
+                s,
+                "  │  {} {}: {}",
+                style.paint(Status::Failed, "✗"),
+                c.id,
+                c.message
+            );
+        }
+        let _ = writeln!(s, "  │");
+    }
+    let _ = writeln!(
+        s,
+        "  └─ Result: {} ({})",
+        style.paint(r.status, r.status.label()),
+        secs(r.duration_ms)
+    );
+    if r.status != Status::Passed {
+        if let Some(e) = &r.error {
+            // A golden mismatch carries a diff: coloured on a terminal.
+            let text = match &r.golden {
+                Some(_) => crate::record::review::paint_diff(e, style.color),
+                None => e.clone(),
+            };
+            for line in text.lines() {
+                let _ = writeln!(s, "     {line}");
+            }
+        }
+    }
+    s
+}
+
+fn turn_lines(s: &mut String, t: &TurnReport, style: &Style) {
+    let status = if t.error.is_some() {
+        Status::Error
+    } else if t.ok() {
+        Status::Passed
+    } else {
+        Status::Failed
+    };
+    // Where the input came from, when it is not the script: the seed's markers.
+    let source = match t.input_source.as_str() {
+        "initial" => "[Initial] ",
+        "simulated" => "[Simulated] ",
+        "human" => "[Human] ",
+        _ => "",
+    };
+    let _ = writeln!(
+        s,
+        "  ├─ Turn {}: {source}{} → {} ({})",
+        t.turn,
+        quote(&t.input),
+        style.paint(status, status.label()),
+        secs(t.duration_ms)
+    );
+    let pad = "  │          ";
+    if style.verbose || !t.ok() {
+        if t.error.is_none() {
+            let reply = value_text(&t.output);
+            if !reply.is_empty() || t.tool_calls.is_empty() {
+                let _ = writeln!(s, "{pad}Agent: {}", style.dim(&quote(&reply)));
+            }
+            for c in &t.tool_calls {
+                let args = c.arguments_json().to_string();
+                let _ = writeln!(
+                    s,
+                    "{pad}Agent: [tool: {}({})]",
+                    c.name,
+                    crate::util::clip(&args)
+                );
+            }
+        }
+        if let Some(e) = &t.error {
+            let _ = writeln!(s, "{pad}Error: {}", e.lines().next().unwrap_or_default());
+        }
+    }
+    let shown: Vec<AssertionReport> = t
+        .assertions
+        .iter()
+        .filter(|a| style.verbose || !a.passed)
+        .cloned()
+        .collect();
+    assertion_lines(s, &shown, style, pad);
+    // Checkpoints: the ones reached always, the others with -v.
+    let shown: Vec<AssertionReport> = t
+        .checkpoints
+        .iter()
+        .filter(|a| style.verbose || a.passed)
+        .cloned()
+        .collect();
+    assertion_lines(s, &shown, style, pad);
+    let _ = writeln!(s, "  │");
+}
+
+fn assertion_lines(s: &mut String, list: &[AssertionReport], style: &Style, pad: &str) {
+    for a in list {
+        if a.passed {
+            let _ = writeln!(s, "{pad}{} {}", style.paint(Status::Passed, "✓"), a.label);
+        } else {
+            let _ = writeln!(s, "{pad}{} {}", style.paint(Status::Failed, "✗"), a.label);
+            for line in a.message.lines() {
+                let _ = writeln!(s, "{pad}  {line}");
+            }
+        }
+    }
+}
+
+/// The summary block.
+pub(crate) fn summary(sum: &Summary) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "\n{LIGHT}\n  Summary\n{LIGHT}");
+    let plural = if sum.total == 1 { "test" } else { "tests" };
+    let _ = writeln!(s, "  Total:   {} {plural}", sum.total);
+    let _ = writeln!(s, "  Passed:  {}", sum.passed);
+    let timeouts = if sum.timeouts > 0 {
+        format!(" ({} timed out)", sum.timeouts)
+    } else {
+        String::new()
+    };
+    let _ = writeln!(s, "  Failed:  {}{timeouts}", sum.failed);
+    let _ = writeln!(s, "  Errors:  {}", sum.errors);
+    let _ = writeln!(s, "  Skipped: {}", sum.skipped);
+    let ran = sum.total - sum.skipped;
+    let avg = if ran == 0 {
+        0.0
+    } else {
+        sum.total_turns as f64 / ran as f64
+    };
+    let _ = writeln!(s, "\n  Total turns: {}", sum.total_turns);
+    let _ = writeln!(s, "  Avg turns/test: {avg:.1}");
+    let _ = writeln!(s, "  Total time: {}", secs(sum.duration_ms));
+    if !sum.usage.is_empty() {
+        let roles: Vec<String> = sum
+            .usage
+            .iter()
+            .map(|(role, u)| {
+                format!(
+                    "{} {} in / {} out",
+                    role.name(),
+                    u.prompt_tokens,
+                    u.completion_tokens
+                )
+            })
+            .collect();
+        let _ = writeln!(s, "  Tokens: {}", roles.join(", "));
+    }
+    if sum.model_calls > 0 {
+        let _ = writeln!(
+            s,
+            "  Model calls: {} ({} retried)",
+            sum.model_calls, sum.retries
+        );
+    }
+    if sum.interrupted {
+        let _ = writeln!(
+            s,
+            "\n  Interrupted (Ctrl-C): running agents were stopped; unfinished cases are reported as not run"
+        );
+    }
+    if sum.stopped_early {
+        let _ = writeln!(
+            s,
+            "\n  Stopped early (--fail-fast): cases after the first failure were not run"
+        );
+    }
+    s
+}

@@ -1,0 +1,470 @@
+//! What every report format shares: the plain-text transcript, time and text-cleaning
+//! helpers the renderers use.
+
+use std::fmt::Write;
+
+use crate::record::{AssertionReport, CaseReport, RunInfo, Status, Summary, TurnReport};
+use crate::util::value_text;
+
+/// The summary as reports show it: `type` set, counted from the cases when the summary
+/// counted none (a report collected under nextest has no summary line), and the run's
+/// wall time when the summary has none.
+pub(crate) fn summary_for(run: &RunInfo, summary: &Summary, cases: &[CaseReport]) -> Summary {
+    let mut s = summary.clone();
+    if s.total == 0 && !cases.is_empty() {
+        let mut counted = Summary::new();
+        cases.iter().for_each(|c| counted.add(c));
+        counted.duration_ms = s.duration_ms;
+        counted.stopped_early = s.stopped_early;
+        s = counted;
+    }
+    s.kind = "summary".into();
+    if s.duration_ms == 0 {
+        s.duration_ms = run.duration_ms;
+    }
+    s
+}
+
+/// Wall time of the run: the run's own, else the summary's.
+pub(crate) fn total_ms(run: &RunInfo, summary: &Summary) -> u64 {
+    if run.duration_ms > 0 {
+        run.duration_ms
+    } else {
+        summary.duration_ms
+    }
+}
+
+/// The cases sorted by trial name (stable, so equal names keep their order).
+pub(crate) fn sorted(cases: &[CaseReport]) -> Vec<&CaseReport> {
+    let mut v: Vec<&CaseReport> = cases.iter().collect();
+    v.sort_by(|a, b| a.trial.cmp(&b.trial));
+    v
+}
+
+/// Whether a case counts as failing: failed, timed out or errored.
+pub(crate) fn is_failing(status: Status) -> bool {
+    matches!(status, Status::Failed | Status::Timeout | Status::Error)
+}
+
+/// Lowercase status name, as in the JSONL report.
+pub(crate) fn status_name(status: Status) -> &'static str {
+    match status {
+        Status::Passed => "passed",
+        Status::Failed => "failed",
+        Status::Error => "error",
+        Status::Skipped => "skipped",
+        Status::Timeout => "timeout",
+    }
+}
+
+/// Seconds with one decimal (`2.1s`), or milliseconds under one second (`15ms`).
+pub(crate) fn secs(ms: u64) -> String {
+    crate::record::console::secs(ms)
+}
+
+/// The command line as one string, arguments with spaces or quotes quoted.
+pub(crate) fn command_line(command: &[String]) -> String {
+    command
+        .iter()
+        .map(|a| {
+            let plain = !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./:=,@+%".contains(c));
+            if plain {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `text` with ANSI escape sequences removed and every control character other than tab,
+/// newline and carriage return (and the non-characters U+FFFE, U+FFFF) replaced by
+/// U+FFFD: what XML 1.0 and HTML accept, and what a reader can see.
+pub(crate) fn clean(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1b}' => {
+                // CSI: ESC [ parameters intermediates final (0x40..=0x7E).
+                if chars.peek() == Some(&'[') {
+                    chars.next();
+                    for c in chars.by_ref() {
+                        if ('\u{40}'..='\u{7e}').contains(&c) {
+                            break;
+                        }
+                    }
+                } else if chars.peek() == Some(&']') {
+                    // OSC: ESC ] ... (BEL | ESC \).
+                    chars.next();
+                    while let Some(c) = chars.next() {
+                        if c == '\u{7}' {
+                            break;
+                        }
+                        if c == '\u{1b}' && chars.peek() == Some(&'\\') {
+                            chars.next();
+                            break;
+                        }
+                    }
+                } else {
+                    out.push('\u{fffd}');
+                }
+            }
+            '\t' | '\n' | '\r' => out.push(c),
+            c if c.is_control() || c == '\u{fffe}' || c == '\u{ffff}' => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The first line of `text`, cut to `max` characters with an ellipsis.
+pub(crate) fn first_line(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or_default().trim_end();
+    if line.chars().count() <= max {
+        line.to_string()
+    } else {
+        let head: String = line.chars().take(max).collect();
+        format!("{head}…")
+    }
+}
+
+/// A reply as text: a string as is, other JSON pretty-printed.
+pub(crate) fn reply_text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(_) | serde_json::Value::Null => value_text(v),
+        other => serde_json::to_string_pretty(other).unwrap_or_else(|_| other.to_string()),
+    }
+}
+
+/// A tool call's arguments or result on one line.
+pub(crate) fn compact_json(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// `1 turn`, `3 turns`.
+pub(crate) fn turns_label(n: u32) -> String {
+    if n == 1 {
+        "1 turn".into()
+    } else {
+        format!("{n} turns")
+    }
+}
+
+/// Token usage by role: `agent 12 in / 9 out, judge 3 in / 1 out`, or `None` when none.
+pub(crate) fn tokens_line(
+    usage: &std::collections::BTreeMap<crate::protocol::Role, crate::protocol::TokenUsage>,
+) -> Option<String> {
+    if usage.is_empty() {
+        return None;
+    }
+    Some(
+        usage
+            .iter()
+            .map(|(role, u)| {
+                format!(
+                    "{} {} in / {} out",
+                    role.name(),
+                    u.prompt_tokens,
+                    u.completion_tokens
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+    )
+}
+
+/// Average turns per case that ran (skipped cases excluded).
+pub(crate) fn avg_turns(summary: &Summary) -> f64 {
+    let ran = summary.total.saturating_sub(summary.skipped);
+    if ran == 0 {
+        0.0
+    } else {
+        summary.total_turns as f64 / ran as f64
+    }
+}
+
+/// Whether a checkpoint verdict on a turn is one that matched there (reached, or, for a
+/// forbidden checkpoint, hit).
+fn turn_checkpoint_hit(a: &AssertionReport) -> bool {
+    a.passed
+}
+
+/// The plain-text transcript of a case, for JUnit and Markdown: a header (status, mode,
+/// turns, duration, location, tags), the error, each turn's input, reply, tool calls,
+/// verdicts, checkpoints reached and error, the final assertions and the checkpoints.
+/// Texts are whole (not clipped) and cleaned of ANSI escapes and control characters.
+pub(crate) fn transcript(r: &CaseReport) -> String {
+    let mut s = String::new();
+    let title = if r.name != r.id {
+        format!("{} — {}", r.trial, r.name)
+    } else {
+        r.trial.clone()
+    };
+    let _ = writeln!(s, "{title}");
+    let mut facts = vec![r.status.label().to_string()];
+    if let Some(m) = &r.mode {
+        facts.push(m.clone());
+    }
+    if let Some(a) = &r.agent {
+        facts.push(format!("agent {a}"));
+    }
+    if r.mode.is_some() {
+        facts.push(turns_label(r.total_turns));
+    }
+    facts.push(secs(r.duration_ms));
+    let _ = writeln!(s, "{}", facts.join(" · "));
+    let _ = writeln!(s, "location: {}", r.location);
+    if !r.tags.is_empty() {
+        let _ = writeln!(s, "tags: {}", r.tags.join(", "));
+    }
+    if let Some(sim) = &r.simulator {
+        let _ = writeln!(s, "simulator: {sim}");
+    }
+    if let Some(t) = &r.termination {
+        let _ = writeln!(s, "termination: {t}");
+    }
+    if let Some(e) = &r.error {
+        let label = match (r.mode.is_none(), r.status) {
+            (true, _) => "failed to load",
+            (_, Status::Skipped) => "skipped",
+            (_, Status::Passed) => "note",
+            _ => "error",
+        };
+        field(&mut s, "", label, e);
+    }
+    for t in &r.turns {
+        s.push('\n');
+        turn_text(&mut s, t);
+    }
+    if !r.final_assertions.is_empty() {
+        let _ = writeln!(s, "\nfinal assertions");
+        verdicts(&mut s, "  ", &r.final_assertions);
+    }
+    if !r.checkpoints.is_empty() {
+        let _ = writeln!(s, "\ncheckpoints");
+        for c in &r.checkpoints {
+            let kind = if c.forbidden {
+                "forbidden"
+            } else if c.required {
+                "required"
+            } else {
+                "optional"
+            };
+            let ok = if c.forbidden { !c.reached } else { c.reached };
+            let mark = if ok { "✓" } else { "✗" };
+            let what = match (c.forbidden, c.reached, c.reached_at_turn) {
+                (true, false, _) => "never matched".to_string(),
+                (true, true, Some(n)) => format!("matched at turn {n}"),
+                (true, true, None) => "matched".to_string(),
+                (false, true, Some(n)) => format!("reached at turn {n}"),
+                (false, true, None) => "reached".to_string(),
+                (false, false, _) => "not reached".to_string(),
+            };
+            let desc = c
+                .description
+                .as_deref()
+                .map(|d| format!(" ({d})"))
+                .unwrap_or_default();
+            let head = format!("{mark} {}{desc} [{kind}]: {what}", c.id);
+            if c.message.is_empty() {
+                let _ = writeln!(s, "  {head}");
+            } else {
+                field(&mut s, "  ", &head, &c.message);
+            }
+        }
+    }
+    clean(s.trim_end())
+}
+
+fn turn_text(s: &mut String, t: &TurnReport) {
+    let verdict = if t.error.is_some() {
+        "ERROR"
+    } else if t.ok() {
+        "PASSED"
+    } else {
+        "FAILED"
+    };
+    let _ = writeln!(
+        s,
+        "turn {} · {} · {} · {verdict}",
+        t.turn,
+        if t.input_source.is_empty() {
+            "static"
+        } else {
+            &t.input_source
+        },
+        secs(t.duration_ms)
+    );
+    field(s, "  ", "user", &t.input);
+    if let Some(r) = &t.reasoning {
+        field(s, "  ", "simulator's reasoning", r);
+    }
+    if !t.output.is_null() || t.error.is_none() {
+        field(s, "  ", "agent", &reply_text(&t.output));
+    }
+    for c in &t.tool_calls {
+        let mut line = format!("{}({})", c.name, compact_json(&c.arguments));
+        if let Some(r) = &c.result {
+            let _ = write!(line, " -> {}", compact_json(r));
+        }
+        if let Some(e) = &c.error {
+            let _ = write!(line, " !! error: {}", compact_json(e));
+        }
+        field(s, "  ", "tool call", &line);
+    }
+    if let Some(d) = &t.data {
+        field(s, "  ", "data", &d.to_string());
+    }
+    if t.awaiting_input {
+        let _ = writeln!(s, "  (awaiting input)");
+    }
+    verdicts(s, "  ", &t.assertions);
+    for c in t.checkpoints.iter().filter(|c| turn_checkpoint_hit(c)) {
+        field(s, "  ", &format!("◆ {}", c.label), &c.message);
+    }
+    if let Some(e) = &t.error {
+        field(s, "  ", "error", e);
+    }
+}
+
+fn verdicts(s: &mut String, indent: &str, list: &[AssertionReport]) {
+    for a in list {
+        if a.passed {
+            let _ = writeln!(s, "{indent}✓ {}", a.label);
+        } else {
+            let _ = writeln!(s, "{indent}✗ {}", a.label);
+            if !a.message.is_empty() && a.message != a.label {
+                for line in a.message.lines() {
+                    let _ = writeln!(s, "{indent}    {line}");
+                }
+            }
+        }
+    }
+}
+
+/// `label: text`, continuation lines indented under the text.
+fn field(s: &mut String, indent: &str, label: &str, text: &str) {
+    let mut lines = text.lines();
+    let _ = writeln!(s, "{indent}{label}: {}", lines.next().unwrap_or_default());
+    let pad = " ".repeat(label.chars().count() + 2);
+    for line in lines {
+        let _ = writeln!(s, "{indent}{pad}{line}");
+    }
+}
+
+/// Records of a small run, for the renderers' unit tests: a pass with a tool call, a
+/// failure whose reply holds markup and control characters, an agent crash, a load
+/// error, a timeout, a skip and a dynamic case that missed a checkpoint.
+#[cfg(test)]
+pub(crate) fn sample() -> (RunInfo, Summary, Vec<CaseReport>) {
+    let lines = [
+        r#"{"id":"policy","name":"Meal policy","suite":"expense","trial":"expense::policy","status":"passed","mode":"single","agent":"default","turns":[{"turn":1,"input":"What is the meal policy?","input_source":"static","output":"Meals are reimbursed up to $75 per day.","tool_calls":[{"name":"get_policy","arguments":{"topic":"expenses"},"result":{"meal_limit_per_day":75}}],"awaiting_input":false,"assertions":[{"type":"tool_called","name":"get_policy","passed":true,"label":"tool_called \"get_policy\"","message":"tool_called \"get_policy\""}],"duration_ms":12,"usage":{"input_tokens":12,"output_tokens":9}}],"total_turns":1,"duration_ms":15,"location":"expense.jsonl:1:1","tags":["smoke"],"usage":{"agent":{"prompt_tokens":12,"completion_tokens":9}}}"#,
+        r#"{"id":"xss","name":"Echo <b>markup</b> & \"quotes\"","suite":"expense","trial":"expense::xss","status":"failed","mode":"single","agent":"default","turns":[{"turn":1,"input":"<script>alert(1)</script> ]]> \u0007 \u001b[31mred\u001b[0m","input_source":"static","output":"You said: <script>alert(1)</script> ]]> \u0007 \u001b[31mred\u001b[0m","awaiting_input":false,"assertions":[{"type":"contains","value":"nope","passed":false,"label":"contains \"nope\"","message":"expected the reply to contain \"nope\"; reply: \"You said: <script>alert(1)</script>\""}],"duration_ms":20}],"total_turns":1,"duration_ms":21,"error":"turn 1: contains \"nope\": expected the reply to contain \"nope\"\n--- golden\n+++ actual\n-old | line\n+new </pre> line","location":"expense.jsonl:2:1","tags":["security","smoke"]}"#,
+        r#"{"id":"crash","name":"crash","suite":"flow","trial":"flow::crash","status":"error","mode":"single","agent":"default","turns":[{"turn":1,"input":"CRASH now","input_source":"static","output":null,"awaiting_input":false,"assertions":[],"duration_ms":5,"error":"agent process exited before replying (exit status: 3)"}],"total_turns":1,"duration_ms":6,"error":"turn 1: agent process exited before replying (exit status: 3)\nfatal: the agent crashed on purpose","location":"flow.jsonl:1:1"}"#,
+        r#"{"id":"bad","name":"bad","suite":"flow","trial":"flow::bad","status":"error","turns":[],"total_turns":0,"duration_ms":0,"error":"flow.jsonl:2:46: field `assertions[0].type`: unknown assertion type \"contians\"; did you mean \"contains\"?","location":"flow.jsonl:2:46"}"#,
+        r#"{"id":"slow","name":"slow","suite":"flow","trial":"flow::slow","status":"timeout","mode":"single","agent":"default","turns":[],"total_turns":0,"duration_ms":302,"error":"timeout after 300ms (while waiting for the reply to turn 1; the agent was stopped)","location":"flow.jsonl:3:1"}"#,
+        r#"{"id":"later","name":"Not ready","suite":"flow","trial":"flow::later","status":"skipped","mode":"single","turns":[],"total_turns":0,"duration_ms":0,"error":"skip: true in the case","location":"flow.jsonl:4:1"}"#,
+        r#"{"id":"endless","name":"endless","suite":"chat/dynamic","trial":"chat/dynamic::endless","status":"failed","mode":"dynamic","agent":"default","turns":[{"turn":1,"input":"I want to submit an expense","input_source":"initial","output":"What type of expense?","awaiting_input":true,"awaiting_reason":"agent_declared","assertions":[],"checkpoints":[{"checkpoint":"ask","passed":true,"label":"checkpoint ask","message":"reached at turn 1: contains \"type\""},{"checkpoint":"drafted","passed":false,"label":"checkpoint drafted","message":"no tool was called"}],"duration_ms":86},{"turn":2,"input":"hmm","input_source":"simulated","output":{"status":"ok"},"awaiting_input":false,"reasoning":"script rule 1","assertions":[],"duration_ms":1}],"total_turns":2,"duration_ms":94,"error":"the agent completed at turn 2 with required checkpoints missing: drafted","location":"chat/dynamic.jsonl:1:1","checkpoints":[{"id":"ask","required":true,"reached":true,"reached_at_turn":1,"message":"contains \"type\""},{"id":"drafted","description":"drafts the expense","required":true,"reached":false,"message":"no tool was called"},{"id":"no-policy","required":false,"forbidden":true,"reached":false,"message":""}],"simulator":"script","termination":"agent_completed"}"#,
+    ];
+    let cases: Vec<CaseReport> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).expect("sample record"))
+        .collect();
+    let mut summary = Summary::new();
+    for c in &cases {
+        summary.add(c);
+    }
+    summary.duration_ms = 400;
+    let run = RunInfo {
+        started_at: "2025-01-31T12:00:00Z".into(),
+        duration_ms: 410,
+        agentest_version: "0.1.0".into(),
+        agent: "default (process: python3 agent.py)".into(),
+        input: "agent-tests".into(),
+        command: ["agentest", "test", "-i", "agent-tests", "-o", "r.html"]
+            .map(String::from)
+            .to_vec(),
+    };
+    (run, summary, cases)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{parse_jsonl, rfc3339, Format};
+    use std::path::Path;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn rfc3339_formats_utc() {
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        let t = UNIX_EPOCH + Duration::from_secs(951_782_400 + 3_661); // 2000-02-29
+        assert_eq!(rfc3339(t), "2000-02-29T01:01:01Z");
+        let t = UNIX_EPOCH + Duration::from_secs(1_735_689_599);
+        assert_eq!(rfc3339(t), "2024-12-31T23:59:59Z");
+    }
+
+    #[test]
+    fn format_by_extension() {
+        let f = |p: &str| Format::from_path(Path::new(p));
+        assert_eq!(f("r.jsonl"), Some(Format::Jsonl));
+        assert_eq!(f("out/r.JSON"), Some(Format::Json));
+        assert_eq!(f("r.md"), Some(Format::Markdown));
+        assert_eq!(f("junit.xml"), Some(Format::Junit));
+        assert_eq!(f("r.html"), Some(Format::Html));
+        assert_eq!(f("r.txt"), None);
+        assert_eq!(f("report"), None);
+    }
+
+    #[test]
+    fn clean_strips_ansi_and_controls() {
+        assert_eq!(clean("\u{1b}[31mred\u{1b}[0m ok"), "red ok");
+        assert_eq!(clean("a\u{7}b\u{0}c\td\ne"), "a\u{fffd}b\u{fffd}c\td\ne");
+        assert_eq!(clean("\u{1b}]0;title\u{7}x"), "x");
+        assert_eq!(clean("x\u{1b}"), "x\u{fffd}");
+        assert_eq!(clean("é ✓ 漢"), "é ✓ 漢");
+    }
+
+    #[test]
+    fn command_line_quotes_what_needs_it() {
+        let c = ["agentest", "test", "-i", "a message", "it's"].map(String::from);
+        assert_eq!(command_line(&c), "agentest test -i 'a message' 'it'\\''s'");
+    }
+
+    #[test]
+    fn an_empty_summary_is_counted_from_the_cases() {
+        let (run, summary, cases) = sample();
+        let counted = summary_for(&run, &Summary::new(), &cases);
+        assert_eq!(counted.total, summary.total);
+        assert_eq!(counted.timeouts, 1);
+        assert_eq!(counted.duration_ms, run.duration_ms);
+        assert_eq!(counted.kind, "summary");
+        let md = super::super::markdown::render(&run, &Summary::new(), &cases);
+        assert!(md.contains("of 7 cases"), "{md}");
+    }
+
+    #[test]
+    fn jsonl_round_trip() {
+        let text = concat!(
+            r#"{"id":"a","name":"a","suite":"s","trial":"s::a","status":"passed","turns":[],"total_turns":0,"duration_ms":3,"location":"s.jsonl:1:1"}"#,
+            "\n\n",
+            r#"{"type":"summary","total":1,"passed":1,"failed":0,"errors":0,"skipped":0,"timeouts":0,"total_turns":0,"duration_ms":3}"#,
+            "\n"
+        );
+        let (cases, summary) = parse_jsonl(text).unwrap();
+        assert_eq!(cases.len(), 1);
+        assert_eq!(summary.unwrap().passed, 1);
+        let again = Format::Jsonl.render(&RunInfo::default(), &Summary::new(), &cases);
+        assert!(again.starts_with(r#"{"id":"a""#), "{again}");
+        assert!(parse_jsonl("{\"id\": 1}")
+            .unwrap_err()
+            .starts_with("line 1:"));
+    }
+}

@@ -1,0 +1,301 @@
+//! The Markdown report (`-o report.md`): a summary people read, in a pull request, a
+//! job summary (`$GITHUB_STEP_SUMMARY`) or a terminal.
+
+use std::fmt::Write;
+
+use super::common::{
+    avg_turns, clean, command_line, first_line, is_failing, secs, sorted, status_name, summary_for,
+    tokens_line, transcript, turns_label,
+};
+use crate::record::RunInfo;
+use crate::record::{CaseReport, Status, Summary};
+
+/// Markdown: a title with the verdict, the run's environment, a counts table, a table of
+/// every case (status, trial, name, mode, turns, duration; sorted by trial name), then
+/// for every failed, errored or timed-out case its transcript (each turn's input, reply,
+/// tool calls, assertion verdicts with the failures' messages, checkpoints, error) in a
+/// fenced block, and the skipped cases with their reasons. User text outside fenced
+/// blocks is escaped, so a reply cannot add markup; ANSI escapes are removed.
+pub fn render(run: &RunInfo, summary: &Summary, cases: &[CaseReport]) -> String {
+    let sum = summary_for(run, summary, cases);
+    let cases = sorted(cases);
+    let mut s = String::new();
+    let verdict = if sum.ok() {
+        "✅ **PASSED**"
+    } else {
+        "❌ **FAILED**"
+    };
+    let _ = writeln!(s, "# agentest report\n");
+    let mut line = format!("{verdict}: {} passed, {} failed", sum.passed, sum.failed);
+    if sum.timeouts > 0 {
+        let _ = write!(line, " ({} timed out)", sum.timeouts);
+    }
+    let _ = write!(
+        line,
+        ", {} errors, {} skipped of {} {} in {}",
+        sum.errors,
+        sum.skipped,
+        sum.total,
+        if sum.total == 1 { "case" } else { "cases" },
+        secs(sum.duration_ms)
+    );
+    let _ = writeln!(s, "{line}\n");
+    for (label, value) in [
+        ("Agent", run.agent.clone()),
+        ("Input", run.input.clone()),
+        ("Started", run.started_at.clone()),
+        ("Command", command_line(&run.command)),
+    ] {
+        if !value.is_empty() {
+            let _ = writeln!(s, "- {label}: {}", code(&value));
+        }
+    }
+    let _ = writeln!(
+        s,
+        "- Version: agentest {} ({}/{})\n",
+        inline(&run.agentest_version),
+        std::env::consts::OS,
+        std::env::consts::ARCH
+    );
+
+    let _ = writeln!(s, "## Summary\n");
+    let _ = writeln!(
+        s,
+        "| Total | Passed | Failed | Timed out | Errors | Skipped | Turns | Avg turns | Time |"
+    );
+    let _ = writeln!(s, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(
+        s,
+        "| {} | {} | {} | {} | {} | {} | {} | {:.1} | {} |\n",
+        sum.total,
+        sum.passed,
+        sum.failed,
+        sum.timeouts,
+        sum.errors,
+        sum.skipped,
+        sum.total_turns,
+        avg_turns(&sum),
+        secs(sum.duration_ms)
+    );
+    if let Some(tokens) = tokens_line(&sum.usage) {
+        let _ = writeln!(s, "Tokens: {tokens}\n");
+    }
+    if sum.model_calls > 0 {
+        let _ = writeln!(
+            s,
+            "Model calls: {} ({} retried)\n",
+            sum.model_calls, sum.retries
+        );
+    }
+    if sum.stopped_early {
+        let _ = writeln!(
+            s,
+            "Stopped early (`--fail-fast`): cases after the first failure were not run.\n"
+        );
+    }
+
+    let _ = writeln!(s, "## Cases\n");
+    if cases.is_empty() {
+        let _ = writeln!(s, "No cases ran.\n");
+    } else {
+        let _ = writeln!(s, "| Status | Case | Name | Mode | Turns | Duration |");
+        let _ = writeln!(s, "|---|---|---|---|---:|---:|");
+        for c in &cases {
+            let name = if c.name != c.id {
+                cell(&c.name)
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                s,
+                "| {} {} | {} | {name} | {} | {} | {} |",
+                icon(c.status),
+                status_name(c.status),
+                cell(&c.trial),
+                c.mode.as_deref().map(cell).unwrap_or_else(|| "—".into()),
+                c.total_turns,
+                secs(c.duration_ms)
+            );
+        }
+        s.push('\n');
+    }
+
+    let failing: Vec<&&CaseReport> = cases.iter().filter(|c| is_failing(c.status)).collect();
+    if !failing.is_empty() {
+        let _ = writeln!(s, "## Failures\n");
+        for c in failing {
+            let title = if c.name != c.id {
+                format!("{} — {}", inline(&c.trial), inline(&c.name))
+            } else {
+                inline(&c.trial)
+            };
+            let _ = writeln!(s, "### {} {title}\n", icon(c.status));
+            let mut facts = vec![format!("**{}**", status_name(c.status))];
+            if let Some(m) = &c.mode {
+                facts.push(inline(m));
+                facts.push(turns_label(c.total_turns));
+            }
+            facts.push(secs(c.duration_ms));
+            facts.push(code(&c.location));
+            let _ = writeln!(s, "{}\n", facts.join(" · "));
+            if let Some(e) = &c.error {
+                let _ = writeln!(s, "> {}\n", inline(&first_line(e, 300)));
+            }
+            let _ = writeln!(s, "{}\n", fenced(&transcript(c)));
+        }
+    }
+
+    let skipped: Vec<&&CaseReport> = cases
+        .iter()
+        .filter(|c| c.status == Status::Skipped)
+        .collect();
+    if !skipped.is_empty() {
+        let _ = writeln!(s, "## Skipped\n");
+        for c in skipped {
+            let reason = c
+                .error
+                .as_deref()
+                .map(|e| format!(": {}", inline(&first_line(e, 300))))
+                .unwrap_or_default();
+            let _ = writeln!(s, "- {}{reason}", inline(&c.trial));
+        }
+        s.push('\n');
+    }
+    let mut s = s.trim_end().to_string();
+    s.push('\n');
+    s
+}
+
+fn icon(status: Status) -> &'static str {
+    match status {
+        Status::Passed => "✅",
+        Status::Failed => "❌",
+        Status::Error => "💥",
+        Status::Timeout => "⏱️",
+        Status::Skipped => "⏭️",
+    }
+}
+
+/// Text on one line with every character Markdown (or the HTML it allows) could read as
+/// markup backslash-escaped.
+fn inline(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in clean(text).chars() {
+        match c {
+            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '~' | '#' | '&' | '!' | '{'
+            | '}' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' | '\r' | '\t' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Text for a table cell: inline-escaped (which escapes `|` too).
+fn cell(text: &str) -> String {
+    inline(text)
+}
+
+/// A code span: backticks one longer than the longest run inside, on one line.
+fn code(text: &str) -> String {
+    let one_line: String = clean(text)
+        .chars()
+        .map(|c| {
+            if matches!(c, '\n' | '\r' | '\t') {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect();
+    let ticks = "`".repeat(longest_run(&one_line, '`') + 1);
+    let pad = if one_line.starts_with('`') || one_line.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{ticks}{pad}{one_line}{pad}{ticks}")
+}
+
+/// A fenced `text` block whose fence is longer than any backtick run in `text`.
+fn fenced(text: &str) -> String {
+    let fence = "`".repeat((longest_run(text, '`') + 1).max(3));
+    format!("{fence}text\n{text}\n{fence}")
+}
+
+fn longest_run(text: &str, ch: char) -> usize {
+    let (mut best, mut run) = (0, 0);
+    for c in text.chars() {
+        if c == ch {
+            run += 1;
+            best = best.max(run);
+        } else {
+            run = 0;
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::format::common::sample;
+
+    #[test]
+    fn counts_cases_and_failing_transcripts() {
+        let (run, summary, cases) = sample();
+        let md = render(&run, &summary, &cases);
+        assert!(md.starts_with("# agentest report\n\n❌ **FAILED**: 1 passed, 3 failed (1 timed out), 2 errors, 1 skipped of 7 cases in 400ms\n"), "{md}");
+        assert!(
+            md.contains("| 7 | 1 | 3 | 1 | 2 | 1 | 5 | 0.8 | 400ms |"),
+            "{md}"
+        );
+        assert!(md.contains("| ✅ passed | expense::policy | Meal policy | single | 1 | 15ms |"));
+        assert!(md.contains("| 💥 error | flow::bad |  | — | 0 | 0ms |"));
+        assert!(md.contains("### ❌ expense::xss — Echo \\<b\\>markup\\</b\\> \\& \"quotes\"\n"));
+        assert!(md.contains("### ⏱️ flow::slow\n"));
+        assert!(md.contains("> turn 1: agent process exited before replying (exit status: 3)\n"));
+        // The transcript, fenced.
+        assert!(md.contains("```text\nexpense::xss — "));
+        assert!(md.contains("  user: <script>alert(1)</script> ]]> \u{fffd} red\n"));
+        assert!(md.contains("  ✗ contains \"nope\"\n      expected the reply to contain \"nope\""));
+        assert!(md.contains("checkpoints\n  ✓ ask [required]: reached at turn 1: contains \"type\"\n  ✗ drafted (drafts the expense) [required]: not reached: no tool was called\n  ✓ no-policy [forbidden]: never matched"), "{md}");
+        assert!(md.contains("## Skipped\n\n- flow::later: skip: true in the case\n"));
+        assert!(
+            !md.contains("expense::policy\nPASSED"),
+            "passing cases have no transcript"
+        );
+        assert!(!md.contains('\u{1b}'));
+        assert!(md.ends_with("```\n\n## Skipped\n\n- flow::later: skip: true in the case\n"));
+    }
+
+    #[test]
+    fn escaping() {
+        assert_eq!(inline("a|b\n<i>*x*</i>"), "a\\|b \\<i\\>\\*x\\*\\</i\\>");
+        assert_eq!(code("a `b` c"), "``a `b` c``");
+        assert_eq!(code("`x"), "`` `x ``");
+        assert_eq!(fenced("```\nx"), "````text\n```\nx\n````");
+    }
+
+    #[test]
+    fn all_passed() {
+        let (run, _, cases) = sample();
+        let cases: Vec<CaseReport> = cases
+            .into_iter()
+            .filter(|c| c.status == Status::Passed)
+            .collect();
+        let mut summary = Summary::new();
+        cases.iter().for_each(|c| summary.add(c));
+        let md = render(&run, &summary, &cases);
+        assert!(
+            md.contains(
+                "✅ **PASSED**: 1 passed, 0 failed, 0 errors, 0 skipped of 1 case in 410ms"
+            ),
+            "{md}"
+        );
+        assert!(!md.contains("## Failures"));
+    }
+}

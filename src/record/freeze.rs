@@ -1,0 +1,194 @@
+//! `agentest freeze`: the transcript of a finished run (from a JSONL report) becomes a
+//! static `turns` case, with the facts each reply established as assertions, so a
+//! conversation that once found a bug becomes a regression test.
+
+use std::path::Path;
+
+use serde_json::{json, Map, Value};
+
+use crate::case::{Case, Mode};
+use crate::record::CaseReport;
+
+/// Builds the frozen case from the original case and its report record.
+pub fn freeze(case: &Case, record: &CaseReport) -> Result<Value, String> {
+    if record.turns.is_empty() {
+        return Err(format!(
+            "the report's record of {} has no turns to freeze",
+            record.trial
+        ));
+    }
+    let raw = case.raw.as_object().cloned().unwrap_or_default();
+    let mut frozen = Map::new();
+    frozen.insert("id".into(), json!(format!("{}-frozen", case.id)));
+    frozen.insert(
+        "name".into(),
+        json!(format!(
+            "{} (frozen from a {} run)",
+            case.display_name(),
+            case.mode.name()
+        )),
+    );
+    for key in [
+        "agent", "options", "metadata", "user", "team", "tags", "timeout", "before", "after",
+        "setup",
+    ] {
+        if let Some(v) = raw.get(key) {
+            frozen.insert(key.into(), v.clone());
+        }
+    }
+    let (checkpoints, forbidden): (Vec<_>, Vec<_>) = match &case.mode {
+        Mode::Dynamic { checkpoints, .. } => checkpoints.iter().partition(|c| !c.forbidden),
+        _ => (Vec::new(), Vec::new()),
+    };
+    let raw_checkpoints = raw
+        .get("checkpoints")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let assertion_of = |id: &str| {
+        raw_checkpoints
+            .iter()
+            .find(|c| c["id"] == id)
+            .and_then(|c| {
+                c.get("assertion")
+                    .or_else(|| c.get("assert"))
+                    .or_else(|| c.get("assertions"))
+            })
+            .cloned()
+    };
+    let mut turns = Vec::new();
+    for (i, t) in record.turns.iter().enumerate() {
+        if t.error.is_some() {
+            break;
+        }
+        let mut checks: Vec<Value> = Vec::new();
+        // What the run established at this turn: the checkpoints it reached...
+        for c in &checkpoints {
+            let reached_here = record
+                .checkpoints
+                .iter()
+                .any(|r| r.id == c.id && r.reached_at_turn == Some(t.turn));
+            if reached_here {
+                if let Some(a) = assertion_of(&c.id) {
+                    match a {
+                        Value::Array(items) => checks.extend(items),
+                        other => checks.push(other),
+                    }
+                }
+            }
+        }
+        // ...the tools it called...
+        for call in &t.tool_calls {
+            let already = checks.iter().any(|a| {
+                a["type"] == "tool_called"
+                    && (a["name"] == call.name.as_str() || a["value"] == call.name.as_str())
+            });
+            if !already {
+                checks.push(json!({"type": "tool_called", "name": call.name}));
+            }
+        }
+        // ...and what must never happen, on every turn.
+        for c in &forbidden {
+            if let Some(a) = assertion_of(&c.id) {
+                let items = match a {
+                    Value::Array(items) => items,
+                    other => vec![other],
+                };
+                for mut item in items {
+                    if let Value::String(t) = &item {
+                        item = json!({"type": t});
+                    }
+                    item["negate"] = json!(true);
+                    checks.push(item);
+                }
+            }
+        }
+        let input = match (i, &case.mode) {
+            (
+                0,
+                Mode::Dynamic {
+                    input: Some(inp), ..
+                },
+            )
+            | (0, Mode::Single { input: inp, .. })
+                if inp.messages.len() > 1 =>
+            {
+                json!(inp.messages)
+            }
+            _ => json!(t.input),
+        };
+        let mut turn = Map::new();
+        turn.insert("input".into(), input);
+        if !checks.is_empty() {
+            turn.insert("assert".into(), Value::Array(checks));
+        }
+        turns.push(Value::Object(turn));
+    }
+    frozen.insert("turns".into(), Value::Array(turns));
+    Ok(Value::Object(frozen))
+}
+
+/// Finds a case's record in a JSONL report: the last record whose location is the
+/// case's suite file (a report may hold several runs, started from any folder), else of
+/// its trial; failing that, the one record with its id, when only one has it.
+pub fn find_record(
+    report: &Path,
+    suite_file: &Path,
+    trial: &str,
+    id: &str,
+) -> Result<CaseReport, String> {
+    let same_file = |location: &str| {
+        // `file:line:column`
+        let file = location.rsplitn(3, ':').nth(2).unwrap_or_default();
+        let a = std::fs::canonicalize(file).ok();
+        a.is_some() && a == std::fs::canonicalize(suite_file).ok()
+    };
+    let text = std::fs::read_to_string(report)
+        .map_err(|e| format!("failed to read the report {}: {e}", report.display()))?;
+    let mut by_trial = None;
+    let mut by_id = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let v: Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(e) => {
+                return Err(format!(
+                    "{}:{}: not a report line ({e})",
+                    report.display(),
+                    i + 1
+                ))
+            }
+        };
+        if v.get("type").is_some() {
+            continue;
+        }
+        let matches_trial =
+            (v["id"] == id && v["location"].as_str().is_some_and(same_file)) || v["trial"] == trial;
+        let matches_id = v["id"] == id;
+        if !(matches_trial || matches_id) {
+            continue;
+        }
+        let record = serde_json::from_value::<CaseReport>(v)
+            .map_err(|e| format!("{}:{}: not a case record ({e})", report.display(), i + 1))?;
+        if matches_trial {
+            by_trial = Some(record);
+        } else if !by_id.iter().any(|r: &CaseReport| r.trial == record.trial) {
+            by_id.push(record);
+        }
+    }
+    if let Some(r) = by_trial {
+        return Ok(r);
+    }
+    match by_id.len() {
+        0 => Err(format!(
+            "the report {} has no record of {trial}; run the suite with -o {} first",
+            report.display(),
+            report.display()
+        )),
+        1 => Ok(by_id.remove(0)),
+        _ => Err(format!(
+            "the report {} has no record of {trial}, and several cases with the id \"{id}\" ({}); run the suite again with -o to get its own record",
+            report.display(),
+            by_id.iter().map(|r| r.trial.as_str()).collect::<Vec<_>>().join(", ")
+        )),
+    }
+}

@@ -1,0 +1,399 @@
+//! Golden transcripts: a finished case rendered as stable text and compared with a file
+//! beside its suite, the way insta and trybuild pin output. `AGENTEST_UPDATE` decides
+//! what happens on a difference: `new` writes `<file>.new` for review, `always`
+//! overwrites, `no` never writes, and `auto` (the default) is `no` on CI and `new`
+//! elsewhere.
+
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+use crate::record::{AssertionReport, CaseReport};
+use crate::util::value_text;
+
+/// What `AGENTEST_UPDATE` allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UpdateMode {
+    /// Write `<golden>.new` and fail.
+    #[default]
+    New,
+    /// Overwrite the golden file and pass.
+    Always,
+    /// Never write; fail.
+    No,
+}
+
+impl UpdateMode {
+    /// Reads `AGENTEST_UPDATE` (`auto`, `new`, `always`, `no`); unset is `auto`.
+    pub fn from_env() -> Result<UpdateMode, String> {
+        let value = std::env::var("AGENTEST_UPDATE").unwrap_or_default();
+        match value.trim() {
+            "" | "auto" if crate::llm::on_ci() => Ok(UpdateMode::No),
+            "" | "auto" => Ok(UpdateMode::New),
+            "new" => Ok(UpdateMode::New),
+            "always" => Ok(UpdateMode::Always),
+            "no" => Ok(UpdateMode::No),
+            other => Err(format!(
+                "AGENTEST_UPDATE=\"{other}\" is not a mode; use auto, new, always or no"
+            )),
+        }
+    }
+}
+
+/// `[[golden.redactions]]`: text replaced before comparing, for one suite or all.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedactionConfig {
+    /// The suite it applies to (`expense`, `billing/refunds`); all suites when absent.
+    pub suite: Option<String>,
+    /// A regex.
+    pub pattern: String,
+    /// Its replacement (`$1` refers to groups).
+    pub replace: String,
+}
+
+/// `[golden]` in `agentest.toml`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GoldenConfig {
+    /// Pin every case of every suite.
+    #[serde(default)]
+    pub enabled: bool,
+    /// Pin every case of these suites.
+    #[serde(default)]
+    pub suites: Vec<String>,
+    /// Redactions, applied in order.
+    #[serde(default)]
+    pub redactions: Vec<RedactionConfig>,
+}
+
+/// A compiled redaction.
+#[derive(Debug, Clone)]
+pub struct Redaction {
+    suite: Option<String>,
+    regex: Regex,
+    replace: String,
+}
+
+impl GoldenConfig {
+    /// Compiles the redactions; an invalid regex names its entry.
+    pub fn redactions(&self) -> Result<Vec<Redaction>, String> {
+        self.redactions
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                Ok(Redaction {
+                    suite: r.suite.clone(),
+                    regex: Regex::new(&r.pattern).map_err(|e| {
+                        format!(
+                            "[[golden.redactions]] #{}: invalid regex \"{}\": {e}",
+                            i + 1,
+                            r.pattern
+                        )
+                    })?,
+                    replace: r.replace.clone(),
+                })
+            })
+            .collect()
+    }
+
+    /// Whether a suite's cases are pinned by the config. A suite may go by several names
+    /// (from the config's folder, and from the folder the run started in); any counts.
+    pub fn covers(&self, names: &[&str]) -> bool {
+        self.enabled || self.suites.iter().any(|s| names.contains(&s.as_str()))
+    }
+}
+
+/// The golden file of a case: beside its suite file, `<dir>/<suite>.golden/<id>.txt`
+/// (`agent-tests/expense.golden/T001.txt`), the id made safe for file names.
+pub fn path_for(suite_file: &Path, id: &str) -> PathBuf {
+    crate::util::beside(
+        suite_file,
+        |stem| PathBuf::from(format!("{stem}.golden")),
+        id,
+        ".txt",
+    )
+}
+
+/// Volatile text that never belongs in a golden file, whatever the agent says.
+fn builtin_redactions() -> &'static [(Regex, &'static str)] {
+    static BUILTIN: std::sync::OnceLock<Vec<(Regex, &'static str)>> = std::sync::OnceLock::new();
+    BUILTIN.get_or_init(|| {
+        vec![
+            (Regex::new(r"agentest-\d+-\d+").expect("valid"), "[session]"),
+            (
+                Regex::new(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?")
+                    .expect("valid"),
+                "[timestamp]",
+            ),
+            (
+                Regex::new(r"(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+                    .expect("valid"),
+                "[uuid]",
+            ),
+        ]
+    })
+}
+
+/// Applies the built-in and the suite's redactions (a suite may go by several names).
+pub fn normalise(text: &str, suite: &[&str], redactions: &[Redaction]) -> String {
+    let mut out = text.to_string();
+    for (re, with) in builtin_redactions() {
+        out = re.replace_all(&out, *with).into_owned();
+    }
+    for r in redactions
+        .iter()
+        .filter(|r| r.suite.as_deref().is_none_or(|s| suite.contains(&s)))
+    {
+        out = r.regex.replace_all(&out, r.replace.as_str()).into_owned();
+    }
+    out
+}
+
+/// The stable rendering of a finished case: each turn's input (and where it came from),
+/// the reply, tool calls with arguments and results, and every verdict. No durations,
+/// timestamps, session ids or token counts.
+pub fn render(r: &CaseReport) -> String {
+    let mut s = String::new();
+    // The case as its file names it: the same whichever folder the run started from.
+    let file = r.suite.rsplit('/').next().unwrap_or(&r.suite);
+    let _ = writeln!(s, "case: {file}::{}", r.id);
+    if r.name != r.id {
+        let _ = writeln!(s, "name: {}", r.name);
+    }
+    if let Some(mode) = &r.mode {
+        let _ = writeln!(s, "mode: {mode}");
+    }
+    if let Some(sim) = &r.simulator {
+        let _ = writeln!(s, "simulator: {sim}");
+    }
+    for t in &r.turns {
+        let _ = writeln!(s, "\n--- turn {} ({})", t.turn, t.input_source);
+        block(&mut s, "user", &t.input);
+        for c in &t.tool_calls {
+            let mut line = format!("tool {}({})", c.name, c.arguments_json());
+            if let Some(res) = &c.result {
+                let _ = write!(line, " -> {res}");
+            }
+            if let Some(err) = &c.error {
+                let _ = write!(line, " -> error {err}");
+            }
+            let _ = writeln!(s, "{line}");
+        }
+        block(&mut s, "agent", &value_text(&t.output));
+        if let Some(d) = &t.data {
+            let _ = writeln!(s, "data: {d}");
+        }
+        if t.awaiting_input {
+            let _ = writeln!(s, "awaiting input");
+        }
+        verdicts(&mut s, &t.assertions);
+        verdicts(&mut s, &t.checkpoints);
+        if let Some(e) = &t.error {
+            let _ = writeln!(s, "error: {e}");
+        }
+    }
+    if !r.final_assertions.is_empty() {
+        let _ = writeln!(s, "\n--- final assertions");
+        verdicts(&mut s, &r.final_assertions);
+    }
+    if !r.checkpoints.is_empty() {
+        let _ = writeln!(s, "\n--- checkpoints");
+        for c in &r.checkpoints {
+            let mark = if c.reached != c.forbidden {
+                "✓"
+            } else {
+                "✗"
+            };
+            let at = c
+                .reached_at_turn
+                .map(|t| format!(" at turn {t}"))
+                .unwrap_or_default();
+            let _ = writeln!(s, "{mark} {}{at}", c.id);
+        }
+    }
+    if let Some(t) = &r.termination {
+        let _ = writeln!(s, "\ntermination: {t}");
+    }
+    s
+}
+
+fn block(s: &mut String, who: &str, text: &str) {
+    let mut lines = text.lines();
+    let _ = writeln!(s, "{who}: {}", lines.next().unwrap_or_default());
+    for line in lines {
+        let _ = writeln!(s, "{:width$}  {line}", "", width = who.len());
+    }
+}
+
+fn verdicts(s: &mut String, list: &[AssertionReport]) {
+    for a in list {
+        let mark = if a.passed { "✓" } else { "✗" };
+        let _ = writeln!(s, "{mark} {}", a.label);
+    }
+}
+
+/// The outcome of comparing a case with its golden file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GoldenCheck {
+    /// The golden file.
+    pub file: String,
+    /// `matched`, `updated`, `mismatch` or `missing`.
+    pub outcome: String,
+    /// The `.new` file written for review, when one was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<String>,
+}
+
+/// Compares `actual` with the golden file and writes what `mode` allows. `Err(message)`
+/// is a failure whose message holds the diff and how to update.
+pub fn check(path: &Path, actual: &str, mode: UpdateMode) -> (GoldenCheck, Result<(), String>) {
+    let shown = crate::util::display_path(path).display().to_string();
+    let new_path = pending_path(path);
+    let expected = match std::fs::read_to_string(path) {
+        Ok(t) => Some(t),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            let check = GoldenCheck {
+                file: shown.clone(),
+                outcome: "error".into(),
+                pending: None,
+            };
+            return (
+                check,
+                Err(format!("failed to read the golden file {shown}: {e}")),
+            );
+        }
+    };
+    if expected.as_deref() == Some(actual) {
+        // A stale `.new` from an earlier mismatch no longer applies.
+        let _ = std::fs::remove_file(&new_path);
+        return (
+            GoldenCheck {
+                file: shown,
+                outcome: "matched".into(),
+                pending: None,
+            },
+            Ok(()),
+        );
+    }
+    let outcome = if expected.is_some() {
+        "mismatch"
+    } else {
+        "missing"
+    };
+    let write = |target: &Path| crate::util::write_atomically(target, actual);
+    match mode {
+        UpdateMode::Always => {
+            let result =
+                write(path).map_err(|e| format!("failed to write the golden file {shown}: {e}"));
+            // The golden file is current now; an older pending version must not come back.
+            let _ = std::fs::remove_file(&new_path);
+            (
+                GoldenCheck {
+                    file: shown,
+                    outcome: "updated".into(),
+                    pending: None,
+                },
+                result,
+            )
+        }
+        UpdateMode::New | UpdateMode::No => {
+            let mut pending = None;
+            let mut note = String::new();
+            if mode == UpdateMode::New {
+                match write(&new_path) {
+                    Ok(()) => {
+                        let p = crate::util::display_path(&new_path).display().to_string();
+                        note = format!("wrote {p}; ");
+                        pending = Some(p);
+                    }
+                    Err(e) => note = format!("failed to write {}: {e}; ", new_path.display()),
+                }
+            }
+            let how = format!(
+                "{note}review it with `agentest review`, accept all with `agentest accept`, or rerun with AGENTEST_UPDATE=always"
+            );
+            let message = match &expected {
+                Some(golden) => format!("the transcript differs from the golden file {shown}:\n{}\n{how}", diff(golden, actual)),
+                None => format!("there is no golden file {shown} yet (a transcript is never accepted silently);\n{how}"),
+            };
+            (
+                GoldenCheck {
+                    file: shown,
+                    outcome: outcome.into(),
+                    pending,
+                },
+                Err(message),
+            )
+        }
+    }
+}
+
+/// `<golden>.new`.
+pub fn pending_path(path: &Path) -> PathBuf {
+    let mut p = path.as_os_str().to_os_string();
+    p.push(".new");
+    PathBuf::from(p)
+}
+
+/// A unified diff, `--- golden` / `+++ actual`, three lines of context.
+pub fn diff(golden: &str, actual: &str) -> String {
+    similar::TextDiff::from_lines(golden, actual)
+        .unified_diff()
+        .context_radius(3)
+        .header("golden", "actual")
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn volatile_text_is_normalised_and_user_redactions_apply_per_suite() {
+        let cfg = GoldenConfig {
+            redactions: vec![
+                RedactionConfig {
+                    suite: Some("expense".into()),
+                    pattern: r"EXP-\d+".into(),
+                    replace: "EXP-<n>".into(),
+                },
+                RedactionConfig {
+                    suite: None,
+                    pattern: r"(\d+) ms".into(),
+                    replace: "<n> ms".into(),
+                },
+            ],
+            ..GoldenConfig::default()
+        };
+        let r = cfg.redactions().unwrap();
+        let text = "agentest-12-3 at 2026-11-22T01:02:03Z id 123e4567-e89b-12d3-a456-426614174000 EXP-42 in 17 ms";
+        assert_eq!(
+            normalise(text, &["expense"], &r),
+            "[session] at [timestamp] id [uuid] EXP-<n> in <n> ms"
+        );
+        assert_eq!(
+            normalise(text, &["other"], &r),
+            "[session] at [timestamp] id [uuid] EXP-42 in <n> ms"
+        );
+        let bad = GoldenConfig {
+            redactions: vec![RedactionConfig {
+                suite: None,
+                pattern: "(".into(),
+                replace: String::new(),
+            }],
+            ..GoldenConfig::default()
+        };
+        assert!(bad.redactions().unwrap_err().contains("#1"));
+    }
+
+    #[test]
+    fn diffs_say_golden_and_actual() {
+        let d = diff("a\nb\nc\n", "a\nB\nc\n");
+        assert!(d.starts_with("--- golden\n+++ actual\n"), "{d}");
+        assert!(d.contains("-b\n+B\n"), "{d}");
+    }
+}

@@ -1,0 +1,19 @@
+//! Recording results: the report model, the sinks and formats that write it, the console,
+//! golden transcripts and the commands that review, accept and freeze them.
+
+pub(crate) mod console;
+pub mod format;
+pub(crate) mod freeze;
+pub(crate) mod golden;
+mod jsonl;
+mod model;
+pub(crate) mod review;
+mod sink;
+
+pub use format::{failure_message, Format};
+pub use jsonl::JsonlWriter;
+pub use model::{
+    rfc3339, AssertionReport, AwaitReason, CaseReport, CassetteStats, CheckpointReport, RunInfo,
+    Status, Summary, TurnReport,
+};
+pub use sink::{parse_jsonl, read_reports, ReportSink};

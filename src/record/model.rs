@@ -1,0 +1,361 @@
+//! The report model: what a case run produced, and the run it belonged to.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use std::collections::BTreeMap;
+
+use crate::protocol::{Role, TokenUsage, ToolCall, Usage};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// How a case ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Every check held.
+    #[default]
+    Passed,
+    /// A check failed.
+    Failed,
+    /// The case could not run properly: bad input, agent error, broken hook or script.
+    Error,
+    /// Not run, with a reason.
+    Skipped,
+    /// The case's deadline passed.
+    Timeout,
+}
+
+impl Status {
+    /// Upper-case label for consoles.
+    pub fn label(self) -> &'static str {
+        match self {
+            Status::Passed => "PASSED",
+            Status::Failed => "FAILED",
+            Status::Error => "ERROR",
+            Status::Skipped => "SKIPPED",
+            Status::Timeout => "TIMEOUT",
+        }
+    }
+}
+
+/// One assertion's verdict: the assertion as written, plus `passed` and `message`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AssertionReport {
+    /// The assertion as written (`type`, `value`, ...).
+    #[serde(flatten)]
+    pub spec: Map<String, Value>,
+    /// Whether it held.
+    pub passed: bool,
+    /// A short description (`contains "x"`).
+    #[serde(default)]
+    pub label: String,
+    /// Why it failed, with expected and actual; for a pass, the label again.
+    #[serde(default)]
+    pub message: String,
+}
+
+/// One turn of a conversation.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct TurnReport {
+    /// 1-based.
+    pub turn: u32,
+    /// The user message's text.
+    pub input: String,
+    /// Where the input came from: `initial`, `static`, `simulated` or `human`.
+    pub input_source: String,
+    /// The reply (text, or the JSON an agent answered).
+    pub output: Value,
+    /// Tools the agent called.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// Whether the agent waits for the user.
+    pub awaiting_input: bool,
+    /// Why `awaiting_input` is what it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub awaiting_reason: Option<AwaitReason>,
+    /// What the simulator said about its move (dynamic cases).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
+    /// The agent's structured data, when it sent some.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    /// Verdicts for this turn.
+    #[serde(default)]
+    pub assertions: Vec<AssertionReport>,
+    /// Checkpoints checked against this turn's reply (dynamic cases).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checkpoints: Vec<AssertionReport>,
+    /// How long the agent took.
+    pub duration_ms: u64,
+    /// Token usage the agent reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// What went wrong in this turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl TurnReport {
+    /// True when every assertion held and there was no error.
+    pub fn ok(&self) -> bool {
+        self.error.is_none() && self.assertions.iter().all(|a| a.passed)
+    }
+}
+
+/// One case's record, as written to the JSONL report.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct CaseReport {
+    /// The case id (for a line that failed to load without one, `line-N`).
+    pub id: String,
+    /// The case name, else the id.
+    pub name: String,
+    /// The suite (`billing/refunds`).
+    pub suite: String,
+    /// The trial name (`billing/refunds::T001`).
+    pub trial: String,
+    /// How it ended.
+    pub status: Status,
+    /// `single`, `static`, `dynamic`, or absent when the case did not load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// The agent it ran against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// The conversation.
+    #[serde(default)]
+    pub turns: Vec<TurnReport>,
+    /// Verdicts on the last reply.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub final_assertions: Vec<AssertionReport>,
+    /// Number of turns run.
+    pub total_turns: u32,
+    /// Wall time of the whole case, hooks included.
+    pub duration_ms: u64,
+    /// Why the case did not pass (failure summary, error or skip reason).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// `file:line:column` of the case.
+    pub location: String,
+    /// Free-form labels from the case.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// Token usage by role: agent, simulator, judge.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub usage: BTreeMap<Role, TokenUsage>,
+    /// Model calls the harness made for this case (replayed ones included).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub model_calls: u32,
+    /// Retries those calls needed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retries: u32,
+    /// What the case did with its cassette.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cassette: Option<CassetteStats>,
+    /// Dynamic cases: every checkpoint and whether it was reached.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checkpoints: Vec<CheckpointReport>,
+    /// Dynamic cases: who played the user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub simulator: Option<String>,
+    /// The golden-transcript comparison, when the case is pinned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub golden: Option<crate::record::golden::GoldenCheck>,
+    /// Dynamic cases: why the conversation ended (`all_checkpoints_reached`,
+    /// `agent_completed`, `goal_achieved`, `max_turns`, `forbidden_checkpoint`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub termination: Option<String>,
+}
+
+/// A checkpoint of a dynamic case, at the end of the conversation.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CheckpointReport {
+    /// The checkpoint's id.
+    pub id: String,
+    /// Its description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Whether the case needs it.
+    pub required: bool,
+    /// Whether it must never match.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub forbidden: bool,
+    /// Whether it was reached (for a forbidden one: whether it matched).
+    pub reached: bool,
+    /// The turn that reached it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reached_at_turn: Option<u32>,
+    /// What reached it, or its last failure.
+    pub message: String,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// Counts over a run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Summary {
+    /// Always `"summary"`, so the line can be told from case records.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Cases reported.
+    pub total: u64,
+    /// Passed.
+    pub passed: u64,
+    /// Failed, timeouts included.
+    pub failed: u64,
+    /// Errors (load errors included).
+    pub errors: u64,
+    /// Skipped.
+    pub skipped: u64,
+    /// Of the failed, how many timed out.
+    pub timeouts: u64,
+    /// Turns run over all cases.
+    pub total_turns: u64,
+    /// Wall time of the run.
+    pub duration_ms: u64,
+    /// Token usage over all cases, by role.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub usage: BTreeMap<Role, TokenUsage>,
+    /// Model calls over all cases, and the retries they needed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub model_calls: u32,
+    /// Retries over all model calls.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retries: u32,
+    /// Whether Ctrl-C stopped the run: cases it did not finish are reported as not run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
+    /// Whether the run stopped early (`--fail-fast`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stopped_early: bool,
+}
+
+impl Summary {
+    /// An empty summary.
+    pub fn new() -> Self {
+        Summary {
+            kind: "summary".into(),
+            ..Summary::default()
+        }
+    }
+
+    /// Counts one case.
+    pub fn add(&mut self, r: &CaseReport) {
+        self.total += 1;
+        self.total_turns += u64::from(r.total_turns);
+        for (role, u) in &r.usage {
+            self.usage.entry(*role).or_default().add(*u);
+        }
+        self.model_calls += r.model_calls;
+        self.retries += r.retries;
+        match r.status {
+            Status::Passed => self.passed += 1,
+            Status::Failed => self.failed += 1,
+            Status::Timeout => {
+                self.failed += 1;
+                self.timeouts += 1
+            }
+            Status::Error => self.errors += 1,
+            Status::Skipped => self.skipped += 1,
+        }
+    }
+
+    /// True when nothing failed or errored.
+    pub fn ok(&self) -> bool {
+        self.failed == 0 && self.errors == 0
+    }
+}
+
+/// Why a reply was judged to await input, or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AwaitReason {
+    /// The reply's `awaiting_input` said so (true or false).
+    AgentDeclared,
+    /// It called a tool that asks the user.
+    ToolRequiresConfirmation,
+    /// Its text reads as a question.
+    ContentIsQuestion,
+    /// None of the above: the agent is done.
+    Completed,
+}
+
+/// The run a report describes: when it started, how long it took, and what ran against
+/// what. The renderers take it with the [`Summary`] and the case records.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunInfo {
+    /// When the run started, RFC 3339 in UTC (`2025-01-31T12:00:00Z`); see [`rfc3339`].
+    pub started_at: String,
+    /// Wall time of the run. When 0, the summary's `duration_ms` is shown instead.
+    pub duration_ms: u64,
+    /// The agentest version that ran the cases.
+    pub agentest_version: String,
+    /// The agent, as the console header names it (`default (process: python3 agent.py)`).
+    pub agent: String,
+    /// What was run: the `-i` argument (a file, a folder or a message).
+    pub input: String,
+    /// The command line, one argument per element.
+    pub command: Vec<String>,
+}
+
+impl RunInfo {
+    /// A run starting now, run by this version of agentest; set
+    /// [`duration_ms`](RunInfo::duration_ms) when it ends.
+    pub fn new(agent: impl Into<String>, input: impl Into<String>, command: Vec<String>) -> Self {
+        RunInfo {
+            started_at: rfc3339(SystemTime::now()),
+            duration_ms: 0,
+            agentest_version: env!("CARGO_PKG_VERSION").to_string(),
+            agent: agent.into(),
+            input: input.into(),
+            command,
+        }
+    }
+}
+
+/// `t` as RFC 3339 in UTC with whole seconds: `2025-01-31T12:00:00Z`. Times before 1970
+/// are shown as the epoch.
+pub fn rfc3339(t: SystemTime) -> String {
+    let secs = t
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Year, month, day of a count of days since 1970-01-01 (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// What a case did with its cassette, for the report.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CassetteStats {
+    /// The file, relative to the working directory when possible.
+    pub file: String,
+    /// The mode in force.
+    pub mode: String,
+    /// Calls answered from the file.
+    pub replayed: u32,
+    /// Calls sent to the model and recorded.
+    pub recorded: u32,
+    /// Entries in the file that this run did not use.
+    pub unused: u32,
+}

@@ -1,0 +1,169 @@
+//! Where a run's report goes: JSONL records streamed as cases end, or any other format
+//! rendered from all of them when the run ends.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use super::{CaseReport, Format, JsonlWriter, RunInfo, Summary};
+
+/// A report file being written.
+pub struct ReportSink {
+    path: PathBuf,
+    kind: Kind,
+}
+
+enum Kind {
+    /// One record per line as each case ends; a summary line at the end.
+    Jsonl(JsonlWriter),
+    /// Everything rendered at the end.
+    Rendered {
+        format: Format,
+        cases: Mutex<Vec<CaseReport>>,
+    },
+}
+
+fn unknown(path: &Path) -> String {
+    format!(
+        "the report {} has no known extension; use one of: {}",
+        path.display(),
+        Format::EXTENSIONS.join(", ")
+    )
+}
+
+impl ReportSink {
+    /// A report at `path`, its format chosen by the extension; `truncate` starts a JSONL
+    /// report afresh (a rendered report is always replaced).
+    pub fn create(path: &Path, truncate: bool) -> Result<ReportSink, String> {
+        let format = Format::from_path(path).ok_or_else(|| unknown(path))?;
+        let kind = match format {
+            Format::Jsonl => Kind::Jsonl(
+                JsonlWriter::open(path, truncate)
+                    .map_err(|e| format!("failed to open the report {}: {e}", path.display()))?,
+            ),
+            other => Kind::Rendered {
+                format: other,
+                cases: Mutex::new(Vec::new()),
+            },
+        };
+        Ok(ReportSink {
+            path: path.to_path_buf(),
+            kind,
+        })
+    }
+
+    /// A JSONL report shared by the processes of one nextest run. Other formats cannot
+    /// be rendered by a process that sees one case: build them afterwards with
+    /// `agentest report`.
+    pub fn for_run(path: &Path, run_id: &str) -> Result<ReportSink, String> {
+        if Format::from_path(path) != Some(Format::Jsonl) {
+            return Err(format!(
+                "under nextest each case runs in its own process, so the report must be JSONL (got {}); write a .jsonl file and build other formats with `agentest report {} -o report.html`",
+                path.display(),
+                path.with_extension("jsonl").display()
+            ));
+        }
+        let w = JsonlWriter::open_for_run(path, run_id)
+            .map_err(|e| format!("failed to open the report {}: {e}", path.display()))?;
+        Ok(ReportSink {
+            path: path.to_path_buf(),
+            kind: Kind::Jsonl(w),
+        })
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Records one finished case.
+    pub fn record(&self, r: &CaseReport) -> Result<(), String> {
+        match &self.kind {
+            Kind::Jsonl(w) => w.write_case(r).map_err(|e| e.to_string()),
+            Kind::Rendered { cases, .. } => {
+                cases
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(r.clone());
+                Ok(())
+            }
+        }
+    }
+
+    /// Ends the report: the summary line, or the whole rendered document (written
+    /// atomically, so a reader never sees half of it).
+    pub fn finish(&self, run: &RunInfo, summary: &Summary) -> Result<(), String> {
+        match &self.kind {
+            Kind::Jsonl(w) => w.write_summary(summary).map_err(|e| e.to_string()),
+            Kind::Rendered { format, cases } => {
+                let cases = cases.lock().unwrap_or_else(|e| e.into_inner());
+                let text = format.render(run, summary, &cases);
+                crate::util::write_atomically(&self.path, &text)
+                    .map_err(|e| format!("failed to write the report {}: {e}", self.path.display()))
+            }
+        }
+    }
+}
+
+/// Reads JSONL reports (a file, or every `.jsonl` file in a folder) back into records
+/// and a summary (recounted when no summary line is there, as under nextest).
+pub fn read_reports(path: &Path) -> Result<(Vec<CaseReport>, Summary), String> {
+    let files: Vec<PathBuf> = if path.is_dir() {
+        let mut f: Vec<PathBuf> = std::fs::read_dir(path)
+            .map_err(|e| format!("failed to list {}: {e}", path.display()))?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+            .collect();
+        f.sort();
+        f
+    } else {
+        vec![path.to_path_buf()]
+    };
+    if files.is_empty() {
+        return Err(format!("no .jsonl reports in {}", path.display()));
+    }
+    let mut cases = Vec::new();
+    let mut summaries = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f)
+            .map_err(|e| format!("failed to read {}: {e}", f.display()))?;
+        let (mut c, s) = super::parse_jsonl(&text).map_err(|e| format!("{}: {e}", f.display()))?;
+        cases.append(&mut c);
+        summaries.extend(s);
+    }
+    let summary = match (summaries.len(), files.len()) {
+        (1, 1) => summaries.remove(0),
+        _ => {
+            let mut s = Summary::new();
+            for c in &cases {
+                s.add(c);
+                // No run saw them all: the time is the cases' time, added up.
+                s.duration_ms += c.duration_ms;
+            }
+            s
+        }
+    };
+    Ok((cases, summary))
+}
+
+/// Reads a JSONL report back: every case record, and the summary line when there is one
+/// (a report collected under nextest has none; build one with [`Summary::add`]). Blank
+/// lines are skipped; an unreadable line is an error naming its line number.
+pub fn parse_jsonl(text: &str) -> Result<(Vec<CaseReport>, Option<Summary>), String> {
+    let mut cases = Vec::new();
+    let mut summary = None;
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let value: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| format!("line {}: {e}", i + 1))?;
+        if value.get("type").and_then(|t| t.as_str()) == Some("summary") {
+            summary =
+                Some(serde_json::from_value(value).map_err(|e| format!("line {}: {e}", i + 1))?);
+        } else {
+            cases.push(serde_json::from_value(value).map_err(|e| format!("line {}: {e}", i + 1))?);
+        }
+    }
+    Ok((cases, summary))
+}

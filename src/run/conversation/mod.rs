@@ -1,0 +1,3 @@
+//! The conversation loops: single and static (scripted) turns, and dynamic conversations.
+
+pub(crate) mod dynamic;

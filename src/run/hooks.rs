@@ -1,0 +1,142 @@
+//! `before` / `after` hooks: config commands or functions registered in the Rust builder.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::config::{CommandConfig, Config};
+use crate::util::command::CommandSpec;
+use crate::util::panic_text;
+use crate::util::parse_duration;
+
+/// A hook registered from Rust: receives the case as JSON; `Err` fails the hook.
+pub type HookFn = Arc<dyn Fn(&Value) -> Result<(), String> + Send + Sync>;
+
+/// The hooks one config and the builder define.
+#[derive(Clone, Default)]
+pub struct Hooks {
+    commands: BTreeMap<String, CommandConfig>,
+    functions: HashMap<String, HookFn>,
+    config: Arc<Config>,
+}
+
+impl Hooks {
+    pub(crate) fn new(config: Arc<Config>, functions: HashMap<String, HookFn>) -> Self {
+        Hooks {
+            commands: config.file.hooks.clone(),
+            functions,
+            config,
+        }
+    }
+
+    /// Whether a hook of that name is defined (in the config or the builder).
+    pub fn has(&self, name: &str) -> bool {
+        self.functions.contains_key(name) || self.commands.contains_key(name)
+    }
+
+    /// The error for an undefined hook: where to define it.
+    pub(crate) fn undefined(&self, name: &str) -> String {
+        format!(
+            "hook `{name}` is not defined; add [hooks.\"{name}\"] with `command = [...]` to {} or register it with Harness::hook",
+            self.config.describe()
+        )
+    }
+
+    /// Runs hook `name` with the case JSON on stdin. Errors say what failed and where to define it.
+    pub async fn run(
+        &self,
+        name: &str,
+        case: &Value,
+        deadline: tokio::time::Instant,
+    ) -> Result<(), String> {
+        if let Some(f) = self.functions.get(name) {
+            let f = f.clone();
+            let case = case.clone();
+            // Off the async threads, and under the deadline: a slow hook must not
+            // hold the case past it.
+            let joined =
+                tokio::time::timeout_at(deadline, tokio::task::spawn_blocking(move || f(&case)))
+                    .await
+                    .map_err(|_| {
+                        format!("hook `{name}` did not finish before the case's deadline")
+                    })?;
+            return joined
+                .map_err(|e| format!("hook `{name}` panicked: {}", panic_text(e)))?
+                .map_err(|e| format!("hook `{name}` failed: {e}"));
+        }
+        let Some(cmd) = self.commands.get(name) else {
+            return Err(self.undefined(name));
+        };
+        let spec = command_spec(&self.config, cmd, &format!("[hooks.\"{name}\"]"))?;
+        let deadline = own_deadline(cmd, deadline, &format!("[hooks.\"{name}\"].timeout"))?;
+        let out = spec
+            .run(case.to_string().as_bytes(), deadline)
+            .await
+            .map_err(|e| format!("hook `{name}`: {e}"))?;
+        if out.success {
+            Ok(())
+        } else {
+            Err(format!(
+                "hook `{name}` failed ({}){}",
+                out.status,
+                if out.stderr_tail.is_empty() {
+                    String::new()
+                } else {
+                    format!("; stderr:\n{}", out.stderr_tail)
+                }
+            ))
+        }
+    }
+}
+
+/// Builds a runnable command from a config entry, expanding `${VAR}`s.
+pub(crate) fn command_spec(
+    config: &Config,
+    cmd: &CommandConfig,
+    what: &str,
+) -> Result<CommandSpec, String> {
+    if cmd.command.is_empty() {
+        return Err(format!("{what}.command is empty in {}", config.describe()));
+    }
+    let argv = cmd
+        .command
+        .iter()
+        .map(|a| crate::util::expand_env(a, &format!("{what}.command")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let env = cmd
+        .env
+        .iter()
+        .map(|(k, v)| {
+            Ok((
+                k.clone(),
+                crate::util::expand_env(v, &format!("{what}.env.{k}"))?,
+            ))
+        })
+        .collect::<Result<BTreeMap<_, _>, String>>()?;
+    let cwd = match &cmd.cwd {
+        Some(c) => config.dir.join(c),
+        None => config.dir.clone(),
+    };
+    Ok(CommandSpec {
+        argv,
+        cwd,
+        env,
+        shown: cmd.command.join(" "),
+    })
+}
+
+/// The earlier of the case's deadline and the command's own timeout.
+pub(crate) fn own_deadline(
+    cmd: &CommandConfig,
+    deadline: tokio::time::Instant,
+    what: &str,
+) -> Result<tokio::time::Instant, String> {
+    match &cmd.timeout {
+        Some(t) => {
+            let d = parse_duration(t).map_err(|e| format!("{what}: {e}"))?;
+            Ok(deadline.min(tokio::time::Instant::now() + d))
+        }
+        None => Ok(deadline),
+    }
+}

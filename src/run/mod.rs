@@ -1,0 +1,8 @@
+//! Running cases: the scheduler, the case lifecycle (hooks, deadline, panic guard), the
+//! conversation loops and the roles that are not the agent under test.
+
+pub(crate) mod awaiting;
+pub(crate) mod conversation;
+pub(crate) mod engine;
+pub(crate) mod hooks;
+pub(crate) mod roles;

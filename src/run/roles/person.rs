@@ -1,0 +1,101 @@
+//! Interactive input: a person answers when the agent awaits input and no scripted turn
+//! or simulator supplies the next message. Prompts go to stderr; answers are read from
+//! stdin, a line at a time (a terminal, or piped input with `--interactive`).
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// How long a person has to answer, unless the case's `interactive.timeout` says otherwise.
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The run's interactive settings.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct People {
+    /// `--interactive` / `AGENTEST_INTERACTIVE=1`: ask whenever input is missing, reading stdin.
+    pub(crate) forced: bool,
+    /// `--skip-interactive`: never ask.
+    pub(crate) skip: bool,
+    /// `--on-missing-input=fail`: a case that needs a person and cannot have one fails
+    /// (instead of being skipped).
+    pub(crate) fail_missing: bool,
+}
+
+/// Whether a person can be asked, and if not, why.
+pub(crate) fn availability(forced: bool, case_enabled: bool, skip: bool) -> Result<(), String> {
+    if skip {
+        return Err("interactive input is off (--skip-interactive)".into());
+    }
+    if forced {
+        return Ok(());
+    }
+    if !case_enabled {
+        return Err("the case is not interactive".into());
+    }
+    if crate::llm::on_ci() {
+        return Err("no person can answer on CI".into());
+    }
+    if !std::io::stdin().is_terminal() {
+        return Err("there is no terminal to ask (stdin is not a terminal; run with --interactive to read answers from it)".into());
+    }
+    Ok(())
+}
+
+/// Asks a person. `Ok(None)` when they answer with an empty line or stdin is closed.
+pub(crate) async fn ask(
+    label: &str,
+    question: &str,
+    hint: Option<&str>,
+    prompt: &str,
+    timeout: Duration,
+) -> Result<Option<String>, String> {
+    // One question at a time, whatever runs in parallel.
+    static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let _turn = TURN.lock().await;
+    let mut text = format!("\n[{label}] the agent asks: {question}\n");
+    if let Some(h) = hint {
+        text.push_str(&format!("  hint: {h}\n"));
+    }
+    text.push_str(&format!("  {prompt}\n> "));
+    {
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(text.as_bytes());
+        let _ = err.flush();
+    }
+    let mut lines = stdin_lines().lock().await;
+    match tokio::time::timeout(timeout, lines.recv()).await {
+        Ok(Some(Ok(line))) => Ok(Some(line.trim().to_string()).filter(|l| !l.is_empty())),
+        Ok(Some(Err(e))) => Err(format!("failed to read the answer: {e}")),
+        // Stdin is closed: nobody will answer any more.
+        Ok(None) => Ok(None),
+        Err(_) => Err(format!(
+            "no answer within {}",
+            crate::util::format_duration(timeout)
+        )),
+    }
+}
+
+/// The receiving end of stdin's lines.
+type Lines = tokio::sync::mpsc::UnboundedReceiver<std::io::Result<String>>;
+
+/// The lines of stdin, read by one thread for the whole process: a question that timed
+/// out leaves no read behind that would swallow the answer to the next one.
+fn stdin_lines() -> &'static tokio::sync::Mutex<Lines> {
+    static LINES: OnceLock<tokio::sync::Mutex<Lines>> = OnceLock::new();
+    LINES.get_or_init(|| {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        std::thread::Builder::new()
+            .name("agentest-stdin".into())
+            .spawn(move || {
+                for line in std::io::stdin().lock().lines() {
+                    let failed = line.is_err();
+                    if tx.send(line).is_err() || failed {
+                        break;
+                    }
+                }
+                // Dropping the sender tells askers that stdin is closed.
+            })
+            .expect("failed to start the stdin reader");
+        tokio::sync::Mutex::new(rx)
+    })
+}

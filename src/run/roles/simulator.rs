@@ -1,0 +1,366 @@
+//! User simulators for dynamic cases: a script, a named agent, or the built-in simulator
+//! on the `[llm]` model. Each answers `{message, goal_achieved, reasoning}`.
+
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+use tokio::time::Instant;
+
+use crate::agent::{Session, TurnError};
+use crate::case::ScriptRule;
+use crate::llm::{Endpoint, LlmError, ModelCalls};
+use crate::protocol::Message;
+use crate::protocol::Request;
+use crate::protocol::Role;
+use crate::util::value_text;
+
+/// What the simulator knows when it speaks.
+pub(crate) struct SimInput<'a> {
+    pub(crate) test_id: &'a str,
+    pub(crate) session_id: &'a str,
+    /// The conversation so far.
+    pub(crate) conversation: &'a [Message],
+    /// The agent's last reply ("" before the first turn).
+    pub(crate) last_response: &'a str,
+    /// The turn about to be played, 1-based.
+    pub(crate) turn_number: u32,
+    pub(crate) max_turns: u32,
+    pub(crate) reached: Vec<String>,
+    /// Shown only when the case sets `show_checkpoints`.
+    pub(crate) pending: Option<Vec<String>>,
+    /// persona, goal, style, ... and the rest of the simulator's metadata.
+    pub(crate) profile: &'a Map<String, Value>,
+}
+
+impl SimInput<'_> {
+    /// The seed's simulator input, as a named simulator agent receives it.
+    pub(crate) fn to_json(&self) -> Value {
+        let mut v = Map::new();
+        v.insert("test_mode".into(), json!("simulator"));
+        v.insert("test_id".into(), json!(self.test_id));
+        for (k, val) in self.profile {
+            v.insert(k.clone(), val.clone());
+        }
+        v.insert("conversation".into(), json!(self.conversation));
+        v.insert("last_response".into(), json!(self.last_response));
+        v.insert("turn_number".into(), json!(self.turn_number));
+        v.insert("max_turns".into(), json!(self.max_turns));
+        v.insert("checkpoints_reached".into(), json!(self.reached));
+        v.insert(
+            "checkpoints_pending".into(),
+            json!(self.pending.clone().unwrap_or_default()),
+        );
+        Value::Object(v)
+    }
+}
+
+/// The simulator's next move.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SimTurn {
+    /// What the user says; `None` when the goal is achieved and nothing more is said.
+    pub(crate) message: Option<String>,
+    pub(crate) goal_achieved: bool,
+    pub(crate) reasoning: Option<String>,
+}
+
+/// Who plays the user.
+pub(crate) enum Simulator {
+    Script {
+        rules: Vec<ScriptRule>,
+        used: Vec<bool>,
+    },
+    Agent {
+        name: String,
+        session: Box<Session>,
+        options: Value,
+    },
+    Model {
+        endpoint: Arc<Endpoint>,
+        calls: Arc<ModelCalls>,
+        show_checkpoints: bool,
+    },
+}
+
+impl Simulator {
+    /// A short name for reports: `script`, the agent's name, or `model`.
+    pub(crate) fn label(&self) -> String {
+        match self {
+            Simulator::Script { .. } => "script".into(),
+            Simulator::Agent { name, .. } => name.clone(),
+            Simulator::Model { endpoint, .. } => format!("model {}", endpoint.model()),
+        }
+    }
+
+    /// The next user message. `Err` is a simulator error (the case's status is
+    /// `error`), or a model that cannot be reached (`TurnError::Unavailable`).
+    pub(crate) async fn next(
+        &mut self,
+        input: &SimInput<'_>,
+        deadline: Instant,
+    ) -> Result<SimTurn, TurnError> {
+        match self {
+            Simulator::Script { rules, used } => {
+                script_next(rules, used, input.last_response).map_err(TurnError::Agent)
+            }
+            Simulator::Agent {
+                name,
+                session,
+                options,
+            } => {
+                let request = Request {
+                    session_id: format!("{}-simulator", input.session_id),
+                    test_id: input.test_id.to_string(),
+                    turn: input.turn_number,
+                    input: input.last_response.to_string(),
+                    messages: input.conversation.to_vec(),
+                    options: options.clone(),
+                    metadata: input.to_json(),
+                    attachments: Vec::new(),
+                };
+                let reply = session.send(&request).await.map_err(|e| match e {
+                    TurnError::Unavailable(m) => {
+                        TurnError::Unavailable(format!("simulator agent `{name}`: {m}"))
+                    }
+                    other => TurnError::Agent(format!("simulator agent `{name}`: {other}")),
+                })?;
+                let answer = reply.data.clone().unwrap_or_else(|| reply.content.clone());
+                read_answer(&answer).ok_or_else(|| {
+                    TurnError::Agent(format!(
+                        "simulator agent `{name}` answered without a message: {}",
+                        crate::util::compact(&answer)
+                    ))
+                })
+            }
+            Simulator::Model {
+                endpoint,
+                calls,
+                show_checkpoints,
+            } => model_next(endpoint, calls, *show_checkpoints, input, deadline).await,
+        }
+    }
+
+    /// Ends the simulator's own conversation (a simulator agent's process).
+    pub(crate) async fn close(self) {
+        if let Simulator::Agent { session, .. } = self {
+            session.close().await;
+        }
+    }
+}
+
+/// The first unused rule whose `when` matches the reply (or that has none) answers.
+fn script_next(rules: &[ScriptRule], used: &mut [bool], last: &str) -> Result<SimTurn, String> {
+    let found = rules
+        .iter()
+        .enumerate()
+        .find(|(i, r)| !used[*i] && r.when.as_ref().is_none_or(|w| w.is_match(last)));
+    match found {
+        Some((i, rule)) => {
+            used[i] = true;
+            Ok(SimTurn {
+                message: rule.say.clone(),
+                goal_achieved: rule.goal_achieved,
+                reasoning: Some(match &rule.when {
+                    Some(w) => format!("script rule {} (when /{}/)", i + 1, w.as_str()),
+                    None => format!("script rule {}", i + 1),
+                }),
+            })
+        }
+        None => Err(format!(
+            "the simulator script has no unused rule for the agent's reply {}; add a rule whose `when` matches it, or a final {{\"goal_achieved\": true}}",
+            json!(crate::util::clip(last))
+        )),
+    }
+}
+
+/// Reads `{message | input, goal_achieved, reasoning}`; text that is not JSON is the message.
+pub(crate) fn read_answer(v: &Value) -> Option<SimTurn> {
+    let parsed = match v {
+        Value::String(s) => match serde_json::from_str::<Value>(s.trim()) {
+            Ok(obj @ Value::Object(_)) => obj,
+            _ => {
+                let text = s.trim();
+                return (!text.is_empty()).then(|| SimTurn {
+                    message: Some(text.to_string()),
+                    goal_achieved: false,
+                    reasoning: None,
+                });
+            }
+        },
+        other => other.clone(),
+    };
+    let message = parsed
+        .get("message")
+        .or_else(|| parsed.get("input"))
+        .map(value_text)
+        .filter(|m| !m.trim().is_empty());
+    let goal_achieved = parsed
+        .get("goal_achieved")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    if message.is_none() && !goal_achieved {
+        return None;
+    }
+    Some(SimTurn {
+        message,
+        goal_achieved,
+        reasoning: parsed.get("reasoning").map(value_text),
+    })
+}
+
+/// The built-in simulator's instructions.
+fn system_prompt(profile: &Map<String, Value>, pending: Option<&[String]>) -> String {
+    let field = |names: &[&str]| names.iter().find_map(|n| profile.get(*n)).map(value_text);
+    let mut s = String::from(
+        "You are simulating a user who talks to an AI assistant, to test that assistant. Stay in character.\n",
+    );
+    for (label, names) in [
+        ("Persona", &["persona"][..]),
+        ("Goal", &["goal", "objective"][..]),
+        ("Style", &["style"][..]),
+        ("Constraints", &["constraints"][..]),
+        ("Emotional state", &["emotional_state"][..]),
+        ("Knowledge level", &["knowledge_level"][..]),
+    ] {
+        if let Some(v) = field(names) {
+            s.push_str(&format!("{label}: {v}\n"));
+        }
+    }
+    s.push_str(
+        "\nRules:\n- Write only the user's next message, as that user would.\n- Reveal facts from your persona and goal only when the assistant asks for them, and never invent facts you were not given.\n- When your goal has been achieved, set goal_achieved to true.\n",
+    );
+    if let Some(p) = pending.filter(|p| !p.is_empty()) {
+        s.push_str(&format!(
+            "- The test still expects the assistant to: {}\n",
+            p.join("; ")
+        ));
+    }
+    s.push_str("\nAnswer with JSON only: {\"message\": \"what you say next\", \"goal_achieved\": false, \"reasoning\": \"why\"}");
+    s
+}
+
+async fn model_next(
+    endpoint: &Endpoint,
+    calls: &ModelCalls,
+    show_checkpoints: bool,
+    input: &SimInput<'_>,
+    deadline: Instant,
+) -> Result<SimTurn, TurnError> {
+    let pending = if show_checkpoints {
+        input.pending.as_deref()
+    } else {
+        None
+    };
+    let mut transcript = String::new();
+    for m in input.conversation {
+        let who = if m.role == "user" { "You" } else { "Assistant" };
+        transcript.push_str(&format!("{who}: {}\n", m.text()));
+    }
+    let mut messages = vec![
+        json!({"role": "system", "content": system_prompt(input.profile, pending)}),
+        json!({"role": "user", "content": format!(
+            "Conversation so far:\n{}\nThe assistant just said: {}\n\nThis is turn {} of at most {}. What do you say next?",
+            if transcript.is_empty() { "(nothing yet)\n".to_string() } else { transcript },
+            json!(input.last_response),
+            input.turn_number,
+            input.max_turns
+        )}),
+    ];
+    // An empty answer gets one more chance, with a reminder.
+    for attempt in 0..2 {
+        let mut request = endpoint.request(messages.clone(), Vec::new());
+        request.response_format = Some(json!({"type": "json_object"}));
+        let outcome = calls
+            .chat(endpoint, Role::Simulator, &request, deadline)
+            .await
+            .map_err(|e| match e {
+                LlmError::Unavailable(m) => TurnError::Unavailable(format!("simulator: {m}")),
+                other => TurnError::Agent(format!("simulator model call failed: {other}")),
+            })?;
+        let content = outcome.message()["content"].clone();
+        if let Some(turn) = read_answer(&content) {
+            return Ok(turn);
+        }
+        if attempt == 0 {
+            messages.push(json!({"role": "assistant", "content": content}));
+            messages.push(json!({"role": "user", "content": "Your answer had no message. Answer with JSON that has a non-empty \"message\"."}));
+        }
+    }
+    Err(TurnError::Agent(
+        "the simulator answered twice without a message".into(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(when: Option<&str>, say: Option<&str>, goal: bool) -> ScriptRule {
+        ScriptRule {
+            when: when.map(|w| regex::Regex::new(w).unwrap()),
+            say: say.map(str::to_string),
+            goal_achieved: goal,
+        }
+    }
+
+    #[test]
+    fn script_rules_answer_once_in_order() {
+        let rules = vec![
+            rule(Some("(?i)type"), Some("Travel, $500"), false),
+            rule(None, Some("Yes"), false),
+            rule(None, None, true),
+        ];
+        let mut used = vec![false; 3];
+        assert_eq!(
+            script_next(&rules, &mut used, "Hello")
+                .unwrap()
+                .message
+                .as_deref(),
+            Some("Yes")
+        );
+        assert_eq!(
+            script_next(&rules, &mut used, "What type?")
+                .unwrap()
+                .message
+                .as_deref(),
+            Some("Travel, $500")
+        );
+        assert!(
+            script_next(&rules, &mut used, "Done")
+                .unwrap()
+                .goal_achieved
+        );
+        assert!(script_next(&rules, &mut used, "More?")
+            .unwrap_err()
+            .contains("no unused rule"));
+    }
+
+    #[test]
+    fn answers_are_json_or_plain_text() {
+        let t = read_answer(&json!(
+            "{\"input\": \"The amount is $500\", \"goal_achieved\": false}"
+        ))
+        .unwrap();
+        assert_eq!(t.message.as_deref(), Some("The amount is $500"));
+        let t = read_answer(&json!("Just text")).unwrap();
+        assert_eq!(t.message.as_deref(), Some("Just text"));
+        assert!(read_answer(&json!({"message": "", "goal_achieved": false})).is_none());
+        assert!(
+            read_answer(&json!({"goal_achieved": true}))
+                .unwrap()
+                .goal_achieved
+        );
+        assert!(read_answer(&json!("  ")).is_none());
+    }
+
+    #[test]
+    fn the_prompt_hides_checkpoints_unless_asked() {
+        let mut profile = Map::new();
+        profile.insert("persona".into(), json!("New employee"));
+        profile.insert("objective".into(), json!("Submit a $500 expense"));
+        let p = system_prompt(&profile, None);
+        assert!(p.contains("Persona: New employee") && p.contains("Goal: Submit a $500 expense"));
+        assert!(!p.contains("still expects"));
+        let p = system_prompt(&profile, Some(&["ask for the type".to_string()]));
+        assert!(p.contains("still expects the assistant to: ask for the type"));
+    }
+}

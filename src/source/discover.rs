@@ -1,0 +1,126 @@
+//! Discovery: the suite files under a suites root, and the names of their trials
+//! (`<suite path without the extension>::<id>`).
+
+use std::path::{Path, PathBuf};
+
+/// The separator between suite and case id in trial names.
+pub const SEPARATOR: &str = "::";
+
+/// A suites root that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SuiteError {
+    /// The root does not exist or is not a directory.
+    #[error("failed to find the suites root {path}: {reason}")]
+    Root {
+        /// The root.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// A directory under the root could not be listed.
+    #[error("failed to list {path}: {source}")]
+    List {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// Finds every `*.jsonl` under `root`, sorted.
+///
+/// Not searched: hidden directories (`.cassettes`), golden-file folders (`*.golden`),
+/// build and dependency folders named `target` or `node_modules` (a report written to
+/// `agent-tests/target/report.jsonl` is not a suite), and symbolic links to
+/// directories, which are never followed, so a link back up the tree (`up -> ..`) can
+/// neither loop nor list a suite twice. A symbolic link to a `.jsonl` file is a suite
+/// like any other (a dangling one is listed too, and fails to load). Hidden files are
+/// skipped too.
+pub fn discover(root: &Path) -> Result<Vec<PathBuf>, SuiteError> {
+    discover_excluding(root, &[])
+}
+
+/// [`discover`], leaving out the files in `exclude` (such as the run's own JSONL
+/// report). Paths are compared canonicalized, so any spelling of a file excludes it;
+/// an excluded path that does not exist excludes nothing.
+pub fn discover_excluding(root: &Path, exclude: &[PathBuf]) -> Result<Vec<PathBuf>, SuiteError> {
+    if !root.is_dir() {
+        return Err(SuiteError::Root {
+            path: root.to_path_buf(),
+            reason: if root.exists() {
+                "it is not a directory".into()
+            } else {
+                "it does not exist; create it and add a suite such as `agent-tests/smoke.jsonl`"
+                    .into()
+            },
+        });
+    }
+    let excluded: Vec<PathBuf> = exclude
+        .iter()
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .collect();
+    let mut found = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let entries = std::fs::read_dir(&dir).map_err(|source| SuiteError::List {
+            path: dir.clone(),
+            source,
+        })?;
+        for entry in entries {
+            let entry = entry.map_err(|source| SuiteError::List {
+                path: dir.clone(),
+                source,
+            })?;
+            let path = entry.path();
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with('.') {
+                continue;
+            }
+            // The entry's own type: a symbolic link is not followed here.
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                if !name.ends_with(".golden") && name != "target" && name != "node_modules" {
+                    stack.push(path);
+                }
+            } else if name.ends_with(".jsonl") && !(kind.is_symlink() && path.is_dir()) {
+                // A file, or a link that does not lead to a directory: a dangling one is
+                // listed, so that it fails to load rather than vanish unseen.
+                if excluded.is_empty()
+                    || !std::fs::canonicalize(&path).is_ok_and(|p| excluded.contains(&p))
+                {
+                    found.push(path);
+                }
+            }
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// The suite name of a file: its path under `root` without `.jsonl`, `/`-separated.
+pub fn suite_name(root: &Path, file: &Path) -> String {
+    let rel = file.strip_prefix(root).unwrap_or(file);
+    let s = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/");
+    s.strip_suffix(".jsonl").map(str::to_string).unwrap_or(s)
+}
+
+/// The suite file a trial name points at (for nextest's `--exact NAME`): `root/<suite>.jsonl`.
+pub fn file_for_trial(root: &Path, trial: &str) -> Option<PathBuf> {
+    let (suite, _) = trial.rsplit_once(SEPARATOR)?;
+    if suite.is_empty()
+        || suite
+            .split('/')
+            .any(|p| p.is_empty() || p == "." || p == "..")
+    {
+        return None;
+    }
+    let path = root.join(format!("{suite}.jsonl"));
+    path.is_file().then_some(path)
+}

@@ -1,0 +1,237 @@
+//! JSON Lines suites: one case per line.
+
+mod case;
+mod json;
+mod locate;
+
+pub use case::{parse_case, CaseError, CASE_KEYS};
+pub(crate) use locate::column_of_path;
+
+use super::{suite_name, Loaded, SEPARATOR};
+use crate::case::Location;
+use crate::util::display_path;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Reads one suite file. Never fails: an unreadable file is one broken entry, a bad
+/// line (invalid JSON, or bytes that are not UTF-8) is a broken entry, and every other
+/// line still loads.
+pub fn load_file(root: &Path, file: &Path) -> Vec<Loaded> {
+    let suite = suite_name(root, file);
+    let shown = Arc::new(display_path(file));
+    match std::fs::read(file) {
+        Ok(bytes) => parse_suite_bytes(&suite, file, shown, &bytes),
+        Err(e) => vec![Loaded {
+            trial: format!("{suite}{SEPARATOR}unreadable-file"),
+            suite,
+            file: file.to_path_buf(),
+            entry: Err(CaseError {
+                location: Location {
+                    file: shown,
+                    line: 1,
+                    column: 1,
+                },
+                id: None,
+                field: None,
+                message: format!("failed to read the suite file: {e}"),
+            }),
+        }],
+    }
+}
+
+/// Parses the text of one suite.
+pub fn parse_suite(suite: &str, file: &Path, shown: Arc<PathBuf>, text: &str) -> Vec<Loaded> {
+    parse_suite_bytes(suite, file, shown, text.as_bytes())
+}
+
+/// Parses the bytes of one suite. Lines end at `\n` (a `\r` before it is dropped); a
+/// case line that is not valid UTF-8 is an error for that line alone, located at its
+/// first bad byte (the column counts the characters before it). Comment lines are
+/// skipped whatever bytes they hold.
+pub fn parse_suite_bytes(
+    suite: &str,
+    file: &Path,
+    shown: Arc<PathBuf>,
+    bytes: &[u8],
+) -> Vec<Loaded> {
+    let mut out = Vec::new();
+    let mut first_line: HashMap<String, usize> = HashMap::new();
+    // Some editors save a byte order mark; RFC 8259 lets parsers ignore it.
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    for (i, line) in lines(bytes).into_iter().enumerate() {
+        let n = i + 1;
+        let location = Location {
+            file: shown.clone(),
+            line: n,
+            column: 1,
+        };
+        let line = match line {
+            Ok(line) => line,
+            Err((line, e)) => {
+                let good = &line[..e.valid_up_to()];
+                let prefix = std::str::from_utf8(good).unwrap_or_default();
+                // A comment is skipped whatever it holds.
+                if prefix.trim_start().starts_with("//") {
+                    continue;
+                }
+                let rest = &line[e.valid_up_to()..];
+                let hex = |bytes: &[u8]| {
+                    bytes
+                        .iter()
+                        .map(|b| format!("0x{b:02X}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                };
+                let what = match e.error_len() {
+                    Some(1) => format!(
+                        "the byte {} cannot start or continue a character here",
+                        hex(&rest[..1])
+                    ),
+                    Some(n) => format!("the bytes {} do not make a character", hex(&rest[..n])),
+                    None => format!(
+                        "the line ends inside a character (bytes {})",
+                        hex(&rest[..rest.len().min(3)])
+                    ),
+                };
+                out.push((
+                    n,
+                    Loaded {
+                        suite: suite.to_string(),
+                        trial: String::new(),
+                        file: file.to_path_buf(),
+                        entry: Err(CaseError {
+                            location: Location {
+                                column: prefix.chars().count() + 1,
+                                ..location
+                            },
+                            id: None,
+                            field: None,
+                            message: format!("invalid UTF-8: {what}; save the file as UTF-8"),
+                        }),
+                    },
+                ));
+                continue;
+            }
+        };
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with("//") {
+            continue;
+        }
+        let mut entry = parse_case(line, location.clone());
+        let id = match &entry {
+            Ok(c) => Some(c.id.clone()),
+            Err(e) => e.id.clone(),
+        };
+        let mut name_id = id.clone();
+        if let Some(id) = &id {
+            if let Some(first) = first_line.get(id) {
+                entry = Err(CaseError {
+                    location: Location { column: crate::source::column_of_path(line, "id"), ..location },
+                    id: Some(id.clone()),
+                    field: Some("id".into()),
+                    message: format!("duplicate id \"{id}\" (first used on line {first}); ids must be unique within a file"),
+                });
+                name_id = None;
+            } else {
+                first_line.insert(id.clone(), n);
+            }
+        }
+        let trial = match name_id {
+            Some(id) => format!("{suite}{SEPARATOR}{id}"),
+            None => String::new(),
+        };
+        out.push((
+            n,
+            Loaded {
+                suite: suite.to_string(),
+                trial,
+                file: file.to_path_buf(),
+                entry,
+            },
+        ));
+    }
+    // Lines without a usable id are named after their line; a real id (or another
+    // line's name) may already be `line-N`, and two trials must never share a name.
+    let mut taken: std::collections::HashSet<String> = first_line.keys().cloned().collect();
+    out.into_iter()
+        .map(|(n, mut l)| {
+            if l.trial.is_empty() {
+                let mut name = format!("line-{n}");
+                let mut k = 1;
+                while taken.contains(&name) {
+                    name = if k == 1 {
+                        format!("line-{n}-invalid")
+                    } else {
+                        format!("line-{n}-invalid-{k}")
+                    };
+                    k += 1;
+                }
+                taken.insert(name.clone());
+                l.trial = format!("{suite}{SEPARATOR}{name}");
+            }
+            l
+        })
+        .collect()
+}
+
+/// A line as text, or its bytes and why they are not UTF-8.
+type Line<'a> = Result<&'a str, (&'a [u8], std::str::Utf8Error)>;
+
+/// The lines of `bytes` as `str::lines` splits text: at `\n`, dropping one `\r`
+/// before it, with no empty last line after a final line ending.
+fn lines(bytes: &[u8]) -> Vec<Line<'_>> {
+    // The usual case, a file that is all UTF-8, is checked once and split fast.
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        return text.lines().map(Ok).collect();
+    }
+    let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    body.split(|&b| b == b'\n')
+        .map(|l| {
+            let l = l.strip_suffix(b"\r").unwrap_or(l);
+            std::str::from_utf8(l).map_err(|e| (l, e))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::file_for_trial;
+
+    fn names(text: &str) -> Vec<(String, bool)> {
+        parse_suite(
+            "s",
+            Path::new("s.jsonl"),
+            Arc::new(PathBuf::from("s.jsonl")),
+            text,
+        )
+        .into_iter()
+        .map(|l| (l.trial, l.entry.is_ok()))
+        .collect()
+    }
+
+    #[test]
+    fn bad_lines_become_named_broken_entries_and_others_still_load() {
+        let text = "{\"id\":\"a\",\"input\":\"x\"}\n\n// comment\n{oops\n{\"id\":\"a\",\"input\":\"y\"}\n{\"id\":\"b\",\"imput\":\"z\"}\n";
+        assert_eq!(
+            names(text),
+            vec![
+                ("s::a".into(), true),
+                ("s::line-4".into(), false),
+                ("s::line-5".into(), false),
+                ("s::b".into(), false)
+            ]
+        );
+    }
+
+    #[test]
+    fn suite_names_and_trial_files() {
+        let root = Path::new("/r");
+        assert_eq!(
+            suite_name(root, Path::new("/r/billing/refunds.jsonl")),
+            "billing/refunds"
+        );
+        assert_eq!(file_for_trial(root, "../x::T1"), None);
+    }
+}

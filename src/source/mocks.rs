@@ -1,0 +1,281 @@
+//! Tool mocks for `openai` agents, after the scenario runner's mock schema: which tool
+//! (`method`), when (`args` exact, `partialArgs` subset, `input` subset, `matcher` regex
+//! over the JSON arguments), and what it answers (`response`, or `error`), with an
+//! optional `metadata.delay` (ms) and `metadata.probability` (a failure rate drawn from
+//! the run's seeded generator, so a run is reproducible).
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::case::Mock;
+use crate::source::fields::{check_keys, index, join, opt_str, type_of, FieldError};
+use crate::util::compact;
+
+const MOCK_KEYS: [&str; 6] = ["service", "method", "when", "response", "error", "metadata"];
+const WHEN_KEYS: [&str; 4] = ["args", "partialArgs", "input", "matcher"];
+
+/// Reads a `mocks` array.
+pub fn parse_mocks(v: &Value, path: &str) -> Result<Vec<Mock>, FieldError> {
+    let Value::Array(items) = v else {
+        return Err(FieldError::new(
+            path,
+            format!("expected an array of mocks, found {}", type_of(v)),
+        ));
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, m)| parse_mock(m, &index(path, i)))
+        .collect()
+}
+
+fn parse_mock(v: &Value, path: &str) -> Result<Mock, FieldError> {
+    let Value::Object(m) = v else {
+        return Err(FieldError::new(
+            path,
+            format!(
+                "expected a mock object {{\"method\", \"response\"}}, found {}",
+                type_of(v)
+            ),
+        ));
+    };
+    if m.contains_key("responseFn") {
+        return Err(FieldError::new(
+            join(path, "responseFn"),
+            "`responseFn` is not supported (no JavaScript here); give a static `response`",
+        ));
+    }
+    check_keys(m, &MOCK_KEYS, path, "a mock")?;
+    let method = opt_str(m, "method", path)?.ok_or_else(|| {
+        FieldError::new(
+            join(path, "method"),
+            "a mock needs `method`: the tool name it answers",
+        )
+    })?;
+    let mut conditions = Vec::new();
+    let (mut args, mut partial, mut input, mut matcher) = (None, None, None, None);
+    if let Some(w) = m.get("when") {
+        let wpath = join(path, "when");
+        let Value::Object(w) = w else {
+            return Err(FieldError::new(
+                wpath,
+                format!("expected an object, found {}", type_of(w)),
+            ));
+        };
+        if w.contains_key("context") {
+            return Err(FieldError::new(join(&wpath, "context"), "`when.context` is not supported; match on `args`, `partialArgs`, `input` or `matcher`"));
+        }
+        check_keys(w, &WHEN_KEYS, &wpath, "`when`")?;
+        if let Some(a) = w.get("args") {
+            conditions.push(format!("args = {}", compact(a)));
+            args = Some(single(a));
+        }
+        if let Some(p) = w.get("partialArgs") {
+            conditions.push(format!("partialArgs ⊆ {}", compact(p)));
+            partial = Some(single(p));
+        }
+        if let Some(p) = w.get("input") {
+            conditions.push(format!("input ⊆ {}", compact(p)));
+            input = Some(p.clone());
+        }
+        if let Some(r) = opt_str(w, "matcher", &wpath)? {
+            conditions.push(format!("matcher /{r}/"));
+            matcher = Some(crate::source::compile_regex(&r, &join(&wpath, "matcher"))?);
+        }
+    }
+    let error = match m.get("error") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(e)) => {
+            let epath = join(path, "error");
+            check_keys(e, &["code", "message", "status"], &epath, "a mock error")?;
+            Some(Value::Object(e.clone()))
+        }
+        Some(Value::String(s)) => Some(json!({"message": s})),
+        Some(other) => {
+            return Err(FieldError::new(
+                join(path, "error"),
+                format!(
+                    "expected {{\"code\", \"message\", \"status\"}}, found {}",
+                    type_of(other)
+                ),
+            ))
+        }
+    };
+    let (mut delay, mut probability) = (None, None);
+    if let Some(meta) = m.get("metadata") {
+        let mpath = join(path, "metadata");
+        let Value::Object(meta) = meta else {
+            return Err(FieldError::new(
+                mpath,
+                format!("expected an object, found {}", type_of(meta)),
+            ));
+        };
+        check_keys(meta, &["delay", "probability"], &mpath, "mock metadata")?;
+        if let Some(d) = meta.get("delay") {
+            let ms = d.as_u64().filter(|ms| *ms <= 600_000).ok_or_else(|| {
+                FieldError::new(
+                    join(&mpath, "delay"),
+                    "expected a delay in milliseconds from 0 to 600000",
+                )
+            })?;
+            delay = Some(Duration::from_millis(ms));
+        }
+        if let Some(p) = meta.get("probability") {
+            let p = p
+                .as_f64()
+                .filter(|p| (0.0..=1.0).contains(p))
+                .ok_or_else(|| {
+                    FieldError::new(
+                        join(&mpath, "probability"),
+                        "expected a failure rate from 0 to 1",
+                    )
+                })?;
+            probability = Some(p);
+        }
+    }
+    if !m.contains_key("response") && error.is_none() {
+        return Err(FieldError::new(
+            join(path, "response"),
+            "a mock needs `response` (what the tool returns) or `error`",
+        ));
+    }
+    Ok(Mock {
+        source: path.to_string(),
+        method,
+        args,
+        partial,
+        input,
+        matcher,
+        response: m.get("response").cloned().unwrap_or(Value::Null),
+        error,
+        delay,
+        probability,
+        conditions: if conditions.is_empty() {
+            "always".into()
+        } else {
+            conditions.join(", ")
+        },
+    })
+}
+
+/// The scenario runner writes positional arguments (`args: [x]`); a tool call has one
+/// argument object, so a one-element array stands for its element.
+fn single(v: &Value) -> Value {
+    match v {
+        Value::Array(items) if items.len() == 1 => items[0].clone(),
+        other => other.clone(),
+    }
+}
+
+/// Converts TOML-side mocks (already JSON values) with their section name as the path.
+pub fn parse_config_mocks(list: &[Value], what: &str) -> Result<Vec<Mock>, String> {
+    parse_mocks(&Value::Array(list.to_vec()), &format!("{what}.mocks"))
+        .map_err(|e| format!("{}: {}", e.path, e.message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::mocks::MockSet;
+    use crate::case::MockAnswer;
+    use crate::llm::SeededRng;
+
+    fn set(v: Value) -> MockSet {
+        MockSet(parse_mocks(&v, "setup.mocks").unwrap())
+    }
+
+    fn run(
+        s: &MockSet,
+        name: &str,
+        args: Value,
+        rng: &mut SeededRng,
+    ) -> Result<MockAnswer, String> {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(s.answer(name, &args, rng))
+            .map(|(a, _)| a)
+    }
+
+    #[test]
+    fn first_matching_mock_answers_in_order() {
+        let s = set(json!([
+            {"method": "search", "when": {"args": ["elizaos/eliza"]}, "response": [1]},
+            {"method": "search", "when": {"partialArgs": {"repo": "x"}}, "response": [2]},
+            {"method": "search", "when": {"matcher": "\"q\":\"a.c\""}, "response": [3]},
+            {"method": "search", "response": [4]}
+        ]));
+        let mut rng = SeededRng::new(1, "t");
+        assert_eq!(
+            run(&s, "search", json!("elizaos/eliza"), &mut rng).unwrap(),
+            MockAnswer::Result(json!([1]))
+        );
+        assert_eq!(
+            run(&s, "search", json!({"repo": "x", "n": 1}), &mut rng).unwrap(),
+            MockAnswer::Result(json!([2]))
+        );
+        assert_eq!(
+            run(&s, "search", json!({"q": "abc"}), &mut rng).unwrap(),
+            MockAnswer::Result(json!([3]))
+        );
+        assert_eq!(
+            run(&s, "tools.search", json!({}), &mut rng).unwrap(),
+            MockAnswer::Result(json!([4]))
+        );
+    }
+
+    #[test]
+    fn unmatched_calls_name_the_call_and_the_mocks() {
+        let s = set(json!([{"method": "create", "when": {"args": {"a": 1}}, "response": {}}]));
+        let mut rng = SeededRng::new(1, "t");
+        let e = run(&s, "create", json!({"a": 2}), &mut rng).unwrap_err();
+        assert!(
+            e.contains("create({\"a\":2})") && e.contains("setup.mocks[0] when args = {\"a\":1}"),
+            "{e}"
+        );
+        let e = run(&s, "delete", json!({}), &mut rng).unwrap_err();
+        assert!(e.contains("there are no mocks for `delete`"), "{e}");
+    }
+
+    #[test]
+    fn failure_rate_is_reproducible() {
+        let s = set(
+            json!([{"method": "t", "response": "ok", "error": {"code": "E", "message": "down", "status": 503}, "metadata": {"probability": 0.5}}]),
+        );
+        let draws = |seed| {
+            let mut rng = SeededRng::new(seed, "case");
+            (0..40)
+                .map(|_| {
+                    matches!(
+                        run(&s, "t", json!({}), &mut rng).unwrap(),
+                        MockAnswer::Error(_)
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        let a = draws(9);
+        assert_eq!(a, draws(9));
+        let failures = a.iter().filter(|f| **f).count();
+        assert!((10..=30).contains(&failures), "{failures}");
+    }
+
+    #[test]
+    fn bad_mocks_are_located() {
+        let e = parse_mocks(&json!([{"method": "t"}]), "setup.mocks").unwrap_err();
+        assert_eq!(e.path, "setup.mocks[0].response");
+        let e = parse_mocks(
+            &json!([{"method": "t", "response": 1, "when": {"arg": 1}}]),
+            "setup.mocks",
+        )
+        .unwrap_err();
+        assert!(e.message.contains("did you mean `args`?"), "{}", e.message);
+        let e = parse_mocks(
+            &json!([{"method": "t", "response": 1, "metadata": {"probability": 2}}]),
+            "setup.mocks",
+        )
+        .unwrap_err();
+        assert_eq!(e.path, "setup.mocks[0].metadata.probability");
+    }
+}

@@ -1,0 +1,17 @@
+//! Where cases come from: the suite files under a suites root and the formats they are
+//! written in. Every format produces the one case model ([`crate::case`]) and located
+//! errors in one shape ([`CaseError`]).
+
+mod assertion;
+mod discover;
+pub(crate) mod fields;
+mod jsonl;
+mod loaded;
+mod mocks;
+
+pub(crate) use assertion::{compile_regex, parse_assertions};
+pub use discover::{discover, discover_excluding, file_for_trial, suite_name, SEPARATOR};
+pub(crate) use jsonl::column_of_path;
+pub use jsonl::{load_file, parse_case, parse_suite, parse_suite_bytes, CaseError, CASE_KEYS};
+pub use loaded::Loaded;
+pub use mocks::{parse_config_mocks, parse_mocks};
