@@ -4,32 +4,12 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::errors::ConfigError;
 use serde::Deserialize;
 use toml::Spanned;
 
 /// The file name searched for.
 pub const CONFIG_FILE: &str = "agentest.toml";
-
-/// A config file that could not be read.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    /// The file exists but cannot be read.
-    #[error("failed to read {path}: {source}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The file is not valid TOML or does not fit the schema.
-    #[error("invalid config {path}: {message}")]
-    Parse {
-        /// The file.
-        path: PathBuf,
-        /// The parser's message, with line and column.
-        message: String,
-    },
-}
 
 /// The parsed contents of `agentest.toml`. Unknown keys are errors, so a typo never
 /// silently falls back to a default.
@@ -57,7 +37,7 @@ pub struct ConfigFile {
     pub llms: BTreeMap<String, crate::config::LlmConfig>,
     /// Golden transcripts: which suites are pinned, and redactions.
     #[serde(default)]
-    pub golden: crate::record::golden::GoldenConfig,
+    pub golden: GoldenConfig,
 }
 
 /// The kinds of agent a config can define.
@@ -380,7 +360,7 @@ impl Config {
         }
         };
         timeout(&self.file.run.timeout, "[run].timeout")?;
-        self.file.golden.redactions()?;
+        Redaction::compile_all(&self.file.golden)?;
         if let Some(mode) = &self.file.run.cassettes {
             crate::llm::CassetteMode::parse(mode).map_err(|e| format!("[run].cassettes: {e}"))?;
         }
@@ -508,4 +488,71 @@ pub struct LlmConfig {
     pub max_in_flight: Option<usize>,
     /// Requests started per minute, per process (default: no limit).
     pub requests_per_minute: Option<u32>,
+}
+
+/// `[[golden.redactions]]`: text replaced before comparing, for one suite or all.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedactionConfig {
+    /// The suite it applies to (`expense`, `billing/refunds`); all suites when absent.
+    pub suite: Option<String>,
+    /// A regex.
+    pub pattern: String,
+    /// Its replacement (`$1` refers to groups).
+    pub replace: String,
+}
+
+/// `[golden]` in `agentest.toml`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GoldenConfig {
+    /// Pin every case of every suite.
+    #[serde(default)]
+    pub enabled: bool,
+    /// Pin every case of these suites.
+    #[serde(default)]
+    pub suites: Vec<String>,
+    /// Redactions, applied in order.
+    #[serde(default)]
+    pub redactions: Vec<RedactionConfig>,
+}
+
+impl GoldenConfig {
+    /// Whether a suite's cases are pinned by the config. A suite may go by several names
+    /// (from the config's folder, and from the folder the run started in); any counts.
+    pub fn covers(&self, names: &[&str]) -> bool {
+        self.enabled || self.suites.iter().any(|s| names.contains(&s.as_str()))
+    }
+}
+
+/// A compiled redaction.
+#[derive(Debug, Clone)]
+pub struct Redaction {
+    pub(crate) suite: Option<String>,
+    pub(crate) regex: regex::Regex,
+    pub(crate) replace: String,
+}
+
+impl Redaction {
+    /// Compiles the config's redactions; an invalid regex names its entry.
+    pub(crate) fn compile_all(golden: &GoldenConfig) -> Result<Vec<Redaction>, String> {
+        golden
+            .redactions
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                Ok(Redaction {
+                    suite: r.suite.clone(),
+                    regex: regex::Regex::new(&r.pattern).map_err(|e| {
+                        format!(
+                            "[[golden.redactions]] #{}: invalid regex \"{}\": {e}",
+                            i + 1,
+                            r.pattern
+                        )
+                    })?,
+                    replace: r.replace.clone(),
+                })
+            })
+            .collect()
+    }
 }

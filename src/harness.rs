@@ -1,10 +1,9 @@
 //! The libtest harness: every case becomes a libtest-mimic trial, so `cargo test`,
 //! filters, `--list`, `--exact`, `--ignored`, `--format json` and nextest work as usual.
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use serde_json::Value;
@@ -12,28 +11,20 @@ use serde_json::Value;
 use crate::agent::Agent;
 use crate::check::Check;
 use crate::config::Config;
-use crate::record::{failure_message, CaseReport, ReportSink, RunInfo, Status, Summary};
-use crate::run::engine::{not_run, skip_reason, Engine, Registry, Settings};
-use crate::source::{discover_excluding, file_for_trial, load_file, Loaded, SEPARATOR};
+use crate::plan::{Input, Plan};
+use crate::record::{failure_message, CaseReport, Recorder, ReportSink, RunInfo, Status};
+use crate::run::context::Registry;
+use crate::run::engine::{Engine, RunOptions};
+use crate::run::outcome::{not_run, skip_reason};
+use crate::run::roles::person::People;
+use crate::run::runtime;
+use crate::run::scheduler::{Scheduler, Ticket};
+use crate::settings::{self, Settings};
 
 /// Cases in flight when neither `--test-threads`, `RUST_TEST_THREADS` nor `[run] concurrency`
 /// says otherwise. Agent calls wait on the network, not the CPU, so this is well above
 /// the core count.
 pub const DEFAULT_CONCURRENCY: usize = 32;
-
-/// The shared async runtime: one for every trial of the process, so connection pools
-/// and the process reaper are shared.
-pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
-    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RT.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("agentest")
-            .enable_all()
-            .build()
-            .expect("failed to start the async runtime")
-    })
-}
 
 /// Builds and runs the test harness for a suites root.
 ///
@@ -106,122 +97,125 @@ impl Harness {
     }
 
     /// Runs with the given arguments.
+    ///
+    /// Every case becomes a trial. The cases libtest will run are started at once on
+    /// agentest's scheduler (`--test-threads` of them in flight), and each trial waits
+    /// for its own case's result, so the harness and the binary share one scheduler.
     pub fn run_with_args(self, mut args: Arguments) -> ExitCode {
-        let root = self.root.clone();
-        let root_config = Config::discover(&root).ok();
-        let report = report_path(root_config.as_ref());
+        let settings = match settings::load() {
+            Ok(s) => s,
+            Err(e) => return setup_failure(&args, "settings", e.to_string()),
+        };
+        let root_config = Config::discover(&self.root).ok();
+        let report = report_path(settings, root_config.as_ref());
         // The report is JSONL too: it must never be read back as a suite.
-        let loaded = match load(&root, &args, report.as_slice()) {
-            Ok(l) => l,
+        let exact = args.exact.then_some(args.filter.as_deref()).flatten();
+        let plan = match Plan::load(&Input::Dir(self.root.clone()), report.as_slice(), exact) {
+            Ok(p) if p.cases.is_empty() => {
+                eprintln!("error: no test cases found under {}: add a suite such as `smoke.jsonl` with a line like {{\"id\": \"T001\", \"input\": \"Hello\", \"assert\": {{\"type\": \"contains\", \"value\": \"Hello\"}}}}", self.root.display());
+                return ExitCode::from(2);
+            }
+            Ok(p) => p,
             Err(e) => {
                 eprintln!("error: {e}");
                 return ExitCode::from(2);
             }
         };
-        if args.test_threads.is_none() {
-            args.test_threads = std::env::var("RUST_TEST_THREADS")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .or_else(|| root_config.as_ref().and_then(|c| c.file.run.concurrency))
-                .or(Some(DEFAULT_CONCURRENCY))
-                // No more threads than trials (nextest's `--exact` runs one).
-                .map(|n: usize| n.min(loaded.len()).max(1));
-        }
-        let agent_name = std::env::var("AGENTEST_AGENT")
-            .ok()
-            .filter(|s| !s.is_empty())
-            .or(self.agent_name);
-        let update = match crate::record::golden::UpdateMode::from_env() {
-            Ok(u) => u,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(2);
-            }
-        };
-        let engine = Arc::new(Engine::new(
-            self.registry,
-            Settings {
-                agent_name,
-                timeout: None,
-                run_skipped: args.ignored || args.include_ignored,
-                live: live_from_env(),
-                simulator: std::env::var("AGENTEST_SIMULATOR")
-                    .ok()
-                    .filter(|s| !s.is_empty()),
-                people: crate::run::roles::person::People {
-                    forced: env_flag("AGENTEST_INTERACTIVE"),
-                    skip: env_flag("AGENTEST_SKIP_INTERACTIVE"),
-                    fail_missing: std::env::var("AGENTEST_ON_MISSING_INPUT")
-                        .is_ok_and(|v| v == "fail"),
-                },
-                update,
+        let parallel = args
+            .test_threads
+            .or(settings.test_threads)
+            .or_else(|| root_config.as_ref().and_then(|c| c.file.run.concurrency))
+            .unwrap_or(DEFAULT_CONCURRENCY)
+            .max(1);
+        // No more threads than trials (nextest's `--exact` runs one): each only waits.
+        args.test_threads = Some(parallel.min(plan.cases.len()).max(1));
+        let options = RunOptions {
+            agent_name: settings.agent.clone().or(self.agent_name),
+            timeout: None,
+            run_skipped: args.ignored || args.include_ignored,
+            live: settings.live,
+            simulator: settings.simulator.clone(),
+            people: People {
+                forced: settings.interactive,
+                skip: settings.skip_interactive,
+                on_missing_input: settings.on_missing_input,
             },
-        ));
-
-        let under_nextest = std::env::var_os("NEXTEST_EXECUTION_MODE").is_some()
-            || std::env::var_os("NEXTEST").is_some();
-        let writer = if args.list {
-            None
-        } else {
-            match report {
-                Some(path) => match open_report(&path, under_nextest) {
-                    Ok(w) => Some(Arc::new(w)),
-                    Err(e) => {
-                        eprintln!("error: {e}");
-                        return ExitCode::from(2);
-                    }
-                },
-                None => None,
-            }
+            update: settings.update,
         };
-        let summary = Arc::new(Mutex::new(Summary::new()));
-        let ran = Arc::new(Mutex::new(HashSet::new()));
+        let sink = match report.filter(|_| !args.list) {
+            Some(path) => match open_report(settings, &path) {
+                Ok(w) => Some(w),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+            },
+            None => None,
+        };
+        let recorder = Arc::new(Recorder::new(sink));
+        let engine = Arc::new(Engine::new(self.registry, options));
+        let scheduler = Scheduler::new(engine.clone(), recorder.clone(), parallel, false);
         let started = std::time::Instant::now();
 
-        let mut flagged_skips = Vec::new();
-        let trials: Vec<Trial> = loaded
-            .into_iter()
-            .map(|l| {
-                // Cases this version cannot run are listed as ignored up front, so that
-                // nextest (which cannot see a run-time ignore) does not report them as passed.
-                let skip_flag = matches!(&l.entry, Ok(c) if skip_reason(c).is_some());
-                let name = l.trial.clone();
-                let l = Arc::new(l);
-                if skip_flag {
-                    flagged_skips.push(l.clone());
-                }
-                let (engine, writer, summary, ran) =
-                    (engine.clone(), writer.clone(), summary.clone(), ran.clone());
-                Trial::ignorable_test(name, move || {
-                    let report = runtime().block_on(engine.clone().run_guarded(l.clone()));
-                    ran.lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .insert(l.trial.clone());
-                    record(&report, writer.as_deref(), &summary);
+        let cases: Vec<Arc<crate::source::Loaded>> = plan.cases.into_iter().map(Arc::new).collect();
+        let probes: Vec<Trial> = cases.iter().map(|l| probe(l)).collect();
+        // The cases libtest will run: not filtered out, not ignored, not a listing.
+        let selected: Vec<Arc<crate::source::Loaded>> = cases
+            .iter()
+            .zip(&probes)
+            .filter(|(_, t)| !args.list && !args.is_filtered_out(t) && !args.is_ignored(t))
+            .map(|(l, _)| l.clone())
+            .collect();
+        let tickets: Vec<(String, Ticket)> = {
+            let _guard = runtime().enter();
+            let names = selected.iter().map(|l| l.trial.clone());
+            names.zip(scheduler.start(selected.clone())).collect()
+        };
+        let mut tickets: std::collections::HashMap<String, Arc<Ticket>> =
+            tickets.into_iter().map(|(n, t)| (n, Arc::new(t))).collect();
+
+        let trials: Vec<Trial> = cases
+            .iter()
+            .zip(probes)
+            .map(|(l, probe)| {
+                let ignored = probe.has_ignored_flag();
+                let ticket = tickets.remove(&l.trial);
+                let (l, engine, recorder) = (l.clone(), engine.clone(), recorder.clone());
+                Trial::ignorable_test(l.trial.clone(), move || {
+                    let report = match &ticket {
+                        Some(t) => runtime().block_on(t.wait()),
+                        None => None,
+                    };
+                    // A case libtest runs that was not started (it cannot happen, but a
+                    // hang would be worse than a wrong guess) runs here.
+                    let report = report.unwrap_or_else(|| {
+                        let r = runtime().block_on(engine.clone().run_guarded(l.clone()));
+                        recorder.record(&r);
+                        r
+                    });
                     outcome(&report)
                 })
-                .with_ignored_flag(skip_flag)
+                .with_ignored_flag(ignored)
             })
             .collect();
 
         let conclusion = libtest_mimic::run(&args, trials);
 
-        if let Some(w) = &writer {
+        if recorder.has_report() {
             // Cases listed as ignored were never run, but the report still holds them.
-            let ran = ran.lock().unwrap_or_else(|e| e.into_inner());
-            for l in flagged_skips {
-                let probe = Trial::test(l.trial.clone(), || Ok(()));
-                if ran.contains(&l.trial) || args.is_filtered_out(&probe) {
+            for (l, t) in cases.iter().zip(cases.iter().map(|l| probe(l))) {
+                if !t.has_ignored_flag()
+                    || selected.iter().any(|s| s.trial == l.trial)
+                    || args.is_filtered_out(&t)
+                {
                     continue;
                 }
                 if let Ok(case) = &l.entry {
-                    let reason = skip_reason(case).unwrap_or_default();
-                    let report = not_run(&l, reason);
-                    record(&report, Some(w), &summary);
+                    recorder.record(&not_run(l, skip_reason(case).unwrap_or_default()));
                 }
             }
-            if !under_nextest {
-                let mut s = summary.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            if settings.nextest.is_none() {
+                let mut s = recorder.summary();
                 s.duration_ms = started.elapsed().as_millis() as u64;
                 let mut run = RunInfo::new(
                     "(see each case)",
@@ -229,32 +223,28 @@ impl Harness {
                     std::env::args().collect(),
                 );
                 run.duration_ms = s.duration_ms;
-                if let Err(e) = w.finish(&run, &s) {
-                    eprintln!(
-                        "warning: failed to finish the report {}: {e}",
-                        w.path().display()
-                    );
-                }
+                recorder.finish(&run, &s);
             }
         }
         conclusion.exit_code()
     }
 }
 
-fn record(report: &CaseReport, writer: Option<&ReportSink>, summary: &Mutex<Summary>) {
-    summary
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .add(report);
-    if let Some(w) = writer {
-        if let Err(e) = w.record(report) {
-            eprintln!(
-                "warning: failed to write {} to the report {}: {e}",
-                report.trial,
-                w.path().display()
-            );
-        }
-    }
+/// A trial with the case's name and ignored flag, for libtest's filters. Cases marked
+/// `skip: true` are listed as ignored up front, so that nextest (which cannot see a
+/// run-time ignore) does not report them as passed.
+fn probe(l: &crate::source::Loaded) -> Trial {
+    let ignored = matches!(&l.entry, Ok(c) if skip_reason(c).is_some());
+    Trial::test(l.trial.clone(), || Ok(())).with_ignored_flag(ignored)
+}
+
+/// A run that cannot start: one failing trial that says why (so `cargo test` and
+/// nextest show it), or exit code 2 where no trial can carry it.
+fn setup_failure(args: &Arguments, what: &str, message: String) -> ExitCode {
+    let trial = Trial::test(format!("agentest::{what}"), move || {
+        Err(Failed::from(message.clone()))
+    });
+    libtest_mimic::run(args, vec![trial]).exit_code()
 }
 
 fn outcome(report: &CaseReport) -> Result<Completion, Failed> {
@@ -267,55 +257,23 @@ fn outcome(report: &CaseReport) -> Result<Completion, Failed> {
     }
 }
 
-/// `AGENTEST_LIVE=1` (or `true`): tool calls go to the real tools.
-pub(crate) fn live_from_env() -> bool {
-    env_flag("AGENTEST_LIVE")
-}
-
-/// A boolean environment variable: `1` or `true`.
-fn env_flag(name: &str) -> bool {
-    std::env::var(name).is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
-}
-
 /// Under cargo test one process writes the whole report; under nextest every case's
 /// process appends to it, and a new run id starts it afresh.
-fn open_report(path: &Path, under_nextest: bool) -> Result<ReportSink, String> {
-    match std::env::var("NEXTEST_RUN_ID") {
-        Ok(run) if under_nextest && !run.is_empty() => ReportSink::for_run(path, &run),
-        _ => ReportSink::create(path, !under_nextest),
+fn open_report(settings: &Settings, path: &Path) -> Result<ReportSink, String> {
+    match &settings.nextest {
+        Some(n) => match n.run_id.as_deref() {
+            Some(run) => ReportSink::for_run(path, run),
+            None => ReportSink::create(path, false),
+        },
+        None => ReportSink::create(path, true),
     }
 }
 
 /// `AGENTEST_REPORT` (relative to the working directory), else `[run] report` (relative to the config).
-fn report_path(config: Option<&Config>) -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("AGENTEST_REPORT").filter(|p| !p.is_empty()) {
-        return Some(PathBuf::from(p));
+fn report_path(settings: &Settings, config: Option<&Config>) -> Option<PathBuf> {
+    if let Some(p) = &settings.report {
+        return Some(p.clone());
     }
     let c = config?;
     c.file.run.report.as_ref().map(|r| c.dir.join(r))
-}
-
-/// Loads the cases the arguments need. With `--exact SUITE::ID` (nextest runs each
-/// test this way) only that suite's file is opened.
-fn load(root: &Path, args: &Arguments, exclude: &[PathBuf]) -> Result<Vec<Loaded>, String> {
-    if args.exact {
-        if let Some(file) = args
-            .filter
-            .as_deref()
-            .filter(|f| f.contains(SEPARATOR))
-            .and_then(|f| file_for_trial(root, f))
-        {
-            return Ok(load_file(root, &file));
-        }
-    }
-    let files = discover_excluding(root, exclude).map_err(|e| e.to_string())?;
-    let mut loaded: Vec<Loaded> = files.iter().flat_map(|f| load_file(root, f)).collect();
-    if loaded.is_empty() {
-        return Err(format!(
-            "no test cases found under {}: add a suite such as `smoke.jsonl` with a line like {{\"id\": \"T001\", \"input\": \"Hello\", \"assert\": {{\"type\": \"contains\", \"value\": \"Hello\"}}}}",
-            root.display()
-        ));
-    }
-    loaded.sort_by(|a, b| a.trial.cmp(&b.trial));
-    Ok(loaded)
 }

@@ -48,11 +48,14 @@ mod check;
 #[cfg(feature = "cli")]
 mod cli;
 mod config;
+mod errors;
 mod harness;
 mod llm;
+mod plan;
 mod protocol;
 mod record;
 mod run;
+mod settings;
 mod source;
 mod util;
 
@@ -66,7 +69,9 @@ pub use protocol::{Reply, Request, ToolCall, Usage};
 
 /// Model judges for your own tests: ask a model whether a reply meets criteria.
 pub mod judge {
-    pub use crate::check::judge::{Judge, JudgeError, JudgeVerdict};
+    pub use crate::check::judge::{JudgeRequest, JudgeVerdict};
+    pub use crate::errors::JudgeError;
+    pub use crate::run::roles::judge::Judge;
 }
 
 /// Internals reachable for agentest's own tests and benchmarks. Not a public API: it
@@ -77,6 +82,7 @@ pub mod __private {
     pub mod assertion {
         pub use crate::case::Assertion;
         pub use crate::check::{evaluate, EvalEnv, Subject};
+        pub use crate::errors::StepError;
     }
     /// The case model and the JSONL case parser.
     pub mod case {
@@ -94,7 +100,8 @@ pub mod __private {
     }
     /// Model calls and cassettes.
     pub mod llm {
-        pub use crate::llm::{CassetteMode, LlmError, SeededRng};
+        pub use crate::errors::LlmError;
+        pub use crate::llm::{CassetteMode, SeededRng};
         pub use crate::protocol::Role;
         /// Cassette files.
         pub mod cassette {

@@ -264,6 +264,17 @@ pub struct Message {
 }
 
 impl Message {
+    /// A system message: instructions.
+    pub fn system(text: impl Into<String>) -> Self {
+        Message {
+            role: "system".into(),
+            content: Value::String(text.into()),
+            tool_calls: None,
+            name: None,
+            tool_call_id: None,
+        }
+    }
+
     /// A user message with text content.
     pub fn user(text: impl Into<String>) -> Self {
         Message {

@@ -1267,7 +1267,7 @@ fn a_named_simulator_answer_without_a_message_is_an_error() {
         .expect_termination("empty", "simulator_error")
         .expect_error(
             "empty",
-            &["simulator error: simulator agent `user` answered without a message"],
+            &["simulator error: simulator agent `user` answered twice without a message"],
         );
 }
 
@@ -1457,7 +1457,7 @@ fn an_empty_simulator_message_is_retried_once_then_an_error() {
         .expect_termination("empty", "simulator_error")
         .expect_error(
             "empty",
-            &["turn 2: simulator error: the simulator answered twice without a message"],
+            &["turn 2: simulator error: simulator answered twice without a message"],
         );
     let reqs = server.requests("sim");
     assert_eq!(reqs.len(), 2, "{reqs:?}");
@@ -1561,7 +1561,20 @@ fn a_named_simulator_may_be_an_openai_agent() {
     assert_eq!(reqs.len(), 1);
     let messages = reqs[0]["messages"].as_array().unwrap();
     assert_eq!(messages[0]["content"], "You play a user.");
-    assert_eq!(messages.last().unwrap()["content"], ASKED);
+    // The simulator's instructions and the question reach the model as messages it
+    // reads, after the agent's own system prompt: an openai agent drops `metadata`.
+    assert_eq!(messages[1]["role"], "system");
+    let instructions = messages[1]["content"].as_str().unwrap();
+    assert!(
+        instructions.starts_with("You are simulating a user"),
+        "{instructions}"
+    );
+    let asked = messages.last().unwrap();
+    assert_eq!(asked["role"], "user");
+    assert!(
+        asked["content"].as_str().unwrap().contains(ASKED),
+        "{asked}"
+    );
 }
 
 #[test]
@@ -1893,7 +1906,10 @@ fn a_judge_that_answers_badly_twice_makes_the_case_an_error() {
     let r = agentest(s.path()).run();
     r.expect(1).expect_status("j", "error").expect_error(
         "j",
-        &["turn 1: ", "the judge answered twice without a verdict"],
+        &[
+            "turn 1: ",
+            "judge answered twice without a verdict {passed, reason}",
+        ],
     );
     assert_eq!(server.requests("judge").len(), 2);
 }

@@ -867,7 +867,7 @@ fn an_unknown_update_mode_is_a_usage_error() {
         assert_eq!(
             run.stderr,
             format!(
-                "error: AGENTEST_UPDATE=\"{value}\" is not a mode; use auto, new, always or no\n"
+                "error: environment variable AGENTEST_UPDATE=\"{value}\" is not valid; use auto, new, always or no\n"
             )
         );
         assert_eq!(run.stdout, "", "nothing runs");

@@ -1954,12 +1954,13 @@ fn unknown_cassette_modes_and_seeds_are_usage_errors() {
     let p = project("mode", &conf(&server.url()), &[case("T1", "hello")]);
     let run = agentest(p.path()).env("AGENTEST_CASSETTES", "foo").run();
     run.expect(2).expect_stderr(
-        "AGENTEST_CASSETTES: unknown cassette mode \"foo\"; expected auto, replay, strict, record or off",
+        "environment variable AGENTEST_CASSETTES=\"foo\" is not valid; use auto, replay, strict, record or off",
     );
     assert!(run.report.is_none(), "nothing ran:\n{run:?}");
     let run = agentest(p.path()).env("AGENTEST_SEED", "abc").run();
-    run.expect(2)
-        .expect_stderr("AGENTEST_SEED \"abc\" is not a whole number");
+    run.expect(2).expect_stderr(
+        "environment variable AGENTEST_SEED=\"abc\" is not valid; use a whole number",
+    );
     p.write(
         "agentest.toml",
         &conf(&server.url())

@@ -4,9 +4,10 @@ mod http;
 pub(crate) mod mocks;
 mod openai;
 mod process;
+mod scope;
 
-pub(crate) use openai::CaseScope;
 pub(crate) use process::describe_stderr;
+pub(crate) use scope::CaseScope;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -14,6 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::{AgentConfig, Config};
+use crate::errors::StepError;
 use crate::protocol::{Reply, Request};
 use crate::util::expand_env;
 
@@ -78,29 +80,6 @@ pub(crate) enum AgentDef {
     Http(Arc<http::HttpSpec>),
     OpenAi(Arc<openai::OpenAiSpec>),
     InProcess(Arc<dyn Agent>),
-}
-
-/// Why a turn produced no reply.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum TurnError {
-    /// The agent failed or broke the protocol: the case is an `error`.
-    Agent(String),
-    /// Something the test demands did not hold (a tool call no mock answers, a model call
-    /// with no recording on CI): the case `failed`.
-    Failed(String),
-    /// A model is needed and cannot be reached (no recording, no API key): outside CI
-    /// the case is skipped with this reason, on CI it fails.
-    Unavailable(String),
-}
-
-impl std::fmt::Display for TurnError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            TurnError::Agent(m) | TurnError::Failed(m) | TurnError::Unavailable(m) => {
-                f.write_str(m)
-            }
-        }
-    }
 }
 
 impl AgentDef {
@@ -223,10 +202,10 @@ pub(crate) enum Session {
 
 impl Session {
     /// Sends one turn and reads the reply, checking the protocol.
-    pub(crate) async fn send(&mut self, request: &Request) -> Result<Reply, TurnError> {
+    pub(crate) async fn send(&mut self, request: &Request) -> Result<Reply, StepError> {
         match self {
             Session::OpenAi(o) => o.send(request).await,
-            other => other.send_plain(request).await.map_err(TurnError::Agent),
+            other => other.send_plain(request).await.map_err(StepError::Broken),
         }
     }
 
@@ -338,10 +317,10 @@ mod tests {
         }
         let mut s = session(boom).await;
         let e = s.send(&request()).await.unwrap_err();
-        assert_eq!(e, TurnError::Agent("agent panicked: boom 42".into()));
+        assert_eq!(e, StepError::Broken("agent panicked: boom 42".into()));
         let mut s = session(|_: &Request| -> Result<Reply, String> { panic!("static text") }).await;
         let e = s.send(&request()).await.unwrap_err();
-        assert_eq!(e, TurnError::Agent("agent panicked: static text".into()));
+        assert_eq!(e, StepError::Broken("agent panicked: static text".into()));
     }
 
     #[tokio::test]
@@ -371,7 +350,7 @@ mod tests {
             .send(&request())
             .await
             .unwrap_err();
-        assert_eq!(e, TurnError::Agent("agent error: nope".into()));
+        assert_eq!(e, StepError::Broken("agent error: nope".into()));
     }
 
     struct AsyncPanics;
@@ -392,6 +371,6 @@ mod tests {
             .send(&request())
             .await
             .unwrap_err();
-        assert_eq!(e, TurnError::Agent("agent panicked: async boom".into()));
+        assert_eq!(e, StepError::Broken("agent panicked: async boom".into()));
     }
 }

@@ -7,37 +7,18 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
-use super::TurnError;
 use crate::agent::mocks::MockSet;
+use crate::agent::CaseScope;
 use crate::case::{Mock, MockAnswer};
 use crate::config::{Config, OpenAiAgentConfig};
-use crate::llm::{Endpoint, LlmError, ModelCalls, SeededRng};
+use crate::errors::StepError;
+use crate::llm::{Endpoint, SeededRng};
+use crate::protocol::TokenUsage;
 use crate::protocol::{Reply, Request, ToolCall, Usage};
-use crate::protocol::{Role, TokenUsage};
 use crate::source::parse_config_mocks;
 
 /// Model calls per turn before the tool loop gives up, unless the config says otherwise.
 const DEFAULT_TOOL_ROUNDS: u32 = 8;
-
-/// What a case gives the sessions it starts: its model calls (cassette and counters),
-/// its own mocks, the seeded generator's seed, live mode and the deadline.
-#[derive(Clone)]
-pub(crate) struct CaseScope {
-    pub(crate) calls: Arc<ModelCalls>,
-    pub(crate) mocks: Vec<Mock>,
-    pub(crate) seed: u64,
-    pub(crate) salt: String,
-    pub(crate) live: bool,
-    pub(crate) deadline: Instant,
-    /// Whose model calls these are: the agent's, or a simulator's or judge's that
-    /// happens to be an `openai` agent.
-    pub(crate) role: Role,
-    /// Where a process agent's stderr is kept, so a timeout can show its tail.
-    pub(crate) stderr: StderrSlot,
-}
-
-/// The case's process agent's stderr buffer, once the agent has started.
-pub(crate) type StderrSlot = Arc<std::sync::Mutex<Option<Arc<std::sync::Mutex<Vec<u8>>>>>>;
 
 /// A configured `openai` agent.
 pub(crate) struct OpenAiSpec {
@@ -161,7 +142,7 @@ impl OpenAiSession {
         }
     }
 
-    pub(crate) async fn send(&mut self, request: &Request) -> Result<Reply, TurnError> {
+    pub(crate) async fn send(&mut self, request: &Request) -> Result<Reply, StepError> {
         for m in request.messages.iter().skip(self.seen) {
             self.history.push(to_openai(m));
         }
@@ -184,11 +165,7 @@ impl OpenAiSession {
                     self.scope.deadline,
                 )
                 .await
-                .map_err(|e| match e {
-                    LlmError::Unavailable(m) => TurnError::Unavailable(m),
-                    LlmError::Failed(m) if m.starts_with("no recording") => TurnError::Failed(m),
-                    other => TurnError::Agent(format!("model call failed: {other}")),
-                })?;
+                .map_err(StepError::from)?;
             usage.add(outcome.usage());
             let message = outcome.message().clone();
             let calls = message["tool_calls"]
@@ -238,7 +215,7 @@ impl OpenAiSession {
                 });
             }
         }
-        Err(TurnError::Agent(format!(
+        Err(StepError::Broken(format!(
             "the model was still calling tools after {} rounds in one turn; raise max_tool_rounds or check what the mocks answer",
             self.spec.max_rounds
         )))
@@ -249,14 +226,14 @@ impl OpenAiSession {
         &mut self,
         name: &str,
         arguments: &Value,
-    ) -> Result<(Option<Value>, Option<Value>), TurnError> {
+    ) -> Result<(Option<Value>, Option<Value>), StepError> {
         if self.scope.live {
             return self.live(name, arguments).await;
         }
         match self.mocks.answer(name, arguments, &mut self.rng).await {
             Ok((MockAnswer::Result(r), _)) => Ok((Some(r), None)),
             Ok((MockAnswer::Error(e), _)) => Ok((None, Some(e))),
-            Err(why) => Err(TurnError::Failed(why)),
+            Err(why) => Err(StepError::Failed(why)),
         }
     }
 
@@ -264,9 +241,9 @@ impl OpenAiSession {
         &self,
         name: &str,
         arguments: &Value,
-    ) -> Result<(Option<Value>, Option<Value>), TurnError> {
+    ) -> Result<(Option<Value>, Option<Value>), StepError> {
         let Some((url, shown)) = &self.spec.tools_url else {
-            return Err(TurnError::Agent(format!(
+            return Err(StepError::Broken(format!(
                 "live mode sends tool calls to the agent's `tools_url`, and this agent has none; add tools_url to its config or run without --live to use mocks (the call was {name})"
             )));
         };
@@ -282,16 +259,17 @@ impl OpenAiSession {
             .json(&json!({"name": name, "arguments": arguments}))
             .send()
             .await
-            .map_err(|e| TurnError::Agent(format!("tool endpoint {shown}: {}", e.without_url())))?;
+            .map_err(|e| {
+                StepError::Broken(format!("tool endpoint {shown}: {}", e.without_url()))
+            })?;
         let status = sent.status();
-        let body = sent
-            .bytes()
-            .await
-            .map_err(|e| TurnError::Agent(format!("tool endpoint {shown}: {}", e.without_url())))?;
+        let body = sent.bytes().await.map_err(|e| {
+            StepError::Broken(format!("tool endpoint {shown}: {}", e.without_url()))
+        })?;
         let parsed: Result<Value, _> = serde_json::from_slice(&body);
         match (status.is_success(), parsed) {
             (true, Ok(v)) => Ok((Some(v), None)),
-            (true, Err(e)) => Err(TurnError::Agent(format!(
+            (true, Err(e)) => Err(StepError::Broken(format!(
                 "tool endpoint {shown} answered {name} with invalid JSON: {e}"
             ))),
             (false, parsed) => Ok((

@@ -4,6 +4,7 @@ use serde_json::{json, Value};
 
 use crate::case::{Assertion, JsonPath, JsonType, Kind, ValueMatcher};
 use crate::check::Scripts;
+use crate::errors::StepError;
 use crate::protocol::Message;
 use crate::protocol::{Reply, ToolCall};
 use crate::util::{clip, compact};
@@ -31,17 +32,6 @@ pub struct EvalEnv<'a> {
     pub judges: Option<&'a dyn crate::check::judge::Judges>,
 }
 
-/// Why an assertion could not be evaluated: never a pass or a fail.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum EvalError {
-    /// A script or judge broke: the case is an `error`.
-    #[error("{0}")]
-    Broken(String),
-    /// A judge needs a model that cannot be reached: skipped outside CI, failed on CI.
-    #[error("{0}")]
-    Unavailable(String),
-}
-
 /// The outcome of one assertion.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Verdict {
@@ -59,14 +49,14 @@ pub async fn evaluate(
     a: &Assertion,
     subject: Subject<'_>,
     env: &EvalEnv<'_>,
-) -> Result<Verdict, EvalError> {
+) -> Result<Verdict, StepError> {
     let (holds, label, why) = match &a.kind {
         Kind::Script { name } => {
             let (passed, message) = env
                 .scripts
                 .run(name, a, subject, env)
                 .await
-                .map_err(EvalError::Broken)?;
+                .map_err(StepError::Broken)?;
             (passed, format!("script {name}"), message)
         }
         Kind::Judge { type_name, spec } => {
@@ -80,7 +70,7 @@ pub async fn evaluate(
                 temperature,
             } = spec.as_ref();
             let Some(judges) = env.judges else {
-                return Err(EvalError::Broken(format!(
+                return Err(StepError::Broken(format!(
                     "`{type_name}` assertions need a judge, and none is available here"
                 )));
             };
@@ -95,13 +85,7 @@ pub async fn evaluate(
                 json_schema: json_schema.clone(),
                 temperature: *temperature,
             };
-            let verdict = judges
-                .judge(agent.as_deref(), &request)
-                .await
-                .map_err(|e| match e {
-                    crate::check::judge::JudgeError::Unavailable(m) => EvalError::Unavailable(m),
-                    crate::check::judge::JudgeError::Broken(m) => EvalError::Broken(m),
-                })?;
+            let verdict = judges.judge(agent.as_deref(), &request).await?;
             let judge = agent.as_deref().unwrap_or("judge");
             let mut why = format!(
                 "{judge}: {}",

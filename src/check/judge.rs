@@ -1,18 +1,14 @@
-//! Judges: a model (or an agent speaking the validator contract) decides whether a reply
-//! meets criteria, answering `{passed, score, reason, suggestions}`. A judge that cannot
-//! answer is an error, never a pass or a fail.
-
-use std::path::Path;
-use std::sync::Arc;
+//! Judgments: what a judge is asked and what it answers (`{passed, score, reason,
+//! suggestions}`). A judge that cannot answer is an error, never a pass or a fail; the
+//! judges themselves run in [`crate::run::roles::judge`].
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
-use tokio::time::Instant;
 
 use crate::agent::BoxFuture;
-use crate::llm::{CassetteMode, Endpoint, LlmError, ModelCalls};
+use crate::errors::StepError;
 use crate::protocol::Message;
-use crate::protocol::Role;
+use crate::util::value_text;
 
 /// A judge's verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -28,17 +24,6 @@ pub struct JudgeVerdict {
     /// How the reply could be better.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub suggestions: Vec<String>,
-}
-
-/// Why a judge gave no verdict.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum JudgeError {
-    /// No model to be had (no recording, no API key): skipped outside CI, failed on CI.
-    #[error("{0}")]
-    Unavailable(String),
-    /// The judge broke: it could not be reached, or answered twice without a verdict.
-    #[error("{0}")]
-    Broken(String),
 }
 
 /// What a judge is asked.
@@ -91,75 +76,45 @@ pub trait Judges: Send + Sync {
         &'a self,
         agent: Option<&'a str>,
         request: &'a JudgeRequest,
-    ) -> BoxFuture<'a, Result<JudgeVerdict, JudgeError>>;
+    ) -> BoxFuture<'a, Result<JudgeVerdict, StepError>>;
 }
 
 const SYSTEM: &str = "You are a strict, fair evaluator of an AI assistant's reply. Decide whether the reply meets the criteria, judging only what the reply says. Answer with JSON only: {\"passed\": true or false, \"score\": a number from 0 to 1, \"reason\": \"one or two sentences\", \"suggestions\": [\"how the reply could be better\"]}";
 
-/// The built-in judge: one chat call on a model endpoint, one repair attempt when the
-/// answer is not a verdict.
-pub(crate) async fn model_judge(
-    endpoint: &Endpoint,
-    calls: &ModelCalls,
-    request: &JudgeRequest,
-    deadline: Instant,
-) -> Result<JudgeVerdict, JudgeError> {
-    let mut prompt = format!("Criteria: {}\n", request.criteria);
-    for (k, v) in &request.metadata {
-        prompt.push_str(&format!("{k}: {}\n", crate::util::value_text(v)));
+impl JudgeRequest {
+    /// The judge's instructions.
+    pub(crate) fn instructions(&self) -> String {
+        SYSTEM.to_string()
     }
-    if let Some(e) = &request.expected {
-        prompt.push_str(&format!("Expected: {}\n", crate::util::value_text(e)));
-    }
-    if !request.capabilities.is_empty() {
-        prompt.push_str(&format!(
-            "Capabilities to show: {}\n",
-            request.capabilities.join(", ")
-        ));
-    }
-    if let Some(schema) = &request.json_schema {
-        prompt.push_str(&format!(
-            "Your JSON must also follow this schema: {schema}\n"
-        ));
-    }
-    prompt.push_str("\nConversation:\n");
-    for m in &request.conversation {
-        prompt.push_str(&format!("{}: {}\n", m.role, m.text()));
-    }
-    prompt.push_str(&format!("\nThe reply to judge:\n{}\n", request.output));
-    let mut messages = vec![
-        json!({"role": "system", "content": SYSTEM}),
-        json!({"role": "user", "content": prompt}),
-    ];
-    for attempt in 0..2 {
-        let mut chat = endpoint.request(messages.clone(), Vec::new());
-        chat.response_format = Some(json!({"type": "json_object"}));
-        if request.temperature.is_some() {
-            chat.temperature = request.temperature;
+
+    /// What the judge is asked: the criteria, what goes with them, the conversation and
+    /// the reply under judgment.
+    pub(crate) fn prompt(&self) -> String {
+        let mut prompt = format!("Criteria: {}\n", self.criteria);
+        for (k, v) in &self.metadata {
+            prompt.push_str(&format!("{k}: {}\n", value_text(v)));
         }
-        let outcome = calls
-            .chat(endpoint, Role::Judge, &chat, deadline)
-            .await
-            .map_err(|e| match e {
-                LlmError::Unavailable(m) => JudgeError::Unavailable(format!("judge: {m}")),
-                other => JudgeError::Broken(format!("judge model call failed: {other}")),
-            })?;
-        let content = outcome.message()["content"].clone();
-        match read_verdict(&content) {
-            Some(v) => return Ok(v),
-            None if attempt == 0 => {
-                messages.push(json!({"role": "assistant", "content": content}));
-                messages.push(json!({"role": "user", "content": "That was not a verdict. Answer again with JSON only, with a boolean \"passed\" and a \"reason\"."}));
-            }
-            None => {
-                return Err(JudgeError::Broken(format!(
-                    "the judge answered twice without a verdict; last answer: {}",
-                    crate::util::compact(&content)
-                )))
-            }
+        if let Some(e) = &self.expected {
+            prompt.push_str(&format!("Expected: {}\n", value_text(e)));
         }
+        if !self.capabilities.is_empty() {
+            prompt.push_str(&format!(
+                "Capabilities to show: {}\n",
+                self.capabilities.join(", ")
+            ));
+        }
+        if let Some(schema) = &self.json_schema {
+            prompt.push_str(&format!(
+                "Your JSON must also follow this schema: {schema}\n"
+            ));
+        }
+        prompt.push_str("\nConversation:\n");
+        for m in &self.conversation {
+            prompt.push_str(&format!("{}: {}\n", m.role, m.text()));
+        }
+        prompt.push_str(&format!("\nThe reply to judge:\n{}\n", self.output));
+        prompt
     }
-    unreachable!("the loop returns")
 }
 
 /// Reads a verdict: JSON (possibly as text) with a boolean `passed` (or `pass`).
@@ -175,84 +130,13 @@ pub(crate) fn read_verdict(v: &Value) -> Option<JudgeVerdict> {
     Some(JudgeVerdict {
         passed,
         score: parsed.get("score").and_then(Value::as_f64),
-        reason: parsed
-            .get("reason")
-            .map(crate::util::value_text)
-            .unwrap_or_default(),
+        reason: parsed.get("reason").map(value_text).unwrap_or_default(),
         suggestions: match parsed.get("suggestions") {
-            Some(Value::Array(items)) => items.iter().map(crate::util::value_text).collect(),
+            Some(Value::Array(items)) => items.iter().map(value_text).collect(),
             Some(Value::String(s)) if !s.is_empty() => vec![s.clone()],
             _ => Vec::new(),
         },
     })
-}
-
-/// A judge for your own `#[test]`s (the seed's `t.assert.Agent()`): judges a reply
-/// against criteria with the `[llm]` model of an `agentest.toml`, recording every call
-/// in a cassette so the test replays offline.
-///
-/// ```no_run
-/// let judge = agentest::judge::Judge::from_config("agent-tests", "agent-tests/.cassettes/judge/greeting.jsonl")
-///     .expect("a judge");
-/// let verdict = judge.judge("Hello! How can I help?", "The reply greets the user").expect("a verdict");
-/// assert!(verdict.passed, "{}", verdict.reason);
-/// ```
-pub struct Judge {
-    endpoint: Arc<Endpoint>,
-    cassette: std::path::PathBuf,
-    mode: CassetteMode,
-}
-
-impl Judge {
-    /// A judge on the `[llm]` of the `agentest.toml` found from `dir` upwards, recording
-    /// into `cassette` (mode from `AGENTEST_CASSETTES` / `[run] cassettes`).
-    pub fn from_config(dir: impl AsRef<Path>, cassette: impl AsRef<Path>) -> Result<Judge, String> {
-        let config = crate::config::Config::discover(dir.as_ref()).map_err(|e| e.to_string())?;
-        let llm = config.file.llm.as_ref().ok_or_else(|| {
-            format!(
-                "the judge needs a model: add an [llm] section to {}",
-                config.describe()
-            )
-        })?;
-        Ok(Judge {
-            endpoint: Arc::new(Endpoint::from_config(llm, None)?),
-            cassette: cassette.as_ref().to_path_buf(),
-            mode: CassetteMode::resolve(config.file.run.cassettes.as_deref())?,
-        })
-    }
-
-    /// Judges `reply` against `criteria`; blocks until the verdict (a 2-minute deadline).
-    pub fn judge(&self, reply: &str, criteria: &str) -> Result<JudgeVerdict, JudgeError> {
-        let request = JudgeRequest {
-            criteria: criteria.to_string(),
-            output: reply.to_string(),
-            conversation: vec![Message {
-                role: "assistant".into(),
-                content: Value::String(reply.to_string()),
-                tool_calls: None,
-                name: None,
-                tool_call_id: None,
-            }],
-            ..JudgeRequest::default()
-        };
-        self.judge_request(&request)
-    }
-
-    /// Judges a full request (conversation, metadata, schema).
-    pub fn judge_request(&self, request: &JudgeRequest) -> Result<JudgeVerdict, JudgeError> {
-        let calls = ModelCalls::new(self.cassette.clone(), self.mode);
-        let deadline = Instant::now() + std::time::Duration::from_secs(120);
-        let verdict = crate::harness::runtime().block_on(model_judge(
-            &self.endpoint,
-            &calls,
-            request,
-            deadline,
-        ));
-        calls
-            .finish()
-            .map_err(|e| JudgeError::Broken(e.to_string()))?;
-        verdict
-    }
 }
 
 #[cfg(test)]

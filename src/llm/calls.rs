@@ -10,7 +10,8 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::cassette::{canonical, key_of, Cassette, CassetteMode, Entry};
-use super::{on_ci, ChatOutcome, ChatRequest, Endpoint, LlmError};
+use super::{on_ci, ChatOutcome, ChatRequest, Endpoint};
+use crate::errors::LlmError;
 use crate::protocol::{Role, TokenUsage};
 use crate::record::CassetteStats;
 use crate::util::clip;
@@ -86,7 +87,7 @@ impl ModelCalls {
                 _ => None,
             };
             if let Some(why) = refuse {
-                return Err(LlmError::Failed(format!(
+                return Err(LlmError::NotRecorded(format!(
                     "no recording of this model call in {} ({why}): {}\nhint: record it where the model is reachable: AGENTEST_CASSETTES=record cargo test, with the API key set, then commit the cassette",
                     crate::util::display_path(&self.path).display(),
                     summary(request)

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::LlmError;
+use crate::errors::LlmError;
 use crate::protocol::Role;
 use crate::record::CassetteStats;
 use crate::util::write_atomically;
@@ -53,11 +53,8 @@ impl CassetteMode {
 
     /// The mode in force: `AGENTEST_CASSETTES`, else the config's, else `auto`.
     pub fn resolve(config: Option<&str>) -> Result<CassetteMode, String> {
-        match std::env::var("AGENTEST_CASSETTES")
-            .ok()
-            .filter(|v| !v.is_empty())
-        {
-            Some(v) => CassetteMode::parse(&v).map_err(|e| format!("AGENTEST_CASSETTES: {e}")),
+        match crate::settings::get().cassettes {
+            Some(mode) => Ok(mode),
             None => config
                 .map(CassetteMode::parse)
                 .transpose()

@@ -10,8 +10,9 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::limiter::Limiter;
-use super::{ChatRequest, LlmError, SeededRng};
+use super::{ChatRequest, SeededRng};
 use crate::config::LlmConfig;
+use crate::errors::LlmError;
 use crate::protocol::TokenUsage;
 use crate::util::expand_env;
 use crate::util::format_duration;
@@ -64,25 +65,6 @@ pub struct Endpoint {
     client: reqwest::Client,
 }
 
-/// The environment variable that overrides `key` of the endpoint named `what`:
-/// `AGENTEST_LLM_BASE_URL` for `[llm]`, `AGENTEST_LLMS_JUDGE_MODEL` for `[llms.judge]`.
-pub(crate) fn override_var(name: Option<&str>, key: &str) -> String {
-    let scope = match name {
-        None => "LLM".to_string(),
-        Some(n) => format!(
-            "LLMS_{}",
-            n.chars()
-                .map(|c| if c.is_ascii_alphanumeric() {
-                    c.to_ascii_uppercase()
-                } else {
-                    '_'
-                })
-                .collect::<String>()
-        ),
-    };
-    format!("AGENTEST_{scope}_{key}")
-}
-
 impl Endpoint {
     /// Builds an endpoint from `[llm]` (`name` None) or `[llms.NAME]`, applying the
     /// environment overrides for the base URL and the model.
@@ -91,11 +73,8 @@ impl Endpoint {
             None => "[llm]".to_string(),
             Some(n) => format!("[llms.\"{n}\"]"),
         };
-        let env = |key: &str| {
-            std::env::var(override_var(name, key))
-                .ok()
-                .filter(|v| !v.is_empty())
-        };
+        let settings = crate::settings::get();
+        let env = |key: &str| settings.llm_override(name, key).map(str::to_string);
         let base = env("BASE_URL")
             .or_else(|| cfg.base_url.clone())
             .unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
@@ -300,7 +279,7 @@ impl Endpoint {
                     MAX_BODY_BYTES >> 20
                 )))
             }
-            Err(BodyError::Read(e)) if e.contains("timed out") => {
+            Err(BodyError::TimedOut) => {
                 return Err(Attempt::retry(format!(
                     "the reply did not finish within {}",
                     format_duration(timeout)
@@ -371,6 +350,9 @@ impl Attempt {
 
 enum BodyError {
     TooLarge,
+    /// The body did not finish before the request's timeout.
+    TimedOut,
+    /// The connection broke off mid-body.
     Read(String),
 }
 
@@ -391,6 +373,7 @@ async fn read_body(mut response: reqwest::Response) -> Result<Vec<u8>, BodyError
                 body.extend_from_slice(&chunk);
             }
             Ok(None) => return Ok(body),
+            Err(e) if e.is_timeout() => return Err(BodyError::TimedOut),
             Err(e) => return Err(BodyError::Read(root_cause(&e))),
         }
     }
@@ -428,15 +411,6 @@ fn backoff(retry: u32) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn override_variables_are_named_after_the_section() {
-        assert_eq!(override_var(None, "BASE_URL"), "AGENTEST_LLM_BASE_URL");
-        assert_eq!(
-            override_var(Some("judge-4o"), "MODEL"),
-            "AGENTEST_LLMS_JUDGE_4O_MODEL"
-        );
-    }
 
     #[test]
     fn backoff_grows_and_stays_capped() {

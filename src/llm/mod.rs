@@ -36,22 +36,7 @@ pub struct ChatRequest {
     pub response_format: Option<Value>,
 }
 
-/// A model call that did not produce an answer.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum LlmError {
-    /// No recording and no way to call the model (no API key, or replay-only mode).
-    /// Outside CI such a case is ignored with this reason; on CI it fails.
-    #[error("{0}")]
-    Unavailable(String),
-    /// The endpoint refused or failed, after any retries.
-    #[error("{0}")]
-    Failed(String),
-    /// A cassette file could not be read or written.
-    #[error("{0}")]
-    Cassette(String),
-}
-
 /// Whether we run on CI: the `CI` variable is set to anything but `false` or `0`.
 pub fn on_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
+    crate::settings::get().ci
 }

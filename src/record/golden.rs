@@ -10,10 +10,11 @@ use std::path::{Path, PathBuf};
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
+use crate::config::Redaction;
 use crate::record::{AssertionReport, CaseReport};
 use crate::util::value_text;
 
-/// What `AGENTEST_UPDATE` allows.
+/// What a golden mismatch may write (`AGENTEST_UPDATE`, read in [`crate::settings`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum UpdateMode {
     /// Write `<golden>.new` and fail.
@@ -23,87 +24,6 @@ pub enum UpdateMode {
     Always,
     /// Never write; fail.
     No,
-}
-
-impl UpdateMode {
-    /// Reads `AGENTEST_UPDATE` (`auto`, `new`, `always`, `no`); unset is `auto`.
-    pub fn from_env() -> Result<UpdateMode, String> {
-        let value = std::env::var("AGENTEST_UPDATE").unwrap_or_default();
-        match value.trim() {
-            "" | "auto" if crate::llm::on_ci() => Ok(UpdateMode::No),
-            "" | "auto" => Ok(UpdateMode::New),
-            "new" => Ok(UpdateMode::New),
-            "always" => Ok(UpdateMode::Always),
-            "no" => Ok(UpdateMode::No),
-            other => Err(format!(
-                "AGENTEST_UPDATE=\"{other}\" is not a mode; use auto, new, always or no"
-            )),
-        }
-    }
-}
-
-/// `[[golden.redactions]]`: text replaced before comparing, for one suite or all.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RedactionConfig {
-    /// The suite it applies to (`expense`, `billing/refunds`); all suites when absent.
-    pub suite: Option<String>,
-    /// A regex.
-    pub pattern: String,
-    /// Its replacement (`$1` refers to groups).
-    pub replace: String,
-}
-
-/// `[golden]` in `agentest.toml`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GoldenConfig {
-    /// Pin every case of every suite.
-    #[serde(default)]
-    pub enabled: bool,
-    /// Pin every case of these suites.
-    #[serde(default)]
-    pub suites: Vec<String>,
-    /// Redactions, applied in order.
-    #[serde(default)]
-    pub redactions: Vec<RedactionConfig>,
-}
-
-/// A compiled redaction.
-#[derive(Debug, Clone)]
-pub struct Redaction {
-    suite: Option<String>,
-    regex: Regex,
-    replace: String,
-}
-
-impl GoldenConfig {
-    /// Compiles the redactions; an invalid regex names its entry.
-    pub fn redactions(&self) -> Result<Vec<Redaction>, String> {
-        self.redactions
-            .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                Ok(Redaction {
-                    suite: r.suite.clone(),
-                    regex: Regex::new(&r.pattern).map_err(|e| {
-                        format!(
-                            "[[golden.redactions]] #{}: invalid regex \"{}\": {e}",
-                            i + 1,
-                            r.pattern
-                        )
-                    })?,
-                    replace: r.replace.clone(),
-                })
-            })
-            .collect()
-    }
-
-    /// Whether a suite's cases are pinned by the config. A suite may go by several names
-    /// (from the config's folder, and from the folder the run started in); any counts.
-    pub fn covers(&self, names: &[&str]) -> bool {
-        self.enabled || self.suites.iter().any(|s| names.contains(&s.as_str()))
-    }
 }
 
 /// The golden file of a case: beside its suite file, `<dir>/<suite>.golden/<id>.txt`
@@ -351,6 +271,7 @@ pub fn diff(golden: &str, actual: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::{GoldenConfig, RedactionConfig};
 
     #[test]
     fn volatile_text_is_normalised_and_user_redactions_apply_per_suite() {
@@ -369,7 +290,7 @@ mod tests {
             ],
             ..GoldenConfig::default()
         };
-        let r = cfg.redactions().unwrap();
+        let r = Redaction::compile_all(&cfg).unwrap();
         let text = "agentest-12-3 at 2026-11-22T01:02:03Z id 123e4567-e89b-12d3-a456-426614174000 EXP-42 in 17 ms";
         assert_eq!(
             normalise(text, &["expense"], &r),
@@ -387,7 +308,7 @@ mod tests {
             }],
             ..GoldenConfig::default()
         };
-        assert!(bad.redactions().unwrap_err().contains("#1"));
+        assert!(Redaction::compile_all(&bad).unwrap_err().contains("#1"));
     }
 
     #[test]

@@ -7,6 +7,7 @@ pub(crate) mod freeze;
 pub(crate) mod golden;
 mod jsonl;
 mod model;
+mod recorder;
 pub(crate) mod review;
 mod sink;
 
@@ -16,4 +17,5 @@ pub use model::{
     rfc3339, AssertionReport, AwaitReason, CaseReport, CassetteStats, CheckpointReport, RunInfo,
     Status, Summary, TurnReport,
 };
+pub(crate) use recorder::Recorder;
 pub use sink::{parse_jsonl, read_reports, ReportSink};

@@ -2,7 +2,14 @@
 //! conversation loops and the roles that are not the agent under test.
 
 pub(crate) mod awaiting;
+pub(crate) mod context;
 pub(crate) mod conversation;
 pub(crate) mod engine;
 pub(crate) mod hooks;
+mod lifecycle;
+pub(crate) mod outcome;
 pub(crate) mod roles;
+mod runtime;
+pub(crate) mod scheduler;
+
+pub(crate) use runtime::runtime;

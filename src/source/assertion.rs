@@ -9,9 +9,8 @@ use regex::Regex;
 use serde_json::{Map, Value};
 
 use crate::case::{Assertion, JsonPath, JsonType, Kind, ValueMatcher, ASSERTION_TYPES};
-use crate::source::fields::{
-    check_keys, index, join, opt_bool, opt_str, suggest, type_of, FieldError,
-};
+use crate::errors::FieldError;
+use crate::source::fields::{check_keys, index, join, opt_bool, opt_str, suggest, type_of};
 
 /// Keys every assertion may carry.
 const COMMON: [&str; 5] = ["type", "negate", "message", "description", "id"];

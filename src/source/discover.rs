@@ -1,31 +1,11 @@
 //! Discovery: the suite files under a suites root, and the names of their trials
 //! (`<suite path without the extension>::<id>`).
 
+use crate::errors::SuiteError;
 use std::path::{Path, PathBuf};
 
 /// The separator between suite and case id in trial names.
 pub const SEPARATOR: &str = "::";
-
-/// A suites root that cannot be used.
-#[derive(Debug, thiserror::Error)]
-pub enum SuiteError {
-    /// The root does not exist or is not a directory.
-    #[error("failed to find the suites root {path}: {reason}")]
-    Root {
-        /// The root.
-        path: PathBuf,
-        /// Why.
-        reason: String,
-    },
-    /// A directory under the root could not be listed.
-    #[error("failed to list {path}: {source}")]
-    List {
-        /// The directory.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-}
 
 /// Finds every `*.jsonl` under `root`, sorted.
 ///

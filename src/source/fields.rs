@@ -1,24 +1,7 @@
 //! Reading JSON objects field by field, with errors that name the field and the fix.
 
+use crate::errors::FieldError;
 use serde_json::{Map, Value};
-
-/// A problem with one field; the parser turns it into a located [`CaseError`](super::CaseError).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FieldError {
-    /// The field's path from the case root, like `turns[1].assertions[0].type`.
-    pub path: String,
-    /// What is wrong and what is expected.
-    pub message: String,
-}
-
-impl FieldError {
-    pub(crate) fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
-        FieldError {
-            path: path.into(),
-            message: message.into(),
-        }
-    }
-}
 
 /// `parent.key`, or `key` at the root.
 pub(crate) fn join(parent: &str, key: &str) -> String {

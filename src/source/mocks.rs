@@ -9,7 +9,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::case::Mock;
-use crate::source::fields::{check_keys, index, join, opt_str, type_of, FieldError};
+use crate::errors::FieldError;
+use crate::source::fields::{check_keys, index, join, opt_str, type_of};
 use crate::util::compact;
 
 const MOCK_KEYS: [&str; 6] = ["service", "method", "when", "response", "error", "metadata"];

@@ -9,9 +9,10 @@ mod jsonl;
 mod loaded;
 mod mocks;
 
+pub use crate::errors::CaseError;
 pub(crate) use assertion::{compile_regex, parse_assertions};
 pub use discover::{discover, discover_excluding, file_for_trial, suite_name, SEPARATOR};
 pub(crate) use jsonl::column_of_path;
-pub use jsonl::{load_file, parse_case, parse_suite, parse_suite_bytes, CaseError, CASE_KEYS};
+pub use jsonl::{load_file, parse_case, parse_suite, parse_suite_bytes, CASE_KEYS};
 pub use loaded::Loaded;
 pub use mocks::{parse_config_mocks, parse_mocks};

@@ -6,30 +6,18 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use crate::agent::Session;
-use crate::case::{Checkpoint, Input};
-use crate::check::EvalEnv;
-use crate::protocol::Message;
-use crate::protocol::Request;
+use crate::case::{Case, Checkpoint, Input, Mode};
+use crate::check::{EvalEnv, Subject};
+use crate::errors::StepError;
+use crate::protocol::{Message, Request};
 use crate::record::{AssertionReport, CaseReport, CheckpointReport, Status};
-use crate::run::engine::{check_all, exchange, replied_turn, Stop};
+use crate::run::context::Context;
+use crate::run::conversation::turn::{
+    check_all, exchange, merged_options, new_session_id, replied_turn,
+};
+use crate::run::outcome::{Party, Stop};
+use crate::run::roles::person::Person;
 use crate::run::roles::simulator::{SimInput, Simulator};
-
-/// Everything one dynamic conversation needs.
-pub(crate) struct DynamicRun<'a> {
-    pub(crate) test_id: &'a str,
-    pub(crate) session_id: String,
-    pub(crate) initial: Option<&'a Input>,
-    pub(crate) checkpoints: &'a [Checkpoint],
-    pub(crate) max_turns: u32,
-    pub(crate) profile: Map<String, Value>,
-    pub(crate) show_checkpoints: bool,
-    pub(crate) options: Value,
-    pub(crate) metadata: Value,
-    pub(crate) input_tools: &'a [String],
-    pub(crate) deadline: tokio::time::Instant,
-    /// A person may answer instead of the simulator (`--interactive`), with this much time.
-    pub(crate) person: Option<std::time::Duration>,
-}
 
 /// Where a checkpoint stands.
 #[derive(Default, Clone)]
@@ -38,209 +26,307 @@ struct State {
     message: String,
 }
 
+/// One dynamic conversation: the case's settings and where the conversation stands.
+struct Dialogue<'a> {
+    case: &'a Case,
+    ctx: &'a Context,
+    env: &'a EvalEnv<'a>,
+    session_id: String,
+    initial: Option<&'a Input>,
+    checkpoints: &'a [Checkpoint],
+    max_turns: u32,
+    /// persona, goal, style, ... for the simulator.
+    profile: Map<String, Value>,
+    show_checkpoints: bool,
+    options: Value,
+    /// A person who may answer instead of the simulator (`--interactive`).
+    person: Option<Person>,
+    states: HashMap<&'a str, State>,
+    history: Vec<Message>,
+    last_response: String,
+    last_hint: Option<String>,
+}
+
+/// The user's side of one turn.
+enum UserTurn {
+    /// A message to send, where it came from, and the simulator's reasoning.
+    Says(Vec<Message>, &'static str, Option<String>),
+    /// The simulator says its goal is achieved.
+    Done(Option<String>),
+}
+
 /// Runs the loop; the report gets every turn, every checkpoint and the termination
 /// reason. `Err` stops the case with that status (the simulator or the agent failed).
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn run(
-    run: DynamicRun<'_>,
+    case: &Case,
+    ctx: &Context,
     session: &mut Session,
     simulator: &mut Simulator,
     env: &EvalEnv<'_>,
+    person: Option<Person>,
     report: &mut CaseReport,
     phase: &mut String,
 ) -> Result<(), Stop> {
+    let Mode::Dynamic {
+        input,
+        simulator: spec,
+        checkpoints,
+        max_turns,
+    } = &case.mode
+    else {
+        return Ok(());
+    };
+    let mut dialogue = Dialogue {
+        case,
+        ctx,
+        env,
+        session_id: new_session_id(),
+        initial: input.as_ref(),
+        checkpoints,
+        max_turns: *max_turns,
+        profile: simulator_profile(&spec.raw),
+        show_checkpoints: spec.show_checkpoints,
+        options: merged_options(&case.options, &None),
+        person,
+        states: checkpoints
+            .iter()
+            .map(|c| (c.id.as_str(), State::default()))
+            .collect(),
+        history: Vec::new(),
+        last_response: String::new(),
+        last_hint: None,
+    };
     report.simulator = Some(simulator.label());
-    let mut states: HashMap<&str, State> = run
-        .checkpoints
-        .iter()
-        .map(|c| (c.id.as_str(), State::default()))
-        .collect();
-    let mut history: Vec<Message> = Vec::new();
-    let mut last_response = String::new();
-    let mut last_hint: Option<String> = None;
-    let outcome = async {
-        for turn in 1..=run.max_turns {
-            // 1. The user's message: the case's first input, else the simulator.
-            let (messages, source, reasoning) = match (turn, run.initial) {
-                (1, Some(input)) => (input.messages.clone(), "initial", None),
-                _ => {
-                    // A person may answer instead of the simulator (`--interactive`).
-                    let mut from_person = None;
-                    if let (Some(wait), true) = (run.person, turn > 1) {
-                        *phase = format!("waiting for a person's answer for turn {turn}");
-                        let prompt = "your reply (empty line: let the simulator answer):";
-                        from_person = crate::run::roles::person::ask(
-                            run.test_id,
-                            &last_response,
-                            last_hint.as_deref(),
-                            prompt,
-                            wait,
-                        )
-                        .await
-                        .map_err(|e| Stop::from(format!("turn {turn}: interactive input: {e}")))?;
-                    }
-                    match from_person {
-                        Some(text) => (vec![Message::user(text)], "human", None),
-                        None => {
-                            *phase = format!("waiting for the simulator's message for turn {turn}");
-                            let sim_input = SimInput {
-                                test_id: run.test_id,
-                                session_id: &run.session_id,
-                                conversation: &history,
-                                last_response: &last_response,
-                                turn_number: turn,
-                                max_turns: run.max_turns,
-                                reached: reached(run.checkpoints, &states),
-                                pending: run
-                                    .show_checkpoints
-                                    .then(|| pending(run.checkpoints, &states)),
-                                profile: &run.profile,
-                            };
-                            let next = simulator.next(&sim_input, run.deadline).await.map_err(
-                                |e| match e {
-                                    // No model to be had: skipped (outside CI), like the agent's own calls.
-                                    crate::agent::TurnError::Unavailable(_) => Stop::turn(turn, e),
-                                    other => {
-                                        Stop::from(format!("turn {turn}: simulator error: {other}"))
-                                    }
-                                },
-                            )?;
-                            match next.message {
-                                Some(m) if !next.goal_achieved => {
-                                    (vec![Message::user(m)], "simulated", next.reasoning)
-                                }
-                                _ => {
-                                    return Ok(Ending::GoalAchieved {
-                                        turn: turn - 1,
-                                        reasoning: next.reasoning,
-                                    })
-                                }
-                            }
-                        }
-                    }
+    let outcome = dialogue.play(session, simulator, report, phase).await;
+    report.checkpoints = dialogue.checkpoint_reports();
+    match outcome {
+        Ok(ending) => {
+            dialogue.conclude(ending, report);
+            Ok(())
+        }
+        Err(stop) => {
+            let termination = match stop.by {
+                Party::Simulator => "simulator_error",
+                Party::Agent => "agent_error",
+            };
+            report.termination = Some(termination.into());
+            Err(stop)
+        }
+    }
+}
+
+/// What the simulator plays: `simulator.options.metadata`, `simulator.metadata`, then
+/// the seed's fields written directly on `simulator` (persona, goal, objective, ...).
+fn simulator_profile(raw: &Value) -> Map<String, Value> {
+    let mut profile = Map::new();
+    for source in [&raw["options"]["metadata"], &raw["metadata"]] {
+        if let Value::Object(m) = source {
+            profile.extend(m.clone());
+        }
+    }
+    for key in [
+        "persona",
+        "goal",
+        "objective",
+        "style",
+        "constraints",
+        "emotional_state",
+        "knowledge_level",
+    ] {
+        if let Some(v) = raw.get(key) {
+            profile.insert(key.into(), v.clone());
+        }
+    }
+    profile
+}
+
+impl Dialogue<'_> {
+    /// The turns: the user's message, the agent's reply, the checkpoints, then the
+    /// termination rules, until one ends the conversation.
+    async fn play(
+        &mut self,
+        session: &mut Session,
+        simulator: &mut Simulator,
+        report: &mut CaseReport,
+        phase: &mut String,
+    ) -> Result<Ending, Stop> {
+        for turn in 1..=self.max_turns {
+            // 1. The user's message: the case's first input, else a person or the simulator.
+            let (messages, source, reasoning) = match self.user_turn(turn, simulator, phase).await?
+            {
+                UserTurn::Says(m, source, reasoning) => (m, source, reasoning),
+                UserTurn::Done(reasoning) => {
+                    return Ok(Ending::GoalAchieved {
+                        turn: turn - 1,
+                        reasoning,
+                    })
                 }
             };
-            history.extend(messages.iter().cloned());
+            // 2. The agent's reply.
+            self.history.extend(messages.iter().cloned());
             let request = Request {
-                session_id: run.session_id.clone(),
-                test_id: run.test_id.to_string(),
+                session_id: self.session_id.clone(),
+                test_id: self.case.id.clone(),
                 turn,
                 input: messages.last().map(Message::text).unwrap_or_default(),
-                messages: history.clone(),
-                options: run.options.clone(),
-                metadata: run.metadata.clone(),
+                messages: self.history.clone(),
+                options: self.options.clone(),
+                metadata: self.env.metadata.clone(),
                 attachments: Vec::new(),
             };
-
-            // 2. The agent's reply.
             let (reply, duration_ms) = exchange(session, &request, source, report, phase).await?;
-            history.push(reply.to_message());
-            last_response = reply.output_text();
-            last_hint = reply.input_hint.clone();
+            self.history.push(reply.to_message());
+            self.last_response = reply.output_text();
+            self.last_hint = reply.input_hint.clone();
             let mut record = replied_turn(
                 turn,
                 &request.input,
                 source,
                 &reply,
                 duration_ms,
-                run.input_tools,
+                &self.ctx.input_tools,
             );
             record.reasoning = reasoning;
 
             // 3. The checkpoints, against this reply.
             *phase = format!("checking the checkpoints of turn {turn}");
-            let subject = crate::check::Subject {
+            let subject = Subject {
                 reply: &reply,
                 input: &request.input,
-                conversation: &history,
+                conversation: &self.history,
             };
             let (verdicts, forbidden) =
-                check_turn(run.checkpoints, &mut states, turn, subject, env).await?;
+                check_turn(self.checkpoints, &mut self.states, turn, subject, self.env).await?;
             record.checkpoints = verdicts;
             let awaiting = record.awaiting_input;
             report.turns.push(record);
+
+            // 4. Termination.
             if let Some(id) = forbidden {
                 return Ok(Ending::Forbidden { id, turn });
             }
-
-            // 4. Termination.
-            if missing(run.checkpoints, &states).is_empty() {
+            if missing(self.checkpoints, &self.states).is_empty() {
                 return Ok(Ending::AllReached);
             }
             if !awaiting {
                 return Ok(Ending::AgentCompleted { turn });
             }
         }
-        Ok::<Ending, Stop>(Ending::MaxTurns)
+        Ok(Ending::MaxTurns)
     }
-    .await;
-    report.checkpoints = run
-        .checkpoints
-        .iter()
-        .map(|c| {
-            let s = &states[c.id.as_str()];
-            CheckpointReport {
-                id: c.id.clone(),
-                description: c.description.clone(),
-                required: c.required,
-                forbidden: c.forbidden,
-                reached: s.reached_at.is_some(),
-                reached_at_turn: s.reached_at,
-                message: if s.message.is_empty() {
-                    "never checked".into()
-                } else {
-                    s.message.clone()
-                },
-            }
-        })
-        .collect();
-    let ending = match outcome {
-        Ok(e) => e,
-        Err(stop) => {
-            report.termination = Some(
-                if stop.message.contains("simulator error") {
-                    "simulator_error"
-                } else {
-                    "agent_error"
-                }
-                .into(),
-            );
-            return Err(stop);
+
+    /// Who speaks for the user this turn: the case's first input, a person (who may
+    /// leave it to the simulator with an empty line), or the simulator.
+    async fn user_turn(
+        &self,
+        turn: u32,
+        simulator: &mut Simulator,
+        phase: &mut String,
+    ) -> Result<UserTurn, Stop> {
+        if let (1, Some(input)) = (turn, self.initial) {
+            return Ok(UserTurn::Says(input.messages.clone(), "initial", None));
         }
-    };
-    let missing_text = || describe_missing(run.checkpoints, &states);
-    let (termination, status, message) = match ending {
-        Ending::AllReached => ("all_checkpoints_reached", Status::Passed, None),
-        Ending::Forbidden { id, turn } => (
-            "forbidden_checkpoint",
-            Status::Failed,
-            Some(format!("turn {turn}: forbidden checkpoint `{id}` matched: {}", states[id.as_str()].message)),
-        ),
-        Ending::AgentCompleted { turn } => (
-            "agent_completed",
-            Status::Failed,
-            Some(format!("the agent completed at turn {turn} (it is not awaiting input) with required checkpoints missing: {}", missing_text())),
-        ),
-        Ending::GoalAchieved { turn, reasoning } => (
-            "goal_achieved",
-            Status::Failed,
-            Some(format!(
-                "the simulator reported its goal achieved after turn {turn}{} with required checkpoints missing: {}",
-                reasoning.map(|r| format!(" ({r})")).unwrap_or_default(),
-                missing_text()
+        if let (Some(person), true) = (&self.person, turn > 1) {
+            *phase = format!("waiting for a person's answer for turn {turn}");
+            let prompt = "your reply (empty line: let the simulator answer):";
+            if let Some(text) = person
+                .answer(turn, &self.last_response, self.last_hint.as_deref(), prompt)
+                .await?
+            {
+                return Ok(UserTurn::Says(vec![Message::user(text)], "human", None));
+            }
+        }
+        *phase = format!("waiting for the simulator's message for turn {turn}");
+        let input = SimInput {
+            test_id: &self.case.id,
+            session_id: &self.session_id,
+            conversation: &self.history,
+            last_response: &self.last_response,
+            turn_number: turn,
+            max_turns: self.max_turns,
+            reached: reached(self.checkpoints, &self.states),
+            pending: self
+                .show_checkpoints
+                .then(|| pending(self.checkpoints, &self.states)),
+            profile: &self.profile,
+        };
+        let next = simulator
+            .next(&input, self.env.deadline)
+            .await
+            .map_err(|e| {
+                // A model that cannot be reached reads as for the agent's own calls.
+                let at = match e {
+                    StepError::Unavailable(_) => format!("turn {turn}"),
+                    _ => format!("turn {turn}: simulator error"),
+                };
+                Stop::step(&at, e).by(Party::Simulator)
+            })?;
+        match next.message {
+            Some(m) if !next.goal_achieved => Ok(UserTurn::Says(
+                vec![Message::user(m)],
+                "simulated",
+                next.reasoning,
             )),
-        ),
-        Ending::MaxTurns => (
-            "max_turns",
-            Status::Failed,
-            Some(format!("max turns ({}) exceeded; required checkpoints missing: {}", run.max_turns, missing_text())),
-        ),
-    };
-    report.termination = Some(termination.into());
-    if status != Status::Passed {
-        report.status = status;
-        report.error = message;
+            _ => Ok(UserTurn::Done(next.reasoning)),
+        }
     }
-    Ok(())
+
+    /// Every checkpoint as the report shows it.
+    fn checkpoint_reports(&self) -> Vec<CheckpointReport> {
+        self.checkpoints
+            .iter()
+            .map(|c| {
+                let s = &self.states[c.id.as_str()];
+                CheckpointReport {
+                    id: c.id.clone(),
+                    description: c.description.clone(),
+                    required: c.required,
+                    forbidden: c.forbidden,
+                    reached: s.reached_at.is_some(),
+                    reached_at_turn: s.reached_at,
+                    message: if s.message.is_empty() {
+                        "never checked".into()
+                    } else {
+                        s.message.clone()
+                    },
+                }
+            })
+            .collect()
+    }
+
+    /// The termination and, unless every required checkpoint was reached, the failure.
+    fn conclude(&self, ending: Ending, report: &mut CaseReport) {
+        let missing_text = || describe_missing(self.checkpoints, &self.states);
+        let (termination, message) = match ending {
+            Ending::AllReached => ("all_checkpoints_reached", None),
+            Ending::Forbidden { id, turn } => (
+                "forbidden_checkpoint",
+                Some(format!("turn {turn}: forbidden checkpoint `{id}` matched: {}", self.states[id.as_str()].message)),
+            ),
+            Ending::AgentCompleted { turn } => (
+                "agent_completed",
+                Some(format!("the agent completed at turn {turn} (it is not awaiting input) with required checkpoints missing: {}", missing_text())),
+            ),
+            Ending::GoalAchieved { turn, reasoning } => (
+                "goal_achieved",
+                Some(format!(
+                    "the simulator reported its goal achieved after turn {turn}{} with required checkpoints missing: {}",
+                    reasoning.map(|r| format!(" ({r})")).unwrap_or_default(),
+                    missing_text()
+                )),
+            ),
+            Ending::MaxTurns => (
+                "max_turns",
+                Some(format!("max turns ({}) exceeded; required checkpoints missing: {}", self.max_turns, missing_text())),
+            ),
+        };
+        report.termination = Some(termination.into());
+        if let Some(message) = message {
+            report.status = Status::Failed;
+            report.error = Some(message);
+        }
+    }
 }
 
 /// How the conversation ended, when no error stopped it.
@@ -294,7 +380,7 @@ async fn check_turn(
             evaluated.push(id);
             let (results, broken) = check_all(&c.assertions, subject, env).await;
             if let Some(e) = broken {
-                return Err(Stop::eval(&format!("turn {turn}: checkpoint `{id}`"), e));
+                return Err(Stop::step(&format!("turn {turn}: checkpoint `{id}`"), e));
             }
             let failure = results
                 .iter()

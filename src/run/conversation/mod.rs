@@ -1,3 +1,6 @@
-//! The conversation loops: single and static (scripted) turns, and dynamic conversations.
+//! The conversation loops: scripted (single and static) and dynamic, and the turn they
+//! share.
 
 pub(crate) mod dynamic;
+pub(crate) mod scripted;
+pub(crate) mod turn;

@@ -6,8 +6,12 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use crate::case::Case;
+use crate::errors::StepError;
+use crate::settings::MissingInput;
+
 /// How long a person has to answer, unless the case's `interactive.timeout` says otherwise.
-pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// The run's interactive settings.
 #[derive(Debug, Clone, Copy, Default)]
@@ -16,13 +20,55 @@ pub(crate) struct People {
     pub(crate) forced: bool,
     /// `--skip-interactive`: never ask.
     pub(crate) skip: bool,
-    /// `--on-missing-input=fail`: a case that needs a person and cannot have one fails
-    /// (instead of being skipped).
-    pub(crate) fail_missing: bool,
+    /// `--on-missing-input`: what a case that needs a person and cannot have one does.
+    pub(crate) on_missing_input: MissingInput,
+}
+
+impl People {
+    /// A person to continue this case's conversation, when one is wanted (the case is
+    /// interactive, or `--interactive`) and can answer; `Err` says why none can, when
+    /// one is wanted.
+    pub(crate) fn for_case(&self, case: &Case) -> Result<Option<Person>, String> {
+        let enabled = case.interactive.is_some_and(|i| i.enabled);
+        if !enabled && !self.forced {
+            return Ok(None);
+        }
+        availability(self.forced, enabled, self.skip)?;
+        Ok(Some(Person {
+            test_id: case.id.clone(),
+            wait: case
+                .interactive
+                .and_then(|i| i.timeout)
+                .unwrap_or(DEFAULT_TIMEOUT),
+        }))
+    }
+}
+
+/// A person who can answer for the user in one case's conversation.
+#[derive(Debug, Clone)]
+pub(crate) struct Person {
+    test_id: String,
+    wait: Duration,
+}
+
+impl Person {
+    /// Asks for the user's message of turn `turn`, after the agent said `question`.
+    /// `Ok(None)`: an empty line or a closed stdin.
+    pub(crate) async fn answer(
+        &self,
+        turn: u32,
+        question: &str,
+        hint: Option<&str>,
+        prompt: &str,
+    ) -> Result<Option<String>, StepError> {
+        ask(&self.test_id, question, hint, prompt, self.wait)
+            .await
+            .map_err(|e| StepError::Broken(format!("turn {turn}: interactive input: {e}")))
+    }
 }
 
 /// Whether a person can be asked, and if not, why.
-pub(crate) fn availability(forced: bool, case_enabled: bool, skip: bool) -> Result<(), String> {
+fn availability(forced: bool, case_enabled: bool, skip: bool) -> Result<(), String> {
     if skip {
         return Err("interactive input is off (--skip-interactive)".into());
     }
@@ -42,7 +88,7 @@ pub(crate) fn availability(forced: bool, case_enabled: bool, skip: bool) -> Resu
 }
 
 /// Asks a person. `Ok(None)` when they answer with an empty line or stdin is closed.
-pub(crate) async fn ask(
+async fn ask(
     label: &str,
     question: &str,
     hint: Option<&str>,

@@ -6,12 +6,13 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 
-use crate::agent::{Session, TurnError};
+use crate::agent::{CaseScope, Session};
 use crate::case::ScriptRule;
-use crate::llm::{Endpoint, LlmError, ModelCalls};
-use crate::protocol::Message;
-use crate::protocol::Request;
-use crate::protocol::Role;
+use crate::errors::StepError;
+use crate::llm::{Endpoint, ModelCalls};
+use crate::protocol::{Message, Request, Role};
+use crate::run::context::Context;
+use crate::run::roles::ask::{ask, Question, Respondent};
 use crate::util::value_text;
 
 /// What the simulator knows when it speaks.
@@ -82,6 +83,45 @@ pub(crate) enum Simulator {
 }
 
 impl Simulator {
+    /// Who plays the user: `chosen` is the case's `simulator.use`, else `--simulator`:
+    /// `script`, or a named agent of any kind; none is the built-in simulator on `[llm]`.
+    pub(crate) async fn start(
+        ctx: &Context,
+        spec: &crate::case::Simulator,
+        chosen: Option<&str>,
+        scope: &CaseScope,
+    ) -> Result<Simulator, String> {
+        match chosen {
+            Some("script") => Ok(Simulator::Script {
+                used: vec![false; spec.script.len()],
+                rules: spec.script.clone(),
+            }),
+            Some(name) => {
+                let (def, label) = ctx
+                    .agent(Some(name))
+                    .map_err(|e| format!("simulator: {e}"))?;
+                let scope = CaseScope {
+                    role: Role::Simulator,
+                    ..scope.clone()
+                };
+                let session = def
+                    .start(&scope)
+                    .await
+                    .map_err(|e| format!("simulator `{label}`: {e}"))?;
+                Ok(Simulator::Agent {
+                    name: label,
+                    session: Box::new(session),
+                    options: spec.raw.get("options").cloned().unwrap_or(Value::Null),
+                })
+            }
+            None => Ok(Simulator::Model {
+                endpoint: ctx.llm()?,
+                calls: scope.calls.clone(),
+                show_checkpoints: spec.show_checkpoints,
+            }),
+        }
+    }
+
     /// A short name for reports: `script`, the agent's name, or `model`.
     pub(crate) fn label(&self) -> String {
         match self {
@@ -92,50 +132,52 @@ impl Simulator {
     }
 
     /// The next user message. `Err` is a simulator error (the case's status is
-    /// `error`), or a model that cannot be reached (`TurnError::Unavailable`).
+    /// `error`), or a model that cannot be reached (`StepError::Unavailable`).
     pub(crate) async fn next(
         &mut self,
         input: &SimInput<'_>,
         deadline: Instant,
-    ) -> Result<SimTurn, TurnError> {
+    ) -> Result<SimTurn, StepError> {
         match self {
             Simulator::Script { rules, used } => {
-                script_next(rules, used, input.last_response).map_err(TurnError::Agent)
+                script_next(rules, used, input.last_response).map_err(StepError::Broken)
             }
             Simulator::Agent {
                 name,
                 session,
                 options,
             } => {
-                let request = Request {
+                let who = format!("simulator agent `{name}`");
+                let template = Request {
                     session_id: format!("{}-simulator", input.session_id),
                     test_id: input.test_id.to_string(),
                     turn: input.turn_number,
-                    input: input.last_response.to_string(),
-                    messages: input.conversation.to_vec(),
+                    input: String::new(),
+                    messages: Vec::new(),
                     options: options.clone(),
-                    metadata: input.to_json(),
+                    metadata: Value::Null,
                     attachments: Vec::new(),
                 };
-                let reply = session.send(&request).await.map_err(|e| match e {
-                    TurnError::Unavailable(m) => {
-                        TurnError::Unavailable(format!("simulator agent `{name}`: {m}"))
-                    }
-                    other => TurnError::Agent(format!("simulator agent `{name}`: {other}")),
-                })?;
-                let answer = reply.data.clone().unwrap_or_else(|| reply.content.clone());
-                read_answer(&answer).ok_or_else(|| {
-                    TurnError::Agent(format!(
-                        "simulator agent `{name}` answered without a message: {}",
-                        crate::util::compact(&answer)
-                    ))
-                })
+                let mut respondent = Respondent::Agent {
+                    session,
+                    template: Box::new(template),
+                };
+                ask(&mut respondent, &who, &question(input, true), read_answer).await
             }
             Simulator::Model {
                 endpoint,
                 calls,
                 show_checkpoints,
-            } => model_next(endpoint, calls, *show_checkpoints, input, deadline).await,
+            } => {
+                let mut respondent = Respondent::Model {
+                    endpoint,
+                    calls,
+                    role: Role::Simulator,
+                    deadline,
+                };
+                let question = question(input, *show_checkpoints);
+                ask(&mut respondent, "simulator", &question, read_answer).await
+            }
         }
     }
 
@@ -238,13 +280,11 @@ fn system_prompt(profile: &Map<String, Value>, pending: Option<&[String]>) -> St
     s
 }
 
-async fn model_next(
-    endpoint: &Endpoint,
-    calls: &ModelCalls,
-    show_checkpoints: bool,
-    input: &SimInput<'_>,
-    deadline: Instant,
-) -> Result<SimTurn, TurnError> {
+/// What the simulator is asked: its instructions (persona, goal, rules), the
+/// conversation from the user's side, and, for an agent, the seed's simulator input.
+/// Pending checkpoints are shown only with `show_checkpoints`, so that the simulator
+/// cannot coach the agent.
+fn question(input: &SimInput<'_>, show_checkpoints: bool) -> Question {
     let pending = if show_checkpoints {
         input.pending.as_deref()
     } else {
@@ -255,39 +295,21 @@ async fn model_next(
         let who = if m.role == "user" { "You" } else { "Assistant" };
         transcript.push_str(&format!("{who}: {}\n", m.text()));
     }
-    let mut messages = vec![
-        json!({"role": "system", "content": system_prompt(input.profile, pending)}),
-        json!({"role": "user", "content": format!(
+    Question {
+        instructions: system_prompt(input.profile, pending),
+        prompt: format!(
             "Conversation so far:\n{}\nThe assistant just said: {}\n\nThis is turn {} of at most {}. What do you say next?",
             if transcript.is_empty() { "(nothing yet)\n".to_string() } else { transcript },
             json!(input.last_response),
             input.turn_number,
             input.max_turns
-        )}),
-    ];
-    // An empty answer gets one more chance, with a reminder.
-    for attempt in 0..2 {
-        let mut request = endpoint.request(messages.clone(), Vec::new());
-        request.response_format = Some(json!({"type": "json_object"}));
-        let outcome = calls
-            .chat(endpoint, Role::Simulator, &request, deadline)
-            .await
-            .map_err(|e| match e {
-                LlmError::Unavailable(m) => TurnError::Unavailable(format!("simulator: {m}")),
-                other => TurnError::Agent(format!("simulator model call failed: {other}")),
-            })?;
-        let content = outcome.message()["content"].clone();
-        if let Some(turn) = read_answer(&content) {
-            return Ok(turn);
-        }
-        if attempt == 0 {
-            messages.push(json!({"role": "assistant", "content": content}));
-            messages.push(json!({"role": "user", "content": "Your answer had no message. Answer with JSON that has a non-empty \"message\"."}));
-        }
+        ),
+        input: input.last_response.to_string(),
+        metadata: input.to_json(),
+        repair: "Your answer had no message. Answer with JSON that has a non-empty \"message\".".into(),
+        wanted: "a message {message, goal_achieved, reasoning}",
+        temperature: None,
     }
-    Err(TurnError::Agent(
-        "the simulator answered twice without a message".into(),
-    ))
 }
 
 #[cfg(test)]

@@ -8,10 +8,10 @@ use super::json::{parse_line, LineError};
 use super::locate::{column_of_duplicate, column_of_path};
 use crate::case::Assertion;
 use crate::case::{Case, Checkpoint, Input, Location, Mode, ScriptRule, Simulator, Turn};
+use crate::errors::CaseError;
+use crate::errors::FieldError;
 use crate::protocol::Message;
-use crate::source::fields::{
-    check_keys, index, join, opt_bool, opt_object, opt_str, type_of, FieldError,
-};
+use crate::source::fields::{check_keys, index, join, opt_bool, opt_object, opt_str, type_of};
 use crate::source::parse_assertions;
 use crate::util::parse_timeout;
 
@@ -80,20 +80,6 @@ const SIMULATOR_KEYS: [&str; 12] = [
 ];
 const MESSAGE_KEYS: [&str; 5] = ["role", "content", "tool_calls", "name", "tool_call_id"];
 const ROLES: [&str; 4] = ["user", "assistant", "system", "tool"];
-
-/// A case that could not be read: where, which field, what is wrong and how to fix it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{location}: {}{message}", field.as_ref().map(|f| format!("field `{f}`: ")).unwrap_or_default())]
-pub struct CaseError {
-    /// `file:line:column` of the problem.
-    pub location: Location,
-    /// The case id, when the line got far enough to have one.
-    pub id: Option<String>,
-    /// The field's path (`turns[1].assertions[0].type`), when one field is to blame.
-    pub field: Option<String>,
-    /// What is wrong and what is expected.
-    pub message: String,
-}
 
 /// Parses one line of a suite file. `location` is the line's start (column 1).
 pub fn parse_case(line: &str, location: Location) -> Result<Case, CaseError> {

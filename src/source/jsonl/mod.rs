@@ -4,11 +4,12 @@ mod case;
 mod json;
 mod locate;
 
-pub use case::{parse_case, CaseError, CASE_KEYS};
+pub use case::{parse_case, CASE_KEYS};
 pub(crate) use locate::column_of_path;
 
 use super::{suite_name, Loaded, SEPARATOR};
 use crate::case::Location;
+use crate::errors::CaseError;
 use crate::util::display_path;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

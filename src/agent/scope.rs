@@ -1,0 +1,29 @@
+//! What a case gives the agent sessions it starts.
+
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use crate::case::Mock;
+use crate::llm::ModelCalls;
+use crate::protocol::Role;
+
+/// What a case gives the sessions it starts: its model calls (cassette and counters),
+/// its own mocks, the seeded generator's seed, live mode and the deadline.
+#[derive(Clone)]
+pub(crate) struct CaseScope {
+    pub(crate) calls: Arc<ModelCalls>,
+    pub(crate) mocks: Vec<Mock>,
+    pub(crate) seed: u64,
+    pub(crate) salt: String,
+    pub(crate) live: bool,
+    pub(crate) deadline: Instant,
+    /// Whose model calls these are: the agent's, or a simulator's or judge's that
+    /// happens to be an `openai` agent.
+    pub(crate) role: Role,
+    /// Where a process agent's stderr is kept, so a timeout can show its tail.
+    pub(crate) stderr: StderrSlot,
+}
+
+/// The case's process agent's stderr buffer, once the agent has started.
+pub(crate) type StderrSlot = Arc<std::sync::Mutex<Option<Arc<std::sync::Mutex<Vec<u8>>>>>>;

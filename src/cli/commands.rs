@@ -1,0 +1,93 @@
+//! The subcommands around runs: `report` (other formats from JSONL reports) and
+//! `freeze` (a run's transcript into a regression case).
+
+use std::process::ExitCode;
+
+use super::{FreezeArgs, ReportArgs};
+use crate::config::Config;
+use crate::plan::parent_dir;
+use crate::record::{Format, RunInfo};
+use crate::source::load_file;
+use crate::util::write_atomically;
+
+pub(super) fn report(args: ReportArgs) -> Result<ExitCode, String> {
+    let format = Format::from_path(&args.output).ok_or_else(|| {
+        format!(
+            "the report {} has no known extension; use one of: {}",
+            args.output.display(),
+            Format::EXTENSIONS.join(", ")
+        )
+    })?;
+    let (cases, summary) = crate::record::read_reports(&args.input)?;
+    let mut run = RunInfo::new(
+        "(from a report)",
+        args.input.display().to_string(),
+        std::env::args().collect(),
+    );
+    run.duration_ms = summary.duration_ms;
+    let text = format.render(&run, &summary, &cases);
+    write_atomically(&args.output, &text)
+        .map_err(|e| format!("failed to write {}: {e}", args.output.display()))?;
+    eprintln!("wrote {} ({} cases)", args.output.display(), cases.len());
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(super) fn freeze(args: FreezeArgs) -> Result<ExitCode, String> {
+    let file = &args.input;
+    if !file.is_file() {
+        return Err(format!("suite file `{}` does not exist", file.display()));
+    }
+    let root = parent_dir(file);
+    let loaded = load_file(&root, file);
+    let found = loaded
+        .iter()
+        .find(|l| matches!(&l.entry, Ok(c) if c.id == args.id));
+    let Some(l) = found else {
+        let ids: Vec<String> = loaded
+            .iter()
+            .filter_map(|l| l.entry.as_ref().ok().map(|c| c.id.clone()))
+            .collect();
+        return Err(format!(
+            "{} has no case with id \"{}\"; its cases are: {}",
+            file.display(),
+            args.id,
+            ids.join(", ")
+        ));
+    };
+    let case = l.entry.as_ref().expect("matched Ok above");
+    if loaded
+        .iter()
+        .any(|o| matches!(&o.entry, Ok(c) if c.id == format!("{}-frozen", args.id)))
+    {
+        return Err(format!(
+            "{} already has a case \"{}-frozen\"",
+            file.display(),
+            args.id
+        ));
+    }
+    let config = Config::discover(&root).map_err(|e| e.to_string())?;
+    let report = args
+        .report
+        .clone()
+        .or_else(|| crate::settings::get().report.clone())
+        .or_else(|| config.file.run.report.as_ref().map(|r| config.dir.join(r)))
+        .ok_or("no report to read: pass --report FILE (a JSONL report written with -o or AGENTEST_REPORT)")?;
+    let record = crate::record::freeze::find_record(&report, file, &l.trial, &args.id)?;
+    let frozen = crate::record::freeze::freeze(case, &record)?;
+    let line = serde_json::to_string(&frozen).map_err(|e| e.to_string())?;
+    if args.write {
+        let mut text = std::fs::read_to_string(file)
+            .map_err(|e| format!("failed to read {}: {e}", file.display()))?;
+        if !text.ends_with('\n') && !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&line);
+        text.push('\n');
+        write_atomically(file, &text)
+            .map_err(|e| format!("failed to write {}: {e}", file.display()))?;
+        eprintln!("appended {}-frozen to {}", args.id, file.display());
+    } else {
+        println!("{line}");
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,192 @@
+//! `agentest test`: plan the cases `-i` names, run them on the scheduler, print the
+//! console tree and write the report.
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::{use_color, MissingInput, TestArgs};
+use crate::config::Config;
+use crate::plan::{Input, Plan};
+use crate::record::console::{self, Style};
+use crate::record::{Recorder, ReportSink, RunInfo};
+use crate::run::context::Registry;
+use crate::run::engine::{Engine, RunOptions};
+use crate::run::roles::person::People;
+use crate::run::runtime;
+use crate::run::scheduler::Scheduler;
+use crate::settings::{self, MissingInput as OnMissing};
+use crate::source::Loaded;
+use crate::DEFAULT_CONCURRENCY;
+
+/// Runs the test command; `Err` is a usage or config error (exit code 2).
+pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
+    let filter = match &args.run {
+        Some(r) => Some(regex::Regex::new(r).map_err(|e| format!("invalid --run regex: {e}"))?),
+        None => None,
+    };
+    let input = Input::parse(&args.input, args.message)?;
+    // The report (`-o`) may be written into the suites folder; never load it.
+    let exclude: Vec<_> = args.output.iter().cloned().collect();
+    let mut plan = Plan::load(&input, &exclude, None)?;
+    if let Some(f) = &filter {
+        plan.retain(f);
+    }
+    if plan.cases.is_empty() {
+        let why = if filter.is_some() {
+            " matching --run"
+        } else {
+            ""
+        };
+        return Err(format!("no test cases{why} found in {}", args.input));
+    }
+    let config = Config::discover(&plan.root).map_err(|e| e.to_string())?;
+    let engine = Arc::new(Engine::new(Registry::default(), options(&args)));
+    engine.contexts.check_setup(&plan.cases)?;
+    if args.dry_run {
+        return Ok(dry_run(&plan.cases));
+    }
+    // A person answers one question at a time, in order.
+    let parallel = if args.interactive {
+        1
+    } else {
+        args.parallel
+            .map(|p| p as usize)
+            .or(config.file.run.concurrency)
+            .unwrap_or(DEFAULT_CONCURRENCY)
+    };
+    let sink = match &args.output {
+        Some(p) => Some(ReportSink::create(p, true)?),
+        None => None,
+    };
+    let recorder = Arc::new(Recorder::new(sink));
+    let scheduler = Scheduler::new(engine.clone(), recorder.clone(), parallel, args.fail_fast);
+    let style = Style {
+        color: use_color(args.color),
+        verbose: args.verbose,
+        qualified: plan.qualified,
+    };
+    let agent = engine.contexts.describe_agent(&plan.cases[0].file);
+    let mut out = std::io::stdout().lock();
+    let _ = write!(
+        out,
+        "{}",
+        console::header(&agent, &plan.label, plan.cases.len())
+    );
+    let _ = out.flush();
+
+    let started = Instant::now();
+    let progress = Progress::new(plan.cases.len());
+    let ending = runtime().block_on(scheduler.run_all(plan.cases, |report| {
+        progress.clear();
+        let _ = write!(out, "{}", console::case_block(report, &style));
+        let _ = out.flush();
+        progress.show(&recorder);
+    }));
+    progress.clear();
+    let mut summary = recorder.summary();
+    summary.duration_ms = started.elapsed().as_millis() as u64;
+    summary.stopped_early = ending.stopped;
+    summary.interrupted = ending.interrupted;
+    let mut run = RunInfo::new(&agent, &plan.label, std::env::args().collect());
+    run.duration_ms = summary.duration_ms;
+    recorder.finish(&run, &summary);
+    let _ = write!(out, "{}", console::summary(&summary));
+    let _ = out.flush();
+    Ok(if summary.interrupted {
+        // The shell's convention for a run stopped by SIGINT.
+        ExitCode::from(130)
+    } else if summary.ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// The run's options: the command line, else the environment.
+fn options(args: &TestArgs) -> RunOptions {
+    let settings = settings::get();
+    RunOptions {
+        agent_name: args.name.clone().or_else(|| settings.agent.clone()),
+        timeout: args.timeout,
+        run_skipped: false,
+        live: args.live || settings.live,
+        simulator: args
+            .simulator
+            .clone()
+            .or_else(|| settings.simulator.clone()),
+        people: People {
+            forced: args.interactive,
+            skip: args.skip_interactive,
+            on_missing_input: match args.on_missing_input {
+                MissingInput::Skip => OnMissing::Skip,
+                MissingInput::Fail => OnMissing::Fail,
+            },
+        },
+        update: settings.update,
+    }
+}
+
+/// A progress line on stderr while cases run, on a terminal; cleared before each block
+/// of the console tree so the two never mix.
+struct Progress {
+    on: bool,
+    total: usize,
+}
+
+impl Progress {
+    fn new(total: usize) -> Progress {
+        Progress {
+            on: std::io::stderr().is_terminal() && std::io::stdout().is_terminal(),
+            total,
+        }
+    }
+
+    fn show(&self, recorder: &Recorder) {
+        if self.on {
+            let s = recorder.summary();
+            let mut err = std::io::stderr().lock();
+            let _ = write!(
+                err,
+                "\r\x1b[2K  running {}/{} cases: {} passed, {} failed, {} errors",
+                s.total, self.total, s.passed, s.failed, s.errors
+            );
+            let _ = err.flush();
+        }
+    }
+
+    fn clear(&self) {
+        if self.on {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[2K");
+            let _ = err.flush();
+        }
+    }
+}
+
+/// `--dry-run`: one line per case (trial name and mode, or the load error), run nothing.
+fn dry_run(loaded: &[Loaded]) -> ExitCode {
+    let width = loaded.iter().map(|l| l.trial.len()).max().unwrap_or(0);
+    let mut out = std::io::stdout().lock();
+    let mut broken = 0;
+    for l in loaded {
+        let _ = match &l.entry {
+            Ok(c) => {
+                let skip = if c.skip { "  (skip)" } else { "" };
+                writeln!(out, "{:<width$}  {}{skip}", l.trial, c.mode.name())
+            }
+            Err(e) => {
+                broken += 1;
+                writeln!(out, "{:<width$}  error: {e}", l.trial)
+            }
+        };
+    }
+    let cases = if loaded.len() == 1 { "case" } else { "cases" };
+    let _ = writeln!(out, "\n{} {cases}, {broken} failed to load", loaded.len());
+    if broken > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

@@ -1,0 +1,147 @@
+//! Planning: which cases a run loads, in what order, under which trial names. The
+//! binary and the libtest harness both plan through here.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use regex::Regex;
+
+use crate::case::Location;
+use crate::source::{discover_excluding, file_for_trial, load_file, parse_case, Loaded, SEPARATOR};
+use crate::util::display_path;
+
+/// What a run's cases come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Input {
+    /// A folder of suites, searched recursively; trials are named after the path under it.
+    Dir(PathBuf),
+    /// One suite file; trials are named after the file.
+    File(PathBuf),
+    /// A message sent as a one-turn case (`agentest test -i "Hello there"`).
+    Message(String),
+}
+
+impl Input {
+    /// What `-i` names: a folder, a file, or a message. One word that is no file is
+    /// more likely a mistyped path than a message, so it is an error unless
+    /// `force_message` (`--message`) says otherwise.
+    pub(crate) fn parse(input: &str, force_message: bool) -> Result<Input, String> {
+        if input.trim().is_empty() {
+            return Err(
+                "the input is empty; pass a suite file, a directory of suites, or a message".into(),
+            );
+        }
+        if force_message {
+            return Ok(Input::Message(input.to_string()));
+        }
+        let path = Path::new(input);
+        if path.is_dir() {
+            return Ok(Input::Dir(path.to_path_buf()));
+        }
+        if path.is_file() {
+            return Ok(Input::File(path.to_path_buf()));
+        }
+        let looks_like_path = input.ends_with(".jsonl")
+            || (!input.contains(char::is_whitespace) && input.contains('/'));
+        if looks_like_path {
+            return Err(format!("input `{input}` does not exist; pass a suite file, a directory of suites, or a quoted message"));
+        }
+        if !input.trim().contains(char::is_whitespace) {
+            return Err(format!(
+                "input `{input}` is neither a file nor a directory; to send it to the agent as a message, add --message"
+            ));
+        }
+        Ok(Input::Message(input.to_string()))
+    }
+}
+
+/// The cases of a run, sorted by trial name.
+pub(crate) struct Plan {
+    /// Where configs are looked up from for the run as a whole.
+    pub(crate) root: PathBuf,
+    /// The cases (and lines that failed to load), in trial order.
+    pub(crate) cases: Vec<Loaded>,
+    /// The input as the console header shows it.
+    pub(crate) label: String,
+    /// Whether trial names carry the suite's path (a folder input).
+    pub(crate) qualified: bool,
+}
+
+impl Plan {
+    /// Loads what `input` names. `exclude` are files never read as suites (the run's
+    /// own report); `exact` is a trial name run alone (nextest's `--exact SUITE::ID`),
+    /// for which only that suite's file is opened.
+    pub(crate) fn load(
+        input: &Input,
+        exclude: &[PathBuf],
+        exact: Option<&str>,
+    ) -> Result<Plan, String> {
+        let mut plan = match input {
+            Input::Dir(dir) => {
+                let only = exact
+                    .filter(|f| f.contains(SEPARATOR))
+                    .and_then(|f| file_for_trial(dir, f));
+                let files = match only {
+                    Some(file) => vec![file],
+                    None => discover_excluding(dir, exclude).map_err(|e| e.to_string())?,
+                };
+                Plan {
+                    root: dir.clone(),
+                    cases: files.iter().flat_map(|f| load_file(dir, f)).collect(),
+                    label: display_path(dir).display().to_string(),
+                    qualified: true,
+                }
+            }
+            Input::File(file) => {
+                let root = parent_dir(file);
+                Plan {
+                    cases: load_file(&root, file),
+                    root,
+                    label: display_path(file).display().to_string(),
+                    qualified: false,
+                }
+            }
+            Input::Message(msg) => {
+                let cwd = std::env::current_dir()
+                    .map_err(|e| format!("failed to read the working directory: {e}"))?;
+                Plan {
+                    cases: vec![message_case(msg, &cwd)],
+                    root: cwd,
+                    label: serde_json::Value::String(msg.clone()).to_string(),
+                    qualified: false,
+                }
+            }
+        };
+        plan.cases.sort_by(|a, b| a.trial.cmp(&b.trial));
+        Ok(plan)
+    }
+
+    /// Keeps only the trials whose name matches `filter` (`--run`).
+    pub(crate) fn retain(&mut self, filter: &Regex) {
+        self.cases.retain(|l| filter.is_match(&l.trial));
+    }
+}
+
+/// A message from the command line as a one-turn case, `input::message`.
+fn message_case(msg: &str, cwd: &Path) -> Loaded {
+    let line = serde_json::json!({"id": "message", "input": msg}).to_string();
+    let location = Location {
+        file: Arc::new(PathBuf::from("(command line)")),
+        line: 1,
+        column: 1,
+    };
+    Loaded {
+        suite: "input".into(),
+        trial: "input::message".into(),
+        file: cwd.join("(command line)"),
+        entry: parse_case(&line, location),
+    }
+}
+
+/// A file's folder (`.` for a bare file name).
+pub(crate) fn parent_dir(file: &Path) -> PathBuf {
+    file.parent()
+        .map(Path::to_path_buf)
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or_else(|| PathBuf::from("."))
+}

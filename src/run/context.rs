@@ -1,0 +1,232 @@
+//! What a case runs with, resolved once per config file and shared by its cases: the
+//! config, hooks, scripts, cassette mode, seed, the `[llm]` endpoint and the agents.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use crate::agent::{Agent, AgentDef};
+use crate::case::Case;
+use crate::check::{ScriptFn, Scripts};
+use crate::config::Config;
+use crate::config::Redaction;
+use crate::llm::{CassetteMode, Endpoint};
+use crate::run::hooks::{HookFn, Hooks};
+use crate::source::{suite_name, Loaded};
+use crate::util::parse_duration;
+
+/// The case timeout when neither the case, the command line nor the config sets one.
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// What the Rust builder registered: in-process agents, hooks and scripts.
+#[derive(Clone, Default)]
+pub(crate) struct Registry {
+    pub(crate) agents: HashMap<String, Arc<dyn Agent>>,
+    pub(crate) default_agent: Option<Arc<dyn Agent>>,
+    pub(crate) hooks: HashMap<String, HookFn>,
+    pub(crate) scripts: HashMap<String, ScriptFn>,
+}
+
+/// A resolved agent and its label for reports, or why it cannot be used.
+pub(crate) type AgentSlot = Result<(AgentDef, String), String>;
+
+/// Everything that depends on one config file.
+pub(crate) struct Context {
+    pub(crate) config: Arc<Config>,
+    pub(crate) hooks: Hooks,
+    pub(crate) scripts: Scripts,
+    /// `AGENTEST_CASSETTES`, else `[run] cassettes`, else auto.
+    pub(crate) cassettes: CassetteMode,
+    /// `AGENTEST_SEED`, else `[run] seed`, else 0.
+    pub(crate) seed: u64,
+    /// Tools whose call means the agent awaits the user (`[run] input_tools`).
+    pub(crate) input_tools: Vec<String>,
+    /// `[[golden.redactions]]`, compiled.
+    pub(crate) redactions: Vec<Redaction>,
+    registry: Arc<Registry>,
+    /// `-n NAME` / `AGENTEST_AGENT` / `Harness::use_agent`, for cases that name none.
+    run_agent: Option<String>,
+    agents: Mutex<HashMap<Option<String>, AgentSlot>>,
+    /// The `[llm]` endpoint, built on first use.
+    llm: OnceLock<Result<Arc<Endpoint>, String>>,
+}
+
+impl Context {
+    fn new(
+        dir: &Path,
+        registry: Arc<Registry>,
+        run_agent: Option<String>,
+    ) -> Result<Context, String> {
+        let config = Arc::new(Config::discover(dir).map_err(|e| e.to_string())?);
+        let cassettes = CassetteMode::resolve(config.file.run.cassettes.as_deref())?;
+        let seed = crate::settings::get()
+            .seed
+            .or(config.file.run.seed)
+            .unwrap_or(0);
+        Ok(Context {
+            cassettes,
+            seed,
+            input_tools: config.file.run.input_tools.clone().unwrap_or_default(),
+            redactions: Redaction::compile_all(&config.file.golden)?,
+            hooks: Hooks::new(config.clone(), registry.hooks.clone()),
+            scripts: Scripts::new(config.clone(), registry.scripts.clone()),
+            config,
+            registry,
+            run_agent,
+            agents: Mutex::new(HashMap::new()),
+            llm: OnceLock::new(),
+        })
+    }
+
+    /// The default model endpoint (`[llm]`), for the built-in simulator and judge.
+    pub(crate) fn llm(&self) -> Result<Arc<Endpoint>, String> {
+        self.llm
+            .get_or_init(|| match &self.config.file.llm {
+                Some(cfg) => Endpoint::from_config(cfg, None).map(Arc::new),
+                None => Err(format!(
+                    "the built-in simulator and judge need a model: add an [llm] section (base_url, model, api_key_env) to {}, or use a scripted or named simulator",
+                    self.config.describe()
+                )),
+            })
+            .clone()
+    }
+
+    /// The agent named `name` (a case's `agent`, a simulator or a judge), or for `None`
+    /// the run's agent; cached per name.
+    pub(crate) fn agent(&self, name: Option<&str>) -> AgentSlot {
+        let name = name.map(str::to_string).or_else(|| self.run_agent.clone());
+        let mut cache = self.agents.lock().unwrap_or_else(|e| e.into_inner());
+        cache
+            .entry(name.clone())
+            .or_insert_with(|| match &name {
+                Some(n) => self.named_agent(n),
+                None => self.default_agent(),
+            })
+            .clone()
+    }
+
+    fn named_agent(&self, name: &str) -> AgentSlot {
+        if let Some(a) = self.registry.agents.get(name) {
+            return Ok((AgentDef::InProcess(a.clone()), name.to_string()));
+        }
+        let cfg = &self.config;
+        if let Some(a) = cfg.agents.get(name) {
+            return AgentDef::from_config(a, cfg, &format!("[agents.\"{name}\"]"))
+                .map(|d| (d, name.to_string()));
+        }
+        let known: Vec<&str> = cfg
+            .agents
+            .keys()
+            .map(String::as_str)
+            .chain(self.registry.agents.keys().map(String::as_str))
+            .collect();
+        let hint = match crate::source::fields::suggest(name, &known) {
+            Some(s) => format!("; did you mean `{s}`?"),
+            None if known.is_empty() => String::new(),
+            None => format!("; known agents: {}", known.join(", ")),
+        };
+        Err(format!(
+            "agent `{name}` is not defined; add [agents.\"{name}\"] to {} or register it with Harness::agent{hint}",
+            cfg.describe()
+        ))
+    }
+
+    fn default_agent(&self) -> AgentSlot {
+        if let Some(a) = &self.registry.default_agent {
+            return Ok((AgentDef::InProcess(a.clone()), "default".into()));
+        }
+        match &self.config.agent {
+            Some(a) => AgentDef::from_config(a, &self.config, "[agent]").map(|d| (d, "default".into())),
+            None => Err(format!(
+                "no agent to test: add an [agent] section to {} (type = \"process\" or \"http\"), pass -n NAME, or give the case an `agent`",
+                self.config.describe()
+            )),
+        }
+    }
+
+    /// The case's timeout: its own, else `--timeout`, else `[run] timeout`, else 5 minutes.
+    pub(crate) fn timeout(
+        &self,
+        case: &Case,
+        run_timeout: Option<Duration>,
+    ) -> Result<Duration, String> {
+        if let Some(t) = case.timeout.or(run_timeout) {
+            return Ok(t);
+        }
+        match &self.config.file.run.timeout {
+            Some(t) => parse_duration(t)
+                .map_err(|e| format!("[run].timeout in {}: {e}", self.config.describe())),
+            None => Ok(DEFAULT_TIMEOUT),
+        }
+    }
+
+    /// A suite's name as seen from this config's folder (`billing/refunds` for
+    /// `agent-tests/billing/refunds.jsonl` under `agent-tests/agentest.toml`), so that
+    /// `[golden] suites` and redactions apply however the run was started; the run's own
+    /// suite name when the file is not under the config's folder.
+    pub(crate) fn suite_name(&self, loaded: &Loaded) -> String {
+        let config = &self.config;
+        let file = std::path::absolute(&loaded.file).unwrap_or_else(|_| loaded.file.clone());
+        match (&config.path, file.strip_prefix(&config.dir)) {
+            (Some(_), Ok(_)) => suite_name(&config.dir, &file),
+            _ => loaded.suite.clone(),
+        }
+    }
+}
+
+/// The contexts of a run, one per suite folder, built on first use.
+pub(crate) struct Contexts {
+    registry: Arc<Registry>,
+    run_agent: Option<String>,
+    by_dir: Mutex<HashMap<PathBuf, Result<Arc<Context>, String>>>,
+}
+
+impl Contexts {
+    pub(crate) fn new(registry: Registry, run_agent: Option<String>) -> Contexts {
+        Contexts {
+            registry: Arc::new(registry),
+            run_agent,
+            by_dir: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The context of a suite file's folder.
+    pub(crate) fn of(&self, file: &Path) -> Result<Arc<Context>, String> {
+        let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
+        let mut map = self.by_dir.lock().unwrap_or_else(|e| e.into_inner());
+        map.entry(dir.clone())
+            .or_insert_with(|| {
+                Context::new(&dir, self.registry.clone(), self.run_agent.clone()).map(Arc::new)
+            })
+            .clone()
+    }
+
+    /// Checks what a run depends on before it starts: every suite's config loads, and
+    /// the run-level agent (`-n`, or the default) resolves for the cases that name none.
+    /// An error here is a usage or config error, not a case failure.
+    pub(crate) fn check_setup(&self, loaded: &[Loaded]) -> Result<(), String> {
+        let mut checked = HashSet::new();
+        for l in loaded {
+            let Ok(case) = &l.entry else { continue };
+            let ctx = self.of(&l.file)?;
+            let uses_run_agent = case.agent.is_none() || self.run_agent.is_some();
+            let dir = l.file.parent().map(Path::to_path_buf).unwrap_or_default();
+            if uses_run_agent && checked.insert(dir) {
+                ctx.agent(None)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The agent a run without a case-level choice uses, for headers.
+    pub(crate) fn describe_agent(&self, file: &Path) -> String {
+        match self.of(file).and_then(|ctx| ctx.agent(None)) {
+            Ok((def, name)) => format!("{name} ({})", def.describe()),
+            Err(_) => self
+                .run_agent
+                .clone()
+                .unwrap_or_else(|| "(none configured)".into()),
+        }
+    }
+}

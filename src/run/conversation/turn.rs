@@ -1,0 +1,175 @@
+//! One turn, whatever the conversation: the request, the exchange with the agent, the
+//! turn's record and the checks on its reply.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use serde_json::{Map, Value};
+
+use crate::agent::Session;
+use crate::case::{Assertion, Case};
+use crate::check::{evaluate, EvalEnv, Subject};
+use crate::errors::StepError;
+use crate::protocol::{Reply, Request};
+use crate::record::{AssertionReport, CaseReport, TurnReport};
+use crate::run::awaiting;
+use crate::run::outcome::Stop;
+
+static SESSIONS: AtomicU64 = AtomicU64::new(0);
+
+/// A conversation id, unique within the process.
+pub(crate) fn new_session_id() -> String {
+    format!(
+        "agentest-{}-{}",
+        std::process::id(),
+        SESSIONS.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Shallow merge of the case's options with a turn's.
+pub(crate) fn merged_options(case: &Option<Value>, turn: &Option<Value>) -> Value {
+    match (case, turn) {
+        (Some(Value::Object(a)), Some(Value::Object(b))) => {
+            let mut m = a.clone();
+            for (k, v) in b {
+                m.insert(k.clone(), v.clone());
+            }
+            Value::Object(m)
+        }
+        (_, Some(t)) => t.clone(),
+        (Some(c), None) => c.clone(),
+        (None, None) => Value::Object(Map::new()),
+    }
+}
+
+/// The request's `metadata`: the case's, with its `user` and `team`.
+pub(crate) fn request_metadata(case: &Case) -> Value {
+    let mut m = match &case.metadata {
+        Some(Value::Object(m)) => m.clone(),
+        _ => Map::new(),
+    };
+    if let Some(u) = &case.user {
+        m.insert("user".into(), u.clone());
+    }
+    if let Some(t) = &case.team {
+        m.insert("team".into(), t.clone());
+    }
+    Value::Object(m)
+}
+
+/// Sends one turn and waits for the reply; an agent that does not answer leaves a turn
+/// record with the error and stops the case with the status the error calls for.
+pub(crate) async fn exchange(
+    session: &mut Session,
+    request: &Request,
+    source: &str,
+    report: &mut CaseReport,
+    phase: &mut String,
+) -> Result<(Reply, u64), Stop> {
+    *phase = format!("waiting for the reply to turn {}", request.turn);
+    let sent = Instant::now();
+    let reply = session.send(request).await;
+    let duration_ms = sent.elapsed().as_millis() as u64;
+    match reply {
+        Ok(r) => Ok((r, duration_ms)),
+        Err(e) => {
+            let turn = request.turn;
+            report.turns.push(failed_turn(
+                turn,
+                request.input.clone(),
+                source,
+                duration_ms,
+                &e,
+            ));
+            Err(Stop::step(&format!("turn {turn}"), e))
+        }
+    }
+}
+
+/// The record of a turn the agent answered, with its awaiting-input verdict.
+pub(crate) fn replied_turn(
+    turn: u32,
+    input: &str,
+    source: &str,
+    reply: &Reply,
+    duration_ms: u64,
+    input_tools: &[String],
+) -> TurnReport {
+    let (awaiting, reason) = awaiting::detect(reply, input_tools);
+    TurnReport {
+        turn,
+        input: input.to_string(),
+        input_source: source.into(),
+        output: reply.output_value(),
+        tool_calls: reply.tool_calls.clone(),
+        awaiting_input: awaiting,
+        awaiting_reason: Some(reason),
+        data: reply.data.clone(),
+        duration_ms,
+        usage: reply.usage,
+        ..TurnReport::default()
+    }
+}
+
+/// The record of a turn the agent did not answer.
+fn failed_turn(
+    turn: u32,
+    input: String,
+    source: &str,
+    duration_ms: u64,
+    error: &StepError,
+) -> TurnReport {
+    TurnReport {
+        turn,
+        input,
+        input_source: source.into(),
+        duration_ms,
+        error: Some(error.to_string()),
+        ..TurnReport::default()
+    }
+}
+
+/// Evaluates every assertion (all of them, so the report shows each verdict).
+/// The second value is set when one could not be evaluated.
+pub(crate) async fn check_all(
+    list: &[Assertion],
+    subject: Subject<'_>,
+    env: &EvalEnv<'_>,
+) -> (Vec<AssertionReport>, Option<StepError>) {
+    let mut out = Vec::with_capacity(list.len());
+    let mut broken = None;
+    for a in list {
+        let mut spec = match &a.raw {
+            Value::Object(m) => m.clone(),
+            _ => Map::new(),
+        };
+        // A custom `message` is part of the verdict's message; one key, not two.
+        spec.remove("message");
+        match evaluate(a, subject, env).await {
+            Ok(v) => out.push(AssertionReport {
+                spec,
+                passed: v.passed,
+                message: v.detail.unwrap_or_else(|| v.label.clone()),
+                label: v.label,
+            }),
+            Err(e) => {
+                out.push(AssertionReport {
+                    spec,
+                    passed: false,
+                    label: a.type_name().to_string(),
+                    message: e.to_string(),
+                });
+                broken.get_or_insert(e);
+            }
+        }
+    }
+    (out, broken)
+}
+
+/// The first failing verdict of a list, as `<at>: <label>: <message>`.
+pub(crate) fn first_failure(at: &str, verdicts: &[AssertionReport]) -> Option<String> {
+    verdicts
+        .iter()
+        .find(|a| !a.passed)
+        .map(|a| format!("{at}: {}: {}", a.label, a.message))
+}

@@ -1,0 +1,249 @@
+//! A case's lifecycle: resolve what it runs with, the `before` hook, the agent, the
+//! conversation, all under the case's deadline; then the accounting of its model calls
+//! and the `after` hook.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::agent::{describe_stderr, AgentDef, CaseScope};
+use crate::case::{Case, Mode};
+use crate::check::EvalEnv;
+use crate::llm::{cassette, ModelCalls};
+use crate::protocol::{Role, TokenUsage};
+use crate::record::{CaseReport, Status};
+use crate::run::context::Context;
+use crate::run::conversation::{dynamic, scripted, turn::request_metadata};
+use crate::run::engine::Engine;
+use crate::run::outcome::{add_error, fail, Stop};
+use crate::run::roles::judge::CaseJudges;
+use crate::run::roles::simulator::Simulator;
+use crate::source::Loaded;
+use crate::util::format_duration;
+
+/// How long an `after` hook may run once the case's own deadline has passed.
+const AFTER_HOOK_GRACE: Duration = Duration::from_secs(30);
+
+/// What one case runs with, once resolved.
+struct Setup {
+    ctx: Arc<Context>,
+    agent: AgentDef,
+    timeout: Duration,
+    deadline: Instant,
+    calls: Arc<ModelCalls>,
+    scope: CaseScope,
+}
+
+/// Runs a loaded case into `report`. Every problem ends as a status on the report.
+pub(crate) async fn run_case(
+    engine: &Engine,
+    case: &Case,
+    loaded: &Loaded,
+    report: &mut CaseReport,
+) {
+    let setup = match prepare(engine, case, loaded) {
+        Ok(s) => s,
+        Err(e) => return fail(report, Status::Error, e),
+    };
+    report.agent = Some(setup.1);
+    let setup = setup.0;
+    // What the case is doing, for the timeout message.
+    let mut phase = String::from("starting");
+    // `after` runs whenever `before` ran (and always when there is no `before`).
+    let mut before_ran = case.before.is_none();
+    let work = body(engine, case, &setup, report, &mut phase, &mut before_ran);
+    let outcome = tokio::time::timeout_at(setup.deadline, work).await;
+    settle(outcome.ok(), &setup, &phase, report);
+    account(&setup.calls, report);
+    after_hook(case, &setup, before_ran, report).await;
+}
+
+/// Resolves the case's context, agent (and its label), timeout and model-call scope.
+fn prepare(engine: &Engine, case: &Case, loaded: &Loaded) -> Result<(Setup, String), String> {
+    let ctx = engine.contexts.of(&loaded.file)?;
+    let (agent, label) = ctx.agent(case.agent.as_deref())?;
+    let timeout = ctx.timeout(case, engine.options.timeout)?;
+    let deadline = Instant::now() + timeout;
+    let calls = Arc::new(ModelCalls::new(
+        cassette::path_for(&loaded.file, &case.id),
+        ctx.cassettes,
+    ));
+    let scope = CaseScope {
+        calls: calls.clone(),
+        mocks: case.mocks.clone(),
+        seed: ctx.seed,
+        salt: loaded.trial.clone(),
+        live: engine.options.live,
+        deadline,
+        role: Role::Agent,
+        stderr: Default::default(),
+    };
+    let setup = Setup {
+        ctx,
+        agent,
+        timeout,
+        deadline,
+        calls,
+        scope,
+    };
+    Ok((setup, label))
+}
+
+/// The part of a case under its deadline: the `before` hook, the agent and the conversation.
+async fn body(
+    engine: &Engine,
+    case: &Case,
+    setup: &Setup,
+    report: &mut CaseReport,
+    phase: &mut String,
+    before_ran: &mut bool,
+) -> Result<(), Stop> {
+    let ctx = &setup.ctx;
+    if let Some(hook) = &case.before {
+        if !ctx.hooks.has(hook) {
+            return Err(Stop::error(format!(
+                "before hook: {}",
+                ctx.hooks.undefined(hook)
+            )));
+        }
+        *phase = format!("running the before hook `{hook}`");
+        *before_ran = true;
+        ctx.hooks
+            .run(hook, case.raw.as_ref(), setup.deadline)
+            .await
+            .map_err(|e| Stop::error(format!("before hook: {e}")))?;
+    }
+    *phase = "starting the agent".into();
+    let mut session = setup.agent.start(&setup.scope).await.map_err(Stop::error)?;
+    let judges = CaseJudges {
+        ctx,
+        scope: &setup.scope,
+    };
+    let metadata = request_metadata(case);
+    let env = EvalEnv {
+        scripts: &ctx.scripts,
+        metadata: &metadata,
+        deadline: setup.deadline,
+        judges: Some(&judges),
+    };
+    let people = engine.options.people;
+    let result = match &case.mode {
+        Mode::Dynamic { simulator, .. } => {
+            *phase = "starting the simulator".into();
+            let chosen = simulator
+                .use_
+                .as_deref()
+                .or(engine.options.simulator.as_deref());
+            let mut sim = Simulator::start(ctx, simulator, chosen, &setup.scope)
+                .await
+                .map_err(Stop::error)?;
+            let person = people.for_case(case).ok().flatten();
+            let r = dynamic::run(
+                case,
+                ctx,
+                &mut session,
+                &mut sim,
+                &env,
+                person,
+                report,
+                phase,
+            )
+            .await;
+            sim.close().await;
+            r
+        }
+        Mode::Single { .. } | Mode::Static { .. } => {
+            scripted::run(case, ctx, &mut session, &env, people, report, phase).await
+        }
+    };
+    session.close().await;
+    result
+}
+
+/// The case's status once its deadline-bound part ended (`None`: the deadline passed).
+fn settle(outcome: Option<Result<(), Stop>>, setup: &Setup, phase: &str, report: &mut CaseReport) {
+    let timed_out = || {
+        format!(
+            "timeout after {} (while {phase}; the agent was stopped)",
+            format_duration(setup.timeout)
+        )
+    };
+    match outcome {
+        Some(Ok(())) => {}
+        // A hook or script that gave up at the deadline is the case timing out.
+        Some(Err(_)) if Instant::now() >= setup.deadline => {
+            fail(report, Status::Timeout, timed_out())
+        }
+        Some(Err(stop)) => fail(report, stop.status, stop.message),
+        None => {
+            // A silent agent's last words are on its stderr.
+            let stderr = setup
+                .scope
+                .stderr
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            let tail = stderr.map(|b| describe_stderr(&b)).unwrap_or_default();
+            fail(report, Status::Timeout, format!("{}{tail}", timed_out()))
+        }
+    }
+}
+
+/// Puts a case's model calls into its record: usage by role, calls, retries, and
+/// the cassette (written now). In strict mode unused recordings fail a passing case.
+fn account(calls: &ModelCalls, report: &mut CaseReport) {
+    let stats = calls.stats();
+    let mut usage = stats.usage;
+    // The agent's usage is what its replies report (an openai agent's replies carry its
+    // model calls' usage), so it is counted from the turns.
+    usage.remove(&Role::Agent);
+    let mut agent = TokenUsage::default();
+    for u in report.turns.iter().filter_map(|t| t.usage) {
+        agent.add(TokenUsage {
+            prompt_tokens: u.input_tokens,
+            completion_tokens: u.output_tokens,
+        });
+    }
+    if agent != TokenUsage::default() {
+        usage.insert(Role::Agent, agent);
+    }
+    report.usage = usage;
+    report.model_calls = stats.calls;
+    report.retries = stats.retries;
+    match calls.finish() {
+        Ok(Some(cassette)) => {
+            if cassette.unused > 0 && report.status == Status::Passed {
+                let msg = format!(
+                    "{} recorded model call(s) in {} were not used by this run; re-record the cassette (AGENTEST_CASSETTES=record)",
+                    cassette.unused, cassette.file
+                );
+                if cassette.mode == "strict" {
+                    fail(
+                        report,
+                        Status::Failed,
+                        format!("strict cassette mode: {msg}"),
+                    );
+                } else {
+                    eprintln!("agentest: {}: {msg}", report.trial);
+                }
+            }
+            report.cassette = Some(cassette);
+        }
+        Ok(None) => {}
+        Err(e) => add_error(report, format!("cassette: {e}")),
+    }
+}
+
+/// `after` runs whenever `before` ran, even when it failed: it is the cleanup for
+/// whatever `before` may have set up. It gets a grace period past the case's deadline.
+async fn after_hook(case: &Case, setup: &Setup, before_ran: bool, report: &mut CaseReport) {
+    let (Some(hook), true) = (&case.after, before_ran) else {
+        return;
+    };
+    let grace = Instant::now() + AFTER_HOOK_GRACE.min(setup.timeout);
+    let deadline = setup.deadline.max(grace);
+    if let Err(e) = setup.ctx.hooks.run(hook, case.raw.as_ref(), deadline).await {
+        add_error(report, format!("after hook: {e}"));
+    }
+}

@@ -1,0 +1,134 @@
+//! How a case ends: the reason a step stopped it, and the records of cases that did not
+//! run to the end (a line that did not load, a skipped case).
+
+use crate::case::Case;
+use crate::errors::StepError;
+use crate::llm::on_ci;
+use crate::record::{CaseReport, Status};
+use crate::source::{CaseError, Loaded, SEPARATOR};
+
+/// Who stopped a conversation, for its `termination` (`simulator_error` or `agent_error`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Party {
+    /// The agent under test, or anything else of the case (hooks, checks, a person).
+    Agent,
+    /// The simulated user.
+    Simulator,
+}
+
+/// Why a case stopped early: the status it ends with, the reason, and who caused it.
+#[derive(Debug)]
+pub(crate) struct Stop {
+    pub(crate) status: Status,
+    pub(crate) message: String,
+    pub(crate) by: Party,
+}
+
+impl Stop {
+    /// A step's error, with the status its kind calls for, and `at` (`turn 2`, `final
+    /// assertions`) before its message.
+    pub(crate) fn step(at: &str, e: StepError) -> Stop {
+        Stop {
+            status: e.status(on_ci()),
+            message: format!("{at}: {e}"),
+            by: Party::Agent,
+        }
+    }
+
+    /// A case `error` with this message.
+    pub(crate) fn error(message: impl Into<String>) -> Stop {
+        Stop {
+            status: Status::Error,
+            message: message.into(),
+            by: Party::Agent,
+        }
+    }
+
+    /// The same stop, blamed on `by`.
+    pub(crate) fn by(self, by: Party) -> Stop {
+        Stop { by, ..self }
+    }
+}
+
+impl From<StepError> for Stop {
+    fn from(e: StepError) -> Stop {
+        Stop {
+            status: e.status(on_ci()),
+            message: e.to_string(),
+            by: Party::Agent,
+        }
+    }
+}
+
+/// Ends the case with `status` and `message`.
+pub(crate) fn fail(report: &mut CaseReport, status: Status, message: String) {
+    report.status = status;
+    report.error = Some(message);
+}
+
+/// Adds `message` to the case's error without changing a status that is not a pass (an
+/// `after` hook or a cassette failing after the case already failed).
+pub(crate) fn add_error(report: &mut CaseReport, message: String) {
+    if report.status == Status::Passed {
+        fail(report, Status::Error, message);
+    } else {
+        let prev = report.error.take().unwrap_or_default();
+        report.error = Some(format!("{prev}\n{message}").trim().to_string());
+    }
+}
+
+/// A fresh record for a case, status `passed` until something says otherwise.
+pub(crate) fn new_report(loaded: &Loaded, case: &Case) -> CaseReport {
+    CaseReport {
+        id: case.id.clone(),
+        name: case.display_name().to_string(),
+        suite: loaded.suite.clone(),
+        trial: loaded.trial.clone(),
+        status: Status::Passed,
+        mode: Some(case.mode.name().into()),
+        agent: None,
+        turns: Vec::new(),
+        location: case.location.to_string(),
+        tags: case.tags.clone(),
+        ..CaseReport::default()
+    }
+}
+
+/// The record of a case that was not run: a load error, or `skipped` with `reason`.
+pub(crate) fn not_run(loaded: &Loaded, reason: String) -> CaseReport {
+    match &loaded.entry {
+        Ok(case) => CaseReport {
+            status: Status::Skipped,
+            error: Some(reason),
+            ..new_report(loaded, case)
+        },
+        Err(e) => broken(loaded, e),
+    }
+}
+
+/// The record of a line that did not load.
+pub(crate) fn broken(loaded: &Loaded, e: &CaseError) -> CaseReport {
+    // Without a usable id, the trial's own name (`line-N`) stands in for it.
+    let id = e.id.clone().unwrap_or_else(|| {
+        let tail = loaded.trial.rsplit(SEPARATOR).next();
+        tail.unwrap_or_default().to_string()
+    });
+    CaseReport {
+        name: id.clone(),
+        id,
+        suite: loaded.suite.clone(),
+        trial: loaded.trial.clone(),
+        status: Status::Error,
+        mode: None,
+        agent: None,
+        turns: Vec::new(),
+        error: Some(e.to_string()),
+        location: e.location.to_string(),
+        ..CaseReport::default()
+    }
+}
+
+/// Why a case is not run: `skip: true`.
+pub(crate) fn skip_reason(case: &Case) -> Option<String> {
+    case.skip.then(|| "skip: true in the case".to_string())
+}

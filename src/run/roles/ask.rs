@@ -1,0 +1,121 @@
+//! Asking a role for a JSON answer, with one repair attempt: the one routine every role
+//! uses (the built-in judge and simulator on a model, and agents of any kind playing a
+//! judge or a simulator).
+//!
+//! An agent playing a role receives its instructions as messages it can read (a
+//! `system` message, then the question as a `user` message), so a model-backed agent
+//! (`type = "openai"`) sees them too; agents that speak the seed's contracts find the
+//! same input as structured data in the request's `metadata`.
+
+use serde_json::{json, Map, Value};
+use tokio::time::Instant;
+
+use crate::agent::Session;
+use crate::errors::StepError;
+use crate::llm::{Endpoint, ModelCalls};
+use crate::protocol::{Message, Request, Role};
+use crate::util::compact;
+
+/// What a role is asked.
+pub(crate) struct Question {
+    /// The role's instructions, sent as a `system` message.
+    pub(crate) instructions: String,
+    /// The question, sent as a `user` message.
+    pub(crate) prompt: String,
+    /// For an agent: the request's `input`, the text the role reacts to.
+    pub(crate) input: String,
+    /// For an agent: the seed's contract (`test_mode`, ...) as the request's `metadata`.
+    pub(crate) metadata: Value,
+    /// Said to the role when its answer is unusable.
+    pub(crate) repair: String,
+    /// What a usable answer has, for the error (`a verdict {passed, reason}`).
+    pub(crate) wanted: &'static str,
+    /// Sampling temperature for a model.
+    pub(crate) temperature: Option<f64>,
+}
+
+/// Who answers: a model endpoint, or an agent's session.
+pub(crate) enum Respondent<'a> {
+    Model {
+        endpoint: &'a Endpoint,
+        calls: &'a ModelCalls,
+        role: Role,
+        deadline: Instant,
+    },
+    Agent {
+        session: &'a mut Session,
+        /// The request fields that are not the question: session id, test id, turn, options.
+        template: Box<Request>,
+    },
+}
+
+/// Asks `question`, reads the answer with `read`, and when `read` finds nothing usable
+/// asks once more, saying what was wrong. `who` names the role in errors (`judge`,
+/// ``judge `critic` ``). The second unusable answer is an error that shows it.
+pub(crate) async fn ask<T>(
+    respondent: &mut Respondent<'_>,
+    who: &str,
+    question: &Question,
+    read: impl Fn(&Value) -> Option<T>,
+) -> Result<T, StepError> {
+    let mut messages = vec![
+        Message::system(question.instructions.clone()),
+        Message::user(question.prompt.clone()),
+    ];
+    let mut answer = Value::Null;
+    for attempt in 0..2 {
+        let repairing = attempt > 0;
+        answer = match respondent {
+            Respondent::Model {
+                endpoint,
+                calls,
+                role,
+                deadline,
+            } => {
+                let wire = messages.iter().map(model_message).collect();
+                let mut chat = endpoint.request(wire, Vec::new());
+                chat.response_format = Some(json!({"type": "json_object"}));
+                if question.temperature.is_some() {
+                    chat.temperature = question.temperature;
+                }
+                let outcome = calls
+                    .chat(endpoint, *role, &chat, *deadline)
+                    .await
+                    .map_err(|e| StepError::from(e).context(who))?;
+                outcome.message()["content"].clone()
+            }
+            Respondent::Agent { session, template } => {
+                let mut metadata = question.metadata.clone();
+                if repairing {
+                    metadata["repair"] = Value::String(question.repair.clone());
+                }
+                let request = Request {
+                    input: question.input.clone(),
+                    messages: messages.clone(),
+                    metadata,
+                    ..(**template).clone()
+                };
+                let reply = session.send(&request).await.map_err(|e| e.context(who))?;
+                reply.data.clone().unwrap_or_else(|| reply.content.clone())
+            }
+        };
+        if let Some(found) = read(&answer) {
+            return Ok(found);
+        }
+        messages.push(Message::assistant(answer.clone(), None));
+        messages.push(Message::user(question.repair.clone()));
+    }
+    Err(StepError::Broken(format!(
+        "{who} answered twice without {}; last answer: {}",
+        question.wanted,
+        compact(&answer)
+    )))
+}
+
+/// A message as the chat-completions API takes it.
+fn model_message(m: &Message) -> Value {
+    let mut v = Map::new();
+    v.insert("role".into(), json!(m.role));
+    v.insert("content".into(), json!(m.text()));
+    Value::Object(v)
+}

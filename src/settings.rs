@@ -1,0 +1,289 @@
+//! The environment, read once. Every `AGENTEST_*` variable agentest knows (and `CI`,
+//! `NO_COLOR`, `RUST_TEST_THREADS` and nextest's own) is read into one typed [`Settings`]
+//! value when a run starts; an invalid value is an error that names the variable and
+//! the values it allows (exit code 2 for the binary, one failing trial under
+//! `cargo test`), never a silent default.
+//!
+//! Variables that name user secrets (`api_key_env`, `${VAR}` in the config) are not
+//! settings: they are read where they are used and never stored.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use crate::errors::SettingsError;
+use crate::llm::CassetteMode;
+use crate::record::golden::UpdateMode;
+
+/// What a case that needs a person does when none can answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum MissingInput {
+    /// Skipped with the reason.
+    #[default]
+    Skip,
+    /// Failed.
+    Fail,
+}
+
+/// The process's environment, typed.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Settings {
+    /// `AGENTEST_REPORT`: the report file under `cargo test`.
+    pub(crate) report: Option<PathBuf>,
+    /// `AGENTEST_AGENT`: the agent of cases that name none.
+    pub(crate) agent: Option<String>,
+    /// `AGENTEST_UPDATE`: what a golden mismatch may write (`auto` resolved with `CI`).
+    pub(crate) update: UpdateMode,
+    /// `AGENTEST_CASSETTES`: overrides `[run] cassettes`.
+    pub(crate) cassettes: Option<CassetteMode>,
+    /// `AGENTEST_SEED`: overrides `[run] seed`.
+    pub(crate) seed: Option<u64>,
+    /// `AGENTEST_LIVE`: tool calls go to `tools_url`.
+    pub(crate) live: bool,
+    /// `AGENTEST_SIMULATOR`: the simulator of dynamic cases that name none.
+    pub(crate) simulator: Option<String>,
+    /// `AGENTEST_INTERACTIVE`: ask a person whenever input is missing.
+    pub(crate) interactive: bool,
+    /// `AGENTEST_SKIP_INTERACTIVE`: never ask a person.
+    pub(crate) skip_interactive: bool,
+    /// `AGENTEST_ON_MISSING_INPUT`: `skip` or `fail`.
+    pub(crate) on_missing_input: MissingInput,
+    /// `AGENTEST_LLM_BASE_URL`, `AGENTEST_LLMS_<NAME>_MODEL`, ...: endpoint overrides by
+    /// variable name.
+    llm_overrides: BTreeMap<String, String>,
+    /// `CI`: set to anything but empty, `false` or `0`.
+    pub(crate) ci: bool,
+    /// `NO_COLOR`: set and not empty.
+    pub(crate) no_color: bool,
+    /// `RUST_TEST_THREADS`: libtest's default for `--test-threads`.
+    pub(crate) test_threads: Option<usize>,
+    /// Running under nextest (`NEXTEST` or `NEXTEST_EXECUTION_MODE`), with its run id.
+    pub(crate) nextest: Option<Nextest>,
+}
+
+/// What nextest tells the processes it starts.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Nextest {
+    /// `NEXTEST_RUN_ID`: the same for every test process of one run.
+    pub(crate) run_id: Option<String>,
+}
+
+impl Settings {
+    /// Reads the settings from `vars` (the process's environment, or a test's).
+    pub(crate) fn from_vars<I, K, V>(vars: I) -> Result<Settings, SettingsError>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<String>,
+        V: Into<String>,
+    {
+        let vars: BTreeMap<String, String> = vars
+            .into_iter()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
+        // An empty variable is the same as an unset one, as for most Unix tools.
+        let get = |name: &str| vars.get(name).map(|v| v.trim()).filter(|v| !v.is_empty());
+        let invalid = |name: &str, expected: &str| SettingsError {
+            name: name.to_string(),
+            value: vars.get(name).cloned().unwrap_or_default(),
+            expected: expected.to_string(),
+        };
+        let flag = |name: &str| -> Result<bool, SettingsError> {
+            match get(name).map(str::to_ascii_lowercase).as_deref() {
+                None | Some("0" | "false" | "no" | "off") => Ok(false),
+                Some("1" | "true" | "yes" | "on") => Ok(true),
+                Some(_) => Err(invalid(name, "1, true, yes or on; or 0, false, no or off")),
+            }
+        };
+        let ci = get("CI").is_some_and(|v| v != "false" && v != "0");
+        let update = match get("AGENTEST_UPDATE") {
+            None | Some("auto") if ci => UpdateMode::No,
+            None | Some("auto") | Some("new") => UpdateMode::New,
+            Some("always") => UpdateMode::Always,
+            Some("no") => UpdateMode::No,
+            Some(_) => return Err(invalid("AGENTEST_UPDATE", "auto, new, always or no")),
+        };
+        let cassettes = match get("AGENTEST_CASSETTES") {
+            None => None,
+            Some(v) => Some(CassetteMode::parse(v).map_err(|_| {
+                invalid("AGENTEST_CASSETTES", "auto, replay, strict, record or off")
+            })?),
+        };
+        let seed = match get("AGENTEST_SEED") {
+            None => None,
+            Some(v) => Some(
+                v.parse()
+                    .map_err(|_| invalid("AGENTEST_SEED", "a whole number from 0 to 2^64-1"))?,
+            ),
+        };
+        let on_missing_input = match get("AGENTEST_ON_MISSING_INPUT") {
+            None | Some("skip") => MissingInput::Skip,
+            Some("fail") => MissingInput::Fail,
+            Some(_) => return Err(invalid("AGENTEST_ON_MISSING_INPUT", "skip or fail")),
+        };
+        let test_threads = match get("RUST_TEST_THREADS") {
+            None => None,
+            Some(v) => match v.parse::<usize>() {
+                Ok(n) if n > 0 => Some(n),
+                _ => return Err(invalid("RUST_TEST_THREADS", "a whole number above 0")),
+            },
+        };
+        let llm_overrides = vars
+            .iter()
+            .filter(|(k, v)| {
+                (k.starts_with("AGENTEST_LLM_") || k.starts_with("AGENTEST_LLMS_"))
+                    && (k.ends_with("_BASE_URL") || k.ends_with("_MODEL"))
+                    && !v.trim().is_empty()
+            })
+            .map(|(k, v)| (k.clone(), v.trim().to_string()))
+            .collect();
+        let nextest =
+            (get("NEXTEST").is_some() || get("NEXTEST_EXECUTION_MODE").is_some()).then(|| {
+                Nextest {
+                    run_id: get("NEXTEST_RUN_ID").map(str::to_string),
+                }
+            });
+        Ok(Settings {
+            report: get("AGENTEST_REPORT").map(PathBuf::from),
+            agent: get("AGENTEST_AGENT").map(str::to_string),
+            update,
+            cassettes,
+            seed,
+            live: flag("AGENTEST_LIVE")?,
+            simulator: get("AGENTEST_SIMULATOR").map(str::to_string),
+            interactive: flag("AGENTEST_INTERACTIVE")?,
+            skip_interactive: flag("AGENTEST_SKIP_INTERACTIVE")?,
+            on_missing_input,
+            llm_overrides,
+            ci,
+            no_color: get("NO_COLOR").is_some(),
+            test_threads,
+            nextest,
+        })
+    }
+
+    /// The override of `key` (`BASE_URL`, `MODEL`) for the endpoint `[llm]` (`name`
+    /// None) or `[llms.NAME]`: `AGENTEST_LLM_BASE_URL`, `AGENTEST_LLMS_JUDGE_MODEL`.
+    pub(crate) fn llm_override(&self, name: Option<&str>, key: &str) -> Option<&str> {
+        self.llm_overrides
+            .get(&override_var(name, key))
+            .map(String::as_str)
+    }
+}
+
+/// The variable that overrides `key` of the endpoint `name` (non-alphanumerics of the
+/// name become `_`, letters are upper-cased).
+pub(crate) fn override_var(name: Option<&str>, key: &str) -> String {
+    let scope = match name {
+        None => "LLM".to_string(),
+        Some(n) => format!(
+            "LLMS_{}",
+            n.chars()
+                .map(|c| if c.is_ascii_alphanumeric() {
+                    c.to_ascii_uppercase()
+                } else {
+                    '_'
+                })
+                .collect::<String>()
+        ),
+    };
+    format!("AGENTEST_{scope}_{key}")
+}
+
+static SETTINGS: OnceLock<Result<Settings, SettingsError>> = OnceLock::new();
+
+/// The process's settings, read from the environment on the first call. Entry points
+/// (the harness, the binary, [`crate::judge::Judge`]) call this first and report an
+/// error; the same error comes back on every later call.
+pub(crate) fn load() -> Result<&'static Settings, SettingsError> {
+    SETTINGS
+        .get_or_init(|| {
+            Settings::from_vars(std::env::vars_os().filter_map(|(k, v)| {
+                // A variable that is not UTF-8 cannot be one of ours.
+                Some((k.into_string().ok()?, v.into_string().ok()?))
+            }))
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// The settings for code that runs after an entry point has loaded them. Where no entry
+/// point did (agentest's own unit tests), invalid variables read as unset.
+pub(crate) fn get() -> &'static Settings {
+    static FALLBACK: OnceLock<Settings> = OnceLock::new();
+    load().unwrap_or_else(|_| FALLBACK.get_or_init(Settings::default))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(vars: &[(&str, &str)]) -> Result<Settings, SettingsError> {
+        Settings::from_vars(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+    }
+
+    #[test]
+    fn invalid_values_name_the_variable_and_the_allowed_values() {
+        for (name, value, allowed) in [
+            ("AGENTEST_UPDATE", "bogus", "auto, new, always or no"),
+            ("AGENTEST_ON_MISSING_INPUT", "bogus", "skip or fail"),
+            (
+                "AGENTEST_CASSETTES",
+                "replays",
+                "auto, replay, strict, record or off",
+            ),
+            ("AGENTEST_SEED", "-1", "a whole number"),
+            ("AGENTEST_LIVE", "maybe", "1, true, yes or on"),
+            ("AGENTEST_INTERACTIVE", "2", "1, true, yes or on"),
+            ("RUST_TEST_THREADS", "0", "a whole number above 0"),
+        ] {
+            let e = read(&[(name, value)]).unwrap_err().to_string();
+            assert!(
+                e.contains(name) && e.contains(value) && e.contains(allowed),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn flags_read_yes_and_no_alike() {
+        for yes in ["1", "true", "TRUE", "yes", "on"] {
+            assert!(read(&[("AGENTEST_LIVE", yes)]).unwrap().live, "{yes}");
+        }
+        for no in ["", "0", "false", "no", "off"] {
+            assert!(!read(&[("AGENTEST_LIVE", no)]).unwrap().live, "{no}");
+        }
+    }
+
+    #[test]
+    fn update_auto_depends_on_ci() {
+        assert_eq!(read(&[]).unwrap().update, UpdateMode::New);
+        assert_eq!(read(&[("CI", "true")]).unwrap().update, UpdateMode::No);
+        assert_eq!(read(&[("CI", "false")]).unwrap().update, UpdateMode::New);
+        let s = read(&[("CI", "1"), ("AGENTEST_UPDATE", "always")]).unwrap();
+        assert_eq!(s.update, UpdateMode::Always);
+    }
+
+    #[test]
+    fn endpoint_overrides_by_name() {
+        let s = read(&[
+            ("AGENTEST_LLM_MODEL", "m1"),
+            ("AGENTEST_LLMS_FAST_ONE_BASE_URL", "http://x"),
+        ])
+        .unwrap();
+        assert_eq!(s.llm_override(None, "MODEL"), Some("m1"));
+        assert_eq!(
+            s.llm_override(Some("fast-one"), "BASE_URL"),
+            Some("http://x")
+        );
+        assert_eq!(s.llm_override(Some("fast-one"), "MODEL"), None);
+    }
+
+    #[test]
+    fn override_variables_are_named_after_the_section() {
+        assert_eq!(override_var(None, "BASE_URL"), "AGENTEST_LLM_BASE_URL");
+        assert_eq!(
+            override_var(Some("judge-4o"), "MODEL"),
+            "AGENTEST_LLMS_JUDGE_4O_MODEL"
+        );
+    }
+}
