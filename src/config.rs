@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::errors::ConfigError;
+use crate::util::command::CommandSpec;
+use crate::util::parse_duration;
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -362,7 +364,7 @@ impl Config {
         timeout(&self.file.run.timeout, "[run].timeout")?;
         Redaction::compile_all(&self.file.golden)?;
         if let Some(mode) = &self.file.run.cassettes {
-            crate::llm::CassetteMode::parse(mode).map_err(|e| format!("[run].cassettes: {e}"))?;
+            CassetteMode::parse(mode).map_err(|e| format!("[run].cassettes: {e}"))?;
         }
         let llms = self.file.llm.iter().map(|l| ("[llm]".to_string(), l));
         let llms = llms.chain(
@@ -554,5 +556,123 @@ impl Redaction {
                 })
             })
             .collect()
+    }
+}
+
+/// How cassettes are used, from `AGENTEST_CASSETTES` or `[run] cassettes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CassetteMode {
+    /// Replay what is recorded; on a miss call the model and record, except on CI,
+    /// where a miss fails the case.
+    #[default]
+    Auto,
+    /// Never call a model; a miss fails the case.
+    Replay,
+    /// Replay only, and fail a passing case that left recorded entries unused.
+    Strict,
+    /// Always call the model and rewrite the file.
+    Record,
+    /// No files at all: every call goes to the model.
+    Off,
+}
+
+impl CassetteMode {
+    /// Reads a mode name.
+    pub fn parse(text: &str) -> Result<CassetteMode, String> {
+        match text.trim() {
+            "auto" => Ok(CassetteMode::Auto),
+            "replay" => Ok(CassetteMode::Replay),
+            "strict" => Ok(CassetteMode::Strict),
+            "record" => Ok(CassetteMode::Record),
+            "off" => Ok(CassetteMode::Off),
+            other => Err(format!(
+                "unknown cassette mode \"{other}\"; expected auto, replay, strict, record or off"
+            )),
+        }
+    }
+
+    /// The mode in force: `AGENTEST_CASSETTES`, else the config's, else `auto`.
+    pub fn resolve(config: Option<&str>) -> Result<CassetteMode, String> {
+        match crate::settings::get().cassettes {
+            Some(mode) => Ok(mode),
+            None => config
+                .map(CassetteMode::parse)
+                .transpose()
+                .map(Option::unwrap_or_default),
+        }
+    }
+
+    /// The lowercase name.
+    pub fn name(self) -> &'static str {
+        match self {
+            CassetteMode::Auto => "auto",
+            CassetteMode::Replay => "replay",
+            CassetteMode::Strict => "strict",
+            CassetteMode::Record => "record",
+            CassetteMode::Off => "off",
+        }
+    }
+}
+
+/// What a golden mismatch may write (`AGENTEST_UPDATE`, read in [`crate::settings`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UpdateMode {
+    /// Write `<golden>.new` and fail.
+    #[default]
+    New,
+    /// Overwrite the golden file and pass.
+    Always,
+    /// Never write; fail.
+    No,
+}
+
+/// Builds a runnable command from a config entry, expanding `${VAR}`s.
+pub(crate) fn command_spec(
+    config: &Config,
+    cmd: &CommandConfig,
+    what: &str,
+) -> Result<CommandSpec, String> {
+    if cmd.command.is_empty() {
+        return Err(format!("{what}.command is empty in {}", config.describe()));
+    }
+    let argv = cmd
+        .command
+        .iter()
+        .map(|a| crate::util::expand_env(a, &format!("{what}.command")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let env = cmd
+        .env
+        .iter()
+        .map(|(k, v)| {
+            Ok((
+                k.clone(),
+                crate::util::expand_env(v, &format!("{what}.env.{k}"))?,
+            ))
+        })
+        .collect::<Result<BTreeMap<_, _>, String>>()?;
+    let cwd = match &cmd.cwd {
+        Some(c) => config.dir.join(c),
+        None => config.dir.clone(),
+    };
+    Ok(CommandSpec {
+        argv,
+        cwd,
+        env,
+        shown: cmd.command.join(" "),
+    })
+}
+
+/// The earlier of the case's deadline and the command's own timeout.
+pub(crate) fn own_deadline(
+    cmd: &CommandConfig,
+    deadline: tokio::time::Instant,
+    what: &str,
+) -> Result<tokio::time::Instant, String> {
+    match &cmd.timeout {
+        Some(t) => {
+            let d = parse_duration(t).map_err(|e| format!("{what}: {e}"))?;
+            Ok(deadline.min(tokio::time::Instant::now() + d))
+        }
+        None => Ok(deadline),
     }
 }

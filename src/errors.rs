@@ -1,8 +1,8 @@
 //! Errors, in two tiers, the way nextest-runner keeps them.
 //!
 //! User-facing errors (a bad case line, a bad config, an agent that breaks, a model that
-//! cannot be reached) are values: they become a case's status through [`StepError::status`],
-//! or the run's exit code. A broken invariant of agentest's own is a bug: it panics, and
+//! cannot be reached) are values: they become a case's status (through one function,
+//! `run::outcome::status_of`), or the run's exit code. A broken invariant of agentest's own is a bug: it panics, and
 //! the case's panic guard reports it as that case's `error`.
 //!
 //! Messages are lowercase fragments that read well after "failed to" or a location, and
@@ -11,7 +11,6 @@
 use std::path::PathBuf;
 
 use crate::case::Location;
-use crate::record::Status;
 
 /// A case that could not be read: where, which field, what is wrong and how to fix it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -107,7 +106,7 @@ pub enum LlmError {
 
 /// Why a step of a case (an agent's turn, a model call, a judge, a simulator, a script,
 /// a hook) gave no usable answer. One type for every step, so that one function,
-/// [`StepError::status`], decides what it does to the case.
+/// `run::outcome::status_of`, decides what it does to the case.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StepError {
     /// Something broke: the agent crashed or broke the protocol, a judge or simulator
@@ -125,17 +124,6 @@ pub enum StepError {
 }
 
 impl StepError {
-    /// The status a case ends with when this stops it. `on_ci`: a model that cannot be
-    /// reached must fail a CI run rather than skip silently.
-    pub fn status(&self, on_ci: bool) -> Status {
-        match self {
-            StepError::Broken(_) => Status::Error,
-            StepError::Failed(_) => Status::Failed,
-            StepError::Unavailable(_) if on_ci => Status::Failed,
-            StepError::Unavailable(_) => Status::Skipped,
-        }
-    }
-
     /// The same error with `what` before its message (`judge \`critic\`: ...`).
     pub(crate) fn context(self, what: impl std::fmt::Display) -> StepError {
         let wrap = |m: String| format!("{what}: {m}");

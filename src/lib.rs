@@ -59,13 +59,14 @@ mod settings;
 mod source;
 mod util;
 
-pub use agent::{Agent, BoxFuture};
+pub use agent::{async_agent, Agent};
 pub use check::Check;
 #[doc(hidden)]
 #[cfg(feature = "cli")]
 pub use cli::main as cli_main;
 pub use harness::{Harness, DEFAULT_CONCURRENCY};
 pub use protocol::{Reply, Request, ToolCall, Usage};
+pub use util::BoxFuture;
 
 /// Model judges for your own tests: ask a model whether a reply meets criteria.
 pub mod judge {
@@ -100,8 +101,9 @@ pub mod __private {
     }
     /// Model calls and cassettes.
     pub mod llm {
+        pub use crate::config::CassetteMode;
         pub use crate::errors::LlmError;
-        pub use crate::llm::{CassetteMode, SeededRng};
+        pub use crate::llm::SeededRng;
         pub use crate::protocol::Role;
         /// Cassette files.
         pub mod cassette {

@@ -153,7 +153,7 @@ impl Reply {
         let Value::Object(obj) = &v else {
             return Err(format!(
                 "the reply must be a JSON object like {{\"content\": \"...\"}}, got {}",
-                crate::source::fields::type_of(&v)
+                crate::util::type_of(&v)
             ));
         };
         check_reply_shape(obj)?;

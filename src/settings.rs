@@ -11,9 +11,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
+use crate::config::CassetteMode;
+use crate::config::UpdateMode;
 use crate::errors::SettingsError;
-use crate::llm::CassetteMode;
-use crate::record::golden::UpdateMode;
 
 /// What a case that needs a person does when none can answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

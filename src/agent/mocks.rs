@@ -3,17 +3,17 @@
 use serde_json::{json, Value};
 
 use crate::case::{Mock, MockAnswer};
-use crate::check::json_subset;
 use crate::llm::SeededRng;
 use crate::util::compact;
+use crate::util::json_subset;
 
 impl Mock {
     fn matches(&self, name: &str, args: &Value) -> bool {
-        crate::check::tool_name_matches(name, &self.method)
+        crate::util::tool_name_matches(name, &self.method)
             && self
                 .args
                 .as_ref()
-                .is_none_or(|a| crate::check::json_eq(a, args))
+                .is_none_or(|a| crate::util::json_eq(a, args))
             && self.partial.as_ref().is_none_or(|p| json_subset(p, args))
             && self.input.as_ref().is_none_or(|p| json_subset(p, args))
             && self
@@ -41,7 +41,7 @@ impl MockSet {
             let same: Vec<String> = self
                 .0
                 .iter()
-                .filter(|m| crate::check::tool_name_matches(name, &m.method))
+                .filter(|m| crate::util::tool_name_matches(name, &m.method))
                 .map(|m| format!("  {} when {}", m.source, m.conditions))
                 .collect();
             let call = format!("{name}({})", compact(args));

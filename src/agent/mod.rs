@@ -18,15 +18,14 @@ use crate::config::{AgentConfig, Config};
 use crate::errors::StepError;
 use crate::protocol::{Reply, Request};
 use crate::util::expand_env;
-
-/// A boxed future, as [`Agent::respond`] returns.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+use crate::util::BoxFuture;
 
 /// An agent that lives in the test binary: no process, no socket.
 ///
 /// Every request carries the whole conversation in `messages`, so an implementation
 /// can be stateless. A plain function or closure `Fn(&Request) -> Result<Reply, String>`
-/// is an `Agent` already; implement the trait for async agents.
+/// is an `Agent` already; an async function becomes one with [`async_agent`], and a type
+/// of your own implements the trait.
 ///
 /// # Blocking, timeouts and panics
 ///
@@ -47,6 +46,42 @@ pub trait Agent: Send + Sync + 'static {
     /// `true` for plain functions and closures.
     fn is_blocking(&self) -> bool {
         false
+    }
+}
+
+/// An async function as an [`Agent`], with no boxed future to write:
+///
+/// ```no_run
+/// use agentest::{async_agent, Harness, Reply, Request};
+///
+/// async fn greeter(req: Request) -> Result<Reply, String> {
+///     Ok(Reply::text(format!("Hello, {}!", req.input)))
+/// }
+///
+/// fn main() -> std::process::ExitCode {
+///     Harness::new("agent-tests").default_agent(async_agent(greeter)).run()
+/// }
+/// ```
+///
+/// The function receives its own copy of the request, so the future it returns may
+/// hold it across `.await`s.
+pub fn async_agent<F, Fut>(f: F) -> impl Agent
+where
+    F: Fn(Request) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Reply, String>> + Send + 'static,
+{
+    AsyncAgent(f)
+}
+
+struct AsyncAgent<F>(F);
+
+impl<F, Fut> Agent for AsyncAgent<F>
+where
+    F: Fn(Request) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Reply, String>> + Send + 'static,
+{
+    fn respond<'a>(&'a self, request: &'a Request) -> BoxFuture<'a, Result<Reply, String>> {
+        Box::pin((self.0)(request.clone()))
     }
 }
 
@@ -297,7 +332,7 @@ mod tests {
         let scope = CaseScope {
             calls: Arc::new(crate::llm::ModelCalls::new(
                 "unused.jsonl".into(),
-                crate::llm::CassetteMode::Off,
+                crate::config::CassetteMode::Off,
             )),
             mocks: Vec::new(),
             seed: 0,

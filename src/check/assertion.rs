@@ -8,6 +8,7 @@ use crate::errors::StepError;
 use crate::protocol::Message;
 use crate::protocol::{Reply, ToolCall};
 use crate::util::{clip, compact};
+use crate::util::{json_eq, json_subset, tool_name_matches};
 
 /// What an assertion looks at: one reply, in its conversation.
 #[derive(Debug, Clone, Copy)]
@@ -323,15 +324,6 @@ fn check(kind: &Kind, s: Subject<'_>) -> (bool, String, String) {
     }
 }
 
-/// A tool name matches exactly, or as the part after the last `.` or `__`
-/// (`expense.create_expense` and `mcp__create_expense` both match `create_expense`).
-pub(crate) fn tool_name_matches(actual: &str, expected: &str) -> bool {
-    actual == expected
-        || actual
-            .strip_suffix(expected)
-            .is_some_and(|prefix| prefix.ends_with('.') || prefix.ends_with("__"))
-}
-
 fn names_text(names: &[String]) -> String {
     if names.is_empty() {
         "any tool".into()
@@ -405,39 +397,6 @@ fn select(path: &JsonPath, reply: &Reply) -> Result<Value, String> {
             _ => Value::Array(found.into_iter().map(|r| r.val().clone()).collect()),
         }),
         Err(e) => Err(format!("cannot evaluate {}: {e}", path.text)),
-    }
-}
-
-/// JSON equality with object key order ignored and `5` equal to `5.0`.
-pub(crate) fn json_eq(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => match (x.as_f64(), y.as_f64()) {
-            (Some(p), Some(q)) if x.is_f64() || y.is_f64() => p == q,
-            _ => x == y,
-        },
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_eq(p, q))
-        }
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
-        }
-        _ => a == b,
-    }
-}
-
-/// `expected` is a subset of `actual`: objects by the keys `expected` names,
-/// arrays element by element (same length), scalars equal.
-pub fn json_subset(expected: &Value, actual: &Value) -> bool {
-    match (expected, actual) {
-        (Value::Object(e), Value::Object(a)) => e
-            .iter()
-            .all(|(k, v)| a.get(k).is_some_and(|w| json_subset(v, w))),
-        (Value::Array(e), Value::Array(a)) => {
-            e.len() == a.len() && e.iter().zip(a).all(|(p, q)| json_subset(p, q))
-        }
-        _ => json_eq(expected, actual),
     }
 }
 

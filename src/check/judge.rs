@@ -5,10 +5,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::agent::BoxFuture;
 use crate::errors::StepError;
 use crate::protocol::Message;
 use crate::util::value_text;
+use crate::util::BoxFuture;
 
 /// A judge's verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

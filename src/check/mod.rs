@@ -4,6 +4,5 @@ mod assertion;
 pub mod judge;
 mod scripts;
 
-pub use assertion::{evaluate, json_subset, EvalEnv, Subject};
-pub(crate) use assertion::{json_eq, tool_name_matches};
+pub use assertion::{evaluate, EvalEnv, Subject};
 pub use scripts::{Check, ScriptFn, Scripts};

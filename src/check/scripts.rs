@@ -7,8 +7,8 @@ use serde_json::{json, Value};
 
 use crate::case::Assertion;
 use crate::check::{EvalEnv, Subject};
+use crate::config::{command_spec, own_deadline};
 use crate::config::{CommandConfig, Config};
-use crate::run::hooks::{command_spec, own_deadline};
 
 /// A script's verdict.
 #[derive(Debug, Clone, PartialEq, Eq)]

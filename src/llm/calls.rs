@@ -9,8 +9,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::cassette::{canonical, key_of, Cassette, CassetteMode, Entry};
+use super::cassette::{canonical, key_of, Cassette, Entry};
 use super::{on_ci, ChatOutcome, ChatRequest, Endpoint};
+use crate::config::CassetteMode;
 use crate::errors::LlmError;
 use crate::protocol::{Role, TokenUsage};
 use crate::record::CassetteStats;

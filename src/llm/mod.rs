@@ -8,7 +8,6 @@ mod limiter;
 mod rng;
 
 pub use calls::ModelCalls;
-pub use cassette::CassetteMode;
 pub use client::{ChatOutcome, Endpoint};
 pub use rng::SeededRng;
 

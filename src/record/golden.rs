@@ -11,20 +11,9 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 use crate::config::Redaction;
+use crate::config::UpdateMode;
 use crate::record::{AssertionReport, CaseReport};
 use crate::util::value_text;
-
-/// What a golden mismatch may write (`AGENTEST_UPDATE`, read in [`crate::settings`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum UpdateMode {
-    /// Write `<golden>.new` and fail.
-    #[default]
-    New,
-    /// Overwrite the golden file and pass.
-    Always,
-    /// Never write; fail.
-    No,
-}
 
 /// The golden file of a case: beside its suite file, `<dir>/<suite>.golden/<id>.txt`
 /// (`agent-tests/expense.golden/T001.txt`), the id made safe for file names.

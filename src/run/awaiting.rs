@@ -5,9 +5,9 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use crate::check::tool_name_matches;
 use crate::protocol::Reply;
 use crate::record::AwaitReason;
+use crate::util::tool_name_matches;
 
 /// Tools whose call means the agent waits for the user, unless the config lists others.
 pub const DEFAULT_INPUT_TOOLS: [&str; 3] = ["request_confirmation", "ask_user", "get_user_input"];

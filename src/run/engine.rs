@@ -4,7 +4,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::record::golden::{self, UpdateMode};
+use crate::config::UpdateMode;
+use crate::record::golden;
 use crate::record::{CaseReport, Status};
 use crate::run::context::{Contexts, Registry};
 use crate::run::outcome::{broken, fail, new_report, not_run, skip_reason};

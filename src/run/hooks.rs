@@ -5,10 +5,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::config::{command_spec, own_deadline};
 use crate::config::{CommandConfig, Config};
-use crate::util::command::CommandSpec;
 use crate::util::panic_text;
-use crate::util::parse_duration;
 
 /// A hook registered from Rust: receives the case as JSON; `Err` fails the hook.
 pub type HookFn = Arc<dyn Fn(&Value) -> Result<(), String> + Send + Sync>;
@@ -87,56 +86,5 @@ impl Hooks {
                 }
             ))
         }
-    }
-}
-
-/// Builds a runnable command from a config entry, expanding `${VAR}`s.
-pub(crate) fn command_spec(
-    config: &Config,
-    cmd: &CommandConfig,
-    what: &str,
-) -> Result<CommandSpec, String> {
-    if cmd.command.is_empty() {
-        return Err(format!("{what}.command is empty in {}", config.describe()));
-    }
-    let argv = cmd
-        .command
-        .iter()
-        .map(|a| crate::util::expand_env(a, &format!("{what}.command")))
-        .collect::<Result<Vec<_>, _>>()?;
-    let env = cmd
-        .env
-        .iter()
-        .map(|(k, v)| {
-            Ok((
-                k.clone(),
-                crate::util::expand_env(v, &format!("{what}.env.{k}"))?,
-            ))
-        })
-        .collect::<Result<BTreeMap<_, _>, String>>()?;
-    let cwd = match &cmd.cwd {
-        Some(c) => config.dir.join(c),
-        None => config.dir.clone(),
-    };
-    Ok(CommandSpec {
-        argv,
-        cwd,
-        env,
-        shown: cmd.command.join(" "),
-    })
-}
-
-/// The earlier of the case's deadline and the command's own timeout.
-pub(crate) fn own_deadline(
-    cmd: &CommandConfig,
-    deadline: tokio::time::Instant,
-    what: &str,
-) -> Result<tokio::time::Instant, String> {
-    match &cmd.timeout {
-        Some(t) => {
-            let d = parse_duration(t).map_err(|e| format!("{what}: {e}"))?;
-            Ok(deadline.min(tokio::time::Instant::now() + d))
-        }
-        None => Ok(deadline),
     }
 }

@@ -7,6 +7,18 @@ use crate::llm::on_ci;
 use crate::record::{CaseReport, Status};
 use crate::source::{CaseError, Loaded, SEPARATOR};
 
+/// The status a case ends with when `e` stops it: the one mapping from errors to
+/// statuses. `on_ci`: a model that cannot be reached must fail a CI run rather than be
+/// skipped.
+pub fn status_of(e: &StepError, on_ci: bool) -> Status {
+    match e {
+        StepError::Broken(_) => Status::Error,
+        StepError::Failed(_) => Status::Failed,
+        StepError::Unavailable(_) if on_ci => Status::Failed,
+        StepError::Unavailable(_) => Status::Skipped,
+    }
+}
+
 /// Who stopped a conversation, for its `termination` (`simulator_error` or `agent_error`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Party {
@@ -29,7 +41,7 @@ impl Stop {
     /// assertions`) before its message.
     pub(crate) fn step(at: &str, e: StepError) -> Stop {
         Stop {
-            status: e.status(on_ci()),
+            status: status_of(&e, on_ci()),
             message: format!("{at}: {e}"),
             by: Party::Agent,
         }
@@ -53,7 +65,7 @@ impl Stop {
 impl From<StepError> for Stop {
     fn from(e: StepError) -> Stop {
         Stop {
-            status: e.status(on_ci()),
+            status: status_of(&e, on_ci()),
             message: e.to_string(),
             by: Party::Agent,
         }

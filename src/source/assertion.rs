@@ -10,7 +10,8 @@ use serde_json::{Map, Value};
 
 use crate::case::{Assertion, JsonPath, JsonType, Kind, ValueMatcher, ASSERTION_TYPES};
 use crate::errors::FieldError;
-use crate::source::fields::{check_keys, index, join, opt_bool, opt_str, suggest, type_of};
+use crate::source::fields::{check_keys, index, join, opt_bool, opt_str, suggest};
+use crate::util::type_of;
 
 /// Keys every assertion may carry.
 const COMMON: [&str; 5] = ["type", "negate", "message", "description", "id"];

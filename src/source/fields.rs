@@ -1,6 +1,7 @@
 //! Reading JSON objects field by field, with errors that name the field and the fix.
 
 use crate::errors::FieldError;
+use crate::util::type_of;
 use serde_json::{Map, Value};
 
 /// `parent.key`, or `key` at the root.
@@ -54,18 +55,6 @@ pub(crate) fn check_keys(
         }
     }
     Ok(())
-}
-
-/// The JSON type name of a value, for messages.
-pub(crate) fn type_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// An optional string field.

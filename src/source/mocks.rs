@@ -10,8 +10,9 @@ use serde_json::{json, Value};
 
 use crate::case::Mock;
 use crate::errors::FieldError;
-use crate::source::fields::{check_keys, index, join, opt_str, type_of};
+use crate::source::fields::{check_keys, index, join, opt_str};
 use crate::util::compact;
+use crate::util::type_of;
 
 const MOCK_KEYS: [&str; 6] = ["service", "method", "when", "response", "error", "metadata"];
 const WHEN_KEYS: [&str; 4] = ["args", "partialArgs", "input", "matcher"];

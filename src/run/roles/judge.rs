@@ -7,14 +7,16 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
-use crate::agent::{BoxFuture, CaseScope};
+use crate::agent::CaseScope;
 use crate::check::judge::{read_verdict, JudgeRequest, JudgeVerdict, Judges};
+use crate::config::CassetteMode;
 use crate::errors::{JudgeError, StepError};
-use crate::llm::{CassetteMode, Endpoint, ModelCalls};
+use crate::llm::{Endpoint, ModelCalls};
 use crate::protocol::{Message, Request, Role};
 use crate::run::context::Context;
 use crate::run::conversation::turn::new_session_id;
 use crate::run::roles::ask::{ask, Question, Respondent};
+use crate::util::BoxFuture;
 
 /// What a judge is asked, as a [`Question`].
 fn question(request: &JudgeRequest) -> Question {

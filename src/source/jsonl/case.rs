@@ -11,9 +11,10 @@ use crate::case::{Case, Checkpoint, Input, Location, Mode, ScriptRule, Simulator
 use crate::errors::CaseError;
 use crate::errors::FieldError;
 use crate::protocol::Message;
-use crate::source::fields::{check_keys, index, join, opt_bool, opt_object, opt_str, type_of};
+use crate::source::fields::{check_keys, index, join, opt_bool, opt_object, opt_str};
 use crate::source::parse_assertions;
 use crate::util::parse_timeout;
+use crate::util::type_of;
 
 /// Every key a case line may have.
 pub const CASE_KEYS: [&str; 26] = [
