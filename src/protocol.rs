@@ -7,6 +7,7 @@ use crate::util::value_text;
 
 /// What an agent receives for one turn; the same for process, HTTP and in-process agents.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[non_exhaustive]
 pub struct Request {
     /// One id per conversation (per case run).
     pub session_id: String,
@@ -31,6 +32,7 @@ pub struct Request {
 
 /// One tool call the agent made during a turn.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[non_exhaustive]
 pub struct ToolCall {
     /// The tool's name.
     pub name: String,
@@ -46,6 +48,28 @@ pub struct ToolCall {
 }
 
 impl ToolCall {
+    /// A call of `name` with `arguments`, with no result yet.
+    pub fn new(name: impl Into<String>, arguments: Value) -> Self {
+        ToolCall {
+            name: name.into(),
+            arguments,
+            result: None,
+            error: None,
+        }
+    }
+
+    /// Sets the tool's result.
+    pub fn with_result(mut self, result: Value) -> Self {
+        self.result = Some(result);
+        self
+    }
+
+    /// Sets the tool's error.
+    pub fn with_error(mut self, error: Value) -> Self {
+        self.error = Some(error);
+        self
+    }
+
     /// The arguments as JSON, parsing string-encoded JSON first.
     pub fn arguments_json(&self) -> Value {
         match &self.arguments {
@@ -57,6 +81,7 @@ impl ToolCall {
 
 /// Token usage an agent reports.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Usage {
     /// Prompt tokens.
     #[serde(default)]
@@ -66,8 +91,10 @@ pub struct Usage {
     pub output_tokens: u64,
 }
 
-/// What an agent answers for one turn.
+/// What an agent answers for one turn. Build one with [`Reply::text`] or
+/// [`Reply::json`] and the `with_` methods.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[non_exhaustive]
 pub struct Reply {
     /// The reply text (or any JSON an agent answers with).
     #[serde(default, skip_serializing_if = "Value::is_null")]
@@ -98,6 +125,14 @@ impl Reply {
         }
     }
 
+    /// A reply whose content is any JSON value (`null` for none).
+    pub fn json(content: Value) -> Self {
+        Reply {
+            content,
+            ..Reply::default()
+        }
+    }
+
     /// Adds a tool call.
     pub fn with_tool_call(
         mut self,
@@ -110,6 +145,33 @@ impl Reply {
             arguments,
             result,
             error: None,
+        });
+        self
+    }
+
+    /// Adds a tool call built with [`ToolCall::new`].
+    pub fn with_call(mut self, call: ToolCall) -> Self {
+        self.tool_calls.push(call);
+        self
+    }
+
+    /// Says whether the agent waits for the user.
+    pub fn awaiting_input(mut self, awaiting: bool) -> Self {
+        self.awaiting_input = Some(awaiting);
+        self
+    }
+
+    /// What the agent expects the user to say.
+    pub fn with_input_hint(mut self, hint: impl Into<String>) -> Self {
+        self.input_hint = Some(hint.into());
+        self
+    }
+
+    /// Reports token usage.
+    pub fn with_usage(mut self, input_tokens: u64, output_tokens: u64) -> Self {
+        self.usage = Some(Usage {
+            input_tokens,
+            output_tokens,
         });
         self
     }

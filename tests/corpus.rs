@@ -428,10 +428,7 @@ fn run_vector(v: &Vector, rt: &tokio::runtime::Runtime) -> Result<(bool, Vec<Str
     if assertions.is_empty() {
         return Err("no assertions were read".into());
     }
-    let reply = Reply {
-        content: v.output.clone(),
-        ..Reply::default()
-    };
+    let reply = Reply::json(v.output.clone());
     let scripts = Scripts::default();
     let metadata = Value::Null;
     rt.block_on(async {

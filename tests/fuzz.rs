@@ -1715,22 +1715,26 @@ fn reply() -> BoxedStrategy<Reply> {
         ],
         prop::option::of(json().prop_map(|j| to_value(&j))),
     )
-        .prop_map(|(name, arguments, result)| ToolCall {
-            name: name.to_string(),
-            arguments,
-            result,
-            error: None,
+        .prop_map(|(name, arguments, result)| {
+            let call = ToolCall::new(name, arguments);
+            match result {
+                Some(r) => call.with_result(r),
+                None => call,
+            }
         });
     (
         content,
         prop::collection::vec(call, 0..3),
         prop::option::weighted(0.4, json().prop_map(|j| to_value(&j))),
     )
-        .prop_map(|(content, tool_calls, data)| Reply {
-            content,
-            tool_calls,
-            data,
-            ..Reply::default()
+        .prop_map(|(content, tool_calls, data)| {
+            let reply = tool_calls
+                .into_iter()
+                .fold(Reply::json(content), Reply::with_call);
+            match data {
+                Some(d) => reply.with_data(d),
+                None => reply,
+            }
         })
         .boxed()
 }

@@ -12,6 +12,7 @@ use crate::util::BoxFuture;
 
 /// A judge's verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct JudgeVerdict {
     /// Whether the reply meets the criteria.
     pub passed: bool,
@@ -28,6 +29,7 @@ pub struct JudgeVerdict {
 
 /// What a judge is asked.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct JudgeRequest {
     /// What the reply must satisfy.
     pub criteria: String,
@@ -50,6 +52,16 @@ pub struct JudgeRequest {
 }
 
 impl JudgeRequest {
+    /// A request to judge `output` (the reply) against `criteria`; set the other fields
+    /// (conversation, metadata, schema, ...) on the value it returns.
+    pub fn new(criteria: impl Into<String>, output: impl Into<String>) -> Self {
+        JudgeRequest {
+            criteria: criteria.into(),
+            output: output.into(),
+            ..JudgeRequest::default()
+        }
+    }
+
     /// The validator contract's input, as an agent judge receives it in `metadata`.
     pub fn to_json(&self) -> Value {
         let mut v = self.metadata.clone();

@@ -10,13 +10,32 @@ use crate::check::{EvalEnv, Subject};
 use crate::config::{command_spec, own_deadline};
 use crate::config::{CommandConfig, Config};
 
-/// A script's verdict.
+/// A script's verdict: [`Check::pass`] or [`Check::fail`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Check {
     /// Whether the reply is acceptable.
     pub passed: bool,
     /// Why, shown when it fails.
     pub message: Option<String>,
+}
+
+impl Check {
+    /// The reply is acceptable.
+    pub fn pass() -> Self {
+        Check {
+            passed: true,
+            message: None,
+        }
+    }
+
+    /// The reply is not acceptable, and why.
+    pub fn fail(message: impl Into<String>) -> Self {
+        Check {
+            passed: false,
+            message: Some(message.into()),
+        }
+    }
 }
 
 /// A script registered from Rust: receives `{output, input, response, conversation, value,

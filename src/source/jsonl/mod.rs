@@ -1,8 +1,10 @@
 //! JSON Lines suites: one case per line.
 
 mod case;
+mod dynamic;
 mod json;
 mod locate;
+mod turn;
 
 pub use case::{parse_case, CASE_KEYS};
 pub(crate) use locate::column_of_path;

@@ -1,0 +1,188 @@
+//! Agent tables (`[agent]`, `[agents.NAME]`): every kind's keys, checked against the kind.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+/// The kinds of agent a config can define.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum AgentKind {
+    Process,
+    Http,
+    #[serde(rename = "openai")]
+    OpenAi,
+}
+
+/// An agent table as written: every kind's keys, checked against the kind afterwards.
+/// (A serde-tagged enum would lose the line of an unknown key; this keeps it.)
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawAgent {
+    #[serde(rename = "type")]
+    kind: AgentKind,
+    command: Option<Vec<String>>,
+    cwd: Option<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    timeout: Option<String>,
+    llm: Option<String>,
+    model: Option<String>,
+    system: Option<String>,
+    system_file: Option<String>,
+    tools: Option<Vec<serde_json::Value>>,
+    tools_file: Option<String>,
+    tools_url: Option<String>,
+    max_tool_rounds: Option<u32>,
+    mocks: Option<Vec<serde_json::Value>>,
+}
+
+/// An `openai` agent: a model, a system prompt and tools, with the tool loop run by the
+/// harness against mocks (or, with `--live`, the real tool endpoint).
+#[derive(Debug, Clone, Default)]
+pub struct OpenAiAgentConfig {
+    /// `[llms.NAME]` to use (default `[llm]`).
+    pub llm: Option<String>,
+    /// Overrides the endpoint's model.
+    pub model: Option<String>,
+    /// The system prompt, inline.
+    pub system: Option<String>,
+    /// The system prompt, from a file relative to the config.
+    pub system_file: Option<String>,
+    /// OpenAI tool schemas, inline.
+    pub tools: Vec<serde_json::Value>,
+    /// OpenAI tool schemas, from a JSON file (an array) relative to the config.
+    pub tools_file: Option<String>,
+    /// Where tool calls go in live mode: each call is POSTed as `{name, arguments}`.
+    pub tools_url: Option<String>,
+    /// Model calls per turn before the tool loop gives up (default 8).
+    pub max_tool_rounds: Option<u32>,
+    /// Mocks for this agent's tools (a case's `setup.mocks` come first).
+    pub mocks: Vec<serde_json::Value>,
+}
+
+/// One agent under test, checked against its kind.
+#[derive(Debug, Clone)]
+pub enum AgentConfig {
+    /// A child process speaking JSON lines on stdin/stdout, one process per case.
+    Process {
+        /// Program and arguments.
+        command: Vec<String>,
+        /// Working directory, relative to the config file's directory.
+        cwd: Option<String>,
+        /// Extra environment variables.
+        env: BTreeMap<String, String>,
+        /// How long one reply may take, like `"30s"` (default: the case's deadline).
+        timeout: Option<String>,
+    },
+    /// An HTTP endpoint receiving one POST per turn.
+    Http {
+        /// The endpoint.
+        url: String,
+        /// Extra request headers.
+        headers: BTreeMap<String, String>,
+        /// Per-request timeout, like `"30s"`.
+        timeout: Option<String>,
+    },
+    /// A model with a system prompt and tools; the harness runs the tool loop.
+    OpenAi(OpenAiAgentConfig),
+}
+
+impl RawAgent {
+    pub(super) fn check(self) -> Result<AgentConfig, String> {
+        let given = [
+            ("command", self.command.is_some()),
+            ("cwd", self.cwd.is_some()),
+            ("env", !self.env.is_empty()),
+            ("url", self.url.is_some()),
+            ("headers", !self.headers.is_empty()),
+            ("timeout", self.timeout.is_some()),
+            ("llm", self.llm.is_some()),
+            ("model", self.model.is_some()),
+            ("system", self.system.is_some()),
+            ("system_file", self.system_file.is_some()),
+            ("tools", self.tools.is_some()),
+            ("tools_file", self.tools_file.is_some()),
+            ("tools_url", self.tools_url.is_some()),
+            ("max_tool_rounds", self.max_tool_rounds.is_some()),
+            ("mocks", self.mocks.is_some()),
+        ];
+        let (kind, allowed): (&str, &[&str]) = match self.kind {
+            AgentKind::Process => ("process", &["command", "cwd", "env", "timeout"]),
+            AgentKind::Http => ("http", &["url", "headers", "timeout"]),
+            AgentKind::OpenAi => (
+                "openai",
+                &[
+                    "llm",
+                    "model",
+                    "system",
+                    "system_file",
+                    "tools",
+                    "tools_file",
+                    "tools_url",
+                    "max_tool_rounds",
+                    "mocks",
+                ],
+            ),
+        };
+        if let Some((key, _)) = given
+            .iter()
+            .find(|(k, present)| *present && !allowed.contains(k))
+        {
+            return Err(format!(
+                "`{key}` does not apply to {kind} agents; remove it or change `type`"
+            ));
+        }
+        match self.kind {
+            AgentKind::Process => {
+                let command = self
+                    .command
+                    .ok_or("a process agent needs `command = [\"program\", \"arg\", ...]`")?;
+                if command.is_empty() {
+                    return Err("`command` is empty; give the program and its arguments".into());
+                }
+                Ok(AgentConfig::Process {
+                    command,
+                    cwd: self.cwd,
+                    env: self.env,
+                    timeout: self.timeout,
+                })
+            }
+            AgentKind::Http => {
+                let url = self
+                    .url
+                    .ok_or("an http agent needs `url = \"http://...\"`")?;
+                Ok(AgentConfig::Http {
+                    url,
+                    headers: self.headers,
+                    timeout: self.timeout,
+                })
+            }
+            AgentKind::OpenAi => {
+                if self.system.is_some() && self.system_file.is_some() {
+                    return Err("give `system` or `system_file`, not both".into());
+                }
+                if self.tools.is_some() && self.tools_file.is_some() {
+                    return Err("give `tools` or `tools_file`, not both".into());
+                }
+                if self.max_tool_rounds == Some(0) {
+                    return Err("`max_tool_rounds` must be at least 1".into());
+                }
+                Ok(AgentConfig::OpenAi(OpenAiAgentConfig {
+                    llm: self.llm,
+                    model: self.model,
+                    system: self.system,
+                    system_file: self.system_file,
+                    tools: self.tools.unwrap_or_default(),
+                    tools_file: self.tools_file,
+                    tools_url: self.tools_url,
+                    max_tool_rounds: self.max_tool_rounds,
+                    mocks: self.mocks.unwrap_or_default(),
+                }))
+            }
+        }
+    }
+}

@@ -1,0 +1,268 @@
+//! `agentest.toml`: agents, hooks, scripts and run settings, found in the suite's
+//! directory or its nearest ancestor.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::agents::RawAgent;
+use super::{AgentConfig, CassetteMode, CommandConfig, GoldenConfig, Redaction};
+use crate::errors::ConfigError;
+use serde::Deserialize;
+use toml::Spanned;
+
+/// The file name searched for.
+pub const CONFIG_FILE: &str = "agentest.toml";
+
+/// The parsed contents of `agentest.toml`. Unknown keys are errors, so a typo never
+/// silently falls back to a default.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    /// The default agent under test, as written.
+    agent: Option<Spanned<RawAgent>>,
+    /// Named agents, as written.
+    #[serde(default)]
+    agents: BTreeMap<String, Spanned<RawAgent>>,
+    /// Run settings.
+    #[serde(default)]
+    pub run: RunConfig,
+    /// Hooks named by cases' `before` / `after`.
+    #[serde(default)]
+    pub hooks: BTreeMap<String, CommandConfig>,
+    /// Scripts named by `script` assertions (`use: "scripts:NAME"`).
+    #[serde(default)]
+    pub scripts: BTreeMap<String, CommandConfig>,
+    /// The default model endpoint.
+    pub llm: Option<crate::config::LlmConfig>,
+    /// Named model endpoints.
+    #[serde(default)]
+    pub llms: BTreeMap<String, crate::config::LlmConfig>,
+    /// Golden transcripts: which suites are pinned, and redactions.
+    #[serde(default)]
+    pub golden: GoldenConfig,
+}
+
+/// `[run]`: how cases are run.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    /// Cases in flight at once when `--test-threads` / `--parallel` is not given.
+    pub concurrency: Option<usize>,
+    /// Default case timeout, like `"5m"`.
+    pub timeout: Option<String>,
+    /// A JSONL report path (relative to the config file) written under `cargo test`.
+    pub report: Option<String>,
+    /// Cassette mode: auto, replay, strict, record or off (`AGENTEST_CASSETTES` wins).
+    pub cassettes: Option<String>,
+    /// Seed for mock failure rates (`AGENTEST_SEED` wins; default 0).
+    pub seed: Option<u64>,
+    /// Tools whose call means the agent waits for the user (default: request_confirmation,
+    /// ask_user, get_user_input).
+    pub input_tools: Option<Vec<String>>,
+}
+
+/// A loaded config with the directory relative paths resolve against.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    /// The file, when one was found.
+    pub path: Option<PathBuf>,
+    /// The directory relative paths in the file resolve against.
+    pub dir: PathBuf,
+    /// The contents.
+    pub file: ConfigFile,
+    /// `[agent]`, checked.
+    pub agent: Option<AgentConfig>,
+    /// `[agents.NAME]`, checked.
+    pub agents: BTreeMap<String, AgentConfig>,
+}
+
+impl Config {
+    /// Finds `agentest.toml` in `start` or its nearest ancestor; an empty config when none.
+    pub fn discover(start: &Path) -> Result<Config, ConfigError> {
+        let start = if start.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            start
+        };
+        let start = std::path::absolute(start).unwrap_or_else(|_| start.to_path_buf());
+        let mut dir = Some(start.as_path());
+        while let Some(d) = dir {
+            let candidate = d.join(CONFIG_FILE);
+            if candidate.is_file() {
+                return Config::load(&candidate);
+            }
+            dir = d.parent();
+        }
+        Ok(Config {
+            path: None,
+            dir: start.clone(),
+            ..Config::default()
+        })
+    }
+
+    /// Reads one config file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let path = &std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let file: ConfigFile = toml::from_str(&text).map_err(|e| ConfigError::Parse {
+            path: path.to_path_buf(),
+            message: e.to_string().trim_end().to_string(),
+        })?;
+        let check = |raw: &Spanned<RawAgent>, what: String| {
+            raw.get_ref().clone().check().map_err(|e| {
+                let line = text[..raw.span().start.min(text.len())]
+                    .lines()
+                    .count()
+                    .max(1);
+                ConfigError::Parse {
+                    path: path.to_path_buf(),
+                    message: format!("{what} (line {line}): {e}"),
+                }
+            })
+        };
+        let agent = file
+            .agent
+            .as_ref()
+            .map(|a| check(a, "[agent]".into()))
+            .transpose()?;
+        let agents = file
+            .agents
+            .iter()
+            .map(|(name, a)| Ok((name.clone(), check(a, format!("[agents.\"{name}\"]"))?)))
+            .collect::<Result<_, ConfigError>>()?;
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let config = Config {
+            path: Some(path.to_path_buf()),
+            dir,
+            file,
+            agent,
+            agents,
+        };
+        config
+            .check_values()
+            .map_err(|message| ConfigError::Parse {
+                path: path.to_path_buf(),
+                message,
+            })?;
+        Ok(config)
+    }
+
+    /// Checks the values TOML cannot: durations, counts, URLs (those without `${VAR}`,
+    /// which can only be checked once the environment is known).
+    fn check_values(&self) -> Result<(), String> {
+        let timeout = |value: &Option<String>, what: &str| {
+            match value {
+            Some(t) => match crate::util::parse_duration(t) {
+                Ok(d) if d.is_zero() => Err(format!("{what}: a timeout of zero would fail every case; remove it or give a duration like \"30s\"")),
+                Ok(_) => Ok(()),
+                Err(e) => Err(format!("{what}: {e}")),
+            },
+            None => Ok(()),
+        }
+        };
+        timeout(&self.file.run.timeout, "[run].timeout")?;
+        Redaction::compile_all(&self.file.golden)?;
+        if let Some(mode) = &self.file.run.cassettes {
+            CassetteMode::parse(mode).map_err(|e| format!("[run].cassettes: {e}"))?;
+        }
+        let llms = self.file.llm.iter().map(|l| ("[llm]".to_string(), l));
+        let llms = llms.chain(
+            self.file
+                .llms
+                .iter()
+                .map(|(n, l)| (format!("[llms.\"{n}\"]"), l)),
+        );
+        for (what, l) in llms {
+            timeout(&l.timeout, &format!("{what}.timeout"))?;
+            if l.max_in_flight == Some(0) {
+                return Err(format!("{what}.max_in_flight must be at least 1"));
+            }
+            if let Some(t) = l.temperature.filter(|t| !(0.0..=2.0).contains(t)) {
+                return Err(format!("{what}.temperature {t} is outside 0..=2"));
+            }
+        }
+        if self.file.run.concurrency == Some(0) {
+            return Err("[run].concurrency: must be at least 1".into());
+        }
+        let named = self.agent.iter().map(|a| ("[agent]".to_string(), a));
+        let named = named.chain(
+            self.agents
+                .iter()
+                .map(|(n, a)| (format!("[agents.\"{n}\"]"), a)),
+        );
+        for (what, agent) in named {
+            match agent {
+                AgentConfig::OpenAi(o) => match &o.llm {
+                    Some(n) if !self.file.llms.contains_key(n) => {
+                        return Err(format!("{what}.llm names \"{n}\", which is not defined; add [llms.\"{n}\"] with base_url, model and api_key_env"));
+                    }
+                    None if self.file.llm.is_none() => {
+                        return Err(format!("{what} is an openai agent but there is no model endpoint: add an [llm] section (base_url, model, api_key_env) or name one with llm = \"NAME\""));
+                    }
+                    _ => {}
+                },
+                AgentConfig::Process { timeout: t, .. } => timeout(t, &format!("{what}.timeout"))?,
+                AgentConfig::Http {
+                    url, timeout: t, ..
+                } => {
+                    timeout(t, &format!("{what}.timeout"))?;
+                    if !url.contains("${") {
+                        reqwest::Url::parse(url)
+                            .map_err(|e| format!("{what}.url \"{url}\" is not a valid URL: {e}"))?;
+                    }
+                }
+            }
+        }
+        for (kind, table) in [("hooks", &self.file.hooks), ("scripts", &self.file.scripts)] {
+            for (name, cmd) in table {
+                timeout(&cmd.timeout, &format!("[{kind}.\"{name}\"].timeout"))?;
+                if cmd.command.is_empty() {
+                    return Err(format!(
+                        "[{kind}.\"{name}\"].command is empty; give the program and its arguments"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Where this config is, for messages: the file, or where one would be searched.
+    pub fn describe(&self) -> String {
+        match &self.path {
+            Some(p) => p.display().to_string(),
+            None => format!("no {CONFIG_FILE} found from {} upwards", self.dir.display()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::util::expand_env;
+
+    #[test]
+    fn expands_variables_and_names_missing_ones() {
+        std::env::set_var("AGENTEST_TEST_VAR", "v");
+        assert_eq!(
+            expand_env("a-${AGENTEST_TEST_VAR}-b", "x").unwrap(),
+            "a-v-b"
+        );
+        let e = expand_env("${AGENTEST_SURELY_UNSET}", "[agent].url").unwrap_err();
+        assert!(e.contains("AGENTEST_SURELY_UNSET") && e.contains("[agent].url"));
+    }
+
+    #[test]
+    fn unknown_keys_are_errors() {
+        let e =
+            toml::from_str::<ConfigFile>("[agent]\ntype = \"http\"\nurll = \"x\"\n").unwrap_err();
+        assert!(e.to_string().contains("urll"), "{e}");
+        let e = toml::from_str::<ConfigFile>("[run]\nconcurency = 3\n").unwrap_err();
+        assert!(e.to_string().contains("concurency"), "{e}");
+        let e =
+            toml::from_str::<ConfigFile>("\n[agent]\ntype = \"http\"\nurll = \"x\"\n").unwrap_err();
+        assert!(e.to_string().contains("line 4"), "{e}");
+    }
+}

@@ -1,0 +1,32 @@
+//! `[llm]` / `[llms.NAME]`: model endpoints.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+/// `[llm]` / `[llms.NAME]`: one OpenAI-compatible chat-completions endpoint.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct LlmConfig {
+    /// Base URL up to `/chat/completions`, like `https://api.openai.com/v1`.
+    pub base_url: Option<String>,
+    /// Model name.
+    pub model: Option<String>,
+    /// The name of the environment variable that holds the API key (never the key).
+    pub api_key_env: Option<String>,
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// Completion token limit.
+    pub max_tokens: Option<u32>,
+    /// Per-request timeout, like `"60s"`.
+    pub timeout: Option<String>,
+    /// Extra headers (values may use `${VAR}`).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Retries after the first try on 429, 5xx, timeouts and dropped connections (default 4).
+    pub max_retries: Option<u32>,
+    /// Requests in flight at once to this endpoint, per process (default 16).
+    pub max_in_flight: Option<usize>,
+    /// Requests started per minute, per process (default: no limit).
+    pub requests_per_minute: Option<u32>,
+}

@@ -1,0 +1,20 @@
+//! `agentest.toml`: the schema (unknown keys are errors), discovery from a suite's folder
+//! upwards, and the checks done before any case runs.
+
+mod agents;
+mod command;
+mod file;
+mod golden;
+mod llm;
+mod modes;
+
+pub use agents::{AgentConfig, OpenAiAgentConfig};
+pub use command::CommandConfig;
+pub(crate) use command::{command_spec, own_deadline};
+pub use file::{Config, ConfigFile};
+pub use golden::GoldenConfig;
+pub(crate) use golden::Redaction;
+#[cfg(test)]
+pub(crate) use golden::RedactionConfig;
+pub use llm::LlmConfig;
+pub use modes::{CassetteMode, UpdateMode};

@@ -1,0 +1,357 @@
+//! One case in the HTML report: its conversation as chat bubbles, tool calls,
+//! verdicts and checkpoints.
+
+use super::esc;
+use crate::record::format::common::{secs, turns_label};
+use crate::record::AwaitReason;
+use crate::record::{AssertionReport, CaseReport, CheckpointReport, Status, TurnReport};
+use serde_json::Value;
+use std::fmt::Write;
+
+pub(super) fn case_detail(s: &mut String, id: &str, c: &CaseReport) {
+    s.push_str("<div class=\"facts\">");
+    let mut fact = |label: &str, value_html: String| {
+        let _ = write!(s, "<span><b>{label}</b> {value_html}</span>");
+    };
+    fact("Trial", format!("<code>{}</code>", esc(&c.trial)));
+    fact("Location", format!("<code>{}</code>", esc(&c.location)));
+    if let Some(a) = &c.agent {
+        fact("Agent", esc(a));
+    }
+    if let Some(m) = &c.mode {
+        fact("Mode", esc(m));
+        fact("Turns", esc(&turns_label(c.total_turns)));
+    }
+    fact("Duration", secs(c.duration_ms));
+    if let Some(sim) = &c.simulator {
+        fact("Simulator", esc(sim));
+    }
+    if let Some(t) = &c.termination {
+        fact("Ended", esc(t));
+    }
+    if let Some(tokens) = crate::record::format::common::tokens_line(&c.usage) {
+        fact("Tokens", esc(&tokens));
+    }
+    if c.model_calls > 0 {
+        fact(
+            "Model calls",
+            format!("{} ({} retried)", c.model_calls, c.retries),
+        );
+    }
+    if let Some(k) = &c.cassette {
+        fact(
+            "Cassette",
+            format!(
+                "<code>{}</code> ({}: {} replayed, {} recorded, {} unused)",
+                esc(&k.file),
+                esc(&k.mode),
+                k.replayed,
+                k.recorded,
+                k.unused
+            ),
+        );
+    }
+    s.push_str("</div>\n");
+    if let Some(e) = &c.error {
+        let (title, class) = match (c.mode.is_none(), c.status) {
+            (true, _) => ("Failed to load", "error"),
+            (_, Status::Failed) => ("Why it failed", "failed"),
+            (_, Status::Timeout) => ("Timed out", "timeout"),
+            (_, Status::Error) => ("Error", "error"),
+            (_, Status::Skipped) => ("Skipped", "skipped"),
+            (_, Status::Passed) => ("Note", "passed"),
+        };
+        let _ = writeln!(
+            s,
+            "<div class=\"problem {class}\"><div class=\"problem-title\">{title}</div>\
+             <pre class=\"error-text\">{}</pre></div>",
+            diff_html(e)
+        );
+    }
+    if !c.turns.is_empty() {
+        s.push_str("<ol class=\"chat\">\n");
+        for t in &c.turns {
+            turn(s, id, t);
+        }
+        s.push_str("</ol>\n");
+    } else if c.mode.is_some() && c.status != Status::Skipped {
+        s.push_str("<p class=\"muted\">No turn completed.</p>\n");
+    }
+    if !c.final_assertions.is_empty() {
+        s.push_str("<div class=\"block\"><h4>Final assertions</h4>");
+        verdicts(s, &c.final_assertions);
+        s.push_str("</div>\n");
+    }
+    if !c.checkpoints.is_empty() {
+        checkpoints(s, &c.checkpoints);
+    }
+}
+
+fn turn(s: &mut String, case_id: &str, t: &TurnReport) {
+    let (class, label) = if t.error.is_some() {
+        ("error", "error")
+    } else if t.ok() {
+        ("passed", "passed")
+    } else {
+        ("failed", "failed")
+    };
+    let source = if t.input_source.is_empty() {
+        "static"
+    } else {
+        t.input_source.as_str()
+    };
+    let _ = write!(
+        s,
+        "<li class=\"turn {class}\" id=\"{case_id}-turn-{0}\"><div class=\"turn-head\">\
+         <span class=\"turn-no\">Turn {0}</span><span class=\"pill\">{1}</span>\
+         <span class=\"dur\">{2}</span>",
+        t.turn,
+        esc(source),
+        secs(t.duration_ms)
+    );
+    if let Some(u) = &t.usage {
+        let _ = write!(
+            s,
+            "<span class=\"dur\">{} in / {} out tokens</span>",
+            u.input_tokens, u.output_tokens
+        );
+    }
+    let _ = writeln!(
+        s,
+        "<span class=\"turn-verdict {class}\">{label}</span></div>"
+    );
+    let who = match source {
+        "simulated" => "Simulated user",
+        "human" => "Person",
+        _ => "User",
+    };
+    let _ = write!(
+        s,
+        "<div class=\"msg user\"><div class=\"who\">{who}</div><div class=\"bubble\">{}</div>",
+        esc(&t.input)
+    );
+    if let Some(r) = &t.reasoning {
+        let _ = write!(s, "<div class=\"reasoning\">Simulator: {}</div>", esc(r));
+    }
+    s.push_str("</div>\n");
+    let has_reply = match &t.output {
+        Value::Null => false,
+        Value::String(text) => !text.is_empty() || t.tool_calls.is_empty(),
+        _ => true,
+    };
+    if has_reply || !t.tool_calls.is_empty() || t.data.is_some() || t.awaiting_input {
+        s.push_str("<div class=\"msg agent\"><div class=\"who\">Agent</div>");
+        match &t.output {
+            Value::String(text) if has_reply => {
+                let _ = write!(s, "<div class=\"bubble\">{}</div>", esc(text));
+            }
+            Value::Null | Value::String(_) => {}
+            other => {
+                let _ = write!(
+                    s,
+                    "<div class=\"bubble json\"><pre>{}</pre></div>",
+                    esc(&pretty(other))
+                );
+            }
+        }
+        for call in &t.tool_calls {
+            let state = if call.error.is_some() {
+                "<span class=\"tool-state err\">failed</span>"
+            } else if call.result.is_some() {
+                "<span class=\"tool-state ok\">returned</span>"
+            } else {
+                ""
+            };
+            let _ = write!(
+                s,
+                "<div class=\"tool\"><div class=\"tool-head\"><span class=\"tool-tag\">tool call</span>\
+                 <code class=\"tool-name\">{}</code>{state}</div>\
+                 <div class=\"kv\"><div class=\"k\">arguments</div><pre>{}</pre></div>",
+                esc(&call.name),
+                esc(&pretty(&call.arguments_json()))
+            );
+            if let Some(r) = &call.result {
+                let _ = write!(
+                    s,
+                    "<div class=\"kv\"><div class=\"k\">result</div><pre>{}</pre></div>",
+                    esc(&pretty(r))
+                );
+            }
+            if let Some(e) = &call.error {
+                let _ = write!(
+                    s,
+                    "<div class=\"kv err\"><div class=\"k\">error</div><pre>{}</pre></div>",
+                    esc(&pretty(e))
+                );
+            }
+            s.push_str("</div>");
+        }
+        if let Some(d) = &t.data {
+            let _ = write!(
+                s,
+                "<details class=\"data\"><summary>data</summary><pre>{}</pre></details>",
+                esc(&pretty(d))
+            );
+        }
+        if t.awaiting_input {
+            let why = match t.awaiting_reason {
+                Some(AwaitReason::AgentDeclared) => " (the agent said so)",
+                Some(AwaitReason::ToolRequiresConfirmation) => " (a tool asks the user)",
+                Some(AwaitReason::ContentIsQuestion) => " (the reply asks a question)",
+                Some(AwaitReason::Completed) | None => "",
+            };
+            let _ = write!(s, "<div class=\"note\">waits for the user{why}</div>");
+        }
+        s.push_str("</div>\n");
+    }
+    if !t.assertions.is_empty() {
+        verdicts(s, &t.assertions);
+    }
+    let hits: Vec<&AssertionReport> = t.checkpoints.iter().filter(|a| a.passed).collect();
+    if !hits.is_empty() {
+        s.push_str("<ul class=\"verdicts\">");
+        for a in hits {
+            let _ = write!(
+                s,
+                "<li class=\"v cp\"><span class=\"mark\">◆</span><div><span class=\"label\">{}</span> \
+                 <span class=\"muted\">{}</span></div></li>",
+                esc(&a.label),
+                esc(&a.message)
+            );
+        }
+        s.push_str("</ul>");
+    }
+    if let Some(e) = &t.error {
+        let _ = write!(
+            s,
+            "<div class=\"problem error\"><div class=\"problem-title\">Turn error</div>\
+             <pre class=\"error-text\">{}</pre></div>",
+            diff_html(e)
+        );
+    }
+    s.push_str("</li>\n");
+}
+
+fn verdicts(s: &mut String, list: &[AssertionReport]) {
+    s.push_str("<ul class=\"verdicts\">");
+    for a in list {
+        if a.passed {
+            let _ = write!(
+                s,
+                "<li class=\"v pass\"><span class=\"mark\">✓</span><div><span class=\"label\">{}</span></div></li>",
+                esc(&a.label)
+            );
+        } else {
+            let _ = write!(
+                s,
+                "<li class=\"v fail\"><span class=\"mark\">✗</span><div><span class=\"label\">{}</span>",
+                esc(&a.label)
+            );
+            if !a.message.is_empty() && a.message != a.label {
+                let _ = write!(s, "<pre class=\"why\">{}</pre>", esc(&a.message));
+            }
+            s.push_str("</div></li>");
+        }
+    }
+    s.push_str("</ul>\n");
+}
+
+fn checkpoints(s: &mut String, list: &[CheckpointReport]) {
+    s.push_str(
+        "<div class=\"block\"><h4>Checkpoints</h4><table class=\"checkpoints\"><thead><tr>\
+         <th></th><th>Checkpoint</th><th>Kind</th><th>Result</th><th>Detail</th></tr></thead><tbody>",
+    );
+    for c in list {
+        let ok = if c.forbidden { !c.reached } else { c.reached };
+        let kind = if c.forbidden {
+            "forbidden"
+        } else if c.required {
+            "required"
+        } else {
+            "optional"
+        };
+        let result = match (c.forbidden, c.reached, c.reached_at_turn) {
+            (true, false, _) => "never matched".to_string(),
+            (true, true, Some(n)) => format!("matched at turn {n}"),
+            (true, true, None) => "matched".to_string(),
+            (false, true, Some(n)) => format!("reached at turn {n}"),
+            (false, true, None) => "reached".to_string(),
+            (false, false, _) => "not reached".to_string(),
+        };
+        let class = match (ok, c.required || c.forbidden) {
+            (true, _) => "pass",
+            (false, true) => "fail",
+            (false, false) => "miss",
+        };
+        let detail = if c.message.is_empty() {
+            String::new()
+        } else if ok {
+            esc(&c.message)
+        } else {
+            format!(
+                "<span class=\"muted\">last failure:</span> {}",
+                esc(&c.message)
+            )
+        };
+        let desc = c
+            .description
+            .as_deref()
+            .map(|d| format!("<div class=\"muted\">{}</div>", esc(d)))
+            .unwrap_or_default();
+        let _ = write!(
+            s,
+            "<tr class=\"{class}\"><td class=\"mark\">{}</td><td><code>{}</code>{desc}</td>\
+             <td>{kind}</td><td>{}</td><td>{detail}</td></tr>",
+            if ok { "✓" } else { "✗" },
+            esc(&c.id),
+            esc(&result)
+        );
+    }
+    s.push_str("</tbody></table></div>\n");
+}
+
+/// JSON pretty-printed; a string holding JSON is parsed first, other strings are shown as
+/// they are.
+fn pretty(v: &Value) -> String {
+    match v {
+        Value::String(text) => match serde_json::from_str::<Value>(text) {
+            Ok(inner @ (Value::Object(_) | Value::Array(_))) => pretty(&inner),
+            _ => text.clone(),
+        },
+        other => serde_json::to_string_pretty(other).unwrap_or_else(|_| other.to_string()),
+    }
+}
+
+/// Escaped text whose unified-diff lines (`--- `, `+++ `, `@@`, `+`, `-`) are coloured
+/// when the text holds a diff.
+fn diff_html(text: &str) -> String {
+    let is_diff =
+        text.lines().any(|l| l.starts_with("--- ")) && text.lines().any(|l| l.starts_with("+++ "));
+    if !is_diff {
+        return esc(text);
+    }
+    let mut out = String::new();
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let class = if line.starts_with("--- ") || line.starts_with("+++ ") {
+            Some("dh")
+        } else if line.starts_with("@@") {
+            Some("dc")
+        } else if line.starts_with('+') {
+            Some("da")
+        } else if line.starts_with('-') {
+            Some("dd")
+        } else {
+            None
+        };
+        match class {
+            Some(c) => {
+                let _ = write!(out, "<span class=\"{c}\">{}</span>", esc(line));
+            }
+            None => out.push_str(&esc(line)),
+        }
+    }
+    out
+}

@@ -1,0 +1,356 @@
+//! Dynamic cases: the simulator, its script, and the checkpoints with their order.
+
+use serde_json::{Map, Value};
+
+use super::turn::parse_input;
+use crate::case::{Checkpoint, Mode, ScriptRule, Simulator};
+use crate::errors::FieldError;
+use crate::source::fields::{check_keys, index, join, opt_bool, opt_object, opt_str};
+use crate::source::parse_assertions;
+use crate::util::type_of;
+
+const CHECKPOINT_KEYS: [&str; 8] = [
+    "id",
+    "description",
+    "assertion",
+    "assert",
+    "assertions",
+    "after",
+    "required",
+    "forbidden",
+];
+const SIMULATOR_KEYS: [&str; 12] = [
+    "use",
+    "options",
+    "persona",
+    "goal",
+    "objective",
+    "style",
+    "constraints",
+    "emotional_state",
+    "knowledge_level",
+    "show_checkpoints",
+    "script",
+    "metadata",
+];
+
+pub(super) fn parse_dynamic(
+    obj: &Map<String, Value>,
+    sim: Option<&Value>,
+    cps: Option<&Value>,
+) -> Result<Mode, FieldError> {
+    let Some(sim) = sim else {
+        return Err(FieldError::new(
+            "simulator",
+            "a dynamic case needs `simulator`, such as {\"use\": \"script\", \"script\": [...]}",
+        ));
+    };
+    let Some(cps) = cps else {
+        return Err(FieldError::new(
+            "checkpoints",
+            "a dynamic case needs `checkpoints`: what the agent must reach",
+        ));
+    };
+    for key in ["assertions", "assert", "final_assertions"] {
+        if obj.contains_key(key) {
+            return Err(FieldError::new(
+                key,
+                format!("a dynamic case takes no `{key}`; express checks as `checkpoints`"),
+            ));
+        }
+    }
+    let sim = match sim {
+        v @ Value::Object(m) => {
+            check_keys(m, &SIMULATOR_KEYS, "simulator", "`simulator`")?;
+            opt_object(m, "options", "simulator")?;
+            opt_bool(m, "show_checkpoints", "simulator")?;
+            let use_ = opt_str(m, "use", "simulator")?;
+            let script = match m.get("script") {
+                None | Some(Value::Null) => None,
+                Some(Value::Array(rules)) => Some(
+                    rules
+                        .iter()
+                        .enumerate()
+                        .map(|(i, r)| parse_rule(r, &index("simulator.script", i)))
+                        .collect::<Result<Vec<_>, _>>()?,
+                ),
+                Some(other) => {
+                    return Err(FieldError::new(
+                        "simulator.script",
+                        format!(
+                            "expected an array of {{\"when\", \"say\"}} rules, found {}",
+                            type_of(other)
+                        ),
+                    ))
+                }
+            };
+            match (use_.as_deref(), &script) {
+                (Some("script"), None) => {
+                    return Err(FieldError::new(
+                        "simulator.script",
+                        "a scripted simulator (`use: \"script\"`) needs `script: [{\"when\": \"<regex>\", \"say\": \"...\"}, ...]`",
+                    ))
+                }
+                (Some("script"), Some(rules)) if rules.is_empty() => {
+                    return Err(FieldError::new("simulator.script", "the script is empty; give at least one rule"))
+                }
+                (other, Some(_)) if other != Some("script") => {
+                    return Err(FieldError::new(
+                        "simulator.script",
+                        "`script` only applies to `use: \"script\"`; set `use` to \"script\" or remove `script`",
+                    ))
+                }
+                _ => {}
+            }
+            Simulator {
+                use_,
+                script: script.unwrap_or_default(),
+                show_checkpoints: opt_bool(m, "show_checkpoints", "simulator")?.unwrap_or(false),
+                raw: v.clone(),
+            }
+        }
+        other => {
+            return Err(FieldError::new(
+                "simulator",
+                format!("expected an object, found {}", type_of(other)),
+            ))
+        }
+    };
+    let checkpoints = match cps {
+        Value::Array(items) if !items.is_empty() => items
+            .iter()
+            .enumerate()
+            .map(|(i, c)| parse_checkpoint(c, &index("checkpoints", i)))
+            .collect::<Result<Vec<_>, _>>()?,
+        Value::Array(_) => {
+            return Err(FieldError::new(
+                "checkpoints",
+                "`checkpoints` is empty; give at least one",
+            ))
+        }
+        other => {
+            return Err(FieldError::new(
+                "checkpoints",
+                format!("expected an array of checkpoints, found {}", type_of(other)),
+            ))
+        }
+    };
+    for (i, c) in checkpoints.iter().enumerate() {
+        if checkpoints[..i].iter().any(|p| p.id == c.id) {
+            return Err(FieldError::new(
+                join(&index("checkpoints", i), "id"),
+                format!("duplicate checkpoint id \"{}\"", c.id),
+            ));
+        }
+        for (j, a) in c.after.iter().enumerate() {
+            if a == &c.id {
+                return Err(FieldError::new(
+                    index(&join(&index("checkpoints", i), "after"), j),
+                    format!("checkpoint \"{a}\" cannot come after itself"),
+                ));
+            }
+            if !checkpoints.iter().any(|p| &p.id == a) {
+                let ids: Vec<&str> = checkpoints.iter().map(|p| p.id.as_str()).collect();
+                return Err(FieldError::new(
+                    index(&join(&index("checkpoints", i), "after"), j),
+                    format!(
+                        "`after` names \"{a}\", which is not a checkpoint of this case; known: {}",
+                        ids.join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+    if let Some((i, j, cycle)) = after_cycle(&checkpoints) {
+        let named: Vec<String> = cycle.iter().map(|id| format!("\"{id}\"")).collect();
+        return Err(FieldError::new(
+            index(&join(&index("checkpoints", i), "after"), j),
+            format!(
+                "the `after` order makes a cycle: {}, so none of them can be reached first; remove one of these `after` entries",
+                named.join(" after ")
+            ),
+        ));
+    }
+    let max_turns = match obj.get("max_turns") {
+        None | Some(Value::Null) => 20,
+        Some(Value::Number(n)) => match n.as_u64() {
+            Some(v) if (1..=10_000).contains(&v) => v as u32,
+            _ => {
+                return Err(FieldError::new(
+                    "max_turns",
+                    format!("expected a whole number from 1 to 10000, found {n}"),
+                ))
+            }
+        },
+        Some(other) => {
+            return Err(FieldError::new(
+                "max_turns",
+                format!("expected a whole number, found {}", type_of(other)),
+            ))
+        }
+    };
+    let input = match obj.get("input") {
+        Some(v) => Some(parse_input(v, "input")?),
+        None => None,
+    };
+    Ok(Mode::Dynamic {
+        input,
+        simulator: sim,
+        checkpoints,
+        max_turns,
+    })
+}
+
+/// The first cycle in the checkpoints' `after` order, found in checkpoint order: the
+/// index of the checkpoint and of its `after` entry that closes it, and the ids along it
+/// (`[a, b, a]`: a after b after a). Every `after` must name a known checkpoint.
+fn after_cycle(checkpoints: &[Checkpoint]) -> Option<(usize, usize, Vec<&str>)> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum State {
+        New,
+        Open,
+        Done,
+    }
+    let at = |id: &str| checkpoints.iter().position(|c| c.id == id);
+    let mut state = vec![State::New; checkpoints.len()];
+    for start in 0..checkpoints.len() {
+        if state[start] != State::New {
+            continue;
+        }
+        // Depth-first: each frame is a checkpoint and the next `after` entry to follow.
+        let mut stack = vec![(start, 0usize)];
+        state[start] = State::Open;
+        while let Some(&mut (node, ref mut next)) = stack.last_mut() {
+            let Some(dep) = checkpoints[node].after.get(*next) else {
+                state[node] = State::Done;
+                stack.pop();
+                continue;
+            };
+            let j = *next;
+            *next += 1;
+            let Some(dep) = at(dep) else { continue };
+            match state[dep] {
+                State::New => {
+                    state[dep] = State::Open;
+                    stack.push((dep, 0));
+                }
+                State::Open => {
+                    let from = stack.iter().position(|&(n, _)| n == dep).unwrap_or(0);
+                    let mut ids: Vec<&str> = stack[from..]
+                        .iter()
+                        .map(|&(n, _)| checkpoints[n].id.as_str())
+                        .collect();
+                    ids.push(checkpoints[dep].id.as_str());
+                    return Some((node, j, ids));
+                }
+                State::Done => {}
+            }
+        }
+    }
+    None
+}
+
+/// One rule of a scripted simulator: `{"when": "<regex on the agent's reply>", "say": "..."}`,
+/// `{"say": "..."}`, or `{"goal_achieved": true}`.
+fn parse_rule(v: &Value, path: &str) -> Result<ScriptRule, FieldError> {
+    let Value::Object(m) = v else {
+        return Err(FieldError::new(
+            path,
+            format!(
+                "expected a rule {{\"when\", \"say\"}}, found {}",
+                type_of(v)
+            ),
+        ));
+    };
+    check_keys(m, &["when", "say", "goal_achieved"], path, "a script rule")?;
+    let when = match opt_str(m, "when", path)? {
+        Some(p) => Some(crate::source::compile_regex(&p, &join(path, "when"))?),
+        None => None,
+    };
+    let say = opt_str(m, "say", path)?;
+    let goal_achieved = opt_bool(m, "goal_achieved", path)?.unwrap_or(false);
+    if say.is_none() && !goal_achieved {
+        return Err(FieldError::new(
+            join(path, "say"),
+            "a script rule needs `say` (what the user says) or `goal_achieved: true`",
+        ));
+    }
+    Ok(ScriptRule {
+        when,
+        say,
+        goal_achieved,
+    })
+}
+
+fn parse_checkpoint(v: &Value, path: &str) -> Result<Checkpoint, FieldError> {
+    let Value::Object(m) = v else {
+        return Err(FieldError::new(
+            path,
+            format!(
+                "expected a checkpoint object {{\"id\", \"assertion\"}}, found {}",
+                type_of(v)
+            ),
+        ));
+    };
+    check_keys(m, &CHECKPOINT_KEYS, path, "a checkpoint")?;
+    let id = opt_str(m, "id", path)?
+        .ok_or_else(|| FieldError::new(join(path, "id"), "a checkpoint needs an `id`"))?;
+    let given: Vec<&str> = ["assertion", "assert", "assertions"]
+        .into_iter()
+        .filter(|k| m.contains_key(*k))
+        .collect();
+    let assertions = match given.as_slice() {
+        [key] => parse_assertions(&m[*key], &join(path, key))?,
+        [] => {
+            return Err(FieldError::new(
+                join(path, "assertion"),
+                "a checkpoint needs `assertion` (or `assert`): what the reply must satisfy",
+            ))
+        }
+        [_, second, ..] => {
+            return Err(FieldError::new(
+                join(path, second),
+                format!("give one of {}, not several", given.join(", ")),
+            ))
+        }
+    };
+    if assertions.is_empty() {
+        return Err(FieldError::new(
+            join(path, given[0]),
+            "the checkpoint's assertion list is empty",
+        ));
+    }
+    let after = match m.get("after") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                a.as_str().map(str::to_string).ok_or_else(|| {
+                    FieldError::new(
+                        index(&join(path, "after"), i),
+                        format!("expected a checkpoint id, found {}", type_of(a)),
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?,
+        Some(other) => {
+            return Err(FieldError::new(
+                join(path, "after"),
+                format!(
+                    "expected an array of checkpoint ids, found {}",
+                    type_of(other)
+                ),
+            ))
+        }
+    };
+    Ok(Checkpoint {
+        id,
+        description: opt_str(m, "description", path)?,
+        assertions,
+        after,
+        required: opt_bool(m, "required", path)?.unwrap_or(true),
+        forbidden: opt_bool(m, "forbidden", path)?.unwrap_or(false),
+    })
+}
