@@ -37,7 +37,7 @@ impl HttpSpec {
             map.insert(name, value);
         }
         // One client per agent: connections are pooled and reused across turns and cases.
-        let client = reqwest::Client::builder()
+        let client = crate::util::http::client_builder()
             .pool_max_idle_per_host(64)
             .build()
             .map_err(|e| format!("failed to build the HTTP client: {e}"))?;

@@ -96,7 +96,7 @@ impl OpenAiSpec {
             }
             None => None,
         };
-        let client = reqwest::Client::builder()
+        let client = crate::util::http::client_builder()
             .build()
             .map_err(|e| format!("failed to build the HTTP client: {e}"))?;
         Ok(OpenAiSpec {

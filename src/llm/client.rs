@@ -100,7 +100,7 @@ impl Endpoint {
             value.set_sensitive(true);
             headers.insert(name, value);
         }
-        let client = reqwest::Client::builder()
+        let client = crate::util::http::client_builder()
             .pool_max_idle_per_host(64)
             .build()
             .map_err(|e| format!("failed to build the HTTP client: {e}"))?;

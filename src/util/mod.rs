@@ -4,6 +4,7 @@
 pub(crate) mod command;
 mod duration;
 mod fs;
+pub(crate) mod http;
 mod json;
 mod paths;
 mod secrets;
