@@ -206,6 +206,11 @@ pub(crate) fn load() -> Result<&'static Settings, SettingsError> {
         .map_err(Clone::clone)
 }
 
+/// Whether we run on CI: the `CI` variable is set to anything but `false` or `0`.
+pub(crate) fn on_ci() -> bool {
+    get().ci
+}
+
 /// The settings for code that runs after an entry point has loaded them. Where no entry
 /// point did (agentest's own unit tests), invalid variables read as unset.
 pub(crate) fn get() -> &'static Settings {

@@ -10,11 +10,12 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::cassette::{canonical, key_of, Cassette, Entry};
-use super::{on_ci, ChatOutcome, ChatRequest, Endpoint};
+use super::{ChatOutcome, ChatRequest, Endpoint};
 use crate::config::CassetteMode;
 use crate::errors::LlmError;
 use crate::protocol::{Role, TokenUsage};
 use crate::record::CassetteStats;
+use crate::settings::on_ci;
 use crate::util::clip;
 
 /// Counters of a case's model calls, for the report.

@@ -3,8 +3,8 @@
 
 use crate::case::Case;
 use crate::errors::StepError;
-use crate::llm::on_ci;
 use crate::record::{CaseReport, Status};
+use crate::settings::on_ci;
 use crate::source::{CaseError, Loaded, SEPARATOR};
 
 /// The status a case ends with when `e` stops it: the one mapping from errors to

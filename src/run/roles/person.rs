@@ -78,7 +78,7 @@ fn availability(forced: bool, case_enabled: bool, skip: bool) -> Result<(), Stri
     if !case_enabled {
         return Err("the case is not interactive".into());
     }
-    if crate::llm::on_ci() {
+    if crate::settings::on_ci() {
         return Err("no person can answer on CI".into());
     }
     if !std::io::stdin().is_terminal() {

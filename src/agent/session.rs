@@ -1,0 +1,294 @@
+//! An agent under test, resolved from its config ([`AgentDef`]), and one conversation
+//! with it ([`Session`]).
+
+use super::in_process::{panicked, Agent, CatchUnwind};
+use super::{http, openai, process, CaseScope};
+use crate::config::{AgentConfig, Config};
+use crate::errors::StepError;
+use crate::protocol::{Reply, Request};
+use crate::util::expand_env;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The most one agent reply may take: a process agent's reply line, an HTTP agent's
+/// response body. Beyond it the turn is an error rather than unbounded memory.
+pub(crate) const MAX_REPLY_BYTES: usize = 32 << 20;
+
+/// The error for a reply over [`MAX_REPLY_BYTES`].
+pub(crate) fn reply_too_large() -> String {
+    format!("agent reply exceeds {} MiB", MAX_REPLY_BYTES >> 20)
+}
+
+/// An agent definition, ready to start conversations.
+#[derive(Clone)]
+pub(crate) enum AgentDef {
+    Process(Arc<process::ProcessSpec>),
+    Http(Arc<http::HttpSpec>),
+    OpenAi(Arc<openai::OpenAiSpec>),
+    InProcess(Arc<dyn Agent>),
+}
+
+impl AgentDef {
+    /// Builds a definition from config, expanding `${VAR}`s. `what` names it for errors.
+    pub(crate) fn from_config(
+        cfg: &AgentConfig,
+        config: &Config,
+        what: &str,
+    ) -> Result<AgentDef, String> {
+        match cfg {
+            AgentConfig::Process {
+                command,
+                cwd,
+                env,
+                timeout,
+            } => {
+                if command.is_empty() {
+                    return Err(format!("{what}.command is empty in {}", config.describe()));
+                }
+                let argv = command
+                    .iter()
+                    .map(|a| expand_env(a, &format!("{what}.command")))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let env = env
+                    .iter()
+                    .map(|(k, v)| Ok((k.clone(), expand_env(v, &format!("{what}.env.{k}"))?)))
+                    .collect::<Result<Vec<_>, String>>()?;
+                let cwd = match cwd {
+                    Some(c) => config.dir.join(expand_env(c, &format!("{what}.cwd"))?),
+                    None => config.dir.clone(),
+                };
+                let timeout = match timeout {
+                    Some(t) => Some(
+                        crate::util::parse_duration(t)
+                            .map_err(|e| format!("{what}.timeout: {e}"))?,
+                    ),
+                    None => None,
+                };
+                Ok(AgentDef::Process(Arc::new(process::ProcessSpec {
+                    argv,
+                    // As written: `${VAR}`s stay unexpanded, since they may be secrets.
+                    shown: command.join(" "),
+                    cwd,
+                    env,
+                    timeout,
+                })))
+            }
+            AgentConfig::Http {
+                url,
+                headers,
+                timeout,
+            } => {
+                let shown = crate::util::shown_url(url);
+                let url = expand_env(url, &format!("{what}.url"))?;
+                let url = reqwest::Url::parse(&url)
+                    .map_err(|e| format!("{what}.url \"{shown}\" is not a valid URL: {e}"))?;
+                let headers = headers
+                    .iter()
+                    .map(|(k, v)| Ok((k.clone(), expand_env(v, &format!("{what}.headers.{k}"))?)))
+                    .collect::<Result<Vec<_>, String>>()?;
+                let timeout = match timeout {
+                    Some(t) => Some(
+                        crate::util::parse_duration(t)
+                            .map_err(|e| format!("{what}.timeout: {e}"))?,
+                    ),
+                    None => None,
+                };
+                Ok(AgentDef::Http(Arc::new(http::HttpSpec::new(
+                    url, shown, headers, timeout,
+                )?)))
+            }
+            AgentConfig::OpenAi(o) => Ok(AgentDef::OpenAi(Arc::new(openai::OpenAiSpec::new(
+                o, config, what,
+            )?))),
+        }
+    }
+
+    /// Starts one conversation (for a process agent, spawns the process).
+    pub(crate) async fn start(&self, scope: &CaseScope) -> Result<Session, String> {
+        Ok(match self {
+            AgentDef::Process(spec) => {
+                let session = spec.spawn()?;
+                // The case's agent starts first; a simulator or judge process must not
+                // take its place.
+                scope
+                    .stderr
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get_or_insert_with(|| session.stderr_buffer());
+                Session::Process(Box::new(session))
+            }
+            AgentDef::Http(spec) => Session::Http(spec.clone()),
+            AgentDef::OpenAi(spec) => {
+                Session::OpenAi(Box::new(openai::OpenAiSession::new(spec.clone(), scope)))
+            }
+            AgentDef::InProcess(a) => Session::InProcess(a.clone()),
+        })
+    }
+
+    /// A short description for headers: `process: python3 agent.py`, `http: URL`, `in-process`.
+    /// Built from the config's text before `${VAR}` expansion, and without a URL's user
+    /// info and query: it never shows a secret.
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            AgentDef::Process(s) => format!("process: {}", s.shown),
+            AgentDef::Http(s) => format!("http: {}", s.shown),
+            AgentDef::OpenAi(s) => format!("openai: {}", s.shown),
+            AgentDef::InProcess(_) => "in-process".into(),
+        }
+    }
+}
+
+/// One conversation with an agent.
+pub(crate) enum Session {
+    Process(Box<process::ProcessSession>),
+    Http(Arc<http::HttpSpec>),
+    OpenAi(Box<openai::OpenAiSession>),
+    InProcess(Arc<dyn Agent>),
+}
+
+impl Session {
+    /// Sends one turn and reads the reply, checking the protocol.
+    pub(crate) async fn send(&mut self, request: &Request) -> Result<Reply, StepError> {
+        match self {
+            Session::OpenAi(o) => o.send(request).await,
+            other => other.send_plain(request).await.map_err(StepError::Broken),
+        }
+    }
+
+    async fn send_plain(&mut self, request: &Request) -> Result<Reply, String> {
+        match self {
+            Session::OpenAi(_) => unreachable!("handled by send"),
+            Session::Process(p) => p.send(request).await,
+            Session::Http(h) => h.send(request).await,
+            Session::InProcess(a) if a.is_blocking() => {
+                // On the blocking pool, so that the caller's timeout can fire while it
+                // computes and a panic stays in that task.
+                let agent = a.clone();
+                let request = request.clone();
+                let handle = tokio::runtime::Handle::current();
+                tokio::task::spawn_blocking(move || handle.block_on(agent.respond(&request)))
+                    .await
+                    .map_err(|e| match e.try_into_panic() {
+                        Ok(payload) => panicked(payload.as_ref()),
+                        Err(e) => format!("agent task failed: {e}"),
+                    })?
+                    .map_err(|e| format!("agent error: {e}"))
+            }
+            Session::InProcess(a) => CatchUnwind(a.respond(request))
+                .await
+                .map_err(|payload| panicked(payload.as_ref()))?
+                .map_err(|e| format!("agent error: {e}")),
+        }
+    }
+
+    /// Ends the conversation; a process agent is killed.
+    pub(crate) async fn close(self) {
+        if let Session::Process(p) = self {
+            p.close().await;
+        }
+    }
+}
+
+/// The default per-request timeout of HTTP agents when neither the agent nor the case sets one.
+pub(crate) const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(300);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::util::BoxFuture;
+
+    fn request() -> Request {
+        Request {
+            session_id: "s".into(),
+            test_id: "T".into(),
+            turn: 1,
+            input: "hi".into(),
+            messages: Vec::new(),
+            options: serde_json::Value::Null,
+            metadata: serde_json::Value::Null,
+            attachments: Vec::new(),
+        }
+    }
+
+    async fn session(agent: impl Agent) -> Session {
+        let def = AgentDef::InProcess(Arc::new(agent));
+        let scope = CaseScope {
+            calls: Arc::new(crate::llm::ModelCalls::new(
+                "unused.jsonl".into(),
+                crate::config::CassetteMode::Off,
+            )),
+            mocks: Vec::new(),
+            seed: 0,
+            salt: String::new(),
+            live: false,
+            deadline: tokio::time::Instant::now() + Duration::from_secs(60),
+            role: crate::protocol::Role::Agent,
+            stderr: Default::default(),
+        };
+        def.start(&scope).await.unwrap_or_else(|_| panic!("start"))
+    }
+
+    #[tokio::test]
+    async fn a_panicking_function_agent_is_an_agent_error() {
+        fn boom(_: &Request) -> Result<Reply, String> {
+            panic!("boom {}", 42)
+        }
+        let mut s = session(boom).await;
+        let e = s.send(&request()).await.unwrap_err();
+        assert_eq!(e, StepError::Broken("agent panicked: boom 42".into()));
+        let mut s = session(|_: &Request| -> Result<Reply, String> { panic!("static text") }).await;
+        let e = s.send(&request()).await.unwrap_err();
+        assert_eq!(e, StepError::Broken("agent panicked: static text".into()));
+    }
+
+    #[tokio::test]
+    async fn a_sleeping_function_agent_can_be_timed_out() {
+        let mut s = session(|r: &Request| {
+            std::thread::sleep(Duration::from_secs(1));
+            Ok(Reply::text(r.input.clone()))
+        })
+        .await;
+        let started = std::time::Instant::now();
+        let r = tokio::time::timeout(Duration::from_millis(100), s.send(&request())).await;
+        assert!(r.is_err(), "the send should have timed out");
+        assert!(
+            started.elapsed() < Duration::from_millis(800),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[tokio::test]
+    async fn function_agents_still_answer() {
+        let mut s = session(|r: &Request| Ok(Reply::text(format!("echo {}", r.input)))).await;
+        let reply = s.send(&request()).await.unwrap();
+        assert_eq!(reply, Reply::text("echo hi"));
+        let e = session(|_: &Request| -> Result<Reply, String> { Err("nope".into()) })
+            .await
+            .send(&request())
+            .await
+            .unwrap_err();
+        assert_eq!(e, StepError::Broken("agent error: nope".into()));
+    }
+
+    struct AsyncPanics;
+
+    impl Agent for AsyncPanics {
+        fn respond<'a>(&'a self, _: &'a Request) -> BoxFuture<'a, Result<Reply, String>> {
+            Box::pin(async {
+                tokio::task::yield_now().await;
+                panic!("async boom")
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_panicking_async_agent_is_an_agent_error() {
+        let e = session(AsyncPanics)
+            .await
+            .send(&request())
+            .await
+            .unwrap_err();
+        assert_eq!(e, StepError::Broken("agent panicked: async boom".into()));
+    }
+}

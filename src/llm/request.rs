@@ -1,0 +1,25 @@
+//! What is sent to a model.
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// A chat-completions request: what is sent, and what the cassette key is made of.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ChatRequest {
+    /// Model name.
+    pub model: String,
+    /// OpenAI-format messages.
+    pub messages: Vec<Value>,
+    /// OpenAI tool schemas.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<Value>,
+    /// Sampling temperature.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// Completion token limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// `{"type": "json_object"}` and the like.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_format: Option<Value>,
+}
