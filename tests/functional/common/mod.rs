@@ -1,6 +1,5 @@
-//! Helpers shared by the integration tests: scratch directories, runs of the binary, JSONL
-//! reports and a tiny HTTP server on 127.0.0.1. Each test file includes this module with
-//! `mod common;` and so compiles it on its own; what a file does not use is allowed dead.
+//! Helpers shared by the functional tests: what a test needs ([`need`]), scratch
+//! directories, runs of the binary, JSONL reports and a tiny HTTP server on 127.0.0.1.
 
 #![allow(dead_code)]
 
@@ -13,7 +12,57 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use libtest_mimic::{Completion, Failed};
 use serde_json::Value;
+
+// ---------------------------------------------------------------------------------------
+// What a test needs
+// ---------------------------------------------------------------------------------------
+
+/// Whether this is a CI run: `CI` set to anything but empty, `false` or `0`.
+pub fn on_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| {
+        let v = v.trim();
+        !v.is_empty() && !v.eq_ignore_ascii_case("false") && v != "0"
+    })
+}
+
+/// Something a test needs and this machine lacks (a tool, a corpus, a browser).
+#[derive(Debug)]
+pub struct Missing {
+    what: String,
+    reason: String,
+}
+
+/// What a test that needs something possibly absent returns: `need(...)?` or
+/// `return need(...)` where the thing is absent.
+pub type Needs = Result<(), Missing>;
+
+/// The test cannot run here: `what` is missing (`reason`: what is wrong, how to get it).
+/// On CI the harness reports that as a failure, since a test that checks nothing must
+/// not pass there; elsewhere as ignored with the reason, never as passed.
+pub fn need<T>(what: impl Into<String>, reason: impl Into<String>) -> Result<T, Missing> {
+    Err(Missing {
+        what: what.into(),
+        reason: reason.into(),
+    })
+}
+
+impl Missing {
+    /// How the harness reports the test: failed on CI, otherwise ignored with the reason.
+    pub fn outcome(self) -> Result<Completion, Failed> {
+        let Missing { what, reason } = self;
+        if on_ci() {
+            Err(format!("{what} is missing, and CI is set: {reason}").into())
+        } else {
+            Ok(Completion::ignored_with(format!("needs {what}: {reason}")))
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The binary and the example agent
+// ---------------------------------------------------------------------------------------
 
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_agentest");
@@ -94,6 +143,37 @@ impl Scratch {
 
     pub fn exists(&self, rel: &str) -> bool {
         self.join(rel).exists()
+    }
+
+    /// A file's text; a missing file fails the test, naming the files there are.
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.join(rel)).unwrap_or_else(|e| {
+            let files: Vec<_> = self.files();
+            panic!("read {rel}: {e}\nfiles: {files:?}")
+        })
+    }
+
+    /// Every file under the scratch directory.
+    pub fn files(&self) -> Vec<PathBuf> {
+        fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+            for e in std::fs::read_dir(dir).expect("read dir").flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    walk(&p, out);
+                } else {
+                    out.push(p);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.root, &mut out);
+        out
+    }
+
+    /// Writes the cases to [`SUITE`], one line each.
+    pub fn cases(&self, cases: &[Value]) {
+        let text: String = cases.iter().map(|c| format!("{c}\n")).collect();
+        self.write(SUITE, &text);
     }
 }
 
@@ -337,6 +417,15 @@ pub fn read_request_body(reader: &mut BufReader<TcpStream>) -> Option<Value> {
     let mut body = vec![0; length];
     reader.read_exact(&mut body).ok()?;
     Some(serde_json::from_slice(&body).unwrap_or(Value::Null))
+}
+
+/// The suite file the projects of `llm` and `dynamic` write their cases to: trials are
+/// `s::ID`.
+pub const SUITE: &str = "suites/s.jsonl";
+
+/// The cassette file of case `id` of [`SUITE`].
+pub fn cassette(id: &str) -> String {
+    format!("suites/.cassettes/s/{id}.jsonl")
 }
 
 /// What one run of the binary left, with its JSONL report (trials named `s::ID`) and

@@ -14,8 +14,6 @@
 //! cassette) and interactive input (piped with `--interactive`, the skip/fail rules, and a
 //! real pseudo-terminal).
 
-mod common;
-
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufReader, Write};
 use std::net::TcpStream;
@@ -24,17 +22,15 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{
-    clean, expense_agent_section, lock, read_request_body, ReportedRun as Run, Scratch, TcpServer,
-    BIN,
+use crate::common::{
+    cassette, clean, expense_agent_section, lock, read_request_body, ReportedRun as Run, Scratch,
+    TcpServer, BIN,
 };
 use serde_json::{json, Value};
 
 /// The variable `[llm] api_key_env` names in the configs here.
 const KEY_VAR: &str = "AGENTEST_DYNAMIC_TEST_KEY";
 const KEY: &str = "sk-dynamic-test-0d9a41";
-/// The suite file every project writes its cases to: trials are `s::ID`.
-const SUITE: &str = "suites/s.jsonl";
 /// How the built-in simulator's and judge's system prompts begin (the server's routes).
 const SIM_PROMPT: &str = "You are simulating a user";
 const JUDGE_PROMPT: &str = "You are a strict, fair evaluator";
@@ -281,14 +277,14 @@ sys.stderr.buffer.write(bytes(err))
 sys.exit(p.returncode)
 "#;
 
-impl Scratch {
-    /// A scratch directory holding `bot.py`.
-    fn new(tag: &str) -> Scratch {
-        let s = Scratch::named("dyn", tag);
-        s.write("bot.py", BOT);
-        s
-    }
+/// A scratch directory holding `bot.py`.
+fn scratch(tag: &str) -> Scratch {
+    let s = Scratch::named("dyn", tag);
+    s.write("bot.py", BOT);
+    s
+}
 
+impl Scratch {
     /// Writes `agentest.toml`.
     fn config(&self, text: &str) {
         self.write("agentest.toml", text);
@@ -306,12 +302,6 @@ impl Scratch {
             .lines()
             .map(|l| serde_json::from_str(l).expect("logged request is JSON"))
             .collect()
-    }
-
-    /// Writes the cases to [`SUITE`], one line each.
-    fn cases(&self, cases: &[Value]) {
-        let text: String = cases.iter().map(|c| format!("{c}\n")).collect();
-        self.write(SUITE, &text);
     }
 }
 
@@ -341,7 +331,7 @@ fn echo() -> Value {
 
 /// A scratch project whose `[agent]` is the bot `agent` with `rules`, plus `extra` config.
 fn project(tag: &str, extra: &str, rules: Value, cases: &[Value]) -> Scratch {
-    let s = Scratch::new(tag);
+    let s = scratch(tag);
     s.config(&format!("{}{extra}", bot("agent", "agent")));
     s.rules("agent", rules);
     s.cases(cases);
@@ -350,7 +340,7 @@ fn project(tag: &str, extra: &str, rules: Value, cases: &[Value]) -> Scratch {
 
 /// A scratch project whose `[agent]` is the example expense agent.
 fn expense_project(tag: &str, extra: &str, cases: &[Value]) -> Scratch {
-    let s = Scratch::new(tag);
+    let s = scratch(tag);
     s.config(&format!("{}{extra}", expense_agent()));
     s.cases(cases);
     s
@@ -511,11 +501,6 @@ fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The cassette file of case `id` of [`SUITE`].
-fn cassette(id: &str) -> String {
-    format!("suites/.cassettes/s/{id}.jsonl")
-}
-
 /// The expense flow's checkpoints: asks for the type, drafts, submits.
 fn expense_checkpoints() -> Value {
     json!([
@@ -530,7 +515,6 @@ fn expense_checkpoints() -> Value {
 // 1. Termination
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn every_checkpoint_reached_passes_with_the_scripted_simulator() {
     let s = expense_project(
         "all-reached",
@@ -588,7 +572,6 @@ fn every_checkpoint_reached_passes_with_the_scripted_simulator() {
         .expect_stdout("✓ checkpoint create");
 }
 
-#[test]
 fn an_agent_that_completes_with_checkpoints_missing_fails_naming_them() {
     // The policy answer declares `awaiting_input: false`: the agent is done after turn 1.
     let s = expense_project(
@@ -631,7 +614,6 @@ fn an_agent_that_completes_with_checkpoints_missing_fails_naming_them() {
         .expect_stdout("✗ confirm: waiting for create to be reached first");
 }
 
-#[test]
 fn the_simulator_reporting_its_goal_achieved_with_checkpoints_missing_fails() {
     let s = project(
         "goal",
@@ -658,7 +640,6 @@ fn the_simulator_reporting_its_goal_achieved_with_checkpoints_missing_fails() {
     assert_eq!(r.case("goal")["total_turns"], 2);
 }
 
-#[test]
 fn max_turns_ends_the_conversation() {
     let rules: Vec<Value> = (1..=10).map(|i| json!({"say": format!("m{i}")})).collect();
     let s = project(
@@ -694,7 +675,6 @@ fn max_turns_ends_the_conversation() {
     assert_eq!(s.log("agent").len(), 3);
 }
 
-#[test]
 fn max_turns_defaults_to_20() {
     let rules: Vec<Value> = (1..=30).map(|i| json!({"say": format!("m{i}")})).collect();
     let s = project(
@@ -719,7 +699,6 @@ fn max_turns_defaults_to_20() {
     assert_eq!(s.log("agent").len(), 20);
 }
 
-#[test]
 fn reaching_the_last_checkpoint_on_the_last_allowed_turn_passes() {
     let s = project(
         "max-edge",
@@ -742,7 +721,6 @@ fn reaching_the_last_checkpoint_on_the_last_allowed_turn_passes() {
     assert_eq!(r.checkpoint("edge", "two")["reached_at_turn"], 3);
 }
 
-#[test]
 fn the_timeout_is_checked_during_a_turn() {
     // Turn 2's reply would take 30 s; the case has 1 s.
     let s = project(
@@ -777,7 +755,6 @@ fn the_timeout_is_checked_during_a_turn() {
     assert_eq!(c["turns"][0]["input_source"], "initial");
 }
 
-#[test]
 fn a_script_with_no_matching_rule_is_a_simulator_error() {
     let s = project(
         "no-rule",
@@ -804,7 +781,6 @@ fn a_script_with_no_matching_rule_is_a_simulator_error() {
     assert_eq!(r.case("stuck")["total_turns"], 1);
 }
 
-#[test]
 fn a_named_simulator_that_crashes_is_a_simulator_error_naming_it() {
     let s = project(
         "sim-crash",
@@ -832,7 +808,6 @@ fn a_named_simulator_that_crashes_is_a_simulator_error_naming_it() {
     assert_eq!(r.case("crash")["simulator"], "fake-user");
 }
 
-#[test]
 fn an_agent_that_crashes_on_turn_2_is_an_agent_error() {
     let s = project(
         "agent-crash",
@@ -861,7 +836,6 @@ fn an_agent_that_crashes_on_turn_2_is_an_agent_error() {
 // 2. Checkpoints
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn after_holds_a_checkpoint_back_until_its_predecessor_is_reached() {
     // "beta" shows up on turn 1, before "alpha" (turn 2): `second` is reached only when
     // "beta" shows up again, on turn 3.
@@ -918,7 +892,6 @@ fn after_holds_a_checkpoint_back_until_its_predecessor_is_reached() {
     assert_eq!(t2, vec![("first", true), ("second", false)], "{r:?}");
 }
 
-#[test]
 fn a_same_turn_chain_counts_even_when_the_dependent_checkpoint_comes_first() {
     let s = project(
         "chain",
@@ -953,7 +926,6 @@ fn a_same_turn_chain_counts_even_when_the_dependent_checkpoint_comes_first() {
     assert_eq!(order, ["checkpoint a", "checkpoint b", "checkpoint c"]);
 }
 
-#[test]
 fn optional_checkpoints_may_be_missed_and_unmatched_forbidden_ones_do_not_count() {
     let mut cps = expense_checkpoints().as_array().unwrap().clone();
     cps.push(json!({"id": "upsell", "required": false, "assert": contains("premium card")}));
@@ -989,7 +961,6 @@ fn optional_checkpoints_may_be_missed_and_unmatched_forbidden_ones_do_not_count(
     r.expect_stdout("Checkpoints: 3/4 reached (all_checkpoints_reached)");
 }
 
-#[test]
 fn a_forbidden_checkpoint_fails_the_case_on_the_turn_it_matches() {
     // Turn 2 reaches the last required checkpoint and calls the forbidden tool at once:
     // the forbidden match wins.
@@ -1044,7 +1015,6 @@ fn a_forbidden_checkpoint_fails_the_case_on_the_turn_it_matches() {
 // 3. Simulators
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn the_scripted_simulator_uses_each_rule_once_in_order() {
     let s = project(
         "script",
@@ -1089,7 +1059,6 @@ fn the_scripted_simulator_uses_each_rule_once_in_order() {
     );
 }
 
-#[test]
 fn a_dynamic_case_without_input_starts_with_the_simulator() {
     let s = project(
         "no-input",
@@ -1107,7 +1076,6 @@ fn a_dynamic_case_without_input_starts_with_the_simulator() {
 
 /// The named simulator receives the seed's simulator input in `metadata`, and answers
 /// with JSON (`message`, or `input` in `data`) or plain text.
-#[test]
 fn a_named_simulator_receives_the_simulator_input_and_answers_json_or_text() {
     let sim = json!({"use": "user", "persona": "A new employee", "goal": "File an expense",
                      "options": {"metadata": {"locale": "fr", "style": "terse"}}});
@@ -1217,7 +1185,6 @@ fn a_named_simulator_receives_the_simulator_input_and_answers_json_or_text() {
     );
 }
 
-#[test]
 fn a_named_simulator_can_end_the_conversation_with_goal_achieved() {
     let s = project(
         "named-goal",
@@ -1244,7 +1211,6 @@ fn a_named_simulator_can_end_the_conversation_with_goal_achieved() {
         );
 }
 
-#[test]
 fn a_named_simulator_answer_without_a_message_is_an_error() {
     let s = project(
         "named-empty",
@@ -1271,7 +1237,6 @@ fn a_named_simulator_answer_without_a_message_is_an_error() {
         );
 }
 
-#[test]
 fn the_simulator_flag_picks_the_simulator_of_cases_that_name_none() {
     let s = project(
         "sim-flag",
@@ -1299,7 +1264,6 @@ fn the_simulator_flag_picks_the_simulator_of_cases_that_name_none() {
         .expect_error("default-sim", &["the built-in simulator", "[llm]"]);
 }
 
-#[test]
 fn the_model_simulator_plays_the_user_from_json_and_text_answers_and_replays_offline() {
     let server = Server::start();
     server.answer(
@@ -1390,7 +1354,6 @@ fn the_model_simulator_plays_the_user_from_json_and_text_answers_and_replays_off
     assert_eq!(c["turns"][2]["input"], "Yes, confirm it please");
 }
 
-#[test]
 fn show_checkpoints_lets_the_model_simulator_see_the_pending_ones() {
     let server = Server::start();
     server.answer(
@@ -1429,7 +1392,6 @@ fn show_checkpoints_lets_the_model_simulator_see_the_pending_ones() {
     );
 }
 
-#[test]
 fn an_empty_simulator_message_is_retried_once_then_an_error() {
     // Empty twice: an error after exactly two requests.
     let server = Server::start();
@@ -1494,7 +1456,6 @@ fn an_empty_simulator_message_is_retried_once_then_an_error() {
     assert_eq!(r.case("retried")["turns"][1]["input"], "second try");
 }
 
-#[test]
 fn the_model_simulator_can_report_its_goal_achieved() {
     let server = Server::start();
     server.answer(
@@ -1543,7 +1504,6 @@ fn openai_simulator_project(tag: &str, server: &Server) -> Scratch {
     )
 }
 
-#[test]
 fn a_named_simulator_may_be_an_openai_agent() {
     let server = Server::start();
     let s = openai_simulator_project("openai-sim", &server);
@@ -1564,7 +1524,6 @@ fn a_named_simulator_may_be_an_openai_agent() {
     assert_eq!(messages.last().unwrap()["content"], ASKED);
 }
 
-#[test]
 fn an_openai_simulators_usage_is_reported_as_the_simulators() {
     let server = Server::start();
     let s = openai_simulator_project("openai-sim-usage", &server);
@@ -1584,7 +1543,6 @@ fn an_openai_simulators_usage_is_reported_as_the_simulators() {
     );
 }
 
-#[test]
 fn a_model_simulator_without_key_or_recording_is_skipped_outside_ci_and_fails_on_ci() {
     let s = project(
         "sim-nokey",
@@ -1645,7 +1603,6 @@ fn awaiting_verdicts(r: &Run) -> Vec<(bool, String)> {
         .collect()
 }
 
-#[test]
 fn awaiting_input_is_detected_by_declaration_then_tools_then_text() {
     let s = project("await", "", awaiting_rules(), &[awaiting_case()]);
     let r = agentest(s.path()).run();
@@ -1667,7 +1624,6 @@ fn awaiting_input_is_detected_by_declaration_then_tools_then_text() {
     assert_eq!(awaiting_verdicts(&r), want, "{r:?}");
 }
 
-#[test]
 fn run_input_tools_replaces_the_default_list() {
     let s = project(
         "await-tools",
@@ -1692,7 +1648,6 @@ fn run_input_tools_replaces_the_default_list() {
     assert_eq!(got[0], (true, "agent_declared".to_string()));
 }
 
-#[test]
 fn the_agents_declaration_decides_when_a_dynamic_conversation_ends() {
     // A question declared not awaiting ends the conversation at once; a statement
     // declared awaiting keeps it going.
@@ -1747,7 +1702,6 @@ fn judge_project(tag: &str, server: &Server, extra: &str, cases: &[Value]) -> Sc
     )
 }
 
-#[test]
 fn the_built_in_judge_passes_a_reply_that_meets_the_criteria() {
     let server = Server::start();
     server.answer(
@@ -1812,7 +1766,6 @@ fn the_built_in_judge_passes_a_reply_that_meets_the_criteria() {
     assert_eq!(reqs[1]["temperature"], 0.3);
 }
 
-#[test]
 fn a_failing_verdict_fails_the_case_with_its_reason_and_suggestions() {
     let server = Server::start();
     server.answer(
@@ -1842,7 +1795,6 @@ fn a_failing_verdict_fails_the_case_with_its_reason_and_suggestions() {
         .expect_stdout("suggestions: Mention expenses; Offer the policy");
 }
 
-#[test]
 fn an_invalid_verdict_gets_one_repair_attempt() {
     let server = Server::start();
     server.answer(
@@ -1872,7 +1824,6 @@ fn an_invalid_verdict_gets_one_repair_attempt() {
     assert_eq!(r.case("j")["model_calls"], 2);
 }
 
-#[test]
 fn a_judge_that_answers_badly_twice_makes_the_case_an_error() {
     let server = Server::start();
     server.answer(
@@ -1898,7 +1849,6 @@ fn a_judge_that_answers_badly_twice_makes_the_case_an_error() {
     assert_eq!(server.requests("judge").len(), 2);
 }
 
-#[test]
 fn a_judge_agent_speaks_the_validator_contract() {
     let s = project(
         "judge-agent",
@@ -1957,7 +1907,6 @@ fn a_judge_agent_speaks_the_validator_contract() {
     assert!(garbled[1]["metadata"]["repair"].is_string());
 }
 
-#[test]
 fn a_judge_works_as_a_checkpoint_of_a_dynamic_case() {
     let server = Server::start();
     server.answer(
@@ -2003,7 +1952,6 @@ fn a_judge_works_as_a_checkpoint_of_a_dynamic_case() {
     assert!(user_of(&reqs[1]).contains("The reply to judge:\nYou said: please. Anything else?"));
 }
 
-#[test]
 fn judges_work_in_static_turns_and_final_assertions() {
     let server = Server::start();
     server.answer(
@@ -2039,7 +1987,6 @@ fn judges_work_in_static_turns_and_final_assertions() {
     );
 }
 
-#[test]
 fn a_judge_without_key_or_recording_is_skipped_outside_ci_and_fails_on_ci() {
     // The [llm] points at a closed port: nothing may be sent without the key anyway.
     let s = project(
@@ -2059,7 +2006,6 @@ fn a_judge_without_key_or_recording_is_skipped_outside_ci_and_fails_on_ci() {
 }
 
 /// The Rust API: a judge for users' own `#[test]`s, recorded in a cassette and replayed.
-#[test]
 fn the_rust_judge_api_judges_and_replays_from_its_cassette() {
     let server = Server::start();
     server.answer(
@@ -2069,7 +2015,7 @@ fn the_rust_judge_api_judges_and_replays_from_its_cassette() {
                 .to_string(),
         ],
     );
-    let s = Scratch::new("judge-api");
+    let s = scratch("judge-api");
     // No api_key_env: a local model needs no key.
     let url = server.url();
     let conf = |mode: &str| {
@@ -2125,7 +2071,6 @@ fn interactive_case() -> Value {
 
 const ASKED: &str = "Sure. What type of expense would you like to submit, and what is the amount?";
 
-#[test]
 fn piped_lines_answer_with_interactive_until_the_agent_completes() {
     let s = expense_project("piped", "", &[interactive_case()]);
     let r = agentest(s.path())
@@ -2147,7 +2092,6 @@ fn piped_lines_answer_with_interactive_until_the_agent_completes() {
         .expect_stdout("Turn 2: [Human] \"Travel, $500\"");
 }
 
-#[test]
 fn an_empty_line_stops_asking() {
     let s = expense_project("piped-stop", "", &[interactive_case()]);
     let r = agentest(s.path())
@@ -2161,7 +2105,6 @@ fn an_empty_line_stops_asking() {
     assert_eq!(r.case("human")["total_turns"], 2);
 }
 
-#[test]
 fn without_a_terminal_an_interactive_case_is_skipped_with_the_reason() {
     let s = expense_project("no-tty", "", &[interactive_case()]);
     // stdin is /dev/null, then a pipe: neither is a terminal.
@@ -2183,7 +2126,6 @@ fn without_a_terminal_an_interactive_case_is_skipped_with_the_reason() {
     }
 }
 
-#[test]
 fn on_missing_input_fail_makes_it_fail() {
     let s = expense_project("missing-fail", "", &[interactive_case()]);
     let r = agentest(s.path())
@@ -2195,7 +2137,6 @@ fn on_missing_input_fail_makes_it_fail() {
         .expect_error("human", &["there is no terminal to ask"]);
 }
 
-#[test]
 fn skip_interactive_and_ci_skip_it_too() {
     let s = expense_project("skip-ci", "", &[interactive_case()]);
     let r = agentest(s.path()).arg("--skip-interactive").run();
@@ -2216,7 +2157,6 @@ fn skip_interactive_and_ci_skip_it_too() {
         .expect_error("human", &["--skip-interactive"]);
 }
 
-#[test]
 fn a_person_may_replace_the_simulator_for_a_turn() {
     let s = project(
         "dyn-human",
@@ -2253,7 +2193,6 @@ fn a_person_may_replace_the_simulator_for_a_turn() {
         .expect_stdout("Turn 2: [Human] \"from-human\"");
 }
 
-#[test]
 fn a_real_terminal_is_asked_without_interactive() {
     if Command::new("python3")
         .args(["-c", "import pty"])
@@ -2279,7 +2218,6 @@ fn a_real_terminal_is_asked_without_interactive() {
         .expect_stderr("hint: e.g. travel, $350");
 }
 
-#[test]
 fn an_unanswered_question_times_out_as_the_case_says() {
     let s = expense_project(
         "pty-silent",
@@ -2296,7 +2234,6 @@ fn an_unanswered_question_times_out_as_the_case_says() {
     assert!(r.took < Duration::from_secs(10), "{r:?}");
 }
 
-#[test]
 fn an_answer_after_a_timed_out_question_goes_to_the_next_question() {
     let s = expense_project(
         "pty-after-timeout",
@@ -2330,7 +2267,6 @@ fn an_answer_after_a_timed_out_question_goes_to_the_next_question() {
     );
 }
 
-#[test]
 fn a_dynamic_prompt_shows_the_agents_input_hint() {
     let s = expense_project(
         "dyn-hint",
@@ -2352,4 +2288,58 @@ fn a_dynamic_prompt_shows_the_agents_input_hint() {
     r.expect(0).expect_status("dyn", "passed");
     r.expect_stderr(&format!("[dyn] the agent asks: {ASKED}"))
         .expect_stderr("hint: e.g. travel, $350");
+}
+
+pub fn tests() -> Vec<libtest_mimic::Trial> {
+    crate::trials![
+        every_checkpoint_reached_passes_with_the_scripted_simulator,
+        an_agent_that_completes_with_checkpoints_missing_fails_naming_them,
+        the_simulator_reporting_its_goal_achieved_with_checkpoints_missing_fails,
+        max_turns_ends_the_conversation,
+        max_turns_defaults_to_20,
+        reaching_the_last_checkpoint_on_the_last_allowed_turn_passes,
+        the_timeout_is_checked_during_a_turn,
+        a_script_with_no_matching_rule_is_a_simulator_error,
+        a_named_simulator_that_crashes_is_a_simulator_error_naming_it,
+        an_agent_that_crashes_on_turn_2_is_an_agent_error,
+        after_holds_a_checkpoint_back_until_its_predecessor_is_reached,
+        a_same_turn_chain_counts_even_when_the_dependent_checkpoint_comes_first,
+        optional_checkpoints_may_be_missed_and_unmatched_forbidden_ones_do_not_count,
+        a_forbidden_checkpoint_fails_the_case_on_the_turn_it_matches,
+        the_scripted_simulator_uses_each_rule_once_in_order,
+        a_dynamic_case_without_input_starts_with_the_simulator,
+        a_named_simulator_receives_the_simulator_input_and_answers_json_or_text,
+        a_named_simulator_can_end_the_conversation_with_goal_achieved,
+        a_named_simulator_answer_without_a_message_is_an_error,
+        the_simulator_flag_picks_the_simulator_of_cases_that_name_none,
+        the_model_simulator_plays_the_user_from_json_and_text_answers_and_replays_offline,
+        show_checkpoints_lets_the_model_simulator_see_the_pending_ones,
+        an_empty_simulator_message_is_retried_once_then_an_error,
+        the_model_simulator_can_report_its_goal_achieved,
+        a_named_simulator_may_be_an_openai_agent,
+        an_openai_simulators_usage_is_reported_as_the_simulators,
+        a_model_simulator_without_key_or_recording_is_skipped_outside_ci_and_fails_on_ci,
+        awaiting_input_is_detected_by_declaration_then_tools_then_text,
+        run_input_tools_replaces_the_default_list,
+        the_agents_declaration_decides_when_a_dynamic_conversation_ends,
+        the_built_in_judge_passes_a_reply_that_meets_the_criteria,
+        a_failing_verdict_fails_the_case_with_its_reason_and_suggestions,
+        an_invalid_verdict_gets_one_repair_attempt,
+        a_judge_that_answers_badly_twice_makes_the_case_an_error,
+        a_judge_agent_speaks_the_validator_contract,
+        a_judge_works_as_a_checkpoint_of_a_dynamic_case,
+        judges_work_in_static_turns_and_final_assertions,
+        a_judge_without_key_or_recording_is_skipped_outside_ci_and_fails_on_ci,
+        the_rust_judge_api_judges_and_replays_from_its_cassette,
+        piped_lines_answer_with_interactive_until_the_agent_completes,
+        an_empty_line_stops_asking,
+        without_a_terminal_an_interactive_case_is_skipped_with_the_reason,
+        on_missing_input_fail_makes_it_fail,
+        skip_interactive_and_ci_skip_it_too,
+        a_person_may_replace_the_simulator_for_a_turn,
+        a_real_terminal_is_asked_without_interactive,
+        an_unanswered_question_times_out_as_the_case_says,
+        an_answer_after_a_timed_out_question_goes_to_the_next_question,
+        a_dynamic_prompt_shows_the_agents_input_hint,
+    ]
 }

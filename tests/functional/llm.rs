@@ -7,25 +7,21 @@
 //! `POST /v1/chat/completions`, answers from a per-test script and records every request,
 //! then runs the real `agentest` binary in a scratch directory against it.
 
-mod common;
-
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{clean, lock, ReportedRun as Run, Scratch, TcpServer, BIN};
+use crate::common::{cassette, clean, lock, ReportedRun as Run, Scratch, TcpServer, BIN};
 use serde_json::{json, Value};
 
 /// The variable `[llm] api_key_env` names in every config here.
 const KEY_VAR: &str = "AGENTEST_LLM_TEST_KEY";
 /// The key's value: distinctive, so a leak into any file or output is found by a grep.
 const KEY: &str = "sk-agentest-SECRET-7f3b2c71e5d84a06";
-/// The suite file every project writes its cases to: trials are `s::ID`.
-const SUITE: &str = "suites/s.jsonl";
 
 // ---------------------------------------------------------------------------------------
 // The scripted chat-completions server
@@ -382,42 +378,8 @@ fn cut_off() -> Action {
 // Scratch projects and runs of the binary
 // ---------------------------------------------------------------------------------------
 
-impl Scratch {
-    fn new(tag: &str) -> Scratch {
-        Scratch::named("llm", tag)
-    }
-
-    fn read(&self, rel: &str) -> String {
-        std::fs::read_to_string(self.join(rel)).unwrap_or_else(|e| panic!("read {rel}: {e}"))
-    }
-
-    /// Writes the cases to [`SUITE`], one line each.
-    fn cases(&self, cases: &[Value]) {
-        let text: String = cases.iter().map(|c| format!("{c}\n")).collect();
-        self.write(SUITE, &text);
-    }
-
-    /// Every file under the scratch directory.
-    fn files(&self) -> Vec<PathBuf> {
-        fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-            for e in std::fs::read_dir(dir).expect("read dir").flatten() {
-                let p = e.path();
-                if p.is_dir() {
-                    walk(&p, out);
-                } else {
-                    out.push(p);
-                }
-            }
-        }
-        let mut out = Vec::new();
-        walk(&self.root, &mut out);
-        out
-    }
-}
-
-/// The cassette file of case `id` of [`SUITE`].
-fn cassette(id: &str) -> String {
-    format!("suites/.cassettes/s/{id}.jsonl")
+fn scratch(tag: &str) -> Scratch {
+    Scratch::named("llm", tag)
 }
 
 const TOOLS: &str = r#"[
@@ -498,7 +460,7 @@ impl Conf {
 
 /// A scratch project: `agentest.toml`, `tools.json` and [`SUITE`] with `cases`.
 fn project(tag: &str, conf: &Conf, cases: &[Value]) -> Scratch {
-    let s = Scratch::new(tag);
+    let s = scratch(tag);
     s.write("agentest.toml", &conf.render());
     s.write("tools.json", TOOLS);
     s.cases(cases);
@@ -651,7 +613,6 @@ fn closed_port() -> u16 {
 // 1. The client: retries, backoff, Retry-After, timeouts, errors
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn a_429_with_retry_after_is_waited_for_retried_and_counted() {
     let server = Server::start();
     server.script(
@@ -683,7 +644,6 @@ fn a_429_with_retry_after_is_waited_for_retried_and_counted() {
     assert!(waited < Duration::from_secs(3), "{waited:?}");
 }
 
-#[test]
 fn a_429_without_retry_after_backs_off() {
     let server = Server::start();
     server.script("hello", vec![rate_limited(None), text("Hi", (1, 1))]);
@@ -703,7 +663,6 @@ fn a_429_without_retry_after_backs_off() {
     );
 }
 
-#[test]
 fn server_errors_exhaust_the_retries() {
     let server = Server::start();
     server.script(
@@ -731,7 +690,6 @@ fn server_errors_exhaust_the_retries() {
     assert_eq!(run.counts(), [1, 0, 0, 1, 0]);
 }
 
-#[test]
 fn retries_of_a_failed_call_are_counted_in_the_report() {
     let server = Server::start();
     server.script(
@@ -746,7 +704,6 @@ fn retries_of_a_failed_call_are_counted_in_the_report() {
     assert_eq!(run.case("T1")["retries"], 2, "{run:?}");
 }
 
-#[test]
 fn max_retries_zero_tries_once() {
     let server = Server::start();
     server.script(
@@ -766,7 +723,6 @@ fn max_retries_zero_tries_once() {
     assert!(!run.stderr.contains("retry"), "{run:?}");
 }
 
-#[test]
 fn a_slow_reply_past_the_timeout_is_retried() {
     let server = Server::start();
     server.script(
@@ -790,7 +746,6 @@ fn a_slow_reply_past_the_timeout_is_retried() {
     assert_eq!(server.count(), 2);
 }
 
-#[test]
 fn malformed_json_fails_at_once_without_retry() {
     let server = Server::start();
     server.script("hello", vec![garbage(), text("unused", (1, 1))]);
@@ -824,7 +779,6 @@ fn malformed_json_fails_at_once_without_retry() {
     assert!(!run.stderr.contains("retry"), "{run:?}");
 }
 
-#[test]
 fn a_connection_cut_off_or_dropped_is_retried() {
     let server = Server::start();
     server.script("cut", vec![cut_off(), text("whole", (1, 1))]);
@@ -849,7 +803,6 @@ fn a_connection_cut_off_or_dropped_is_retried() {
     assert_eq!(server.requests_for("hangup").len(), 2);
 }
 
-#[test]
 fn a_400_fails_at_once_with_the_servers_message() {
     let server = Server::start();
     server.script(
@@ -875,7 +828,6 @@ fn a_400_fails_at_once_with_the_servers_message() {
     assert!(!run.stderr.contains("retry"), "{run:?}");
 }
 
-#[test]
 fn a_retry_that_would_pass_the_case_deadline_is_not_waited_for() {
     let server = Server::start();
     server.script(
@@ -896,7 +848,6 @@ fn a_retry_that_would_pass_the_case_deadline_is_not_waited_for() {
     assert_eq!(server.count(), 1);
 }
 
-#[test]
 fn requests_carry_the_key_the_model_and_the_settings() {
     let server = Server::start();
     server.script("hello", vec![text("Hi", (3, 1))]);
@@ -955,11 +906,10 @@ fn requests_carry_the_key_the_model_and_the_settings() {
     }
 }
 
-#[test]
 fn system_file_and_inline_tools_are_sent() {
     let server = Server::start();
     server.script("hello", vec![text("Hi", (1, 1))]);
-    let p = Scratch::new("system-file");
+    let p = scratch("system-file");
     p.write(
         "agentest.toml",
         &format!(
@@ -985,7 +935,6 @@ fn system_file_and_inline_tools_are_sent() {
 // 2. The tool loop and the mocks
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn the_tool_loop_answers_from_the_mock_and_calls_the_model_again() {
     let server = Server::start();
     let travel = json!({"category": "travel"});
@@ -1105,7 +1054,6 @@ fn calling_case(
     ]})
 }
 
-#[test]
 fn every_mock_matcher_picks_the_right_mock() {
     let server = Server::start();
     let exact_then_any = json!([
@@ -1216,7 +1164,6 @@ fn every_mock_matcher_picks_the_right_mock() {
     }
 }
 
-#[test]
 fn a_mock_error_is_what_the_model_receives() {
     let server = Server::start();
     let cases = [
@@ -1266,7 +1213,6 @@ fn a_mock_error_is_what_the_model_receives() {
     }
 }
 
-#[test]
 fn a_mock_delay_is_waited_for() {
     let server = Server::start();
     let cases = [calling_case(
@@ -1312,7 +1258,6 @@ fn flaky_pattern(server: &Server, dir: &Scratch, seed: Option<&str>) -> String {
         .collect()
 }
 
-#[test]
 fn a_mock_failure_rate_is_reproducible_with_the_seed() {
     let server = Server::start();
     let flaky = json!({"id": "P", "input": "call flaky eight times", "setup": {"mocks": [
@@ -1367,7 +1312,6 @@ fn a_mock_failure_rate_is_reproducible_with_the_seed() {
     eprintln!("flaky patterns: seed 7 {seven}, seed 0 {zero}, seeds 1..=6 {patterns:?}");
 }
 
-#[test]
 fn a_failure_rate_of_one_or_zero_always_or_never_fails() {
     let server = Server::start();
     let cases = [
@@ -1404,7 +1348,6 @@ fn a_failure_rate_of_one_or_zero_always_or_never_fails() {
     );
 }
 
-#[test]
 fn an_unmatched_tool_call_fails_the_case_and_lists_the_mocks() {
     let server = Server::start();
     server.script(
@@ -1460,7 +1403,6 @@ fn an_unmatched_tool_call_fails_the_case_and_lists_the_mocks() {
     assert_eq!(run.counts(), [2, 0, 2, 0, 0]);
 }
 
-#[test]
 fn max_tool_rounds_bounds_the_loop() {
     let server = Server::start();
     server.script(
@@ -1488,7 +1430,6 @@ fn max_tool_rounds_bounds_the_loop() {
     assert_eq!(run.case("T1")["model_calls"], 2);
 }
 
-#[test]
 fn bad_case_mocks_are_load_errors_on_their_line() {
     let server = Server::start();
     let p = project(
@@ -1515,7 +1456,6 @@ fn bad_case_mocks_are_load_errors_on_their_line() {
 // 3. Usage
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn usage_is_summed_over_the_calls_and_turns() {
     let server = Server::start();
     server.script(
@@ -1625,7 +1565,6 @@ fn tool_loop_case() -> Value {
     ]})
 }
 
-#[test]
 fn auto_mode_records_then_replays_offline() {
     let server = Server::start();
     script_tool_loop(&server, "The travel limit is 75.");
@@ -1709,7 +1648,6 @@ fn auto_mode_records_then_replays_offline() {
     assert_no_secret_in_files(&p);
 }
 
-#[test]
 fn a_changed_request_misses_its_recording() {
     let server = Server::start();
     server.script("hello", vec![text("Hi", (1, 1))]);
@@ -1764,7 +1702,6 @@ fn a_changed_request_misses_its_recording() {
     );
 }
 
-#[test]
 fn record_mode_rewrites_the_file() {
     let server = Server::start();
     server.script(
@@ -1795,7 +1732,6 @@ fn record_mode_rewrites_the_file() {
     assert_eq!(replay.case("T1")["turns"][0]["output"], "second answer");
 }
 
-#[test]
 fn off_mode_writes_no_file() {
     let server = Server::start();
     server.script(
@@ -1833,7 +1769,6 @@ fn off_mode_writes_no_file() {
     assert_eq!(server.count(), 4);
 }
 
-#[test]
 fn strict_mode_fails_a_passing_case_that_left_entries_unused() {
     let server = Server::start();
     script_tool_loop(&server, "The travel limit is 75.");
@@ -1881,7 +1816,6 @@ fn strict_mode_fails_a_passing_case_that_left_entries_unused() {
     );
 }
 
-#[test]
 fn broken_cassettes_are_errors_naming_the_file_and_line() {
     let server = Server::start();
     script_tool_loop(&server, "The travel limit is 75.");
@@ -1948,7 +1882,6 @@ fn broken_cassettes_are_errors_naming_the_file_and_line() {
     assert_eq!(run.case("T1")["turns"][0]["output"], "Edited by hand: 75.");
 }
 
-#[test]
 fn unknown_cassette_modes_and_seeds_are_usage_errors() {
     let server = Server::start();
     let p = project("mode", &conf(&server.url()), &[case("T1", "hello")]);
@@ -1977,7 +1910,6 @@ fn unknown_cassette_modes_and_seeds_are_usage_errors() {
 // 5. No key
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn without_a_key_or_a_recording_the_case_is_skipped_outside_ci_and_fails_on_ci() {
     let server = Server::start();
     let p = project("no-key", &conf(&server.url()), &[case("T1", "hello")]);
@@ -2037,7 +1969,6 @@ fn without_a_key_or_a_recording_the_case_is_skipped_outside_ci_and_fails_on_ci()
     assert!(!p.exists("suites/.cassettes"), "nothing recorded");
 }
 
-#[test]
 fn on_ci_a_case_without_key_or_recording_fails_naming_the_key_variable() {
     let server = Server::start();
     let p = project("no-key-ci", &conf(&server.url()), &[case("T1", "hello")]);
@@ -2050,7 +1981,6 @@ fn on_ci_a_case_without_key_or_recording_fails_naming_the_key_variable() {
         .expect_error("T1", &["AGENTEST_LLM_TEST_KEY"]);
 }
 
-#[test]
 fn record_mode_keeps_the_old_recording_when_the_model_cannot_be_called() {
     let server = Server::start();
     server.script(
@@ -2097,7 +2027,6 @@ fn record_mode_keeps_the_old_recording_when_the_model_cannot_be_called() {
 // 6. --live
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn live_mode_sends_tool_calls_to_the_tools_url() {
     let model = Server::start();
     let tools = Server::start();
@@ -2195,7 +2124,6 @@ fn live_mode_sends_tool_calls_to_the_tools_url() {
     assert_eq!(tools.requests_for("get_policy").len(), 2);
 }
 
-#[test]
 fn live_mode_without_a_tools_url_is_a_clear_error() {
     let server = Server::start();
     server.script(
@@ -2221,7 +2149,6 @@ fn live_mode_without_a_tools_url_is_a_clear_error() {
 // 7. Environment overrides
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn environment_overrides_redirect_the_endpoint_and_the_model() {
     let server = Server::start();
     let closed = format!("http://127.0.0.1:{}/v1", closed_port());
@@ -2258,7 +2185,6 @@ fn environment_overrides_redirect_the_endpoint_and_the_model() {
     );
 }
 
-#[test]
 fn named_endpoints_have_their_own_overrides_and_agents_their_model() {
     let server = Server::start();
     let closed = format!("http://127.0.0.1:{}/v1", closed_port());
@@ -2301,7 +2227,6 @@ fn named_endpoints_have_their_own_overrides_and_agents_their_model() {
 // 8. Config errors exit 2
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn config_errors_exit_2_before_anything_runs() {
     let server = Server::start();
     let url = server.url();
@@ -2360,7 +2285,7 @@ fn config_errors_exit_2_before_anything_runs() {
         ),
     ];
     for (toml, expected) in table {
-        let s = Scratch::new("config");
+        let s = scratch("config");
         s.write("agentest.toml", &toml);
         s.cases(&[case("T1", "hello")]);
         let run = agentest(s.path()).run();
@@ -2372,4 +2297,46 @@ fn config_errors_exit_2_before_anything_runs() {
         assert!(run.report.is_none(), "nothing ran for\n{toml}\n{run:?}");
     }
     assert_eq!(server.count(), 0);
+}
+
+pub fn tests() -> Vec<libtest_mimic::Trial> {
+    crate::trials![
+        a_429_with_retry_after_is_waited_for_retried_and_counted,
+        a_429_without_retry_after_backs_off,
+        server_errors_exhaust_the_retries,
+        retries_of_a_failed_call_are_counted_in_the_report,
+        max_retries_zero_tries_once,
+        a_slow_reply_past_the_timeout_is_retried,
+        malformed_json_fails_at_once_without_retry,
+        a_connection_cut_off_or_dropped_is_retried,
+        a_400_fails_at_once_with_the_servers_message,
+        a_retry_that_would_pass_the_case_deadline_is_not_waited_for,
+        requests_carry_the_key_the_model_and_the_settings,
+        system_file_and_inline_tools_are_sent,
+        the_tool_loop_answers_from_the_mock_and_calls_the_model_again,
+        every_mock_matcher_picks_the_right_mock,
+        a_mock_error_is_what_the_model_receives,
+        a_mock_delay_is_waited_for,
+        a_mock_failure_rate_is_reproducible_with_the_seed,
+        a_failure_rate_of_one_or_zero_always_or_never_fails,
+        an_unmatched_tool_call_fails_the_case_and_lists_the_mocks,
+        max_tool_rounds_bounds_the_loop,
+        bad_case_mocks_are_load_errors_on_their_line,
+        usage_is_summed_over_the_calls_and_turns,
+        auto_mode_records_then_replays_offline,
+        a_changed_request_misses_its_recording,
+        record_mode_rewrites_the_file,
+        off_mode_writes_no_file,
+        strict_mode_fails_a_passing_case_that_left_entries_unused,
+        broken_cassettes_are_errors_naming_the_file_and_line,
+        unknown_cassette_modes_and_seeds_are_usage_errors,
+        without_a_key_or_a_recording_the_case_is_skipped_outside_ci_and_fails_on_ci,
+        on_ci_a_case_without_key_or_recording_fails_naming_the_key_variable,
+        record_mode_keeps_the_old_recording_when_the_model_cannot_be_called,
+        live_mode_sends_tool_calls_to_the_tools_url,
+        live_mode_without_a_tools_url_is_a_clear_error,
+        environment_overrides_redirect_the_endpoint_and_the_model,
+        named_endpoints_have_their_own_overrides_and_agents_their_model,
+        config_errors_exit_2_before_anything_runs,
+    ]
 }

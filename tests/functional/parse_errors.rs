@@ -110,7 +110,6 @@ fn dynamic(checkpoints: &str) -> String {
 
 // ---------------------------------------------------------------- JSON and shape
 
-#[test]
 fn invalid_json_gives_serdes_column() {
     // The `}` after the trailing comma is character 26.
     let e = expect(
@@ -137,8 +136,6 @@ fn invalid_json_gives_serdes_column() {
     assert!(e.location.column >= 10, "{e}");
 }
 
-#[test]
-
 fn invalid_json_column_counts_characters_not_bytes() {
     // `é` is one character but two bytes: the `}` is character 25 (byte 26).
     expect(
@@ -158,7 +155,6 @@ fn invalid_json_column_counts_characters_not_bytes() {
     );
 }
 
-#[test]
 fn a_line_that_is_not_an_object() {
     expect(
         r#"["a", "b"]"#,
@@ -180,7 +176,6 @@ fn a_line_that_is_not_an_object() {
     );
 }
 
-#[test]
 fn duplicate_key_is_an_error_at_its_second_occurrence() {
     // serde_json alone keeps the last `assertions`, and the case would pass with none.
     let line = r#"{"id":"c","input":"Hello","assertions":[{"type":"contains","value":"ZZZ"}],"assertions":[]}"#;
@@ -197,7 +192,6 @@ fn duplicate_key_is_an_error_at_its_second_occurrence() {
     assert_eq!(e.id.as_deref(), Some("c"));
 }
 
-#[test]
 fn duplicate_key_deep_inside_is_named_by_its_path() {
     let line = r#"{"id": "s", "turns": [{"input": "a"}, {"input": "b", "assertions": [{"type": "contains", "value": "x", "value": "y"}]}]}"#;
     expect_parts(
@@ -235,7 +229,6 @@ fn duplicate_key_deep_inside_is_named_by_its_path() {
     );
 }
 
-#[test]
 fn duplicate_id_key_does_not_name_the_trial() {
     let line = r#"{"id": "a", "input": "x", "id": "b"}"#;
     let e = expect_parts(line, key_col(line, "id", 1), "id", &["duplicate key `id`"]);
@@ -257,7 +250,6 @@ fn duplicate_id_key_does_not_name_the_trial() {
 
 // ---------------------------------------------------------------- ids
 
-#[test]
 fn missing_id() {
     let e = expect(
         r#"{"input": "x"}"#,
@@ -268,7 +260,6 @@ fn missing_id() {
     assert_eq!(e.id, None);
 }
 
-#[test]
 fn id_of_the_wrong_type() {
     let e = expect(
         r#"{"id": 7, "input": "x"}"#,
@@ -285,14 +276,12 @@ fn id_of_the_wrong_type() {
     );
 }
 
-#[test]
 fn empty_id() {
     let message = r#"the id is empty; give the case an id unique within its file, like "T001""#;
     expect(r#"{"id": "", "input": "x"}"#, 2, Some("id"), message);
     expect(r#"{"id": "   ", "input": "x"}"#, 2, Some("id"), message);
 }
 
-#[test]
 fn id_containing_the_trial_separator() {
     expect(
         r#"{"id": "a::b", "input": "x"}"#,
@@ -308,7 +297,6 @@ fn id_containing_the_trial_separator() {
     );
 }
 
-#[test]
 fn id_with_a_control_character() {
     // A newline in a trial name would split nextest's one-name-per-line test list.
     let e = expect(
@@ -344,8 +332,6 @@ fn id_with_a_control_character() {
     );
 }
 
-#[test]
-
 fn a_rejected_id_does_not_name_the_trial() {
     let loaded = suite(concat!(
         "{\"id\": \"a::b\", \"input\": \"x\"}\n",
@@ -366,7 +352,6 @@ fn a_rejected_id_does_not_name_the_trial() {
     );
 }
 
-#[test]
 fn duplicate_id_names_the_first_line_and_the_trial_by_line() {
     let text = concat!(
         "{\"id\": \"a\", \"input\": \"x\"}\n",
@@ -397,7 +382,6 @@ fn duplicate_id_names_the_first_line_and_the_trial_by_line() {
 
 // ---------------------------------------------------------------- unknown keys and types
 
-#[test]
 fn unknown_top_level_key_suggests_the_known_one() {
     let line = r#"{"id": "a", "input": "x", "assertion": {"type": "contains", "value": "y"}}"#;
     let e = expect(
@@ -416,7 +400,6 @@ fn unknown_top_level_key_suggests_the_known_one() {
     );
 }
 
-#[test]
 fn unknown_key_far_from_every_known_one_lists_them() {
     let line = r#"{"id": "a", "input": "x", "zzzzzzzz": 1}"#;
     let e = expect_parts(
@@ -428,7 +411,6 @@ fn unknown_key_far_from_every_known_one_lists_them() {
     assert!(e.message.contains("simulator, checkpoints, max_turns"));
 }
 
-#[test]
 fn unknown_assertion_type_suggests_the_known_one() {
     let line = r#"{"id": "a", "input": "x", "assertions": [{"type": "contians", "value": "y"}]}"#;
     expect(
@@ -447,7 +429,6 @@ fn unknown_assertion_type_suggests_the_known_one() {
     );
 }
 
-#[test]
 fn unknown_key_inside_an_assertion() {
     let line = r#"{"id": "a", "input": "x", "assertions": [{"type": "regex", "patern": "\\d+"}]}"#;
     expect(
@@ -460,7 +441,6 @@ fn unknown_key_inside_an_assertion() {
 
 // ---------------------------------------------------------------- compiled values
 
-#[test]
 fn invalid_regex_fails_at_load_time() {
     let line = r#"{"id": "a", "input": "x", "assert": {"type": "regex", "pattern": "(unclosed"}}"#;
     let e = expect_parts(
@@ -480,7 +460,6 @@ fn invalid_regex_fails_at_load_time() {
     );
 }
 
-#[test]
 fn invalid_json_path_fails_at_load_time() {
     let line = r#"{"id": "a", "input": "x", "assert": {"type": "json_path", "path": "$.items[", "value": 1}}"#;
     expect(
@@ -503,8 +482,6 @@ fn invalid_json_path_fails_at_load_time() {
     );
 }
 
-#[test]
-
 fn json_path_error_position_refers_to_the_path_as_written() {
     // "$.items[" fails at character 9, one past its end; "items[" as written is
     // two characters shorter, so the same failure is at its character 7.
@@ -517,7 +494,6 @@ fn json_path_error_position_refers_to_the_path_as_written() {
     );
 }
 
-#[test]
 fn bad_durations() {
     let line = r#"{"id": "a", "input": "x", "timeout": "30"}"#;
     expect(
@@ -550,7 +526,6 @@ fn bad_durations() {
     );
 }
 
-#[test]
 fn zero_timeouts() {
     let message = r#"a timeout of "0s" ends before anything can happen; give a positive duration like "30s" or "2m", or leave the timeout out for the default"#;
     let line = r#"{"id": "a", "input": "x", "timeout": "0s"}"#;
@@ -578,7 +553,6 @@ fn zero_timeouts() {
 
 // ---------------------------------------------------------------- modes
 
-#[test]
 fn turns_and_simulator_together() {
     let line = r#"{"id": "a", "turns": [{"input": "x"}], "simulator": {"use": "script"}, "checkpoints": [{"id": "c", "assert": "tool_called"}]}"#;
     expect(
@@ -589,7 +563,6 @@ fn turns_and_simulator_together() {
     );
 }
 
-#[test]
 fn dynamic_mode_without_simulator() {
     expect(
         r#"{"id": "a", "mode": "dynamic", "input": "x"}"#,
@@ -606,7 +579,6 @@ fn dynamic_mode_without_simulator() {
     );
 }
 
-#[test]
 fn unknown_mode() {
     let line = r#"{"id": "a", "mode": "multi", "input": "x"}"#;
     expect(
@@ -624,7 +596,6 @@ fn unknown_mode() {
     );
 }
 
-#[test]
 fn static_mode_with_input_and_no_turns() {
     let line = r#"{"id": "a", "mode": "static", "input": "x", "assertions": [{"type": "contains", "value": "y"}]}"#;
     expect(
@@ -639,7 +610,6 @@ fn static_mode_with_input_and_no_turns() {
     assert_eq!(parse(r#"{"id": "a", "input": "x"}"#).mode.name(), "single");
 }
 
-#[test]
 fn simulator_without_checkpoints() {
     expect(
         r#"{"id": "a", "input": "x", "simulator": {"use": "script", "script": []}}"#,
@@ -656,7 +626,6 @@ fn simulator_without_checkpoints() {
     );
 }
 
-#[test]
 fn checkpoint_after_an_unknown_id() {
     let line = dynamic(
         r#"[{"id": "c1", "assert": "tool_called"}, {"id": "c2", "after": ["c0"], "assert": {"type": "contains", "value": "ok"}}]"#,
@@ -677,7 +646,6 @@ fn checkpoint_after_an_unknown_id() {
     );
 }
 
-#[test]
 fn checkpoint_after_cycle() {
     let line = dynamic(
         r#"[{"id": "a", "after": ["b"], "assert": "tool_called"}, {"id": "b", "after": ["a"], "assert": "tool_called"}]"#,
@@ -705,7 +673,6 @@ fn checkpoint_after_cycle() {
     ));
 }
 
-#[test]
 fn duplicate_checkpoint_id() {
     let line = dynamic(
         r#"[{"id": "c1", "assert": "tool_called"}, {"id": "c1", "assert": {"type": "contains", "value": "ok"}}]"#,
@@ -717,8 +684,6 @@ fn duplicate_checkpoint_id() {
         &[r#"duplicate checkpoint id "c1""#],
     );
 }
-
-#[test]
 
 fn duplicate_checkpoint_id_points_at_the_second_checkpoint() {
     let line = dynamic(
@@ -732,8 +697,6 @@ fn duplicate_checkpoint_id_points_at_the_second_checkpoint() {
     );
 }
 
-#[test]
-
 fn error_in_the_second_assertion_points_at_it() {
     let line = r#"{"id": "a", "input": "x", "assertions": [{"type": "contains", "value": "y"}, {"type": "contians", "value": "z"}]}"#;
     expect(
@@ -744,7 +707,6 @@ fn error_in_the_second_assertion_points_at_it() {
     );
 }
 
-#[test]
 fn assertions_and_assert_together() {
     let line = r#"{"id": "a", "input": "x", "assertions": [], "assert": []}"#;
     expect(
@@ -762,7 +724,6 @@ fn assertions_and_assert_together() {
     );
 }
 
-#[test]
 fn static_case_with_top_level_input() {
     let line = r#"{"id": "a", "input": "x", "turns": [{"input": "y"}]}"#;
     expect(
@@ -783,8 +744,6 @@ fn static_case_with_top_level_input() {
     );
 }
 
-#[test]
-
 fn static_case_with_top_level_input_after_turns_points_at_it() {
     let line = r#"{"id": "a", "turns": [{"input": "y"}], "input": "x"}"#;
     expect(
@@ -795,7 +754,6 @@ fn static_case_with_top_level_input_after_turns_points_at_it() {
     );
 }
 
-#[test]
 fn empty_turns() {
     let line = r#"{"id": "a", "turns": []}"#;
     expect(
@@ -813,7 +771,6 @@ fn empty_turns() {
     );
 }
 
-#[test]
 fn missing_input() {
     expect(
         r#"{"id": "a"}"#,
@@ -825,7 +782,6 @@ fn missing_input() {
 
 // ---------------------------------------------------------------- messages
 
-#[test]
 fn input_whose_last_message_is_not_from_the_user() {
     let line = r#"{"id": "a", "input": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}"#;
     expect_parts(
@@ -843,8 +799,6 @@ fn input_whose_last_message_is_not_from_the_user() {
     );
 }
 
-#[test]
-
 fn last_message_error_points_at_the_last_message() {
     let line = r#"{"id": "a", "input": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}"#;
     expect(
@@ -855,7 +809,6 @@ fn last_message_error_points_at_the_last_message() {
     );
 }
 
-#[test]
 fn unknown_role() {
     let line = r#"{"id": "a", "input": {"role": "bot", "content": "x"}}"#;
     expect(
@@ -882,7 +835,6 @@ fn unknown_role() {
 
 // ---------------------------------------------------------------- field types
 
-#[test]
 fn skip_of_the_wrong_type() {
     let line = r#"{"id": "a", "input": "x", "skip": "yes"}"#;
     expect(
@@ -893,7 +845,6 @@ fn skip_of_the_wrong_type() {
     );
 }
 
-#[test]
 fn tags_that_are_not_strings() {
     let line = r#"{"id": "a", "input": "x", "tags": ["smoke", 1]}"#;
     expect(
@@ -911,7 +862,6 @@ fn tags_that_are_not_strings() {
     );
 }
 
-#[test]
 fn max_turns_zero() {
     let line = r#"{"id": "d", "input": "hi", "simulator": {"use": "script", "script": [{"say": "ok"}]}, "checkpoints": [{"id": "c", "assert": "tool_called"}], "max_turns": 0}"#;
     expect(
@@ -939,7 +889,6 @@ fn max_turns_zero() {
 
 // ---------------------------------------------------------------- accepted inputs
 
-#[test]
 fn string_input() {
     let case = parse(r#"{"id": "T001", "input": "Submit my taxi receipt"}"#);
     let Mode::Single { input, assertions } = &case.mode else {
@@ -953,7 +902,6 @@ fn string_input() {
     assert_eq!(case.scripted_turns(), 1);
 }
 
-#[test]
 fn message_object_input() {
     let case =
         parse(r#"{"id": "a", "name": "Object", "input": {"role": "user", "content": "hi"}}"#);
@@ -971,7 +919,6 @@ fn message_object_input() {
     assert_eq!(input.text(), r#"{"amount":5}"#);
 }
 
-#[test]
 fn message_array_input_is_a_history() {
     let case = parse(
         r#"{"id": "a", "input": [{"role": "system", "content": "be terse"}, {"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello", "tool_calls": [{"name": "t"}]}, "and now?"]}"#,
@@ -985,7 +932,6 @@ fn message_array_input_is_a_history() {
     assert_eq!(input.messages[2].tool_calls, Some(json!([{"name": "t"}])));
 }
 
-#[test]
 fn message_name_and_tool_call_id_reach_the_agent() {
     let case = parse(
         r#"{"id": "a", "input": [{"role": "user", "content": "2+2?", "name": "ann"}, {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "name": "calc"}]}, {"role": "tool", "content": "4", "name": "calc", "tool_call_id": "call_1"}, "thanks"]}"#,
@@ -1016,7 +962,6 @@ fn message_name_and_tool_call_id_reach_the_agent() {
     );
 }
 
-#[test]
 fn static_case_with_final_assertions() {
     let case = parse(
         r#"{"id": "flow", "turns": [{"input": "start", "assertions": [{"type": "contains", "value": "ok"}]}, {"input": "go on", "assert": "tool_called", "options": {"k": 1}}], "final_assertions": [{"type": "equals", "value": {"done": true}}, {"type": "type", "value": "object"}]}"#,
@@ -1041,7 +986,6 @@ fn static_case_with_final_assertions() {
     assert_eq!(case.mode.name(), "static");
 }
 
-#[test]
 fn assert_as_a_bare_type_string() {
     let case = parse(r#"{"id": "a", "input": "x", "assert": "tool_called"}"#);
     let Mode::Single { assertions, .. } = &case.mode else {
@@ -1061,7 +1005,6 @@ fn assert_as_a_bare_type_string() {
     );
 }
 
-#[test]
 fn dynamic_case_defaults() {
     let case = parse(&dynamic(
         r#"[{"id": "c1", "assertion": "tool_called"}, {"id": "c2", "after": "c1", "forbidden": true, "assert": {"type": "contains", "value": "refund"}}]"#,
@@ -1087,7 +1030,6 @@ fn dynamic_case_defaults() {
 
 // ---------------------------------------------------------------- suites
 
-#[test]
 fn comments_and_blank_lines_are_skipped_and_lines_keep_their_numbers() {
     let text = concat!(
         "// refunds: the happy path first\n",
@@ -1129,8 +1071,6 @@ fn comments_and_blank_lines_are_skipped_and_lines_keep_their_numbers() {
     assert!(last.skip);
 }
 
-#[test]
-
 fn a_byte_order_mark_is_ignored_or_named() {
     // RFC 8259 lets parsers ignore a BOM; failing is acceptable only if the message says why.
     let loaded = suite("\u{feff}{\"id\": \"a\", \"input\": \"x\"}\n");
@@ -1142,7 +1082,6 @@ fn a_byte_order_mark_is_ignored_or_named() {
     }
 }
 
-#[test]
 fn windows_line_endings_are_read() {
     let loaded = suite(
         "// c\r\n{\"id\": \"a\", \"input\": \"x\"}\r\n\r\n{\"id\": \"b\", \"imput\": \"y\"}\r\n",
@@ -1162,7 +1101,6 @@ fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
-#[test]
 fn invalid_utf8_is_an_error_for_its_line_only() {
     let dir = temp_dir("utf8");
     let file = dir.join("latin1.jsonl");
@@ -1206,7 +1144,6 @@ fn invalid_utf8_is_an_error_for_its_line_only() {
     assert!(e.message.contains("0xFF"), "{e}");
 }
 
-#[test]
 fn invalid_utf8_at_the_end_of_the_last_line() {
     // A character cut short at the very end of the file.
     let loaded = parse_suite_bytes(
@@ -1239,7 +1176,6 @@ fn invalid_utf8_at_the_end_of_the_last_line() {
     assert_eq!(trials(&from_bytes), [("s::a", true), ("s::b", false)]);
 }
 
-#[test]
 fn trial_names_are_suite_and_id() {
     let loaded = parse_suite(
         "smoke",
@@ -1252,4 +1188,65 @@ fn trial_names_are_suite_and_id() {
     assert!(loaded.iter().all(|l| l.suite == "smoke"));
     assert!(suite("").is_empty());
     assert!(suite("// only a comment\n\n").is_empty());
+}
+
+pub fn tests() -> Vec<libtest_mimic::Trial> {
+    crate::trials![
+        invalid_json_gives_serdes_column,
+        invalid_json_column_counts_characters_not_bytes,
+        a_line_that_is_not_an_object,
+        duplicate_key_is_an_error_at_its_second_occurrence,
+        duplicate_key_deep_inside_is_named_by_its_path,
+        duplicate_id_key_does_not_name_the_trial,
+        missing_id,
+        id_of_the_wrong_type,
+        empty_id,
+        id_containing_the_trial_separator,
+        id_with_a_control_character,
+        a_rejected_id_does_not_name_the_trial,
+        duplicate_id_names_the_first_line_and_the_trial_by_line,
+        unknown_top_level_key_suggests_the_known_one,
+        unknown_key_far_from_every_known_one_lists_them,
+        unknown_assertion_type_suggests_the_known_one,
+        unknown_key_inside_an_assertion,
+        invalid_regex_fails_at_load_time,
+        invalid_json_path_fails_at_load_time,
+        json_path_error_position_refers_to_the_path_as_written,
+        bad_durations,
+        zero_timeouts,
+        turns_and_simulator_together,
+        dynamic_mode_without_simulator,
+        unknown_mode,
+        static_mode_with_input_and_no_turns,
+        simulator_without_checkpoints,
+        checkpoint_after_an_unknown_id,
+        checkpoint_after_cycle,
+        duplicate_checkpoint_id,
+        duplicate_checkpoint_id_points_at_the_second_checkpoint,
+        error_in_the_second_assertion_points_at_it,
+        assertions_and_assert_together,
+        static_case_with_top_level_input,
+        static_case_with_top_level_input_after_turns_points_at_it,
+        empty_turns,
+        missing_input,
+        input_whose_last_message_is_not_from_the_user,
+        last_message_error_points_at_the_last_message,
+        unknown_role,
+        skip_of_the_wrong_type,
+        tags_that_are_not_strings,
+        max_turns_zero,
+        string_input,
+        message_object_input,
+        message_array_input_is_a_history,
+        message_name_and_tool_call_id_reach_the_agent,
+        static_case_with_final_assertions,
+        assert_as_a_bare_type_string,
+        dynamic_case_defaults,
+        comments_and_blank_lines_are_skipped_and_lines_keep_their_numbers,
+        a_byte_order_mark_is_ignored_or_named,
+        windows_line_endings_are_read,
+        invalid_utf8_is_an_error_for_its_line_only,
+        invalid_utf8_at_the_end_of_the_last_line,
+        trial_names_are_suite_and_id,
+    ]
 }

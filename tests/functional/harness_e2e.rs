@@ -584,7 +584,6 @@ fn check_dynamic_records(records: &BTreeMap<String, &Value>) {
 // ---------------------------------------------------------------------------------
 // cargo test
 
-#[test]
 fn list_prints_exactly_the_sorted_trial_names() {
     let fx = fixture();
     let out = fx.cargo_test(&["--list"]);
@@ -603,7 +602,6 @@ fn list_prints_exactly_the_sorted_trial_names() {
     assert_eq!(ignored.stdout, list_lines(&[SKIP_CASE]), "{ignored}");
 }
 
-#[test]
 fn cargo_test_fails_with_located_messages_and_counts() {
     let fx = fixture();
     let out = fx.cargo_test(&[]);
@@ -669,7 +667,6 @@ fn cargo_test_fails_with_located_messages_and_counts() {
     assert_eq!(listed, FAILING, "{out}");
 }
 
-#[test]
 fn name_filter_runs_one_suite() {
     let out = fixture().cargo_test(&["billing/"]);
     out.expect_code(0);
@@ -682,7 +679,6 @@ fn name_filter_runs_one_suite() {
     expect_counts(&out, 2, 0, 0, Some(8));
 }
 
-#[test]
 fn dynamic_cases_run_with_the_scripted_simulator() {
     let out = fixture().cargo_test(&["chat::"]);
     out.expect_code(101);
@@ -708,7 +704,6 @@ fn dynamic_cases_run_with_the_scripted_simulator() {
 /// The reason a dynamic case failed is in the trial's failure message, since it fails
 /// with no failed assertion to show: the turn limit and the checkpoint still missing,
 /// with its last failure.
-#[test]
 fn a_dynamic_case_out_of_turns_fails_naming_the_missing_checkpoint() {
     let out = fixture().cargo_test(&["--exact", MAX_TURNS_CASE]);
     out.expect_code(101);
@@ -729,7 +724,6 @@ fn a_dynamic_case_out_of_turns_fails_naming_the_missing_checkpoint() {
     assert!(message.contains(MAX_TURNS_FAILURE), "{message}");
 }
 
-#[test]
 fn exact_filter_runs_one_trial() {
     let out = fixture().cargo_test(&["--exact", "billing/refunds::R1"]);
     out.expect_code(0);
@@ -748,7 +742,6 @@ fn exact_filter_runs_one_trial() {
     expect_counts(&none, 0, 0, 0, None);
 }
 
-#[test]
 fn skip_filter_leaves_out_matching_trials() {
     let out = fixture().cargo_test(&["--skip", "smoke::", "--skip", "R2", "--skip", "endless"]);
     out.expect_code(0);
@@ -757,7 +750,6 @@ fn skip_filter_leaves_out_matching_trials() {
     expect_counts(&out, 2, 0, 0, Some(8));
 }
 
-#[test]
 fn ignored_flag_runs_only_the_skip_case() {
     // libtest runs #[ignore] tests under --ignored; a skip:true case (which passes
     // against the echo agent) runs and passes the same way. The dynamic cases are not
@@ -772,7 +764,6 @@ fn ignored_flag_runs_only_the_skip_case() {
     expect_counts(&out, 1, 0, 0, Some(9));
 }
 
-#[test]
 fn json_format_emits_libtest_events() {
     let out = fixture().cargo_test(&["--format", "json", "-Z", "unstable-options"]);
     out.expect_code(101);
@@ -838,7 +829,6 @@ fn json_format_emits_libtest_events() {
     assert!(results[MAX_TURNS_CASE].1.contains(MAX_TURNS_AT), "{out}");
 }
 
-#[test]
 fn one_test_thread_runs_in_name_order() {
     let out = fixture().cargo_test(&["--test-threads", "1"]);
     out.expect_code(101);
@@ -847,7 +837,6 @@ fn one_test_thread_runs_in_name_order() {
     expect_counts(&out, 5, 4, 1, Some(0));
 }
 
-#[test]
 fn report_under_cargo_test_has_every_case_then_a_summary() {
     let fx = fixture();
     let scratch = Scratch::new("report-cargo-test");
@@ -917,7 +906,6 @@ fn report_under_cargo_test_has_every_case_then_a_summary() {
 /// `--exact SUITE::ID` must read only `SUITE.jsonl` and finish, and its filtered-out
 /// count shows that no other suite was loaded.
 #[cfg(unix)]
-#[test]
 fn exact_opens_only_the_named_suite() {
     let fx = fixture();
     let scratch = Scratch::new("exact-fifo");
@@ -984,7 +972,6 @@ const SLOW: Duration = Duration::from_secs(3);
 /// A case that times out after 1 s must end well before the agent or hook wakes up.
 const WELL_UNDER_SLOW: Duration = Duration::from_secs(2);
 
-#[test]
 fn faults_are_error_and_timeout_records_and_no_case_is_lost() {
     let fx = fixture();
     let scratch = Scratch::new("faults");
@@ -1085,7 +1072,6 @@ fn run_fault(trial: &str) -> (Output, Duration) {
     (out, took)
 }
 
-#[test]
 fn a_slow_before_hook_times_out_at_the_deadline() {
     let (out, took) = run_fault("faults::slow-hook");
     out.expect_code(101);
@@ -1099,7 +1085,6 @@ fn a_slow_before_hook_times_out_at_the_deadline() {
     );
 }
 
-#[test]
 fn a_slow_sync_agent_times_out_at_the_deadline() {
     let (out, took) = run_fault("faults::slow-agent");
     out.expect_code(101);
@@ -1113,7 +1098,6 @@ fn a_slow_sync_agent_times_out_at_the_deadline() {
     );
 }
 
-#[test]
 fn empty_suites_root_is_an_error_naming_the_root() {
     let fx = fixture();
     let scratch = Scratch::new("empty-root");
@@ -1162,7 +1146,6 @@ fn have_nextest() -> bool {
     })
 }
 
-#[test]
 fn nextest_lists_the_trials() {
     if !have_nextest() {
         return;
@@ -1191,7 +1174,6 @@ fn nextest_lists_the_trials() {
     }
 }
 
-#[test]
 fn nextest_run_fails_and_appends_a_record_per_case() {
     if !have_nextest() {
         return;
@@ -1260,7 +1242,6 @@ fn nextest_report(report: &Path) -> (String, Vec<Value>) {
     (text, lines)
 }
 
-#[test]
 fn nextest_runs_start_the_report_afresh() {
     if !have_nextest() {
         return;
@@ -1306,4 +1287,29 @@ fn nextest_runs_start_the_report_afresh() {
         "{third}"
     );
     assert_ne!(run_id(), second_run);
+}
+
+pub fn tests() -> Vec<libtest_mimic::Trial> {
+    crate::trials![
+        list_prints_exactly_the_sorted_trial_names,
+        cargo_test_fails_with_located_messages_and_counts,
+        name_filter_runs_one_suite,
+        dynamic_cases_run_with_the_scripted_simulator,
+        a_dynamic_case_out_of_turns_fails_naming_the_missing_checkpoint,
+        exact_filter_runs_one_trial,
+        skip_filter_leaves_out_matching_trials,
+        ignored_flag_runs_only_the_skip_case,
+        json_format_emits_libtest_events,
+        one_test_thread_runs_in_name_order,
+        report_under_cargo_test_has_every_case_then_a_summary,
+        #[cfg(unix)]
+        exact_opens_only_the_named_suite,
+        faults_are_error_and_timeout_records_and_no_case_is_lost,
+        a_slow_before_hook_times_out_at_the_deadline,
+        a_slow_sync_agent_times_out_at_the_deadline,
+        empty_suites_root_is_an_error_naming_the_root,
+        nextest_lists_the_trials,
+        nextest_run_fails_and_appends_a_record_per_case,
+        nextest_runs_start_the_report_afresh,
+    ]
 }

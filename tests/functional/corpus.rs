@@ -89,7 +89,6 @@ fn single(case: &Case) -> (String, Vec<&'static str>) {
     }
 }
 
-#[test]
 fn corpus_directory_is_present() {
     let Some(dir) = corpus() else { return };
     for rel in [
@@ -107,7 +106,6 @@ fn corpus_directory_is_present() {
     }
 }
 
-#[test]
 fn yao_designer_inputs_parse_with_assert_arrays() {
     let Some((loaded, cases)) = load("yao-designer/inputs.jsonl") else {
         return;
@@ -153,7 +151,6 @@ fn yao_designer_inputs_parse_with_assert_arrays() {
     }
 }
 
-#[test]
 fn yao_dev_app_hooks_read_before_and_after() {
     let Some((_, cases)) = load("yao-dev-app/hooks-test/inputs.jsonl") else {
         return;
@@ -189,7 +186,6 @@ fn yao_dev_app_hooks_read_before_and_after() {
     }
 }
 
-#[test]
 fn yao_engine_inputs_parse() {
     let Some((loaded, cases)) = load("yao-engine/inputs.jsonl") else {
         return;
@@ -236,7 +232,6 @@ fn yao_engine_inputs_parse() {
     assert_eq!(assertions[0].raw["value"], json!("(?i)hello"));
 }
 
-#[test]
 fn yao_engine_dynamic_inputs_parse() {
     let Some((_, cases)) = load("yao-engine/dynamic-inputs.jsonl") else {
         return;
@@ -355,7 +350,6 @@ fn yao_engine_dynamic_inputs_parse() {
     assert_eq!(checkpoints[1].assertions[0].type_name(), "contains");
 }
 
-#[test]
 fn assert_reads_as_object_and_as_array() {
     let at = || Location {
         file: Arc::new(PathBuf::from("inline.jsonl")),
@@ -465,7 +459,6 @@ fn run_vector(v: &Vector, rt: &tokio::runtime::Runtime) -> Result<(bool, Vec<Str
     })
 }
 
-#[test]
 fn yao_engine_assert_vectors_give_the_expected_verdicts() {
     let Some(vectors) = vectors() else { return };
     assert_eq!(vectors.len(), 16, "assert-vectors.jsonl holds 16 vectors");
@@ -493,7 +486,6 @@ fn yao_engine_assert_vectors_give_the_expected_verdicts() {
     );
 }
 
-#[test]
 fn assert_vectors_cover_the_upstream_table() {
     let Some(vectors) = vectors() else { return };
     let passing = vectors.iter().filter(|v| v.expected_pass).count();
@@ -511,4 +503,17 @@ fn assert_vectors_cover_the_upstream_table() {
     }
     assert!(vectors.iter().any(|v| v.output.is_object()));
     assert!(vectors.iter().any(|v| v.output.is_string()));
+}
+
+pub fn tests() -> Vec<libtest_mimic::Trial> {
+    crate::trials![
+        corpus_directory_is_present,
+        yao_designer_inputs_parse_with_assert_arrays,
+        yao_dev_app_hooks_read_before_and_after,
+        yao_engine_inputs_parse,
+        yao_engine_dynamic_inputs_parse,
+        assert_reads_as_object_and_as_array,
+        yao_engine_assert_vectors_give_the_expected_verdicts,
+        assert_vectors_cover_the_upstream_table,
+    ]
 }

@@ -8,8 +8,6 @@
 //! `AGENTEST_SCREENSHOT=path.png` to keep the browser test's screenshot somewhere else
 //! (`docs/report.png` is made that way).
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -17,8 +15,8 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use crate::common::{expense_agent_section, BIN};
 use agentest::__private::report::{self, CaseReport, Format, RunInfo, Status, Summary};
-use common::{expense_agent_section, BIN};
 use serde_json::Value;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -167,7 +165,6 @@ fn case<'a>(r: &'a Rendered, trial: &str) -> &'a CaseReport {
         .unwrap_or_else(|| panic!("no record for {trial}"))
 }
 
-#[test]
 fn the_run_has_every_outcome() {
     let r = rendered();
     let s = &r.summary;
@@ -194,7 +191,6 @@ fn the_run_has_every_outcome() {
 // JSON
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn json_report_parses_back_with_matching_counts() {
     let r = rendered();
     let doc: Value = serde_json::from_str(&r.json).expect("valid JSON");
@@ -429,7 +425,6 @@ fn unescape(s: &str) -> String {
     out
 }
 
-#[test]
 fn junit_report_is_well_formed_with_required_structure() {
     let r = rendered();
     let root = parse_xml(&r.junit);
@@ -553,7 +548,6 @@ fn junit_report_is_well_formed_with_required_structure() {
 // Markdown
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn markdown_report_has_counts_and_failing_transcripts() {
     let r = rendered();
     let md = &r.markdown;
@@ -628,7 +622,6 @@ impl StatusName for CaseReport {
 // HTML
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn html_report_has_every_case_and_escapes_markup() {
     let r = rendered();
     let html = &r.html;
@@ -691,7 +684,6 @@ fn browser_missing(browser_dir: &Path) -> Vec<String> {
     missing
 }
 
-#[test]
 fn html_report_works_in_headless_chromium() {
     let browser_dir = Path::new(ROOT).join("tests/browser");
     let missing = browser_missing(&browser_dir);
@@ -757,4 +749,15 @@ fn html_report_works_in_headless_chromium() {
     assert!(result["passed"].as_u64().unwrap() >= 20, "{result}");
     let png = std::fs::read(&shot).expect("screenshot written");
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "screenshot is a PNG");
+}
+
+pub fn tests() -> Vec<libtest_mimic::Trial> {
+    crate::trials![
+        the_run_has_every_outcome,
+        json_report_parses_back_with_matching_counts,
+        junit_report_is_well_formed_with_required_structure,
+        markdown_report_has_counts_and_failing_transcripts,
+        html_report_has_every_case_and_escapes_markup,
+        html_report_works_in_headless_chromium,
+    ]
 }
