@@ -23,8 +23,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::common::{
-    cassette, clean, expense_agent_section, lock, read_request_body, ReportedRun as Run, Scratch,
-    TcpServer, BIN,
+    cassette, clean, expense_agent_section, lock, need, read_request_body, Needs,
+    ReportedRun as Run, Scratch, TcpServer, BIN,
 };
 use serde_json::{json, Value};
 
@@ -371,6 +371,23 @@ fn contains(v: &str) -> Value {
 /// A checkpoint.
 fn cp(id: &str, assert: Value) -> Value {
     json!({"id": id, "assert": assert})
+}
+
+/// python3 with its `pty` module, which [`PTY_DRIVER`] and so every test on a
+/// pseudo-terminal needs (see [`need`]).
+fn python_pty() -> Needs {
+    let ok = Command::new("python3")
+        .args(["-c", "import pty"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if ok {
+        return Ok(());
+    }
+    need(
+        "python3 with the pty module",
+        "the pseudo-terminal tests run the binary on a pty opened by python3 \
+         (`python3 -c 'import pty'` failed)",
+    )
 }
 
 /// What the test feeds the binary's stdin.
@@ -2137,7 +2154,7 @@ fn on_missing_input_fail_makes_it_fail() {
         .expect_error("human", &["there is no terminal to ask"]);
 }
 
-fn skip_interactive_and_ci_skip_it_too() {
+fn skip_interactive_and_ci_skip_it_too() -> Needs {
     let s = expense_project("skip-ci", "", &[interactive_case()]);
     let r = agentest(s.path()).arg("--skip-interactive").run();
     r.expect(0)
@@ -2148,6 +2165,7 @@ fn skip_interactive_and_ci_skip_it_too() {
         .expect_status("human", "skipped")
         .expect_error("human", &["no person can answer on CI"]);
     // Even on a terminal, --skip-interactive asks nobody.
+    python_pty()?;
     let r = agentest(s.path())
         .arg("--skip-interactive")
         .pty(&["Travel, $500"])
@@ -2155,6 +2173,7 @@ fn skip_interactive_and_ci_skip_it_too() {
     r.expect(0)
         .expect_status("human", "skipped")
         .expect_error("human", &["--skip-interactive"]);
+    Ok(())
 }
 
 fn a_person_may_replace_the_simulator_for_a_turn() {
@@ -2193,16 +2212,8 @@ fn a_person_may_replace_the_simulator_for_a_turn() {
         .expect_stdout("Turn 2: [Human] \"from-human\"");
 }
 
-fn a_real_terminal_is_asked_without_interactive() {
-    if Command::new("python3")
-        .args(["-c", "import pty"])
-        .output()
-        .map(|o| !o.status.success())
-        .unwrap_or(true)
-    {
-        eprintln!("skipped: python3 with the pty module is needed for a pseudo-terminal");
-        return;
-    }
+fn a_real_terminal_is_asked_without_interactive() -> Needs {
+    python_pty()?;
     let s = expense_project("pty", "", &[interactive_case()]);
     let r = agentest(s.path()).pty(&["Travel, $500", "yes"]).run();
     r.expect(0).expect_status("human", "passed");
@@ -2216,9 +2227,11 @@ fn a_real_terminal_is_asked_without_interactive() {
     );
     r.expect_stderr(&format!("[human] the agent asks: {ASKED}"))
         .expect_stderr("hint: e.g. travel, $350");
+    Ok(())
 }
 
-fn an_unanswered_question_times_out_as_the_case_says() {
+fn an_unanswered_question_times_out_as_the_case_says() -> Needs {
+    python_pty()?;
     let s = expense_project(
         "pty-silent",
         "",
@@ -2232,9 +2245,11 @@ fn an_unanswered_question_times_out_as_the_case_says() {
         .expect_status("human", "error")
         .expect_error("human", &["turn 2: interactive input: no answer within 1s"]);
     assert!(r.took < Duration::from_secs(10), "{r:?}");
+    Ok(())
 }
 
-fn an_answer_after_a_timed_out_question_goes_to_the_next_question() {
+fn an_answer_after_a_timed_out_question_goes_to_the_next_question() -> Needs {
+    python_pty()?;
     let s = expense_project(
         "pty-after-timeout",
         "",
@@ -2265,6 +2280,7 @@ fn an_answer_after_a_timed_out_question_goes_to_the_next_question() {
         r.inputs("b-second")[1],
         ("Travel, $500".to_string(), "human".to_string())
     );
+    Ok(())
 }
 
 fn a_dynamic_prompt_shows_the_agents_input_hint() {

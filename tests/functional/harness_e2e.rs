@@ -40,6 +40,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::common::{need, Needs};
 use serde_json::{json, Value};
 
 /// Every trial of the fixture, sorted.
@@ -1130,26 +1131,29 @@ fn empty_suites_root_is_an_error_naming_the_root() {
 // ---------------------------------------------------------------------------------
 // cargo nextest
 
-/// Whether `cargo nextest` works here; when it does not, nextest tests pass vacuously.
-fn have_nextest() -> bool {
-    static HAVE: OnceLock<bool> = OnceLock::new();
-    *HAVE.get_or_init(|| {
+/// `cargo nextest`, which the nextest tests need (see [`need`]).
+fn nextest() -> Needs {
+    static HAVE: OnceLock<Result<(), String>> = OnceLock::new();
+    let have = HAVE.get_or_init(|| {
         let out = fixture().cargo(["nextest", "--version"]);
-        let ok = out.code == Some(0);
-        // CI has cargo-nextest: there a missing one must fail, not pass unchecked.
-        let on_ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
-        assert!(ok || !on_ci, "cargo nextest is not available on CI:\n{out}");
-        if !ok {
-            eprintln!("cargo nextest is not available; skipping the nextest checks\n{out}");
+        if out.code == Some(0) {
+            return Ok(());
         }
-        ok
-    })
+        let said = out.stderr.lines().find(|l| !l.trim().is_empty());
+        Err(format!(
+            "`cargo nextest --version` exited with {:?} ({}); install it with `cargo install cargo-nextest --locked`",
+            out.code,
+            said.unwrap_or("no output").trim()
+        ))
+    });
+    match have {
+        Ok(()) => Ok(()),
+        Err(reason) => need("cargo-nextest", reason.as_str()),
+    }
 }
 
-fn nextest_lists_the_trials() {
-    if !have_nextest() {
-        return;
-    }
+fn nextest_lists_the_trials() -> Needs {
+    nextest()?;
     let fx = fixture();
     let out = fx.nextest("list", &[], &[]);
     out.expect_code(0);
@@ -1172,12 +1176,11 @@ fn nextest_lists_the_trials() {
     for (name, case) in cases {
         assert_eq!(case["ignored"], name == SKIP_CASE, "{name}: {case}");
     }
+    Ok(())
 }
 
-fn nextest_run_fails_and_appends_a_record_per_case() {
-    if !have_nextest() {
-        return;
-    }
+fn nextest_run_fails_and_appends_a_record_per_case() -> Needs {
+    nextest()?;
     let fx = fixture();
     let scratch = Scratch::new("report-nextest");
     let report = scratch.path("report.jsonl");
@@ -1230,6 +1233,7 @@ fn nextest_run_fails_and_appends_a_record_per_case() {
         "{text}"
     );
     check_records(&records);
+    Ok(())
 }
 
 /// The report of a nextest run: one record per executed case, checked to have no
@@ -1242,10 +1246,8 @@ fn nextest_report(report: &Path) -> (String, Vec<Value>) {
     (text, lines)
 }
 
-fn nextest_runs_start_the_report_afresh() {
-    if !have_nextest() {
-        return;
-    }
+fn nextest_runs_start_the_report_afresh() -> Needs {
+    nextest()?;
     let fx = fixture();
     let scratch = Scratch::new("report-nextest-twice");
     let report = scratch.path("report.jsonl");
@@ -1287,6 +1289,7 @@ fn nextest_runs_start_the_report_afresh() {
         "{third}"
     );
     assert_ne!(run_id(), second_run);
+    Ok(())
 }
 
 pub fn tests() -> Vec<libtest_mimic::Trial> {

@@ -53,7 +53,7 @@ impl Missing {
     pub fn outcome(self) -> Result<Completion, Failed> {
         let Missing { what, reason } = self;
         if on_ci() {
-            Err(format!("{what} is missing, and CI is set: {reason}").into())
+            Err(format!("needs {what} (CI is set, so its absence is a failure): {reason}").into())
         } else {
             Ok(Completion::ignored_with(format!("needs {what}: {reason}")))
         }
