@@ -4,13 +4,13 @@
 //! server on 127.0.0.1.
 #![cfg(unix)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{toml_str, Scratch, BIN};
+use crate::common::{read_request, toml_str, Scratch, TcpServer, BIN};
 use serde_json::Value;
 
 /// An agent that answers every request line with `{"content": "ok"}`.
@@ -302,46 +302,18 @@ command = ["sh", "-c", "read -r line; head -c 300000000 /dev/zero | tr '\\000' a
 }
 
 /// An HTTP server answering `/announce` with a 100 MiB Content-Length, and `/stream`
-/// with 40 MiB of chunked body; runs until the test process ends.
-fn oversized_http_server() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    std::thread::spawn(move || {
-        for conn in listener.incoming().flatten() {
-            std::thread::spawn(move || serve_oversized(conn));
-        }
-    });
-    port
+/// with 40 MiB of chunked body; stopped on drop.
+fn oversized_http_server() -> TcpServer {
+    TcpServer::start(|conn, _| serve_oversized(conn))
 }
 
 fn serve_oversized(conn: TcpStream) {
     let mut reader = BufReader::new(conn.try_clone().expect("clone stream"));
     let mut conn = conn;
-    let mut request_line = String::new();
-    if reader.read_line(&mut request_line).is_err() {
+    let Some(request) = read_request(&mut reader) else {
         return;
-    }
-    let mut length = 0usize;
-    loop {
-        let mut header = String::new();
-        if reader.read_line(&mut header).unwrap_or(0) == 0 {
-            return;
-        }
-        let header = header.trim();
-        if header.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = header.split_once(':') {
-            if name.eq_ignore_ascii_case("content-length") {
-                length = value.trim().parse().unwrap_or(0);
-            }
-        }
-    }
-    let mut body = vec![0u8; length];
-    if reader.read_exact(&mut body).is_err() {
-        return;
-    }
-    if request_line.contains("/announce") {
+    };
+    if request.path.contains("/announce") {
         let _ = conn.write_all(
             b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 104857600\r\n\r\n{\"content\": \"",
         );
@@ -365,7 +337,8 @@ fn serve_oversized(conn: TcpStream) {
 }
 
 fn an_http_body_over_the_limit_is_an_error() {
-    let port = oversized_http_server();
+    let server = oversized_http_server();
+    let port = server.port;
     let dir = scratch(
         "http-limit",
         &format!(

@@ -4,7 +4,7 @@
 //! process agents: `bot.py` (written into each scratch directory, answering from a
 //! per-role rules file and logging every request it receives) or the example expense
 //! agent. Model-backed features (the built-in simulator and judge) run against a small
-//! real chat-completions server on 127.0.0.1 ([`Server`]) that answers from per-test
+//! real chat-completions server on 127.0.0.1 ([`ChatServer`], shared with the `llm` tests) that answers from per-test
 //! queues and records every request body.
 //!
 //! Covered: every row of the termination table, checkpoint ordering (`after`, same-turn
@@ -14,17 +14,14 @@
 //! cassette) and interactive input (piped with `--interactive`, the skip/fail rules, and a
 //! real pseudo-terminal).
 
-use std::collections::{HashMap, VecDeque};
-use std::io::{BufReader, Write};
-use std::net::TcpStream;
+use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::common::chat::ChatServer;
 use crate::common::{
-    cassette, clean, expense_agent_section, lock, need, read_request_body, Needs,
-    ReportedRun as Run, Scratch, TcpServer, BIN,
+    cassette, clean, expense_agent_section, need, Needs, ReportedRun as Run, Scratch, BIN,
 };
 use serde_json::{json, Value};
 
@@ -36,35 +33,12 @@ const SIM_PROMPT: &str = "You are simulating a user";
 const JUDGE_PROMPT: &str = "You are a strict, fair evaluator";
 
 // ---------------------------------------------------------------------------------------
-// The chat-completions test server
+// The chat-completions test server's routes
 // ---------------------------------------------------------------------------------------
 
-/// A scripted HTTP answer.
-#[derive(Debug, Clone)]
-struct Answer {
-    code: u16,
-    body: String,
-}
-
-#[derive(Default)]
-struct State {
-    /// Queues of answers by route (`sim`, `judge`, `other`).
-    queues: HashMap<&'static str, VecDeque<Answer>>,
-    /// Every request body received, with its route, in arrival order.
-    seen: Vec<(&'static str, Value)>,
-}
-
-/// A chat-completions server on 127.0.0.1 that answers each request from the queue of
-/// its route; stopped (port closed, connections shut) on drop.
-struct Server {
-    port: u16,
-    state: Arc<Mutex<State>>,
-    _server: TcpServer,
-}
-
-/// A request's route: the built-in simulator's and judge's requests start with their
-/// own system prompts.
-fn route_of(body: &Value) -> &'static str {
+/// The route of a request to [`ChatServer`]: the built-in simulator's and judge's requests
+/// start with their own system prompts (`sim`, `judge`); anything else is `other`.
+fn route_of(body: &Value) -> String {
     let system = body["messages"][0]["content"].as_str().unwrap_or_default();
     if system.starts_with(SIM_PROMPT) {
         "sim"
@@ -73,96 +47,7 @@ fn route_of(body: &Value) -> &'static str {
     } else {
         "other"
     }
-}
-
-impl Server {
-    fn start() -> Server {
-        let state = Arc::new(Mutex::new(State::default()));
-        let server = {
-            let state = state.clone();
-            TcpServer::start(move |stream, _| serve(stream, state.clone()))
-        };
-        Server {
-            port: server.port,
-            state,
-            _server: server,
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/v1", self.port)
-    }
-
-    /// Queues chat completions whose message content is each of `contents`, in order,
-    /// for the requests of `route`. Each reports usage (10, 5).
-    fn answer(&self, route: &'static str, contents: &[String]) {
-        let mut s = lock(&self.state);
-        let q = s.queues.entry(route).or_default();
-        for c in contents {
-            q.push_back(Answer {
-                code: 200,
-                body: completion(c).to_string(),
-            });
-        }
-    }
-
-    /// The bodies of the requests of `route`, in arrival order.
-    fn requests(&self, route: &str) -> Vec<Value> {
-        lock(&self.state)
-            .seen
-            .iter()
-            .filter(|(r, _)| *r == route)
-            .map(|(_, b)| b.clone())
-            .collect()
-    }
-}
-
-/// A chat completion carrying `content`, with volatile fields a cassette must drop.
-fn completion(content: &str) -> Value {
-    json!({
-        "id": "chatcmpl-volatile",
-        "object": "chat.completion",
-        "created": 1_700_000_000u64,
-        "model": "test-model",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
-    })
-}
-
-fn serve(stream: TcpStream, state: Arc<Mutex<State>>) {
-    let Ok(read_half) = stream.try_clone() else {
-        return;
-    };
-    let mut reader = BufReader::new(read_half);
-    let mut writer = stream;
-    while let Some(body) = read_request_body(&mut reader) {
-        let answer = {
-            let mut s = lock(&state);
-            let route = route_of(&body);
-            let answer = s
-                .queues
-                .get_mut(route)
-                .and_then(VecDeque::pop_front)
-                .unwrap_or_else(|| Answer {
-                    code: 400,
-                    body: json!({"error": {"message": format!("test server: no scripted answer left for {route}")}})
-                        .to_string(),
-                });
-            s.seen.push((route, body));
-            answer
-        };
-        let head = format!(
-            "HTTP/1.1 {} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-            answer.code,
-            answer.body.len()
-        );
-        if writer.write_all(head.as_bytes()).is_err()
-            || writer.write_all(answer.body.as_bytes()).is_err()
-            || writer.flush().is_err()
-        {
-            return;
-        }
-    }
+    .to_string()
 }
 
 /// The system prompt of a recorded chat request.
@@ -1282,7 +1167,7 @@ fn the_simulator_flag_picks_the_simulator_of_cases_that_name_none() {
 }
 
 fn the_model_simulator_plays_the_user_from_json_and_text_answers_and_replays_offline() {
-    let server = Server::start();
+    let server = ChatServer::routed(route_of);
     server.answer(
         "sim",
         &[
@@ -1324,7 +1209,7 @@ fn the_model_simulator_plays_the_user_from_json_and_text_answers_and_replays_off
     );
     assert_eq!(c["model_calls"], 2);
 
-    let reqs = server.requests("sim");
+    let reqs = server.bodies("sim");
     assert_eq!(reqs.len(), 2, "{reqs:?}");
     let system = system_of(&reqs[0]);
     assert!(
@@ -1372,7 +1257,7 @@ fn the_model_simulator_plays_the_user_from_json_and_text_answers_and_replays_off
 }
 
 fn show_checkpoints_lets_the_model_simulator_see_the_pending_ones() {
-    let server = Server::start();
+    let server = ChatServer::routed(route_of);
     server.answer(
         "sim",
         &[
@@ -1391,7 +1276,7 @@ fn show_checkpoints_lets_the_model_simulator_see_the_pending_ones() {
     let r = agentest(s.path()).run();
     r.expect(0).expect_status("shown", "passed");
     assert_eq!(r.case("shown")["turns"][1]["input"], "Travel, $500");
-    let reqs = server.requests("sim");
+    let reqs = server.bodies("sim");
     assert_eq!(reqs.len(), 2);
     let first = system_of(&reqs[0]);
     for part in [
@@ -1411,7 +1296,7 @@ fn show_checkpoints_lets_the_model_simulator_see_the_pending_ones() {
 
 fn an_empty_simulator_message_is_retried_once_then_an_error() {
     // Empty twice: an error after exactly two requests.
-    let server = Server::start();
+    let server = ChatServer::routed(route_of);
     server.answer(
         "sim",
         &[
@@ -1438,7 +1323,7 @@ fn an_empty_simulator_message_is_retried_once_then_an_error() {
             "empty",
             &["turn 2: simulator error: the simulator answered twice without a message"],
         );
-    let reqs = server.requests("sim");
+    let reqs = server.bodies("sim");
     assert_eq!(reqs.len(), 2, "{reqs:?}");
     let retry = reqs[1]["messages"].as_array().unwrap();
     assert_eq!(retry.len(), 4);
@@ -1452,7 +1337,7 @@ fn an_empty_simulator_message_is_retried_once_then_an_error() {
     drop(server);
 
     // Empty once: the retry answers and the conversation goes on.
-    let server = Server::start();
+    let server = ChatServer::routed(route_of);
     server.answer(
         "sim",
         &[
@@ -1469,12 +1354,12 @@ fn an_empty_simulator_message_is_retried_once_then_an_error() {
     )]);
     let r = agentest(s.path()).run();
     r.expect(0).expect_status("retried", "passed");
-    assert_eq!(server.requests("sim").len(), 2);
+    assert_eq!(server.bodies("sim").len(), 2);
     assert_eq!(r.case("retried")["turns"][1]["input"], "second try");
 }
 
 fn the_model_simulator_can_report_its_goal_achieved() {
-    let server = Server::start();
+    let server = ChatServer::routed(route_of);
     server.answer(
         "sim",
         &[json!({"message": "thanks, bye", "goal_achieved": true, "reasoning": "I got my answer"})
@@ -1500,7 +1385,7 @@ fn the_model_simulator_can_report_its_goal_achieved() {
 }
 
 /// An `[agents.NAME]` of kind `openai` as the simulator: the test server plays it.
-fn openai_simulator_project(tag: &str, server: &Server) -> Scratch {
+fn openai_simulator_project(tag: &str, server: &ChatServer) -> Scratch {
     server.answer("other", &[json!({"message": "Travel, $500"}).to_string()]);
     let extra = format!(
         "{}[agents.llm-user]\ntype = \"openai\"\nsystem = \"You play a user.\"\n",
@@ -1522,7 +1407,7 @@ fn openai_simulator_project(tag: &str, server: &Server) -> Scratch {
 }
 
 fn a_named_simulator_may_be_an_openai_agent() {
-    let server = Server::start();
+    let server = ChatServer::routed(route_of);
     let s = openai_simulator_project("openai-sim", &server);
     let r = agentest(s.path()).run();
     r.expect(0).expect_status("llm-user", "passed");
@@ -1534,7 +1419,7 @@ fn a_named_simulator_may_be_an_openai_agent() {
             ("Travel, $500", "simulated"),
         ])
     );
-    let reqs = server.requests("other");
+    let reqs = server.bodies("other");
     assert_eq!(reqs.len(), 1);
     let messages = reqs[0]["messages"].as_array().unwrap();
     assert_eq!(messages[0]["content"], "You play a user.");
@@ -1542,7 +1427,7 @@ fn a_named_simulator_may_be_an_openai_agent() {
 }
 
 fn an_openai_simulators_usage_is_reported_as_the_simulators() {
-    let server = Server::start();
+    let server = ChatServer::routed(route_of);
     let s = openai_simulator_project("openai-sim-usage", &server);
     let r = agentest(s.path()).run();
     r.expect(0);
@@ -1710,7 +1595,7 @@ fn the_agents_declaration_decides_when_a_dynamic_conversation_ends() {
 
 /// A project whose agent answers "Hello! How can I help you today?" and whose [llm] is
 /// the test server.
-fn judge_project(tag: &str, server: &Server, extra: &str, cases: &[Value]) -> Scratch {
+fn judge_project(tag: &str, server: &ChatServer, extra: &str, cases: &[Value]) -> Scratch {
     project(
         tag,
         &format!("{}{extra}", llm(&server.url())),
@@ -1720,7 +1605,7 @@ fn judge_project(tag: &str, server: &Server, extra: &str, cases: &[Value]) -> Sc
 }
 
 fn the_built_in_judge_passes_a_reply_that_meets_the_criteria() {
-    let server = Server::start();
+    let server = ChatServer::routed(route_of);
     server.answer(
         "judge",
         &[
@@ -1760,7 +1645,7 @@ fn the_built_in_judge_passes_a_reply_that_meets_the_criteria() {
     );
     assert_eq!(c["model_calls"], 2);
 
-    let reqs = server.requests("judge");
+    let reqs = server.bodies("judge");
     assert_eq!(reqs.len(), 2);
     let p = user_of(&reqs[0]);
     for part in [
@@ -1784,7 +1669,7 @@ fn the_built_in_judge_passes_a_reply_that_meets_the_criteria() {
 }
 
 fn a_failing_verdict_fails_the_case_with_its_reason_and_suggestions() {
-    let server = Server::start();
+    let server = ChatServer::routed(route_of);
     server.answer(
         "judge",
         &[
@@ -1813,7 +1698,7 @@ fn a_failing_verdict_fails_the_case_with_its_reason_and_suggestions() {
 }
 
 fn an_invalid_verdict_gets_one_repair_attempt() {
-    let server = Server::start();
+    let server = ChatServer::routed(route_of);
     server.answer(
         "judge",
         &[
@@ -1829,7 +1714,7 @@ fn an_invalid_verdict_gets_one_repair_attempt() {
     );
     let r = agentest(s.path()).run();
     r.expect(0).expect_status("j", "passed");
-    let reqs = server.requests("judge");
+    let reqs = server.bodies("judge");
     assert_eq!(reqs.len(), 2);
     let repair = reqs[1]["messages"].as_array().unwrap();
     assert_eq!(repair.len(), 4);
@@ -1842,7 +1727,7 @@ fn an_invalid_verdict_gets_one_repair_attempt() {
 }
 
 fn a_judge_that_answers_badly_twice_makes_the_case_an_error() {
-    let server = Server::start();
+    let server = ChatServer::routed(route_of);
     server.answer(
         "judge",
         &[
@@ -1863,7 +1748,7 @@ fn a_judge_that_answers_badly_twice_makes_the_case_an_error() {
         "j",
         &["turn 1: ", "the judge answered twice without a verdict"],
     );
-    assert_eq!(server.requests("judge").len(), 2);
+    assert_eq!(server.bodies("judge").len(), 2);
 }
 
 fn a_judge_agent_speaks_the_validator_contract() {
@@ -1925,7 +1810,7 @@ fn a_judge_agent_speaks_the_validator_contract() {
 }
 
 fn a_judge_works_as_a_checkpoint_of_a_dynamic_case() {
-    let server = Server::start();
+    let server = ChatServer::routed(route_of);
     server.answer(
         "judge",
         &[
@@ -1964,13 +1849,13 @@ fn a_judge_works_as_a_checkpoint_of_a_dynamic_case() {
         c["usage"]["judge"],
         json!({"prompt_tokens": 20, "completion_tokens": 10})
     );
-    let reqs = server.requests("judge");
+    let reqs = server.bodies("judge");
     assert_eq!(reqs.len(), 2);
     assert!(user_of(&reqs[1]).contains("The reply to judge:\nYou said: please. Anything else?"));
 }
 
 fn judges_work_in_static_turns_and_final_assertions() {
-    let server = Server::start();
+    let server = ChatServer::routed(route_of);
     server.answer(
         "judge",
         &[
@@ -1995,7 +1880,7 @@ fn judges_work_in_static_turns_and_final_assertions() {
     let c = r.case("st");
     assert_eq!(c["turns"][1]["assertions"][0]["passed"], true);
     assert_eq!(c["final_assertions"][0]["passed"], false);
-    let reqs = server.requests("judge");
+    let reqs = server.bodies("judge");
     assert_eq!(reqs.len(), 2);
     let p = user_of(&reqs[0]);
     assert!(
@@ -2024,7 +1909,7 @@ fn a_judge_without_key_or_recording_is_skipped_outside_ci_and_fails_on_ci() {
 
 /// The Rust API: a judge for users' own `#[test]`s, recorded in a cassette and replayed.
 fn the_rust_judge_api_judges_and_replays_from_its_cassette() {
-    let server = Server::start();
+    let server = ChatServer::routed(route_of);
     server.answer(
         "judge",
         &[
@@ -2050,7 +1935,7 @@ fn the_rust_judge_api_judges_and_replays_from_its_cassette() {
     assert_eq!(verdict.reason, "greets");
     assert_eq!(verdict.score, Some(1.0));
     assert_eq!(verdict.suggestions, vec!["smile".to_string()]);
-    let reqs = server.requests("judge");
+    let reqs = server.bodies("judge");
     assert_eq!(reqs.len(), 1);
     assert!(user_of(&reqs[0]).contains("Criteria: The reply greets the user"));
     assert!(user_of(&reqs[0]).contains("The reply to judge:\nHello! How can I help?"));

@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::common::{clean, lock, read_request_body, Scratch, TcpServer, BIN};
+use crate::common::{clean, lock, read_request, Scratch, TcpServer, BIN};
 use serde_json::{json, Value};
 
 /// The suite file, next to `agentest.toml` in the scratch project: trials are `s::ID`.
@@ -145,7 +145,7 @@ fn serve(
     };
     let mut reader = BufReader::new(read_half);
     let mut w = stream;
-    while let Some(body) = read_request_body(&mut reader) {
+    while let Some(body) = read_request(&mut reader).map(|r| r.body) {
         let text = flavor.text(&body);
         let fault = text
             .split_whitespace()

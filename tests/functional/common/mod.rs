@@ -1,7 +1,10 @@
 //! Helpers shared by the functional tests: what a test needs ([`need`]), scratch
-//! directories, runs of the binary, JSONL reports and a tiny HTTP server on 127.0.0.1.
+//! directories, runs of the binary, JSONL reports, a tiny HTTP server on 127.0.0.1 and,
+//! on it, the scripted chat-completions server ([`chat`]).
 
 #![allow(dead_code)]
+
+pub mod chat;
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -391,32 +394,77 @@ impl Drop for TcpServer {
     }
 }
 
-/// Reads one HTTP/1.1 request; its body as JSON (`null` when it is not JSON). None once
-/// the connection is closed or the request is cut short.
-pub fn read_request_body(reader: &mut BufReader<TcpStream>) -> Option<Value> {
+/// One HTTP/1.1 request a test server received.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub at: Instant,
+    pub method: String,
+    pub path: String,
+    /// Header names lowercased.
+    pub headers: Vec<(String, String)>,
+    pub raw: String,
+    /// The body as JSON (`null` when it is not JSON).
+    pub body: Value,
+}
+
+impl Request {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The `messages` of a chat request.
+    pub fn messages(&self) -> &[Value] {
+        self.body["messages"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_else(|| panic!("no messages in the request {}", self.raw))
+    }
+}
+
+/// Reads one HTTP/1.1 request. None once the connection is closed or the request is cut
+/// short.
+pub fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
     let mut line = String::new();
     if reader.read_line(&mut line).ok()? == 0 {
         return None;
     }
-    let mut length = 0usize;
+    let at = Instant::now();
+    let mut parts = line.split_whitespace();
+    let method = parts.next()?.to_string();
+    let path = parts.next()?.to_string();
+    let mut headers = Vec::new();
     loop {
-        let mut header = String::new();
-        if reader.read_line(&mut header).ok()? == 0 {
+        let mut h = String::new();
+        if reader.read_line(&mut h).ok()? == 0 {
             return None;
         }
-        let header = header.trim_end();
-        if header.is_empty() {
+        let h = h.trim_end();
+        if h.is_empty() {
             break;
         }
-        if let Some((k, v)) = header.split_once(':') {
-            if k.trim().eq_ignore_ascii_case("content-length") {
-                length = v.trim().parse().ok()?;
-            }
-        }
+        let (k, v) = h.split_once(':')?;
+        headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
     }
-    let mut body = vec![0; length];
+    let len: usize = headers
+        .iter()
+        .find(|(k, _)| k == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; len];
     reader.read_exact(&mut body).ok()?;
-    Some(serde_json::from_slice(&body).unwrap_or(Value::Null))
+    let raw = String::from_utf8_lossy(&body).into_owned();
+    Some(Request {
+        at,
+        method,
+        path,
+        headers,
+        body: serde_json::from_str(&raw).unwrap_or(Value::Null),
+        raw,
+    })
 }
 
 /// The suite file the projects of `llm` and `dynamic` write their cases to: trials are
