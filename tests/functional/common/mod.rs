@@ -2,8 +2,6 @@
 //! directories, runs of the binary, JSONL reports, a tiny HTTP server on 127.0.0.1 and,
 //! on it, the scripted chat-completions server ([`chat`]).
 
-#![allow(dead_code)]
-
 pub mod chat;
 
 use std::io::{BufRead, BufReader, Read};
@@ -98,8 +96,10 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 // Scratch directories
 // ---------------------------------------------------------------------------------------
 
-/// A scratch directory under the temporary directory, removed when dropped. Test files add
-/// their own constructors and methods in `impl Scratch` blocks of their own.
+/// A scratch directory under the temporary directory, removed when dropped. Each module
+/// makes its own with a `scratch(...)` function around [`Scratch::named`]; a module may add
+/// methods in an `impl Scratch` block of its own, under names no other module uses (all
+/// modules are one crate).
 pub struct Scratch {
     pub root: PathBuf,
 }
@@ -601,15 +601,6 @@ impl ReportedRun {
             .as_array()
             .and_then(|a| a.iter().find(|c| c["id"] == cp).cloned())
             .unwrap_or_else(|| panic!("{id} has no checkpoint {cp}:\n{self:?}"))
-    }
-
-    /// The status of case `id`.
-    #[track_caller]
-    pub fn status(&self, id: &str) -> String {
-        self.case(id)["status"]
-            .as_str()
-            .expect("status")
-            .to_string()
     }
 
     /// The summary line's counts: (total, passed, failed, errors, skipped).
