@@ -2236,11 +2236,11 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         an_empty_line_stops_asking,
         without_a_terminal_an_interactive_case_is_skipped_with_the_reason,
         on_missing_input_fail_makes_it_fail,
-        skip_interactive_and_ci_skip_it_too,
+        skip_interactive_and_ci_skip_it_too (needs python_pty),
         a_person_may_replace_the_simulator_for_a_turn,
-        a_real_terminal_is_asked_without_interactive,
-        an_unanswered_question_times_out_as_the_case_says,
-        an_answer_after_a_timed_out_question_goes_to_the_next_question,
+        a_real_terminal_is_asked_without_interactive (needs python_pty),
+        an_unanswered_question_times_out_as_the_case_says (needs python_pty),
+        an_answer_after_a_timed_out_question_goes_to_the_next_question (needs python_pty),
         a_dynamic_prompt_shows_the_agents_input_hint,
     ]
 }

@@ -1135,20 +1135,31 @@ fn empty_suites_root_is_an_error_naming_the_root() {
 fn nextest() -> Needs {
     static HAVE: OnceLock<Result<(), String>> = OnceLock::new();
     let have = HAVE.get_or_init(|| {
-        let out = fixture().cargo(["nextest", "--version"]);
-        if out.code == Some(0) {
-            return Ok(());
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let out = Command::new(cargo)
+            .args(["nextest", "--version"])
+            .stdin(Stdio::null())
+            .output();
+        match out {
+            Ok(out) if out.status.success() => Ok(()),
+            Ok(out) => {
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                let said = stderr.lines().find(|l| !l.trim().is_empty());
+                Err(format!(
+                    "`cargo nextest --version` failed ({}: {})",
+                    out.status,
+                    said.unwrap_or("no output").trim()
+                ))
+            }
+            Err(e) => Err(format!("cannot run cargo: {e}")),
         }
-        let said = out.stderr.lines().find(|l| !l.trim().is_empty());
-        Err(format!(
-            "`cargo nextest --version` exited with {:?} ({}); install it with `cargo install cargo-nextest --locked`",
-            out.code,
-            said.unwrap_or("no output").trim()
-        ))
     });
     match have {
         Ok(()) => Ok(()),
-        Err(reason) => need("cargo-nextest", reason.as_str()),
+        Err(reason) => need(
+            "cargo-nextest",
+            format!("{reason}; install it with `cargo install cargo-nextest --locked`"),
+        ),
     }
 }
 
@@ -1311,8 +1322,8 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         a_slow_before_hook_times_out_at_the_deadline,
         a_slow_sync_agent_times_out_at_the_deadline,
         empty_suites_root_is_an_error_naming_the_root,
-        nextest_lists_the_trials,
-        nextest_run_fails_and_appends_a_record_per_case,
-        nextest_runs_start_the_report_afresh,
+        nextest_lists_the_trials (needs nextest),
+        nextest_run_fails_and_appends_a_record_per_case (needs nextest),
+        nextest_runs_start_the_report_afresh (needs nextest),
     ]
 }

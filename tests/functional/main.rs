@@ -13,22 +13,29 @@
 //! cargo nextest run --test functional
 //! ```
 
+use std::sync::{Mutex, OnceLock};
+
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
 /// Registers test functions as trials named `module::function` (the module being the
 /// one the macro is used in, below the crate root). Items are paths to functions, each
-/// optionally preceded by `#[cfg(...)]` attributes.
+/// optionally preceded by `#[cfg(...)]` attributes and followed by `(needs CHECK)`, where
+/// `CHECK` is a `fn() -> Needs` that the test itself calls (see [`needing`]).
 macro_rules! trials {
-    ($( $(#[$attr:meta])* $head:ident $(:: $tail:ident)* ),* $(,)?) => {{
+    ($( $(#[$attr:meta])* $head:ident $(:: $tail:ident)* $(( needs $need:path ))? ),* $(,)?) => {{
         let module = crate::module_of(module_path!());
         #[allow(unused_mut)]
         let mut trials: Vec<libtest_mimic::Trial> = Vec::new();
         $(
             $(#[$attr])*
-            trials.push(crate::trial(
-                format!("{module}::{}", concat!(stringify!($head) $(, "::", stringify!($tail))*)),
-                || crate::TestResult::outcome($head $(:: $tail)* ()),
-            ));
+            {
+                let trial = crate::trial(
+                    format!("{module}::{}", concat!(stringify!($head) $(, "::", stringify!($tail))*)),
+                    || crate::TestResult::outcome($head $(:: $tail)* ()),
+                );
+                $( let trial = crate::needing(trial, $need); )?
+                trials.push(trial);
+            }
         )*
         trials
     }};
@@ -81,8 +88,52 @@ fn trial(name: String, run: impl FnOnce() -> Result<Completion, Failed> + Send +
     Trial::ignorable_test(name, run)
 }
 
+/// What [`needing`] needs to know of the command line.
+struct Run {
+    list: bool,
+    filter: Option<String>,
+    exact: bool,
+}
+
+static RUN: OnceLock<Run> = OnceLock::new();
+
+/// `trial`, which needs what `need` checks. A test reports what it lacks when it runs
+/// (see [`common::need`]), but nextest reads which tests are ignored from the list, and
+/// shows a test ignored at run time as passed. So, off CI, a trial whose need is absent
+/// here is flagged ignored when listing, and under nextest also when it is the one trial
+/// to run (nextest runs each with `--exact NAME`, adding `--ignored` for one it listed as
+/// ignored: the flag must be the same then, and the test then fails, see
+/// [`common::Missing::outcome`]).
+fn needing(trial: Trial, need: fn() -> common::Needs) -> Trial {
+    let Some(run) = RUN.get() else {
+        return trial;
+    };
+    let chosen = run.exact && run.filter.as_deref() == Some(trial.name());
+    if !(run.list || (common::under_nextest() && chosen)) || common::on_ci() {
+        return trial;
+    }
+    // Each check runs once per process, however many trials need it.
+    static SEEN: Mutex<Vec<(usize, bool)>> = Mutex::new(Vec::new());
+    let key = need as usize;
+    let known = common::lock(&SEEN)
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map(|(_, h)| *h);
+    let have = known.unwrap_or_else(|| {
+        let have = need().is_ok();
+        common::lock(&SEEN).push((key, have));
+        have
+    });
+    trial.with_ignored_flag(!have)
+}
+
 fn main() {
     let args = Arguments::from_args();
+    RUN.get_or_init(|| Run {
+        list: args.list,
+        filter: args.filter.clone(),
+        exact: args.exact,
+    });
     let mut trials = Vec::new();
     #[cfg(unix)]
     trials.extend(agent_faults::tests());
@@ -98,5 +149,10 @@ fn main() {
     trials.extend(llm::tests());
     trials.extend(parse_errors::tests());
     trials.extend(reports::tests());
+    let mut names: Vec<&str> = trials.iter().map(Trial::name).collect();
+    names.sort_unstable();
+    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+        panic!("two tests are named {}", w[0]);
+    }
     libtest_mimic::run(&args, trials).exit();
 }

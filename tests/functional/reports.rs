@@ -683,20 +683,27 @@ fn browser_missing(browser_dir: &Path) -> Vec<String> {
     missing
 }
 
-fn html_report_works_in_headless_chromium() -> Needs {
-    let browser_dir = Path::new(ROOT).join("tests/browser");
-    let missing = browser_missing(&browser_dir);
-    if !missing.is_empty() {
-        return need(
-            "headless Chromium and playwright-core",
-            format!(
-                "missing {}; install with `apt-get update && apt-get install -y chromium` \
-                 (Debian's chromium, at /usr/bin/chromium) and `npm ci --prefix tests/browser` \
-                 (playwright-core; needs Node.js 20+)",
-                missing.join("; ")
-            ),
-        );
+/// What the browser test needs (see [`need`]): headless Chromium, Node.js and
+/// playwright-core.
+fn browser() -> Needs {
+    let missing = browser_missing(&Path::new(ROOT).join("tests/browser"));
+    if missing.is_empty() {
+        return Ok(());
     }
+    need(
+        "headless Chromium and playwright-core",
+        format!(
+            "missing {}; install with `apt-get update && apt-get install -y chromium` \
+             (Debian's chromium, at /usr/bin/chromium) and `npm ci --prefix tests/browser` \
+             (playwright-core; needs Node.js 20+)",
+            missing.join("; ")
+        ),
+    )
+}
+
+fn html_report_works_in_headless_chromium() -> Needs {
+    browser()?;
+    let browser_dir = Path::new(ROOT).join("tests/browser");
     let r = rendered();
     let report = r.dir.join("report.html");
     let shot = std::env::var_os("AGENTEST_SCREENSHOT")
@@ -752,6 +759,6 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         junit_report_is_well_formed_with_required_structure,
         markdown_report_has_counts_and_failing_transcripts,
         html_report_has_every_case_and_escapes_markup,
-        html_report_works_in_headless_chromium,
+        html_report_works_in_headless_chromium (needs browser),
     ]
 }

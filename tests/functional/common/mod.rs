@@ -28,6 +28,11 @@ pub fn on_ci() -> bool {
     })
 }
 
+/// Whether nextest runs this process (it sets `NEXTEST=1` when listing and running).
+pub fn under_nextest() -> bool {
+    std::env::var_os("NEXTEST").is_some_and(|v| v == "1")
+}
+
 /// Something a test needs and this machine lacks (a tool, a corpus, a browser).
 #[derive(Debug)]
 pub struct Missing {
@@ -36,7 +41,8 @@ pub struct Missing {
 }
 
 /// What a test that needs something possibly absent returns: `need(...)?` or
-/// `return need(...)` where the thing is absent.
+/// `return need(...)` where the thing is absent. Its registration names the check too
+/// (`trials![name (needs check)]`), so that nextest can be told when listing.
 pub type Needs = Result<(), Missing>;
 
 /// The test cannot run here: `what` is missing (`reason`: what is wrong, how to get it).
@@ -51,10 +57,19 @@ pub fn need<T>(what: impl Into<String>, reason: impl Into<String>) -> Result<T, 
 
 impl Missing {
     /// How the harness reports the test: failed on CI, otherwise ignored with the reason.
+    /// Under nextest, which cannot report a test ignored at run time (it would show it as
+    /// passed), a test that gets here off CI was asked for although listed as ignored
+    /// (`--run-ignored`), and fails.
     pub fn outcome(self) -> Result<Completion, Failed> {
         let Missing { what, reason } = self;
         if on_ci() {
             Err(format!("needs {what} (CI is set, so its absence is a failure): {reason}").into())
+        } else if under_nextest() {
+            Err(format!(
+                "needs {what}: {reason} (nextest lists this test as ignored here, and cannot \
+                 report one ignored at run time)"
+            )
+            .into())
         } else {
             Ok(Completion::ignored_with(format!("needs {what}: {reason}")))
         }
