@@ -19,10 +19,11 @@ use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
 /// Registers test functions as trials named `module::function` (the module being the
 /// one the macro is used in, below the crate root). Items are paths to functions, each
-/// optionally preceded by `#[cfg(...)]` attributes and followed by `(needs CHECK)`, where
-/// `CHECK` is a `fn() -> Needs` that the test itself calls (see [`needing`]).
+/// optionally preceded by `#[cfg(...)]` attributes and followed by one option:
+/// `(needs CHECK)`, where `CHECK` is a `fn() -> Needs` that the test itself calls (see
+/// [`needing`]), or `(ignore)` for a test that runs only when asked (`--ignored`).
 macro_rules! trials {
-    ($( $(#[$attr:meta])* $head:ident $(:: $tail:ident)* $(( needs $need:path ))? ),* $(,)?) => {{
+    ($( $(#[$attr:meta])* $head:ident $(:: $tail:ident)* $(( $($option:tt)* ))? ),* $(,)?) => {{
         let module = crate::module_of(module_path!());
         #[allow(unused_mut)]
         let mut trials: Vec<libtest_mimic::Trial> = Vec::new();
@@ -33,7 +34,7 @@ macro_rules! trials {
                     format!("{module}::{}", concat!(stringify!($head) $(, "::", stringify!($tail))*)),
                     || crate::TestResult::outcome($head $(:: $tail)* ()),
                 );
-                $( let trial = crate::needing(trial, $need); )?
+                $( let trial = crate::trial_option!(trial, $($option)*); )?
                 trials.push(trial);
             }
         )*
@@ -41,6 +42,17 @@ macro_rules! trials {
     }};
 }
 pub(crate) use trials;
+
+/// One option of an item of [`trials!`].
+macro_rules! trial_option {
+    ($trial:expr, needs $need:path) => {
+        crate::needing($trial, $need)
+    };
+    ($trial:expr, ignore) => {
+        $trial.with_ignored_flag(true)
+    };
+}
+pub(crate) use trial_option;
 
 mod common;
 
