@@ -14,15 +14,12 @@
 //! cassette) and interactive input (piped with `--interactive`, the skip/fail rules, and a
 //! real pseudo-terminal).
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::common::chat::ChatServer;
-use crate::common::{
-    cassette, clean, expense_agent_section, need, Needs, ReportedRun as Run, Scratch, BIN,
-};
+use crate::common::project::{self, cassette, Cmd, ReportedRun as Run};
+use crate::common::{expense_agent_section, Needs, Scratch};
 use serde_json::{json, Value};
 
 /// The variable `[llm] api_key_env` names in the configs here.
@@ -122,46 +119,6 @@ for line in sys.stdin:
     sys.stdout.flush()
 "#;
 
-/// Runs a command with its stdin on a fresh pseudo-terminal:
-/// `python3 pty_driver.py SCRIPT_JSON CMD...`, where SCRIPT is `[[N, line], ...]`: each
-/// line is typed once the command has asked its Nth question on stderr (`the agent
-/// asks:`), or once it has exited. The command's stdout and stderr are passed through;
-/// its exit code is ours.
-const PTY_DRIVER: &str = r#"import json, os, pty, subprocess, sys, threading, time
-script = json.loads(sys.argv[1])
-master, slave = pty.openpty()
-p = subprocess.Popen(sys.argv[2:], stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-os.close(slave)
-err = bytearray()
-def pump():
-    while True:
-        b = p.stderr.read1(4096)
-        if not b:
-            break
-        err.extend(b)
-def echo():
-    while True:
-        try:
-            if not os.read(master, 4096):
-                break
-        except OSError:
-            break
-threading.Thread(target=pump, daemon=True).start()
-threading.Thread(target=echo, daemon=True).start()
-deadline = time.time() + 60
-for count, line in script:
-    while err.count(b"the agent asks:") < count and p.poll() is None and time.time() < deadline:
-        time.sleep(0.01)
-    time.sleep(0.05)
-    os.write(master, (line + "\n").encode())
-out = p.stdout.read()
-p.wait()
-time.sleep(0.05)
-sys.stdout.buffer.write(out)
-sys.stderr.buffer.write(bytes(err))
-sys.exit(p.returncode)
-"#;
-
 /// A scratch directory holding `bot.py`.
 fn scratch(tag: &str) -> Scratch {
     let s = Scratch::named("dyn", tag);
@@ -258,142 +215,9 @@ fn cp(id: &str, assert: Value) -> Value {
     json!({"id": id, "assert": assert})
 }
 
-/// python3 with its `pty` module, which [`PTY_DRIVER`] and so every test on a
-/// pseudo-terminal needs (see [`need`]).
-fn python_pty() -> Needs {
-    let ok = Command::new("python3")
-        .args(["-c", "import pty"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if ok {
-        return Ok(());
-    }
-    need(
-        "python3 with the pty module",
-        "the pseudo-terminal tests run the binary on a pty opened by python3 \
-         (`python3 -c 'import pty'` failed)",
-    )
-}
-
-/// What the test feeds the binary's stdin.
-enum Stdin {
-    Null,
-    Text(String),
-    /// A pseudo-terminal on which these lines are typed, each once the binary has asked
-    /// that many questions.
-    Pty(Vec<(usize, String)>),
-}
-
-/// A run of `agentest test -i suites -o report.jsonl --color never` in a clean
-/// environment: no `CI`, no `AGENTEST_*`, the key set unless told otherwise.
-struct Cmd<'a> {
-    dir: &'a Path,
-    args: Vec<String>,
-    envs: Vec<(String, String)>,
-    key: bool,
-    stdin: Stdin,
-}
-
+/// A run of `agentest test` in `dir` (see [`Cmd`]) with the key in [`KEY_VAR`].
 fn agentest(dir: &Path) -> Cmd<'_> {
-    Cmd {
-        dir,
-        args: Vec::new(),
-        envs: Vec::new(),
-        key: true,
-        stdin: Stdin::Null,
-    }
-}
-
-impl Cmd<'_> {
-    fn arg(mut self, a: &str) -> Self {
-        self.args.push(a.into());
-        self
-    }
-
-    fn env(mut self, k: &str, v: &str) -> Self {
-        self.envs.push((k.into(), v.into()));
-        self
-    }
-
-    fn without_key(mut self) -> Self {
-        self.key = false;
-        self
-    }
-
-    /// Pipes `text` into stdin (then closes it).
-    fn stdin(mut self, text: &str) -> Self {
-        self.stdin = Stdin::Text(text.into());
-        self
-    }
-
-    /// Runs with stdin on a pseudo-terminal where `lines` are typed, the first after the
-    /// first question, the second after the second, ...
-    fn pty(self, lines: &[&str]) -> Self {
-        let script: Vec<(usize, &str)> =
-            lines.iter().enumerate().map(|(i, l)| (i + 1, *l)).collect();
-        self.pty_script(&script)
-    }
-
-    /// Runs with stdin on a pseudo-terminal where each line is typed once the binary has
-    /// asked that many questions.
-    fn pty_script(mut self, script: &[(usize, &str)]) -> Self {
-        self.stdin = Stdin::Pty(script.iter().map(|(n, l)| (*n, l.to_string())).collect());
-        self
-    }
-
-    fn run(self) -> Run {
-        let report = self.dir.join("report.jsonl");
-        let _ = std::fs::remove_file(&report);
-        let mut cmd = clean(match &self.stdin {
-            Stdin::Pty(lines) => {
-                let driver = self.dir.join("pty_driver.py");
-                std::fs::write(&driver, PTY_DRIVER).expect("write the pty driver");
-                let mut c = Command::new("python3");
-                c.arg(driver)
-                    .arg(serde_json::to_string(lines).expect("encode"))
-                    .arg(BIN);
-                c
-            }
-            _ => Command::new(BIN),
-        });
-        cmd.current_dir(self.dir)
-            .args([
-                "test",
-                "-i",
-                "suites",
-                "-o",
-                "report.jsonl",
-                "--color",
-                "never",
-            ])
-            .args(&self.args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        if self.key {
-            cmd.env(KEY_VAR, KEY);
-        }
-        for (k, v) in &self.envs {
-            cmd.env(k, v);
-        }
-        cmd.stdin(match self.stdin {
-            Stdin::Text(_) => Stdio::piped(),
-            _ => Stdio::null(),
-        });
-        let started = Instant::now();
-        let mut child = cmd.spawn().expect("run the agentest binary");
-        if let (Stdin::Text(text), Some(mut pipe)) = (&self.stdin, child.stdin.take()) {
-            // The binary may exit without reading it all: a broken pipe is fine.
-            let _ = pipe.write_all(text.as_bytes());
-        }
-        let out = child.wait_with_output().expect("wait for the binary");
-        Run {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-            report: std::fs::read_to_string(&report).ok(),
-            took: started.elapsed(),
-        }
-    }
+    project::agentest(dir, (KEY_VAR, KEY))
 }
 
 /// `[(input, source), ...]` as owned strings, for comparisons.
@@ -2050,7 +1874,7 @@ fn skip_interactive_and_ci_skip_it_too() -> Needs {
         .expect_status("human", "skipped")
         .expect_error("human", &["no person can answer on CI"]);
     // Even on a terminal, --skip-interactive asks nobody.
-    python_pty()?;
+    project::python_pty()?;
     let r = agentest(s.path())
         .arg("--skip-interactive")
         .pty(&["Travel, $500"])
@@ -2098,7 +1922,7 @@ fn a_person_may_replace_the_simulator_for_a_turn() {
 }
 
 fn a_real_terminal_is_asked_without_interactive() -> Needs {
-    python_pty()?;
+    project::python_pty()?;
     let s = expense_project("pty", "", &[interactive_case()]);
     let r = agentest(s.path()).pty(&["Travel, $500", "yes"]).run();
     r.expect(0).expect_status("human", "passed");
@@ -2116,7 +1940,7 @@ fn a_real_terminal_is_asked_without_interactive() -> Needs {
 }
 
 fn an_unanswered_question_times_out_as_the_case_says() -> Needs {
-    python_pty()?;
+    project::python_pty()?;
     let s = expense_project(
         "pty-silent",
         "",
@@ -2134,7 +1958,7 @@ fn an_unanswered_question_times_out_as_the_case_says() -> Needs {
 }
 
 fn an_answer_after_a_timed_out_question_goes_to_the_next_question() -> Needs {
-    python_pty()?;
+    project::python_pty()?;
     let s = expense_project(
         "pty-after-timeout",
         "",
@@ -2236,11 +2060,11 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         an_empty_line_stops_asking,
         without_a_terminal_an_interactive_case_is_skipped_with_the_reason,
         on_missing_input_fail_makes_it_fail,
-        skip_interactive_and_ci_skip_it_too (needs python_pty),
+        skip_interactive_and_ci_skip_it_too (needs project::python_pty),
         a_person_may_replace_the_simulator_for_a_turn,
-        a_real_terminal_is_asked_without_interactive (needs python_pty),
-        an_unanswered_question_times_out_as_the_case_says (needs python_pty),
-        an_answer_after_a_timed_out_question_goes_to_the_next_question (needs python_pty),
+        a_real_terminal_is_asked_without_interactive (needs project::python_pty),
+        an_unanswered_question_times_out_as_the_case_says (needs project::python_pty),
+        an_answer_after_a_timed_out_question_goes_to_the_next_question (needs project::python_pty),
         a_dynamic_prompt_shows_the_agents_input_hint,
     ]
 }

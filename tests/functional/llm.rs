@@ -9,14 +9,14 @@
 
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::common::chat::{
     call, calls, cut_off, garbage, ok, rate_limited, server_error, slow, status, text,
     tool_call_json, Action, ChatServer,
 };
-use crate::common::{cassette, clean, ReportedRun as Run, Scratch, BIN};
+use crate::common::project::{self, cassette, Cmd};
+use crate::common::Scratch;
 use serde_json::{json, Value};
 
 /// The variable `[llm] api_key_env` names in every config here.
@@ -122,72 +122,9 @@ fn case(id: &str, input: &str) -> Value {
     json!({"id": id, "input": input})
 }
 
-/// A run of `agentest test -i suites -o report.jsonl --color never`, with a clean
-/// environment: no `CI`, no `AGENTEST_*` from ours, the key set unless told otherwise.
-struct Cmd<'a> {
-    dir: &'a Path,
-    args: Vec<String>,
-    envs: Vec<(String, String)>,
-    key: bool,
-}
-
+/// A run of `agentest test` in `dir` (see [`Cmd`]) with the key in [`KEY_VAR`].
 fn agentest(dir: &Path) -> Cmd<'_> {
-    Cmd {
-        dir,
-        args: Vec::new(),
-        envs: Vec::new(),
-        key: true,
-    }
-}
-
-impl Cmd<'_> {
-    fn env(mut self, k: &str, v: &str) -> Self {
-        self.envs.push((k.into(), v.into()));
-        self
-    }
-
-    fn arg(mut self, a: &str) -> Self {
-        self.args.push(a.into());
-        self
-    }
-
-    fn without_key(mut self) -> Self {
-        self.key = false;
-        self
-    }
-
-    fn run(self) -> Run {
-        let report = self.dir.join("report.jsonl");
-        let _ = std::fs::remove_file(&report);
-        let mut cmd = clean(Command::new(BIN));
-        cmd.current_dir(self.dir)
-            .args([
-                "test",
-                "-i",
-                "suites",
-                "-o",
-                "report.jsonl",
-                "--color",
-                "never",
-            ])
-            .args(&self.args)
-            .stdin(Stdio::null());
-        if self.key {
-            cmd.env(KEY_VAR, KEY);
-        }
-        for (k, v) in &self.envs {
-            cmd.env(k, v);
-        }
-        let started = Instant::now();
-        let out = cmd.output().expect("run the agentest binary");
-        Run {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-            report: std::fs::read_to_string(&report).ok(),
-            took: started.elapsed(),
-        }
-    }
+    project::agentest(dir, (KEY_VAR, KEY))
 }
 
 /// Asserts that `text` holds no trace of the API key.

@@ -3,6 +3,7 @@
 //! on it, the scripted chat-completions server ([`chat`]).
 
 pub mod chat;
+pub mod project;
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -186,12 +187,6 @@ impl Scratch {
         let mut out = Vec::new();
         walk(&self.root, &mut out);
         out
-    }
-
-    /// Writes the cases to [`SUITE`], one line each.
-    pub fn cases(&self, cases: &[Value]) {
-        let text: String = cases.iter().map(|c| format!("{c}\n")).collect();
-        self.write(SUITE, &text);
     }
 }
 
@@ -480,151 +475,4 @@ pub fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
         body: serde_json::from_str(&raw).unwrap_or(Value::Null),
         raw,
     })
-}
-
-/// The suite file the projects of `llm` and `dynamic` write their cases to: trials are
-/// `s::ID`.
-pub const SUITE: &str = "suites/s.jsonl";
-
-/// The cassette file of case `id` of [`SUITE`].
-pub fn cassette(id: &str) -> String {
-    format!("suites/.cassettes/s/{id}.jsonl")
-}
-
-/// What one run of the binary left, with its JSONL report (trials named `s::ID`) and
-/// how long it took.
-pub struct ReportedRun {
-    pub code: i32,
-    pub stdout: String,
-    pub stderr: String,
-    pub report: Option<String>,
-    pub took: std::time::Duration,
-}
-
-impl std::fmt::Debug for ReportedRun {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "exit code {} after {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}\n--- report ---\n{}",
-            self.code,
-            self.took,
-            self.stdout,
-            self.stderr,
-            self.report.as_deref().unwrap_or("(none)")
-        )
-    }
-}
-
-impl ReportedRun {
-    /// The record of case `id` (trial `s::ID`); exactly one must exist.
-    #[track_caller]
-    pub fn case(&self, id: &str) -> serde_json::Value {
-        let text = self
-            .report
-            .as_deref()
-            .unwrap_or_else(|| panic!("no report:\n{self:?}"));
-        let trial = format!("s::{id}");
-        let found: Vec<Value> = text
-            .lines()
-            .map(|l| serde_json::from_str::<Value>(l).expect("report line is JSON"))
-            .filter(|v| v["trial"] == trial.as_str())
-            .collect();
-        assert_eq!(found.len(), 1, "one record for {trial}:\n{self:?}");
-        found.into_iter().next().expect("one record")
-    }
-
-    #[track_caller]
-    pub fn error(&self, id: &str) -> String {
-        self.case(id)["error"]
-            .as_str()
-            .unwrap_or_else(|| panic!("{id} has no error:\n{self:?}"))
-            .to_string()
-    }
-
-    #[track_caller]
-    pub fn expect(&self, code: i32) -> &ReportedRun {
-        assert_eq!(self.code, code, "{self:?}");
-        self
-    }
-
-    #[track_caller]
-    pub fn expect_status(&self, id: &str, status: &str) -> &ReportedRun {
-        assert_eq!(self.case(id)["status"], status, "status of {id}:\n{self:?}");
-        self
-    }
-
-    #[track_caller]
-    pub fn expect_error(&self, id: &str, parts: &[&str]) -> &ReportedRun {
-        let e = self.error(id);
-        for p in parts {
-            assert!(
-                e.contains(p),
-                "{id}'s error should contain {p:?}, it is {e:?}\n{self:?}"
-            );
-        }
-        self
-    }
-
-    #[track_caller]
-    pub fn expect_termination(&self, id: &str, termination: &str) -> &ReportedRun {
-        assert_eq!(
-            self.case(id)["termination"],
-            termination,
-            "termination of {id}:\n{self:?}"
-        );
-        self
-    }
-
-    #[track_caller]
-    pub fn expect_stdout(&self, part: &str) -> &ReportedRun {
-        assert!(
-            self.stdout.contains(part),
-            "stdout should contain {part:?}:\n{self:?}"
-        );
-        self
-    }
-
-    #[track_caller]
-    pub fn expect_stderr(&self, part: &str) -> &ReportedRun {
-        assert!(
-            self.stderr.contains(part),
-            "stderr should contain {part:?}:\n{self:?}"
-        );
-        self
-    }
-
-    /// Each turn's `(input, input_source)`.
-    pub fn inputs(&self, id: &str) -> Vec<(String, String)> {
-        self.case(id)["turns"]
-            .as_array()
-            .expect("turns")
-            .iter()
-            .map(|t| {
-                (
-                    t["input"].as_str().unwrap_or_default().to_string(),
-                    t["input_source"].as_str().unwrap_or_default().to_string(),
-                )
-            })
-            .collect()
-    }
-
-    /// The record of checkpoint `cp` of case `id`.
-    #[track_caller]
-    pub fn checkpoint(&self, id: &str, cp: &str) -> serde_json::Value {
-        let case = self.case(id);
-        case["checkpoints"]
-            .as_array()
-            .and_then(|a| a.iter().find(|c| c["id"] == cp).cloned())
-            .unwrap_or_else(|| panic!("{id} has no checkpoint {cp}:\n{self:?}"))
-    }
-
-    /// The summary line's counts: (total, passed, failed, errors, skipped).
-    #[track_caller]
-    pub fn counts(&self) -> [u64; 5] {
-        let text = self.report.as_deref().expect("a report");
-        let summary: serde_json::Value =
-            serde_json::from_str(text.lines().last().expect("a summary")).expect("JSON");
-        assert_eq!(summary["type"], "summary", "{self:?}");
-        ["total", "passed", "failed", "errors", "skipped"].map(|k| summary[k].as_u64().unwrap())
-    }
 }
