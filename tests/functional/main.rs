@@ -1,6 +1,7 @@
 //! The functional tests of agentest: one test binary (a libtest-mimic harness) with one
-//! module per area. Each module lists its tests in a `trials()` function built with
-//! [`trials!`]; a test is named `module::function`, e.g. `cli::bad_regex_is_a_usage_error`.
+//! module per area. Each module lists its tests in a `tests()` function built with
+//! [`trials!`]; a test is named `module::function`, e.g. `cli::bad_regex_is_a_usage_error`
+//! (`parse_errors` adds one trial per row of its table of bad lines).
 //!
 //! A test function returns `()` (a panic fails it) or [`common::Needs`] when it needs
 //! something a machine may lack (see [`common::need`]): then it is reported as ignored
@@ -13,7 +14,7 @@
 //! cargo nextest run --test functional
 //! ```
 
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
@@ -101,13 +102,13 @@ fn trial(name: String, run: impl FnOnce() -> Result<Completion, Failed> + Send +
 }
 
 /// What [`needing`] needs to know of the command line.
-struct Run {
+struct Invocation {
     list: bool,
     filter: Option<String>,
     exact: bool,
 }
 
-static RUN: OnceLock<Run> = OnceLock::new();
+static INVOCATION: OnceLock<Invocation> = OnceLock::new();
 
 /// `trial`, which needs what `need` checks. A test reports what it lacks when it runs
 /// (see [`common::need`]), but nextest reads which tests are ignored from the list, and
@@ -115,33 +116,22 @@ static RUN: OnceLock<Run> = OnceLock::new();
 /// here is flagged ignored when listing, and under nextest also when it is the one trial
 /// to run (nextest runs each with `--exact NAME`, adding `--ignored` for one it listed as
 /// ignored: the flag must be the same then, and the test then fails, see
-/// [`common::Missing::outcome`]).
+/// [`common::Missing::outcome`]). A check that is not cheap remembers its answer.
 fn needing(trial: Trial, need: fn() -> common::Needs) -> Trial {
-    let Some(run) = RUN.get() else {
+    let Some(run) = INVOCATION.get() else {
         return trial;
     };
     let chosen = run.exact && run.filter.as_deref() == Some(trial.name());
     if !(run.list || (common::under_nextest() && chosen)) || common::on_ci() {
         return trial;
     }
-    // Each check runs once per process, however many trials need it.
-    static SEEN: Mutex<Vec<(usize, bool)>> = Mutex::new(Vec::new());
-    let key = need as usize;
-    let known = common::lock(&SEEN)
-        .iter()
-        .find(|(k, _)| *k == key)
-        .map(|(_, h)| *h);
-    let have = known.unwrap_or_else(|| {
-        let have = need().is_ok();
-        common::lock(&SEEN).push((key, have));
-        have
-    });
+    let have = need().is_ok();
     trial.with_ignored_flag(!have)
 }
 
 fn main() {
     let args = Arguments::from_args();
-    RUN.get_or_init(|| Run {
+    INVOCATION.get_or_init(|| Invocation {
         list: args.list,
         filter: args.filter.clone(),
         exact: args.exact,

@@ -5,6 +5,7 @@
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use serde_json::Value;
@@ -212,11 +213,14 @@ sys.exit(p.returncode)
 /// python3 with its `pty` module, which [`PTY_DRIVER`] and so every test on a
 /// pseudo-terminal needs (see [`need`]).
 pub fn python_pty() -> Needs {
-    let ok = Command::new("python3")
-        .args(["-c", "import pty"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if ok {
+    static HAVE: OnceLock<bool> = OnceLock::new();
+    let have = *HAVE.get_or_init(|| {
+        Command::new("python3")
+            .args(["-c", "import pty"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    if have {
         return Ok(());
     }
     need(
