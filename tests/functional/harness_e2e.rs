@@ -226,7 +226,7 @@ fn outer_target_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR").filter(|d| !d.is_empty()) {
         return manifest.join(dir);
     }
-    // This binary is <target>/<profile>/deps/harness_e2e-<hash>.
+    // This binary is <target>/<profile>/deps/functional-<hash>.
     std::env::current_exe()
         .ok()
         .and_then(|exe| {
