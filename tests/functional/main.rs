@@ -1,6 +1,6 @@
 //! The functional tests of agentest: one test binary (a libtest-mimic harness) with one
 //! module per area. Each module lists its tests in a `tests()` function built with
-//! [`trials!`]; a test is named `module::function`, e.g. `cli::bad_regex_is_a_usage_error`
+//! [`trials!`]; a test is named `module::function`, e.g. `cli::exit_0_when_everything_passes`
 //! (`parse_errors` adds one trial per row of its table of bad lines).
 //!
 //! A test function returns `()` (a panic fails it) or [`common::Needs`] when it needs
