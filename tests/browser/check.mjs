@@ -10,7 +10,7 @@
 // and its error text are visible after expanding its row, with every --expect-text.
 // Then it takes a full-page screenshot with the failing cases listed and the failing
 // case open. Prints one JSON line; exits 0 when every check passed, 1 otherwise.
-// tests/reports.rs runs it (html_report_works_in_headless_chromium).
+// tests/functional/reports.rs runs it (reports::html_report_works_in_headless_chromium).
 
 import { chromium } from "playwright-core";
 import { resolve } from "node:path";

@@ -8,17 +8,14 @@
 //! `AGENTEST_SCREENSHOT=path.png` to keep the browser test's screenshot somewhere else
 //! (`docs/report.png` is made that way).
 
-mod common;
-
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use crate::common::{expense_agent_section, need, Needs, BIN};
 use agentest::__private::report::{self, CaseReport, Format, RunInfo, Status, Summary};
-use common::{expense_agent_section, BIN};
 use serde_json::Value;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -167,7 +164,6 @@ fn case<'a>(r: &'a Rendered, trial: &str) -> &'a CaseReport {
         .unwrap_or_else(|| panic!("no record for {trial}"))
 }
 
-#[test]
 fn the_run_has_every_outcome() {
     let r = rendered();
     let s = &r.summary;
@@ -194,7 +190,6 @@ fn the_run_has_every_outcome() {
 // JSON
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn json_report_parses_back_with_matching_counts() {
     let r = rendered();
     let doc: Value = serde_json::from_str(&r.json).expect("valid JSON");
@@ -429,7 +424,6 @@ fn unescape(s: &str) -> String {
     out
 }
 
-#[test]
 fn junit_report_is_well_formed_with_required_structure() {
     let r = rendered();
     let root = parse_xml(&r.junit);
@@ -553,7 +547,6 @@ fn junit_report_is_well_formed_with_required_structure() {
 // Markdown
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn markdown_report_has_counts_and_failing_transcripts() {
     let r = rendered();
     let md = &r.markdown;
@@ -628,7 +621,6 @@ impl StatusName for CaseReport {
 // HTML
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn html_report_has_every_case_and_escapes_markup() {
     let r = rendered();
     let html = &r.html;
@@ -691,27 +683,27 @@ fn browser_missing(browser_dir: &Path) -> Vec<String> {
     missing
 }
 
-#[test]
-fn html_report_works_in_headless_chromium() {
-    let browser_dir = Path::new(ROOT).join("tests/browser");
-    let missing = browser_missing(&browser_dir);
-    if !missing.is_empty() {
-        let msg = format!(
-            "the headless-browser test of the HTML report needs: {}.\nInstall with:\n  \
-             apt-get update && apt-get install -y chromium   # Debian's chromium, at /usr/bin/chromium\n  \
-             npm ci --prefix tests/browser                    # playwright-core; needs Node.js 20+",
-            missing.join("; ")
-        );
-        if std::env::var_os("CI").is_some_and(|v| !v.is_empty()) {
-            panic!("{msg}");
-        }
-        // Straight to stderr: libtest captures eprintln!, and a skip should be seen.
-        let _ = writeln!(
-            std::io::stderr(),
-            "note: skipping html_report_works_in_headless_chromium (set CI to make this a failure): {msg}"
-        );
-        return;
+/// What the browser test needs (see [`need`]): headless Chromium, Node.js and
+/// playwright-core.
+fn browser() -> Needs {
+    let missing = browser_missing(&Path::new(ROOT).join("tests/browser"));
+    if missing.is_empty() {
+        return Ok(());
     }
+    need(
+        "headless Chromium and playwright-core",
+        format!(
+            "missing {}; install with `apt-get update && apt-get install -y chromium` \
+             (Debian's chromium, at /usr/bin/chromium) and `npm ci --prefix tests/browser` \
+             (playwright-core; needs Node.js 20+)",
+            missing.join("; ")
+        ),
+    )
+}
+
+fn html_report_works_in_headless_chromium() -> Needs {
+    browser()?;
+    let browser_dir = Path::new(ROOT).join("tests/browser");
     let r = rendered();
     let report = r.dir.join("report.html");
     let shot = std::env::var_os("AGENTEST_SCREENSHOT")
@@ -757,4 +749,16 @@ fn html_report_works_in_headless_chromium() {
     assert!(result["passed"].as_u64().unwrap() >= 20, "{result}");
     let png = std::fs::read(&shot).expect("screenshot written");
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "screenshot is a PNG");
+    Ok(())
+}
+
+pub fn tests() -> Vec<libtest_mimic::Trial> {
+    crate::trials![
+        the_run_has_every_outcome,
+        json_report_parses_back_with_matching_counts,
+        junit_report_is_well_formed_with_required_structure,
+        markdown_report_has_counts_and_failing_transcripts,
+        html_report_has_every_case_and_escapes_markup,
+        html_report_works_in_headless_chromium (needs browser),
+    ]
 }

@@ -40,6 +40,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::common::{need, Needs};
 use serde_json::{json, Value};
 
 /// Every trial of the fixture, sorted.
@@ -225,7 +226,7 @@ fn outer_target_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR").filter(|d| !d.is_empty()) {
         return manifest.join(dir);
     }
-    // This binary is <target>/<profile>/deps/harness_e2e-<hash>.
+    // This binary is <target>/<profile>/deps/functional-<hash>.
     std::env::current_exe()
         .ok()
         .and_then(|exe| {
@@ -584,7 +585,6 @@ fn check_dynamic_records(records: &BTreeMap<String, &Value>) {
 // ---------------------------------------------------------------------------------
 // cargo test
 
-#[test]
 fn list_prints_exactly_the_sorted_trial_names() {
     let fx = fixture();
     let out = fx.cargo_test(&["--list"]);
@@ -603,7 +603,6 @@ fn list_prints_exactly_the_sorted_trial_names() {
     assert_eq!(ignored.stdout, list_lines(&[SKIP_CASE]), "{ignored}");
 }
 
-#[test]
 fn cargo_test_fails_with_located_messages_and_counts() {
     let fx = fixture();
     let out = fx.cargo_test(&[]);
@@ -669,7 +668,6 @@ fn cargo_test_fails_with_located_messages_and_counts() {
     assert_eq!(listed, FAILING, "{out}");
 }
 
-#[test]
 fn name_filter_runs_one_suite() {
     let out = fixture().cargo_test(&["billing/"]);
     out.expect_code(0);
@@ -682,7 +680,6 @@ fn name_filter_runs_one_suite() {
     expect_counts(&out, 2, 0, 0, Some(8));
 }
 
-#[test]
 fn dynamic_cases_run_with_the_scripted_simulator() {
     let out = fixture().cargo_test(&["chat::"]);
     out.expect_code(101);
@@ -708,7 +705,6 @@ fn dynamic_cases_run_with_the_scripted_simulator() {
 /// The reason a dynamic case failed is in the trial's failure message, since it fails
 /// with no failed assertion to show: the turn limit and the checkpoint still missing,
 /// with its last failure.
-#[test]
 fn a_dynamic_case_out_of_turns_fails_naming_the_missing_checkpoint() {
     let out = fixture().cargo_test(&["--exact", MAX_TURNS_CASE]);
     out.expect_code(101);
@@ -729,7 +725,6 @@ fn a_dynamic_case_out_of_turns_fails_naming_the_missing_checkpoint() {
     assert!(message.contains(MAX_TURNS_FAILURE), "{message}");
 }
 
-#[test]
 fn exact_filter_runs_one_trial() {
     let out = fixture().cargo_test(&["--exact", "billing/refunds::R1"]);
     out.expect_code(0);
@@ -748,7 +743,6 @@ fn exact_filter_runs_one_trial() {
     expect_counts(&none, 0, 0, 0, None);
 }
 
-#[test]
 fn skip_filter_leaves_out_matching_trials() {
     let out = fixture().cargo_test(&["--skip", "smoke::", "--skip", "R2", "--skip", "endless"]);
     out.expect_code(0);
@@ -757,7 +751,6 @@ fn skip_filter_leaves_out_matching_trials() {
     expect_counts(&out, 2, 0, 0, Some(8));
 }
 
-#[test]
 fn ignored_flag_runs_only_the_skip_case() {
     // libtest runs #[ignore] tests under --ignored; a skip:true case (which passes
     // against the echo agent) runs and passes the same way. The dynamic cases are not
@@ -772,7 +765,6 @@ fn ignored_flag_runs_only_the_skip_case() {
     expect_counts(&out, 1, 0, 0, Some(9));
 }
 
-#[test]
 fn json_format_emits_libtest_events() {
     let out = fixture().cargo_test(&["--format", "json", "-Z", "unstable-options"]);
     out.expect_code(101);
@@ -838,7 +830,6 @@ fn json_format_emits_libtest_events() {
     assert!(results[MAX_TURNS_CASE].1.contains(MAX_TURNS_AT), "{out}");
 }
 
-#[test]
 fn one_test_thread_runs_in_name_order() {
     let out = fixture().cargo_test(&["--test-threads", "1"]);
     out.expect_code(101);
@@ -847,7 +838,6 @@ fn one_test_thread_runs_in_name_order() {
     expect_counts(&out, 5, 4, 1, Some(0));
 }
 
-#[test]
 fn report_under_cargo_test_has_every_case_then_a_summary() {
     let fx = fixture();
     let scratch = Scratch::new("report-cargo-test");
@@ -917,7 +907,6 @@ fn report_under_cargo_test_has_every_case_then_a_summary() {
 /// `--exact SUITE::ID` must read only `SUITE.jsonl` and finish, and its filtered-out
 /// count shows that no other suite was loaded.
 #[cfg(unix)]
-#[test]
 fn exact_opens_only_the_named_suite() {
     let fx = fixture();
     let scratch = Scratch::new("exact-fifo");
@@ -984,7 +973,6 @@ const SLOW: Duration = Duration::from_secs(3);
 /// A case that times out after 1 s must end well before the agent or hook wakes up.
 const WELL_UNDER_SLOW: Duration = Duration::from_secs(2);
 
-#[test]
 fn faults_are_error_and_timeout_records_and_no_case_is_lost() {
     let fx = fixture();
     let scratch = Scratch::new("faults");
@@ -1085,7 +1073,6 @@ fn run_fault(trial: &str) -> (Output, Duration) {
     (out, took)
 }
 
-#[test]
 fn a_slow_before_hook_times_out_at_the_deadline() {
     let (out, took) = run_fault("faults::slow-hook");
     out.expect_code(101);
@@ -1099,7 +1086,6 @@ fn a_slow_before_hook_times_out_at_the_deadline() {
     );
 }
 
-#[test]
 fn a_slow_sync_agent_times_out_at_the_deadline() {
     let (out, took) = run_fault("faults::slow-agent");
     out.expect_code(101);
@@ -1113,7 +1099,6 @@ fn a_slow_sync_agent_times_out_at_the_deadline() {
     );
 }
 
-#[test]
 fn empty_suites_root_is_an_error_naming_the_root() {
     let fx = fixture();
     let scratch = Scratch::new("empty-root");
@@ -1146,27 +1131,40 @@ fn empty_suites_root_is_an_error_naming_the_root() {
 // ---------------------------------------------------------------------------------
 // cargo nextest
 
-/// Whether `cargo nextest` works here; when it does not, nextest tests pass vacuously.
-fn have_nextest() -> bool {
-    static HAVE: OnceLock<bool> = OnceLock::new();
-    *HAVE.get_or_init(|| {
-        let out = fixture().cargo(["nextest", "--version"]);
-        let ok = out.code == Some(0);
-        // CI has cargo-nextest: there a missing one must fail, not pass unchecked.
-        let on_ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
-        assert!(ok || !on_ci, "cargo nextest is not available on CI:\n{out}");
-        if !ok {
-            eprintln!("cargo nextest is not available; skipping the nextest checks\n{out}");
+/// `cargo nextest`, which the nextest tests need (see [`need`]).
+fn nextest() -> Needs {
+    static HAVE: OnceLock<Result<(), String>> = OnceLock::new();
+    let have = HAVE.get_or_init(|| {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let out = Command::new(cargo)
+            .args(["nextest", "--version"])
+            .stdin(Stdio::null())
+            .output();
+        match out {
+            Ok(out) if out.status.success() => Ok(()),
+            Ok(out) => {
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                let said = stderr.lines().find(|l| !l.trim().is_empty());
+                Err(format!(
+                    "`cargo nextest --version` failed ({}: {})",
+                    out.status,
+                    said.unwrap_or("no output").trim()
+                ))
+            }
+            Err(e) => Err(format!("cannot run cargo: {e}")),
         }
-        ok
-    })
+    });
+    match have {
+        Ok(()) => Ok(()),
+        Err(reason) => need(
+            "cargo-nextest",
+            format!("{reason}; install it with `cargo install cargo-nextest --locked`"),
+        ),
+    }
 }
 
-#[test]
-fn nextest_lists_the_trials() {
-    if !have_nextest() {
-        return;
-    }
+fn nextest_lists_the_trials() -> Needs {
+    nextest()?;
     let fx = fixture();
     let out = fx.nextest("list", &[], &[]);
     out.expect_code(0);
@@ -1189,13 +1187,11 @@ fn nextest_lists_the_trials() {
     for (name, case) in cases {
         assert_eq!(case["ignored"], name == SKIP_CASE, "{name}: {case}");
     }
+    Ok(())
 }
 
-#[test]
-fn nextest_run_fails_and_appends_a_record_per_case() {
-    if !have_nextest() {
-        return;
-    }
+fn nextest_run_fails_and_appends_a_record_per_case() -> Needs {
+    nextest()?;
     let fx = fixture();
     let scratch = Scratch::new("report-nextest");
     let report = scratch.path("report.jsonl");
@@ -1248,6 +1244,7 @@ fn nextest_run_fails_and_appends_a_record_per_case() {
         "{text}"
     );
     check_records(&records);
+    Ok(())
 }
 
 /// The report of a nextest run: one record per executed case, checked to have no
@@ -1260,11 +1257,8 @@ fn nextest_report(report: &Path) -> (String, Vec<Value>) {
     (text, lines)
 }
 
-#[test]
-fn nextest_runs_start_the_report_afresh() {
-    if !have_nextest() {
-        return;
-    }
+fn nextest_runs_start_the_report_afresh() -> Needs {
+    nextest()?;
     let fx = fixture();
     let scratch = Scratch::new("report-nextest-twice");
     let report = scratch.path("report.jsonl");
@@ -1306,4 +1300,30 @@ fn nextest_runs_start_the_report_afresh() {
         "{third}"
     );
     assert_ne!(run_id(), second_run);
+    Ok(())
+}
+
+pub fn tests() -> Vec<libtest_mimic::Trial> {
+    crate::trials![
+        list_prints_exactly_the_sorted_trial_names,
+        cargo_test_fails_with_located_messages_and_counts,
+        name_filter_runs_one_suite,
+        dynamic_cases_run_with_the_scripted_simulator,
+        a_dynamic_case_out_of_turns_fails_naming_the_missing_checkpoint,
+        exact_filter_runs_one_trial,
+        skip_filter_leaves_out_matching_trials,
+        ignored_flag_runs_only_the_skip_case,
+        json_format_emits_libtest_events,
+        one_test_thread_runs_in_name_order,
+        report_under_cargo_test_has_every_case_then_a_summary,
+        #[cfg(unix)]
+        exact_opens_only_the_named_suite,
+        faults_are_error_and_timeout_records_and_no_case_is_lost,
+        a_slow_before_hook_times_out_at_the_deadline,
+        a_slow_sync_agent_times_out_at_the_deadline,
+        empty_suites_root_is_an_error_naming_the_root,
+        nextest_lists_the_trials (needs nextest),
+        nextest_run_fails_and_appends_a_record_per_case (needs nextest),
+        nextest_runs_start_the_report_afresh (needs nextest),
+    ]
 }

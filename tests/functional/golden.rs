@@ -7,15 +7,13 @@
 //! Every child runs without `CI`, `NO_COLOR` and `AGENTEST_*` from our environment,
 //! unless a test sets them.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
-use common::{clean, expense_agent_section, finish, Report, Run, Scratch, BIN};
+use crate::common::{clean, expense_agent_section, finish, Report, Run, Scratch, BIN};
 use serde_json::{json, Value};
 
 /// The line every golden failure ends with, after what was written.
@@ -25,29 +23,24 @@ const HOW_TO_UPDATE: &str = "review it with `agentest review`, accept all with `
 // Helpers
 // ---------------------------------------------------------------------------------------
 
+/// A scratch directory whose `[agent]` is the example expense agent, plus `extra`.
+fn scratch(tag: &str, extra: &str) -> Scratch {
+    let s = Scratch::bare(tag);
+    s.write(
+        "agentest.toml",
+        &format!("{}{extra}", expense_agent_section()),
+    );
+    s
+}
+
 impl Scratch {
     fn bare(tag: &str) -> Scratch {
         Scratch::named("golden", tag)
     }
 
-    /// A scratch directory whose `[agent]` is the example expense agent, plus `extra`.
-    fn new(tag: &str, extra: &str) -> Scratch {
-        let s = Scratch::bare(tag);
-        s.write(
-            "agentest.toml",
-            &format!("{}{extra}", expense_agent_section()),
-        );
-        s
-    }
-
-    fn read(&self, rel: &str) -> String {
-        std::fs::read_to_string(self.join(rel))
-            .unwrap_or_else(|e| panic!("read {rel}: {e}\nfiles: {:?}", self.files()))
-    }
-
     /// Every file under the root except the config, the report and the helper scripts,
     /// relative and sorted.
-    fn files(&self) -> Vec<String> {
+    fn written(&self) -> Vec<String> {
         let mut found = Vec::new();
         let mut stack = vec![self.root.clone()];
         while let Some(dir) = stack.pop() {
@@ -203,9 +196,8 @@ fn no_durations(text: &str) -> String {
 // 1. A matching golden file passes and nothing is written
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn a_pinned_case_matching_its_hand_written_golden_file_passes_and_writes_nothing() {
-    let s = Scratch::new("match", "");
+    let s = scratch("match", "");
     s.write_suite(
         "s.jsonl",
         &[
@@ -233,7 +225,7 @@ fn a_pinned_case_matching_its_hand_written_golden_file_passes_and_writes_nothing
         );
         // Nothing written: no `.new`, no golden file for the unpinned case, and the
         // golden file itself untouched (not even rewritten with the same text).
-        assert_eq!(s.files(), ["s.golden/pinned.txt", "s.jsonl"]);
+        assert_eq!(s.written(), ["s.golden/pinned.txt", "s.jsonl"]);
         assert_eq!(
             s.read("s.golden/pinned.txt"),
             greet_golden("s", "pinned", "Hello")
@@ -281,9 +273,8 @@ fn outcome_map(pairs: &[(&str, Option<&str>)]) -> BTreeMap<String, Option<String
         .collect()
 }
 
-#[test]
 fn golden_suites_in_the_config_pin_a_whole_suite_and_golden_false_opts_out() {
-    let s = Scratch::new("suites", "[golden]\nsuites = [\"pinned\"]\n");
+    let s = scratch("suites", "[golden]\nsuites = [\"pinned\"]\n");
     s.write_suite(
         "suites/pinned.jsonl",
         &[
@@ -318,7 +309,7 @@ fn golden_suites_in_the_config_pin_a_whole_suite_and_golden_false_opts_out() {
         ])
     );
     assert_eq!(
-        s.files(),
+        s.written(),
         [
             "suites/other.golden/d.txt",
             "suites/other.jsonl",
@@ -336,9 +327,8 @@ fn golden_suites_in_the_config_pin_a_whole_suite_and_golden_false_opts_out() {
     assert_eq!(report.golden("pinned::a")["outcome"], "matched");
 }
 
-#[test]
 fn golden_enabled_in_the_config_pins_every_suite_but_golden_false() {
-    let s = Scratch::new("enabled", "[golden]\nenabled = true\n");
+    let s = scratch("enabled", "[golden]\nenabled = true\n");
     s.write_suite(
         "suites/one.jsonl",
         &[
@@ -370,9 +360,8 @@ fn golden_enabled_in_the_config_pins_every_suite_but_golden_false() {
     );
 }
 
-#[test]
 fn a_failing_pinned_case_is_not_compared_and_writes_nothing() {
-    let s = Scratch::new("failing", "");
+    let s = scratch("failing", "");
     s.write_suite(
         "s.jsonl",
         &[r#"{"id": "f", "input": "Hello", "golden": true, "assertions": [{"type": "contains", "value": "Goodbye"}]}"#],
@@ -386,7 +375,7 @@ fn a_failing_pinned_case_is_not_compared_and_writes_nothing() {
         report.text
     );
     assert!(!report.error("s::f").contains("golden"), "{}", report.text);
-    assert_eq!(s.files(), ["s.jsonl"]);
+    assert_eq!(s.written(), ["s.jsonl"]);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -419,9 +408,8 @@ awaiting input
 ✓ $.expense.status = "draft"
 "#;
 
-#[test]
 fn a_static_case_renders_as_the_expected_text() {
-    let s = Scratch::new("render", "");
+    let s = scratch("render", "");
     s.write_suite("flow.jsonl", &[STATIC_CASE]);
     let (run, report) = run_suite(&s, "flow.jsonl", &[("AGENTEST_UPDATE", "always")]);
     assert_eq!(run.code, 0, "{run:?}");
@@ -497,9 +485,8 @@ data: {"expense":{"id":"EXP-0001","type":"meal","amount":40,"status":"submitted"
 termination: all_checkpoints_reached
 "#;
 
-#[test]
 fn a_dynamic_case_renders_its_checkpoints_and_termination() {
-    let s = Scratch::new("render-dyn", "[golden]\nsuites = [\"dynamic\"]\n");
+    let s = scratch("render-dyn", "[golden]\nsuites = [\"dynamic\"]\n");
     s.write("dynamic.jsonl", DYNAMIC_SUITE);
     let (run, report) = run_suite_args(
         &s,
@@ -532,7 +519,7 @@ fn a_dynamic_case_renders_its_checkpoints_and_termination() {
 /// `s.jsonl` with one pinned greeting whose golden file says "Howdy" where the agent
 /// says "Hello".
 fn mismatching() -> Scratch {
-    let s = Scratch::new("mismatch", "");
+    let s = scratch("mismatch", "");
     s.write_suite(
         "s.jsonl",
         &[&greet("hello", "Hello", r#", "golden": true"#)],
@@ -570,7 +557,6 @@ fn hello_mismatch(wrote: bool) -> String {
     )
 }
 
-#[test]
 fn a_mismatch_fails_with_a_unified_diff_and_says_how_to_update() {
     let s = mismatching();
     let (run, report) = run_suite(&s, "s.jsonl", &[]);
@@ -598,7 +584,6 @@ fn a_mismatch_fails_with_a_unified_diff_and_says_how_to_update() {
     );
 }
 
-#[test]
 fn with_color_always_the_console_diff_is_coloured_and_every_report_stays_plain() {
     let s = mismatching();
     for ext in ["jsonl", "json", "md", "xml", "html"] {
@@ -660,12 +645,11 @@ fn with_color_always_the_console_diff_is_coloured_and_every_report_stays_plain()
             }
         }
     }
-    assert_eq!(s.files(), ["s.golden/hello.txt", "s.jsonl"]);
+    assert_eq!(s.written(), ["s.golden/hello.txt", "s.jsonl"]);
 }
 
-#[test]
 fn a_removed_turn_header_is_painted_as_a_removed_line() {
-    let s = Scratch::new("paint", "");
+    let s = scratch("paint", "");
     s.write_suite(
         "s.jsonl",
         &[&greet("hello", "Hello", r#", "golden": true"#)],
@@ -721,7 +705,6 @@ fn fresh_missing(wrote: bool) -> String {
     format!("there is no golden file s.golden/fresh.txt yet (a transcript is never accepted silently);\n{note}{HOW_TO_UPDATE}")
 }
 
-#[test]
 fn update_new_writes_pending_files_and_fails() {
     let s = pending_pair();
     let (run, report) = run_suite(&s, "s.jsonl", &[("AGENTEST_UPDATE", "new")]);
@@ -734,7 +717,7 @@ fn update_new_writes_pending_files_and_fails() {
         &json!({"file": "s.golden/fresh.txt", "outcome": "missing", "pending": "s.golden/fresh.txt.new"})
     );
     assert_eq!(
-        s.files(),
+        s.written(),
         [
             "s.golden/fresh.txt.new",
             "s.golden/hello.txt",
@@ -758,7 +741,6 @@ fn update_new_writes_pending_files_and_fails() {
     assert!(!s.exists("s.golden/fresh.txt"));
 }
 
-#[test]
 fn update_always_overwrites_and_passes() {
     let s = pending_pair();
     let (run, report) = run_suite(&s, "s.jsonl", &[("AGENTEST_UPDATE", "always")]);
@@ -772,7 +754,7 @@ fn update_always_overwrites_and_passes() {
         assert!(report.case(&format!("s::{id}")).get("error").is_none());
     }
     assert_eq!(
-        s.files(),
+        s.written(),
         ["s.golden/fresh.txt", "s.golden/hello.txt", "s.jsonl"]
     );
     assert_eq!(
@@ -785,7 +767,6 @@ fn update_always_overwrites_and_passes() {
     );
 }
 
-#[test]
 fn update_no_writes_nothing_and_fails() {
     let s = pending_pair();
     let (run, report) = run_suite(&s, "s.jsonl", &[("AGENTEST_UPDATE", "no")]);
@@ -800,11 +781,10 @@ fn update_no_writes_nothing_and_fails() {
         report.golden("s::fresh"),
         &json!({"file": "s.golden/fresh.txt", "outcome": "missing"})
     );
-    assert_eq!(s.files(), ["s.golden/hello.txt", "s.jsonl"]);
+    assert_eq!(s.written(), ["s.golden/hello.txt", "s.jsonl"]);
     assert_eq!(s.read("s.golden/hello.txt"), edited_hello());
 }
 
-#[test]
 fn update_auto_is_new_without_ci_and_no_with_ci() {
     // (environment, whether a `.new` is written)
     let cases: &[(&[(&str, &str)], bool)] = &[
@@ -824,7 +804,7 @@ fn update_auto_is_new_without_ci_and_no_with_ci() {
     std::thread::scope(|scope| {
         for (envs, writes) in cases {
             scope.spawn(move || {
-                let s = Scratch::new("auto", "");
+                let s = scratch("auto", "");
                 s.write_suite("s.jsonl", &[&greet("fresh", "Hi", r#", "golden": true"#)]);
                 let (run, report) = run_suite(&s, "s.jsonl", envs);
                 assert_eq!(run.code, 1, "{envs:?}: {run:?}");
@@ -834,7 +814,7 @@ fn update_auto_is_new_without_ci_and_no_with_ci() {
                 } else {
                     &["s.jsonl"]
                 };
-                assert_eq!(s.files(), files, "{envs:?}");
+                assert_eq!(s.written(), files, "{envs:?}");
             });
         }
     });
@@ -843,10 +823,9 @@ fn update_auto_is_new_without_ci_and_no_with_ci() {
     let (run, report) = run_suite(&s, "s.jsonl", &[("CI", "true")]);
     assert_eq!(run.code, 1, "{run:?}");
     assert_eq!(report.error("s::hello"), hello_mismatch(false));
-    assert_eq!(s.files(), ["s.golden/hello.txt", "s.jsonl"]);
+    assert_eq!(s.written(), ["s.golden/hello.txt", "s.jsonl"]);
 }
 
-#[test]
 fn an_unknown_update_mode_is_a_usage_error() {
     let s = pending_pair();
     for value in ["sometimes", "ALWAYS", "yes"] {
@@ -872,11 +851,10 @@ fn an_unknown_update_mode_is_a_usage_error() {
         );
         assert_eq!(run.stdout, "", "nothing runs");
         assert!(!s.exists("report.jsonl"));
-        assert_eq!(s.files(), ["s.golden/hello.txt", "s.jsonl"]);
+        assert_eq!(s.written(), ["s.golden/hello.txt", "s.jsonl"]);
     }
 }
 
-#[test]
 fn a_stale_pending_file_is_removed_once_the_case_matches_again() {
     let s = mismatching();
     let (run, _) = run_suite(&s, "s.jsonl", &[]);
@@ -888,11 +866,10 @@ fn a_stale_pending_file_is_removed_once_the_case_matches_again() {
         let (run, report) = run_suite(&s, "s.jsonl", &[("AGENTEST_UPDATE", mode)]);
         assert_eq!(run.code, 0, "{run:?}");
         assert_eq!(report.golden("s::hello")["outcome"], "matched");
-        assert_eq!(s.files(), ["s.golden/hello.txt", "s.jsonl"]);
+        assert_eq!(s.written(), ["s.golden/hello.txt", "s.jsonl"]);
     }
 }
 
-#[test]
 fn update_always_leaves_no_stale_pending_file() {
     let s = mismatching();
     let (run, _) = run_suite(&s, "s.jsonl", &[]);
@@ -902,7 +879,7 @@ fn update_always_leaves_no_stale_pending_file() {
     let (run, report) = run_suite(&s, "s.jsonl", &[("AGENTEST_UPDATE", "always")]);
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(report.golden("s::hello")["outcome"], "updated");
-    assert_eq!(s.files(), ["s.golden/hello.txt", "s.jsonl"]);
+    assert_eq!(s.written(), ["s.golden/hello.txt", "s.jsonl"]);
     let accept = agentest(&s.root, &["accept", "."], &[]);
     assert_eq!(accept.code, 0, "{accept:?}");
     assert_eq!(
@@ -911,9 +888,8 @@ fn update_always_leaves_no_stale_pending_file() {
     );
 }
 
-#[test]
 fn ids_that_differ_only_in_punctuation_have_their_own_golden_files() {
-    let s = Scratch::new("collide", "");
+    let s = scratch("collide", "");
     s.write_suite(
         "s.jsonl",
         &[
@@ -934,9 +910,8 @@ fn ids_that_differ_only_in_punctuation_have_their_own_golden_files() {
     );
 }
 
-#[test]
 fn a_nested_suite_matches_its_golden_file_whether_the_folder_or_the_file_is_run() {
-    let s = Scratch::new("nested", "");
+    let s = scratch("nested", "");
     s.write_suite(
         "suites/billing/refunds.jsonl",
         &[&greet("T1", "Hello", r#", "golden": true"#)],
@@ -979,9 +954,8 @@ pattern = "of \\$(\\d+)"
 replace = "of [$1 dollars]"
 "#;
 
-#[test]
 fn config_redactions_apply_in_order_and_per_suite() {
-    let s = Scratch::new("redact", &format!("[golden]\nenabled = true\n{REDACTIONS}"));
+    let s = scratch("redact", &format!("[golden]\nenabled = true\n{REDACTIONS}"));
     let case = r#"{"id": "meal", "input": "Meal, $40", "assertions": [{"type": "tool_called", "name": "create_expense"}]}"#;
     s.write_suite("suites/alpha.jsonl", &[case]);
     s.write_suite("suites/beta.jsonl", &[case]);
@@ -1058,7 +1032,6 @@ data: {"session":"[session]","order":"[uuid]","at":"[timestamp]"}
 ✓ contains "Order"
 "#;
 
-#[test]
 fn session_ids_timestamps_and_uuids_in_replies_are_redacted() {
     let s = Scratch::bare("stamp");
     s.write("stamp.py", STAMP_AGENT);
@@ -1088,9 +1061,8 @@ fn session_ids_timestamps_and_uuids_in_replies_are_redacted() {
     );
 }
 
-#[test]
 fn an_invalid_redaction_regex_is_a_config_error_naming_the_entry() {
-    let s = Scratch::new(
+    let s = scratch(
         "badregex",
         "[[golden.redactions]]\npattern = \"ok\"\nreplace = \"x\"\n\n[[golden.redactions]]\nsuite = \"s\"\npattern = \"EXP-(\\\\d+\"\nreplace = \"x\"\n",
     );
@@ -1151,7 +1123,7 @@ const DIFF_C: &str = "--- golden\n+++ actual\n@@ -1 +1 @@\n-old c\n+new c\n";
 
 fn untouched(s: &Scratch) {
     assert_eq!(
-        s.files(),
+        s.written(),
         [
             "agent-tests/.hidden.golden/y.txt.new",
             "agent-tests/notes/x.txt.new",
@@ -1165,7 +1137,6 @@ fn untouched(s: &Scratch) {
     assert_eq!(s.read("agent-tests/s.golden/a.txt"), "old a\n");
 }
 
-#[test]
 fn review_without_a_terminal_lists_every_pending_diff_and_exits_1() {
     let s = three_pending();
     let expected = format!(
@@ -1198,7 +1169,6 @@ fn review_without_a_terminal_lists_every_pending_diff_and_exits_1() {
     untouched(&s);
 }
 
-#[test]
 fn review_all_accepts_everything_shown() {
     let s = three_pending();
     let run = agentest_piped(&s.root, &["review", "--all", "--color", "never"], "");
@@ -1210,7 +1180,7 @@ fn review_all_accepts_everything_shown() {
         )
     );
     assert_eq!(
-        s.files(),
+        s.written(),
         [
             "agent-tests/.hidden.golden/y.txt.new",
             "agent-tests/notes/x.txt.new",
@@ -1227,7 +1197,6 @@ fn review_all_accepts_everything_shown() {
     }
 }
 
-#[test]
 fn accept_renames_every_pending_file_over_its_golden_file() {
     let s = three_pending();
     let run = agentest(&s.root, &["accept", "agent-tests"], &[]);
@@ -1246,7 +1215,6 @@ fn accept_renames_every_pending_file_over_its_golden_file() {
     assert_eq!(s.read("agent-tests/notes/x.txt.new"), "not pending\n");
 }
 
-#[test]
 fn accepted_transcripts_pass_on_the_next_run() {
     let s = pending_pair();
     let (run, _) = run_suite(&s, "s.jsonl", &[]);
@@ -1263,12 +1231,11 @@ fn accepted_transcripts_pass_on_the_next_run() {
     assert_eq!(report.golden("s::hello")["outcome"], "matched");
     assert_eq!(report.golden("s::fresh")["outcome"], "matched");
     assert_eq!(
-        s.files(),
+        s.written(),
         ["s.golden/fresh.txt", "s.golden/hello.txt", "s.jsonl"]
     );
 }
 
-#[test]
 fn review_and_accept_with_nothing_pending_say_so_and_exit_0() {
     let s = Scratch::bare("nothing");
     s.write("agent-tests/s.golden/a.txt", "old a\n");
@@ -1351,7 +1318,6 @@ fn review_on_a_terminal(s: &Scratch, answers: &[&str]) -> Run {
 
 const PROMPT: &str = "accept (a), reject (r), skip (s), quit (q)? ";
 
-#[test]
 fn review_on_a_terminal_accepts_rejects_and_skips_one_by_one() {
     let s = three_pending();
     // An unknown answer asks again.
@@ -1364,7 +1330,7 @@ fn review_on_a_terminal_accepts_rejects_and_skips_one_by_one() {
         )
     );
     assert_eq!(
-        s.files(),
+        s.written(),
         [
             "agent-tests/.hidden.golden/y.txt.new",
             "agent-tests/notes/x.txt.new",
@@ -1388,7 +1354,6 @@ fn review_on_a_terminal_accepts_rejects_and_skips_one_by_one() {
     assert_eq!(s.read("agent-tests/s.golden/c.txt"), "new c\n");
 }
 
-#[test]
 fn quitting_an_interactive_review_leaves_the_rest_pending() {
     let s = three_pending();
     let run = review_on_a_terminal(&s, &["q"]);
@@ -1406,7 +1371,7 @@ fn quitting_an_interactive_review_leaves_the_rest_pending() {
 
 /// A scratch dir holding `dynamic.jsonl` and `out/report.jsonl` from a run of it.
 fn dynamic_run() -> Scratch {
-    let s = Scratch::new("freeze", "");
+    let s = scratch("freeze", "");
     s.write("dynamic.jsonl", DYNAMIC_SUITE);
     let run = agentest(
         &s.root,
@@ -1469,7 +1434,6 @@ fn one_json_line(run: &Run) -> Value {
     serde_json::from_str(&run.stdout).expect("a JSON line")
 }
 
-#[test]
 fn freeze_prints_a_static_case_from_a_dynamic_run() {
     let s = dynamic_run();
     let before = s.read("dynamic.jsonl");
@@ -1499,7 +1463,6 @@ fn freeze_prints_a_static_case_from_a_dynamic_run() {
     assert_eq!(s.read("dynamic.jsonl"), before);
 }
 
-#[test]
 fn a_frozen_case_written_to_the_suite_passes_against_the_same_agent() {
     let s = dynamic_run();
     for id in ["expense-dynamic", "optional-and-forbidden"] {
@@ -1593,7 +1556,6 @@ fn a_frozen_case_written_to_the_suite_passes_against_the_same_agent() {
     assert_eq!(s.read("dynamic.jsonl"), text, "nothing appended");
 }
 
-#[test]
 fn freeze_errors_say_what_is_missing() {
     let s = dynamic_run();
     // An unknown id: the known ones.
@@ -1656,9 +1618,8 @@ fn freeze_errors_say_what_is_missing() {
     assert_eq!(s.read("dynamic.jsonl"), DYNAMIC_SUITE);
 }
 
-#[test]
 fn freezing_a_nested_suite_uses_its_own_record() {
-    let s = Scratch::new("freeze-nested", "");
+    let s = scratch("freeze-nested", "");
     let dynamic = |input: &str, check: &str| {
         format!(
             r#"{{"id": "x", "input": "{input}", "simulator": {{"use": "script", "script": [{{"say": "ok"}}]}}, "checkpoints": [{{"id": "c", "assert": {check}}}]}}"#
@@ -1722,7 +1683,7 @@ fn freezing_a_nested_suite_uses_its_own_record() {
 
 /// A scratch dir with `run.jsonl` from a run with every outcome but a timeout.
 fn mixed_run() -> Scratch {
-    let s = Scratch::new("report", "");
+    let s = scratch("report", "");
     s.write_suite(
         "suites/a.jsonl",
         &[
@@ -1859,7 +1820,6 @@ fn check_formats(s: &Scratch, input: &str, original: &Report) {
     }
 }
 
-#[test]
 fn report_builds_every_format_from_a_jsonl_file() {
     let s = mixed_run();
     let original = Report::read(&s.join("run.jsonl"));
@@ -1882,7 +1842,6 @@ fn nextest_folder(s: &Scratch, original: &Report) {
     s.write("nextest/notes.txt", "not a report\n");
 }
 
-#[test]
 fn report_recounts_the_summary_from_a_folder_of_jsonl_files() {
     let s = mixed_run();
     let original = Report::read(&s.join("run.jsonl"));
@@ -1897,7 +1856,6 @@ fn report_recounts_the_summary_from_a_folder_of_jsonl_files() {
     assert!(!s.exists("x.json"));
 }
 
-#[test]
 fn a_recounted_summary_takes_at_least_as_long_as_its_longest_case() {
     let s = mixed_run();
     let original = Report::read(&s.join("run.jsonl"));
@@ -1916,7 +1874,6 @@ fn a_recounted_summary_takes_at_least_as_long_as_its_longest_case() {
     assert!(total >= longest, "{total}ms < {longest}ms");
 }
 
-#[test]
 fn report_with_an_unknown_extension_is_a_usage_error() {
     let s = mixed_run();
     for out in ["out.txt", "out", "out.yaml"] {
@@ -1935,4 +1892,45 @@ fn report_with_an_unknown_extension_is_a_usage_error() {
         run.stderr.starts_with("error: failed to read nope.jsonl"),
         "{run:?}"
     );
+}
+
+pub fn tests() -> Vec<libtest_mimic::Trial> {
+    crate::trials![
+        a_pinned_case_matching_its_hand_written_golden_file_passes_and_writes_nothing,
+        golden_suites_in_the_config_pin_a_whole_suite_and_golden_false_opts_out,
+        golden_enabled_in_the_config_pins_every_suite_but_golden_false,
+        a_failing_pinned_case_is_not_compared_and_writes_nothing,
+        a_static_case_renders_as_the_expected_text,
+        a_dynamic_case_renders_its_checkpoints_and_termination,
+        a_mismatch_fails_with_a_unified_diff_and_says_how_to_update,
+        with_color_always_the_console_diff_is_coloured_and_every_report_stays_plain,
+        a_removed_turn_header_is_painted_as_a_removed_line,
+        update_new_writes_pending_files_and_fails,
+        update_always_overwrites_and_passes,
+        update_no_writes_nothing_and_fails,
+        update_auto_is_new_without_ci_and_no_with_ci,
+        an_unknown_update_mode_is_a_usage_error,
+        a_stale_pending_file_is_removed_once_the_case_matches_again,
+        update_always_leaves_no_stale_pending_file,
+        ids_that_differ_only_in_punctuation_have_their_own_golden_files,
+        a_nested_suite_matches_its_golden_file_whether_the_folder_or_the_file_is_run,
+        config_redactions_apply_in_order_and_per_suite,
+        session_ids_timestamps_and_uuids_in_replies_are_redacted,
+        an_invalid_redaction_regex_is_a_config_error_naming_the_entry,
+        review_without_a_terminal_lists_every_pending_diff_and_exits_1,
+        review_all_accepts_everything_shown,
+        accept_renames_every_pending_file_over_its_golden_file,
+        accepted_transcripts_pass_on_the_next_run,
+        review_and_accept_with_nothing_pending_say_so_and_exit_0,
+        review_on_a_terminal_accepts_rejects_and_skips_one_by_one,
+        quitting_an_interactive_review_leaves_the_rest_pending,
+        freeze_prints_a_static_case_from_a_dynamic_run,
+        a_frozen_case_written_to_the_suite_passes_against_the_same_agent,
+        freeze_errors_say_what_is_missing,
+        freezing_a_nested_suite_uses_its_own_record,
+        report_builds_every_format_from_a_jsonl_file,
+        report_recounts_the_summary_from_a_folder_of_jsonl_files,
+        a_recounted_summary_takes_at_least_as_long_as_its_longest_case,
+        report_with_an_unknown_extension_is_a_usage_error,
+    ]
 }

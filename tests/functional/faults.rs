@@ -14,8 +14,6 @@
 //! that does the same on its stdin ([`PROCESS_AGENT`]).
 #![cfg(unix)]
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::io::{BufReader, Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -26,7 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use common::{clean, lock, read_request_body, Scratch, TcpServer, BIN};
+use crate::common::{clean, lock, read_request, Scratch, TcpServer, BIN};
 use serde_json::{json, Value};
 
 /// The suite file, next to `agentest.toml` in the scratch project: trials are `s::ID`.
@@ -147,7 +145,7 @@ fn serve(
     };
     let mut reader = BufReader::new(read_half);
     let mut w = stream;
-    while let Some(body) = read_request_body(&mut reader) {
+    while let Some(body) = read_request(&mut reader).map(|r| r.body) {
         let text = flavor.text(&body);
         let fault = text
             .split_whitespace()
@@ -347,11 +345,11 @@ for line in sys.stdin:
 // Scratch projects, runs of the binary, processes
 // ---------------------------------------------------------------------------------------
 
-impl Scratch {
-    fn new(tag: &str) -> Scratch {
-        Scratch::named("fault-injection", tag)
-    }
+fn scratch(tag: &str) -> Scratch {
+    Scratch::named("fault-injection", tag)
+}
 
+impl Scratch {
     /// The pids the process agents wrote to `pids/`, by test id.
     fn agent_pids(&self) -> BTreeMap<String, i32> {
         let Ok(dir) = std::fs::read_dir(self.join("pids")) else {
@@ -487,17 +485,17 @@ struct AgentProcess(i32);
 impl AgentProcess {
     /// Whether it still runs (a zombie does not count: it is dead, waiting to be reaped).
     fn alive(&self) -> bool {
-        common::alive(self.0)
+        crate::common::alive(self.0)
     }
 
     fn gone_within(&self, grace: Duration) -> bool {
-        common::gone_within(self.0, grace)
+        crate::common::gone_within(self.0, grace)
     }
 }
 
 impl Drop for AgentProcess {
     fn drop(&mut self) {
-        common::kill_if_running(self.0, |cmdline| cmdline.contains("python"));
+        crate::common::kill_if_running(self.0, |cmdline| cmdline.contains("python"));
     }
 }
 
@@ -716,10 +714,9 @@ fn check_memory(run: &Run) {
 // 1. HTTP agents
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn every_http_agent_fault_ends_in_time_with_its_cause() {
     let server = FaultServer::start(Flavor::Agent);
-    let dir = Scratch::new("http");
+    let dir = scratch("http");
     let url = format!("http://127.0.0.1:{}/agent", server.port);
     // `short`: the same server with its own 1 s reply timeout, under the case's 2 s.
     dir.write(
@@ -823,10 +820,9 @@ fn every_http_agent_fault_ends_in_time_with_its_cause() {
 // 2. `openai` agents against a misbehaving model
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn every_model_fault_ends_in_time_with_its_cause() {
     let server = FaultServer::start(Flavor::Model);
-    let dir = Scratch::new("model");
+    let dir = scratch("model");
     let base = format!("http://127.0.0.1:{}/v1", server.port);
     // `[llm]`: 400 ms per try, one retry (a late reply: 400 ms, a backoff of at most
     // 500 ms, 400 ms again: well inside the 2 s deadline). `patient`: the same model with
@@ -978,9 +974,8 @@ fn every_model_fault_ends_in_time_with_its_cause() {
 // 3. Process agents
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn every_process_agent_fault_ends_in_time_with_its_cause() {
-    let dir = Scratch::new("process");
+    let dir = scratch("process");
     dir.write("agent.py", PROCESS_AGENT);
     // `limited`: the same agent with a 1 s reply timeout. `dead`: exits before reading.
     dir.write(
@@ -1096,9 +1091,8 @@ fn every_process_agent_fault_ends_in_time_with_its_cause() {
 // 4. Ctrl-C
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn ctrl_c_stops_the_run_kills_the_agents_and_keeps_what_finished() {
-    let dir = Scratch::new("sigint");
+    let dir = scratch("sigint");
     dir.write("agent.py", PROCESS_AGENT);
     dir.write(
         "agentest.toml",
@@ -1204,4 +1198,13 @@ fn ctrl_c_stops_the_run_kills_the_agents_and_keeps_what_finished() {
         "ctrl-c: stopped {stopping:?} after the signal, run {:?}",
         run.took
     );
+}
+
+pub fn tests() -> Vec<libtest_mimic::Trial> {
+    crate::trials![
+        every_http_agent_fault_ends_in_time_with_its_cause,
+        every_model_fault_ends_in_time_with_its_cause,
+        every_process_agent_fault_ends_in_time_with_its_cause,
+        ctrl_c_stops_the_run_kills_the_agents_and_keeps_what_finished,
+    ]
 }

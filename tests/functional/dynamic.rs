@@ -4,7 +4,7 @@
 //! process agents: `bot.py` (written into each scratch directory, answering from a
 //! per-role rules file and logging every request it receives) or the example expense
 //! agent. Model-backed features (the built-in simulator and judge) run against a small
-//! real chat-completions server on 127.0.0.1 ([`Server`]) that answers from per-test
+//! real chat-completions server on 127.0.0.1 ([`ChatServer`], shared with the `llm` tests) that answers from per-test
 //! queues and records every request body.
 //!
 //! Covered: every row of the termination table, checkpoint ordering (`after`, same-turn
@@ -14,61 +14,28 @@
 //! cassette) and interactive input (piped with `--interactive`, the skip/fail rules, and a
 //! real pseudo-terminal).
 
-mod common;
-
-use std::collections::{HashMap, VecDeque};
-use std::io::{BufReader, Write};
-use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{
-    clean, expense_agent_section, lock, read_request_body, ReportedRun as Run, Scratch, TcpServer,
-    BIN,
-};
+use crate::common::chat::ChatServer;
+use crate::common::project::{self, cassette, Cmd, ReportedRun as Run};
+use crate::common::{expense_agent_section, Needs, Scratch};
 use serde_json::{json, Value};
 
 /// The variable `[llm] api_key_env` names in the configs here.
 const KEY_VAR: &str = "AGENTEST_DYNAMIC_TEST_KEY";
 const KEY: &str = "sk-dynamic-test-0d9a41";
-/// The suite file every project writes its cases to: trials are `s::ID`.
-const SUITE: &str = "suites/s.jsonl";
 /// How the built-in simulator's and judge's system prompts begin (the server's routes).
 const SIM_PROMPT: &str = "You are simulating a user";
 const JUDGE_PROMPT: &str = "You are a strict, fair evaluator";
 
 // ---------------------------------------------------------------------------------------
-// The chat-completions test server
+// The chat-completions test server's routes
 // ---------------------------------------------------------------------------------------
 
-/// A scripted HTTP answer.
-#[derive(Debug, Clone)]
-struct Answer {
-    code: u16,
-    body: String,
-}
-
-#[derive(Default)]
-struct State {
-    /// Queues of answers by route (`sim`, `judge`, `other`).
-    queues: HashMap<&'static str, VecDeque<Answer>>,
-    /// Every request body received, with its route, in arrival order.
-    seen: Vec<(&'static str, Value)>,
-}
-
-/// A chat-completions server on 127.0.0.1 that answers each request from the queue of
-/// its route; stopped (port closed, connections shut) on drop.
-struct Server {
-    port: u16,
-    state: Arc<Mutex<State>>,
-    _server: TcpServer,
-}
-
-/// A request's route: the built-in simulator's and judge's requests start with their
-/// own system prompts.
-fn route_of(body: &Value) -> &'static str {
+/// The route of a request to [`ChatServer`]: the built-in simulator's and judge's requests
+/// start with their own system prompts (`sim`, `judge`); anything else is `other`.
+fn route_of(body: &Value) -> String {
     let system = body["messages"][0]["content"].as_str().unwrap_or_default();
     if system.starts_with(SIM_PROMPT) {
         "sim"
@@ -77,96 +44,7 @@ fn route_of(body: &Value) -> &'static str {
     } else {
         "other"
     }
-}
-
-impl Server {
-    fn start() -> Server {
-        let state = Arc::new(Mutex::new(State::default()));
-        let server = {
-            let state = state.clone();
-            TcpServer::start(move |stream, _| serve(stream, state.clone()))
-        };
-        Server {
-            port: server.port,
-            state,
-            _server: server,
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/v1", self.port)
-    }
-
-    /// Queues chat completions whose message content is each of `contents`, in order,
-    /// for the requests of `route`. Each reports usage (10, 5).
-    fn answer(&self, route: &'static str, contents: &[String]) {
-        let mut s = lock(&self.state);
-        let q = s.queues.entry(route).or_default();
-        for c in contents {
-            q.push_back(Answer {
-                code: 200,
-                body: completion(c).to_string(),
-            });
-        }
-    }
-
-    /// The bodies of the requests of `route`, in arrival order.
-    fn requests(&self, route: &str) -> Vec<Value> {
-        lock(&self.state)
-            .seen
-            .iter()
-            .filter(|(r, _)| *r == route)
-            .map(|(_, b)| b.clone())
-            .collect()
-    }
-}
-
-/// A chat completion carrying `content`, with volatile fields a cassette must drop.
-fn completion(content: &str) -> Value {
-    json!({
-        "id": "chatcmpl-volatile",
-        "object": "chat.completion",
-        "created": 1_700_000_000u64,
-        "model": "test-model",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
-    })
-}
-
-fn serve(stream: TcpStream, state: Arc<Mutex<State>>) {
-    let Ok(read_half) = stream.try_clone() else {
-        return;
-    };
-    let mut reader = BufReader::new(read_half);
-    let mut writer = stream;
-    while let Some(body) = read_request_body(&mut reader) {
-        let answer = {
-            let mut s = lock(&state);
-            let route = route_of(&body);
-            let answer = s
-                .queues
-                .get_mut(route)
-                .and_then(VecDeque::pop_front)
-                .unwrap_or_else(|| Answer {
-                    code: 400,
-                    body: json!({"error": {"message": format!("test server: no scripted answer left for {route}")}})
-                        .to_string(),
-                });
-            s.seen.push((route, body));
-            answer
-        };
-        let head = format!(
-            "HTTP/1.1 {} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-            answer.code,
-            answer.body.len()
-        );
-        if writer.write_all(head.as_bytes()).is_err()
-            || writer.write_all(answer.body.as_bytes()).is_err()
-            || writer.flush().is_err()
-        {
-            return;
-        }
-    }
+    .to_string()
 }
 
 /// The system prompt of a recorded chat request.
@@ -241,54 +119,14 @@ for line in sys.stdin:
     sys.stdout.flush()
 "#;
 
-/// Runs a command with its stdin on a fresh pseudo-terminal:
-/// `python3 pty_driver.py SCRIPT_JSON CMD...`, where SCRIPT is `[[N, line], ...]`: each
-/// line is typed once the command has asked its Nth question on stderr (`the agent
-/// asks:`), or once it has exited. The command's stdout and stderr are passed through;
-/// its exit code is ours.
-const PTY_DRIVER: &str = r#"import json, os, pty, subprocess, sys, threading, time
-script = json.loads(sys.argv[1])
-master, slave = pty.openpty()
-p = subprocess.Popen(sys.argv[2:], stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-os.close(slave)
-err = bytearray()
-def pump():
-    while True:
-        b = p.stderr.read1(4096)
-        if not b:
-            break
-        err.extend(b)
-def echo():
-    while True:
-        try:
-            if not os.read(master, 4096):
-                break
-        except OSError:
-            break
-threading.Thread(target=pump, daemon=True).start()
-threading.Thread(target=echo, daemon=True).start()
-deadline = time.time() + 60
-for count, line in script:
-    while err.count(b"the agent asks:") < count and p.poll() is None and time.time() < deadline:
-        time.sleep(0.01)
-    time.sleep(0.05)
-    os.write(master, (line + "\n").encode())
-out = p.stdout.read()
-p.wait()
-time.sleep(0.05)
-sys.stdout.buffer.write(out)
-sys.stderr.buffer.write(bytes(err))
-sys.exit(p.returncode)
-"#;
+/// A scratch directory holding `bot.py`.
+fn scratch(tag: &str) -> Scratch {
+    let s = Scratch::named("dyn", tag);
+    s.write("bot.py", BOT);
+    s
+}
 
 impl Scratch {
-    /// A scratch directory holding `bot.py`.
-    fn new(tag: &str) -> Scratch {
-        let s = Scratch::named("dyn", tag);
-        s.write("bot.py", BOT);
-        s
-    }
-
     /// Writes `agentest.toml`.
     fn config(&self, text: &str) {
         self.write("agentest.toml", text);
@@ -306,12 +144,6 @@ impl Scratch {
             .lines()
             .map(|l| serde_json::from_str(l).expect("logged request is JSON"))
             .collect()
-    }
-
-    /// Writes the cases to [`SUITE`], one line each.
-    fn cases(&self, cases: &[Value]) {
-        let text: String = cases.iter().map(|c| format!("{c}\n")).collect();
-        self.write(SUITE, &text);
     }
 }
 
@@ -341,7 +173,7 @@ fn echo() -> Value {
 
 /// A scratch project whose `[agent]` is the bot `agent` with `rules`, plus `extra` config.
 fn project(tag: &str, extra: &str, rules: Value, cases: &[Value]) -> Scratch {
-    let s = Scratch::new(tag);
+    let s = scratch(tag);
     s.config(&format!("{}{extra}", bot("agent", "agent")));
     s.rules("agent", rules);
     s.cases(cases);
@@ -350,7 +182,7 @@ fn project(tag: &str, extra: &str, rules: Value, cases: &[Value]) -> Scratch {
 
 /// A scratch project whose `[agent]` is the example expense agent.
 fn expense_project(tag: &str, extra: &str, cases: &[Value]) -> Scratch {
-    let s = Scratch::new(tag);
+    let s = scratch(tag);
     s.config(&format!("{}{extra}", expense_agent()));
     s.cases(cases);
     s
@@ -383,125 +215,9 @@ fn cp(id: &str, assert: Value) -> Value {
     json!({"id": id, "assert": assert})
 }
 
-/// What the test feeds the binary's stdin.
-enum Stdin {
-    Null,
-    Text(String),
-    /// A pseudo-terminal on which these lines are typed, each once the binary has asked
-    /// that many questions.
-    Pty(Vec<(usize, String)>),
-}
-
-/// A run of `agentest test -i suites -o report.jsonl --color never` in a clean
-/// environment: no `CI`, no `AGENTEST_*`, the key set unless told otherwise.
-struct Cmd<'a> {
-    dir: &'a Path,
-    args: Vec<String>,
-    envs: Vec<(String, String)>,
-    key: bool,
-    stdin: Stdin,
-}
-
+/// A run of `agentest test` in `dir` (see [`Cmd`]) with the key in [`KEY_VAR`].
 fn agentest(dir: &Path) -> Cmd<'_> {
-    Cmd {
-        dir,
-        args: Vec::new(),
-        envs: Vec::new(),
-        key: true,
-        stdin: Stdin::Null,
-    }
-}
-
-impl Cmd<'_> {
-    fn arg(mut self, a: &str) -> Self {
-        self.args.push(a.into());
-        self
-    }
-
-    fn env(mut self, k: &str, v: &str) -> Self {
-        self.envs.push((k.into(), v.into()));
-        self
-    }
-
-    fn without_key(mut self) -> Self {
-        self.key = false;
-        self
-    }
-
-    /// Pipes `text` into stdin (then closes it).
-    fn stdin(mut self, text: &str) -> Self {
-        self.stdin = Stdin::Text(text.into());
-        self
-    }
-
-    /// Runs with stdin on a pseudo-terminal where `lines` are typed, the first after the
-    /// first question, the second after the second, ...
-    fn pty(self, lines: &[&str]) -> Self {
-        let script: Vec<(usize, &str)> =
-            lines.iter().enumerate().map(|(i, l)| (i + 1, *l)).collect();
-        self.pty_script(&script)
-    }
-
-    /// Runs with stdin on a pseudo-terminal where each line is typed once the binary has
-    /// asked that many questions.
-    fn pty_script(mut self, script: &[(usize, &str)]) -> Self {
-        self.stdin = Stdin::Pty(script.iter().map(|(n, l)| (*n, l.to_string())).collect());
-        self
-    }
-
-    fn run(self) -> Run {
-        let report = self.dir.join("report.jsonl");
-        let _ = std::fs::remove_file(&report);
-        let mut cmd = clean(match &self.stdin {
-            Stdin::Pty(lines) => {
-                let driver = self.dir.join("pty_driver.py");
-                std::fs::write(&driver, PTY_DRIVER).expect("write the pty driver");
-                let mut c = Command::new("python3");
-                c.arg(driver)
-                    .arg(serde_json::to_string(lines).expect("encode"))
-                    .arg(BIN);
-                c
-            }
-            _ => Command::new(BIN),
-        });
-        cmd.current_dir(self.dir)
-            .args([
-                "test",
-                "-i",
-                "suites",
-                "-o",
-                "report.jsonl",
-                "--color",
-                "never",
-            ])
-            .args(&self.args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        if self.key {
-            cmd.env(KEY_VAR, KEY);
-        }
-        for (k, v) in &self.envs {
-            cmd.env(k, v);
-        }
-        cmd.stdin(match self.stdin {
-            Stdin::Text(_) => Stdio::piped(),
-            _ => Stdio::null(),
-        });
-        let started = Instant::now();
-        let mut child = cmd.spawn().expect("run the agentest binary");
-        if let (Stdin::Text(text), Some(mut pipe)) = (&self.stdin, child.stdin.take()) {
-            // The binary may exit without reading it all: a broken pipe is fine.
-            let _ = pipe.write_all(text.as_bytes());
-        }
-        let out = child.wait_with_output().expect("wait for the binary");
-        Run {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-            report: std::fs::read_to_string(&report).ok(),
-            took: started.elapsed(),
-        }
-    }
+    project::agentest(dir, (KEY_VAR, KEY))
 }
 
 /// `[(input, source), ...]` as owned strings, for comparisons.
@@ -509,11 +225,6 @@ fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
     list.iter()
         .map(|(a, b)| (a.to_string(), b.to_string()))
         .collect()
-}
-
-/// The cassette file of case `id` of [`SUITE`].
-fn cassette(id: &str) -> String {
-    format!("suites/.cassettes/s/{id}.jsonl")
 }
 
 /// The expense flow's checkpoints: asks for the type, drafts, submits.
@@ -530,7 +241,6 @@ fn expense_checkpoints() -> Value {
 // 1. Termination
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn every_checkpoint_reached_passes_with_the_scripted_simulator() {
     let s = expense_project(
         "all-reached",
@@ -588,7 +298,6 @@ fn every_checkpoint_reached_passes_with_the_scripted_simulator() {
         .expect_stdout("✓ checkpoint create");
 }
 
-#[test]
 fn an_agent_that_completes_with_checkpoints_missing_fails_naming_them() {
     // The policy answer declares `awaiting_input: false`: the agent is done after turn 1.
     let s = expense_project(
@@ -631,7 +340,6 @@ fn an_agent_that_completes_with_checkpoints_missing_fails_naming_them() {
         .expect_stdout("✗ confirm: waiting for create to be reached first");
 }
 
-#[test]
 fn the_simulator_reporting_its_goal_achieved_with_checkpoints_missing_fails() {
     let s = project(
         "goal",
@@ -658,7 +366,6 @@ fn the_simulator_reporting_its_goal_achieved_with_checkpoints_missing_fails() {
     assert_eq!(r.case("goal")["total_turns"], 2);
 }
 
-#[test]
 fn max_turns_ends_the_conversation() {
     let rules: Vec<Value> = (1..=10).map(|i| json!({"say": format!("m{i}")})).collect();
     let s = project(
@@ -694,7 +401,6 @@ fn max_turns_ends_the_conversation() {
     assert_eq!(s.log("agent").len(), 3);
 }
 
-#[test]
 fn max_turns_defaults_to_20() {
     let rules: Vec<Value> = (1..=30).map(|i| json!({"say": format!("m{i}")})).collect();
     let s = project(
@@ -719,7 +425,6 @@ fn max_turns_defaults_to_20() {
     assert_eq!(s.log("agent").len(), 20);
 }
 
-#[test]
 fn reaching_the_last_checkpoint_on_the_last_allowed_turn_passes() {
     let s = project(
         "max-edge",
@@ -742,7 +447,6 @@ fn reaching_the_last_checkpoint_on_the_last_allowed_turn_passes() {
     assert_eq!(r.checkpoint("edge", "two")["reached_at_turn"], 3);
 }
 
-#[test]
 fn the_timeout_is_checked_during_a_turn() {
     // Turn 2's reply would take 30 s; the case has 1 s.
     let s = project(
@@ -777,7 +481,6 @@ fn the_timeout_is_checked_during_a_turn() {
     assert_eq!(c["turns"][0]["input_source"], "initial");
 }
 
-#[test]
 fn a_script_with_no_matching_rule_is_a_simulator_error() {
     let s = project(
         "no-rule",
@@ -804,7 +507,6 @@ fn a_script_with_no_matching_rule_is_a_simulator_error() {
     assert_eq!(r.case("stuck")["total_turns"], 1);
 }
 
-#[test]
 fn a_named_simulator_that_crashes_is_a_simulator_error_naming_it() {
     let s = project(
         "sim-crash",
@@ -832,7 +534,6 @@ fn a_named_simulator_that_crashes_is_a_simulator_error_naming_it() {
     assert_eq!(r.case("crash")["simulator"], "fake-user");
 }
 
-#[test]
 fn an_agent_that_crashes_on_turn_2_is_an_agent_error() {
     let s = project(
         "agent-crash",
@@ -861,7 +562,6 @@ fn an_agent_that_crashes_on_turn_2_is_an_agent_error() {
 // 2. Checkpoints
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn after_holds_a_checkpoint_back_until_its_predecessor_is_reached() {
     // "beta" shows up on turn 1, before "alpha" (turn 2): `second` is reached only when
     // "beta" shows up again, on turn 3.
@@ -918,7 +618,6 @@ fn after_holds_a_checkpoint_back_until_its_predecessor_is_reached() {
     assert_eq!(t2, vec![("first", true), ("second", false)], "{r:?}");
 }
 
-#[test]
 fn a_same_turn_chain_counts_even_when_the_dependent_checkpoint_comes_first() {
     let s = project(
         "chain",
@@ -953,7 +652,6 @@ fn a_same_turn_chain_counts_even_when_the_dependent_checkpoint_comes_first() {
     assert_eq!(order, ["checkpoint a", "checkpoint b", "checkpoint c"]);
 }
 
-#[test]
 fn optional_checkpoints_may_be_missed_and_unmatched_forbidden_ones_do_not_count() {
     let mut cps = expense_checkpoints().as_array().unwrap().clone();
     cps.push(json!({"id": "upsell", "required": false, "assert": contains("premium card")}));
@@ -989,7 +687,6 @@ fn optional_checkpoints_may_be_missed_and_unmatched_forbidden_ones_do_not_count(
     r.expect_stdout("Checkpoints: 3/4 reached (all_checkpoints_reached)");
 }
 
-#[test]
 fn a_forbidden_checkpoint_fails_the_case_on_the_turn_it_matches() {
     // Turn 2 reaches the last required checkpoint and calls the forbidden tool at once:
     // the forbidden match wins.
@@ -1044,7 +741,6 @@ fn a_forbidden_checkpoint_fails_the_case_on_the_turn_it_matches() {
 // 3. Simulators
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn the_scripted_simulator_uses_each_rule_once_in_order() {
     let s = project(
         "script",
@@ -1089,7 +785,6 @@ fn the_scripted_simulator_uses_each_rule_once_in_order() {
     );
 }
 
-#[test]
 fn a_dynamic_case_without_input_starts_with_the_simulator() {
     let s = project(
         "no-input",
@@ -1107,7 +802,6 @@ fn a_dynamic_case_without_input_starts_with_the_simulator() {
 
 /// The named simulator receives the seed's simulator input in `metadata`, and answers
 /// with JSON (`message`, or `input` in `data`) or plain text.
-#[test]
 fn a_named_simulator_receives_the_simulator_input_and_answers_json_or_text() {
     let sim = json!({"use": "user", "persona": "A new employee", "goal": "File an expense",
                      "options": {"metadata": {"locale": "fr", "style": "terse"}}});
@@ -1217,7 +911,6 @@ fn a_named_simulator_receives_the_simulator_input_and_answers_json_or_text() {
     );
 }
 
-#[test]
 fn a_named_simulator_can_end_the_conversation_with_goal_achieved() {
     let s = project(
         "named-goal",
@@ -1244,7 +937,6 @@ fn a_named_simulator_can_end_the_conversation_with_goal_achieved() {
         );
 }
 
-#[test]
 fn a_named_simulator_answer_without_a_message_is_an_error() {
     let s = project(
         "named-empty",
@@ -1271,7 +963,6 @@ fn a_named_simulator_answer_without_a_message_is_an_error() {
         );
 }
 
-#[test]
 fn the_simulator_flag_picks_the_simulator_of_cases_that_name_none() {
     let s = project(
         "sim-flag",
@@ -1299,9 +990,8 @@ fn the_simulator_flag_picks_the_simulator_of_cases_that_name_none() {
         .expect_error("default-sim", &["the built-in simulator", "[llm]"]);
 }
 
-#[test]
 fn the_model_simulator_plays_the_user_from_json_and_text_answers_and_replays_offline() {
-    let server = Server::start();
+    let server = ChatServer::routed(route_of);
     server.answer(
         "sim",
         &[
@@ -1343,7 +1033,7 @@ fn the_model_simulator_plays_the_user_from_json_and_text_answers_and_replays_off
     );
     assert_eq!(c["model_calls"], 2);
 
-    let reqs = server.requests("sim");
+    let reqs = server.bodies("sim");
     assert_eq!(reqs.len(), 2, "{reqs:?}");
     let system = system_of(&reqs[0]);
     assert!(
@@ -1390,9 +1080,8 @@ fn the_model_simulator_plays_the_user_from_json_and_text_answers_and_replays_off
     assert_eq!(c["turns"][2]["input"], "Yes, confirm it please");
 }
 
-#[test]
 fn show_checkpoints_lets_the_model_simulator_see_the_pending_ones() {
-    let server = Server::start();
+    let server = ChatServer::routed(route_of);
     server.answer(
         "sim",
         &[
@@ -1411,7 +1100,7 @@ fn show_checkpoints_lets_the_model_simulator_see_the_pending_ones() {
     let r = agentest(s.path()).run();
     r.expect(0).expect_status("shown", "passed");
     assert_eq!(r.case("shown")["turns"][1]["input"], "Travel, $500");
-    let reqs = server.requests("sim");
+    let reqs = server.bodies("sim");
     assert_eq!(reqs.len(), 2);
     let first = system_of(&reqs[0]);
     for part in [
@@ -1429,10 +1118,9 @@ fn show_checkpoints_lets_the_model_simulator_see_the_pending_ones() {
     );
 }
 
-#[test]
 fn an_empty_simulator_message_is_retried_once_then_an_error() {
     // Empty twice: an error after exactly two requests.
-    let server = Server::start();
+    let server = ChatServer::routed(route_of);
     server.answer(
         "sim",
         &[
@@ -1459,7 +1147,7 @@ fn an_empty_simulator_message_is_retried_once_then_an_error() {
             "empty",
             &["turn 2: simulator error: simulator answered twice without a message"],
         );
-    let reqs = server.requests("sim");
+    let reqs = server.bodies("sim");
     assert_eq!(reqs.len(), 2, "{reqs:?}");
     let retry = reqs[1]["messages"].as_array().unwrap();
     assert_eq!(retry.len(), 4);
@@ -1473,7 +1161,7 @@ fn an_empty_simulator_message_is_retried_once_then_an_error() {
     drop(server);
 
     // Empty once: the retry answers and the conversation goes on.
-    let server = Server::start();
+    let server = ChatServer::routed(route_of);
     server.answer(
         "sim",
         &[
@@ -1490,13 +1178,12 @@ fn an_empty_simulator_message_is_retried_once_then_an_error() {
     )]);
     let r = agentest(s.path()).run();
     r.expect(0).expect_status("retried", "passed");
-    assert_eq!(server.requests("sim").len(), 2);
+    assert_eq!(server.bodies("sim").len(), 2);
     assert_eq!(r.case("retried")["turns"][1]["input"], "second try");
 }
 
-#[test]
 fn the_model_simulator_can_report_its_goal_achieved() {
-    let server = Server::start();
+    let server = ChatServer::routed(route_of);
     server.answer(
         "sim",
         &[json!({"message": "thanks, bye", "goal_achieved": true, "reasoning": "I got my answer"})
@@ -1522,7 +1209,7 @@ fn the_model_simulator_can_report_its_goal_achieved() {
 }
 
 /// An `[agents.NAME]` of kind `openai` as the simulator: the test server plays it.
-fn openai_simulator_project(tag: &str, server: &Server) -> Scratch {
+fn openai_simulator_project(tag: &str, server: &ChatServer) -> Scratch {
     server.answer("other", &[json!({"message": "Travel, $500"}).to_string()]);
     let extra = format!(
         "{}[agents.llm-user]\ntype = \"openai\"\nsystem = \"You play a user.\"\n",
@@ -1543,9 +1230,8 @@ fn openai_simulator_project(tag: &str, server: &Server) -> Scratch {
     )
 }
 
-#[test]
 fn a_named_simulator_may_be_an_openai_agent() {
-    let server = Server::start();
+    let server = ChatServer::routed(route_of);
     let s = openai_simulator_project("openai-sim", &server);
     let r = agentest(s.path()).run();
     r.expect(0).expect_status("llm-user", "passed");
@@ -1557,7 +1243,7 @@ fn a_named_simulator_may_be_an_openai_agent() {
             ("Travel, $500", "simulated"),
         ])
     );
-    let reqs = server.requests("other");
+    let reqs = server.bodies("other");
     assert_eq!(reqs.len(), 1);
     let messages = reqs[0]["messages"].as_array().unwrap();
     assert_eq!(messages[0]["content"], "You play a user.");
@@ -1577,9 +1263,8 @@ fn a_named_simulator_may_be_an_openai_agent() {
     );
 }
 
-#[test]
 fn an_openai_simulators_usage_is_reported_as_the_simulators() {
-    let server = Server::start();
+    let server = ChatServer::routed(route_of);
     let s = openai_simulator_project("openai-sim-usage", &server);
     let r = agentest(s.path()).run();
     r.expect(0);
@@ -1597,7 +1282,6 @@ fn an_openai_simulators_usage_is_reported_as_the_simulators() {
     );
 }
 
-#[test]
 fn a_model_simulator_without_key_or_recording_is_skipped_outside_ci_and_fails_on_ci() {
     let s = project(
         "sim-nokey",
@@ -1658,7 +1342,6 @@ fn awaiting_verdicts(r: &Run) -> Vec<(bool, String)> {
         .collect()
 }
 
-#[test]
 fn awaiting_input_is_detected_by_declaration_then_tools_then_text() {
     let s = project("await", "", awaiting_rules(), &[awaiting_case()]);
     let r = agentest(s.path()).run();
@@ -1680,7 +1363,6 @@ fn awaiting_input_is_detected_by_declaration_then_tools_then_text() {
     assert_eq!(awaiting_verdicts(&r), want, "{r:?}");
 }
 
-#[test]
 fn run_input_tools_replaces_the_default_list() {
     let s = project(
         "await-tools",
@@ -1705,7 +1387,6 @@ fn run_input_tools_replaces_the_default_list() {
     assert_eq!(got[0], (true, "agent_declared".to_string()));
 }
 
-#[test]
 fn the_agents_declaration_decides_when_a_dynamic_conversation_ends() {
     // A question declared not awaiting ends the conversation at once; a statement
     // declared awaiting keeps it going.
@@ -1751,7 +1432,7 @@ fn the_agents_declaration_decides_when_a_dynamic_conversation_ends() {
 
 /// A project whose agent answers "Hello! How can I help you today?" and whose [llm] is
 /// the test server.
-fn judge_project(tag: &str, server: &Server, extra: &str, cases: &[Value]) -> Scratch {
+fn judge_project(tag: &str, server: &ChatServer, extra: &str, cases: &[Value]) -> Scratch {
     project(
         tag,
         &format!("{}{extra}", llm(&server.url())),
@@ -1760,9 +1441,8 @@ fn judge_project(tag: &str, server: &Server, extra: &str, cases: &[Value]) -> Sc
     )
 }
 
-#[test]
 fn the_built_in_judge_passes_a_reply_that_meets_the_criteria() {
-    let server = Server::start();
+    let server = ChatServer::routed(route_of);
     server.answer(
         "judge",
         &[
@@ -1802,7 +1482,7 @@ fn the_built_in_judge_passes_a_reply_that_meets_the_criteria() {
     );
     assert_eq!(c["model_calls"], 2);
 
-    let reqs = server.requests("judge");
+    let reqs = server.bodies("judge");
     assert_eq!(reqs.len(), 2);
     let p = user_of(&reqs[0]);
     for part in [
@@ -1825,9 +1505,8 @@ fn the_built_in_judge_passes_a_reply_that_meets_the_criteria() {
     assert_eq!(reqs[1]["temperature"], 0.3);
 }
 
-#[test]
 fn a_failing_verdict_fails_the_case_with_its_reason_and_suggestions() {
-    let server = Server::start();
+    let server = ChatServer::routed(route_of);
     server.answer(
         "judge",
         &[
@@ -1855,9 +1534,8 @@ fn a_failing_verdict_fails_the_case_with_its_reason_and_suggestions() {
         .expect_stdout("suggestions: Mention expenses; Offer the policy");
 }
 
-#[test]
 fn an_invalid_verdict_gets_one_repair_attempt() {
-    let server = Server::start();
+    let server = ChatServer::routed(route_of);
     server.answer(
         "judge",
         &[
@@ -1873,7 +1551,7 @@ fn an_invalid_verdict_gets_one_repair_attempt() {
     );
     let r = agentest(s.path()).run();
     r.expect(0).expect_status("j", "passed");
-    let reqs = server.requests("judge");
+    let reqs = server.bodies("judge");
     assert_eq!(reqs.len(), 2);
     let repair = reqs[1]["messages"].as_array().unwrap();
     assert_eq!(repair.len(), 4);
@@ -1885,9 +1563,8 @@ fn an_invalid_verdict_gets_one_repair_attempt() {
     assert_eq!(r.case("j")["model_calls"], 2);
 }
 
-#[test]
 fn a_judge_that_answers_badly_twice_makes_the_case_an_error() {
-    let server = Server::start();
+    let server = ChatServer::routed(route_of);
     server.answer(
         "judge",
         &[
@@ -1911,10 +1588,9 @@ fn a_judge_that_answers_badly_twice_makes_the_case_an_error() {
             "judge answered twice without a verdict {passed, reason}",
         ],
     );
-    assert_eq!(server.requests("judge").len(), 2);
+    assert_eq!(server.bodies("judge").len(), 2);
 }
 
-#[test]
 fn a_judge_agent_speaks_the_validator_contract() {
     let s = project(
         "judge-agent",
@@ -1973,9 +1649,8 @@ fn a_judge_agent_speaks_the_validator_contract() {
     assert!(garbled[1]["metadata"]["repair"].is_string());
 }
 
-#[test]
 fn a_judge_works_as_a_checkpoint_of_a_dynamic_case() {
-    let server = Server::start();
+    let server = ChatServer::routed(route_of);
     server.answer(
         "judge",
         &[
@@ -2014,14 +1689,13 @@ fn a_judge_works_as_a_checkpoint_of_a_dynamic_case() {
         c["usage"]["judge"],
         json!({"prompt_tokens": 20, "completion_tokens": 10})
     );
-    let reqs = server.requests("judge");
+    let reqs = server.bodies("judge");
     assert_eq!(reqs.len(), 2);
     assert!(user_of(&reqs[1]).contains("The reply to judge:\nYou said: please. Anything else?"));
 }
 
-#[test]
 fn judges_work_in_static_turns_and_final_assertions() {
-    let server = Server::start();
+    let server = ChatServer::routed(route_of);
     server.answer(
         "judge",
         &[
@@ -2046,7 +1720,7 @@ fn judges_work_in_static_turns_and_final_assertions() {
     let c = r.case("st");
     assert_eq!(c["turns"][1]["assertions"][0]["passed"], true);
     assert_eq!(c["final_assertions"][0]["passed"], false);
-    let reqs = server.requests("judge");
+    let reqs = server.bodies("judge");
     assert_eq!(reqs.len(), 2);
     let p = user_of(&reqs[0]);
     assert!(
@@ -2055,7 +1729,6 @@ fn judges_work_in_static_turns_and_final_assertions() {
     );
 }
 
-#[test]
 fn a_judge_without_key_or_recording_is_skipped_outside_ci_and_fails_on_ci() {
     // The [llm] points at a closed port: nothing may be sent without the key anyway.
     let s = project(
@@ -2075,9 +1748,8 @@ fn a_judge_without_key_or_recording_is_skipped_outside_ci_and_fails_on_ci() {
 }
 
 /// The Rust API: a judge for users' own `#[test]`s, recorded in a cassette and replayed.
-#[test]
 fn the_rust_judge_api_judges_and_replays_from_its_cassette() {
-    let server = Server::start();
+    let server = ChatServer::routed(route_of);
     server.answer(
         "judge",
         &[
@@ -2085,7 +1757,7 @@ fn the_rust_judge_api_judges_and_replays_from_its_cassette() {
                 .to_string(),
         ],
     );
-    let s = Scratch::new("judge-api");
+    let s = scratch("judge-api");
     // No api_key_env: a local model needs no key.
     let url = server.url();
     let conf = |mode: &str| {
@@ -2103,7 +1775,7 @@ fn the_rust_judge_api_judges_and_replays_from_its_cassette() {
     assert_eq!(verdict.reason, "greets");
     assert_eq!(verdict.score, Some(1.0));
     assert_eq!(verdict.suggestions, vec!["smile".to_string()]);
-    let reqs = server.requests("judge");
+    let reqs = server.bodies("judge");
     assert_eq!(reqs.len(), 1);
     assert!(user_of(&reqs[0]).contains("Criteria: The reply greets the user"));
     assert!(user_of(&reqs[0]).contains("The reply to judge:\nHello! How can I help?"));
@@ -2141,7 +1813,6 @@ fn interactive_case() -> Value {
 
 const ASKED: &str = "Sure. What type of expense would you like to submit, and what is the amount?";
 
-#[test]
 fn piped_lines_answer_with_interactive_until_the_agent_completes() {
     let s = expense_project("piped", "", &[interactive_case()]);
     let r = agentest(s.path())
@@ -2163,7 +1834,6 @@ fn piped_lines_answer_with_interactive_until_the_agent_completes() {
         .expect_stdout("Turn 2: [Human] \"Travel, $500\"");
 }
 
-#[test]
 fn an_empty_line_stops_asking() {
     let s = expense_project("piped-stop", "", &[interactive_case()]);
     let r = agentest(s.path())
@@ -2177,7 +1847,6 @@ fn an_empty_line_stops_asking() {
     assert_eq!(r.case("human")["total_turns"], 2);
 }
 
-#[test]
 fn without_a_terminal_an_interactive_case_is_skipped_with_the_reason() {
     let s = expense_project("no-tty", "", &[interactive_case()]);
     // stdin is /dev/null, then a pipe: neither is a terminal.
@@ -2199,7 +1868,6 @@ fn without_a_terminal_an_interactive_case_is_skipped_with_the_reason() {
     }
 }
 
-#[test]
 fn on_missing_input_fail_makes_it_fail() {
     let s = expense_project("missing-fail", "", &[interactive_case()]);
     let r = agentest(s.path())
@@ -2211,8 +1879,7 @@ fn on_missing_input_fail_makes_it_fail() {
         .expect_error("human", &["there is no terminal to ask"]);
 }
 
-#[test]
-fn skip_interactive_and_ci_skip_it_too() {
+fn skip_interactive_and_ci_skip_it_too() -> Needs {
     let s = expense_project("skip-ci", "", &[interactive_case()]);
     let r = agentest(s.path()).arg("--skip-interactive").run();
     r.expect(0)
@@ -2223,6 +1890,7 @@ fn skip_interactive_and_ci_skip_it_too() {
         .expect_status("human", "skipped")
         .expect_error("human", &["no person can answer on CI"]);
     // Even on a terminal, --skip-interactive asks nobody.
+    project::python_pty()?;
     let r = agentest(s.path())
         .arg("--skip-interactive")
         .pty(&["Travel, $500"])
@@ -2230,9 +1898,9 @@ fn skip_interactive_and_ci_skip_it_too() {
     r.expect(0)
         .expect_status("human", "skipped")
         .expect_error("human", &["--skip-interactive"]);
+    Ok(())
 }
 
-#[test]
 fn a_person_may_replace_the_simulator_for_a_turn() {
     let s = project(
         "dyn-human",
@@ -2269,17 +1937,8 @@ fn a_person_may_replace_the_simulator_for_a_turn() {
         .expect_stdout("Turn 2: [Human] \"from-human\"");
 }
 
-#[test]
-fn a_real_terminal_is_asked_without_interactive() {
-    if Command::new("python3")
-        .args(["-c", "import pty"])
-        .output()
-        .map(|o| !o.status.success())
-        .unwrap_or(true)
-    {
-        eprintln!("skipped: python3 with the pty module is needed for a pseudo-terminal");
-        return;
-    }
+fn a_real_terminal_is_asked_without_interactive() -> Needs {
+    project::python_pty()?;
     let s = expense_project("pty", "", &[interactive_case()]);
     let r = agentest(s.path()).pty(&["Travel, $500", "yes"]).run();
     r.expect(0).expect_status("human", "passed");
@@ -2293,10 +1952,11 @@ fn a_real_terminal_is_asked_without_interactive() {
     );
     r.expect_stderr(&format!("[human] the agent asks: {ASKED}"))
         .expect_stderr("hint: e.g. travel, $350");
+    Ok(())
 }
 
-#[test]
-fn an_unanswered_question_times_out_as_the_case_says() {
+fn an_unanswered_question_times_out_as_the_case_says() -> Needs {
+    project::python_pty()?;
     let s = expense_project(
         "pty-silent",
         "",
@@ -2310,10 +1970,11 @@ fn an_unanswered_question_times_out_as_the_case_says() {
         .expect_status("human", "error")
         .expect_error("human", &["turn 2: interactive input: no answer within 1s"]);
     assert!(r.took < Duration::from_secs(10), "{r:?}");
+    Ok(())
 }
 
-#[test]
-fn an_answer_after_a_timed_out_question_goes_to_the_next_question() {
+fn an_answer_after_a_timed_out_question_goes_to_the_next_question() -> Needs {
+    project::python_pty()?;
     let s = expense_project(
         "pty-after-timeout",
         "",
@@ -2344,9 +2005,9 @@ fn an_answer_after_a_timed_out_question_goes_to_the_next_question() {
         r.inputs("b-second")[1],
         ("Travel, $500".to_string(), "human".to_string())
     );
+    Ok(())
 }
 
-#[test]
 fn a_dynamic_prompt_shows_the_agents_input_hint() {
     let s = expense_project(
         "dyn-hint",
@@ -2368,4 +2029,58 @@ fn a_dynamic_prompt_shows_the_agents_input_hint() {
     r.expect(0).expect_status("dyn", "passed");
     r.expect_stderr(&format!("[dyn] the agent asks: {ASKED}"))
         .expect_stderr("hint: e.g. travel, $350");
+}
+
+pub fn tests() -> Vec<libtest_mimic::Trial> {
+    crate::trials![
+        every_checkpoint_reached_passes_with_the_scripted_simulator,
+        an_agent_that_completes_with_checkpoints_missing_fails_naming_them,
+        the_simulator_reporting_its_goal_achieved_with_checkpoints_missing_fails,
+        max_turns_ends_the_conversation,
+        max_turns_defaults_to_20,
+        reaching_the_last_checkpoint_on_the_last_allowed_turn_passes,
+        the_timeout_is_checked_during_a_turn,
+        a_script_with_no_matching_rule_is_a_simulator_error,
+        a_named_simulator_that_crashes_is_a_simulator_error_naming_it,
+        an_agent_that_crashes_on_turn_2_is_an_agent_error,
+        after_holds_a_checkpoint_back_until_its_predecessor_is_reached,
+        a_same_turn_chain_counts_even_when_the_dependent_checkpoint_comes_first,
+        optional_checkpoints_may_be_missed_and_unmatched_forbidden_ones_do_not_count,
+        a_forbidden_checkpoint_fails_the_case_on_the_turn_it_matches,
+        the_scripted_simulator_uses_each_rule_once_in_order,
+        a_dynamic_case_without_input_starts_with_the_simulator,
+        a_named_simulator_receives_the_simulator_input_and_answers_json_or_text,
+        a_named_simulator_can_end_the_conversation_with_goal_achieved,
+        a_named_simulator_answer_without_a_message_is_an_error,
+        the_simulator_flag_picks_the_simulator_of_cases_that_name_none,
+        the_model_simulator_plays_the_user_from_json_and_text_answers_and_replays_offline,
+        show_checkpoints_lets_the_model_simulator_see_the_pending_ones,
+        an_empty_simulator_message_is_retried_once_then_an_error,
+        the_model_simulator_can_report_its_goal_achieved,
+        a_named_simulator_may_be_an_openai_agent,
+        an_openai_simulators_usage_is_reported_as_the_simulators,
+        a_model_simulator_without_key_or_recording_is_skipped_outside_ci_and_fails_on_ci,
+        awaiting_input_is_detected_by_declaration_then_tools_then_text,
+        run_input_tools_replaces_the_default_list,
+        the_agents_declaration_decides_when_a_dynamic_conversation_ends,
+        the_built_in_judge_passes_a_reply_that_meets_the_criteria,
+        a_failing_verdict_fails_the_case_with_its_reason_and_suggestions,
+        an_invalid_verdict_gets_one_repair_attempt,
+        a_judge_that_answers_badly_twice_makes_the_case_an_error,
+        a_judge_agent_speaks_the_validator_contract,
+        a_judge_works_as_a_checkpoint_of_a_dynamic_case,
+        judges_work_in_static_turns_and_final_assertions,
+        a_judge_without_key_or_recording_is_skipped_outside_ci_and_fails_on_ci,
+        the_rust_judge_api_judges_and_replays_from_its_cassette,
+        piped_lines_answer_with_interactive_until_the_agent_completes,
+        an_empty_line_stops_asking,
+        without_a_terminal_an_interactive_case_is_skipped_with_the_reason,
+        on_missing_input_fail_makes_it_fail,
+        skip_interactive_and_ci_skip_it_too (needs project::python_pty),
+        a_person_may_replace_the_simulator_for_a_turn,
+        a_real_terminal_is_asked_without_interactive (needs project::python_pty),
+        an_unanswered_question_times_out_as_the_case_says (needs project::python_pty),
+        an_answer_after_a_timed_out_question_goes_to_the_next_question (needs project::python_pty),
+        a_dynamic_prompt_shows_the_agents_input_hint,
+    ]
 }

@@ -13,13 +13,14 @@
 //! own variable) runs every property that many times instead, for a longer hunt:
 //!
 //! ```text
-//! PROPTEST_CASES=20000 cargo test --test fuzz    # about 3.5 minutes on two cores
+//! PROPTEST_CASES=20000 cargo test --test functional -- fuzz::    # about 3.5 minutes on two cores
 //! ```
 //!
 //! Other proptest variables apply too, notably `PROPTEST_RNG_SEED` to replay a run.
 //! Failures are not persisted by proptest: an input that once broke a reader is kept by
 //! hand as a file under `tests/fuzz-regressions/` (see its README and [`regressions`]),
-//! and one that still breaks it has its own test, ignored with the bug as the reason.
+//! and one that still breaks it has its own test, described by its doc comment and
+//! registered as ignored (`bug_... (ignore)` in [`tests`]) until the bug is fixed.
 
 use std::collections::HashSet;
 use std::fmt::Write as _;
@@ -1744,8 +1745,8 @@ fn reply() -> BoxedStrategy<Reply> {
 // ---------------------------------------------------------------------------------------
 
 const CONFIGS: &[&str] = &[
-    include_str!("../agent-tests/agentest.toml"),
-    include_str!("fixtures/demo/agent-tests/agentest.toml"),
+    include_str!("../../agent-tests/agentest.toml"),
+    include_str!("../fixtures/demo/agent-tests/agentest.toml"),
     "[agent]\ntype = \"http\"\nurl = \"http://127.0.0.1:9/turn\"\nheaders = { Authorization = \"Bearer ${TOKEN}\" }\ntimeout = \"10s\"\n",
     "[agents.\"é x\"]\ntype = \"openai\"\nllm = \"fast\"\nmodel = \"m\"\ntools = [{ type = \"function\", function = { name = \"f\" } }]\nmax_tool_rounds = 3\n\n[llms.fast]\nbase_url = \"http://localhost:1/v1\"\nmodel = \"m\"\napi_key_env = \"KEY\"\ntemperature = 0.2\nmax_in_flight = 4\nrequests_per_minute = 60\n",
     "[run]\nconcurrency = 2\ntimeout = \"1m30s\"\ncassettes = \"strict\"\nseed = 7\ninput_tools = [\"ask_user\"]\nreport = \"target/r.jsonl\"\n\n[scripts.s]\ncommand = [\"true\"]\ncwd = \"..\"\nenv = { A = \"1\" }\n",
@@ -2160,13 +2161,11 @@ proptest! {
     #![proptest_config(config(1000))]
 
     /// Any bytes at all: one entry per case line, each located on its line.
-    #[test]
     fn suite_reader_takes_any_bytes(b in bytes(prop::collection::vec(any::<u8>(), 0..400).boxed())) {
         check_suite(&b.0)?;
     }
 
     /// Any text, including every Unicode scalar value.
-    #[test]
     fn suite_reader_takes_any_text(text in any::<String>()) {
         check_suite(text.as_bytes())?;
     }
@@ -2177,13 +2176,11 @@ proptest! {
 
     /// Suites of near-valid cases: known keys with values of the right and wrong types,
     /// nested assertions, turns, checkpoints and mocks, edited, deep or very long.
-    #[test]
     fn suite_reader_takes_near_valid_cases(b in bytes(suite_file())) {
         check_suite(&b.0)?;
     }
 
     /// One case line alone: parsing is deterministic and every error is located.
-    #[test]
     fn case_parser_locates_every_error(line in case_line()) {
         let first = parse_case(&line, at_line(3));
         let second = parse_case(&line, at_line(3));
@@ -2201,7 +2198,6 @@ proptest! {
 
     /// Random assertions against random replies: no panic, and `negate` inverts every
     /// deterministic check that could look at the reply.
-    #[test]
     fn assertions_evaluate_any_reply(
         assertions in prop::collection::vec(assertion(), 1..4),
         reply in reply(),
@@ -2214,7 +2210,6 @@ proptest! {
 
     /// Tool mocks: no panic, errors name a field under the given path, and a parsed set
     /// answers any call.
-    #[test]
     fn mocks_parse_any_json(
         m in mocks(),
         name in prop::sample::select(TOOL_NAMES),
@@ -2242,25 +2237,21 @@ proptest! {
     }
 
     /// Config files from config-like lines: `toml` and `Config::load` never panic.
-    #[test]
     fn config_reader_takes_config_like_text(text in config_text()) {
         check_config(&scratch("config-like"), &text)?;
     }
 
     /// Valid configs, edited a little.
-    #[test]
     fn config_reader_takes_edited_configs(text in mutated_config()) {
         check_config(&scratch("config-edited"), &text)?;
     }
 
     /// Any text as a config.
-    #[test]
     fn config_reader_takes_any_text(text in any::<String>()) {
         check_config(&scratch("config-any"), &text)?;
     }
 
     /// Cassettes, valid and broken, in every mode.
-    #[test]
     fn cassette_reader_names_file_and_line(b in bytes(cassette_file())) {
         check_cassette(&scratch("cassette"), &b.0)?;
     }
@@ -2270,13 +2261,11 @@ proptest! {
     #![proptest_config(config(2000))]
 
     /// Any text as a duration.
-    #[test]
     fn durations_parse_any_text(text in any::<String>()) {
         check_duration(&text)?;
     }
 
     /// Duration-like text: numbers and units.
-    #[test]
     fn durations_round_trip(
         parts in prop::collection::vec(
             ("[0-9]{0,7}(\\.[0-9]{0,5})?", prop::sample::select(vec!["ms", "s", "m", "h", "", "S", " s", "µs", "d"])),
@@ -2289,7 +2278,6 @@ proptest! {
     }
 
     /// What `format_duration` writes reads back to the same text.
-    #[test]
     fn formatted_durations_read_back(
         ms in prop_oneof![0u64..10_000, 0u64..31_536_000_000],
         nanos in prop_oneof![Just(0u32), 0u32..1_000_000],
@@ -2314,7 +2302,6 @@ fn regression(name: &str) -> Vec<u8> {
 /// Every file under `tests/fuzz-regressions/` that is not a known open bug (`bug-*`)
 /// still passes its reader's checks: `suite-*` suites, `config-*` configs, `cassette-*`
 /// cassettes and `duration-*` durations (one per line).
-#[test]
 fn regressions() {
     let mut ran = 0;
     let mut files: Vec<PathBuf> = std::fs::read_dir(regressions_dir())
@@ -2361,7 +2348,6 @@ fn must(result: Result<(), TestCaseError>) {
 
 /// A broken line is named `line-N-invalid` when a case's id is `line-N`, but another
 /// case's id may already be `line-N-invalid`: two trials then share a name.
-#[test]
 fn bug_line_name_fallback_collides_with_an_id() {
     must(check_suite(&regression(
         "bug-suite-trial-name-collision.jsonl",
@@ -2372,7 +2358,6 @@ fn bug_line_name_fallback_collides_with_an_id() {
 /// a bad `\u` escape before one): serde_json's byte column falls inside the character,
 /// and the parser then reports the byte column as is, past the end of the line in
 /// characters (`{"input":"éé` is 12 characters; the error says column 14).
-#[test]
 fn bug_syntax_error_column_past_the_line_end() {
     must(check_suite(&regression(
         "bug-suite-column-past-line-end.jsonl",
@@ -2381,7 +2366,6 @@ fn bug_syntax_error_column_past_the_line_end() {
 
 /// `format_duration(4.95s)` is `"5.0s"`, which reads back as 5s and then shows as `"5s"`:
 /// the text it writes is not its own canonical form (`"60.0s"` for 59.96s, not `"1m"`).
-#[test]
 fn bug_format_duration_writes_whole_seconds_as_n_point_0() {
     for line in
         String::from_utf8_lossy(&regression("bug-duration-format-not-canonical.txt")).lines()
@@ -2392,10 +2376,32 @@ fn bug_format_duration_writes_whole_seconds_as_n_point_0() {
 
 /// A cassette that is not UTF-8 is rejected as a whole ("stream did not contain valid
 /// UTF-8"), naming the file but not the line, unlike every other bad cassette line.
-#[test]
 fn bug_cassette_not_utf8_names_no_line() {
     must(check_cassette_line_named(
         &scratch("bug-cassette"),
         &regression("bug-cassette-not-utf8.jsonl"),
     ));
+}
+
+pub fn tests() -> Vec<libtest_mimic::Trial> {
+    crate::trials![
+        suite_reader_takes_any_bytes,
+        suite_reader_takes_any_text,
+        suite_reader_takes_near_valid_cases,
+        case_parser_locates_every_error,
+        assertions_evaluate_any_reply,
+        mocks_parse_any_json,
+        config_reader_takes_config_like_text,
+        config_reader_takes_edited_configs,
+        config_reader_takes_any_text,
+        cassette_reader_names_file_and_line,
+        durations_parse_any_text,
+        durations_round_trip,
+        formatted_durations_read_back,
+        regressions,
+        bug_line_name_fallback_collides_with_an_id,
+        bug_syntax_error_column_past_the_line_end,
+        bug_format_duration_writes_whole_seconds_as_n_point_0,
+        bug_cassette_not_utf8_names_no_line,
+    ]
 }

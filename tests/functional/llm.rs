@@ -3,421 +3,33 @@
 //! feature, usage accounting, cassettes in every mode, the missing-key rules, `--live`,
 //! the environment overrides and the config errors.
 //!
-//! Each test starts a small real HTTP/1.1 server on 127.0.0.1 ([`Server`]) that speaks
+//! Each test starts a small real HTTP/1.1 server on 127.0.0.1 ([`ChatServer`], shared with the `dynamic` tests) that speaks
 //! `POST /v1/chat/completions`, answers from a per-test script and records every request,
 //! then runs the real `agentest` binary in a scratch directory against it.
 
-mod common;
+use std::net::TcpListener;
+use std::path::Path;
+use std::time::Duration;
 
-use std::collections::{HashMap, VecDeque};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-
-use common::{clean, lock, ReportedRun as Run, Scratch, TcpServer, BIN};
+use crate::common::chat::{
+    call, calls, cut_off, garbage, ok, rate_limited, server_error, slow, status, text,
+    tool_call_json, Action, ChatServer,
+};
+use crate::common::project::{self, cassette, Cmd};
+use crate::common::Scratch;
 use serde_json::{json, Value};
 
 /// The variable `[llm] api_key_env` names in every config here.
 const KEY_VAR: &str = "AGENTEST_LLM_TEST_KEY";
 /// The key's value: distinctive, so a leak into any file or output is found by a grep.
 const KEY: &str = "sk-agentest-SECRET-7f3b2c71e5d84a06";
-/// The suite file every project writes its cases to: trials are `s::ID`.
-const SUITE: &str = "suites/s.jsonl";
-
-// ---------------------------------------------------------------------------------------
-// The scripted chat-completions server
-// ---------------------------------------------------------------------------------------
-
-/// What the server does with one request.
-#[derive(Debug, Clone)]
-enum Action {
-    /// A complete HTTP response.
-    Http {
-        code: u16,
-        headers: Vec<(String, String)>,
-        body: String,
-    },
-    /// Waits, then does the inner action (past the client's timeout, usually).
-    Slow(Duration, Box<Action>),
-    /// Sends the headers with a `Content-Length` larger than what follows, half a body,
-    /// then closes the connection.
-    CutOff(String),
-    /// Closes the connection without answering.
-    Hangup,
-}
-
-/// A request the server received.
-#[derive(Debug, Clone)]
-struct Seen {
-    at: Instant,
-    method: String,
-    path: String,
-    /// Header names lowercased.
-    headers: Vec<(String, String)>,
-    raw: String,
-    /// The body as JSON (`null` when it is not JSON).
-    body: Value,
-}
-
-impl Seen {
-    fn header(&self, name: &str) -> Option<&str> {
-        let name = name.to_ascii_lowercase();
-        self.headers
-            .iter()
-            .find(|(k, _)| *k == name)
-            .map(|(_, v)| v.as_str())
-    }
-
-    fn messages(&self) -> &[Value] {
-        self.body["messages"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or_else(|| panic!("no messages in the request {}", self.raw))
-    }
-}
-
-#[derive(Default)]
-struct State {
-    /// Queues of actions by route: a chat request's first user message, a tool call's
-    /// name, or `*` for anything without its own queue.
-    scripts: HashMap<String, VecDeque<Action>>,
-    seen: Vec<Seen>,
-}
-
-/// A scripted HTTP/1.1 server on 127.0.0.1; stopped (port closed, connections shut) on drop.
-struct Server {
-    port: u16,
-    state: Arc<Mutex<State>>,
-    _server: TcpServer,
-}
-
-impl Server {
-    fn start() -> Server {
-        let state = Arc::new(Mutex::new(State::default()));
-        let server = {
-            let state = state.clone();
-            TcpServer::start(move |stream, _| serve(stream, state.clone()))
-        };
-        Server {
-            port: server.port,
-            state,
-            _server: server,
-        }
-    }
-
-    /// The base URL for `[llm] base_url`.
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/v1", self.port)
-    }
-
-    /// Queues actions for the requests routed to `route` (see [`State::scripts`]).
-    fn script(&self, route: &str, actions: Vec<Action>) {
-        lock(&self.state)
-            .scripts
-            .entry(route.to_string())
-            .or_default()
-            .extend(actions);
-    }
-
-    /// Every request received so far, in arrival order.
-    fn requests(&self) -> Vec<Seen> {
-        lock(&self.state).seen.clone()
-    }
-
-    /// The requests whose route is `route`.
-    fn requests_for(&self, route: &str) -> Vec<Seen> {
-        self.requests()
-            .into_iter()
-            .filter(|s| route_of(&s.body) == route)
-            .collect()
-    }
-
-    fn count(&self) -> usize {
-        lock(&self.state).seen.len()
-    }
-}
-
-/// A request's route: the first user message of a chat request, the `name` of a tool
-/// call (live mode), else `*`.
-fn route_of(body: &Value) -> String {
-    if let Some(messages) = body["messages"].as_array() {
-        if let Some(m) = messages.iter().find(|m| m["role"] == "user") {
-            if let Some(s) = m["content"].as_str() {
-                return s.to_string();
-            }
-        }
-    }
-    body["name"].as_str().unwrap_or("*").to_string()
-}
-
-fn serve(stream: TcpStream, state: Arc<Mutex<State>>) {
-    let Ok(read_half) = stream.try_clone() else {
-        return;
-    };
-    let mut reader = BufReader::new(read_half);
-    let mut writer = stream;
-    while let Some(seen) = read_request(&mut reader) {
-        let action = {
-            let mut s = lock(&state);
-            let route = route_of(&seen.body);
-            let queue = if s.scripts.contains_key(&route) {
-                s.scripts.get_mut(&route)
-            } else {
-                s.scripts.get_mut("*")
-            };
-            let action = queue.and_then(VecDeque::pop_front).unwrap_or_else(|| {
-                status(
-                    400,
-                    json!({"error": {"message": format!("test server: no scripted reply left for {route:?}")}}),
-                )
-            });
-            s.seen.push(seen);
-            action
-        };
-        if !perform(&mut writer, action) {
-            return;
-        }
-    }
-}
-
-fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Seen> {
-    let mut line = String::new();
-    if reader.read_line(&mut line).ok()? == 0 {
-        return None;
-    }
-    let at = Instant::now();
-    let mut parts = line.split_whitespace();
-    let method = parts.next()?.to_string();
-    let path = parts.next()?.to_string();
-    let mut headers = Vec::new();
-    loop {
-        let mut h = String::new();
-        if reader.read_line(&mut h).ok()? == 0 {
-            return None;
-        }
-        let h = h.trim_end();
-        if h.is_empty() {
-            break;
-        }
-        let (k, v) = h.split_once(':')?;
-        headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
-    }
-    let len: usize = headers
-        .iter()
-        .find(|(k, _)| k == "content-length")
-        .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or(0);
-    let mut body = vec![0; len];
-    reader.read_exact(&mut body).ok()?;
-    let raw = String::from_utf8_lossy(&body).into_owned();
-    Some(Seen {
-        at,
-        method,
-        path,
-        headers,
-        body: serde_json::from_str(&raw).unwrap_or(Value::Null),
-        raw,
-    })
-}
-
-fn write_head(w: &mut TcpStream, code: u16, headers: &[(String, String)], len: usize) {
-    let reason = match code {
-        200 => "OK",
-        400 => "Bad Request",
-        429 => "Too Many Requests",
-        500 => "Internal Server Error",
-        503 => "Service Unavailable",
-        _ => "Whatever",
-    };
-    let mut head = format!(
-        "HTTP/1.1 {code} {reason}\r\nContent-Type: application/json\r\nContent-Length: {len}\r\n"
-    );
-    for (k, v) in headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
-    let _ = w.write_all(head.as_bytes());
-}
-
-/// Does one action; false when the connection is closed afterwards.
-fn perform(w: &mut TcpStream, action: Action) -> bool {
-    match action {
-        Action::Http {
-            code,
-            headers,
-            body,
-        } => {
-            write_head(w, code, &headers, body.len());
-            w.write_all(body.as_bytes()).is_ok() && w.flush().is_ok()
-        }
-        Action::Slow(d, inner) => {
-            std::thread::sleep(d);
-            perform(w, *inner)
-        }
-        Action::CutOff(body) => {
-            write_head(w, 200, &[], body.len() + 100);
-            let _ = w.write_all(&body.as_bytes()[..body.len() / 2]);
-            let _ = w.flush();
-            let _ = w.shutdown(Shutdown::Both);
-            false
-        }
-        Action::Hangup => {
-            let _ = w.shutdown(Shutdown::Both);
-            false
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// Scripted replies
-// ---------------------------------------------------------------------------------------
-
-/// A chat completion with volatile fields (`id`, `created`, `system_fingerprint`) that the
-/// cassette must drop.
-fn completion(message: Value, finish: &str, (prompt, out): (u64, u64)) -> Value {
-    json!({
-        "id": "chatcmpl-volatile-42",
-        "object": "chat.completion",
-        "created": 1_700_000_000u64,
-        "system_fingerprint": "fp_volatile",
-        "model": "test-model",
-        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {"prompt_tokens": prompt, "completion_tokens": out, "total_tokens": prompt + out}
-    })
-}
-
-fn ok(body: Value) -> Action {
-    Action::Http {
-        code: 200,
-        headers: Vec::new(),
-        body: body.to_string(),
-    }
-}
-
-/// A text answer.
-fn text(content: &str, usage: (u64, u64)) -> Action {
-    ok(completion(
-        json!({"role": "assistant", "content": content}),
-        "stop",
-        usage,
-    ))
-}
-
-/// The `tool_calls` entry the model sends: arguments as a JSON string.
-fn tool_call_json(id: &str, name: &str, args: &Value) -> Value {
-    json!({"id": id, "type": "function", "function": {"name": name, "arguments": args.to_string()}})
-}
-
-/// An answer calling several tools at once: `(id, name, arguments)`.
-fn calls(list: &[(&str, &str, Value)], usage: (u64, u64)) -> Action {
-    let tool_calls: Vec<Value> = list
-        .iter()
-        .map(|(id, name, args)| tool_call_json(id, name, args))
-        .collect();
-    ok(completion(
-        json!({"role": "assistant", "content": null, "tool_calls": tool_calls}),
-        "tool_calls",
-        usage,
-    ))
-}
-
-/// An answer calling one tool.
-fn call(id: &str, name: &str, args: Value, usage: (u64, u64)) -> Action {
-    calls(&[(id, name, args)], usage)
-}
-
-fn status(code: u16, body: Value) -> Action {
-    Action::Http {
-        code,
-        headers: Vec::new(),
-        body: body.to_string(),
-    }
-}
-
-fn rate_limited(retry_after: Option<&str>) -> Action {
-    let mut a = status(
-        429,
-        json!({"error": {"message": "Rate limit reached for test-model", "type": "requests"}}),
-    );
-    if let (Action::Http { headers, .. }, Some(r)) = (&mut a, retry_after) {
-        headers.push(("Retry-After".into(), r.into()));
-    }
-    a
-}
-
-fn server_error() -> Action {
-    status(
-        500,
-        json!({"error": {"message": "upstream exploded", "type": "server_error"}}),
-    )
-}
-
-fn garbage() -> Action {
-    Action::Http {
-        code: 200,
-        headers: Vec::new(),
-        body: "{\"choices\": [{\"message\": ".into(),
-    }
-}
-
-fn slow(d: Duration, then: Action) -> Action {
-    Action::Slow(d, Box::new(then))
-}
-
-fn cut_off() -> Action {
-    Action::CutOff(
-        completion(
-            json!({"role": "assistant", "content": "never whole"}),
-            "stop",
-            (1, 1),
-        )
-        .to_string(),
-    )
-}
 
 // ---------------------------------------------------------------------------------------
 // Scratch projects and runs of the binary
 // ---------------------------------------------------------------------------------------
 
-impl Scratch {
-    fn new(tag: &str) -> Scratch {
-        Scratch::named("llm", tag)
-    }
-
-    fn read(&self, rel: &str) -> String {
-        std::fs::read_to_string(self.join(rel)).unwrap_or_else(|e| panic!("read {rel}: {e}"))
-    }
-
-    /// Writes the cases to [`SUITE`], one line each.
-    fn cases(&self, cases: &[Value]) {
-        let text: String = cases.iter().map(|c| format!("{c}\n")).collect();
-        self.write(SUITE, &text);
-    }
-
-    /// Every file under the scratch directory.
-    fn files(&self) -> Vec<PathBuf> {
-        fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-            for e in std::fs::read_dir(dir).expect("read dir").flatten() {
-                let p = e.path();
-                if p.is_dir() {
-                    walk(&p, out);
-                } else {
-                    out.push(p);
-                }
-            }
-        }
-        let mut out = Vec::new();
-        walk(&self.root, &mut out);
-        out
-    }
-}
-
-/// The cassette file of case `id` of [`SUITE`].
-fn cassette(id: &str) -> String {
-    format!("suites/.cassettes/s/{id}.jsonl")
+fn scratch(tag: &str) -> Scratch {
+    Scratch::named("llm", tag)
 }
 
 const TOOLS: &str = r#"[
@@ -498,7 +110,7 @@ impl Conf {
 
 /// A scratch project: `agentest.toml`, `tools.json` and [`SUITE`] with `cases`.
 fn project(tag: &str, conf: &Conf, cases: &[Value]) -> Scratch {
-    let s = Scratch::new(tag);
+    let s = scratch(tag);
     s.write("agentest.toml", &conf.render());
     s.write("tools.json", TOOLS);
     s.cases(cases);
@@ -510,72 +122,9 @@ fn case(id: &str, input: &str) -> Value {
     json!({"id": id, "input": input})
 }
 
-/// A run of `agentest test -i suites -o report.jsonl --color never`, with a clean
-/// environment: no `CI`, no `AGENTEST_*` from ours, the key set unless told otherwise.
-struct Cmd<'a> {
-    dir: &'a Path,
-    args: Vec<String>,
-    envs: Vec<(String, String)>,
-    key: bool,
-}
-
+/// A run of `agentest test` in `dir` (see [`Cmd`]) with the key in [`KEY_VAR`].
 fn agentest(dir: &Path) -> Cmd<'_> {
-    Cmd {
-        dir,
-        args: Vec::new(),
-        envs: Vec::new(),
-        key: true,
-    }
-}
-
-impl Cmd<'_> {
-    fn env(mut self, k: &str, v: &str) -> Self {
-        self.envs.push((k.into(), v.into()));
-        self
-    }
-
-    fn arg(mut self, a: &str) -> Self {
-        self.args.push(a.into());
-        self
-    }
-
-    fn without_key(mut self) -> Self {
-        self.key = false;
-        self
-    }
-
-    fn run(self) -> Run {
-        let report = self.dir.join("report.jsonl");
-        let _ = std::fs::remove_file(&report);
-        let mut cmd = clean(Command::new(BIN));
-        cmd.current_dir(self.dir)
-            .args([
-                "test",
-                "-i",
-                "suites",
-                "-o",
-                "report.jsonl",
-                "--color",
-                "never",
-            ])
-            .args(&self.args)
-            .stdin(Stdio::null());
-        if self.key {
-            cmd.env(KEY_VAR, KEY);
-        }
-        for (k, v) in &self.envs {
-            cmd.env(k, v);
-        }
-        let started = Instant::now();
-        let out = cmd.output().expect("run the agentest binary");
-        Run {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-            report: std::fs::read_to_string(&report).ok(),
-            took: started.elapsed(),
-        }
-    }
+    project::agentest(dir, (KEY_VAR, KEY))
 }
 
 /// Asserts that `text` holds no trace of the API key.
@@ -651,9 +200,8 @@ fn closed_port() -> u16 {
 // 1. The client: retries, backoff, Retry-After, timeouts, errors
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn a_429_with_retry_after_is_waited_for_retried_and_counted() {
-    let server = Server::start();
+    let server = ChatServer::start();
     server.script(
         "hello",
         vec![rate_limited(Some("1")), text("Hi there", (5, 2))],
@@ -683,9 +231,8 @@ fn a_429_with_retry_after_is_waited_for_retried_and_counted() {
     assert!(waited < Duration::from_secs(3), "{waited:?}");
 }
 
-#[test]
 fn a_429_without_retry_after_backs_off() {
-    let server = Server::start();
+    let server = ChatServer::start();
     server.script("hello", vec![rate_limited(None), text("Hi", (1, 1))]);
     let p = project("429-backoff", &conf(&server.url()), &[case("T1", "hello")]);
     let run = agentest(p.path()).run();
@@ -703,9 +250,8 @@ fn a_429_without_retry_after_backs_off() {
     );
 }
 
-#[test]
 fn server_errors_exhaust_the_retries() {
-    let server = Server::start();
+    let server = ChatServer::start();
     server.script(
         "hello",
         vec![
@@ -731,9 +277,8 @@ fn server_errors_exhaust_the_retries() {
     assert_eq!(run.counts(), [1, 0, 0, 1, 0]);
 }
 
-#[test]
 fn retries_of_a_failed_call_are_counted_in_the_report() {
-    let server = Server::start();
+    let server = ChatServer::start();
     server.script(
         "hello",
         vec![server_error(), server_error(), server_error()],
@@ -746,9 +291,8 @@ fn retries_of_a_failed_call_are_counted_in_the_report() {
     assert_eq!(run.case("T1")["retries"], 2, "{run:?}");
 }
 
-#[test]
 fn max_retries_zero_tries_once() {
-    let server = Server::start();
+    let server = ChatServer::start();
     server.script(
         "hello",
         vec![status(503, json!({"error": {"message": "busy"}}))],
@@ -766,9 +310,8 @@ fn max_retries_zero_tries_once() {
     assert!(!run.stderr.contains("retry"), "{run:?}");
 }
 
-#[test]
 fn a_slow_reply_past_the_timeout_is_retried() {
-    let server = Server::start();
+    let server = ChatServer::start();
     server.script(
         "hello",
         vec![
@@ -790,9 +333,8 @@ fn a_slow_reply_past_the_timeout_is_retried() {
     assert_eq!(server.count(), 2);
 }
 
-#[test]
 fn malformed_json_fails_at_once_without_retry() {
-    let server = Server::start();
+    let server = ChatServer::start();
     server.script("hello", vec![garbage(), text("unused", (1, 1))]);
     server.script(
         "no choices",
@@ -824,9 +366,8 @@ fn malformed_json_fails_at_once_without_retry() {
     assert!(!run.stderr.contains("retry"), "{run:?}");
 }
 
-#[test]
 fn a_connection_cut_off_or_dropped_is_retried() {
-    let server = Server::start();
+    let server = ChatServer::start();
     server.script("cut", vec![cut_off(), text("whole", (1, 1))]);
     server.script("hangup", vec![Action::Hangup, text("answered", (1, 1))]);
     let p = project(
@@ -849,9 +390,8 @@ fn a_connection_cut_off_or_dropped_is_retried() {
     assert_eq!(server.requests_for("hangup").len(), 2);
 }
 
-#[test]
 fn a_400_fails_at_once_with_the_servers_message() {
-    let server = Server::start();
+    let server = ChatServer::start();
     server.script(
         "hello",
         vec![
@@ -875,9 +415,8 @@ fn a_400_fails_at_once_with_the_servers_message() {
     assert!(!run.stderr.contains("retry"), "{run:?}");
 }
 
-#[test]
 fn a_retry_that_would_pass_the_case_deadline_is_not_waited_for() {
-    let server = Server::start();
+    let server = ChatServer::start();
     server.script(
         "hello",
         vec![rate_limited(Some("30")), text("unused", (1, 1))],
@@ -896,9 +435,8 @@ fn a_retry_that_would_pass_the_case_deadline_is_not_waited_for() {
     assert_eq!(server.count(), 1);
 }
 
-#[test]
 fn requests_carry_the_key_the_model_and_the_settings() {
-    let server = Server::start();
+    let server = ChatServer::start();
     server.script("hello", vec![text("Hi", (3, 1))]);
     let p = project(
         "request",
@@ -955,11 +493,10 @@ fn requests_carry_the_key_the_model_and_the_settings() {
     }
 }
 
-#[test]
 fn system_file_and_inline_tools_are_sent() {
-    let server = Server::start();
+    let server = ChatServer::start();
     server.script("hello", vec![text("Hi", (1, 1))]);
-    let p = Scratch::new("system-file");
+    let p = scratch("system-file");
     p.write(
         "agentest.toml",
         &format!(
@@ -985,9 +522,8 @@ fn system_file_and_inline_tools_are_sent() {
 // 2. The tool loop and the mocks
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn the_tool_loop_answers_from_the_mock_and_calls_the_model_again() {
-    let server = Server::start();
+    let server = ChatServer::start();
     let travel = json!({"category": "travel"});
     server.script(
         "What is the travel limit?",
@@ -1085,7 +621,7 @@ fn the_tool_loop_answers_from_the_mock_and_calls_the_model_again() {
 /// A case for one mock feature: scripts the model to call `tool(args)` and then say "done"
 /// (routed by the case's input), and asserts that the tool's result is `expect`.
 fn calling_case(
-    server: &Server,
+    server: &ChatServer,
     id: &str,
     tool: &str,
     args: Value,
@@ -1105,9 +641,8 @@ fn calling_case(
     ]})
 }
 
-#[test]
 fn every_mock_matcher_picks_the_right_mock() {
-    let server = Server::start();
+    let server = ChatServer::start();
     let exact_then_any = json!([
         {"method": "lookup", "when": {"args": {"id": 1}}, "response": {"hit": "exact"}},
         {"method": "lookup", "response": {"hit": "fallback"}}
@@ -1216,9 +751,8 @@ fn every_mock_matcher_picks_the_right_mock() {
     }
 }
 
-#[test]
 fn a_mock_error_is_what_the_model_receives() {
-    let server = Server::start();
+    let server = ChatServer::start();
     let cases = [
         calling_case(
             &server,
@@ -1266,9 +800,8 @@ fn a_mock_error_is_what_the_model_receives() {
     }
 }
 
-#[test]
 fn a_mock_delay_is_waited_for() {
-    let server = Server::start();
+    let server = ChatServer::start();
     let cases = [calling_case(
         &server,
         "delay",
@@ -1290,7 +823,7 @@ fn a_mock_delay_is_waited_for() {
 
 /// Runs the flaky case (8 calls to a mock that fails half the time) and returns which
 /// calls failed: `E` for an error, `R` for a result.
-fn flaky_pattern(server: &Server, dir: &Scratch, seed: Option<&str>) -> String {
+fn flaky_pattern(server: &ChatServer, dir: &Scratch, seed: Option<&str>) -> String {
     let input = "call flaky eight times";
     let list: Vec<(String, Value)> = (0..8).map(|i| (format!("f{i}"), json!({"n": i}))).collect();
     let list: Vec<(&str, &str, Value)> = list
@@ -1312,9 +845,8 @@ fn flaky_pattern(server: &Server, dir: &Scratch, seed: Option<&str>) -> String {
         .collect()
 }
 
-#[test]
 fn a_mock_failure_rate_is_reproducible_with_the_seed() {
-    let server = Server::start();
+    let server = ChatServer::start();
     let flaky = json!({"id": "P", "input": "call flaky eight times", "setup": {"mocks": [
         {"method": "flaky", "response": {"ok": true}, "error": {"code": "FLAKY", "message": "flaked"}, "metadata": {"probability": 0.5}}
     ]}});
@@ -1353,7 +885,7 @@ fn a_mock_failure_rate_is_reproducible_with_the_seed() {
         "AGENTEST_SEED wins"
     );
     // The errors are the mock's own.
-    let server2 = Server::start();
+    let server2 = ChatServer::start();
     let p2 = project("probability-2", &conf(&server2.url()), &[flaky]);
     flaky_pattern(&server2, &p2, Some("7"));
     let last = server2.requests()[1].messages().to_vec();
@@ -1367,9 +899,8 @@ fn a_mock_failure_rate_is_reproducible_with_the_seed() {
     eprintln!("flaky patterns: seed 7 {seven}, seed 0 {zero}, seeds 1..=6 {patterns:?}");
 }
 
-#[test]
 fn a_failure_rate_of_one_or_zero_always_or_never_fails() {
-    let server = Server::start();
+    let server = ChatServer::start();
     let cases = [
         calling_case(
             &server,
@@ -1404,9 +935,8 @@ fn a_failure_rate_of_one_or_zero_always_or_never_fails() {
     );
 }
 
-#[test]
 fn an_unmatched_tool_call_fails_the_case_and_lists_the_mocks() {
-    let server = Server::start();
+    let server = ChatServer::start();
     server.script(
         "look up 2",
         vec![
@@ -1460,9 +990,8 @@ fn an_unmatched_tool_call_fails_the_case_and_lists_the_mocks() {
     assert_eq!(run.counts(), [2, 0, 2, 0, 0]);
 }
 
-#[test]
 fn max_tool_rounds_bounds_the_loop() {
-    let server = Server::start();
+    let server = ChatServer::start();
     server.script(
         "loop forever",
         vec![
@@ -1488,9 +1017,8 @@ fn max_tool_rounds_bounds_the_loop() {
     assert_eq!(run.case("T1")["model_calls"], 2);
 }
 
-#[test]
 fn bad_case_mocks_are_load_errors_on_their_line() {
-    let server = Server::start();
+    let server = ChatServer::start();
     let p = project(
         "bad-mocks",
         &conf(&server.url()),
@@ -1515,9 +1043,8 @@ fn bad_case_mocks_are_load_errors_on_their_line() {
 // 3. Usage
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn usage_is_summed_over_the_calls_and_turns() {
-    let server = Server::start();
+    let server = ChatServer::start();
     server.script(
         "Plan my trip",
         vec![
@@ -1603,7 +1130,7 @@ fn usage_is_summed_over_the_calls_and_turns() {
 // ---------------------------------------------------------------------------------------
 
 /// The tool-loop conversation of case T1: two model calls.
-fn script_tool_loop(server: &Server, answer: &str) {
+fn script_tool_loop(server: &ChatServer, answer: &str) {
     server.script(
         "What is the travel limit?",
         vec![
@@ -1625,9 +1152,8 @@ fn tool_loop_case() -> Value {
     ]})
 }
 
-#[test]
 fn auto_mode_records_then_replays_offline() {
-    let server = Server::start();
+    let server = ChatServer::start();
     script_tool_loop(&server, "The travel limit is 75.");
     let p = project("auto", &conf(&server.url()), &[tool_loop_case()]);
     let run = agentest(p.path()).run();
@@ -1709,9 +1235,8 @@ fn auto_mode_records_then_replays_offline() {
     assert_no_secret_in_files(&p);
 }
 
-#[test]
 fn a_changed_request_misses_its_recording() {
-    let server = Server::start();
+    let server = ChatServer::start();
     server.script("hello", vec![text("Hi", (1, 1))]);
     let p = project("miss", &conf(&server.url()), &[case("T1", "hello")]);
     agentest(p.path()).run().expect(0);
@@ -1764,9 +1289,8 @@ fn a_changed_request_misses_its_recording() {
     );
 }
 
-#[test]
 fn record_mode_rewrites_the_file() {
-    let server = Server::start();
+    let server = ChatServer::start();
     server.script(
         "hello",
         vec![text("first answer", (1, 1)), text("second answer", (1, 1))],
@@ -1795,9 +1319,8 @@ fn record_mode_rewrites_the_file() {
     assert_eq!(replay.case("T1")["turns"][0]["output"], "second answer");
 }
 
-#[test]
 fn off_mode_writes_no_file() {
-    let server = Server::start();
+    let server = ChatServer::start();
     server.script(
         "hello",
         vec![
@@ -1833,9 +1356,8 @@ fn off_mode_writes_no_file() {
     assert_eq!(server.count(), 4);
 }
 
-#[test]
 fn strict_mode_fails_a_passing_case_that_left_entries_unused() {
-    let server = Server::start();
+    let server = ChatServer::start();
     script_tool_loop(&server, "The travel limit is 75.");
     server.script("hello", vec![text("Hi", (1, 1))]);
     let p = project(
@@ -1881,9 +1403,8 @@ fn strict_mode_fails_a_passing_case_that_left_entries_unused() {
     );
 }
 
-#[test]
 fn broken_cassettes_are_errors_naming_the_file_and_line() {
-    let server = Server::start();
+    let server = ChatServer::start();
     script_tool_loop(&server, "The travel limit is 75.");
     let p = project("broken", &conf(&server.url()), &[tool_loop_case()]);
     agentest(p.path()).run().expect(0);
@@ -1948,9 +1469,8 @@ fn broken_cassettes_are_errors_naming_the_file_and_line() {
     assert_eq!(run.case("T1")["turns"][0]["output"], "Edited by hand: 75.");
 }
 
-#[test]
 fn unknown_cassette_modes_and_seeds_are_usage_errors() {
-    let server = Server::start();
+    let server = ChatServer::start();
     let p = project("mode", &conf(&server.url()), &[case("T1", "hello")]);
     let run = agentest(p.path()).env("AGENTEST_CASSETTES", "foo").run();
     run.expect(2).expect_stderr(
@@ -1978,9 +1498,8 @@ fn unknown_cassette_modes_and_seeds_are_usage_errors() {
 // 5. No key
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn without_a_key_or_a_recording_the_case_is_skipped_outside_ci_and_fails_on_ci() {
-    let server = Server::start();
+    let server = ChatServer::start();
     let p = project("no-key", &conf(&server.url()), &[case("T1", "hello")]);
     let expected = [
         &format!(
@@ -2038,9 +1557,8 @@ fn without_a_key_or_a_recording_the_case_is_skipped_outside_ci_and_fails_on_ci()
     assert!(!p.exists("suites/.cassettes"), "nothing recorded");
 }
 
-#[test]
 fn on_ci_a_case_without_key_or_recording_fails_naming_the_key_variable() {
-    let server = Server::start();
+    let server = ChatServer::start();
     let p = project("no-key-ci", &conf(&server.url()), &[case("T1", "hello")]);
     agentest(p.path())
         .without_key()
@@ -2051,9 +1569,8 @@ fn on_ci_a_case_without_key_or_recording_fails_naming_the_key_variable() {
         .expect_error("T1", &["AGENTEST_LLM_TEST_KEY"]);
 }
 
-#[test]
 fn record_mode_keeps_the_old_recording_when_the_model_cannot_be_called() {
-    let server = Server::start();
+    let server = ChatServer::start();
     server.script(
         "hello",
         vec![
@@ -2098,10 +1615,9 @@ fn record_mode_keeps_the_old_recording_when_the_model_cannot_be_called() {
 // 6. --live
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn live_mode_sends_tool_calls_to_the_tools_url() {
-    let model = Server::start();
-    let tools = Server::start();
+    let model = ChatServer::start();
+    let tools = ChatServer::start();
     let p = project(
         "live",
         &conf(&model.url()).agent(&format!(
@@ -2196,9 +1712,8 @@ fn live_mode_sends_tool_calls_to_the_tools_url() {
     assert_eq!(tools.requests_for("get_policy").len(), 2);
 }
 
-#[test]
 fn live_mode_without_a_tools_url_is_a_clear_error() {
-    let server = Server::start();
+    let server = ChatServer::start();
     server.script(
         "What is the travel limit?",
         vec![
@@ -2222,9 +1737,8 @@ fn live_mode_without_a_tools_url_is_a_clear_error() {
 // 7. Environment overrides
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn environment_overrides_redirect_the_endpoint_and_the_model() {
-    let server = Server::start();
+    let server = ChatServer::start();
     let closed = format!("http://127.0.0.1:{}/v1", closed_port());
     let p = project(
         "override",
@@ -2259,9 +1773,8 @@ fn environment_overrides_redirect_the_endpoint_and_the_model() {
     );
 }
 
-#[test]
 fn named_endpoints_have_their_own_overrides_and_agents_their_model() {
-    let server = Server::start();
+    let server = ChatServer::start();
     let closed = format!("http://127.0.0.1:{}/v1", closed_port());
     let p = project(
         "named",
@@ -2302,9 +1815,8 @@ fn named_endpoints_have_their_own_overrides_and_agents_their_model() {
 // 8. Config errors exit 2
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn config_errors_exit_2_before_anything_runs() {
-    let server = Server::start();
+    let server = ChatServer::start();
     let url = server.url();
     let llm = format!("[llm]\nbase_url = \"{url}\"\nmodel = \"m\"\napi_key_env = \"{KEY_VAR}\"\n");
     let table: Vec<(String, &str)> = vec![
@@ -2361,7 +1873,7 @@ fn config_errors_exit_2_before_anything_runs() {
         ),
     ];
     for (toml, expected) in table {
-        let s = Scratch::new("config");
+        let s = scratch("config");
         s.write("agentest.toml", &toml);
         s.cases(&[case("T1", "hello")]);
         let run = agentest(s.path()).run();
@@ -2373,4 +1885,46 @@ fn config_errors_exit_2_before_anything_runs() {
         assert!(run.report.is_none(), "nothing ran for\n{toml}\n{run:?}");
     }
     assert_eq!(server.count(), 0);
+}
+
+pub fn tests() -> Vec<libtest_mimic::Trial> {
+    crate::trials![
+        a_429_with_retry_after_is_waited_for_retried_and_counted,
+        a_429_without_retry_after_backs_off,
+        server_errors_exhaust_the_retries,
+        retries_of_a_failed_call_are_counted_in_the_report,
+        max_retries_zero_tries_once,
+        a_slow_reply_past_the_timeout_is_retried,
+        malformed_json_fails_at_once_without_retry,
+        a_connection_cut_off_or_dropped_is_retried,
+        a_400_fails_at_once_with_the_servers_message,
+        a_retry_that_would_pass_the_case_deadline_is_not_waited_for,
+        requests_carry_the_key_the_model_and_the_settings,
+        system_file_and_inline_tools_are_sent,
+        the_tool_loop_answers_from_the_mock_and_calls_the_model_again,
+        every_mock_matcher_picks_the_right_mock,
+        a_mock_error_is_what_the_model_receives,
+        a_mock_delay_is_waited_for,
+        a_mock_failure_rate_is_reproducible_with_the_seed,
+        a_failure_rate_of_one_or_zero_always_or_never_fails,
+        an_unmatched_tool_call_fails_the_case_and_lists_the_mocks,
+        max_tool_rounds_bounds_the_loop,
+        bad_case_mocks_are_load_errors_on_their_line,
+        usage_is_summed_over_the_calls_and_turns,
+        auto_mode_records_then_replays_offline,
+        a_changed_request_misses_its_recording,
+        record_mode_rewrites_the_file,
+        off_mode_writes_no_file,
+        strict_mode_fails_a_passing_case_that_left_entries_unused,
+        broken_cassettes_are_errors_naming_the_file_and_line,
+        unknown_cassette_modes_and_seeds_are_usage_errors,
+        without_a_key_or_a_recording_the_case_is_skipped_outside_ci_and_fails_on_ci,
+        on_ci_a_case_without_key_or_recording_fails_naming_the_key_variable,
+        record_mode_keeps_the_old_recording_when_the_model_cannot_be_called,
+        live_mode_sends_tool_calls_to_the_tools_url,
+        live_mode_without_a_tools_url_is_a_clear_error,
+        environment_overrides_redirect_the_endpoint_and_the_model,
+        named_endpoints_have_their_own_overrides_and_agents_their_model,
+        config_errors_exit_2_before_anything_runs,
+    ]
 }

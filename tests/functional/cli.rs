@@ -2,17 +2,15 @@
 //! `agentest.toml` pointing at the example expense agent, writes suites, runs the real
 //! binary and checks exit codes, console output and the JSONL report.
 
-mod common;
-
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{expense_agent_section, finish, toml_str, Report, Run, Scratch, BIN};
+use crate::common::{expense_agent_section, finish, toml_str, Report, Run, Scratch, BIN};
 use serde_json::Value;
 
-use common::EXPENSE_AGENT as AGENT;
+use crate::common::EXPENSE_AGENT as AGENT;
 const HELLO_REPLY: &str = "Hello! I'm the expense assistant. Hello to you too. How can I help?";
 const FAIL_FAST_REASON: &str = "not run: --fail-fast stopped the run after a failure";
 
@@ -20,20 +18,20 @@ const FAIL_FAST_REASON: &str = "not run: --fail-fast stopped the run after a fai
 // Helpers
 // ---------------------------------------------------------------------------------------
 
-impl Scratch {
-    fn new(tag: &str) -> Scratch {
-        Scratch::named("cli", tag)
-    }
+fn scratch(tag: &str) -> Scratch {
+    Scratch::named("cli", tag)
+}
 
+impl Scratch {
     /// A scratch directory holding an `agentest.toml` whose [agent] is the example agent.
     fn with_config(tag: &str, extra: &str) -> Scratch {
-        let s = Scratch::new(tag);
+        let s = scratch(tag);
         s.write("agentest.toml", &format!("{}{extra}", default_agent()));
         s
     }
 
     /// A file's text; empty when it is missing.
-    fn read(&self, rel: &str) -> String {
+    fn read_or_empty(&self, rel: &str) -> String {
         std::fs::read_to_string(self.join(rel)).unwrap_or_default()
     }
 }
@@ -326,7 +324,6 @@ const BAD_EXPECTED: [BadLine; 11] = [
     ),
 ];
 
-#[test]
 fn each_bad_line_is_one_located_error_and_the_rest_still_run() {
     let dir = Scratch::with_config("bad-input", "");
     dir.write_suite("bad.jsonl", &BAD_SUITE);
@@ -387,7 +384,6 @@ fn each_bad_line_is_one_located_error_and_the_rest_still_run() {
 }
 
 /// Field errors count columns in characters; JSON syntax errors must too.
-#[test]
 fn json_error_columns_count_characters_like_field_errors() {
     let dir = Scratch::with_config("columns", "");
     dir.write_suite(
@@ -415,9 +411,8 @@ const PLAN_SUITE: [&str; 4] = [
     r#"{"id": "multi", "turns": [{"input": "Hello"}, {"input": "Thanks"}]}"#,
 ];
 
-#[test]
 fn dry_run_lists_every_case_and_runs_nothing() {
-    let dir = Scratch::new("dry-run");
+    let dir = scratch("dry-run");
     dir.write("agentest.toml", &logging_agent());
     dir.write_suite("plan.jsonl", &PLAN_SUITE);
     let run = run_agentest(
@@ -452,9 +447,8 @@ fn dry_run_lists_every_case_and_runs_nothing() {
     );
 }
 
-#[test]
 fn dry_run_exits_1_when_a_case_fails_to_load() {
-    let dir = Scratch::new("dry-run-broken");
+    let dir = scratch("dry-run-broken");
     dir.write("agentest.toml", &logging_agent());
     let mut suite = PLAN_SUITE.to_vec();
     suite.push(r#"{"id": "broken", "input": "Hello", "assertion": []}"#);
@@ -481,7 +475,6 @@ fn dry_run_exits_1_when_a_case_fails_to_load() {
 // 3. Exit codes
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn exit_0_when_everything_passes() {
     let dir = Scratch::with_config("exit-0", "");
     dir.write_suite(
@@ -505,7 +498,6 @@ fn exit_0_when_everything_passes() {
     );
 }
 
-#[test]
 fn exit_1_when_an_assertion_fails() {
     let dir = Scratch::with_config("exit-1", "");
     dir.write_suite(
@@ -530,7 +522,6 @@ fn exit_1_when_an_assertion_fails() {
     assert_has_line(&run.stdout, "  Failed:  1");
 }
 
-#[test]
 fn usage_errors_exit_2_with_a_message_on_stderr() {
     let dir = Scratch::with_config("exit-2", "");
     dir.write_suite("s.jsonl", &[r#"{"id": "greet", "input": "Hello"}"#]);
@@ -591,9 +582,8 @@ fn usage_errors_exit_2_with_a_message_on_stderr() {
     }
 }
 
-#[test]
 fn invalid_config_exits_2_naming_the_file() {
-    let dir = Scratch::new("bad-config");
+    let dir = scratch("bad-config");
     dir.write(
         "agentest.toml",
         &format!("{}\n[run]\nconcurency = 3\n", default_agent()),
@@ -647,7 +637,6 @@ fn tree() -> Scratch {
     dir
 }
 
-#[test]
 fn directory_input_names_trials_by_path_and_sorts_them() {
     let dir = tree();
     let run = run_agentest(dir.path(), &["test", "-i", ".", "--dry-run"]);
@@ -686,7 +675,6 @@ fn directory_input_names_trials_by_path_and_sorts_them() {
     );
 }
 
-#[test]
 fn run_filters_by_trial_name() {
     let dir = tree();
     let run = run_agentest(
@@ -746,7 +734,7 @@ fn run_filters_by_trial_name() {
 /// Writes `ff.jsonl`: `fail-first` (which fails), then `should-skip-1..=n` (which would pass),
 /// with a config whose agent logs every request it receives.
 fn fail_fast_dir(tag: &str, n: usize) -> Scratch {
-    let dir = Scratch::new(tag);
+    let dir = scratch(tag);
     dir.write("agentest.toml", &logging_agent());
     let mut suite = vec![
         r#"{"id": "fail-first", "input": "Hello", "assert": {"type": "contains", "value": "IMPOSSIBLE"}}"#.to_string(),
@@ -773,7 +761,6 @@ const FAIL_FAST_ARGS: [&str; 8] = [
 ];
 
 /// What must hold whatever order the cases happened to start in (see the next test).
-#[test]
 fn fail_fast_skips_cases_after_the_first_failure_without_sending_them() {
     let dir = fail_fast_dir("fail-fast", 8);
     let run = run_agentest(dir.path(), &FAIL_FAST_ARGS);
@@ -784,7 +771,7 @@ fn fail_fast_skips_cases_after_the_first_failure_without_sending_them() {
     assert_eq!(report.summary["failed"], 1);
     assert_eq!(report.summary["errors"], 0);
 
-    let sent = requested_ids(&dir.read("requests.log"));
+    let sent = requested_ids(&dir.read_or_empty("requests.log"));
     let mut skipped = 0;
     for case in &report.cases {
         let id = case["id"].as_str().unwrap();
@@ -831,7 +818,6 @@ fn fail_fast_skips_cases_after_the_first_failure_without_sending_them() {
 /// the semaphore, so now and then (1 to 15 runs in 100 from a shell loop) a later case runs
 /// before `fail-first`. Hence many attempts. Oddly it rarely shows under `cargo test`; run
 /// the test binary directly (`target/debug/deps/cli-* --ignored fail_fast_with`) to see it.
-#[test]
 fn fail_fast_with_parallel_1_skips_every_later_case() {
     let dir = fail_fast_dir("fail-fast-order", 4);
     for attempt in 0..60 {
@@ -840,7 +826,7 @@ fn fail_fast_with_parallel_1_skips_every_later_case() {
         assert_eq!(run.code, 1, "{run:?}");
         let report = read_report(&dir.join("report.jsonl"));
         assert_eq!(
-            requested_ids(&dir.read("requests.log")),
+            requested_ids(&dir.read_or_empty("requests.log")),
             ["fail-first"],
             "attempt {attempt}: a case after fail-first was sent:\n{}",
             report.text
@@ -853,7 +839,6 @@ fn fail_fast_with_parallel_1_skips_every_later_case() {
 // 6. A message as input
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn a_message_runs_once_against_the_default_agent() {
     let dir = Scratch::with_config("message", "");
     let run = run_agentest(
@@ -882,7 +867,6 @@ fn a_message_runs_once_against_the_default_agent() {
 // 7. Process agent faults
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn process_agent_faults_are_errors_and_timeouts_and_others_still_pass() {
     let extra =
         "\n[agents.missing]\ntype = \"process\"\ncommand = [\"/definitely/not/an/agent\"]\n";
@@ -978,7 +962,6 @@ fn process_agent_faults_are_errors_and_timeouts_and_others_still_pass() {
     assert_has_line(&run.stdout, "  Errors:  4");
 }
 
-#[test]
 fn case_timeout_beats_the_command_line_which_beats_the_config() {
     let dir = Scratch::with_config("timeouts", "\n[run]\ntimeout = \"1s\"\n");
     dir.write_suite(
@@ -1039,10 +1022,9 @@ const HTTP_SUITE: [&str; 2] = [
     r#"{"id": "draft", "input": "Travel to Berlin, $350", "assert": [{"type": "tool_called", "name": "create_expense"}, {"type": "json_path", "path": "$.expense.amount", "value": 350}]}"#,
 ];
 
-#[test]
 fn http_agent_passes_with_the_token_and_never_leaks_it() {
     let server = HttpAgent::start();
-    let dir = Scratch::new("http");
+    let dir = scratch("http");
     dir.write(
         "agentest.toml",
         &format!(
@@ -1154,7 +1136,6 @@ fn logging_hook(label: &str) -> String {
     format!("command = [\"python3\", \"-c\", {}]\n", toml_str(&code))
 }
 
-#[test]
 fn hooks_get_the_case_on_stdin_and_failures_are_errors() {
     let hooks = format!(
         "\n[hooks.log_before]\n{}\n[hooks.log_after]\n{}\n\
@@ -1163,7 +1144,7 @@ fn hooks_get_the_case_on_stdin_and_failures_are_errors() {
         logging_hook("before"),
         logging_hook("after"),
     );
-    let dir = Scratch::new("hooks");
+    let dir = scratch("hooks");
     dir.write("agentest.toml", &format!("{}{hooks}", logging_agent()));
     dir.write_suite(
         "h.jsonl",
@@ -1178,7 +1159,7 @@ fn hooks_get_the_case_on_stdin_and_failures_are_errors() {
     assert_eq!(run.code, 1, "{run:?}");
     let report = read_report(&dir.join("report.jsonl"));
     report.assert_counts(4, 1, 0, 3, 0);
-    let log = dir.read("hooks.log");
+    let log = dir.read_or_empty("hooks.log");
     let log_lines = lines(&log);
 
     // A passing case: before, then the conversation, then after; both saw the case.
@@ -1221,7 +1202,7 @@ fn hooks_get_the_case_on_stdin_and_failures_are_errors() {
         )
     );
 
-    let sent = requested_ids(&dir.read("requests.log"));
+    let sent = requested_ids(&dir.read_or_empty("requests.log"));
     assert!(
         !sent.iter().any(|s| s == "bad-before" || s == "undefined"),
         "{sent:?}"
@@ -1255,7 +1236,6 @@ fn script_config() -> String {
     )
 }
 
-#[test]
 fn script_assertions_pass_fail_and_break() {
     let dir = Scratch::with_config("scripts", &script_config());
     dir.write_suite(
@@ -1316,7 +1296,6 @@ fn script_assertions_pass_fail_and_break() {
 
 /// A failing assertion's message that spans lines (a script's stderr tail) breaks the
 /// console tree: the continuation lines are printed flush left.
-#[test]
 fn multi_line_assertion_messages_stay_inside_the_tree() {
     let dir = Scratch::with_config("scripts-tree", &script_config());
     dir.write_suite(
@@ -1341,7 +1320,6 @@ fn multi_line_assertion_messages_stay_inside_the_tree() {
 // 11. -v
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn verbose_shows_replies_and_passing_assertions() {
     let dir = Scratch::with_config("verbose", "");
     dir.write_suite(
@@ -1430,7 +1408,6 @@ const WHOLE_OUTPUT: &str = "\
   Total time: <dur>
 ";
 
-#[test]
 fn whole_console_output() {
     let dir = Scratch::with_config("whole", "");
     dir.write_suite(
@@ -1454,7 +1431,6 @@ fn whole_console_output() {
 // ---------------------------------------------------------------------------------------
 
 /// Two different lines must never share a trial name.
-#[test]
 fn trial_names_are_unique_within_a_suite() {
     let dir = Scratch::with_config("names", "");
     dir.write_suite(
@@ -1472,7 +1448,6 @@ fn trial_names_are_unique_within_a_suite() {
     assert_ne!(names[0], names[1], "{run:?}");
 }
 
-#[test]
 fn every_assertion_record_has_one_message_with_the_custom_text() {
     let s = Scratch::with_config("custom-message", "");
     s.write_suite(
@@ -1483,7 +1458,7 @@ fn every_assertion_record_has_one_message_with_the_custom_text() {
     );
     let run = run_agentest(s.path(), &["test", "-i", "m.jsonl", "-o", "r.jsonl"]);
     assert_eq!(run.code, 1, "{run:?}");
-    let text = s.read("r.jsonl");
+    let text = s.read_or_empty("r.jsonl");
     let line = text.lines().next().unwrap();
     // serde_json keeps the last of duplicate keys, so count them in the raw text.
     assert_eq!(line.matches("\"message\":").count(), 2, "{line}");
@@ -1502,7 +1477,6 @@ fn every_assertion_record_has_one_message_with_the_custom_text() {
     );
 }
 
-#[test]
 fn expected_is_checked_next_to_assertions_and_negation_never_hides_a_missing_json() {
     let s = Scratch::with_config("expected-negate", "");
     s.write_suite(
@@ -1534,7 +1508,6 @@ fn expected_is_checked_next_to_assertions_and_negation_never_hides_a_missing_jso
     }
 }
 
-#[test]
 fn a_report_written_inside_the_suites_folder_is_never_loaded_as_a_suite() {
     let s = Scratch::with_config("report-inside", "");
     s.write_suite("a.jsonl", &[r#"{"id": "one", "input": "Hello"}"#]);
@@ -1546,9 +1519,8 @@ fn a_report_written_inside_the_suites_folder_is_never_loaded_as_a_suite() {
     }
 }
 
-#[test]
 fn a_timed_out_process_agent_shows_the_tail_of_its_stderr() {
-    let s = Scratch::new("stderr-timeout");
+    let s = scratch("stderr-timeout");
     s.write(
         "agentest.toml",
         "[agent]\ntype = \"process\"\ncommand = [\"python3\", \"-c\", \"import sys, time; sys.stdin.readline(); sys.stderr.write('still thinking about it\\\\n'); sys.stderr.flush(); time.sleep(30)\"]\n",
@@ -1566,4 +1538,35 @@ fn a_timed_out_process_agent_shows_the_tail_of_its_stderr() {
         error.starts_with("timeout after 1s (while waiting for the reply to turn 1; the agent was stopped); agent stderr (last lines):\nstill thinking about it"),
         "{error}"
     );
+}
+
+pub fn tests() -> Vec<libtest_mimic::Trial> {
+    crate::trials![
+        each_bad_line_is_one_located_error_and_the_rest_still_run,
+        json_error_columns_count_characters_like_field_errors,
+        dry_run_lists_every_case_and_runs_nothing,
+        dry_run_exits_1_when_a_case_fails_to_load,
+        exit_0_when_everything_passes,
+        exit_1_when_an_assertion_fails,
+        usage_errors_exit_2_with_a_message_on_stderr,
+        invalid_config_exits_2_naming_the_file,
+        directory_input_names_trials_by_path_and_sorts_them,
+        run_filters_by_trial_name,
+        fail_fast_skips_cases_after_the_first_failure_without_sending_them,
+        fail_fast_with_parallel_1_skips_every_later_case,
+        a_message_runs_once_against_the_default_agent,
+        process_agent_faults_are_errors_and_timeouts_and_others_still_pass,
+        case_timeout_beats_the_command_line_which_beats_the_config,
+        http_agent_passes_with_the_token_and_never_leaks_it,
+        hooks_get_the_case_on_stdin_and_failures_are_errors,
+        script_assertions_pass_fail_and_break,
+        multi_line_assertion_messages_stay_inside_the_tree,
+        verbose_shows_replies_and_passing_assertions,
+        whole_console_output,
+        trial_names_are_unique_within_a_suite,
+        every_assertion_record_has_one_message_with_the_custom_text,
+        expected_is_checked_next_to_assertions_and_negation_never_hides_a_missing_json,
+        a_report_written_inside_the_suites_folder_is_never_loaded_as_a_suite,
+        a_timed_out_process_agent_shows_the_tail_of_its_stderr,
+    ]
 }

@@ -66,7 +66,6 @@ fn relative(root: &Path, found: &[PathBuf]) -> Vec<String> {
         .collect()
 }
 
-#[test]
 fn hidden_golden_target_and_node_modules_folders_are_not_searched() {
     let root = TempDir::new("skipped");
     write(&root.join("smoke.jsonl"));
@@ -93,7 +92,6 @@ fn hidden_golden_target_and_node_modules_folders_are_not_searched() {
     );
 }
 
-#[test]
 fn excluded_files_are_left_out_however_they_are_spelled() {
     let root = TempDir::new("exclude");
     write(&root.join("smoke.jsonl"));
@@ -115,7 +113,6 @@ fn excluded_files_are_left_out_however_they_are_spelled() {
     assert_eq!(discover(&root).unwrap().len(), 3);
 }
 
-#[test]
 fn missing_root_is_an_error() {
     let dir = TempDir::new("missing");
     let e = discover(&dir.join("nope")).unwrap_err().to_string();
@@ -127,8 +124,7 @@ mod links {
     use super::*;
     use std::os::unix::fs::symlink;
 
-    #[test]
-    fn directory_links_back_up_the_tree_neither_hang_nor_duplicate() {
+    pub(super) fn directory_links_back_up_the_tree_neither_hang_nor_duplicate() {
         let root = TempDir::new("loop");
         write(&root.join("a.jsonl"));
         write(&root.join("dir/b.jsonl"));
@@ -138,8 +134,7 @@ mod links {
         assert_eq!(relative(&root, &found), ["a.jsonl", "dir/b.jsonl"]);
     }
 
-    #[test]
-    fn a_link_to_a_directory_is_not_followed_but_a_link_to_a_suite_file_is() {
+    pub(super) fn a_link_to_a_directory_is_not_followed_but_a_link_to_a_suite_file_is() {
         let base = TempDir::new("links");
         let root = base.join("agent-tests");
         write(&root.join("own.jsonl"));
@@ -169,8 +164,7 @@ mod links {
         assert_eq!(relative(&root, &found), ["gone.jsonl", "own.jsonl"]);
     }
 
-    #[test]
-    fn a_root_that_is_itself_a_link_is_searched() {
+    pub(super) fn a_root_that_is_itself_a_link_is_searched() {
         let base = TempDir::new("root-link");
         write(&base.join("real/smoke.jsonl"));
         symlink("real", base.join("agent-tests")).unwrap();
@@ -178,4 +172,18 @@ mod links {
         let found = discover_within(&root, &[]);
         assert_eq!(relative(&root, &found), ["smoke.jsonl"]);
     }
+}
+
+pub fn tests() -> Vec<libtest_mimic::Trial> {
+    crate::trials![
+        hidden_golden_target_and_node_modules_folders_are_not_searched,
+        excluded_files_are_left_out_however_they_are_spelled,
+        missing_root_is_an_error,
+        #[cfg(unix)]
+        links::directory_links_back_up_the_tree_neither_hang_nor_duplicate,
+        #[cfg(unix)]
+        links::a_link_to_a_directory_is_not_followed_but_a_link_to_a_suite_file_is,
+        #[cfg(unix)]
+        links::a_root_that_is_itself_a_link_is_searched,
+    ]
 }

@@ -3,11 +3,11 @@
 //! shape its authors meant, and the assertion vectors must give the verdicts the
 //! upstream test table expects.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common::{need, Missing, Needs};
 use agentest::__private::assertion::{evaluate, EvalEnv, Subject};
 use agentest::__private::case::{parse_case, Case, Location, Mode};
 use agentest::__private::scripts::Scripts;
@@ -15,41 +15,32 @@ use agentest::__private::suite::{load_file, Loaded};
 use agentest::Reply;
 use serde_json::{json, Value};
 
-/// Whether this is a CI run: `CI` set to anything but empty or `false`.
-fn on_ci() -> bool {
-    std::env::var_os("CI").is_some_and(|v| !v.is_empty() && !v.eq_ignore_ascii_case("false"))
-}
-
-/// The corpus directory, beside the repository. On CI a missing corpus fails loudly: a
-/// conformance test that finds no corpus has checked nothing. Elsewhere (a plain clone
-/// without `shared/`) each test says so on stderr and returns `None`, so it checks
-/// nothing rather than failing.
-fn corpus() -> Option<PathBuf> {
+/// The corpus directory, beside the repository. A conformance test that finds no corpus
+/// has checked nothing, so without it each test needs it (see [`need`]): failed on CI,
+/// ignored with the reason elsewhere (a plain clone without `shared/`).
+fn corpus() -> Result<PathBuf, Missing> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
     if dir.join("SOURCES.md").is_file() {
-        return Some(dir);
+        return Ok(dir);
     }
-    let missing = format!(
-        "the conformance corpus is missing: expected {} (with SOURCES.md) beside the repository; \
-         clone the `shared/` directory next to this crate before running `cargo test --test corpus`",
-        dir.display()
-    );
-    assert!(!on_ci(), "{missing} (CI is set, so this is an error)");
-    // Straight to stderr, past libtest's capture, which would hide the note of a
-    // passing test; once per run, not once per test.
-    static NOTE: std::sync::Once = std::sync::Once::new();
-    NOTE.call_once(|| {
-        let _ = writeln!(
-            std::io::stderr(),
-            "note: skipping the corpus tests, which check nothing here: {missing} (CI is not set, so this is not an error)"
-        );
-    });
-    None
+    need(
+        "the conformance corpus",
+        format!(
+            "expected {} (with SOURCES.md) beside the repository; clone the `shared/` \
+             directory next to this crate",
+            dir.display()
+        ),
+    )
+}
+
+/// The corpus, as the registration of the tests that read it declares it.
+fn corpus_present() -> Needs {
+    corpus().map(drop)
 }
 
 /// Loads one corpus file through the suite loader and returns the cases, failing
-/// with every broken line's rendered error; `None` when the corpus is absent off CI.
-fn load(rel: &str) -> Option<(Vec<Loaded>, Vec<Case>)> {
+/// with every broken line's rendered error.
+fn load(rel: &str) -> Result<(Vec<Loaded>, Vec<Case>), Missing> {
     let root = corpus()?;
     let file = root.join(rel);
     assert!(file.is_file(), "corpus file {} is missing", file.display());
@@ -67,7 +58,7 @@ fn load(rel: &str) -> Option<(Vec<Loaded>, Vec<Case>)> {
         .iter()
         .map(|l| l.entry.clone().expect("checked above"))
         .collect();
-    Some((loaded, cases))
+    Ok((loaded, cases))
 }
 
 fn ids(cases: &[Case]) -> Vec<&str> {
@@ -89,9 +80,8 @@ fn single(case: &Case) -> (String, Vec<&'static str>) {
     }
 }
 
-#[test]
-fn corpus_directory_is_present() {
-    let Some(dir) = corpus() else { return };
+fn corpus_directory_is_present() -> Needs {
+    let dir = corpus()?;
     for rel in [
         "yao-designer/inputs.jsonl",
         "yao-dev-app/hooks-test/inputs.jsonl",
@@ -105,13 +95,11 @@ fn corpus_directory_is_present() {
             dir.display()
         );
     }
+    Ok(())
 }
 
-#[test]
-fn yao_designer_inputs_parse_with_assert_arrays() {
-    let Some((loaded, cases)) = load("yao-designer/inputs.jsonl") else {
-        return;
-    };
+fn yao_designer_inputs_parse_with_assert_arrays() -> Needs {
+    let (loaded, cases) = load("yao-designer/inputs.jsonl")?;
     assert_eq!(
         ids(&cases),
         [
@@ -151,13 +139,11 @@ fn yao_designer_inputs_parse_with_assert_arrays() {
         assert_eq!(c.mode.name(), "single");
         assert!(!c.skip && c.before.is_none() && c.after.is_none());
     }
+    Ok(())
 }
 
-#[test]
-fn yao_dev_app_hooks_read_before_and_after() {
-    let Some((_, cases)) = load("yao-dev-app/hooks-test/inputs.jsonl") else {
-        return;
-    };
+fn yao_dev_app_hooks_read_before_and_after() -> Needs {
+    let (_, cases) = load("yao-dev-app/hooks-test/inputs.jsonl")?;
     assert_eq!(ids(&cases), ["T001", "T002", "T003"]);
     let hooks: Vec<(Option<&str>, Option<&str>)> = cases
         .iter()
@@ -187,13 +173,11 @@ fn yao_dev_app_hooks_read_before_and_after() {
         // Hooks receive the line as written.
         assert_eq!(case.raw["id"], json!(case.id));
     }
+    Ok(())
 }
 
-#[test]
-fn yao_engine_inputs_parse() {
-    let Some((loaded, cases)) = load("yao-engine/inputs.jsonl") else {
-        return;
-    };
+fn yao_engine_inputs_parse() -> Needs {
+    let (loaded, cases) = load("yao-engine/inputs.jsonl")?;
     assert_eq!(cases.len(), 10);
     assert_eq!(
         ids(&cases),
@@ -234,13 +218,11 @@ fn yao_engine_inputs_parse() {
         unreachable!()
     };
     assert_eq!(assertions[0].raw["value"], json!("(?i)hello"));
+    Ok(())
 }
 
-#[test]
-fn yao_engine_dynamic_inputs_parse() {
-    let Some((_, cases)) = load("yao-engine/dynamic-inputs.jsonl") else {
-        return;
-    };
+fn yao_engine_dynamic_inputs_parse() -> Needs {
+    let (_, cases) = load("yao-engine/dynamic-inputs.jsonl")?;
     assert_eq!(
         ids(&cases),
         [
@@ -353,9 +335,9 @@ fn yao_engine_dynamic_inputs_parse() {
         unreachable!()
     };
     assert_eq!(checkpoints[1].assertions[0].type_name(), "contains");
+    Ok(())
 }
 
-#[test]
 fn assert_reads_as_object_and_as_array() {
     let at = || Location {
         file: Arc::new(PathBuf::from("inline.jsonl")),
@@ -384,12 +366,13 @@ struct Vector {
     expected_pass: bool,
 }
 
-/// The vectors; `None` when the corpus is absent off CI.
-fn vectors() -> Option<Vec<Vector>> {
+/// The vectors.
+fn vectors() -> Result<Vec<Vector>, Missing> {
     let file = corpus()?.join("yao-engine/assert-vectors.jsonl");
     let text = std::fs::read_to_string(&file)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
-    text.lines()
+    Ok(text
+        .lines()
         .filter(|l| !l.trim().is_empty())
         .enumerate()
         .map(|(i, line)| {
@@ -402,8 +385,7 @@ fn vectors() -> Option<Vec<Vector>> {
                 expected_pass: v["expected_pass"].as_bool().expect("expected_pass"),
             }
         })
-        .collect::<Vec<_>>()
-        .into()
+        .collect())
 }
 
 /// Runs a vector's assertions against a reply whose content is its output:
@@ -462,9 +444,8 @@ fn run_vector(v: &Vector, rt: &tokio::runtime::Runtime) -> Result<(bool, Vec<Str
     })
 }
 
-#[test]
-fn yao_engine_assert_vectors_give_the_expected_verdicts() {
-    let Some(vectors) = vectors() else { return };
+fn yao_engine_assert_vectors_give_the_expected_verdicts() -> Needs {
+    let vectors = vectors()?;
     assert_eq!(vectors.len(), 16, "assert-vectors.jsonl holds 16 vectors");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -488,11 +469,11 @@ fn yao_engine_assert_vectors_give_the_expected_verdicts() {
         vectors.len(),
         wrong.join("\n")
     );
+    Ok(())
 }
 
-#[test]
-fn assert_vectors_cover_the_upstream_table() {
-    let Some(vectors) = vectors() else { return };
+fn assert_vectors_cover_the_upstream_table() -> Needs {
+    let vectors = vectors()?;
     let passing = vectors.iter().filter(|v| v.expected_pass).count();
     assert_eq!(passing, 11, "11 vectors pass, 5 fail upstream");
     let types: Vec<String> = vectors
@@ -508,4 +489,18 @@ fn assert_vectors_cover_the_upstream_table() {
     }
     assert!(vectors.iter().any(|v| v.output.is_object()));
     assert!(vectors.iter().any(|v| v.output.is_string()));
+    Ok(())
+}
+
+pub fn tests() -> Vec<libtest_mimic::Trial> {
+    crate::trials![
+        corpus_directory_is_present (needs corpus_present),
+        yao_designer_inputs_parse_with_assert_arrays (needs corpus_present),
+        yao_dev_app_hooks_read_before_and_after (needs corpus_present),
+        yao_engine_inputs_parse (needs corpus_present),
+        yao_engine_dynamic_inputs_parse (needs corpus_present),
+        assert_reads_as_object_and_as_array,
+        yao_engine_assert_vectors_give_the_expected_verdicts (needs corpus_present),
+        assert_vectors_cover_the_upstream_table (needs corpus_present),
+    ]
 }

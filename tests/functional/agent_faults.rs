@@ -4,15 +4,13 @@
 //! server on 127.0.0.1.
 #![cfg(unix)]
 
-mod common;
-
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{toml_str, Scratch, BIN};
+use crate::common::{read_request, toml_str, Scratch, TcpServer, BIN};
 use serde_json::Value;
 
 /// An agent that answers every request line with `{"content": "ok"}`.
@@ -23,14 +21,14 @@ const OK_AGENT: &str =
 // Helpers
 // ---------------------------------------------------------------------------------------
 
-impl Scratch {
-    /// A scratch directory holding `config` as its `agentest.toml`.
-    fn new(tag: &str, config: &str) -> Scratch {
-        let s = Scratch::named("faults", tag);
-        s.write("agentest.toml", config);
-        s
-    }
+/// A scratch directory holding `config` as its `agentest.toml`.
+fn scratch(tag: &str, config: &str) -> Scratch {
+    let s = Scratch::named("faults", tag);
+    s.write("agentest.toml", config);
+    s
+}
 
+impl Scratch {
     /// Waits up to 10 s for a file holding a pid, written by a command under test.
     fn pid(&self, rel: &str) -> Sleeper {
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -52,18 +50,18 @@ struct Sleeper(i32);
 impl Sleeper {
     /// Whether the process still runs (a zombie does not count).
     fn alive(&self) -> bool {
-        common::alive(self.0)
+        crate::common::alive(self.0)
     }
 
     /// Whether it is gone within `grace`.
     fn gone_within(&self, grace: Duration) -> bool {
-        common::gone_within(self.0, grace)
+        crate::common::gone_within(self.0, grace)
     }
 }
 
 impl Drop for Sleeper {
     fn drop(&mut self) {
-        common::kill_if_running(self.0, |cmdline| cmdline.starts_with("sleep"));
+        crate::common::kill_if_running(self.0, |cmdline| cmdline.starts_with("sleep"));
     }
 }
 
@@ -139,9 +137,8 @@ fn run(dir: &Scratch, args: &[&str], envs: &[(&str, &str)]) -> Run {
 // 1. What an agent starts dies with its conversation
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn a_timed_out_process_agent_takes_its_grandchildren_with_it() {
-    let dir = Scratch::new(
+    let dir = scratch(
         "timeout-group",
         r#"[agent]
 type = "process"
@@ -162,9 +159,8 @@ command = ["sh", "-c", "sleep 1007 & echo $! > grandchild.pid; wait; true"]
     );
 }
 
-#[test]
 fn a_finished_conversation_kills_what_the_agent_started() {
-    let dir = Scratch::new(
+    let dir = scratch(
         "close-group",
         r#"[agent]
 type = "process"
@@ -185,9 +181,8 @@ command = ["sh", "-c", "sleep 1011 & echo $! > background.pid; while read -r lin
     );
 }
 
-#[test]
 fn stopping_agentest_with_sigterm_kills_the_agents_group() {
-    let dir = Scratch::new(
+    let dir = scratch(
         "sigterm-group",
         r#"[agent]
 type = "process"
@@ -221,9 +216,8 @@ command = ["sh", "-c", "sleep 1009 & echo $! > grandchild.pid; wait; true"]
 // 2. Hooks: done when the command exits; killed with their group at the deadline
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn a_hook_that_leaves_a_server_running_does_not_hold_the_case() {
-    let dir = Scratch::new(
+    let dir = scratch(
         "hook-background",
         &format!(
             "[agent]\ntype = \"process\"\n{OK_AGENT}\n\n[hooks.setup]\ncommand = [\"sh\", \"-c\", \"sleep 1013 & echo $! > server.pid; echo started\"]\n"
@@ -249,10 +243,9 @@ fn a_hook_that_leaves_a_server_running_does_not_hold_the_case() {
     );
 }
 
-#[test]
 fn a_hook_past_the_deadline_is_killed_with_its_group() {
     // `own`: the hook's own timeout stops it; `case`: the case's deadline cancels it.
-    let dir = Scratch::new(
+    let dir = scratch(
         "hook-deadline",
         &format!(
             "[agent]\ntype = \"process\"\n{OK_AGENT}\n\n\
@@ -290,9 +283,8 @@ fn a_hook_past_the_deadline_is_killed_with_its_group() {
 // 3. Replies have a size limit
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn a_process_reply_without_end_is_capped() {
-    let dir = Scratch::new(
+    let dir = scratch(
         "endless-line",
         r#"[agent]
 type = "process"
@@ -310,46 +302,18 @@ command = ["sh", "-c", "read -r line; head -c 300000000 /dev/zero | tr '\\000' a
 }
 
 /// An HTTP server answering `/announce` with a 100 MiB Content-Length, and `/stream`
-/// with 40 MiB of chunked body; runs until the test process ends.
-fn oversized_http_server() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    std::thread::spawn(move || {
-        for conn in listener.incoming().flatten() {
-            std::thread::spawn(move || serve_oversized(conn));
-        }
-    });
-    port
+/// with 40 MiB of chunked body; stopped on drop.
+fn oversized_http_server() -> TcpServer {
+    TcpServer::start(|conn, _| serve_oversized(conn))
 }
 
 fn serve_oversized(conn: TcpStream) {
     let mut reader = BufReader::new(conn.try_clone().expect("clone stream"));
     let mut conn = conn;
-    let mut request_line = String::new();
-    if reader.read_line(&mut request_line).is_err() {
+    let Some(request) = read_request(&mut reader) else {
         return;
-    }
-    let mut length = 0usize;
-    loop {
-        let mut header = String::new();
-        if reader.read_line(&mut header).unwrap_or(0) == 0 {
-            return;
-        }
-        let header = header.trim();
-        if header.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = header.split_once(':') {
-            if name.eq_ignore_ascii_case("content-length") {
-                length = value.trim().parse().unwrap_or(0);
-            }
-        }
-    }
-    let mut body = vec![0u8; length];
-    if reader.read_exact(&mut body).is_err() {
-        return;
-    }
-    if request_line.contains("/announce") {
+    };
+    if request.path.contains("/announce") {
         let _ = conn.write_all(
             b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 104857600\r\n\r\n{\"content\": \"",
         );
@@ -372,10 +336,10 @@ fn serve_oversized(conn: TcpStream) {
     }
 }
 
-#[test]
 fn an_http_body_over_the_limit_is_an_error() {
-    let port = oversized_http_server();
-    let dir = Scratch::new(
+    let server = oversized_http_server();
+    let port = server.port;
+    let dir = scratch(
         "http-limit",
         &format!(
             "[agents.announce]\ntype = \"http\"\nurl = \"http://127.0.0.1:{port}/announce\"\n\n\
@@ -405,7 +369,6 @@ fn an_http_body_over_the_limit_is_an_error() {
 // 4. Secrets in the agent's config never show
 // ---------------------------------------------------------------------------------------
 
-#[test]
 fn expanded_secrets_appear_in_no_output() {
     const PASS: &str = "hunter2-pass-5d1e";
     const KEY: &str = "sk-key-9b7c04";
@@ -415,7 +378,7 @@ fn expanded_secrets_appear_in_no_output() {
     let url = format!(
         "http://bob:${{AGENTEST_FAULTS_PASS}}@127.0.0.1:{port}/?key=${{AGENTEST_FAULTS_KEY}}"
     );
-    let dir = Scratch::new(
+    let dir = scratch(
         "secrets",
         &format!(
             "[agents.web]\ntype = \"http\"\nurl = {}\n\n\
@@ -459,4 +422,17 @@ fn expanded_secrets_appear_in_no_output() {
             "{run:?}"
         );
     }
+}
+
+pub fn tests() -> Vec<libtest_mimic::Trial> {
+    crate::trials![
+        a_timed_out_process_agent_takes_its_grandchildren_with_it,
+        a_finished_conversation_kills_what_the_agent_started,
+        stopping_agentest_with_sigterm_kills_the_agents_group,
+        a_hook_that_leaves_a_server_running_does_not_hold_the_case,
+        a_hook_past_the_deadline_is_killed_with_its_group,
+        a_process_reply_without_end_is_capped,
+        an_http_body_over_the_limit_is_an_error,
+        expanded_secrets_appear_in_no_output,
+    ]
 }

@@ -1,8 +1,9 @@
-//! Helpers shared by the integration tests: scratch directories, runs of the binary, JSONL
-//! reports and a tiny HTTP server on 127.0.0.1. Each test file includes this module with
-//! `mod common;` and so compiles it on its own; what a file does not use is allowed dead.
+//! Helpers shared by the functional tests: what a test needs ([`need`]), scratch
+//! directories, runs of the binary, JSONL reports, a tiny HTTP server on 127.0.0.1 and,
+//! on it, the scripted chat-completions server ([`chat`]).
 
-#![allow(dead_code)]
+pub mod chat;
+pub mod project;
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -13,7 +14,72 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use libtest_mimic::{Completion, Failed};
 use serde_json::Value;
+
+// ---------------------------------------------------------------------------------------
+// What a test needs
+// ---------------------------------------------------------------------------------------
+
+/// Whether this is a CI run: `CI` set to anything but empty, `false` or `0`.
+pub fn on_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| {
+        let v = v.trim();
+        !v.is_empty() && !v.eq_ignore_ascii_case("false") && v != "0"
+    })
+}
+
+/// Whether nextest runs this process (it sets `NEXTEST=1` when listing and running).
+pub fn under_nextest() -> bool {
+    std::env::var_os("NEXTEST").is_some_and(|v| v == "1")
+}
+
+/// Something a test needs and this machine lacks (a tool, a corpus, a browser).
+#[derive(Debug)]
+pub struct Missing {
+    what: String,
+    reason: String,
+}
+
+/// What a test that needs something possibly absent returns: `need(...)?` or
+/// `return need(...)` where the thing is absent. Its registration names the check too
+/// (`trials![name (needs check)]`), so that nextest can be told when listing.
+pub type Needs = Result<(), Missing>;
+
+/// The test cannot run here: `what` is missing (`reason`: what is wrong, how to get it).
+/// On CI the harness reports that as a failure, since a test that checks nothing must
+/// not pass there; elsewhere as ignored with the reason, never as passed.
+pub fn need<T>(what: impl Into<String>, reason: impl Into<String>) -> Result<T, Missing> {
+    Err(Missing {
+        what: what.into(),
+        reason: reason.into(),
+    })
+}
+
+impl Missing {
+    /// How the harness reports the test: failed on CI, otherwise ignored with the reason.
+    /// Under nextest, which cannot report a test ignored at run time (it would show it as
+    /// passed), a test that gets here off CI was asked for although listed as ignored
+    /// (`--run-ignored`), and fails.
+    pub fn outcome(self) -> Result<Completion, Failed> {
+        let Missing { what, reason } = self;
+        if on_ci() {
+            Err(format!("needs {what} (CI is set, so its absence is a failure): {reason}").into())
+        } else if under_nextest() {
+            Err(format!(
+                "needs {what}: {reason} (nextest lists this test as ignored here, and cannot \
+                 report one ignored at run time)"
+            )
+            .into())
+        } else {
+            Ok(Completion::ignored_with(format!("needs {what}: {reason}")))
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The binary and the example agent
+// ---------------------------------------------------------------------------------------
 
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_agentest");
@@ -46,8 +112,10 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 // Scratch directories
 // ---------------------------------------------------------------------------------------
 
-/// A scratch directory under the temporary directory, removed when dropped. Test files add
-/// their own constructors and methods in `impl Scratch` blocks of their own.
+/// A scratch directory under the temporary directory, removed when dropped. Each module
+/// makes its own with a `scratch(...)` function around [`Scratch::named`]; a module may add
+/// methods in an `impl Scratch` block of its own, under names no other module uses (all
+/// modules are one crate).
 pub struct Scratch {
     pub root: PathBuf,
 }
@@ -94,6 +162,31 @@ impl Scratch {
 
     pub fn exists(&self, rel: &str) -> bool {
         self.join(rel).exists()
+    }
+
+    /// A file's text; a missing file fails the test, naming the files there are.
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.join(rel)).unwrap_or_else(|e| {
+            let files: Vec<_> = self.files();
+            panic!("read {rel}: {e}\nfiles: {files:?}")
+        })
+    }
+
+    /// Every file under the scratch directory.
+    pub fn files(&self) -> Vec<PathBuf> {
+        fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+            for e in std::fs::read_dir(dir).expect("read dir").flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    walk(&p, out);
+                } else {
+                    out.push(p);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.root, &mut out);
+        out
     }
 }
 
@@ -311,177 +404,75 @@ impl Drop for TcpServer {
     }
 }
 
-/// Reads one HTTP/1.1 request; its body as JSON (`null` when it is not JSON). None once
-/// the connection is closed or the request is cut short.
-pub fn read_request_body(reader: &mut BufReader<TcpStream>) -> Option<Value> {
+/// One HTTP/1.1 request a test server received.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub at: Instant,
+    pub method: String,
+    pub path: String,
+    /// Header names lowercased.
+    pub headers: Vec<(String, String)>,
+    pub raw: String,
+    /// The body as JSON (`null` when it is not JSON).
+    pub body: Value,
+}
+
+impl Request {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The `messages` of a chat request.
+    pub fn messages(&self) -> &[Value] {
+        self.body["messages"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_else(|| panic!("no messages in the request {}", self.raw))
+    }
+}
+
+/// Reads one HTTP/1.1 request. None once the connection is closed or the request is cut
+/// short.
+pub fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
     let mut line = String::new();
     if reader.read_line(&mut line).ok()? == 0 {
         return None;
     }
-    let mut length = 0usize;
+    let at = Instant::now();
+    let mut parts = line.split_whitespace();
+    let method = parts.next()?.to_string();
+    let path = parts.next()?.to_string();
+    let mut headers = Vec::new();
     loop {
-        let mut header = String::new();
-        if reader.read_line(&mut header).ok()? == 0 {
+        let mut h = String::new();
+        if reader.read_line(&mut h).ok()? == 0 {
             return None;
         }
-        let header = header.trim_end();
-        if header.is_empty() {
+        let h = h.trim_end();
+        if h.is_empty() {
             break;
         }
-        if let Some((k, v)) = header.split_once(':') {
-            if k.trim().eq_ignore_ascii_case("content-length") {
-                length = v.trim().parse().ok()?;
-            }
-        }
+        let (k, v) = h.split_once(':')?;
+        headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
     }
-    let mut body = vec![0; length];
+    let len: usize = headers
+        .iter()
+        .find(|(k, _)| k == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; len];
     reader.read_exact(&mut body).ok()?;
-    Some(serde_json::from_slice(&body).unwrap_or(Value::Null))
-}
-
-/// What one run of the binary left, with its JSONL report (trials named `s::ID`) and
-/// how long it took.
-pub struct ReportedRun {
-    pub code: i32,
-    pub stdout: String,
-    pub stderr: String,
-    pub report: Option<String>,
-    pub took: std::time::Duration,
-}
-
-impl std::fmt::Debug for ReportedRun {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "exit code {} after {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}\n--- report ---\n{}",
-            self.code,
-            self.took,
-            self.stdout,
-            self.stderr,
-            self.report.as_deref().unwrap_or("(none)")
-        )
-    }
-}
-
-impl ReportedRun {
-    /// The record of case `id` (trial `s::ID`); exactly one must exist.
-    #[track_caller]
-    pub fn case(&self, id: &str) -> serde_json::Value {
-        let text = self
-            .report
-            .as_deref()
-            .unwrap_or_else(|| panic!("no report:\n{self:?}"));
-        let trial = format!("s::{id}");
-        let found: Vec<Value> = text
-            .lines()
-            .map(|l| serde_json::from_str::<Value>(l).expect("report line is JSON"))
-            .filter(|v| v["trial"] == trial.as_str())
-            .collect();
-        assert_eq!(found.len(), 1, "one record for {trial}:\n{self:?}");
-        found.into_iter().next().expect("one record")
-    }
-
-    #[track_caller]
-    pub fn error(&self, id: &str) -> String {
-        self.case(id)["error"]
-            .as_str()
-            .unwrap_or_else(|| panic!("{id} has no error:\n{self:?}"))
-            .to_string()
-    }
-
-    #[track_caller]
-    pub fn expect(&self, code: i32) -> &ReportedRun {
-        assert_eq!(self.code, code, "{self:?}");
-        self
-    }
-
-    #[track_caller]
-    pub fn expect_status(&self, id: &str, status: &str) -> &ReportedRun {
-        assert_eq!(self.case(id)["status"], status, "status of {id}:\n{self:?}");
-        self
-    }
-
-    #[track_caller]
-    pub fn expect_error(&self, id: &str, parts: &[&str]) -> &ReportedRun {
-        let e = self.error(id);
-        for p in parts {
-            assert!(
-                e.contains(p),
-                "{id}'s error should contain {p:?}, it is {e:?}\n{self:?}"
-            );
-        }
-        self
-    }
-
-    #[track_caller]
-    pub fn expect_termination(&self, id: &str, termination: &str) -> &ReportedRun {
-        assert_eq!(
-            self.case(id)["termination"],
-            termination,
-            "termination of {id}:\n{self:?}"
-        );
-        self
-    }
-
-    #[track_caller]
-    pub fn expect_stdout(&self, part: &str) -> &ReportedRun {
-        assert!(
-            self.stdout.contains(part),
-            "stdout should contain {part:?}:\n{self:?}"
-        );
-        self
-    }
-
-    #[track_caller]
-    pub fn expect_stderr(&self, part: &str) -> &ReportedRun {
-        assert!(
-            self.stderr.contains(part),
-            "stderr should contain {part:?}:\n{self:?}"
-        );
-        self
-    }
-
-    /// Each turn's `(input, input_source)`.
-    pub fn inputs(&self, id: &str) -> Vec<(String, String)> {
-        self.case(id)["turns"]
-            .as_array()
-            .expect("turns")
-            .iter()
-            .map(|t| {
-                (
-                    t["input"].as_str().unwrap_or_default().to_string(),
-                    t["input_source"].as_str().unwrap_or_default().to_string(),
-                )
-            })
-            .collect()
-    }
-
-    /// The record of checkpoint `cp` of case `id`.
-    #[track_caller]
-    pub fn checkpoint(&self, id: &str, cp: &str) -> serde_json::Value {
-        let case = self.case(id);
-        case["checkpoints"]
-            .as_array()
-            .and_then(|a| a.iter().find(|c| c["id"] == cp).cloned())
-            .unwrap_or_else(|| panic!("{id} has no checkpoint {cp}:\n{self:?}"))
-    }
-
-    /// The status of case `id`.
-    #[track_caller]
-    pub fn status(&self, id: &str) -> String {
-        self.case(id)["status"]
-            .as_str()
-            .expect("status")
-            .to_string()
-    }
-
-    /// The summary line's counts: (total, passed, failed, errors, skipped).
-    #[track_caller]
-    pub fn counts(&self) -> [u64; 5] {
-        let text = self.report.as_deref().expect("a report");
-        let summary: serde_json::Value =
-            serde_json::from_str(text.lines().last().expect("a summary")).expect("JSON");
-        assert_eq!(summary["type"], "summary", "{self:?}");
-        ["total", "passed", "failed", "errors", "skipped"].map(|k| summary[k].as_u64().unwrap())
-    }
+    let raw = String::from_utf8_lossy(&body).into_owned();
+    Some(Request {
+        at,
+        method,
+        path,
+        headers,
+        body: serde_json::from_str(&raw).unwrap_or(Value::Null),
+        raw,
+    })
 }

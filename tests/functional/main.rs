@@ -1,0 +1,160 @@
+//! The functional tests of agentest: one test binary (a libtest-mimic harness) with one
+//! module per area. Each module lists its tests in a `tests()` function built with
+//! [`trials!`]; a test is named `module::function`, e.g. `cli::exit_0_when_everything_passes`
+//! (`parse_errors` adds one trial per row of its table of bad lines).
+//!
+//! A test function returns `()` (a panic fails it) or [`common::Needs`] when it needs
+//! something a machine may lack (see [`common::need`]): then it is reported as ignored
+//! with the reason, or as failed when `CI` is set.
+//!
+//! ```text
+//! cargo test --test functional                  # everything
+//! cargo test --test functional -- llm::         # one module
+//! cargo test --test functional -- --list        # the names
+//! cargo nextest run --test functional
+//! ```
+
+use std::sync::OnceLock;
+
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
+
+/// Registers test functions as trials named `module::function` (the module being the
+/// one the macro is used in, below the crate root). Items are paths to functions, each
+/// optionally preceded by `#[cfg(...)]` attributes and followed by one option:
+/// `(needs CHECK)`, where `CHECK` is a `fn() -> Needs` that the test itself calls (see
+/// [`needing`]), or `(ignore)` for a test that runs only when asked (`--ignored`).
+macro_rules! trials {
+    ($( $(#[$attr:meta])* $head:ident $(:: $tail:ident)* $(( $($option:tt)* ))? ),* $(,)?) => {{
+        let module = crate::module_of(module_path!());
+        #[allow(unused_mut)]
+        let mut trials: Vec<libtest_mimic::Trial> = Vec::new();
+        $(
+            $(#[$attr])*
+            {
+                let trial = crate::trial(
+                    format!("{module}::{}", concat!(stringify!($head) $(, "::", stringify!($tail))*)),
+                    || crate::TestResult::outcome($head $(:: $tail)* ()),
+                );
+                $( let trial = crate::trial_option!(trial, $($option)*); )?
+                trials.push(trial);
+            }
+        )*
+        trials
+    }};
+}
+pub(crate) use trials;
+
+/// One option of an item of [`trials!`].
+macro_rules! trial_option {
+    ($trial:expr, needs $need:path) => {
+        crate::needing($trial, $need)
+    };
+    ($trial:expr, ignore) => {
+        $trial.with_ignored_flag(true)
+    };
+}
+pub(crate) use trial_option;
+
+mod common;
+
+#[cfg(unix)]
+mod agent_faults;
+mod cli;
+mod corpus;
+mod discovery;
+mod dynamic;
+#[cfg(unix)]
+mod faults;
+mod fuzz;
+mod golden;
+mod harness_e2e;
+mod llm;
+mod parse_errors;
+mod reports;
+
+/// What a test function may return.
+pub(crate) trait TestResult {
+    fn outcome(self) -> Result<Completion, Failed>;
+}
+
+impl TestResult for () {
+    fn outcome(self) -> Result<Completion, Failed> {
+        Ok(Completion::Completed)
+    }
+}
+
+impl TestResult for common::Needs {
+    fn outcome(self) -> Result<Completion, Failed> {
+        match self {
+            Ok(()) => Ok(Completion::Completed),
+            Err(missing) => missing.outcome(),
+        }
+    }
+}
+
+/// `functional::cli` -> `cli`.
+fn module_of(path: &'static str) -> &'static str {
+    path.split_once("::").map_or(path, |(_, rest)| rest)
+}
+
+fn trial(name: String, run: impl FnOnce() -> Result<Completion, Failed> + Send + 'static) -> Trial {
+    Trial::ignorable_test(name, run)
+}
+
+/// What [`needing`] needs to know of the command line.
+struct Invocation {
+    list: bool,
+    filter: Option<String>,
+    exact: bool,
+}
+
+static INVOCATION: OnceLock<Invocation> = OnceLock::new();
+
+/// `trial`, which needs what `need` checks. A test reports what it lacks when it runs
+/// (see [`common::need`]), but nextest reads which tests are ignored from the list, and
+/// shows a test ignored at run time as passed. So, off CI, a trial whose need is absent
+/// here is flagged ignored when listing, and under nextest also when it is the one trial
+/// to run (nextest runs each with `--exact NAME`, adding `--ignored` for one it listed as
+/// ignored: the flag must be the same then, and the test then fails, see
+/// [`common::Missing::outcome`]). A check that is not cheap remembers its answer.
+fn needing(trial: Trial, need: fn() -> common::Needs) -> Trial {
+    let Some(run) = INVOCATION.get() else {
+        return trial;
+    };
+    let chosen = run.exact && run.filter.as_deref() == Some(trial.name());
+    if !(run.list || (common::under_nextest() && chosen)) || common::on_ci() {
+        return trial;
+    }
+    let have = need().is_ok();
+    trial.with_ignored_flag(!have)
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    INVOCATION.get_or_init(|| Invocation {
+        list: args.list,
+        filter: args.filter.clone(),
+        exact: args.exact,
+    });
+    let mut trials = Vec::new();
+    #[cfg(unix)]
+    trials.extend(agent_faults::tests());
+    trials.extend(cli::tests());
+    trials.extend(corpus::tests());
+    trials.extend(discovery::tests());
+    trials.extend(dynamic::tests());
+    #[cfg(unix)]
+    trials.extend(faults::tests());
+    trials.extend(fuzz::tests());
+    trials.extend(golden::tests());
+    trials.extend(harness_e2e::tests());
+    trials.extend(llm::tests());
+    trials.extend(parse_errors::tests());
+    trials.extend(reports::tests());
+    let mut names: Vec<&str> = trials.iter().map(Trial::name).collect();
+    names.sort_unstable();
+    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+        panic!("two tests are named {}", w[0]);
+    }
+    libtest_mimic::run(&args, trials).exit();
+}
