@@ -1540,8 +1540,47 @@ fn a_timed_out_process_agent_shows_the_tail_of_its_stderr() {
     );
 }
 
+/// Every `AGENTEST_*` variable is read once, at start: a value agentest cannot use is a
+/// usage error naming the variable and the values it allows, before any case runs; an
+/// empty one is the same as an unset one.
+fn invalid_settings_exit_2_naming_the_variable_and_the_allowed_values() {
+    let dir = Scratch::with_config("settings", "");
+    dir.write_suite("s.jsonl", &[r#"{"id": "greet", "input": "Hello"}"#]);
+    for (name, value, allowed) in [
+        ("AGENTEST_ON_MISSING_INPUT", "bogus", "skip or fail"),
+        ("AGENTEST_UPDATE", "sometimes", "auto, new, always or no"),
+        (
+            "AGENTEST_LIVE",
+            "maybe",
+            "1, true, yes or on; or 0, false, no or off",
+        ),
+        ("AGENTEST_SEED", "-3", "a whole number from 0 to 2^64-1"),
+    ] {
+        let run = run_agentest_env(
+            dir.path(),
+            &["test", "-i", "s.jsonl", "-o", "r.jsonl"],
+            &[(name, value)],
+        );
+        assert_eq!(run.code, 2, "{name}={value}\n{run:?}");
+        assert_eq!(
+            run.stderr,
+            format!("error: environment variable {name}=\"{value}\" is not valid; use {allowed}\n"),
+        );
+        assert!(
+            run.stdout.is_empty() && !dir.exists("r.jsonl"),
+            "nothing ran\n{run:?}"
+        );
+    }
+    // `yes` reads as true (AGENTEST_LIVE only matters to `openai` agents), empty as unset.
+    for (name, value) in [("AGENTEST_LIVE", "yes"), ("AGENTEST_ON_MISSING_INPUT", "")] {
+        let run = run_agentest_env(dir.path(), &["test", "-i", "s.jsonl"], &[(name, value)]);
+        assert_eq!(run.code, 0, "{name}={value}\n{run:?}");
+    }
+}
+
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
+        invalid_settings_exit_2_naming_the_variable_and_the_allowed_values,
         each_bad_line_is_one_located_error_and_the_rest_still_run,
         json_error_columns_count_characters_like_field_errors,
         dry_run_lists_every_case_and_runs_nothing,

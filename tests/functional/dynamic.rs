@@ -1800,6 +1800,80 @@ fn the_rust_judge_api_judges_and_replays_from_its_cassette() {
     }
 }
 
+/// The blocking `Judge::judge` works inside an async runtime (as in `#[tokio::test]`),
+/// where blocking on another runtime would panic, and `judge_async` awaits the same.
+fn the_rust_judge_works_inside_an_async_runtime() {
+    let server = ChatServer::routed(route_of);
+    let verdict = json!({"passed": true, "reason": "greets"}).to_string();
+    server.answer("judge", &[verdict.clone(), verdict]);
+    let s = scratch("judge-in-runtime");
+    let url = server.url();
+    s.config(&format!(
+        "[llm]\nbase_url = \"{url}\"\nmodel = \"test-model\"\nmax_retries = 0\n[run]\ncassettes = \"off\"\n"
+    ));
+    let judge =
+        agentest::judge::Judge::from_config(s.path(), s.join("unused.jsonl")).expect("a judge");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (blocking, awaited) = rt.block_on(async {
+        let blocking = judge.judge("Hello!", "The reply greets");
+        let awaited = judge.judge_async("Hello!", "The reply greets").await;
+        (blocking, awaited)
+    });
+    assert!(blocking.expect("a verdict from the blocking call").passed);
+    assert_eq!(
+        awaited.expect("a verdict from the async call").reason,
+        "greets"
+    );
+    assert_eq!(server.bodies("judge").len(), 2);
+}
+
+/// An `openai` agent can judge: the judge's instructions and the question reach the
+/// model as messages after the agent's own system prompt (an `openai` agent drops the
+/// request's `metadata`, where the validator contract travels for other agents).
+fn a_judge_may_be_an_openai_agent_that_reads_its_instructions() {
+    let server = ChatServer::routed(route_of);
+    server.answer(
+        "other",
+        &[json!({"passed": false, "reason": "it never says hello"}).to_string()],
+    );
+    let extra = format!(
+        "{}[agents.critic]\ntype = \"openai\"\nsystem = \"You review replies.\"\n",
+        llm(&server.url())
+    );
+    let s = expense_project(
+        "openai-judge",
+        &extra,
+        &[json!({"id": "j", "input": "Hi, I need to file an expense",
+                 "assert": {"type": "agent", "use": "agents:critic",
+                            "options": {"metadata": {"criteria": "The reply says hello"}}}})],
+    );
+    let r = agentest(s.path()).run();
+    r.expect(1)
+        .expect_status("j", "failed")
+        .expect_error("j", &["critic: it never says hello"]);
+    let reqs = server.bodies("other");
+    assert_eq!(reqs.len(), 1, "{reqs:?}");
+    let messages = reqs[0]["messages"].as_array().unwrap();
+    assert_eq!(messages[0]["content"], "You review replies.");
+    assert_eq!(messages[1]["role"], "system");
+    let instructions = messages[1]["content"].as_str().unwrap();
+    assert!(
+        instructions.starts_with("You are a strict, fair evaluator"),
+        "{instructions}"
+    );
+    let asked = messages.last().unwrap();
+    assert_eq!(asked["role"], "user");
+    let asked = asked["content"].as_str().unwrap();
+    assert!(asked.contains("Criteria: The reply says hello"), "{asked}");
+    assert!(
+        asked.contains(&format!("The reply to judge:\n{ASKED}")),
+        "{asked}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // 6. Interactive input
 // ---------------------------------------------------------------------------------------
@@ -2033,6 +2107,8 @@ fn a_dynamic_prompt_shows_the_agents_input_hint() {
 
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
+        the_rust_judge_works_inside_an_async_runtime,
+        a_judge_may_be_an_openai_agent_that_reads_its_instructions,
         every_checkpoint_reached_passes_with_the_scripted_simulator,
         an_agent_that_completes_with_checkpoints_missing_fails_naming_them,
         the_simulator_reporting_its_goal_achieved_with_checkpoints_missing_fails,

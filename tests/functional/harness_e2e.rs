@@ -1099,6 +1099,28 @@ fn a_slow_sync_agent_times_out_at_the_deadline() {
     );
 }
 
+/// Under `cargo test`, a setting agentest cannot use is one failing trial that names
+/// the variable and the allowed values; no case runs against a half-understood setting.
+fn an_invalid_setting_is_one_failing_trial_naming_it() {
+    let fx = fixture();
+    let bogus = std::ffi::OsStr::new("bogus");
+    let out = fx.binary(&[], &[("AGENTEST_ON_MISSING_INPUT", bogus)], RUN_LIMIT);
+    assert_eq!(out.code, Some(101), "{out}");
+    expect_counts(&out, 0, 1, 0, None);
+    assert!(
+        failure_of(&out, "agentest::settings").contains(
+            "environment variable AGENTEST_ON_MISSING_INPUT=\"bogus\" is not valid; use skip or fail"
+        ),
+        "{out}"
+    );
+    let listed = fx.binary(
+        &["--list"],
+        &[("AGENTEST_ON_MISSING_INPUT", bogus)],
+        RUN_LIMIT,
+    );
+    assert_eq!(listed.stdout, "agentest::settings: test\n", "{listed}");
+}
+
 fn empty_suites_root_is_an_error_naming_the_root() {
     let fx = fixture();
     let scratch = Scratch::new("empty-root");
@@ -1305,6 +1327,7 @@ fn nextest_runs_start_the_report_afresh() -> Needs {
 
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
+        an_invalid_setting_is_one_failing_trial_naming_it,
         list_prints_exactly_the_sorted_trial_names,
         cargo_test_fails_with_located_messages_and_counts,
         name_filter_runs_one_suite,
