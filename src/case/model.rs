@@ -80,8 +80,24 @@ pub struct Simulator {
     /// Whether the simulator may see the pending checkpoints (default: it may not, so it
     /// cannot coach the agent).
     pub show_checkpoints: bool,
+    /// Who the simulator plays: `simulator.options.metadata`, then `simulator.metadata`,
+    /// then the [`Simulator::PROFILE_KEYS`] written directly on `simulator`.
+    pub profile: serde_json::Map<String, Value>,
     /// The whole `simulator` object.
     pub raw: Value,
+}
+
+impl Simulator {
+    /// The seed's persona fields a simulator may carry directly.
+    pub const PROFILE_KEYS: [&'static str; 7] = [
+        "persona",
+        "goal",
+        "objective",
+        "style",
+        "constraints",
+        "emotional_state",
+        "knowledge_level",
+    ];
 }
 
 /// A case's `interactive` settings.
@@ -126,7 +142,7 @@ pub enum Mode {
         /// The first message, when given.
         input: Option<Input>,
         /// Who plays the user.
-        simulator: Simulator,
+        simulator: Box<Simulator>,
         /// What must be reached.
         checkpoints: Vec<Checkpoint>,
         /// Turn limit (default 20).

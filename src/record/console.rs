@@ -270,29 +270,12 @@ pub(crate) fn summary(sum: &Summary) -> String {
     let _ = writeln!(s, "  Failed:  {}{timeouts}", sum.failed);
     let _ = writeln!(s, "  Errors:  {}", sum.errors);
     let _ = writeln!(s, "  Skipped: {}", sum.skipped);
-    let ran = sum.total - sum.skipped;
-    let avg = if ran == 0 {
-        0.0
-    } else {
-        sum.total_turns as f64 / ran as f64
-    };
+    let avg = crate::record::format::common::avg_turns(sum);
     let _ = writeln!(s, "\n  Total turns: {}", sum.total_turns);
     let _ = writeln!(s, "  Avg turns/test: {avg:.1}");
     let _ = writeln!(s, "  Total time: {}", secs(sum.duration_ms));
-    if !sum.usage.is_empty() {
-        let roles: Vec<String> = sum
-            .usage
-            .iter()
-            .map(|(role, u)| {
-                format!(
-                    "{} {} in / {} out",
-                    role.name(),
-                    u.prompt_tokens,
-                    u.completion_tokens
-                )
-            })
-            .collect();
-        let _ = writeln!(s, "  Tokens: {}", roles.join(", "));
+    if let Some(tokens) = crate::record::format::common::tokens_line(&sum.usage) {
+        let _ = writeln!(s, "  Tokens: {tokens}");
     }
     if sum.model_calls > 0 {
         let _ = writeln!(

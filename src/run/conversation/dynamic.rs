@@ -85,7 +85,7 @@ pub(crate) async fn run(
         initial: input.as_ref(),
         checkpoints,
         max_turns: *max_turns,
-        profile: simulator_profile(&spec.raw),
+        profile: spec.profile.clone(),
         show_checkpoints: spec.show_checkpoints,
         options: merged_options(&case.options, &None),
         person,
@@ -114,31 +114,6 @@ pub(crate) async fn run(
             Err(stop)
         }
     }
-}
-
-/// What the simulator plays: `simulator.options.metadata`, `simulator.metadata`, then
-/// the seed's fields written directly on `simulator` (persona, goal, objective, ...).
-fn simulator_profile(raw: &Value) -> Map<String, Value> {
-    let mut profile = Map::new();
-    for source in [&raw["options"]["metadata"], &raw["metadata"]] {
-        if let Value::Object(m) = source {
-            profile.extend(m.clone());
-        }
-    }
-    for key in [
-        "persona",
-        "goal",
-        "objective",
-        "style",
-        "constraints",
-        "emotional_state",
-        "knowledge_level",
-    ] {
-        if let Some(v) = raw.get(key) {
-            profile.insert(key.into(), v.clone());
-        }
-    }
-    profile
 }
 
 impl Dialogue<'_> {

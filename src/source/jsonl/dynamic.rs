@@ -19,20 +19,8 @@ const CHECKPOINT_KEYS: [&str; 8] = [
     "required",
     "forbidden",
 ];
-const SIMULATOR_KEYS: [&str; 12] = [
-    "use",
-    "options",
-    "persona",
-    "goal",
-    "objective",
-    "style",
-    "constraints",
-    "emotional_state",
-    "knowledge_level",
-    "show_checkpoints",
-    "script",
-    "metadata",
-];
+/// The keys of `simulator` besides its profile ([`Simulator::PROFILE_KEYS`]).
+const SIMULATOR_KEYS: [&str; 5] = ["use", "options", "show_checkpoints", "script", "metadata"];
 
 pub(super) fn parse_dynamic(
     obj: &Map<String, Value>,
@@ -61,7 +49,8 @@ pub(super) fn parse_dynamic(
     }
     let sim = match sim {
         v @ Value::Object(m) => {
-            check_keys(m, &SIMULATOR_KEYS, "simulator", "`simulator`")?;
+            let known = [&SIMULATOR_KEYS[..], &Simulator::PROFILE_KEYS[..]].concat();
+            check_keys(m, &known, "simulator", "`simulator`")?;
             opt_object(m, "options", "simulator")?;
             opt_bool(m, "show_checkpoints", "simulator")?;
             let use_ = opt_str(m, "use", "simulator")?;
@@ -106,6 +95,7 @@ pub(super) fn parse_dynamic(
                 use_,
                 script: script.unwrap_or_default(),
                 show_checkpoints: opt_bool(m, "show_checkpoints", "simulator")?.unwrap_or(false),
+                profile: profile(v),
                 raw: v.clone(),
             }
         }
@@ -195,7 +185,7 @@ pub(super) fn parse_dynamic(
     };
     Ok(Mode::Dynamic {
         input,
-        simulator: sim,
+        simulator: Box::new(sim),
         checkpoints,
         max_turns,
     })
@@ -353,4 +343,21 @@ fn parse_checkpoint(v: &Value, path: &str) -> Result<Checkpoint, FieldError> {
         required: opt_bool(m, "required", path)?.unwrap_or(true),
         forbidden: opt_bool(m, "forbidden", path)?.unwrap_or(false),
     })
+}
+
+/// Who the simulator plays: `simulator.options.metadata`, `simulator.metadata`, then the
+/// seed's fields written directly on `simulator` (persona, goal, objective, ...).
+fn profile(raw: &Value) -> Map<String, Value> {
+    let mut profile = Map::new();
+    for source in [&raw["options"]["metadata"], &raw["metadata"]] {
+        if let Value::Object(m) = source {
+            profile.extend(m.clone());
+        }
+    }
+    for key in Simulator::PROFILE_KEYS {
+        if let Some(v) = raw.get(key) {
+            profile.insert(key.into(), v.clone());
+        }
+    }
+    profile
 }
