@@ -1,6 +1,7 @@
 //! The libtest harness: every case becomes a libtest-mimic trial, so `cargo test`,
 //! filters, `--list`, `--exact`, `--ignored`, `--format json` and nextest work as usual.
 
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -20,6 +21,7 @@ use crate::run::roles::person::People;
 use crate::run::runtime;
 use crate::run::scheduler::{Scheduler, Ticket};
 use crate::settings::{self, Settings};
+use crate::source::Loaded;
 
 /// Cases in flight when neither `--test-threads`, `RUST_TEST_THREADS` nor `[run] concurrency`
 /// says otherwise. Agent calls wait on the network, not the CPU, so this is well above
@@ -108,13 +110,7 @@ impl Harness {
         };
         let root_config = Config::discover(&self.root).ok();
         let report = report_path(settings, root_config.as_ref());
-        // The report is JSONL too: it must never be read back as a suite.
-        let exact = args.exact.then_some(args.filter.as_deref()).flatten();
-        let plan = match Plan::load(&Input::Dir(self.root.clone()), report.as_slice(), exact) {
-            Ok(p) if p.cases.is_empty() => {
-                eprintln!("error: no test cases found under {}: add a suite such as `smoke.jsonl` with a line like {{\"id\": \"T001\", \"input\": \"Hello\", \"assert\": {{\"type\": \"contains\", \"value\": \"Hello\"}}}}", self.root.display());
-                return ExitCode::from(2);
-            }
+        let plan = match self.plan(&args, report.as_slice()) {
             Ok(p) => p,
             Err(e) => {
                 eprintln!("error: {e}");
@@ -129,19 +125,6 @@ impl Harness {
             .max(1);
         // No more threads than trials (nextest's `--exact` runs one): each only waits.
         args.test_threads = Some(parallel.min(plan.cases.len()).max(1));
-        let options = RunOptions {
-            agent_name: settings.agent.clone().or(self.agent_name),
-            timeout: None,
-            run_skipped: args.ignored || args.include_ignored,
-            live: settings.live,
-            simulator: settings.simulator.clone(),
-            people: People {
-                forced: settings.interactive,
-                skip: settings.skip_interactive,
-                on_missing_input: settings.on_missing_input,
-            },
-            update: settings.update,
-        };
         let sink = match report.filter(|_| !args.list) {
             Some(path) => match open_report(settings, &path) {
                 Ok(w) => Some(w),
@@ -153,34 +136,103 @@ impl Harness {
             None => None,
         };
         let recorder = Arc::new(Recorder::new(sink));
+        let options = run_options(settings, self.agent_name, &args);
         let engine = Arc::new(Engine::new(self.registry, options));
-        let scheduler = Scheduler::new(engine.clone(), recorder.clone(), parallel, false);
         let started = std::time::Instant::now();
-
-        let cases: Vec<Arc<crate::source::Loaded>> = plan.cases.into_iter().map(Arc::new).collect();
-        let probes: Vec<Trial> = cases.iter().map(|l| probe(l)).collect();
-        // The cases libtest will run: not filtered out, not ignored, not a listing.
-        let selected: Vec<Arc<crate::source::Loaded>> = cases
-            .iter()
-            .zip(&probes)
-            .filter(|(_, t)| !args.list && !args.is_filtered_out(t) && !args.is_ignored(t))
-            .map(|(l, _)| l.clone())
-            .collect();
-        let tickets: Vec<(String, Ticket)> = {
-            let _guard = runtime().enter();
-            let names = selected.iter().map(|l| l.trial.clone());
-            names.zip(scheduler.start(selected.clone())).collect()
+        let cases: Vec<Arc<Loaded>> = plan.cases.into_iter().map(Arc::new).collect();
+        let run = TrialRun {
+            engine,
+            recorder: recorder.clone(),
+            parallel,
         };
-        let mut tickets: std::collections::HashMap<String, Arc<Ticket>> =
-            tickets.into_iter().map(|(n, t)| (n, Arc::new(t))).collect();
+        let (trials, started_cases) = run.trials(&args, &cases);
+        let conclusion = libtest_mimic::run(&args, trials);
+        if recorder.has_report() {
+            record_listed_skips(&args, &cases, &started_cases, &recorder);
+            if settings.nextest.is_none() {
+                let mut s = recorder.summary();
+                s.duration_ms = started.elapsed().as_millis() as u64;
+                let command = std::env::args().collect();
+                let mut info =
+                    RunInfo::new("(see each case)", self.root.display().to_string(), command);
+                info.duration_ms = s.duration_ms;
+                recorder.finish(&info, &s);
+            }
+        }
+        conclusion.exit_code()
+    }
 
-        let trials: Vec<Trial> = cases
+    /// The suites' cases; with `--exact SUITE::ID` (nextest) only that suite is read. The
+    /// report is JSONL too: it is never read back as a suite.
+    fn plan(&self, args: &Arguments, report: &[PathBuf]) -> Result<Plan, String> {
+        let exact = args.exact.then_some(args.filter.as_deref()).flatten();
+        let plan = Plan::load(&Input::Dir(self.root.clone()), report, exact)?;
+        if plan.cases.is_empty() {
+            return Err(format!("no test cases found under {}: add a suite such as `smoke.jsonl` with a line like {{\"id\": \"T001\", \"input\": \"Hello\", \"assert\": {{\"type\": \"contains\", \"value\": \"Hello\"}}}}", self.root.display()));
+        }
+        Ok(plan)
+    }
+}
+
+/// The run's options under `cargo test`: the environment, then the builder.
+fn run_options(settings: &Settings, builder_agent: Option<String>, args: &Arguments) -> RunOptions {
+    RunOptions {
+        agent_name: settings.agent.clone().or(builder_agent),
+        timeout: None,
+        run_skipped: args.ignored || args.include_ignored,
+        live: settings.live,
+        simulator: settings.simulator.clone(),
+        people: People {
+            forced: settings.interactive,
+            skip: settings.skip_interactive,
+            on_missing_input: settings.on_missing_input,
+        },
+        update: settings.update,
+    }
+}
+
+/// What the trials of one run share.
+struct TrialRun {
+    engine: Arc<Engine>,
+    recorder: Arc<Recorder>,
+    parallel: usize,
+}
+
+impl TrialRun {
+    /// One trial per case. The cases libtest will run (not filtered out, not ignored, not
+    /// a listing) start at once on the scheduler; each trial waits for its own. Returns
+    /// the trials and the names of the cases started.
+    fn trials(&self, args: &Arguments, cases: &[Arc<Loaded>]) -> (Vec<Trial>, HashSet<String>) {
+        let selected: Vec<Arc<Loaded>> = cases
             .iter()
-            .zip(probes)
-            .map(|(l, probe)| {
-                let ignored = probe.has_ignored_flag();
+            .filter(|l| {
+                let t = probe(l);
+                !args.list && !args.is_filtered_out(&t) && !args.is_ignored(&t)
+            })
+            .cloned()
+            .collect();
+        let started: HashSet<String> = selected.iter().map(|l| l.trial.clone()).collect();
+        let scheduler = Scheduler::new(
+            self.engine.clone(),
+            self.recorder.clone(),
+            self.parallel,
+            false,
+        );
+        let tickets = {
+            let _guard = runtime().enter();
+            scheduler.start(selected.clone())
+        };
+        let mut tickets: HashMap<String, Ticket> = selected
+            .iter()
+            .map(|l| l.trial.clone())
+            .zip(tickets)
+            .collect();
+        let trials = cases
+            .iter()
+            .map(|l| {
+                let ignored = probe(l).has_ignored_flag();
                 let ticket = tickets.remove(&l.trial);
-                let (l, engine, recorder) = (l.clone(), engine.clone(), recorder.clone());
+                let (l, engine, recorder) = (l.clone(), self.engine.clone(), self.recorder.clone());
                 Trial::ignorable_test(l.trial.clone(), move || {
                     let report = match &ticket {
                         Some(t) => runtime().block_on(t.wait()),
@@ -198,35 +250,25 @@ impl Harness {
                 .with_ignored_flag(ignored)
             })
             .collect();
+        (trials, started)
+    }
+}
 
-        let conclusion = libtest_mimic::run(&args, trials);
-
-        if recorder.has_report() {
-            // Cases listed as ignored were never run, but the report still holds them.
-            for (l, t) in cases.iter().zip(cases.iter().map(|l| probe(l))) {
-                if !t.has_ignored_flag()
-                    || selected.iter().any(|s| s.trial == l.trial)
-                    || args.is_filtered_out(&t)
-                {
-                    continue;
-                }
-                if let Ok(case) = &l.entry {
-                    recorder.record(&not_run(l, skip_reason(case).unwrap_or_default()));
-                }
-            }
-            if settings.nextest.is_none() {
-                let mut s = recorder.summary();
-                s.duration_ms = started.elapsed().as_millis() as u64;
-                let mut run = RunInfo::new(
-                    "(see each case)",
-                    self.root.display().to_string(),
-                    std::env::args().collect(),
-                );
-                run.duration_ms = s.duration_ms;
-                recorder.finish(&run, &s);
-            }
+/// Cases listed as ignored (`skip: true`) are never run, but the report still holds them.
+fn record_listed_skips(
+    args: &Arguments,
+    cases: &[Arc<Loaded>],
+    started: &HashSet<String>,
+    recorder: &Recorder,
+) {
+    for l in cases {
+        let t = probe(l);
+        if !t.has_ignored_flag() || started.contains(&l.trial) || args.is_filtered_out(&t) {
+            continue;
         }
-        conclusion.exit_code()
+        if let Ok(case) = &l.entry {
+            recorder.record(&not_run(l, skip_reason(case).unwrap_or_default()));
+        }
     }
 }
 

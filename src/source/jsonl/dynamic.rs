@@ -47,65 +47,7 @@ pub(super) fn parse_dynamic(
             ));
         }
     }
-    let sim = match sim {
-        v @ Value::Object(m) => {
-            let known = [&SIMULATOR_KEYS[..], &Simulator::PROFILE_KEYS[..]].concat();
-            check_keys(m, &known, "simulator", "`simulator`")?;
-            opt_object(m, "options", "simulator")?;
-            opt_bool(m, "show_checkpoints", "simulator")?;
-            let use_ = opt_str(m, "use", "simulator")?;
-            let script = match m.get("script") {
-                None | Some(Value::Null) => None,
-                Some(Value::Array(rules)) => Some(
-                    rules
-                        .iter()
-                        .enumerate()
-                        .map(|(i, r)| parse_rule(r, &index("simulator.script", i)))
-                        .collect::<Result<Vec<_>, _>>()?,
-                ),
-                Some(other) => {
-                    return Err(FieldError::new(
-                        "simulator.script",
-                        format!(
-                            "expected an array of {{\"when\", \"say\"}} rules, found {}",
-                            type_of(other)
-                        ),
-                    ))
-                }
-            };
-            match (use_.as_deref(), &script) {
-                (Some("script"), None) => {
-                    return Err(FieldError::new(
-                        "simulator.script",
-                        "a scripted simulator (`use: \"script\"`) needs `script: [{\"when\": \"<regex>\", \"say\": \"...\"}, ...]`",
-                    ))
-                }
-                (Some("script"), Some(rules)) if rules.is_empty() => {
-                    return Err(FieldError::new("simulator.script", "the script is empty; give at least one rule"))
-                }
-                (other, Some(_)) if other != Some("script") => {
-                    return Err(FieldError::new(
-                        "simulator.script",
-                        "`script` only applies to `use: \"script\"`; set `use` to \"script\" or remove `script`",
-                    ))
-                }
-                _ => {}
-            }
-            Simulator {
-                use_,
-                script: script.unwrap_or_default(),
-                show_checkpoints: opt_bool(m, "show_checkpoints", "simulator")?.unwrap_or(false),
-                profile: profile(v),
-                raw: v.clone(),
-            }
-        }
-        other => {
-            return Err(FieldError::new(
-                "simulator",
-                format!("expected an object, found {}", type_of(other)),
-            ))
-        }
-    };
+    let sim = parse_simulator(sim)?;
     let checkpoints = match cps {
         Value::Array(items) if !items.is_empty() => items
             .iter()
@@ -343,6 +285,70 @@ fn parse_checkpoint(v: &Value, path: &str) -> Result<Checkpoint, FieldError> {
         required: opt_bool(m, "required", path)?.unwrap_or(true),
         forbidden: opt_bool(m, "forbidden", path)?.unwrap_or(false),
     })
+}
+
+/// `simulator`: who plays the user (`use`), its script, and what it may see.
+fn parse_simulator(v: &Value) -> Result<Simulator, FieldError> {
+    let sim = match v {
+        Value::Object(m) => {
+            let known = [&SIMULATOR_KEYS[..], &Simulator::PROFILE_KEYS[..]].concat();
+            check_keys(m, &known, "simulator", "`simulator`")?;
+            opt_object(m, "options", "simulator")?;
+            opt_bool(m, "show_checkpoints", "simulator")?;
+            let use_ = opt_str(m, "use", "simulator")?;
+            let script = match m.get("script") {
+                None | Some(Value::Null) => None,
+                Some(Value::Array(rules)) => Some(
+                    rules
+                        .iter()
+                        .enumerate()
+                        .map(|(i, r)| parse_rule(r, &index("simulator.script", i)))
+                        .collect::<Result<Vec<_>, _>>()?,
+                ),
+                Some(other) => {
+                    return Err(FieldError::new(
+                        "simulator.script",
+                        format!(
+                            "expected an array of {{\"when\", \"say\"}} rules, found {}",
+                            type_of(other)
+                        ),
+                    ))
+                }
+            };
+            match (use_.as_deref(), &script) {
+                (Some("script"), None) => {
+                    return Err(FieldError::new(
+                        "simulator.script",
+                        "a scripted simulator (`use: \"script\"`) needs `script: [{\"when\": \"<regex>\", \"say\": \"...\"}, ...]`",
+                    ))
+                }
+                (Some("script"), Some(rules)) if rules.is_empty() => {
+                    return Err(FieldError::new("simulator.script", "the script is empty; give at least one rule"))
+                }
+                (other, Some(_)) if other != Some("script") => {
+                    return Err(FieldError::new(
+                        "simulator.script",
+                        "`script` only applies to `use: \"script\"`; set `use` to \"script\" or remove `script`",
+                    ))
+                }
+                _ => {}
+            }
+            Simulator {
+                use_,
+                script: script.unwrap_or_default(),
+                show_checkpoints: opt_bool(m, "show_checkpoints", "simulator")?.unwrap_or(false),
+                profile: profile(v),
+                raw: v.clone(),
+            }
+        }
+        other => {
+            return Err(FieldError::new(
+                "simulator",
+                format!("expected an object, found {}", type_of(other)),
+            ))
+        }
+    };
+    Ok(sim)
 }
 
 /// Who the simulator plays: `simulator.options.metadata`, `simulator.metadata`, then the

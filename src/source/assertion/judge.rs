@@ -1,0 +1,129 @@
+//! Judge assertions: `agent` and `llm_judge`.
+
+use crate::case::Kind;
+use crate::errors::FieldError;
+use crate::source::fields::{index, join, opt_str};
+use crate::util::type_of;
+use serde_json::{Map, Value};
+
+/// `agent` (seed and Yao: `use: "agents:NAME"`, `options.metadata.criteria`) and
+/// `llm_judge` (ElizaOS: `prompt`, `expected`, `capabilities`, `json_schema`, `temperature`).
+pub(super) fn parse_judge(
+    obj: &Map<String, Value>,
+    path: &str,
+    type_name: &'static str,
+) -> Result<Kind, FieldError> {
+    let agent = match opt_str(obj, "use", path)? {
+        None => None,
+        Some(u) => match u.strip_prefix("agents:") {
+            Some(name) if !name.is_empty() => Some(name.to_string()),
+            _ => {
+                return Err(FieldError::new(
+                    join(path, "use"),
+                    format!("expected \"agents:NAME\" (a judge agent), found \"{u}\"; leave `use` out for the built-in judge on [llm]"),
+                ))
+            }
+        },
+    };
+    let mut metadata = Map::new();
+    for (source, source_path) in [
+        (
+            obj.get("options").and_then(|o| o.get("metadata")),
+            join(&join(path, "options"), "metadata"),
+        ),
+        (obj.get("metadata"), join(path, "metadata")),
+    ] {
+        match source {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(m)) => metadata.extend(m.clone()),
+            Some(other) => {
+                return Err(FieldError::new(
+                    source_path,
+                    format!("expected an object, found {}", type_of(other)),
+                ))
+            }
+        }
+    }
+    if let Some(o) = obj.get("options") {
+        if !o.is_object() {
+            return Err(FieldError::new(
+                join(path, "options"),
+                format!("expected an object, found {}", type_of(o)),
+            ));
+        }
+    }
+    let criteria = match metadata.remove("criteria") {
+        Some(Value::String(c)) => Some(c),
+        Some(other) => {
+            return Err(FieldError::new(
+                join(path, "options.metadata.criteria"),
+                format!("expected a string, found {}", type_of(&other)),
+            ))
+        }
+        None => opt_str(obj, "prompt", path)?.or(opt_str(obj, "value", path)?),
+    };
+    let Some(criteria) = criteria.filter(|c| !c.trim().is_empty()) else {
+        let hint = if type_name == "agent" {
+            "options.metadata.criteria"
+        } else {
+            "prompt"
+        };
+        return Err(FieldError::new(
+            join(path, hint),
+            format!("a `{type_name}` assertion needs its criteria in `{hint}`: what the reply must satisfy"),
+        ));
+    };
+    let capabilities = match obj.get("capabilities") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                c.as_str().map(str::to_string).ok_or_else(|| {
+                    FieldError::new(
+                        index(&join(path, "capabilities"), i),
+                        format!("expected a string, found {}", type_of(c)),
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?,
+        Some(other) => {
+            return Err(FieldError::new(
+                join(path, "capabilities"),
+                format!("expected an array of strings, found {}", type_of(other)),
+            ))
+        }
+    };
+    let temperature = match obj.get("temperature") {
+        None | Some(Value::Null) => None,
+        Some(t) => Some(
+            t.as_f64()
+                .filter(|t| (0.0..=2.0).contains(t))
+                .ok_or_else(|| {
+                    FieldError::new(join(path, "temperature"), "expected a number from 0 to 2")
+                })?,
+        ),
+    };
+    let json_schema = match obj.get("json_schema") {
+        None | Some(Value::Null) => None,
+        Some(s @ Value::Object(_)) => Some(s.clone()),
+        Some(other) => {
+            return Err(FieldError::new(
+                join(path, "json_schema"),
+                format!("expected an object, found {}", type_of(other)),
+            ))
+        }
+    };
+    Ok(Kind::Judge {
+        type_name,
+        spec: Box::new(crate::case::JudgeSpec {
+            agent,
+            criteria,
+            metadata,
+            expected: obj.get("expected").cloned(),
+            capabilities,
+            json_schema,
+            temperature,
+        }),
+    })
+}

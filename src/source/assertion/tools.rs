@@ -1,0 +1,132 @@
+//! Tool assertions: `tool_called` and `tool_result`, and the subset matchers they use.
+
+use super::compile::compile_regex;
+use crate::case::{Kind, ValueMatcher};
+use crate::errors::FieldError;
+use crate::source::fields::{check_keys, index, join, opt_str};
+use crate::util::type_of;
+use serde_json::{Map, Value};
+
+pub(super) fn parse_tool_called(obj: &Map<String, Value>, path: &str) -> Result<Kind, FieldError> {
+    let mut names = Vec::new();
+    let mut arguments = None;
+    if let Some(n) = opt_str(obj, "name", path)? {
+        names.push(n);
+    }
+    match obj.get("value") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) => names.push(s.clone()),
+        Some(Value::Array(items)) => {
+            for (i, item) in items.iter().enumerate() {
+                match item {
+                    Value::String(s) => names.push(s.clone()),
+                    other => {
+                        return Err(FieldError::new(
+                            index(&join(path, "value"), i),
+                            format!("expected a tool name, found {}", type_of(other)),
+                        ))
+                    }
+                }
+            }
+        }
+        Some(Value::Object(m)) => {
+            let vpath = join(path, "value");
+            check_keys(
+                m,
+                &["name", "arguments", "args"],
+                &vpath,
+                "a tool_called value",
+            )?;
+            match opt_str(m, "name", &vpath)? {
+                Some(n) => names.push(n),
+                None => {
+                    return Err(FieldError::new(
+                        join(&vpath, "name"),
+                        "a tool_called value object needs `name`",
+                    ))
+                }
+            }
+            if let Some(a) = m.get("arguments").or_else(|| m.get("args")) {
+                arguments = Some(matcher(a, &join(&vpath, "arguments"))?);
+            }
+        }
+        Some(other) => {
+            return Err(FieldError::new(
+                join(path, "value"),
+                format!(
+                "expected a tool name, an array of names or {{\"name\", \"arguments\"}}, found {}",
+                type_of(other)
+            ),
+            ))
+        }
+    }
+    if let Some(a) = obj.get("arguments") {
+        arguments = Some(matcher(a, &join(path, "arguments"))?);
+    }
+    Ok(Kind::ToolCalled { names, arguments })
+}
+
+pub(super) fn parse_tool_result(obj: &Map<String, Value>, path: &str) -> Result<Kind, FieldError> {
+    let (tool, result, rpath) = match obj.get("value") {
+        Some(Value::Object(m)) => {
+            let vpath = join(path, "value");
+            check_keys(m, &["tool", "result"], &vpath, "a tool_result value")?;
+            let tool = opt_str(m, "tool", &vpath)?;
+            (tool, m.get("result").cloned(), join(&vpath, "result"))
+        }
+        Some(other) => {
+            return Err(FieldError::new(
+                join(path, "value"),
+                format!(
+                    "expected {{\"tool\": NAME, \"result\": ...}}, found {}",
+                    type_of(other)
+                ),
+            ))
+        }
+        None => (
+            opt_str(obj, "tool", path)?,
+            obj.get("result").cloned(),
+            join(path, "result"),
+        ),
+    };
+    let tool = tool.ok_or_else(|| {
+        FieldError::new(
+            join(path, "value.tool"),
+            "a tool_result assertion needs `value: {\"tool\": NAME, \"result\": ...}`",
+        )
+    })?;
+    let result = result.ok_or_else(|| {
+        FieldError::new(
+            rpath.clone(),
+            "a tool_result assertion needs the expected `result`",
+        )
+    })?;
+    Ok(Kind::ToolResult {
+        tool,
+        result: matcher(&result, &rpath)?,
+    })
+}
+
+/// Compiles an expected value for subset matching; strings starting `regex:` become patterns.
+pub(crate) fn matcher(v: &Value, path: &str) -> Result<ValueMatcher, FieldError> {
+    match v {
+        Value::String(s) => match s.strip_prefix("regex:") {
+            Some(p) => Ok(ValueMatcher::Pattern(compile_regex(p, path)?)),
+            None => Ok(ValueMatcher::Subset(v.clone())),
+        },
+        Value::Object(m) if contains_pattern(v) => Ok(ValueMatcher::Object(
+            m.iter()
+                .map(|(k, val)| Ok((k.clone(), matcher(val, &join(path, k))?)))
+                .collect::<Result<_, FieldError>>()?,
+        )),
+        _ => Ok(ValueMatcher::Subset(v.clone())),
+    }
+}
+
+pub(super) fn contains_pattern(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.starts_with("regex:"),
+        Value::Object(m) => m.values().any(contains_pattern),
+        _ => false,
+    }
+}
