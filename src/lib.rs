@@ -23,13 +23,19 @@
 //! Configured in `agentest.toml` (the suite's directory or its nearest ancestor): a child
 //! process speaking JSON lines (`type = "process"`), an HTTP endpoint (`type = "http"`),
 //! or an in-process [`Agent`] registered with [`Harness::agent`] / [`Harness::default_agent`].
-//! Every kind receives the same [`Request`] and answers a [`Reply`].
+//! Every kind receives the same [`Request`] and answers a [`Reply`]. An async function
+//! becomes an agent with [`async_agent`].
 //!
 //! ## Models
 //! `openai` agents, the built-in user simulator and judges call an OpenAI-compatible
 //! endpoint (`[llm]`); every call is recorded in a per-case cassette under
-//! `<suites>/.cassettes/` and replayed on later runs, so CI runs offline. See
-//! [`llm`], [`judge`] and [`mocks`].
+//! `<suites>/.cassettes/` and replayed on later runs, so CI runs offline. The [`judge`]
+//! module judges replies in your own tests, with the same cassettes.
+//!
+//! ## Features
+//! - `cli` (default): the `agentest` command line. A crate that only runs the harness
+//!   can turn it off (`default-features = false`); clap itself is still built, because
+//!   libtest-mimic parses libtest's arguments with it.
 //!
 //! ## Known limitations
 //! - A blocking in-process agent that overruns its deadline is abandoned, not stopped:
@@ -41,6 +47,9 @@
 //!   ignored at run time (no model, no person to ask) shows as passed.
 
 #![warn(missing_docs)]
+// Without the command line, the parts only it uses (the console, review, freeze, the
+// binary's planning and Ctrl-C handling) are compiled but unused.
+#![cfg_attr(not(feature = "cli"), allow(dead_code, unused_imports))]
 
 mod agent;
 mod case;
