@@ -9,8 +9,12 @@
 //! never contain a secret (settings are shown as written, before `${VAR}` expansion).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::case::Location;
+
+/// What `reqwest::Url::parse` fails with (the `url` crate's `ParseError`).
+pub(crate) type UrlParseError = <reqwest::Url as std::str::FromStr>::Err;
 
 /// A case that could not be read: where, which field, what is wrong and how to fix it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -27,7 +31,8 @@ pub struct CaseError {
 }
 
 /// A problem with one field; the parser turns it into a located [`CaseError`](super::CaseError).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {message}")]
 pub struct FieldError {
     /// The field's path from the case root, like `turns[1].assertions[0].type`.
     pub path: String,
@@ -84,6 +89,355 @@ pub enum ConfigError {
         /// The parser's message, with line and column.
         message: String,
     },
+    /// An agent table whose keys do not fit its `type`.
+    #[error("invalid config {path}: {table} (line {line}): {source}")]
+    Agent {
+        /// The file.
+        path: PathBuf,
+        /// `[agent]` or `[agents."NAME"]`.
+        table: String,
+        /// The table's line.
+        line: usize,
+        /// What is wrong with it.
+        #[source]
+        source: Box<AgentSetupError>,
+    },
+    /// A value the schema allows but agentest cannot use.
+    #[error("invalid config {path}: {source}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// The value and what is wrong with it.
+        #[source]
+        source: ConfigValueError,
+    },
+}
+
+/// A value in `agentest.toml` that TOML accepts but agentest cannot use: a duration, a
+/// count, a URL, a reference to an endpoint that is not there.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ConfigValueError {
+    /// A duration that cannot be read.
+    #[error("{key}: {source}")]
+    Duration {
+        /// The setting, like `[run].timeout`.
+        key: String,
+        /// Why.
+        #[source]
+        source: DurationError,
+    },
+    /// A timeout of zero.
+    #[error(
+        "{key}: a timeout of zero would fail every case; remove it or give a duration like \"30s\""
+    )]
+    ZeroTimeout {
+        /// The setting, like `[run].timeout`.
+        key: String,
+    },
+    /// A `[[golden.redactions]]` pattern that is not a regex.
+    #[error("[[golden.redactions]] #{number}: invalid regex \"{pattern}\": {source}")]
+    Redaction {
+        /// The entry's number, from 1.
+        number: usize,
+        /// The pattern as written.
+        pattern: String,
+        /// Why.
+        #[source]
+        source: regex::Error,
+    },
+    /// `[run].cassettes` names no mode.
+    #[error("[run].cassettes: {0}")]
+    CassetteMode(#[source] CassetteModeError),
+    /// `[run].concurrency = 0`.
+    #[error("[run].concurrency: must be at least 1")]
+    ZeroConcurrency,
+    /// `max_in_flight = 0` on an endpoint.
+    #[error("{table}.max_in_flight must be at least 1")]
+    ZeroInFlight {
+        /// `[llm]` or `[llms."NAME"]`.
+        table: String,
+    },
+    /// A temperature outside 0..=2.
+    #[error("{table}.temperature {value} is outside 0..=2")]
+    Temperature {
+        /// `[llm]` or `[llms."NAME"]`.
+        table: String,
+        /// The temperature.
+        value: f64,
+    },
+    /// An openai agent names an endpoint that is not defined.
+    #[error("{table}.llm names \"{name}\", which is not defined; add [llms.\"{name}\"] with base_url, model and api_key_env")]
+    UndefinedLlm {
+        /// The agent's table.
+        table: String,
+        /// The endpoint it names.
+        name: String,
+    },
+    /// An openai agent with no endpoint to call.
+    #[error("{table} is an openai agent but there is no model endpoint: add an [llm] section (base_url, model, api_key_env) or name one with llm = \"NAME\"")]
+    NoLlm {
+        /// The agent's table.
+        table: String,
+    },
+    /// An http agent's URL (one without `${VAR}`) that does not parse.
+    #[error("{table}.url \"{url}\" is not a valid URL: {source}")]
+    Url {
+        /// The agent's table.
+        table: String,
+        /// The URL as written.
+        url: String,
+        /// Why.
+        #[source]
+        source: UrlParseError,
+    },
+    /// A hook or script with an empty command.
+    #[error("[{kind}.\"{name}\"].command is empty; give the program and its arguments")]
+    EmptyCommand {
+        /// `hooks` or `scripts`.
+        kind: &'static str,
+        /// Its name.
+        name: String,
+    },
+}
+
+/// An agent, or a model endpoint, that cannot be built from its config: a table whose
+/// keys do not fit its `type`, a `${VAR}` that is not set, a URL, header or file that
+/// cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentSetupError {
+    /// A key of another kind of agent.
+    #[error("`{key}` does not apply to {kind} agents; remove it or change `type`")]
+    KeyNotApplicable {
+        /// The key.
+        key: &'static str,
+        /// The agent's kind.
+        kind: &'static str,
+    },
+    /// A process agent without `command`.
+    #[error("a process agent needs `command = [\"program\", \"arg\", ...]`")]
+    NoCommand,
+    /// A process agent with `command = []`.
+    #[error("`command` is empty; give the program and its arguments")]
+    CommandEmpty,
+    /// An http agent without `url`.
+    #[error("an http agent needs `url = \"http://...\"`")]
+    NoUrl,
+    /// Both `system` and `system_file`.
+    #[error("give `system` or `system_file`, not both")]
+    SystemTwice,
+    /// Both `tools` and `tools_file`.
+    #[error("give `tools` or `tools_file`, not both")]
+    ToolsTwice,
+    /// `max_tool_rounds = 0`.
+    #[error("`max_tool_rounds` must be at least 1")]
+    ZeroToolRounds,
+    /// An agent whose command is empty, found when it is built.
+    #[error("{table}.command is empty in {config}")]
+    EmptyCommand {
+        /// The agent's table.
+        table: String,
+        /// Where the config is.
+        config: String,
+    },
+    /// A `${VAR}` that cannot be expanded.
+    #[error(transparent)]
+    Env(#[from] EnvError),
+    /// A duration that cannot be read.
+    #[error("{key}: {source}")]
+    Duration {
+        /// The setting, like `[agent].timeout`.
+        key: String,
+        /// Why.
+        #[source]
+        source: DurationError,
+    },
+    /// A URL that does not parse once expanded.
+    #[error("{key} \"{shown}\" is not a valid URL: {source}")]
+    Url {
+        /// The setting, like `[agent].url`.
+        key: String,
+        /// The URL as written, credentials masked.
+        shown: String,
+        /// Why.
+        #[source]
+        source: UrlParseError,
+    },
+    /// A header name that HTTP does not allow.
+    #[error("{table}.headers: invalid header name `{name}`")]
+    HeaderName {
+        /// The table.
+        table: String,
+        /// The name.
+        name: String,
+    },
+    /// A header value that HTTP does not allow (the value is never shown: it may be a secret).
+    #[error("{table}.headers.{name}: invalid header value")]
+    HeaderValue {
+        /// The table.
+        table: String,
+        /// The header's name.
+        name: String,
+    },
+    /// The HTTP client could not be built.
+    #[error("failed to build the HTTP client: {0}")]
+    Client(#[source] reqwest::Error),
+    /// An endpoint without a model.
+    #[error("{table} needs `model`, like model = \"gpt-4o-mini\"")]
+    NoModel {
+        /// `[llm]` or `[llms."NAME"]`.
+        table: String,
+    },
+    /// An openai agent names an endpoint that is not defined.
+    #[error("{table}.llm names \"{name}\", which is not defined; add [llms.\"{name}\"]")]
+    UndefinedLlm {
+        /// The agent's table.
+        table: String,
+        /// The endpoint it names.
+        name: String,
+    },
+    /// An openai agent with no endpoint to call.
+    #[error("{table} needs a model endpoint: add an [llm] section to {config}")]
+    NoLlm {
+        /// The agent's table.
+        table: String,
+        /// Where the config is.
+        config: String,
+    },
+    /// `system_file` or `tools_file` cannot be read.
+    #[error("{table}.{key}: failed to read {path}: {source}")]
+    ReadFile {
+        /// The agent's table.
+        table: String,
+        /// `system_file` or `tools_file`.
+        key: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// `tools_file` holds JSON that is not an array.
+    #[error("{table}.tools_file {file}: expected a JSON array of tool schemas")]
+    ToolsNotArray {
+        /// The agent's table.
+        table: String,
+        /// The file as written.
+        file: String,
+    },
+    /// `tools_file` is not JSON.
+    #[error("{table}.tools_file {file}: invalid JSON: {source}")]
+    ToolsJson {
+        /// The agent's table.
+        table: String,
+        /// The file as written.
+        file: String,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A tool that is not an OpenAI tool schema.
+    #[error("{table}.tools[{index}] is not an OpenAI tool schema: expected {{\"type\": \"function\", \"function\": {{\"name\", \"parameters\"}}}}")]
+    NotToolSchema {
+        /// The agent's table.
+        table: String,
+        /// The tool's index.
+        index: usize,
+    },
+    /// A mock in the agent's `mocks` that cannot be read.
+    #[error(transparent)]
+    Mocks(#[from] FieldError),
+}
+
+/// What a case runs with cannot be set up: its config, its agent, its model endpoint,
+/// its hooks' and scripts' commands. Cached per config, hence `Clone`.
+#[derive(Debug, Clone, thiserror::Error)]
+pub(crate) enum SetupError {
+    /// The config cannot be read.
+    #[error(transparent)]
+    Config(Arc<ConfigError>),
+    /// A value in the config cannot be used.
+    #[error(transparent)]
+    Value(#[from] ConfigValueError),
+    /// The cassette mode is unknown.
+    #[error(transparent)]
+    CassetteMode(#[from] CassetteModeError),
+    /// The agent (or endpoint) cannot be built.
+    #[error(transparent)]
+    Agent(Arc<AgentSetupError>),
+    /// A name that no config table and no registered agent has.
+    #[error("agent `{name}` is not defined; add [agents.\"{name}\"] to {config} or register it with Harness::agent{}", agent_hint(.suggestion.as_deref(), .known))]
+    UndefinedAgent {
+        /// The name.
+        name: String,
+        /// Where the config is.
+        config: String,
+        /// The known name it most resembles.
+        suggestion: Option<String>,
+        /// Every known name.
+        known: Vec<String>,
+    },
+    /// No agent for cases that name none.
+    #[error("no agent to test: add an [agent] section to {config} (type = \"process\" or \"http\"), pass -n NAME, or give the case an `agent`")]
+    NoAgent {
+        /// Where the config is.
+        config: String,
+    },
+    /// The built-in simulator or judge without `[llm]`.
+    #[error("the built-in simulator and judge need a model: add an [llm] section (base_url, model, api_key_env) to {config}, or use a scripted or named simulator")]
+    NoLlm {
+        /// Where the config is.
+        config: String,
+    },
+    /// `[run].timeout` cannot be read.
+    #[error("[run].timeout in {config}: {source}")]
+    RunTimeout {
+        /// Where the config is.
+        config: String,
+        /// Why.
+        #[source]
+        source: DurationError,
+    },
+    /// A hook or script whose command is empty.
+    #[error("{what}.command is empty in {config}")]
+    EmptyCommand {
+        /// The hook's or script's table.
+        what: String,
+        /// Where the config is.
+        config: String,
+    },
+    /// A `${VAR}` in a command that cannot be expanded.
+    #[error(transparent)]
+    Env(#[from] EnvError),
+    /// A command's own timeout cannot be read.
+    #[error("{key}: {source}")]
+    Duration {
+        /// The setting, like `[hooks."seed"].timeout`.
+        key: String,
+        /// Why.
+        #[source]
+        source: DurationError,
+    },
+}
+
+impl From<ConfigError> for SetupError {
+    fn from(e: ConfigError) -> SetupError {
+        SetupError::Config(Arc::new(e))
+    }
+}
+
+impl From<AgentSetupError> for SetupError {
+    fn from(e: AgentSetupError) -> SetupError {
+        SetupError::Agent(Arc::new(e))
+    }
+}
+
+/// `; did you mean `x`?`, `; known agents: a, b`, or nothing.
+fn agent_hint(suggestion: Option<&str>, known: &[String]) -> String {
+    match suggestion {
+        Some(s) => format!("; did you mean `{s}`?"),
+        None if known.is_empty() => String::new(),
+        None => format!("; known agents: {}", known.join(", ")),
+    }
 }
 
 /// A model call that did not produce an answer.
@@ -135,6 +489,13 @@ impl StepError {
     }
 }
 
+impl From<SetupError> for StepError {
+    /// A role (a judge, a simulator) whose agent or model cannot be set up is broken.
+    fn from(e: SetupError) -> StepError {
+        StepError::Broken(e.to_string())
+    }
+}
+
 impl From<LlmError> for StepError {
     /// The one place a failed model call becomes a step's error.
     fn from(e: LlmError) -> StepError {
@@ -182,4 +543,276 @@ pub(crate) struct SettingsError {
     pub(crate) value: String,
     /// What it may be.
     pub(crate) expected: String,
+}
+
+/// A duration (`"30s"`, `"2m"`, `"1m30s"`, `"500ms"`) that cannot be read, or a timeout
+/// that could never be met.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    /// Nothing was written.
+    #[error("empty duration; write it like \"30s\", \"2m\" or \"500ms\"")]
+    Empty,
+    /// A unit with no number before it.
+    #[error("invalid duration \"{text}\": expected a number before \"{rest}\"; write it like \"30s\", \"2m\" or \"500ms\"")]
+    NoNumber {
+        /// The duration as written.
+        text: String,
+        /// What follows where a number was expected.
+        rest: String,
+    },
+    /// Digits and dots that do not make a number (`1.2.3s`).
+    #[error("invalid duration \"{text}\": \"{number}\" is not a number")]
+    NotANumber {
+        /// The duration as written.
+        text: String,
+        /// The part that is not a number.
+        number: String,
+    },
+    /// A bare number: seconds or milliseconds would be a guess.
+    #[error("invalid duration \"{text}\": a unit is missing; write \"{text}s\" for seconds or \"{text}ms\" for milliseconds")]
+    NoUnit {
+        /// The duration as written.
+        text: String,
+    },
+    /// A unit other than ms, s, m or h.
+    #[error("invalid duration \"{text}\": unknown unit \"{unit}\"; use ms, s, m or h")]
+    UnknownUnit {
+        /// The duration as written.
+        text: String,
+        /// The unit, trimmed.
+        unit: String,
+    },
+    /// More than a year, or not finite.
+    #[error("invalid duration \"{text}\": too long")]
+    TooLong {
+        /// The duration as written.
+        text: String,
+    },
+    /// A timeout of zero, which would end before anything can happen.
+    #[error("a timeout of \"{text}\" ends before anything can happen; give a positive duration like \"30s\" or \"2m\", or leave the timeout out for the default")]
+    ZeroTimeout {
+        /// The timeout as written, trimmed.
+        text: String,
+    },
+}
+
+/// A `${VAR}` reference in the config that cannot be expanded. Never holds a value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EnvError {
+    /// `${` without its `}`.
+    #[error("unclosed `${{` in {what}; write variables as ${{NAME}}")]
+    Unclosed {
+        /// The setting, like `[agent].url`.
+        what: String,
+    },
+    /// The variable is not set.
+    #[error("environment variable `{name}` is not set (used in {what})")]
+    Unset {
+        /// The variable.
+        name: String,
+        /// The setting, like `[agent].url`.
+        what: String,
+    },
+}
+
+/// A cassette mode name that is none of the known ones.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown cassette mode \"{given}\"; expected auto, replay, strict, record or off")]
+pub struct CassetteModeError {
+    /// The name as given, trimmed.
+    pub given: String,
+}
+
+/// `; stderr:\n<tail>`, or nothing when the command wrote nothing on stderr.
+fn stderr_note(tail: &str) -> String {
+    if tail.is_empty() {
+        String::new()
+    } else {
+        format!("; stderr:\n{tail}")
+    }
+}
+
+/// A hook or script command that did not run to its end.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CommandError {
+    /// No program to run.
+    #[error("the command is empty")]
+    Empty,
+    /// The program could not be started.
+    #[error("failed to start `{shown}` in {cwd}: {source}")]
+    Spawn {
+        /// The command as the config writes it.
+        shown: String,
+        /// Where it was to run.
+        cwd: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Waiting for it failed.
+    #[error("failed to wait for the command: {0}")]
+    Wait(#[source] std::io::Error),
+    /// It ran past the case's deadline and was killed.
+    #[error("`{shown}` did not finish before the case's deadline and was killed")]
+    Deadline {
+        /// The command as the config writes it.
+        shown: String,
+    },
+}
+
+/// A `before` / `after` hook that did not succeed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum HookError {
+    /// No hook of that name in the config or the builder.
+    #[error("hook `{name}` is not defined; add [hooks.\"{name}\"] with `command = [...]` to {config} or register it with Harness::hook")]
+    Undefined {
+        /// The hook.
+        name: String,
+        /// Where the config is.
+        config: String,
+    },
+    /// A registered function still running at the case's deadline.
+    #[error("hook `{name}` did not finish before the case's deadline")]
+    Deadline {
+        /// The hook.
+        name: String,
+    },
+    /// A registered function panicked.
+    #[error("hook `{name}` panicked: {message}")]
+    Panicked {
+        /// The hook.
+        name: String,
+        /// The panic's message.
+        message: String,
+    },
+    /// A registered function returned its own error.
+    #[error("hook `{name}` failed: {message}")]
+    Returned {
+        /// The hook.
+        name: String,
+        /// The function's error, as it wrote it.
+        message: String,
+    },
+    /// The command cannot be built from the config.
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+    /// The command did not run to its end.
+    #[error("hook `{name}`: {source}")]
+    Command {
+        /// The hook.
+        name: String,
+        /// Why.
+        #[source]
+        source: CommandError,
+    },
+    /// The command exited with a failure.
+    #[error("hook `{name}` failed ({status}){}", stderr_note(.stderr))]
+    Exit {
+        /// The hook.
+        name: String,
+        /// The exit status.
+        status: String,
+        /// The tail of its stderr.
+        stderr: String,
+    },
+}
+
+/// A `script` assertion's script that broke (rather than judged the reply).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ScriptError {
+    /// No script of that name in the config or the builder.
+    #[error("script `{name}` is not defined; add [scripts.\"{name}\"] with `command = [...]` to {config} or register it with Harness::script")]
+    Undefined {
+        /// The script.
+        name: String,
+        /// Where the config is.
+        config: String,
+    },
+    /// A registered function still running at the case's deadline.
+    #[error("script `{name}` did not finish before the case's deadline")]
+    Deadline {
+        /// The script.
+        name: String,
+    },
+    /// A registered function panicked.
+    #[error("script `{name}` panicked: {message}")]
+    Panicked {
+        /// The script.
+        name: String,
+        /// The panic's message.
+        message: String,
+    },
+    /// A registered function returned its own error.
+    #[error("script `{name}` failed: {message}")]
+    Returned {
+        /// The script.
+        name: String,
+        /// The function's error, as it wrote it.
+        message: String,
+    },
+    /// The command cannot be built from the config.
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+    /// The command did not run to its end.
+    #[error("script `{name}`: {source}")]
+    Command {
+        /// The script.
+        name: String,
+        /// Why.
+        #[source]
+        source: CommandError,
+    },
+    /// The command exited with a failure.
+    #[error("script `{name}` crashed ({status}){}", stderr_note(.stderr))]
+    Crashed {
+        /// The script.
+        name: String,
+        /// The exit status.
+        status: String,
+        /// The tail of its stderr.
+        stderr: String,
+    },
+    /// The command's answer cannot be read.
+    #[error("script `{name}` answered badly: {source}{}", stderr_note(.stderr))]
+    BadAnswer {
+        /// The script.
+        name: String,
+        /// What is wrong with the answer.
+        #[source]
+        source: ScriptAnswerError,
+        /// The tail of its stderr.
+        stderr: String,
+    },
+}
+
+/// A script command's stdout that holds no verdict.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ScriptAnswerError {
+    /// Nothing but blank lines.
+    #[error("it printed nothing; expected {{\"pass\": true|false, \"message\": \"...\"}}")]
+    Nothing,
+    /// The last line is not JSON.
+    #[error(
+        "`{line}` is not JSON ({source}); expected {{\"pass\": true|false, \"message\": \"...\"}}"
+    )]
+    NotJson {
+        /// The line, clipped.
+        line: String,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The JSON has no verdict.
+    #[error("`{line}` has no boolean `pass` or `passed`")]
+    NoVerdict {
+        /// The line, clipped.
+        line: String,
+    },
+}
+
+impl From<ScriptError> for StepError {
+    /// A script that broke makes the case an `error`, never a pass or a fail.
+    fn from(e: ScriptError) -> StepError {
+        StepError::Broken(e.to_string())
+    }
 }

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::{reply_too_large, DEFAULT_HTTP_TIMEOUT, MAX_REPLY_BYTES};
+use crate::errors::AgentSetupError;
 use crate::protocol::{Reply, Request};
 use crate::util::root_cause;
 
@@ -25,14 +26,23 @@ impl HttpSpec {
         shown: String,
         headers: Vec<(String, String)>,
         timeout: Option<Duration>,
-    ) -> Result<Self, String> {
+        what: &str,
+    ) -> Result<Self, AgentSetupError> {
         let mut map = reqwest::header::HeaderMap::new();
         for (k, v) in headers {
-            let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
-                .map_err(|_| format!("invalid header name `{k}`"))?;
+            let name = reqwest::header::HeaderName::from_bytes(k.as_bytes()).map_err(|_| {
+                AgentSetupError::HeaderName {
+                    table: what.to_string(),
+                    name: k.clone(),
+                }
+            })?;
             // The value may be a secret: never echo it.
-            let mut value = reqwest::header::HeaderValue::from_str(&v)
-                .map_err(|_| format!("invalid value for header `{k}`"))?;
+            let mut value = reqwest::header::HeaderValue::from_str(&v).map_err(|_| {
+                AgentSetupError::HeaderValue {
+                    table: what.to_string(),
+                    name: k.clone(),
+                }
+            })?;
             value.set_sensitive(true);
             map.insert(name, value);
         }
@@ -40,7 +50,7 @@ impl HttpSpec {
         let client = crate::util::http::client_builder()
             .pool_max_idle_per_host(64)
             .build()
-            .map_err(|e| format!("failed to build the HTTP client: {e}"))?;
+            .map_err(AgentSetupError::Client)?;
         Ok(HttpSpec {
             url,
             shown,

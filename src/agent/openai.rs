@@ -11,7 +11,7 @@ use crate::agent::mocks::MockSet;
 use crate::agent::CaseScope;
 use crate::case::{Mock, MockAnswer};
 use crate::config::{Config, OpenAiAgentConfig};
-use crate::errors::StepError;
+use crate::errors::{AgentSetupError, StepError};
 use crate::llm::{Endpoint, SeededRng};
 use crate::protocol::TokenUsage;
 use crate::protocol::{Reply, Request, ToolCall, Usage};
@@ -37,27 +37,38 @@ impl OpenAiSpec {
         cfg: &OpenAiAgentConfig,
         config: &Config,
         what: &str,
-    ) -> Result<OpenAiSpec, String> {
+    ) -> Result<OpenAiSpec, AgentSetupError> {
         let llm = match &cfg.llm {
-            Some(n) => config.file.llms.get(n).ok_or_else(|| {
-                format!("{what}.llm names \"{n}\", which is not defined; add [llms.\"{n}\"]")
-            })?,
-            None => config.file.llm.as_ref().ok_or_else(|| {
-                format!(
-                    "{what} needs a model endpoint: add an [llm] section to {}",
-                    config.describe()
-                )
-            })?,
+            Some(n) => config
+                .file
+                .llms
+                .get(n)
+                .ok_or_else(|| AgentSetupError::UndefinedLlm {
+                    table: what.to_string(),
+                    name: n.clone(),
+                })?,
+            None => config
+                .file
+                .llm
+                .as_ref()
+                .ok_or_else(|| AgentSetupError::NoLlm {
+                    table: what.to_string(),
+                    config: config.describe(),
+                })?,
         };
         let mut llm = llm.clone();
         if let Some(m) = &cfg.model {
             llm.model = Some(m.clone());
         }
         let endpoint = Endpoint::from_config(&llm, cfg.llm.as_deref())?;
-        let read = |file: &str, key: &str| {
+        let read = |file: &str, key: &'static str| {
             let path = config.dir.join(file);
-            std::fs::read_to_string(&path)
-                .map_err(|e| format!("{what}.{key}: failed to read {}: {e}", path.display()))
+            std::fs::read_to_string(&path).map_err(|source| AgentSetupError::ReadFile {
+                table: what.to_string(),
+                key,
+                path,
+                source,
+            })
         };
         let system = match (&cfg.system, &cfg.system_file) {
             (Some(s), _) => Some(s.clone()),
@@ -70,35 +81,47 @@ impl OpenAiSpec {
                 match serde_json::from_str::<Value>(&text) {
                     Ok(Value::Array(items)) => items,
                     Ok(_) => {
-                        return Err(format!(
-                            "{what}.tools_file {f}: expected a JSON array of tool schemas"
-                        ))
+                        return Err(AgentSetupError::ToolsNotArray {
+                            table: what.to_string(),
+                            file: f.clone(),
+                        })
                     }
-                    Err(e) => return Err(format!("{what}.tools_file {f}: invalid JSON: {e}")),
+                    Err(source) => {
+                        return Err(AgentSetupError::ToolsJson {
+                            table: what.to_string(),
+                            file: f.clone(),
+                            source,
+                        })
+                    }
                 }
             }
             None => cfg.tools.clone(),
         };
         for (i, t) in tools.iter().enumerate() {
             if t["function"]["name"].as_str().is_none() {
-                return Err(format!(
-                    "{what}.tools[{i}] is not an OpenAI tool schema: expected {{\"type\": \"function\", \"function\": {{\"name\", \"parameters\"}}}}"
-                ));
+                return Err(AgentSetupError::NotToolSchema {
+                    table: what.to_string(),
+                    index: i,
+                });
             }
         }
         let tools_url = match &cfg.tools_url {
             Some(u) => {
                 let expanded = crate::util::expand_env(u, &format!("{what}.tools_url"))?;
                 let shown = crate::util::shown_url(u);
-                let url = reqwest::Url::parse(&expanded)
-                    .map_err(|e| format!("{what}.tools_url \"{shown}\" is not a valid URL: {e}"))?;
+                let url =
+                    reqwest::Url::parse(&expanded).map_err(|source| AgentSetupError::Url {
+                        key: format!("{what}.tools_url"),
+                        shown: shown.clone(),
+                        source,
+                    })?;
                 Some((url, shown))
             }
             None => None,
         };
         let client = crate::util::http::client_builder()
             .build()
-            .map_err(|e| format!("failed to build the HTTP client: {e}"))?;
+            .map_err(AgentSetupError::Client)?;
         Ok(OpenAiSpec {
             shown: format!("{} via {}", endpoint.model(), endpoint.shown()),
             endpoint,

@@ -4,7 +4,7 @@
 use super::in_process::{panicked, Agent, CatchUnwind};
 use super::{http, openai, process, CaseScope};
 use crate::config::{AgentConfig, Config};
-use crate::errors::StepError;
+use crate::errors::{AgentSetupError, StepError};
 use crate::protocol::{Reply, Request};
 use crate::util::expand_env;
 use std::sync::Arc;
@@ -34,7 +34,13 @@ impl AgentDef {
         cfg: &AgentConfig,
         config: &Config,
         what: &str,
-    ) -> Result<AgentDef, String> {
+    ) -> Result<AgentDef, AgentSetupError> {
+        let duration = |t: &String| {
+            crate::util::parse_duration(t).map_err(|source| AgentSetupError::Duration {
+                key: format!("{what}.timeout"),
+                source,
+            })
+        };
         match cfg {
             AgentConfig::Process {
                 command,
@@ -43,7 +49,10 @@ impl AgentDef {
                 timeout,
             } => {
                 if command.is_empty() {
-                    return Err(format!("{what}.command is empty in {}", config.describe()));
+                    return Err(AgentSetupError::EmptyCommand {
+                        table: what.to_string(),
+                        config: config.describe(),
+                    });
                 }
                 let argv = command
                     .iter()
@@ -52,18 +61,12 @@ impl AgentDef {
                 let env = env
                     .iter()
                     .map(|(k, v)| Ok((k.clone(), expand_env(v, &format!("{what}.env.{k}"))?)))
-                    .collect::<Result<Vec<_>, String>>()?;
+                    .collect::<Result<Vec<_>, AgentSetupError>>()?;
                 let cwd = match cwd {
                     Some(c) => config.dir.join(expand_env(c, &format!("{what}.cwd"))?),
                     None => config.dir.clone(),
                 };
-                let timeout = match timeout {
-                    Some(t) => Some(
-                        crate::util::parse_duration(t)
-                            .map_err(|e| format!("{what}.timeout: {e}"))?,
-                    ),
-                    None => None,
-                };
+                let timeout = timeout.as_ref().map(duration).transpose()?;
                 Ok(AgentDef::Process(Arc::new(process::ProcessSpec {
                     argv,
                     // As written: `${VAR}`s stay unexpanded, since they may be secrets.
@@ -80,21 +83,18 @@ impl AgentDef {
             } => {
                 let shown = crate::util::shown_url(url);
                 let url = expand_env(url, &format!("{what}.url"))?;
-                let url = reqwest::Url::parse(&url)
-                    .map_err(|e| format!("{what}.url \"{shown}\" is not a valid URL: {e}"))?;
+                let url = reqwest::Url::parse(&url).map_err(|source| AgentSetupError::Url {
+                    key: format!("{what}.url"),
+                    shown: shown.clone(),
+                    source,
+                })?;
                 let headers = headers
                     .iter()
                     .map(|(k, v)| Ok((k.clone(), expand_env(v, &format!("{what}.headers.{k}"))?)))
-                    .collect::<Result<Vec<_>, String>>()?;
-                let timeout = match timeout {
-                    Some(t) => Some(
-                        crate::util::parse_duration(t)
-                            .map_err(|e| format!("{what}.timeout: {e}"))?,
-                    ),
-                    None => None,
-                };
+                    .collect::<Result<Vec<_>, AgentSetupError>>()?;
+                let timeout = timeout.as_ref().map(duration).transpose()?;
                 Ok(AgentDef::Http(Arc::new(http::HttpSpec::new(
-                    url, shown, headers, timeout,
+                    url, shown, headers, timeout, what,
                 )?)))
             }
             AgentConfig::OpenAi(o) => Ok(AgentDef::OpenAi(Arc::new(openai::OpenAiSpec::new(

@@ -53,11 +53,7 @@ pub async fn evaluate(
 ) -> Result<Verdict, StepError> {
     let (holds, label, why) = match &a.kind {
         Kind::Script { name } => {
-            let (passed, message) = env
-                .scripts
-                .run(name, a, subject, env)
-                .await
-                .map_err(StepError::Broken)?;
+            let (passed, message) = env.scripts.run(name, a, subject, env).await?;
             (passed, format!("script {name}"), message)
         }
         Kind::Judge { type_name, spec } => {

@@ -148,7 +148,7 @@ struct TestArgs {
     #[arg(long = "fail-fast")]
     fail_fast: bool,
     /// Timeout for cases that set none, like 30s or 5m (default: [run] timeout, else 5m).
-    #[arg(long = "timeout", value_parser = parse_timeout)]
+    #[arg(long = "timeout", value_parser = crate::util::parse_timeout)]
     timeout: Option<Duration>,
     /// Cases in flight at once (default: [run] concurrency, else 32).
     #[arg(long = "parallel", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
@@ -168,10 +168,6 @@ pub(crate) fn use_color(choice: ColorChoice) -> bool {
         ColorChoice::Never => false,
         ColorChoice::Auto => std::io::stdout().is_terminal() && !crate::settings::get().no_color,
     }
-}
-
-fn parse_timeout(s: &str) -> Result<Duration, String> {
-    crate::util::parse_timeout(s)
 }
 
 /// Runs the `agentest` command line and returns its exit code:

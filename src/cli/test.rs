@@ -43,7 +43,10 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
     }
     let config = Config::discover(&plan.root).map_err(|e| e.to_string())?;
     let engine = Arc::new(Engine::new(Registry::default(), options(&args)));
-    engine.contexts.check_setup(&plan.cases)?;
+    engine
+        .contexts
+        .check_setup(&plan.cases)
+        .map_err(|e| e.to_string())?;
     if args.dry_run {
         return Ok(dry_run(&plan.cases));
     }

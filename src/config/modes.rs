@@ -1,5 +1,7 @@
 //! Modes a run may be in: how cassettes are used, what golden mismatches may write.
 
+use crate::errors::CassetteModeError;
+
 /// How cassettes are used, from `AGENTEST_CASSETTES` or `[run] cassettes`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CassetteMode {
@@ -19,21 +21,21 @@ pub enum CassetteMode {
 
 impl CassetteMode {
     /// Reads a mode name.
-    pub fn parse(text: &str) -> Result<CassetteMode, String> {
+    pub fn parse(text: &str) -> Result<CassetteMode, CassetteModeError> {
         match text.trim() {
             "auto" => Ok(CassetteMode::Auto),
             "replay" => Ok(CassetteMode::Replay),
             "strict" => Ok(CassetteMode::Strict),
             "record" => Ok(CassetteMode::Record),
             "off" => Ok(CassetteMode::Off),
-            other => Err(format!(
-                "unknown cassette mode \"{other}\"; expected auto, replay, strict, record or off"
-            )),
+            other => Err(CassetteModeError {
+                given: other.to_string(),
+            }),
         }
     }
 
     /// The mode in force: `AGENTEST_CASSETTES`, else the config's, else `auto`.
-    pub fn resolve(config: Option<&str>) -> Result<CassetteMode, String> {
+    pub fn resolve(config: Option<&str>) -> Result<CassetteMode, CassetteModeError> {
         match crate::settings::get().cassettes {
             Some(mode) => Ok(mode),
             None => config

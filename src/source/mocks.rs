@@ -171,9 +171,8 @@ fn single(v: &Value) -> Value {
 }
 
 /// Converts TOML-side mocks (already JSON values) with their section name as the path.
-pub fn parse_config_mocks(list: &[Value], what: &str) -> Result<Vec<Mock>, String> {
+pub fn parse_config_mocks(list: &[Value], what: &str) -> Result<Vec<Mock>, FieldError> {
     parse_mocks(&Value::Array(list.to_vec()), &format!("{what}.mocks"))
-        .map_err(|e| format!("{}: {}", e.path, e.message))
 }
 
 #[cfg(test)]

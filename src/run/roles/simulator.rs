@@ -90,7 +90,7 @@ impl Simulator {
         spec: &crate::case::Simulator,
         chosen: Option<&str>,
         scope: &CaseScope,
-    ) -> Result<Simulator, String> {
+    ) -> Result<Simulator, StepError> {
         match chosen {
             Some("script") => Ok(Simulator::Script {
                 used: vec![false; spec.script.len()],
@@ -99,7 +99,7 @@ impl Simulator {
             Some(name) => {
                 let (def, label) = ctx
                     .agent(Some(name))
-                    .map_err(|e| format!("simulator: {e}"))?;
+                    .map_err(|e| StepError::from(e).context("simulator"))?;
                 let scope = CaseScope {
                     role: Role::Simulator,
                     ..scope.clone()
@@ -107,7 +107,7 @@ impl Simulator {
                 let session = def
                     .start(&scope)
                     .await
-                    .map_err(|e| format!("simulator `{label}`: {e}"))?;
+                    .map_err(|e| StepError::Broken(format!("simulator `{label}`: {e}")))?;
                 Ok(Simulator::Agent {
                     name: label,
                     session: Box::new(session),
