@@ -816,3 +816,246 @@ impl From<ScriptError> for StepError {
         StepError::Broken(e.to_string())
     }
 }
+
+/// An agent under test that gave no usable reply: it could not be started, it crashed,
+/// timed out, or broke the protocol. The case is an `error`.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum AgentError {
+    /// A process agent with no program.
+    #[error("the agent command is empty")]
+    EmptyCommand,
+    /// A process agent that could not be started.
+    #[error("failed to start agent `{shown}` in {cwd}: {source}")]
+    Spawn {
+        /// The command as the config writes it.
+        shown: String,
+        /// Where it was to run.
+        cwd: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The request could not be encoded.
+    #[error("failed to encode the request: {0}")]
+    Encode(#[source] serde_json::Error),
+    /// A process agent that was gone before it read the request.
+    #[error("agent process exited before reading the request{note}: {source}{stderr}")]
+    ExitedBeforeRequest {
+        /// How it ended, like ` (exit status: 1)`.
+        note: String,
+        /// The failed write.
+        #[source]
+        source: std::io::Error,
+        /// `; agent stderr (last lines): ...`.
+        stderr: String,
+    },
+    /// A process agent's own `timeout` passed.
+    #[error("agent process did not reply within {}", crate::util::format_duration(*.timeout))]
+    Timeout {
+        /// The agent's `timeout`.
+        timeout: std::time::Duration,
+    },
+    /// Its stdout could not be read.
+    #[error("failed to read the agent's stdout: {0}")]
+    Stdout(#[source] std::io::Error),
+    /// A reply line longer than the limit.
+    #[error(
+        "{} (no newline in the first {} bytes of stdout){stderr}",
+        crate::agent::reply_too_large(),
+        crate::agent::MAX_REPLY_BYTES
+    )]
+    LineTooLong {
+        /// `; agent stderr (last lines): ...`.
+        stderr: String,
+    },
+    /// A process agent that ended without replying.
+    #[error("agent process exited before replying{note}{stderr}")]
+    Exited {
+        /// How it ended, like ` (exit status: 1)`.
+        note: String,
+        /// `; agent stderr (last lines): ...`.
+        stderr: String,
+    },
+    /// A reply line that is not UTF-8.
+    #[error("agent process printed a line that is not UTF-8: {0}")]
+    NotUtf8(#[source] std::str::Utf8Error),
+    /// A reply line that is not JSON.
+    #[error("agent process printed a line that is not JSON ({source}): {line}{stderr}\nhint: a process agent must print exactly one JSON reply per line on stdout; write logs to stderr")]
+    NotJson {
+        /// The line, clipped.
+        line: String,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+        /// `; agent stderr (last lines): ...`.
+        stderr: String,
+    },
+    /// A reply that does not fit the protocol (see `Reply::from_json`).
+    #[error("agent reply broke the protocol: {0}")]
+    Protocol(String),
+    /// An HTTP agent that did not answer within its timeout.
+    #[error("agent at {shown} did not answer within {}", crate::util::format_duration(*.timeout))]
+    HttpTimeout {
+        /// The URL as the config writes it, masked.
+        shown: String,
+        /// The request's timeout.
+        timeout: std::time::Duration,
+    },
+    /// An HTTP agent that could not be reached.
+    #[error("failed to connect to agent at {shown}: {}", crate::util::root_cause(.source))]
+    Connect {
+        /// The URL as the config writes it, masked.
+        shown: String,
+        /// Why (without the expanded URL).
+        #[source]
+        source: reqwest::Error,
+    },
+    /// An HTTP request that failed otherwise.
+    #[error("request to agent at {shown} failed: {}", crate::util::root_cause(.source))]
+    Request {
+        /// The URL as the config writes it, masked.
+        shown: String,
+        /// Why (without the expanded URL).
+        #[source]
+        source: reqwest::Error,
+    },
+    /// An HTTP agent that answered with an error status.
+    #[error("agent at {shown} answered HTTP {status}: {body}")]
+    Status {
+        /// The URL as the config writes it, masked.
+        shown: String,
+        /// The status.
+        status: reqwest::StatusCode,
+        /// The start of the body, clipped.
+        body: String,
+    },
+    /// An HTTP agent that announced a body over the limit.
+    #[error(
+        "{} (agent at {shown} announced a body of {length} bytes)",
+        crate::agent::reply_too_large()
+    )]
+    AnnouncedTooLarge {
+        /// The URL as the config writes it, masked.
+        shown: String,
+        /// The announced length.
+        length: u64,
+    },
+    /// An HTTP agent whose body went over the limit.
+    #[error(
+        "{} (the response body of agent at {shown})",
+        crate::agent::reply_too_large()
+    )]
+    BodyTooLarge {
+        /// The URL as the config writes it, masked.
+        shown: String,
+    },
+    /// An HTTP agent whose body is not JSON.
+    #[error("agent at {shown} answered with a body that is not JSON ({source}): {body}")]
+    BodyNotJson {
+        /// The URL as the config writes it, masked.
+        shown: String,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+        /// The body, clipped.
+        body: String,
+    },
+    /// An in-process agent that panicked.
+    #[error("agent panicked: {0}")]
+    Panicked(String),
+    /// An in-process agent's task that failed otherwise.
+    #[error("agent task failed: {0}")]
+    Task(#[source] tokio::task::JoinError),
+    /// An in-process agent's own error, as it wrote it.
+    #[error("agent error: {0}")]
+    Returned(String),
+}
+
+impl From<AgentError> for StepError {
+    /// The one place an agent's failure becomes a step's error: the case is an `error`.
+    fn from(e: AgentError) -> StepError {
+        StepError::Broken(e.to_string())
+    }
+}
+
+/// A tool call of an `openai` agent that no mock answers. The case fails: an unanswered
+/// call must not be guessed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MockError {
+    /// No mock for that tool at all.
+    #[error("no mock answers the tool call {call}: there are no mocks for `{name}`; add one to the case's `setup.mocks` or the agent's `mocks`, or run with --live")]
+    NoMocks {
+        /// The tool.
+        name: String,
+        /// The call, like `search({"q":"x"})`.
+        call: String,
+    },
+    /// Mocks for the tool, none matching these arguments.
+    #[error("no mock matches the tool call {call}; the mocks for `{name}` are:\n{}", .mocks.join("\n"))]
+    NoMatch {
+        /// The tool.
+        name: String,
+        /// The call, like `search({"q":"x"})`.
+        call: String,
+        /// The tool's mocks, one per line: `  <where> when <conditions>`.
+        mocks: Vec<String>,
+    },
+}
+
+impl From<MockError> for StepError {
+    /// An unanswered tool call fails the case.
+    fn from(e: MockError) -> StepError {
+        StepError::Failed(e.to_string())
+    }
+}
+
+/// Why no person can answer for the user, or why their answer did not come.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PersonError {
+    /// `--skip-interactive`.
+    #[error("interactive input is off (--skip-interactive)")]
+    Off,
+    /// The case does not ask for a person.
+    #[error("the case is not interactive")]
+    NotInteractive,
+    /// Nobody is there on CI.
+    #[error("no person can answer on CI")]
+    OnCi,
+    /// Stdin is not a terminal, and `--interactive` does not say to read it anyway.
+    #[error("there is no terminal to ask (stdin is not a terminal; run with --interactive to read answers from it)")]
+    NoTerminal,
+    /// Stdin could not be read.
+    #[error("failed to read the answer: {0}")]
+    Read(#[source] std::io::Error),
+    /// No answer in time.
+    #[error("no answer within {}", crate::util::format_duration(*.wait))]
+    NoAnswer {
+        /// How long the person had.
+        wait: std::time::Duration,
+    },
+}
+
+/// A JSONPath that cannot be evaluated on a reply. Not a step's error: the assertion
+/// that needs it fails with this as its reason.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub(crate) enum SelectError {
+    /// The reply has nothing structured to look into.
+    #[error(
+        "cannot evaluate {path}: the reply has no `data` and its text is not JSON; reply: {reply}"
+    )]
+    NotJson {
+        /// The path as written.
+        path: String,
+        /// The reply's text, clipped and quoted.
+        reply: String,
+    },
+    /// The query failed.
+    #[error("cannot evaluate {path}: {source}")]
+    Query {
+        /// The path as written.
+        path: String,
+        /// Why.
+        #[source]
+        source: jsonpath_rust::parser::errors::JsonPathError,
+    },
+}

@@ -256,7 +256,7 @@ impl OpenAiSession {
         match self.mocks.answer(name, arguments, &mut self.rng).await {
             Ok((MockAnswer::Result(r), _)) => Ok((Some(r), None)),
             Ok((MockAnswer::Error(e), _)) => Ok((None, Some(e))),
-            Err(why) => Err(StepError::Failed(why)),
+            Err(e) => Err(e.into()),
         }
     }
 

@@ -4,7 +4,7 @@
 use super::in_process::{panicked, Agent, CatchUnwind};
 use super::{http, openai, process, CaseScope};
 use crate::config::{AgentConfig, Config};
-use crate::errors::{AgentSetupError, StepError};
+use crate::errors::{AgentError, AgentSetupError, StepError};
 use crate::protocol::{Reply, Request};
 use crate::util::expand_env;
 use std::sync::Arc;
@@ -104,7 +104,7 @@ impl AgentDef {
     }
 
     /// Starts one conversation (for a process agent, spawns the process).
-    pub(crate) async fn start(&self, scope: &CaseScope) -> Result<Session, String> {
+    pub(crate) async fn start(&self, scope: &CaseScope) -> Result<Session, AgentError> {
         Ok(match self {
             AgentDef::Process(spec) => {
                 let session = spec.spawn()?;
@@ -151,11 +151,11 @@ impl Session {
     pub(crate) async fn send(&mut self, request: &Request) -> Result<Reply, StepError> {
         match self {
             Session::OpenAi(o) => o.send(request).await,
-            other => other.send_plain(request).await.map_err(StepError::Broken),
+            other => Ok(other.send_plain(request).await?),
         }
     }
 
-    async fn send_plain(&mut self, request: &Request) -> Result<Reply, String> {
+    async fn send_plain(&mut self, request: &Request) -> Result<Reply, AgentError> {
         match self {
             Session::OpenAi(_) => unreachable!("handled by send"),
             Session::Process(p) => p.send(request).await,
@@ -170,14 +170,14 @@ impl Session {
                     .await
                     .map_err(|e| match e.try_into_panic() {
                         Ok(payload) => panicked(payload.as_ref()),
-                        Err(e) => format!("agent task failed: {e}"),
+                        Err(e) => AgentError::Task(e),
                     })?
-                    .map_err(|e| format!("agent error: {e}"))
+                    .map_err(AgentError::Returned)
             }
             Session::InProcess(a) => CatchUnwind(a.respond(request))
                 .await
                 .map_err(|payload| panicked(payload.as_ref()))?
-                .map_err(|e| format!("agent error: {e}")),
+                .map_err(AgentError::Returned),
         }
     }
 

@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use crate::agent::{describe_stderr, AgentDef, CaseScope};
 use crate::case::{Case, Mode};
 use crate::check::EvalEnv;
-use crate::errors::SetupError;
+use crate::errors::{SetupError, StepError};
 use crate::llm::{cassette, ModelCalls};
 use crate::protocol::{Role, TokenUsage};
 use crate::record::{CaseReport, Status};
@@ -114,7 +114,11 @@ async fn body(
             .map_err(|e| Stop::error(format!("before hook: {e}")))?;
     }
     *phase = "starting the agent".into();
-    let mut session = setup.agent.start(&setup.scope).await.map_err(Stop::error)?;
+    let mut session = setup
+        .agent
+        .start(&setup.scope)
+        .await
+        .map_err(StepError::from)?;
     let judges = CaseJudges {
         ctx,
         scope: &setup.scope,

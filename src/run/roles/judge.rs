@@ -73,7 +73,7 @@ impl CaseJudges<'_> {
         let mut session = def
             .start(&scope)
             .await
-            .map_err(|e| StepError::Broken(format!("{who}: {e}")))?;
+            .map_err(|e| StepError::from(e).context(&who))?;
         let template = Request {
             session_id: new_session_id(),
             test_id: "judge".into(),
