@@ -1059,3 +1059,278 @@ pub(crate) enum SelectError {
         source: jsonpath_rust::parser::errors::JsonPathError,
     },
 }
+
+/// A report that cannot be written or read back.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// A file name whose extension names no format.
+    #[error("the report {path} has no known extension; use one of: {}", crate::record::Format::EXTENSIONS.join(", "))]
+    UnknownFormat {
+        /// The report.
+        path: PathBuf,
+    },
+    /// A report other than JSONL under nextest, where each case runs in its own process.
+    #[error("under nextest each case runs in its own process, so the report must be JSONL (got {path}); write a .jsonl file and build other formats with `agentest report {} -o report.html`", .path.with_extension("jsonl").display())]
+    NotJsonl {
+        /// The report.
+        path: PathBuf,
+    },
+    /// The report cannot be opened.
+    #[error("failed to open the report {path}: {source}")]
+    Open {
+        /// The report.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line cannot be appended to a JSONL report.
+    #[error(transparent)]
+    Append(std::io::Error),
+    /// A rendered report cannot be written.
+    #[error("failed to write the report {path}: {source}")]
+    Write {
+        /// The report.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A folder of reports cannot be listed.
+    #[error("failed to list {path}: {source}")]
+    List {
+        /// The folder.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A folder without JSONL reports.
+    #[error("no .jsonl reports in {path}")]
+    NoReports {
+        /// The folder.
+        path: PathBuf,
+    },
+    /// A report cannot be read.
+    #[error("failed to read {path}: {source}")]
+    Read {
+        /// The report.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line that is not a case record or a summary.
+    #[error("{}line {line}: {source}", .file.as_ref().map(|f| format!("{}: ", f.display())).unwrap_or_default())]
+    Line {
+        /// The report, when the text came from a file.
+        file: Option<PathBuf>,
+        /// The line's number, from 1.
+        line: usize,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// What became of the `<golden>.new` file a mismatch writes for review.
+#[derive(Debug)]
+pub(crate) enum NewFile {
+    /// None was to be written (`AGENTEST_UPDATE=no`).
+    Skipped,
+    /// Written, at this path (as messages show it).
+    Written(String),
+    /// It could not be written.
+    Failed {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+impl std::fmt::Display for NewFile {
+    /// `wrote <file>; `, `failed to write <file>: <why>; `, or nothing: the start of
+    /// the advice after a mismatch.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NewFile::Skipped => Ok(()),
+            NewFile::Written(p) => write!(f, "wrote {p}; "),
+            NewFile::Failed { path, source } => {
+                write!(f, "failed to write {}: {source}; ", path.display())
+            }
+        }
+    }
+}
+
+/// A golden transcript that does not match, or golden files that cannot be read,
+/// written, accepted or rejected.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum GoldenError {
+    /// The golden file exists but cannot be read.
+    #[error("failed to read the golden file {shown}: {source}")]
+    Read {
+        /// The golden file, as messages show it.
+        shown: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The golden file cannot be written (`AGENTEST_UPDATE=always`).
+    #[error("failed to write the golden file {shown}: {source}")]
+    Write {
+        /// The golden file, as messages show it.
+        shown: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The transcript differs from the golden file.
+    #[error(
+        "the transcript differs from the golden file {shown}:\n{diff}\n{new_file}{}",
+        UPDATE_ADVICE
+    )]
+    Mismatch {
+        /// The golden file, as messages show it.
+        shown: String,
+        /// The unified diff, golden against actual.
+        diff: String,
+        /// The `.new` file written for review.
+        new_file: NewFile,
+    },
+    /// There is no golden file yet.
+    #[error("there is no golden file {shown} yet (a transcript is never accepted silently);\n{new_file}{}", UPDATE_ADVICE)]
+    Missing {
+        /// The golden file, as messages show it.
+        shown: String,
+        /// The `.new` file written for review.
+        new_file: NewFile,
+    },
+    /// A folder cannot be searched for pending files.
+    #[error("failed to list {path}: {source}")]
+    List {
+        /// The folder.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A pending file cannot be read.
+    #[error("failed to read {path}: {source}")]
+    ReadPending {
+        /// The `.new` file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A pending file cannot replace its golden file.
+    #[error("failed to accept {path}: {source}")]
+    Accept {
+        /// The `.new` file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A rejected pending file cannot be deleted.
+    #[error("failed to delete {path}: {source}")]
+    Delete {
+        /// The `.new` file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// How to update golden files, after a mismatch.
+const UPDATE_ADVICE: &str = "review it with `agentest review`, accept all with `agentest accept`, or rerun with AGENTEST_UPDATE=always";
+
+/// A case that cannot be frozen from a report.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum FreezeError {
+    /// The report's record has no turns.
+    #[error("the report's record of {trial} has no turns to freeze")]
+    NoTurns {
+        /// The case's trial.
+        trial: String,
+    },
+    /// The report cannot be read.
+    #[error("failed to read the report {path}: {source}")]
+    Read {
+        /// The report.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line of the report that is not JSON.
+    #[error("{path}:{line}: not a report line ({source})")]
+    NotJson {
+        /// The report.
+        path: PathBuf,
+        /// The line's number, from 1.
+        line: usize,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A line of the report that is not a case record.
+    #[error("{path}:{line}: not a case record ({source})")]
+    NotRecord {
+        /// The report.
+        path: PathBuf,
+        /// The line's number, from 1.
+        line: usize,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// No record of the case.
+    #[error("the report {path} has no record of {trial}; run the suite with -o {path} first")]
+    NoRecord {
+        /// The report.
+        path: PathBuf,
+        /// The case's trial.
+        trial: String,
+    },
+    /// No record of the trial, and several of the id.
+    #[error("the report {path} has no record of {trial}, and several cases with the id \"{id}\" ({}); run the suite again with -o to get its own record", .trials.join(", "))]
+    Ambiguous {
+        /// The report.
+        path: PathBuf,
+        /// The case's trial.
+        trial: String,
+        /// The case's id.
+        id: String,
+        /// The trials with that id.
+        trials: Vec<String>,
+    },
+}
+
+/// What `-i` names cannot be planned.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PlanError {
+    /// `-i ""`.
+    #[error("the input is empty; pass a suite file, a directory of suites, or a message")]
+    Empty,
+    /// A path that does not exist.
+    #[error("input `{input}` does not exist; pass a suite file, a directory of suites, or a quoted message")]
+    Missing {
+        /// The input.
+        input: String,
+    },
+    /// One word that is no file: more likely a mistyped path than a message.
+    #[error("input `{input}` is neither a file nor a directory; to send it to the agent as a message, add --message")]
+    NotAPath {
+        /// The input.
+        input: String,
+    },
+    /// The suites cannot be found.
+    #[error(transparent)]
+    Suites(#[from] SuiteError),
+    /// The working directory, where a message case lives, cannot be read.
+    #[error("failed to read the working directory: {0}")]
+    Cwd(#[source] std::io::Error),
+}

@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::agent::Agent;
 use crate::check::Check;
 use crate::config::Config;
+use crate::errors::ReportError;
 use crate::plan::{Input, Plan};
 use crate::record::{failure_message, CaseReport, Recorder, ReportSink, RunInfo, Status};
 use crate::run::context::Registry;
@@ -259,7 +260,7 @@ fn outcome(report: &CaseReport) -> Result<Completion, Failed> {
 
 /// Under cargo test one process writes the whole report; under nextest every case's
 /// process appends to it, and a new run id starts it afresh.
-fn open_report(settings: &Settings, path: &Path) -> Result<ReportSink, String> {
+fn open_report(settings: &Settings, path: &Path) -> Result<ReportSink, ReportError> {
     match &settings.nextest {
         Some(n) => match n.run_id.as_deref() {
             Some(run) => ReportSink::for_run(path, run),

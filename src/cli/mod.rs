@@ -201,10 +201,11 @@ pub fn main() -> ExitCode {
                         ExitCode::from(1)
                     }
                 })
+                .map_err(|e| e.to_string())
         }
-        Command::Accept(args) => {
-            crate::record::review::accept_all(&args.root()).map(|_| ExitCode::SUCCESS)
-        }
+        Command::Accept(args) => crate::record::review::accept_all(&args.root())
+            .map(|_| ExitCode::SUCCESS)
+            .map_err(|e| e.to_string()),
         Command::Freeze(args) => commands::freeze(args),
         Command::Report(args) => commands::report(args),
     };
