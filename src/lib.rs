@@ -28,8 +28,8 @@
 //! ## Models
 //! `openai` agents, the built-in user simulator and judges call an OpenAI-compatible
 //! endpoint (`[llm]`); every call is recorded in a per-case cassette under
-//! `<suites>/.cassettes/` and replayed on later runs, so CI runs offline. See
-//! [`llm`], [`judge`] and [`mocks`].
+//! `<suites>/.cassettes/` and replayed on later runs, so CI runs offline. A model judge
+//! for your own tests is in [`judge`].
 //!
 //! ## Known limitations
 //! - A blocking in-process agent that overruns its deadline is abandoned, not stopped:
