@@ -5,8 +5,17 @@
 //! `run::outcome::status_of`), or the run's exit code. A broken invariant of agentest's own is a bug: it panics, and
 //! the case's panic guard reports it as that case's `error`.
 //!
+//! Every error is a `thiserror` type in this module, with what caused it as its
+//! `#[source]`. Each kind of failure of a step (an agent, a mock, a script, a model call)
+//! becomes a [`StepError`] in one `From` impl. `String` is left only where the message is
+//! the product: what user code returns (agents, hooks, scripts), a parser's or a server's
+//! own text, `Reply::from_json` (public; its message is the advice an agent's author
+//! reads), and the command line's top, which prints it and exits with code 2.
+//!
 //! Messages are lowercase fragments that read well after "failed to" or a location, and
 //! never contain a secret (settings are shown as written, before `${VAR}` expansion).
+//! Reports and failure messages carry an error's `Display` alone, so a message that
+//! depends on its source shows it (`...: {source}`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -15,6 +24,8 @@ use crate::case::Location;
 
 /// What `reqwest::Url::parse` fails with (the `url` crate's `ParseError`).
 pub(crate) type UrlParseError = <reqwest::Url as std::str::FromStr>::Err;
+
+// Reading cases, suites and what to run.
 
 /// A case that could not be read: where, which field, what is wrong and how to fix it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -68,6 +79,46 @@ pub enum SuiteError {
         /// Why.
         source: std::io::Error,
     },
+}
+
+/// What `-i` names cannot be planned.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PlanError {
+    /// `-i ""`.
+    #[error("the input is empty; pass a suite file, a directory of suites, or a message")]
+    Empty,
+    /// A path that does not exist.
+    #[error("input `{input}` does not exist; pass a suite file, a directory of suites, or a quoted message")]
+    Missing {
+        /// The input.
+        input: String,
+    },
+    /// One word that is no file: more likely a mistyped path than a message.
+    #[error("input `{input}` is neither a file nor a directory; to send it to the agent as a message, add --message")]
+    NotAPath {
+        /// The input.
+        input: String,
+    },
+    /// The suites cannot be found.
+    #[error(transparent)]
+    Suites(#[from] SuiteError),
+    /// The working directory, where a message case lives, cannot be read.
+    #[error("failed to read the working directory: {0}")]
+    Cwd(#[source] std::io::Error),
+}
+
+// The environment and `agentest.toml`.
+
+/// An environment variable with a value agentest cannot use.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("environment variable {name}={value:?} is not valid; use {expected}")]
+pub(crate) struct SettingsError {
+    /// The variable.
+    pub(crate) name: String,
+    /// Its value, as set.
+    pub(crate) value: String,
+    /// What it may be.
+    pub(crate) expected: String,
 }
 
 /// A config file that could not be read.
@@ -199,6 +250,86 @@ pub enum ConfigValueError {
         name: String,
     },
 }
+
+/// A duration (`"30s"`, `"2m"`, `"1m30s"`, `"500ms"`) that cannot be read, or a timeout
+/// that could never be met.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    /// Nothing was written.
+    #[error("empty duration; write it like \"30s\", \"2m\" or \"500ms\"")]
+    Empty,
+    /// A unit with no number before it.
+    #[error("invalid duration \"{text}\": expected a number before \"{rest}\"; write it like \"30s\", \"2m\" or \"500ms\"")]
+    NoNumber {
+        /// The duration as written.
+        text: String,
+        /// What follows where a number was expected.
+        rest: String,
+    },
+    /// Digits and dots that do not make a number (`1.2.3s`).
+    #[error("invalid duration \"{text}\": \"{number}\" is not a number")]
+    NotANumber {
+        /// The duration as written.
+        text: String,
+        /// The part that is not a number.
+        number: String,
+    },
+    /// A bare number: seconds or milliseconds would be a guess.
+    #[error("invalid duration \"{text}\": a unit is missing; write \"{text}s\" for seconds or \"{text}ms\" for milliseconds")]
+    NoUnit {
+        /// The duration as written.
+        text: String,
+    },
+    /// A unit other than ms, s, m or h.
+    #[error("invalid duration \"{text}\": unknown unit \"{unit}\"; use ms, s, m or h")]
+    UnknownUnit {
+        /// The duration as written.
+        text: String,
+        /// The unit, trimmed.
+        unit: String,
+    },
+    /// More than a year, or not finite.
+    #[error("invalid duration \"{text}\": too long")]
+    TooLong {
+        /// The duration as written.
+        text: String,
+    },
+    /// A timeout of zero, which would end before anything can happen.
+    #[error("a timeout of \"{text}\" ends before anything can happen; give a positive duration like \"30s\" or \"2m\", or leave the timeout out for the default")]
+    ZeroTimeout {
+        /// The timeout as written, trimmed.
+        text: String,
+    },
+}
+
+/// A `${VAR}` reference in the config that cannot be expanded. Never holds a value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EnvError {
+    /// `${` without its `}`.
+    #[error("unclosed `${{` in {what}; write variables as ${{NAME}}")]
+    Unclosed {
+        /// The setting, like `[agent].url`.
+        what: String,
+    },
+    /// The variable is not set.
+    #[error("environment variable `{name}` is not set (used in {what})")]
+    Unset {
+        /// The variable.
+        name: String,
+        /// The setting, like `[agent].url`.
+        what: String,
+    },
+}
+
+/// A cassette mode name that is none of the known ones.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown cassette mode \"{given}\"; expected auto, replay, strict, record or off")]
+pub struct CassetteModeError {
+    /// The name as given, trimmed.
+    pub given: String,
+}
+
+// Setting up what a case runs with: agents, model endpoints, commands.
 
 /// An agent, or a model endpoint, that cannot be built from its config: a table whose
 /// keys do not fit its `type`, a `${VAR}` that is not set, a URL, header or file that
@@ -440,23 +571,7 @@ fn agent_hint(suggestion: Option<&str>, known: &[String]) -> String {
     }
 }
 
-/// A model call that did not produce an answer.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum LlmError {
-    /// No recording and no way to call the model (no API key, or replay-only mode).
-    /// Outside CI such a case is ignored with this reason; on CI it fails.
-    #[error("{0}")]
-    Unavailable(String),
-    /// The endpoint refused or failed, after any retries.
-    #[error("{0}")]
-    Failed(String),
-    /// A call that must be replayed (on CI, or in `replay` mode) has no recording.
-    #[error("{0}")]
-    NotRecorded(String),
-    /// A cassette file could not be read or written.
-    #[error("{0}")]
-    Cassette(String),
-}
+// The steps of a case, and how each kind of failure becomes a `StepError`.
 
 /// Why a step of a case (an agent's turn, a model call, a judge, a simulator, a script,
 /// a hook) gave no usable answer. One type for every step, so that one function,
@@ -496,6 +611,24 @@ impl From<SetupError> for StepError {
     }
 }
 
+/// A model call that did not produce an answer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LlmError {
+    /// No recording and no way to call the model (no API key, or replay-only mode).
+    /// Outside CI such a case is ignored with this reason; on CI it fails.
+    #[error("{0}")]
+    Unavailable(String),
+    /// The endpoint refused or failed, after any retries.
+    #[error("{0}")]
+    Failed(String),
+    /// A call that must be replayed (on CI, or in `replay` mode) has no recording.
+    #[error("{0}")]
+    NotRecorded(String),
+    /// A cassette file could not be read or written.
+    #[error("{0}")]
+    Cassette(String),
+}
+
 impl From<LlmError> for StepError {
     /// The one place a failed model call becomes a step's error.
     fn from(e: LlmError) -> StepError {
@@ -533,103 +666,254 @@ impl From<StepError> for JudgeError {
     }
 }
 
-/// An environment variable with a value agentest cannot use.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("environment variable {name}={value:?} is not valid; use {expected}")]
-pub(crate) struct SettingsError {
-    /// The variable.
-    pub(crate) name: String,
-    /// Its value, as set.
-    pub(crate) value: String,
-    /// What it may be.
-    pub(crate) expected: String,
+/// An agent under test that gave no usable reply: it could not be started, it crashed,
+/// timed out, or broke the protocol. The case is an `error`.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum AgentError {
+    /// A process agent with no program.
+    #[error("the agent command is empty")]
+    EmptyCommand,
+    /// A process agent that could not be started.
+    #[error("failed to start agent `{shown}` in {cwd}: {source}")]
+    Spawn {
+        /// The command as the config writes it.
+        shown: String,
+        /// Where it was to run.
+        cwd: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The request could not be encoded.
+    #[error("failed to encode the request: {0}")]
+    Encode(#[source] serde_json::Error),
+    /// A process agent that was gone before it read the request.
+    #[error("agent process exited before reading the request{note}: {source}{stderr}")]
+    ExitedBeforeRequest {
+        /// How it ended, like ` (exit status: 1)`.
+        note: String,
+        /// The failed write.
+        #[source]
+        source: std::io::Error,
+        /// `; agent stderr (last lines): ...`.
+        stderr: String,
+    },
+    /// A process agent's own `timeout` passed.
+    #[error("agent process did not reply within {}", crate::util::format_duration(*.timeout))]
+    Timeout {
+        /// The agent's `timeout`.
+        timeout: std::time::Duration,
+    },
+    /// Its stdout could not be read.
+    #[error("failed to read the agent's stdout: {0}")]
+    Stdout(#[source] std::io::Error),
+    /// A reply line longer than the limit.
+    #[error(
+        "{} (no newline in the first {} bytes of stdout){stderr}",
+        crate::agent::reply_too_large(),
+        crate::agent::MAX_REPLY_BYTES
+    )]
+    LineTooLong {
+        /// `; agent stderr (last lines): ...`.
+        stderr: String,
+    },
+    /// A process agent that ended without replying.
+    #[error("agent process exited before replying{note}{stderr}")]
+    Exited {
+        /// How it ended, like ` (exit status: 1)`.
+        note: String,
+        /// `; agent stderr (last lines): ...`.
+        stderr: String,
+    },
+    /// A reply line that is not UTF-8.
+    #[error("agent process printed a line that is not UTF-8: {0}")]
+    NotUtf8(#[source] std::str::Utf8Error),
+    /// A reply line that is not JSON.
+    #[error("agent process printed a line that is not JSON ({source}): {line}{stderr}\nhint: a process agent must print exactly one JSON reply per line on stdout; write logs to stderr")]
+    NotJson {
+        /// The line, clipped.
+        line: String,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+        /// `; agent stderr (last lines): ...`.
+        stderr: String,
+    },
+    /// A reply that does not fit the protocol (see `Reply::from_json`).
+    #[error("agent reply broke the protocol: {0}")]
+    Protocol(String),
+    /// An HTTP agent that did not answer within its timeout.
+    #[error("agent at {shown} did not answer within {}", crate::util::format_duration(*.timeout))]
+    HttpTimeout {
+        /// The URL as the config writes it, masked.
+        shown: String,
+        /// The request's timeout.
+        timeout: std::time::Duration,
+    },
+    /// An HTTP agent that could not be reached.
+    #[error("failed to connect to agent at {shown}: {}", crate::util::root_cause(.source))]
+    Connect {
+        /// The URL as the config writes it, masked.
+        shown: String,
+        /// Why (without the expanded URL).
+        #[source]
+        source: reqwest::Error,
+    },
+    /// An HTTP request that failed otherwise.
+    #[error("request to agent at {shown} failed: {}", crate::util::root_cause(.source))]
+    Request {
+        /// The URL as the config writes it, masked.
+        shown: String,
+        /// Why (without the expanded URL).
+        #[source]
+        source: reqwest::Error,
+    },
+    /// An HTTP agent that answered with an error status.
+    #[error("agent at {shown} answered HTTP {status}: {body}")]
+    Status {
+        /// The URL as the config writes it, masked.
+        shown: String,
+        /// The status.
+        status: reqwest::StatusCode,
+        /// The start of the body, clipped.
+        body: String,
+    },
+    /// An HTTP agent that announced a body over the limit.
+    #[error(
+        "{} (agent at {shown} announced a body of {length} bytes)",
+        crate::agent::reply_too_large()
+    )]
+    AnnouncedTooLarge {
+        /// The URL as the config writes it, masked.
+        shown: String,
+        /// The announced length.
+        length: u64,
+    },
+    /// An HTTP agent whose body went over the limit.
+    #[error(
+        "{} (the response body of agent at {shown})",
+        crate::agent::reply_too_large()
+    )]
+    BodyTooLarge {
+        /// The URL as the config writes it, masked.
+        shown: String,
+    },
+    /// An HTTP agent whose body is not JSON.
+    #[error("agent at {shown} answered with a body that is not JSON ({source}): {body}")]
+    BodyNotJson {
+        /// The URL as the config writes it, masked.
+        shown: String,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+        /// The body, clipped.
+        body: String,
+    },
+    /// An `openai` agent's model still calling tools after `max_tool_rounds` calls.
+    #[error("the model was still calling tools after {rounds} rounds in one turn; raise max_tool_rounds or check what the mocks answer")]
+    ToolRounds {
+        /// `max_tool_rounds`.
+        rounds: u32,
+    },
+    /// A tool call in live mode by an `openai` agent without `tools_url`.
+    #[error("live mode sends tool calls to the agent's `tools_url`, and this agent has none; add tools_url to its config or run without --live to use mocks (the call was {tool})")]
+    NoToolsUrl {
+        /// The tool called.
+        tool: String,
+    },
+    /// The tool endpoint could not be reached, or its body not read.
+    #[error("tool endpoint {shown}: {source}")]
+    ToolEndpoint {
+        /// The endpoint as the config writes it, masked.
+        shown: String,
+        /// Why (without the expanded URL).
+        #[source]
+        source: reqwest::Error,
+    },
+    /// The tool endpoint answered a call with a success that is not JSON.
+    #[error("tool endpoint {shown} answered {tool} with invalid JSON: {source}")]
+    ToolEndpointJson {
+        /// The endpoint as the config writes it, masked.
+        shown: String,
+        /// The tool called.
+        tool: String,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// An in-process agent that panicked.
+    #[error("agent panicked: {0}")]
+    Panicked(String),
+    /// An in-process agent's task that failed otherwise.
+    #[error("agent task failed: {0}")]
+    Task(#[source] tokio::task::JoinError),
+    /// An in-process agent's own error, as it wrote it.
+    #[error("agent error: {0}")]
+    Returned(String),
 }
 
-/// A duration (`"30s"`, `"2m"`, `"1m30s"`, `"500ms"`) that cannot be read, or a timeout
-/// that could never be met.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DurationError {
-    /// Nothing was written.
-    #[error("empty duration; write it like \"30s\", \"2m\" or \"500ms\"")]
-    Empty,
-    /// A unit with no number before it.
-    #[error("invalid duration \"{text}\": expected a number before \"{rest}\"; write it like \"30s\", \"2m\" or \"500ms\"")]
-    NoNumber {
-        /// The duration as written.
-        text: String,
-        /// What follows where a number was expected.
-        rest: String,
-    },
-    /// Digits and dots that do not make a number (`1.2.3s`).
-    #[error("invalid duration \"{text}\": \"{number}\" is not a number")]
-    NotANumber {
-        /// The duration as written.
-        text: String,
-        /// The part that is not a number.
-        number: String,
-    },
-    /// A bare number: seconds or milliseconds would be a guess.
-    #[error("invalid duration \"{text}\": a unit is missing; write \"{text}s\" for seconds or \"{text}ms\" for milliseconds")]
-    NoUnit {
-        /// The duration as written.
-        text: String,
-    },
-    /// A unit other than ms, s, m or h.
-    #[error("invalid duration \"{text}\": unknown unit \"{unit}\"; use ms, s, m or h")]
-    UnknownUnit {
-        /// The duration as written.
-        text: String,
-        /// The unit, trimmed.
-        unit: String,
-    },
-    /// More than a year, or not finite.
-    #[error("invalid duration \"{text}\": too long")]
-    TooLong {
-        /// The duration as written.
-        text: String,
-    },
-    /// A timeout of zero, which would end before anything can happen.
-    #[error("a timeout of \"{text}\" ends before anything can happen; give a positive duration like \"30s\" or \"2m\", or leave the timeout out for the default")]
-    ZeroTimeout {
-        /// The timeout as written, trimmed.
-        text: String,
-    },
-}
-
-/// A `${VAR}` reference in the config that cannot be expanded. Never holds a value.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum EnvError {
-    /// `${` without its `}`.
-    #[error("unclosed `${{` in {what}; write variables as ${{NAME}}")]
-    Unclosed {
-        /// The setting, like `[agent].url`.
-        what: String,
-    },
-    /// The variable is not set.
-    #[error("environment variable `{name}` is not set (used in {what})")]
-    Unset {
-        /// The variable.
-        name: String,
-        /// The setting, like `[agent].url`.
-        what: String,
-    },
-}
-
-/// A cassette mode name that is none of the known ones.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown cassette mode \"{given}\"; expected auto, replay, strict, record or off")]
-pub struct CassetteModeError {
-    /// The name as given, trimmed.
-    pub given: String,
-}
-
-/// `; stderr:\n<tail>`, or nothing when the command wrote nothing on stderr.
-fn stderr_note(tail: &str) -> String {
-    if tail.is_empty() {
-        String::new()
-    } else {
-        format!("; stderr:\n{tail}")
+impl From<AgentError> for StepError {
+    /// The one place an agent's failure becomes a step's error: the case is an `error`.
+    fn from(e: AgentError) -> StepError {
+        StepError::Broken(e.to_string())
     }
+}
+
+/// A tool call of an `openai` agent that no mock answers. The case fails: an unanswered
+/// call must not be guessed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MockError {
+    /// No mock for that tool at all.
+    #[error("no mock answers the tool call {call}: there are no mocks for `{name}`; add one to the case's `setup.mocks` or the agent's `mocks`, or run with --live")]
+    NoMocks {
+        /// The tool.
+        name: String,
+        /// The call, like `search({"q":"x"})`.
+        call: String,
+    },
+    /// Mocks for the tool, none matching these arguments.
+    #[error("no mock matches the tool call {call}; the mocks for `{name}` are:\n{}", .mocks.join("\n"))]
+    NoMatch {
+        /// The tool.
+        name: String,
+        /// The call, like `search({"q":"x"})`.
+        call: String,
+        /// The tool's mocks, one per line: `  <where> when <conditions>`.
+        mocks: Vec<String>,
+    },
+}
+
+impl From<MockError> for StepError {
+    /// An unanswered tool call fails the case.
+    fn from(e: MockError) -> StepError {
+        StepError::Failed(e.to_string())
+    }
+}
+
+/// Why no person can answer for the user, or why their answer did not come.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PersonError {
+    /// `--skip-interactive`.
+    #[error("interactive input is off (--skip-interactive)")]
+    Off,
+    /// The case does not ask for a person.
+    #[error("the case is not interactive")]
+    NotInteractive,
+    /// Nobody is there on CI.
+    #[error("no person can answer on CI")]
+    OnCi,
+    /// Stdin is not a terminal, and `--interactive` does not say to read it anyway.
+    #[error("there is no terminal to ask (stdin is not a terminal; run with --interactive to read answers from it)")]
+    NoTerminal,
+    /// Stdin could not be read.
+    #[error("failed to read the answer: {0}")]
+    Read(#[source] std::io::Error),
+    /// No answer in time.
+    #[error("no answer within {}", crate::util::format_duration(*.wait))]
+    NoAnswer {
+        /// How long the person had.
+        wait: std::time::Duration,
+    },
 }
 
 /// A hook or script command that did not run to its end.
@@ -785,6 +1069,13 @@ pub(crate) enum ScriptError {
     },
 }
 
+impl From<ScriptError> for StepError {
+    /// A script that broke makes the case an `error`, never a pass or a fail.
+    fn from(e: ScriptError) -> StepError {
+        StepError::Broken(e.to_string())
+    }
+}
+
 /// A script command's stdout that holds no verdict.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ScriptAnswerError {
@@ -810,229 +1101,13 @@ pub(crate) enum ScriptAnswerError {
     },
 }
 
-impl From<ScriptError> for StepError {
-    /// A script that broke makes the case an `error`, never a pass or a fail.
-    fn from(e: ScriptError) -> StepError {
-        StepError::Broken(e.to_string())
+/// `; stderr:\n<tail>`, or nothing when the command wrote nothing on stderr.
+fn stderr_note(tail: &str) -> String {
+    if tail.is_empty() {
+        String::new()
+    } else {
+        format!("; stderr:\n{tail}")
     }
-}
-
-/// An agent under test that gave no usable reply: it could not be started, it crashed,
-/// timed out, or broke the protocol. The case is an `error`.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum AgentError {
-    /// A process agent with no program.
-    #[error("the agent command is empty")]
-    EmptyCommand,
-    /// A process agent that could not be started.
-    #[error("failed to start agent `{shown}` in {cwd}: {source}")]
-    Spawn {
-        /// The command as the config writes it.
-        shown: String,
-        /// Where it was to run.
-        cwd: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The request could not be encoded.
-    #[error("failed to encode the request: {0}")]
-    Encode(#[source] serde_json::Error),
-    /// A process agent that was gone before it read the request.
-    #[error("agent process exited before reading the request{note}: {source}{stderr}")]
-    ExitedBeforeRequest {
-        /// How it ended, like ` (exit status: 1)`.
-        note: String,
-        /// The failed write.
-        #[source]
-        source: std::io::Error,
-        /// `; agent stderr (last lines): ...`.
-        stderr: String,
-    },
-    /// A process agent's own `timeout` passed.
-    #[error("agent process did not reply within {}", crate::util::format_duration(*.timeout))]
-    Timeout {
-        /// The agent's `timeout`.
-        timeout: std::time::Duration,
-    },
-    /// Its stdout could not be read.
-    #[error("failed to read the agent's stdout: {0}")]
-    Stdout(#[source] std::io::Error),
-    /// A reply line longer than the limit.
-    #[error(
-        "{} (no newline in the first {} bytes of stdout){stderr}",
-        crate::agent::reply_too_large(),
-        crate::agent::MAX_REPLY_BYTES
-    )]
-    LineTooLong {
-        /// `; agent stderr (last lines): ...`.
-        stderr: String,
-    },
-    /// A process agent that ended without replying.
-    #[error("agent process exited before replying{note}{stderr}")]
-    Exited {
-        /// How it ended, like ` (exit status: 1)`.
-        note: String,
-        /// `; agent stderr (last lines): ...`.
-        stderr: String,
-    },
-    /// A reply line that is not UTF-8.
-    #[error("agent process printed a line that is not UTF-8: {0}")]
-    NotUtf8(#[source] std::str::Utf8Error),
-    /// A reply line that is not JSON.
-    #[error("agent process printed a line that is not JSON ({source}): {line}{stderr}\nhint: a process agent must print exactly one JSON reply per line on stdout; write logs to stderr")]
-    NotJson {
-        /// The line, clipped.
-        line: String,
-        /// Why.
-        #[source]
-        source: serde_json::Error,
-        /// `; agent stderr (last lines): ...`.
-        stderr: String,
-    },
-    /// A reply that does not fit the protocol (see `Reply::from_json`).
-    #[error("agent reply broke the protocol: {0}")]
-    Protocol(String),
-    /// An HTTP agent that did not answer within its timeout.
-    #[error("agent at {shown} did not answer within {}", crate::util::format_duration(*.timeout))]
-    HttpTimeout {
-        /// The URL as the config writes it, masked.
-        shown: String,
-        /// The request's timeout.
-        timeout: std::time::Duration,
-    },
-    /// An HTTP agent that could not be reached.
-    #[error("failed to connect to agent at {shown}: {}", crate::util::root_cause(.source))]
-    Connect {
-        /// The URL as the config writes it, masked.
-        shown: String,
-        /// Why (without the expanded URL).
-        #[source]
-        source: reqwest::Error,
-    },
-    /// An HTTP request that failed otherwise.
-    #[error("request to agent at {shown} failed: {}", crate::util::root_cause(.source))]
-    Request {
-        /// The URL as the config writes it, masked.
-        shown: String,
-        /// Why (without the expanded URL).
-        #[source]
-        source: reqwest::Error,
-    },
-    /// An HTTP agent that answered with an error status.
-    #[error("agent at {shown} answered HTTP {status}: {body}")]
-    Status {
-        /// The URL as the config writes it, masked.
-        shown: String,
-        /// The status.
-        status: reqwest::StatusCode,
-        /// The start of the body, clipped.
-        body: String,
-    },
-    /// An HTTP agent that announced a body over the limit.
-    #[error(
-        "{} (agent at {shown} announced a body of {length} bytes)",
-        crate::agent::reply_too_large()
-    )]
-    AnnouncedTooLarge {
-        /// The URL as the config writes it, masked.
-        shown: String,
-        /// The announced length.
-        length: u64,
-    },
-    /// An HTTP agent whose body went over the limit.
-    #[error(
-        "{} (the response body of agent at {shown})",
-        crate::agent::reply_too_large()
-    )]
-    BodyTooLarge {
-        /// The URL as the config writes it, masked.
-        shown: String,
-    },
-    /// An HTTP agent whose body is not JSON.
-    #[error("agent at {shown} answered with a body that is not JSON ({source}): {body}")]
-    BodyNotJson {
-        /// The URL as the config writes it, masked.
-        shown: String,
-        /// Why.
-        #[source]
-        source: serde_json::Error,
-        /// The body, clipped.
-        body: String,
-    },
-    /// An in-process agent that panicked.
-    #[error("agent panicked: {0}")]
-    Panicked(String),
-    /// An in-process agent's task that failed otherwise.
-    #[error("agent task failed: {0}")]
-    Task(#[source] tokio::task::JoinError),
-    /// An in-process agent's own error, as it wrote it.
-    #[error("agent error: {0}")]
-    Returned(String),
-}
-
-impl From<AgentError> for StepError {
-    /// The one place an agent's failure becomes a step's error: the case is an `error`.
-    fn from(e: AgentError) -> StepError {
-        StepError::Broken(e.to_string())
-    }
-}
-
-/// A tool call of an `openai` agent that no mock answers. The case fails: an unanswered
-/// call must not be guessed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum MockError {
-    /// No mock for that tool at all.
-    #[error("no mock answers the tool call {call}: there are no mocks for `{name}`; add one to the case's `setup.mocks` or the agent's `mocks`, or run with --live")]
-    NoMocks {
-        /// The tool.
-        name: String,
-        /// The call, like `search({"q":"x"})`.
-        call: String,
-    },
-    /// Mocks for the tool, none matching these arguments.
-    #[error("no mock matches the tool call {call}; the mocks for `{name}` are:\n{}", .mocks.join("\n"))]
-    NoMatch {
-        /// The tool.
-        name: String,
-        /// The call, like `search({"q":"x"})`.
-        call: String,
-        /// The tool's mocks, one per line: `  <where> when <conditions>`.
-        mocks: Vec<String>,
-    },
-}
-
-impl From<MockError> for StepError {
-    /// An unanswered tool call fails the case.
-    fn from(e: MockError) -> StepError {
-        StepError::Failed(e.to_string())
-    }
-}
-
-/// Why no person can answer for the user, or why their answer did not come.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum PersonError {
-    /// `--skip-interactive`.
-    #[error("interactive input is off (--skip-interactive)")]
-    Off,
-    /// The case does not ask for a person.
-    #[error("the case is not interactive")]
-    NotInteractive,
-    /// Nobody is there on CI.
-    #[error("no person can answer on CI")]
-    OnCi,
-    /// Stdin is not a terminal, and `--interactive` does not say to read it anyway.
-    #[error("there is no terminal to ask (stdin is not a terminal; run with --interactive to read answers from it)")]
-    NoTerminal,
-    /// Stdin could not be read.
-    #[error("failed to read the answer: {0}")]
-    Read(#[source] std::io::Error),
-    /// No answer in time.
-    #[error("no answer within {}", crate::util::format_duration(*.wait))]
-    NoAnswer {
-        /// How long the person had.
-        wait: std::time::Duration,
-    },
 }
 
 /// A JSONPath that cannot be evaluated on a reply. Not a step's error: the assertion
@@ -1059,6 +1134,8 @@ pub(crate) enum SelectError {
         source: jsonpath_rust::parser::errors::JsonPathError,
     },
 }
+
+// Reports, golden files and freezing.
 
 /// A report that cannot be written or read back.
 #[derive(Debug, thiserror::Error)]
@@ -1131,36 +1208,6 @@ pub enum ReportError {
         #[source]
         source: serde_json::Error,
     },
-}
-
-/// What became of the `<golden>.new` file a mismatch writes for review.
-#[derive(Debug)]
-pub(crate) enum NewFile {
-    /// None was to be written (`AGENTEST_UPDATE=no`).
-    Skipped,
-    /// Written, at this path (as messages show it).
-    Written(String),
-    /// It could not be written.
-    Failed {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-}
-
-impl std::fmt::Display for NewFile {
-    /// `wrote <file>; `, `failed to write <file>: <why>; `, or nothing: the start of
-    /// the advice after a mismatch.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            NewFile::Skipped => Ok(()),
-            NewFile::Written(p) => write!(f, "wrote {p}; "),
-            NewFile::Failed { path, source } => {
-                write!(f, "failed to write {}: {source}; ", path.display())
-            }
-        }
-    }
 }
 
 /// A golden transcript that does not match, or golden files that cannot be read,
@@ -1244,6 +1291,36 @@ pub(crate) enum GoldenError {
     },
 }
 
+/// What became of the `<golden>.new` file a mismatch writes for review.
+#[derive(Debug)]
+pub(crate) enum NewFile {
+    /// None was to be written (`AGENTEST_UPDATE=no`).
+    Skipped,
+    /// Written, at this path (as messages show it).
+    Written(String),
+    /// It could not be written.
+    Failed {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+impl std::fmt::Display for NewFile {
+    /// `wrote <file>; `, `failed to write <file>: <why>; `, or nothing: the start of
+    /// the advice after a mismatch.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NewFile::Skipped => Ok(()),
+            NewFile::Written(p) => write!(f, "wrote {p}; "),
+            NewFile::Failed { path, source } => {
+                write!(f, "failed to write {}: {source}; ", path.display())
+            }
+        }
+    }
+}
+
 /// How to update golden files, after a mismatch.
 const UPDATE_ADVICE: &str = "review it with `agentest review`, accept all with `agentest accept`, or rerun with AGENTEST_UPDATE=always";
 
@@ -1307,30 +1384,4 @@ pub(crate) enum FreezeError {
         /// The trials with that id.
         trials: Vec<String>,
     },
-}
-
-/// What `-i` names cannot be planned.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum PlanError {
-    /// `-i ""`.
-    #[error("the input is empty; pass a suite file, a directory of suites, or a message")]
-    Empty,
-    /// A path that does not exist.
-    #[error("input `{input}` does not exist; pass a suite file, a directory of suites, or a quoted message")]
-    Missing {
-        /// The input.
-        input: String,
-    },
-    /// One word that is no file: more likely a mistyped path than a message.
-    #[error("input `{input}` is neither a file nor a directory; to send it to the agent as a message, add --message")]
-    NotAPath {
-        /// The input.
-        input: String,
-    },
-    /// The suites cannot be found.
-    #[error(transparent)]
-    Suites(#[from] SuiteError),
-    /// The working directory, where a message case lives, cannot be read.
-    #[error("failed to read the working directory: {0}")]
-    Cwd(#[source] std::io::Error),
 }

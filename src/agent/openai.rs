@@ -11,7 +11,7 @@ use crate::agent::mocks::MockSet;
 use crate::agent::CaseScope;
 use crate::case::{Mock, MockAnswer};
 use crate::config::{Config, OpenAiAgentConfig};
-use crate::errors::{AgentSetupError, StepError};
+use crate::errors::{AgentError, AgentSetupError, StepError};
 use crate::llm::{Endpoint, SeededRng};
 use crate::protocol::TokenUsage;
 use crate::protocol::{Reply, Request, ToolCall, Usage};
@@ -238,10 +238,10 @@ impl OpenAiSession {
                 });
             }
         }
-        Err(StepError::Broken(format!(
-            "the model was still calling tools after {} rounds in one turn; raise max_tool_rounds or check what the mocks answer",
-            self.spec.max_rounds
-        )))
+        Err(AgentError::ToolRounds {
+            rounds: self.spec.max_rounds,
+        }
+        .into())
     }
 
     /// A tool's answer: `(result, error)`.
@@ -251,7 +251,7 @@ impl OpenAiSession {
         arguments: &Value,
     ) -> Result<(Option<Value>, Option<Value>), StepError> {
         if self.scope.live {
-            return self.live(name, arguments).await;
+            return Ok(self.live(name, arguments).await?);
         }
         match self.mocks.answer(name, arguments, &mut self.rng).await {
             Ok((MockAnswer::Result(r), _)) => Ok((Some(r), None)),
@@ -264,11 +264,15 @@ impl OpenAiSession {
         &self,
         name: &str,
         arguments: &Value,
-    ) -> Result<(Option<Value>, Option<Value>), StepError> {
+    ) -> Result<(Option<Value>, Option<Value>), AgentError> {
         let Some((url, shown)) = &self.spec.tools_url else {
-            return Err(StepError::Broken(format!(
-                "live mode sends tool calls to the agent's `tools_url`, and this agent has none; add tools_url to its config or run without --live to use mocks (the call was {name})"
-            )));
+            return Err(AgentError::NoToolsUrl {
+                tool: name.to_string(),
+            });
+        };
+        let unreachable = |e: reqwest::Error| AgentError::ToolEndpoint {
+            shown: shown.clone(),
+            source: e.without_url(),
         };
         let left = self
             .scope
@@ -282,19 +286,17 @@ impl OpenAiSession {
             .json(&json!({"name": name, "arguments": arguments}))
             .send()
             .await
-            .map_err(|e| {
-                StepError::Broken(format!("tool endpoint {shown}: {}", e.without_url()))
-            })?;
+            .map_err(unreachable)?;
         let status = sent.status();
-        let body = sent.bytes().await.map_err(|e| {
-            StepError::Broken(format!("tool endpoint {shown}: {}", e.without_url()))
-        })?;
+        let body = sent.bytes().await.map_err(unreachable)?;
         let parsed: Result<Value, _> = serde_json::from_slice(&body);
         match (status.is_success(), parsed) {
             (true, Ok(v)) => Ok((Some(v), None)),
-            (true, Err(e)) => Err(StepError::Broken(format!(
-                "tool endpoint {shown} answered {name} with invalid JSON: {e}"
-            ))),
+            (true, Err(source)) => Err(AgentError::ToolEndpointJson {
+                shown: shown.clone(),
+                tool: name.to_string(),
+                source,
+            }),
             (false, parsed) => Ok((
                 None,
                 Some(json!({

@@ -271,6 +271,26 @@ mod tests {
         assert_eq!(e, StepError::Broken("agent error: nope".into()));
     }
 
+    #[test]
+    fn header_errors_name_their_table() {
+        let cfg = AgentConfig::Http {
+            url: "http://127.0.0.1:1/".into(),
+            headers: [("bad name".to_string(), "secret".to_string())].into(),
+            timeout: None,
+        };
+        let Err(e) = AgentDef::from_config(&cfg, &Config::default(), "[agent]") else {
+            panic!("a header name with a space is invalid");
+        };
+        assert!(
+            matches!(&e, AgentSetupError::HeaderName { table, name } if table == "[agent]" && name == "bad name"),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "[agent].headers: invalid header name `bad name`"
+        );
+    }
+
     struct AsyncPanics;
 
     impl Agent for AsyncPanics {
