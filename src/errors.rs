@@ -5,12 +5,31 @@
 //! `run::outcome::status_of`), or the run's exit code. A broken invariant of agentest's own is a bug: it panics, and
 //! the case's panic guard reports it as that case's `error`.
 //!
+//! Every error is a `thiserror` type in this module, with what caused it as its
+//! `#[source]`. Each kind of failure of a step (an agent, a mock, a script, a model call)
+//! becomes a [`StepError`] in one `From` impl. `String` is left only where the message is
+//! the product: what user code returns (agents, hooks, scripts), a parser's or a server's
+//! own text, `Reply::from_json` (public; its message is the advice an agent's author
+//! reads), and the command line's top, which prints it and exits with code 2.
+//!
 //! Messages are lowercase fragments that read well after "failed to" or a location, and
 //! never contain a secret (settings are shown as written, before `${VAR}` expansion).
+//! Reports and failure messages carry an error's `Display` alone, so a message that
+//! depends on its source shows it (`...: {source}`).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::case::Location;
+// The errors of the lowest layer live beside their code in `util` (which imports
+// nothing of the crate) and are named here with the rest.
+pub(crate) use crate::util::command::CommandError;
+pub use crate::util::{DurationError, EnvError};
+
+/// What `reqwest::Url::parse` fails with (the `url` crate's `ParseError`).
+pub(crate) type UrlParseError = <reqwest::Url as std::str::FromStr>::Err;
+
+// Reading cases, suites and what to run.
 
 /// A case that could not be read: where, which field, what is wrong and how to fix it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -27,7 +46,8 @@ pub struct CaseError {
 }
 
 /// A problem with one field; the parser turns it into a located [`CaseError`](super::CaseError).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {message}")]
 pub struct FieldError {
     /// The field's path from the case root, like `turns[1].assertions[0].type`.
     pub path: String,
@@ -65,6 +85,52 @@ pub enum SuiteError {
     },
 }
 
+/// What `-i` names cannot be planned.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PlanError {
+    /// `-i ""`.
+    #[error("the input is empty; pass a suite file, a directory of suites, or a message")]
+    Empty,
+    /// A path that does not exist.
+    #[error("input `{input}` does not exist; pass a suite file, a directory of suites, or a quoted message")]
+    Missing {
+        /// The input.
+        input: String,
+    },
+    /// One word that is no file: more likely a mistyped path than a message.
+    #[error("input `{input}` is neither a file nor a directory; to send it to the agent as a message, add --message")]
+    NotAPath {
+        /// The input.
+        input: String,
+    },
+    /// The suites cannot be found.
+    #[error(transparent)]
+    Suites(#[from] SuiteError),
+    /// The working directory, where a message case lives, cannot be read.
+    #[error("failed to read the working directory: {0}")]
+    Cwd(#[source] std::io::Error),
+    /// A suites root with no case in it: never a green run.
+    #[error("no test cases found under {}: add a suite such as `smoke.jsonl` with a line like {{\"id\": \"T001\", \"input\": \"Hello\", \"assert\": {{\"type\": \"contains\", \"value\": \"Hello\"}}}}", root.display())]
+    NoCases {
+        /// The suites root.
+        root: PathBuf,
+    },
+}
+
+// The environment and `agentest.toml`.
+
+/// An environment variable with a value agentest cannot use.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("environment variable {name}={value:?} is not valid; use {expected}")]
+pub(crate) struct SettingsError {
+    /// The variable.
+    pub(crate) name: String,
+    /// Its value, as set.
+    pub(crate) value: String,
+    /// What it may be.
+    pub(crate) expected: String,
+}
+
 /// A config file that could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -84,25 +150,368 @@ pub enum ConfigError {
         /// The parser's message, with line and column.
         message: String,
     },
+    /// An agent table whose keys do not fit its `type`.
+    #[error("invalid config {path}: {table} (line {line}): {source}")]
+    Agent {
+        /// The file.
+        path: PathBuf,
+        /// `[agent]` or `[agents."NAME"]`.
+        table: String,
+        /// The table's line.
+        line: usize,
+        /// What is wrong with it.
+        #[source]
+        source: Box<AgentSetupError>,
+    },
+    /// A value the schema allows but agentest cannot use.
+    #[error("invalid config {path}: {source}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// The value and what is wrong with it.
+        #[source]
+        source: ConfigValueError,
+    },
 }
 
-/// A model call that did not produce an answer.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum LlmError {
-    /// No recording and no way to call the model (no API key, or replay-only mode).
-    /// Outside CI such a case is ignored with this reason; on CI it fails.
-    #[error("{0}")]
-    Unavailable(String),
-    /// The endpoint refused or failed, after any retries.
-    #[error("{0}")]
-    Failed(String),
-    /// A call that must be replayed (on CI, or in `replay` mode) has no recording.
-    #[error("{0}")]
-    NotRecorded(String),
-    /// A cassette file could not be read or written.
-    #[error("{0}")]
-    Cassette(String),
+/// A value in `agentest.toml` that TOML accepts but agentest cannot use: a duration, a
+/// count, a URL, a reference to an endpoint that is not there.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ConfigValueError {
+    /// A duration that cannot be read.
+    #[error("{key}: {source}")]
+    Duration {
+        /// The setting, like `[run].timeout`.
+        key: String,
+        /// Why.
+        #[source]
+        source: DurationError,
+    },
+    /// A timeout of zero.
+    #[error(
+        "{key}: a timeout of zero would fail every case; remove it or give a duration like \"30s\""
+    )]
+    ZeroTimeout {
+        /// The setting, like `[run].timeout`.
+        key: String,
+    },
+    /// A `[[golden.redactions]]` pattern that is not a regex.
+    #[error("[[golden.redactions]] #{number}: invalid regex \"{pattern}\": {source}")]
+    Redaction {
+        /// The entry's number, from 1.
+        number: usize,
+        /// The pattern as written.
+        pattern: String,
+        /// Why.
+        #[source]
+        source: regex::Error,
+    },
+    /// `[run].cassettes` names no mode.
+    #[error("[run].cassettes: {0}")]
+    CassetteMode(#[source] CassetteModeError),
+    /// `[run].concurrency = 0`.
+    #[error("[run].concurrency: must be at least 1")]
+    ZeroConcurrency,
+    /// `max_in_flight = 0` on an endpoint.
+    #[error("{table}.max_in_flight must be at least 1")]
+    ZeroInFlight {
+        /// `[llm]` or `[llms."NAME"]`.
+        table: String,
+    },
+    /// A temperature outside 0..=2.
+    #[error("{table}.temperature {value} is outside 0..=2")]
+    Temperature {
+        /// `[llm]` or `[llms."NAME"]`.
+        table: String,
+        /// The temperature.
+        value: f64,
+    },
+    /// An openai agent names an endpoint that is not defined.
+    #[error("{table}.llm names \"{name}\", which is not defined; add [llms.\"{name}\"] with base_url, model and api_key_env")]
+    UndefinedLlm {
+        /// The agent's table.
+        table: String,
+        /// The endpoint it names.
+        name: String,
+    },
+    /// An openai agent with no endpoint to call.
+    #[error("{table} is an openai agent but there is no model endpoint: add an [llm] section (base_url, model, api_key_env) or name one with llm = \"NAME\"")]
+    NoLlm {
+        /// The agent's table.
+        table: String,
+    },
+    /// An http agent's URL (one without `${VAR}`) that does not parse.
+    #[error("{table}.url \"{url}\" is not a valid URL: {source}")]
+    Url {
+        /// The agent's table.
+        table: String,
+        /// The URL as written.
+        url: String,
+        /// Why.
+        #[source]
+        source: UrlParseError,
+    },
+    /// A hook or script with an empty command.
+    #[error("[{kind}.\"{name}\"].command is empty; give the program and its arguments")]
+    EmptyCommand {
+        /// `hooks` or `scripts`.
+        kind: &'static str,
+        /// Its name.
+        name: String,
+    },
 }
+
+/// A cassette mode name that is none of the known ones.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown cassette mode \"{given}\"; expected auto, replay, strict, record or off")]
+pub struct CassetteModeError {
+    /// The name as given, trimmed.
+    pub given: String,
+}
+
+// Setting up what a case runs with: agents, model endpoints, commands.
+
+/// An agent, or a model endpoint, that cannot be built from its config: a table whose
+/// keys do not fit its `type`, a `${VAR}` that is not set, a URL, header or file that
+/// cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentSetupError {
+    /// A key of another kind of agent.
+    #[error("`{key}` does not apply to {kind} agents; remove it or change `type`")]
+    KeyNotApplicable {
+        /// The key.
+        key: &'static str,
+        /// The agent's kind.
+        kind: &'static str,
+    },
+    /// A process agent without `command`.
+    #[error("a process agent needs `command = [\"program\", \"arg\", ...]`")]
+    NoCommand,
+    /// A process agent with `command = []`.
+    #[error("`command` is empty; give the program and its arguments")]
+    CommandEmpty,
+    /// An http agent without `url`.
+    #[error("an http agent needs `url = \"http://...\"`")]
+    NoUrl,
+    /// Both `system` and `system_file`.
+    #[error("give `system` or `system_file`, not both")]
+    SystemTwice,
+    /// Both `tools` and `tools_file`.
+    #[error("give `tools` or `tools_file`, not both")]
+    ToolsTwice,
+    /// `max_tool_rounds = 0`.
+    #[error("`max_tool_rounds` must be at least 1")]
+    ZeroToolRounds,
+    /// An agent whose command is empty, found when it is built.
+    #[error("{table}.command is empty in {config}")]
+    EmptyCommand {
+        /// The agent's table.
+        table: String,
+        /// Where the config is.
+        config: String,
+    },
+    /// A `${VAR}` that cannot be expanded.
+    #[error(transparent)]
+    Env(#[from] EnvError),
+    /// A duration that cannot be read.
+    #[error("{key}: {source}")]
+    Duration {
+        /// The setting, like `[agent].timeout`.
+        key: String,
+        /// Why.
+        #[source]
+        source: DurationError,
+    },
+    /// A URL that does not parse once expanded.
+    #[error("{key} \"{shown}\" is not a valid URL: {source}")]
+    Url {
+        /// The setting, like `[agent].url`.
+        key: String,
+        /// The URL as written, credentials masked.
+        shown: String,
+        /// Why.
+        #[source]
+        source: UrlParseError,
+    },
+    /// A header name that HTTP does not allow.
+    #[error("{table}.headers: invalid header name `{name}`")]
+    HeaderName {
+        /// The table.
+        table: String,
+        /// The name.
+        name: String,
+    },
+    /// A header value that HTTP does not allow (the value is never shown: it may be a secret).
+    #[error("{table}.headers.{name}: invalid header value")]
+    HeaderValue {
+        /// The table.
+        table: String,
+        /// The header's name.
+        name: String,
+    },
+    /// The HTTP client could not be built.
+    #[error("failed to build the HTTP client: {0}")]
+    Client(#[source] reqwest::Error),
+    /// An endpoint without a model.
+    #[error("{table} needs `model`, like model = \"gpt-4o-mini\"")]
+    NoModel {
+        /// `[llm]` or `[llms."NAME"]`.
+        table: String,
+    },
+    /// An openai agent names an endpoint that is not defined.
+    #[error("{table}.llm names \"{name}\", which is not defined; add [llms.\"{name}\"]")]
+    UndefinedLlm {
+        /// The agent's table.
+        table: String,
+        /// The endpoint it names.
+        name: String,
+    },
+    /// An openai agent with no endpoint to call.
+    #[error("{table} needs a model endpoint: add an [llm] section to {config}")]
+    NoLlm {
+        /// The agent's table.
+        table: String,
+        /// Where the config is.
+        config: String,
+    },
+    /// `system_file` or `tools_file` cannot be read.
+    #[error("{table}.{key}: failed to read {path}: {source}")]
+    ReadFile {
+        /// The agent's table.
+        table: String,
+        /// `system_file` or `tools_file`.
+        key: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// `tools_file` holds JSON that is not an array.
+    #[error("{table}.tools_file {file}: expected a JSON array of tool schemas")]
+    ToolsNotArray {
+        /// The agent's table.
+        table: String,
+        /// The file as written.
+        file: String,
+    },
+    /// `tools_file` is not JSON.
+    #[error("{table}.tools_file {file}: invalid JSON: {source}")]
+    ToolsJson {
+        /// The agent's table.
+        table: String,
+        /// The file as written.
+        file: String,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A tool that is not an OpenAI tool schema.
+    #[error("{table}.tools[{index}] is not an OpenAI tool schema: expected {{\"type\": \"function\", \"function\": {{\"name\", \"parameters\"}}}}")]
+    NotToolSchema {
+        /// The agent's table.
+        table: String,
+        /// The tool's index.
+        index: usize,
+    },
+    /// A mock in the agent's `mocks` that cannot be read.
+    #[error(transparent)]
+    Mocks(#[from] FieldError),
+}
+
+/// What a case runs with cannot be set up: its config, its agent, its model endpoint,
+/// its hooks' and scripts' commands. Cached per config, hence `Clone`.
+#[derive(Debug, Clone, thiserror::Error)]
+pub(crate) enum SetupError {
+    /// The config cannot be read.
+    #[error(transparent)]
+    Config(Arc<ConfigError>),
+    /// A value in the config cannot be used.
+    #[error(transparent)]
+    Value(#[from] ConfigValueError),
+    /// The cassette mode is unknown.
+    #[error(transparent)]
+    CassetteMode(#[from] CassetteModeError),
+    /// The agent (or endpoint) cannot be built.
+    #[error(transparent)]
+    Agent(Arc<AgentSetupError>),
+    /// A name that no config table and no registered agent has.
+    #[error("agent `{name}` is not defined; add [agents.\"{name}\"] to {config} or register it with Harness::agent{}", agent_hint(.suggestion.as_deref(), .known))]
+    UndefinedAgent {
+        /// The name.
+        name: String,
+        /// Where the config is.
+        config: String,
+        /// The known name it most resembles.
+        suggestion: Option<String>,
+        /// Every known name.
+        known: Vec<String>,
+    },
+    /// No agent for cases that name none.
+    #[error("no agent to test: add an [agent] section to {config} (type = \"process\" or \"http\"), pass -n NAME, or give the case an `agent`")]
+    NoAgent {
+        /// Where the config is.
+        config: String,
+    },
+    /// The built-in simulator or judge without `[llm]`.
+    #[error("the built-in simulator and judge need a model: add an [llm] section (base_url, model, api_key_env) to {config}, or use a scripted or named simulator")]
+    NoLlm {
+        /// Where the config is.
+        config: String,
+    },
+    /// `[run].timeout` cannot be read.
+    #[error("[run].timeout in {config}: {source}")]
+    RunTimeout {
+        /// Where the config is.
+        config: String,
+        /// Why.
+        #[source]
+        source: DurationError,
+    },
+    /// A hook or script whose command is empty.
+    #[error("{what}.command is empty in {config}")]
+    EmptyCommand {
+        /// The hook's or script's table.
+        what: String,
+        /// Where the config is.
+        config: String,
+    },
+    /// A `${VAR}` in a command that cannot be expanded.
+    #[error(transparent)]
+    Env(#[from] EnvError),
+    /// A command's own timeout cannot be read.
+    #[error("{key}: {source}")]
+    Duration {
+        /// The setting, like `[hooks."seed"].timeout`.
+        key: String,
+        /// Why.
+        #[source]
+        source: DurationError,
+    },
+}
+
+impl From<ConfigError> for SetupError {
+    fn from(e: ConfigError) -> SetupError {
+        SetupError::Config(Arc::new(e))
+    }
+}
+
+impl From<AgentSetupError> for SetupError {
+    fn from(e: AgentSetupError) -> SetupError {
+        SetupError::Agent(Arc::new(e))
+    }
+}
+
+/// `; did you mean `x`?`, `; known agents: a, b`, or nothing.
+fn agent_hint(suggestion: Option<&str>, known: &[String]) -> String {
+    match suggestion {
+        Some(s) => format!("; did you mean `{s}`?"),
+        None if known.is_empty() => String::new(),
+        None => format!("; known agents: {}", known.join(", ")),
+    }
+}
+
+// The steps of a case, and how each kind of failure becomes a `StepError`.
 
 /// Why a step of a case (an agent's turn, a model call, a judge, a simulator, a script,
 /// a hook) gave no usable answer. One type for every step, so that one function,
@@ -133,6 +542,31 @@ impl StepError {
             StepError::Unavailable(m) => StepError::Unavailable(wrap(m)),
         }
     }
+}
+
+impl From<SetupError> for StepError {
+    /// A role (a judge, a simulator) whose agent or model cannot be set up is broken.
+    fn from(e: SetupError) -> StepError {
+        StepError::Broken(e.to_string())
+    }
+}
+
+/// A model call that did not produce an answer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LlmError {
+    /// No recording and no way to call the model (no API key, or replay-only mode).
+    /// Outside CI such a case is ignored with this reason; on CI it fails.
+    #[error("{0}")]
+    Unavailable(String),
+    /// The endpoint refused or failed, after any retries.
+    #[error("{0}")]
+    Failed(String),
+    /// A call that must be replayed (on CI, or in `replay` mode) has no recording.
+    #[error("{0}")]
+    NotRecorded(String),
+    /// A cassette file could not be read or written.
+    #[error("{0}")]
+    Cassette(String),
 }
 
 impl From<LlmError> for StepError {
@@ -172,14 +606,696 @@ impl From<StepError> for JudgeError {
     }
 }
 
-/// An environment variable with a value agentest cannot use.
+/// An agent under test that gave no usable reply: it could not be started, it crashed,
+/// timed out, or broke the protocol. The case is an `error`.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum AgentError {
+    /// A process agent with no program.
+    #[error("the agent command is empty")]
+    EmptyCommand,
+    /// A process agent that could not be started.
+    #[error("failed to start agent `{shown}` in {cwd}: {source}")]
+    Spawn {
+        /// The command as the config writes it.
+        shown: String,
+        /// Where it was to run.
+        cwd: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The request could not be encoded.
+    #[error("failed to encode the request: {0}")]
+    Encode(#[source] serde_json::Error),
+    /// A process agent that was gone before it read the request.
+    #[error("agent process exited before reading the request{note}: {source}{stderr}")]
+    ExitedBeforeRequest {
+        /// How it ended, like ` (exit status: 1)`.
+        note: String,
+        /// The failed write.
+        #[source]
+        source: std::io::Error,
+        /// `; agent stderr (last lines): ...`.
+        stderr: String,
+    },
+    /// A process agent's own `timeout` passed.
+    #[error("agent process did not reply within {}", crate::util::format_duration(*.timeout))]
+    Timeout {
+        /// The agent's `timeout`.
+        timeout: std::time::Duration,
+    },
+    /// Its stdout could not be read.
+    #[error("failed to read the agent's stdout: {0}")]
+    Stdout(#[source] std::io::Error),
+    /// A reply line longer than the limit.
+    #[error(
+        "{} (no newline in the first {} bytes of stdout){stderr}",
+        crate::protocol::reply_too_large(),
+        crate::protocol::MAX_REPLY_BYTES
+    )]
+    LineTooLong {
+        /// `; agent stderr (last lines): ...`.
+        stderr: String,
+    },
+    /// A process agent that ended without replying.
+    #[error("agent process exited before replying{note}{stderr}")]
+    Exited {
+        /// How it ended, like ` (exit status: 1)`.
+        note: String,
+        /// `; agent stderr (last lines): ...`.
+        stderr: String,
+    },
+    /// A reply line that is not UTF-8.
+    #[error("agent process printed a line that is not UTF-8: {0}")]
+    NotUtf8(#[source] std::str::Utf8Error),
+    /// A reply line that is not JSON.
+    #[error("agent process printed a line that is not JSON ({source}): {line}{stderr}\nhint: a process agent must print exactly one JSON reply per line on stdout; write logs to stderr")]
+    NotJson {
+        /// The line, clipped.
+        line: String,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+        /// `; agent stderr (last lines): ...`.
+        stderr: String,
+    },
+    /// A reply that does not fit the protocol (see `Reply::from_json`).
+    #[error("agent reply broke the protocol: {0}")]
+    Protocol(String),
+    /// An HTTP agent that did not answer within its timeout.
+    #[error("agent at {shown} did not answer within {}", crate::util::format_duration(*.timeout))]
+    HttpTimeout {
+        /// The URL as the config writes it, masked.
+        shown: String,
+        /// The request's timeout.
+        timeout: std::time::Duration,
+    },
+    /// An HTTP agent that could not be reached.
+    #[error("failed to connect to agent at {shown}: {}", crate::util::root_cause(.source))]
+    Connect {
+        /// The URL as the config writes it, masked.
+        shown: String,
+        /// Why (without the expanded URL).
+        #[source]
+        source: reqwest::Error,
+    },
+    /// An HTTP request that failed otherwise.
+    #[error("request to agent at {shown} failed: {}", crate::util::root_cause(.source))]
+    Request {
+        /// The URL as the config writes it, masked.
+        shown: String,
+        /// Why (without the expanded URL).
+        #[source]
+        source: reqwest::Error,
+    },
+    /// An HTTP agent that answered with an error status.
+    #[error("agent at {shown} answered HTTP {status}: {body}")]
+    Status {
+        /// The URL as the config writes it, masked.
+        shown: String,
+        /// The status.
+        status: reqwest::StatusCode,
+        /// The start of the body, clipped.
+        body: String,
+    },
+    /// An HTTP agent that announced a body over the limit.
+    #[error(
+        "{} (agent at {shown} announced a body of {length} bytes)",
+        crate::protocol::reply_too_large()
+    )]
+    AnnouncedTooLarge {
+        /// The URL as the config writes it, masked.
+        shown: String,
+        /// The announced length.
+        length: u64,
+    },
+    /// An HTTP agent whose body went over the limit.
+    #[error(
+        "{} (the response body of agent at {shown})",
+        crate::protocol::reply_too_large()
+    )]
+    BodyTooLarge {
+        /// The URL as the config writes it, masked.
+        shown: String,
+    },
+    /// An HTTP agent whose body is not JSON.
+    #[error("agent at {shown} answered with a body that is not JSON ({source}): {body}")]
+    BodyNotJson {
+        /// The URL as the config writes it, masked.
+        shown: String,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+        /// The body, clipped.
+        body: String,
+    },
+    /// An `openai` agent's model still calling tools after `max_tool_rounds` calls.
+    #[error("the model was still calling tools after {rounds} rounds in one turn; raise max_tool_rounds or check what the mocks answer")]
+    ToolRounds {
+        /// `max_tool_rounds`.
+        rounds: u32,
+    },
+    /// A tool call in live mode by an `openai` agent without `tools_url`.
+    #[error("live mode sends tool calls to the agent's `tools_url`, and this agent has none; add tools_url to its config or run without --live to use mocks (the call was {tool})")]
+    NoToolsUrl {
+        /// The tool called.
+        tool: String,
+    },
+    /// The tool endpoint could not be reached, or its body not read.
+    #[error("tool endpoint {shown}: {source}")]
+    ToolEndpoint {
+        /// The endpoint as the config writes it, masked.
+        shown: String,
+        /// Why (without the expanded URL).
+        #[source]
+        source: reqwest::Error,
+    },
+    /// The tool endpoint answered a call with a success that is not JSON.
+    #[error("tool endpoint {shown} answered {tool} with invalid JSON: {source}")]
+    ToolEndpointJson {
+        /// The endpoint as the config writes it, masked.
+        shown: String,
+        /// The tool called.
+        tool: String,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// An in-process agent that panicked.
+    #[error("agent panicked: {0}")]
+    Panicked(String),
+    /// An in-process agent's task that failed otherwise.
+    #[error("agent task failed: {0}")]
+    Task(#[source] tokio::task::JoinError),
+    /// An in-process agent's own error, as it wrote it.
+    #[error("agent error: {0}")]
+    Returned(String),
+}
+
+impl From<AgentError> for StepError {
+    /// The one place an agent's failure becomes a step's error: the case is an `error`.
+    fn from(e: AgentError) -> StepError {
+        StepError::Broken(e.to_string())
+    }
+}
+
+/// A tool call of an `openai` agent that no mock answers. The case fails: an unanswered
+/// call must not be guessed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("environment variable {name}={value:?} is not valid; use {expected}")]
-pub(crate) struct SettingsError {
-    /// The variable.
-    pub(crate) name: String,
-    /// Its value, as set.
-    pub(crate) value: String,
-    /// What it may be.
-    pub(crate) expected: String,
+pub enum MockError {
+    /// No mock for that tool at all.
+    #[error("no mock answers the tool call {call}: there are no mocks for `{name}`; add one to the case's `setup.mocks` or the agent's `mocks`, or run with --live")]
+    NoMocks {
+        /// The tool.
+        name: String,
+        /// The call, like `search({"q":"x"})`.
+        call: String,
+    },
+    /// Mocks for the tool, none matching these arguments.
+    #[error("no mock matches the tool call {call}; the mocks for `{name}` are:\n{}", .mocks.join("\n"))]
+    NoMatch {
+        /// The tool.
+        name: String,
+        /// The call, like `search({"q":"x"})`.
+        call: String,
+        /// The tool's mocks, one per line: `  <where> when <conditions>`.
+        mocks: Vec<String>,
+    },
+}
+
+impl From<MockError> for StepError {
+    /// An unanswered tool call fails the case.
+    fn from(e: MockError) -> StepError {
+        StepError::Failed(e.to_string())
+    }
+}
+
+/// Why no person can answer for the user, or why their answer did not come.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PersonError {
+    /// `--skip-interactive`.
+    #[error("interactive input is off (--skip-interactive)")]
+    Off,
+    /// The case does not ask for a person.
+    #[error("the case is not interactive")]
+    NotInteractive,
+    /// Nobody is there on CI.
+    #[error("no person can answer on CI")]
+    OnCi,
+    /// Stdin is not a terminal, and `--interactive` does not say to read it anyway.
+    #[error("there is no terminal to ask (stdin is not a terminal; run with --interactive to read answers from it)")]
+    NoTerminal,
+    /// Stdin could not be read.
+    #[error("failed to read the answer: {0}")]
+    Read(#[source] std::io::Error),
+    /// No answer in time.
+    #[error("no answer within {}", crate::util::format_duration(*.wait))]
+    NoAnswer {
+        /// How long the person had.
+        wait: std::time::Duration,
+    },
+}
+
+/// A `before` / `after` hook that did not succeed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum HookError {
+    /// No hook of that name in the config or the builder.
+    #[error("hook `{name}` is not defined; add [hooks.\"{name}\"] with `command = [...]` to {config} or register it with Harness::hook")]
+    Undefined {
+        /// The hook.
+        name: String,
+        /// Where the config is.
+        config: String,
+    },
+    /// A registered function still running at the case's deadline.
+    #[error("hook `{name}` did not finish before the case's deadline")]
+    Deadline {
+        /// The hook.
+        name: String,
+    },
+    /// A registered function panicked.
+    #[error("hook `{name}` panicked: {message}")]
+    Panicked {
+        /// The hook.
+        name: String,
+        /// The panic's message.
+        message: String,
+    },
+    /// A registered function returned its own error.
+    #[error("hook `{name}` failed: {message}")]
+    Returned {
+        /// The hook.
+        name: String,
+        /// The function's error, as it wrote it.
+        message: String,
+    },
+    /// The command cannot be built from the config.
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+    /// The command did not run to its end.
+    #[error("hook `{name}`: {source}")]
+    Command {
+        /// The hook.
+        name: String,
+        /// Why.
+        #[source]
+        source: CommandError,
+    },
+    /// The command exited with a failure.
+    #[error("hook `{name}` failed ({status}){}", stderr_note(.stderr))]
+    Exit {
+        /// The hook.
+        name: String,
+        /// The exit status.
+        status: String,
+        /// The tail of its stderr.
+        stderr: String,
+    },
+}
+
+/// A `script` assertion's script that broke (rather than judged the reply).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ScriptError {
+    /// No script of that name in the config or the builder.
+    #[error("script `{name}` is not defined; add [scripts.\"{name}\"] with `command = [...]` to {config} or register it with Harness::script")]
+    Undefined {
+        /// The script.
+        name: String,
+        /// Where the config is.
+        config: String,
+    },
+    /// A registered function still running at the case's deadline.
+    #[error("script `{name}` did not finish before the case's deadline")]
+    Deadline {
+        /// The script.
+        name: String,
+    },
+    /// A registered function panicked.
+    #[error("script `{name}` panicked: {message}")]
+    Panicked {
+        /// The script.
+        name: String,
+        /// The panic's message.
+        message: String,
+    },
+    /// A registered function returned its own error.
+    #[error("script `{name}` failed: {message}")]
+    Returned {
+        /// The script.
+        name: String,
+        /// The function's error, as it wrote it.
+        message: String,
+    },
+    /// The command cannot be built from the config.
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+    /// The command did not run to its end.
+    #[error("script `{name}`: {source}")]
+    Command {
+        /// The script.
+        name: String,
+        /// Why.
+        #[source]
+        source: CommandError,
+    },
+    /// The command exited with a failure.
+    #[error("script `{name}` crashed ({status}){}", stderr_note(.stderr))]
+    Crashed {
+        /// The script.
+        name: String,
+        /// The exit status.
+        status: String,
+        /// The tail of its stderr.
+        stderr: String,
+    },
+    /// The command's answer cannot be read.
+    #[error("script `{name}` answered badly: {source}{}", stderr_note(.stderr))]
+    BadAnswer {
+        /// The script.
+        name: String,
+        /// What is wrong with the answer.
+        #[source]
+        source: ScriptAnswerError,
+        /// The tail of its stderr.
+        stderr: String,
+    },
+}
+
+impl From<ScriptError> for StepError {
+    /// A script that broke makes the case an `error`, never a pass or a fail.
+    fn from(e: ScriptError) -> StepError {
+        StepError::Broken(e.to_string())
+    }
+}
+
+/// A script command's stdout that holds no verdict.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ScriptAnswerError {
+    /// Nothing but blank lines.
+    #[error("it printed nothing; expected {{\"pass\": true|false, \"message\": \"...\"}}")]
+    Nothing,
+    /// The last line is not JSON.
+    #[error(
+        "`{line}` is not JSON ({source}); expected {{\"pass\": true|false, \"message\": \"...\"}}"
+    )]
+    NotJson {
+        /// The line, clipped.
+        line: String,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The JSON has no verdict.
+    #[error("`{line}` has no boolean `pass` or `passed`")]
+    NoVerdict {
+        /// The line, clipped.
+        line: String,
+    },
+}
+
+/// `; stderr:\n<tail>`, or nothing when the command wrote nothing on stderr.
+fn stderr_note(tail: &str) -> String {
+    if tail.is_empty() {
+        String::new()
+    } else {
+        format!("; stderr:\n{tail}")
+    }
+}
+
+/// A JSONPath that cannot be evaluated on a reply. Not a step's error: the assertion
+/// that needs it fails with this as its reason.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub(crate) enum SelectError {
+    /// The reply has nothing structured to look into.
+    #[error(
+        "cannot evaluate {path}: the reply has no `data` and its text is not JSON; reply: {reply}"
+    )]
+    NotJson {
+        /// The path as written.
+        path: String,
+        /// The reply's text, clipped and quoted.
+        reply: String,
+    },
+    /// The query failed.
+    #[error("cannot evaluate {path}: {source}")]
+    Query {
+        /// The path as written.
+        path: String,
+        /// Why.
+        #[source]
+        source: jsonpath_rust::parser::errors::JsonPathError,
+    },
+}
+
+// Reports, golden files and freezing.
+
+/// A report that cannot be written or read back.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// A file name whose extension names no format.
+    #[error("the report {path} has no known extension; use one of: {}", known.join(", "))]
+    UnknownFormat {
+        /// The report.
+        path: PathBuf,
+        /// The extensions that name a format.
+        known: &'static [&'static str],
+    },
+    /// A report other than JSONL under nextest, where each case runs in its own process.
+    #[error("under nextest each case runs in its own process, so the report must be JSONL (got {path}); write a .jsonl file and build other formats with `agentest report {} -o report.html`", .path.with_extension("jsonl").display())]
+    NotJsonl {
+        /// The report.
+        path: PathBuf,
+    },
+    /// The report cannot be opened.
+    #[error("failed to open the report {path}: {source}")]
+    Open {
+        /// The report.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line cannot be appended to a JSONL report.
+    #[error(transparent)]
+    Append(std::io::Error),
+    /// A rendered report cannot be written.
+    #[error("failed to write the report {path}: {source}")]
+    Write {
+        /// The report.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A folder of reports cannot be listed.
+    #[error("failed to list {path}: {source}")]
+    List {
+        /// The folder.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A folder without JSONL reports.
+    #[error("no .jsonl reports in {path}")]
+    NoReports {
+        /// The folder.
+        path: PathBuf,
+    },
+    /// A report cannot be read.
+    #[error("failed to read {path}: {source}")]
+    Read {
+        /// The report.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line that is not a case record or a summary.
+    #[error("{}line {line}: {source}", .file.as_ref().map(|f| format!("{}: ", f.display())).unwrap_or_default())]
+    Line {
+        /// The report, when the text came from a file.
+        file: Option<PathBuf>,
+        /// The line's number, from 1.
+        line: usize,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// A golden transcript that does not match, or golden files that cannot be read,
+/// written, accepted or rejected.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum GoldenError {
+    /// The golden file exists but cannot be read.
+    #[error("failed to read the golden file {shown}: {source}")]
+    Read {
+        /// The golden file, as messages show it.
+        shown: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The golden file cannot be written (`AGENTEST_UPDATE=always`).
+    #[error("failed to write the golden file {shown}: {source}")]
+    Write {
+        /// The golden file, as messages show it.
+        shown: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The transcript differs from the golden file.
+    #[error(
+        "the transcript differs from the golden file {shown}:\n{diff}\n{new_file}{}",
+        UPDATE_ADVICE
+    )]
+    Mismatch {
+        /// The golden file, as messages show it.
+        shown: String,
+        /// The unified diff, golden against actual.
+        diff: String,
+        /// The `.new` file written for review.
+        new_file: NewFile,
+    },
+    /// There is no golden file yet.
+    #[error("there is no golden file {shown} yet (a transcript is never accepted silently);\n{new_file}{}", UPDATE_ADVICE)]
+    Missing {
+        /// The golden file, as messages show it.
+        shown: String,
+        /// The `.new` file written for review.
+        new_file: NewFile,
+    },
+    /// A folder cannot be searched for pending files.
+    #[error("failed to list {path}: {source}")]
+    List {
+        /// The folder.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A pending file cannot be read.
+    #[error("failed to read {path}: {source}")]
+    ReadPending {
+        /// The `.new` file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A pending file cannot replace its golden file.
+    #[error("failed to accept {path}: {source}")]
+    Accept {
+        /// The `.new` file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A rejected pending file cannot be deleted.
+    #[error("failed to delete {path}: {source}")]
+    Delete {
+        /// The `.new` file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What became of the `<golden>.new` file a mismatch writes for review.
+#[derive(Debug)]
+pub(crate) enum NewFile {
+    /// None was to be written (`AGENTEST_UPDATE=no`).
+    Skipped,
+    /// Written, at this path (as messages show it).
+    Written(String),
+    /// It could not be written.
+    Failed {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+impl std::fmt::Display for NewFile {
+    /// `wrote <file>; `, `failed to write <file>: <why>; `, or nothing: the start of
+    /// the advice after a mismatch.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NewFile::Skipped => Ok(()),
+            NewFile::Written(p) => write!(f, "wrote {p}; "),
+            NewFile::Failed { path, source } => {
+                write!(f, "failed to write {}: {source}; ", path.display())
+            }
+        }
+    }
+}
+
+/// How to update golden files, after a mismatch.
+const UPDATE_ADVICE: &str = "review it with `agentest review`, accept all with `agentest accept`, or rerun with AGENTEST_UPDATE=always";
+
+/// A case that cannot be frozen from a report.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum FreezeError {
+    /// The report's record has no turns.
+    #[error("the report's record of {trial} has no turns to freeze")]
+    NoTurns {
+        /// The case's trial.
+        trial: String,
+    },
+    /// The report cannot be read.
+    #[error("failed to read the report {path}: {source}")]
+    Read {
+        /// The report.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line of the report that is not JSON.
+    #[error("{path}:{line}: not a report line ({source})")]
+    NotJson {
+        /// The report.
+        path: PathBuf,
+        /// The line's number, from 1.
+        line: usize,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A line of the report that is not a case record.
+    #[error("{path}:{line}: not a case record ({source})")]
+    NotRecord {
+        /// The report.
+        path: PathBuf,
+        /// The line's number, from 1.
+        line: usize,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// No record of the case.
+    #[error("the report {path} has no record of {trial}; run the suite with -o {path} first")]
+    NoRecord {
+        /// The report.
+        path: PathBuf,
+        /// The case's trial.
+        trial: String,
+    },
+    /// No record of the trial, and several of the id.
+    #[error("the report {path} has no record of {trial}, and several cases with the id \"{id}\" ({}); run the suite again with -o to get its own record", .trials.join(", "))]
+    Ambiguous {
+        /// The report.
+        path: PathBuf,
+        /// The case's trial.
+        trial: String,
+        /// The case's id.
+        id: String,
+        /// The trials with that id.
+        trials: Vec<String>,
+    },
 }

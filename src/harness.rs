@@ -12,6 +12,8 @@ use serde_json::Value;
 use crate::agent::Agent;
 use crate::check::Check;
 use crate::config::Config;
+use crate::errors::PlanError;
+use crate::errors::ReportError;
 use crate::plan::{Input, Plan};
 use crate::record::{failure_message, CaseReport, Recorder, ReportSink, RunInfo, Status};
 use crate::run::context::Registry;
@@ -164,11 +166,13 @@ impl Harness {
 
     /// The suites' cases; with `--exact SUITE::ID` (nextest) only that suite is read. The
     /// report is JSONL too: it is never read back as a suite.
-    fn plan(&self, args: &Arguments, report: &[PathBuf]) -> Result<Plan, String> {
+    fn plan(&self, args: &Arguments, report: &[PathBuf]) -> Result<Plan, PlanError> {
         let exact = args.exact.then_some(args.filter.as_deref()).flatten();
         let plan = Plan::load(&Input::Dir(self.root.clone()), report, exact)?;
         if plan.cases.is_empty() {
-            return Err(format!("no test cases found under {}: add a suite such as `smoke.jsonl` with a line like {{\"id\": \"T001\", \"input\": \"Hello\", \"assert\": {{\"type\": \"contains\", \"value\": \"Hello\"}}}}", self.root.display()));
+            return Err(PlanError::NoCases {
+                root: self.root.clone(),
+            });
         }
         Ok(plan)
     }
@@ -301,7 +305,7 @@ fn outcome(report: &CaseReport) -> Result<Completion, Failed> {
 
 /// Under cargo test one process writes the whole report; under nextest every case's
 /// process appends to it, and a new run id starts it afresh.
-fn open_report(settings: &Settings, path: &Path) -> Result<ReportSink, String> {
+fn open_report(settings: &Settings, path: &Path) -> Result<ReportSink, ReportError> {
     match &settings.nextest {
         Some(n) => match n.run_id.as_deref() {
             Some(run) => ReportSink::for_run(path, run),

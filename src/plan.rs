@@ -7,6 +7,7 @@ use std::sync::Arc;
 use regex::Regex;
 
 use crate::case::Location;
+use crate::errors::PlanError;
 use crate::source::{discover_excluding, file_for_trial, load_file, parse_case, Loaded, SEPARATOR};
 use crate::util::display_path;
 
@@ -25,11 +26,9 @@ impl Input {
     /// What `-i` names: a folder, a file, or a message. One word that is no file is
     /// more likely a mistyped path than a message, so it is an error unless
     /// `force_message` (`--message`) says otherwise.
-    pub(crate) fn parse(input: &str, force_message: bool) -> Result<Input, String> {
+    pub(crate) fn parse(input: &str, force_message: bool) -> Result<Input, PlanError> {
         if input.trim().is_empty() {
-            return Err(
-                "the input is empty; pass a suite file, a directory of suites, or a message".into(),
-            );
+            return Err(PlanError::Empty);
         }
         if force_message {
             return Ok(Input::Message(input.to_string()));
@@ -44,12 +43,14 @@ impl Input {
         let looks_like_path = input.ends_with(".jsonl")
             || (!input.contains(char::is_whitespace) && input.contains('/'));
         if looks_like_path {
-            return Err(format!("input `{input}` does not exist; pass a suite file, a directory of suites, or a quoted message"));
+            return Err(PlanError::Missing {
+                input: input.to_string(),
+            });
         }
         if !input.trim().contains(char::is_whitespace) {
-            return Err(format!(
-                "input `{input}` is neither a file nor a directory; to send it to the agent as a message, add --message"
-            ));
+            return Err(PlanError::NotAPath {
+                input: input.to_string(),
+            });
         }
         Ok(Input::Message(input.to_string()))
     }
@@ -75,7 +76,7 @@ impl Plan {
         input: &Input,
         exclude: &[PathBuf],
         exact: Option<&str>,
-    ) -> Result<Plan, String> {
+    ) -> Result<Plan, PlanError> {
         let mut plan = match input {
             Input::Dir(dir) => {
                 let only = exact
@@ -83,7 +84,7 @@ impl Plan {
                     .and_then(|f| file_for_trial(dir, f));
                 let files = match only {
                     Some(file) => vec![file],
-                    None => discover_excluding(dir, exclude).map_err(|e| e.to_string())?,
+                    None => discover_excluding(dir, exclude)?,
                 };
                 Plan {
                     root: dir.clone(),
@@ -102,8 +103,7 @@ impl Plan {
                 }
             }
             Input::Message(msg) => {
-                let cwd = std::env::current_dir()
-                    .map_err(|e| format!("failed to read the working directory: {e}"))?;
+                let cwd = std::env::current_dir().map_err(PlanError::Cwd)?;
                 Plan {
                     cases: vec![message_case(msg, &cwd)],
                     root: cwd,

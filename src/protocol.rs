@@ -5,6 +5,15 @@ use serde_json::{Map, Value};
 
 use crate::util::value_text;
 
+/// The most one agent reply may take: a process agent's reply line, an HTTP agent's
+/// response body. Beyond it the turn is an error rather than unbounded memory.
+pub(crate) const MAX_REPLY_BYTES: usize = 32 << 20;
+
+/// The error for a reply over [`MAX_REPLY_BYTES`].
+pub(crate) fn reply_too_large() -> String {
+    format!("agent reply exceeds {} MiB", MAX_REPLY_BYTES >> 20)
+}
+
 /// What an agent receives for one turn; the same for process, HTTP and in-process agents.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[non_exhaustive]

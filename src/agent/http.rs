@@ -2,9 +2,10 @@
 
 use std::time::Duration;
 
-use super::{reply_too_large, DEFAULT_HTTP_TIMEOUT, MAX_REPLY_BYTES};
+use super::DEFAULT_HTTP_TIMEOUT;
+use crate::errors::{AgentError, AgentSetupError};
+use crate::protocol::MAX_REPLY_BYTES;
 use crate::protocol::{Reply, Request};
-use crate::util::root_cause;
 
 /// How much of an error response's body is read, for the message.
 const ERROR_BODY_BYTES: usize = 64 * 1024;
@@ -25,14 +26,23 @@ impl HttpSpec {
         shown: String,
         headers: Vec<(String, String)>,
         timeout: Option<Duration>,
-    ) -> Result<Self, String> {
+        what: &str,
+    ) -> Result<Self, AgentSetupError> {
         let mut map = reqwest::header::HeaderMap::new();
         for (k, v) in headers {
-            let name = reqwest::header::HeaderName::from_bytes(k.as_bytes())
-                .map_err(|_| format!("invalid header name `{k}`"))?;
+            let name = reqwest::header::HeaderName::from_bytes(k.as_bytes()).map_err(|_| {
+                AgentSetupError::HeaderName {
+                    table: what.to_string(),
+                    name: k.clone(),
+                }
+            })?;
             // The value may be a secret: never echo it.
-            let mut value = reqwest::header::HeaderValue::from_str(&v)
-                .map_err(|_| format!("invalid value for header `{k}`"))?;
+            let mut value = reqwest::header::HeaderValue::from_str(&v).map_err(|_| {
+                AgentSetupError::HeaderValue {
+                    table: what.to_string(),
+                    name: k.clone(),
+                }
+            })?;
             value.set_sensitive(true);
             map.insert(name, value);
         }
@@ -40,7 +50,7 @@ impl HttpSpec {
         let client = crate::util::http::client_builder()
             .pool_max_idle_per_host(64)
             .build()
-            .map_err(|e| format!("failed to build the HTTP client: {e}"))?;
+            .map_err(AgentSetupError::Client)?;
         Ok(HttpSpec {
             url,
             shown,
@@ -50,7 +60,7 @@ impl HttpSpec {
         })
     }
 
-    pub(crate) async fn send(&self, request: &Request) -> Result<Reply, String> {
+    pub(crate) async fn send(&self, request: &Request) -> Result<Reply, AgentError> {
         let timeout = self.timeout.unwrap_or(DEFAULT_HTTP_TIMEOUT);
         let shown = &self.shown;
         let response = self
@@ -68,35 +78,35 @@ impl HttpSpec {
                 .await
                 .map_err(|e| describe(shown, e, timeout))?;
             let text = String::from_utf8_lossy(&body);
-            return Err(format!(
-                "agent at {shown} answered HTTP {status}: {}",
-                crate::util::clip(text.trim())
-            ));
+            return Err(AgentError::Status {
+                shown: shown.clone(),
+                status,
+                body: crate::util::clip(text.trim()),
+            });
         }
-        if let Some(len) = response.content_length() {
-            if len > MAX_REPLY_BYTES as u64 {
-                return Err(format!(
-                    "{} (agent at {shown} announced a body of {len} bytes)",
-                    reply_too_large()
-                ));
+        if let Some(length) = response.content_length() {
+            if length > MAX_REPLY_BYTES as u64 {
+                return Err(AgentError::AnnouncedTooLarge {
+                    shown: shown.clone(),
+                    length,
+                });
             }
         }
         let (body, complete) = read_capped(response, MAX_REPLY_BYTES)
             .await
             .map_err(|e| describe(shown, e, timeout))?;
         if !complete {
-            return Err(format!(
-                "{} (the response body of agent at {shown})",
-                reply_too_large()
-            ));
+            return Err(AgentError::BodyTooLarge {
+                shown: shown.clone(),
+            });
         }
-        let value: serde_json::Value = serde_json::from_slice(&body).map_err(|e| {
-            format!(
-                "agent at {shown} answered with a body that is not JSON ({e}): {}",
-                crate::util::clip(String::from_utf8_lossy(&body).trim())
-            )
-        })?;
-        Reply::from_json(value).map_err(|e| format!("agent reply broke the protocol: {e}"))
+        let value: serde_json::Value =
+            serde_json::from_slice(&body).map_err(|source| AgentError::BodyNotJson {
+                shown: shown.clone(),
+                source,
+                body: crate::util::clip(String::from_utf8_lossy(&body).trim()),
+            })?;
+        Reply::from_json(value).map_err(AgentError::Protocol)
     }
 }
 
@@ -118,16 +128,14 @@ async fn read_capped(
 }
 
 /// A failed request, without the URL reqwest would print (it is the expanded one).
-fn describe(shown: &str, e: reqwest::Error, timeout: Duration) -> String {
-    let e = e.without_url();
-    if e.is_timeout() {
-        format!(
-            "agent at {shown} did not answer within {}",
-            crate::util::format_duration(timeout)
-        )
-    } else if e.is_connect() {
-        format!("failed to connect to agent at {shown}: {}", root_cause(&e))
+fn describe(shown: &str, e: reqwest::Error, timeout: Duration) -> AgentError {
+    let source = e.without_url();
+    let shown = shown.to_string();
+    if source.is_timeout() {
+        AgentError::HttpTimeout { shown, timeout }
+    } else if source.is_connect() {
+        AgentError::Connect { shown, source }
     } else {
-        format!("request to agent at {shown} failed: {}", root_cause(&e))
+        AgentError::Request { shown, source }
     }
 }

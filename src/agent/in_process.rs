@@ -1,6 +1,7 @@
 //! Agents that live in the test binary: the [`Agent`] trait, plain functions and
 //! async functions as agents, and catching their panics.
 
+use crate::errors::AgentError;
 use crate::protocol::{Reply, Request};
 use crate::util::BoxFuture;
 use std::future::Future;
@@ -86,13 +87,13 @@ where
 }
 
 /// The agent error for a panic, with its message when it has one.
-pub(super) fn panicked(payload: &(dyn std::any::Any + Send)) -> String {
+pub(super) fn panicked(payload: &(dyn std::any::Any + Send)) -> AgentError {
     let message = payload
         .downcast_ref::<&str>()
         .copied()
         .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
         .unwrap_or("a panic without a message");
-    format!("agent panicked: {message}")
+    AgentError::Panicked(message.to_string())
 }
 
 /// Polls a future, turning a panic into `Err(payload)`.

@@ -3,6 +3,7 @@
 use serde_json::{json, Value};
 
 use crate::case::{Mock, MockAnswer};
+use crate::errors::MockError;
 use crate::llm::SeededRng;
 use crate::util::compact;
 use crate::util::json_subset;
@@ -36,22 +37,20 @@ impl MockSet {
         name: &str,
         args: &Value,
         rng: &mut SeededRng,
-    ) -> Result<(MockAnswer, String), String> {
+    ) -> Result<(MockAnswer, String), MockError> {
         let Some(mock) = self.0.iter().find(|m| m.matches(name, args)) else {
-            let same: Vec<String> = self
+            let mocks: Vec<String> = self
                 .0
                 .iter()
                 .filter(|m| crate::util::tool_name_matches(name, &m.method))
                 .map(|m| format!("  {} when {}", m.source, m.conditions))
                 .collect();
+            let name = name.to_string();
             let call = format!("{name}({})", compact(args));
-            return Err(if same.is_empty() {
-                format!("no mock answers the tool call {call}: there are no mocks for `{name}`; add one to the case's `setup.mocks` or the agent's `mocks`, or run with --live")
+            return Err(if mocks.is_empty() {
+                MockError::NoMocks { name, call }
             } else {
-                format!(
-                    "no mock matches the tool call {call}; the mocks for `{name}` are:\n{}",
-                    same.join("\n")
-                )
+                MockError::NoMatch { name, call, mocks }
             });
         };
         if let Some(d) = mock.delay {

@@ -12,6 +12,4 @@ mod session;
 pub use in_process::{async_agent, Agent};
 pub(crate) use process::describe_stderr;
 pub(crate) use scope::CaseScope;
-pub(crate) use session::{
-    reply_too_large, AgentDef, Session, DEFAULT_HTTP_TIMEOUT, MAX_REPLY_BYTES,
-};
+pub(crate) use session::{AgentDef, Session, DEFAULT_HTTP_TIMEOUT};

@@ -11,7 +11,7 @@ use crate::agent::mocks::MockSet;
 use crate::agent::CaseScope;
 use crate::case::{Mock, MockAnswer};
 use crate::config::{Config, OpenAiAgentConfig};
-use crate::errors::StepError;
+use crate::errors::{AgentError, AgentSetupError, StepError};
 use crate::llm::{Endpoint, SeededRng};
 use crate::protocol::TokenUsage;
 use crate::protocol::{Reply, Request, ToolCall, Usage};
@@ -37,27 +37,38 @@ impl OpenAiSpec {
         cfg: &OpenAiAgentConfig,
         config: &Config,
         what: &str,
-    ) -> Result<OpenAiSpec, String> {
+    ) -> Result<OpenAiSpec, AgentSetupError> {
         let llm = match &cfg.llm {
-            Some(n) => config.file.llms.get(n).ok_or_else(|| {
-                format!("{what}.llm names \"{n}\", which is not defined; add [llms.\"{n}\"]")
-            })?,
-            None => config.file.llm.as_ref().ok_or_else(|| {
-                format!(
-                    "{what} needs a model endpoint: add an [llm] section to {}",
-                    config.describe()
-                )
-            })?,
+            Some(n) => config
+                .file
+                .llms
+                .get(n)
+                .ok_or_else(|| AgentSetupError::UndefinedLlm {
+                    table: what.to_string(),
+                    name: n.clone(),
+                })?,
+            None => config
+                .file
+                .llm
+                .as_ref()
+                .ok_or_else(|| AgentSetupError::NoLlm {
+                    table: what.to_string(),
+                    config: config.describe(),
+                })?,
         };
         let mut llm = llm.clone();
         if let Some(m) = &cfg.model {
             llm.model = Some(m.clone());
         }
         let endpoint = Endpoint::from_config(&llm, cfg.llm.as_deref())?;
-        let read = |file: &str, key: &str| {
+        let read = |file: &str, key: &'static str| {
             let path = config.dir.join(file);
-            std::fs::read_to_string(&path)
-                .map_err(|e| format!("{what}.{key}: failed to read {}: {e}", path.display()))
+            std::fs::read_to_string(&path).map_err(|source| AgentSetupError::ReadFile {
+                table: what.to_string(),
+                key,
+                path,
+                source,
+            })
         };
         let system = match (&cfg.system, &cfg.system_file) {
             (Some(s), _) => Some(s.clone()),
@@ -70,35 +81,47 @@ impl OpenAiSpec {
                 match serde_json::from_str::<Value>(&text) {
                     Ok(Value::Array(items)) => items,
                     Ok(_) => {
-                        return Err(format!(
-                            "{what}.tools_file {f}: expected a JSON array of tool schemas"
-                        ))
+                        return Err(AgentSetupError::ToolsNotArray {
+                            table: what.to_string(),
+                            file: f.clone(),
+                        })
                     }
-                    Err(e) => return Err(format!("{what}.tools_file {f}: invalid JSON: {e}")),
+                    Err(source) => {
+                        return Err(AgentSetupError::ToolsJson {
+                            table: what.to_string(),
+                            file: f.clone(),
+                            source,
+                        })
+                    }
                 }
             }
             None => cfg.tools.clone(),
         };
         for (i, t) in tools.iter().enumerate() {
             if t["function"]["name"].as_str().is_none() {
-                return Err(format!(
-                    "{what}.tools[{i}] is not an OpenAI tool schema: expected {{\"type\": \"function\", \"function\": {{\"name\", \"parameters\"}}}}"
-                ));
+                return Err(AgentSetupError::NotToolSchema {
+                    table: what.to_string(),
+                    index: i,
+                });
             }
         }
         let tools_url = match &cfg.tools_url {
             Some(u) => {
                 let expanded = crate::util::expand_env(u, &format!("{what}.tools_url"))?;
                 let shown = crate::util::shown_url(u);
-                let url = reqwest::Url::parse(&expanded)
-                    .map_err(|e| format!("{what}.tools_url \"{shown}\" is not a valid URL: {e}"))?;
+                let url =
+                    reqwest::Url::parse(&expanded).map_err(|source| AgentSetupError::Url {
+                        key: format!("{what}.tools_url"),
+                        shown: shown.clone(),
+                        source,
+                    })?;
                 Some((url, shown))
             }
             None => None,
         };
         let client = crate::util::http::client_builder()
             .build()
-            .map_err(|e| format!("failed to build the HTTP client: {e}"))?;
+            .map_err(AgentSetupError::Client)?;
         Ok(OpenAiSpec {
             shown: format!("{} via {}", endpoint.model(), endpoint.shown()),
             endpoint,
@@ -215,10 +238,10 @@ impl OpenAiSession {
                 });
             }
         }
-        Err(StepError::Broken(format!(
-            "the model was still calling tools after {} rounds in one turn; raise max_tool_rounds or check what the mocks answer",
-            self.spec.max_rounds
-        )))
+        Err(AgentError::ToolRounds {
+            rounds: self.spec.max_rounds,
+        }
+        .into())
     }
 
     /// A tool's answer: `(result, error)`.
@@ -228,12 +251,12 @@ impl OpenAiSession {
         arguments: &Value,
     ) -> Result<(Option<Value>, Option<Value>), StepError> {
         if self.scope.live {
-            return self.live(name, arguments).await;
+            return Ok(self.live(name, arguments).await?);
         }
         match self.mocks.answer(name, arguments, &mut self.rng).await {
             Ok((MockAnswer::Result(r), _)) => Ok((Some(r), None)),
             Ok((MockAnswer::Error(e), _)) => Ok((None, Some(e))),
-            Err(why) => Err(StepError::Failed(why)),
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -241,11 +264,15 @@ impl OpenAiSession {
         &self,
         name: &str,
         arguments: &Value,
-    ) -> Result<(Option<Value>, Option<Value>), StepError> {
+    ) -> Result<(Option<Value>, Option<Value>), AgentError> {
         let Some((url, shown)) = &self.spec.tools_url else {
-            return Err(StepError::Broken(format!(
-                "live mode sends tool calls to the agent's `tools_url`, and this agent has none; add tools_url to its config or run without --live to use mocks (the call was {name})"
-            )));
+            return Err(AgentError::NoToolsUrl {
+                tool: name.to_string(),
+            });
+        };
+        let unreachable = |e: reqwest::Error| AgentError::ToolEndpoint {
+            shown: shown.clone(),
+            source: e.without_url(),
         };
         let left = self
             .scope
@@ -259,19 +286,17 @@ impl OpenAiSession {
             .json(&json!({"name": name, "arguments": arguments}))
             .send()
             .await
-            .map_err(|e| {
-                StepError::Broken(format!("tool endpoint {shown}: {}", e.without_url()))
-            })?;
+            .map_err(unreachable)?;
         let status = sent.status();
-        let body = sent.bytes().await.map_err(|e| {
-            StepError::Broken(format!("tool endpoint {shown}: {}", e.without_url()))
-        })?;
+        let body = sent.bytes().await.map_err(unreachable)?;
         let parsed: Result<Value, _> = serde_json::from_slice(&body);
         match (status.is_success(), parsed) {
             (true, Ok(v)) => Ok((Some(v), None)),
-            (true, Err(e)) => Err(StepError::Broken(format!(
-                "tool endpoint {shown} answered {name} with invalid JSON: {e}"
-            ))),
+            (true, Err(source)) => Err(AgentError::ToolEndpointJson {
+                shown: shown.clone(),
+                tool: name.to_string(),
+                source,
+            }),
             (false, parsed) => Ok((
                 None,
                 Some(json!({

@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
-use super::{reply_too_large, MAX_REPLY_BYTES};
+use crate::errors::AgentError;
+use crate::protocol::MAX_REPLY_BYTES;
 use crate::protocol::{Reply, Request};
 use crate::util::command::{spawn_piped, tail, ProcessGroup, STDERR_TAIL};
 
@@ -35,19 +36,15 @@ pub(crate) struct ProcessSession {
 }
 
 impl ProcessSpec {
-    pub(crate) fn spawn(&self) -> Result<ProcessSession, String> {
-        let (program, args) = self
-            .argv
-            .split_first()
-            .ok_or("the agent command is empty")?;
+    pub(crate) fn spawn(&self) -> Result<ProcessSession, AgentError> {
+        let (program, args) = self.argv.split_first().ok_or(AgentError::EmptyCommand)?;
         let env = self.env.iter().map(|(k, v)| (k, v));
-        let mut child = spawn_piped(program, args, &self.cwd, env).map_err(|e| {
-            format!(
-                "failed to start agent `{}` in {}: {e}",
-                self.shown,
-                self.cwd.display()
-            )
-        })?;
+        let mut child =
+            spawn_piped(program, args, &self.cwd, env).map_err(|source| AgentError::Spawn {
+                shown: self.shown.clone(),
+                cwd: self.cwd.clone(),
+                source,
+            })?;
         let group = ProcessGroup::of(&child);
         let stdin = child.stdin.take().expect("stdin is piped");
         let stdout =
@@ -118,16 +115,16 @@ impl ProcessSession {
         }
     }
 
-    pub(crate) async fn send(&mut self, request: &Request) -> Result<Reply, String> {
-        let mut line = serde_json::to_string(request)
-            .map_err(|e| format!("failed to encode the request: {e}"))?;
+    pub(crate) async fn send(&mut self, request: &Request) -> Result<Reply, AgentError> {
+        let mut line = serde_json::to_string(request).map_err(AgentError::Encode)?;
         line.push('\n');
-        if let Err(e) = self.stdin.write_all(line.as_bytes()).await {
+        if let Err(source) = self.stdin.write_all(line.as_bytes()).await {
             let note = self.exit_note().await;
-            return Err(format!(
-                "agent process exited before reading the request{note}: {e}{}",
-                self.stderr_tail()
-            ));
+            return Err(AgentError::ExitedBeforeRequest {
+                note,
+                source,
+                stderr: self.stderr_tail(),
+            });
         }
         let _ = self.stdin.flush().await;
         self.line.clear();
@@ -137,43 +134,37 @@ impl ProcessSession {
         }
         let read = read_reply_line(&mut self.stdout, &mut self.line);
         let n = match self.timeout {
-            Some(t) => tokio::time::timeout(t, read).await.map_err(|_| {
-                format!(
-                    "agent process did not reply within {}",
-                    crate::util::format_duration(t)
-                )
-            })?,
+            Some(timeout) => tokio::time::timeout(timeout, read)
+                .await
+                .map_err(|_| AgentError::Timeout { timeout })?,
             None => read.await,
         }
-        .map_err(|e| format!("failed to read the agent's stdout: {e}"))?;
+        .map_err(AgentError::Stdout)?;
         let n = match n {
             Line::TooLong => {
-                return Err(format!(
-                    "{} (no newline in the first {MAX_REPLY_BYTES} bytes of stdout){}",
-                    reply_too_large(),
-                    self.stderr_tail()
-                ))
+                return Err(AgentError::LineTooLong {
+                    stderr: self.stderr_tail(),
+                })
             }
             Line::Read(n) => n,
         };
         if n == 0 {
             let note = self.exit_note().await;
-            return Err(format!(
-                "agent process exited before replying{note}{}",
-                self.stderr_tail()
-            ));
+            return Err(AgentError::Exited {
+                note,
+                stderr: self.stderr_tail(),
+            });
         }
         let text = std::str::from_utf8(&self.line)
-            .map_err(|e| format!("agent process printed a line that is not UTF-8: {e}"))?
+            .map_err(AgentError::NotUtf8)?
             .trim();
-        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-            format!(
-                "agent process printed a line that is not JSON ({e}): {}{}\nhint: a process agent must print exactly one JSON reply per line on stdout; write logs to stderr",
-                crate::util::clip(text),
-                self.stderr_tail()
-            )
-        })?;
-        Reply::from_json(value).map_err(|e| format!("agent reply broke the protocol: {e}"))
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|source| AgentError::NotJson {
+                line: crate::util::clip(text),
+                source,
+                stderr: self.stderr_tail(),
+            })?;
+        Reply::from_json(value).map_err(AgentError::Protocol)
     }
 
     pub(crate) async fn close(mut self) {

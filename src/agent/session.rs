@@ -4,20 +4,11 @@
 use super::in_process::{panicked, Agent, CatchUnwind};
 use super::{http, openai, process, CaseScope};
 use crate::config::{AgentConfig, Config};
-use crate::errors::StepError;
+use crate::errors::{AgentError, AgentSetupError, StepError};
 use crate::protocol::{Reply, Request};
 use crate::util::expand_env;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// The most one agent reply may take: a process agent's reply line, an HTTP agent's
-/// response body. Beyond it the turn is an error rather than unbounded memory.
-pub(crate) const MAX_REPLY_BYTES: usize = 32 << 20;
-
-/// The error for a reply over [`MAX_REPLY_BYTES`].
-pub(crate) fn reply_too_large() -> String {
-    format!("agent reply exceeds {} MiB", MAX_REPLY_BYTES >> 20)
-}
 
 /// An agent definition, ready to start conversations.
 #[derive(Clone)]
@@ -34,7 +25,13 @@ impl AgentDef {
         cfg: &AgentConfig,
         config: &Config,
         what: &str,
-    ) -> Result<AgentDef, String> {
+    ) -> Result<AgentDef, AgentSetupError> {
+        let duration = |t: &String| {
+            crate::util::parse_duration(t).map_err(|source| AgentSetupError::Duration {
+                key: format!("{what}.timeout"),
+                source,
+            })
+        };
         match cfg {
             AgentConfig::Process {
                 command,
@@ -43,7 +40,10 @@ impl AgentDef {
                 timeout,
             } => {
                 if command.is_empty() {
-                    return Err(format!("{what}.command is empty in {}", config.describe()));
+                    return Err(AgentSetupError::EmptyCommand {
+                        table: what.to_string(),
+                        config: config.describe(),
+                    });
                 }
                 let argv = command
                     .iter()
@@ -52,18 +52,12 @@ impl AgentDef {
                 let env = env
                     .iter()
                     .map(|(k, v)| Ok((k.clone(), expand_env(v, &format!("{what}.env.{k}"))?)))
-                    .collect::<Result<Vec<_>, String>>()?;
+                    .collect::<Result<Vec<_>, AgentSetupError>>()?;
                 let cwd = match cwd {
                     Some(c) => config.dir.join(expand_env(c, &format!("{what}.cwd"))?),
                     None => config.dir.clone(),
                 };
-                let timeout = match timeout {
-                    Some(t) => Some(
-                        crate::util::parse_duration(t)
-                            .map_err(|e| format!("{what}.timeout: {e}"))?,
-                    ),
-                    None => None,
-                };
+                let timeout = timeout.as_ref().map(duration).transpose()?;
                 Ok(AgentDef::Process(Arc::new(process::ProcessSpec {
                     argv,
                     // As written: `${VAR}`s stay unexpanded, since they may be secrets.
@@ -80,21 +74,18 @@ impl AgentDef {
             } => {
                 let shown = crate::util::shown_url(url);
                 let url = expand_env(url, &format!("{what}.url"))?;
-                let url = reqwest::Url::parse(&url)
-                    .map_err(|e| format!("{what}.url \"{shown}\" is not a valid URL: {e}"))?;
+                let url = reqwest::Url::parse(&url).map_err(|source| AgentSetupError::Url {
+                    key: format!("{what}.url"),
+                    shown: shown.clone(),
+                    source,
+                })?;
                 let headers = headers
                     .iter()
                     .map(|(k, v)| Ok((k.clone(), expand_env(v, &format!("{what}.headers.{k}"))?)))
-                    .collect::<Result<Vec<_>, String>>()?;
-                let timeout = match timeout {
-                    Some(t) => Some(
-                        crate::util::parse_duration(t)
-                            .map_err(|e| format!("{what}.timeout: {e}"))?,
-                    ),
-                    None => None,
-                };
+                    .collect::<Result<Vec<_>, AgentSetupError>>()?;
+                let timeout = timeout.as_ref().map(duration).transpose()?;
                 Ok(AgentDef::Http(Arc::new(http::HttpSpec::new(
-                    url, shown, headers, timeout,
+                    url, shown, headers, timeout, what,
                 )?)))
             }
             AgentConfig::OpenAi(o) => Ok(AgentDef::OpenAi(Arc::new(openai::OpenAiSpec::new(
@@ -104,7 +95,7 @@ impl AgentDef {
     }
 
     /// Starts one conversation (for a process agent, spawns the process).
-    pub(crate) async fn start(&self, scope: &CaseScope) -> Result<Session, String> {
+    pub(crate) async fn start(&self, scope: &CaseScope) -> Result<Session, AgentError> {
         Ok(match self {
             AgentDef::Process(spec) => {
                 let session = spec.spawn()?;
@@ -151,11 +142,11 @@ impl Session {
     pub(crate) async fn send(&mut self, request: &Request) -> Result<Reply, StepError> {
         match self {
             Session::OpenAi(o) => o.send(request).await,
-            other => other.send_plain(request).await.map_err(StepError::Broken),
+            other => Ok(other.send_plain(request).await?),
         }
     }
 
-    async fn send_plain(&mut self, request: &Request) -> Result<Reply, String> {
+    async fn send_plain(&mut self, request: &Request) -> Result<Reply, AgentError> {
         match self {
             Session::OpenAi(_) => unreachable!("handled by send"),
             Session::Process(p) => p.send(request).await,
@@ -170,14 +161,14 @@ impl Session {
                     .await
                     .map_err(|e| match e.try_into_panic() {
                         Ok(payload) => panicked(payload.as_ref()),
-                        Err(e) => format!("agent task failed: {e}"),
+                        Err(e) => AgentError::Task(e),
                     })?
-                    .map_err(|e| format!("agent error: {e}"))
+                    .map_err(AgentError::Returned)
             }
             Session::InProcess(a) => CatchUnwind(a.respond(request))
                 .await
                 .map_err(|payload| panicked(payload.as_ref()))?
-                .map_err(|e| format!("agent error: {e}")),
+                .map_err(AgentError::Returned),
         }
     }
 
@@ -269,6 +260,26 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(e, StepError::Broken("agent error: nope".into()));
+    }
+
+    #[test]
+    fn header_errors_name_their_table() {
+        let cfg = AgentConfig::Http {
+            url: "http://127.0.0.1:1/".into(),
+            headers: [("bad name".to_string(), "secret".to_string())].into(),
+            timeout: None,
+        };
+        let Err(e) = AgentDef::from_config(&cfg, &Config::default(), "[agent]") else {
+            panic!("a header name with a space is invalid");
+        };
+        assert!(
+            matches!(&e, AgentSetupError::HeaderName { table, name } if table == "[agent]" && name == "bad name"),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "[agent].headers: invalid header name `bad name`"
+        );
     }
 
     struct AsyncPanics;

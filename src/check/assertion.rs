@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 
 use crate::case::{Assertion, JsonPath, JsonType, Kind, ValueMatcher};
 use crate::check::Scripts;
-use crate::errors::StepError;
+use crate::errors::{SelectError, StepError};
 use crate::protocol::Message;
 use crate::protocol::{Reply, ToolCall};
 use crate::util::{clip, compact};
@@ -53,11 +53,7 @@ pub async fn evaluate(
 ) -> Result<Verdict, StepError> {
     let (holds, label, why) = match &a.kind {
         Kind::Script { name } => {
-            let (passed, message) = env
-                .scripts
-                .run(name, a, subject, env)
-                .await
-                .map_err(StepError::Broken)?;
+            let (passed, message) = env.scripts.run(name, a, subject, env).await?;
             (passed, format!("script {name}"), message)
         }
         Kind::Judge { type_name, spec } => {
@@ -153,7 +149,7 @@ fn unevaluable(kind: &Kind, reply: &Reply) -> Option<String> {
         Kind::JsonPath { path, .. }
         | Kind::Type {
             path: Some(path), ..
-        } => select(path, reply).err(),
+        } => select(path, reply).err().map(|e| e.to_string()),
         _ => None,
     }
 }
@@ -221,7 +217,7 @@ fn check(kind: &Kind, s: Subject<'_>) -> (bool, String, String) {
         Kind::JsonPath { path, value } => {
             let label = format!("{} = {}", path.text, compact(value));
             match select(path, reply) {
-                Err(why) => (false, label, why),
+                Err(why) => (false, label, why.to_string()),
                 Ok(actual) => {
                     let holds = match (value, &actual) {
                         (Value::Array(options), a) if !a.is_array() => {
@@ -252,7 +248,9 @@ fn check(kind: &Kind, s: Subject<'_>) -> (bool, String, String) {
             let target = match path {
                 Some(p) => match select(p, reply) {
                     Ok(v) => v,
-                    Err(why) => return (false, format!("type {}", expected.name()), why),
+                    Err(why) => {
+                        return (false, format!("type {}", expected.name()), why.to_string())
+                    }
                 },
                 None => reply.data.clone().unwrap_or_else(|| reply.content.clone()),
             };
@@ -382,13 +380,12 @@ fn parse_json_text(text: &str) -> Option<Value> {
     serde_json::from_str(rest[..end].trim()).ok()
 }
 
-fn select(path: &JsonPath, reply: &Reply) -> Result<Value, String> {
+fn select(path: &JsonPath, reply: &Reply) -> Result<Value, SelectError> {
     let Some(doc) = structured(reply) else {
-        return Err(format!(
-            "cannot evaluate {}: the reply has no `data` and its text is not JSON; reply: {}",
-            path.text,
-            quote(&clip(&reply.output_text()))
-        ));
+        return Err(SelectError::NotJson {
+            path: path.text.clone(),
+            reply: quote(&clip(&reply.output_text())),
+        });
     };
     match jsonpath_rust::query::js_path_process(&path.query, &doc) {
         Ok(found) => Ok(match found.len() {
@@ -396,7 +393,10 @@ fn select(path: &JsonPath, reply: &Reply) -> Result<Value, String> {
             1 => found[0].clone().val().clone(),
             _ => Value::Array(found.into_iter().map(|r| r.val().clone()).collect()),
         }),
-        Err(e) => Err(format!("cannot evaluate {}: {e}", path.text)),
+        Err(source) => Err(SelectError::Query {
+            path: path.text.clone(),
+            source,
+        }),
     }
 }
 

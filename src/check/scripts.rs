@@ -9,6 +9,7 @@ use crate::case::Assertion;
 use crate::check::{EvalEnv, Subject};
 use crate::config::{command_spec, own_deadline};
 use crate::config::{CommandConfig, Config};
+use crate::errors::{ScriptAnswerError, ScriptError};
 
 /// A script's verdict: [`Check::pass`] or [`Check::fail`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,7 +67,7 @@ impl Scripts {
         assertion: &Assertion,
         subject: Subject<'_>,
         env: &EvalEnv<'_>,
-    ) -> Result<(bool, String), String> {
+    ) -> Result<(bool, String), ScriptError> {
         let raw = &assertion.raw;
         let mut metadata = env.metadata.clone();
         if let (Some(Value::Object(extra)), Value::Object(m)) = (
@@ -94,10 +95,18 @@ impl Scripts {
                 tokio::task::spawn_blocking(move || f(&input)),
             )
             .await
-            .map_err(|_| format!("script `{name}` did not finish before the case's deadline"))?;
+            .map_err(|_| ScriptError::Deadline {
+                name: name.to_string(),
+            })?;
             let check = joined
-                .map_err(|e| format!("script `{name}` panicked: {}", crate::util::panic_text(e)))?
-                .map_err(|e| format!("script `{name}` failed: {e}"))?;
+                .map_err(|e| ScriptError::Panicked {
+                    name: name.to_string(),
+                    message: crate::util::panic_text(e),
+                })?
+                .map_err(|message| ScriptError::Returned {
+                    name: name.to_string(),
+                    message,
+                })?;
             return Ok((
                 check.passed,
                 check
@@ -106,10 +115,10 @@ impl Scripts {
             ));
         }
         let Some(cmd) = self.commands.get(name) else {
-            return Err(format!(
-                "script `{name}` is not defined; add [scripts.\"{name}\"] with `command = [...]` to {} or register it with Harness::script",
-                self.config.describe()
-            ));
+            return Err(ScriptError::Undefined {
+                name: name.to_string(),
+                config: self.config.describe(),
+            });
         };
         let what = format!("[scripts.\"{name}\"]");
         let spec = command_spec(&self.config, cmd, &what)?;
@@ -117,42 +126,43 @@ impl Scripts {
         let out = spec
             .run(input.to_string().as_bytes(), deadline)
             .await
-            .map_err(|e| format!("script `{name}`: {e}"))?;
-        let stderr = if out.stderr_tail.is_empty() {
-            String::new()
-        } else {
-            format!("; stderr:\n{}", out.stderr_tail)
-        };
+            .map_err(|source| ScriptError::Command {
+                name: name.to_string(),
+                source,
+            })?;
         if !out.success {
-            return Err(format!("script `{name}` crashed ({}){stderr}", out.status));
+            return Err(ScriptError::Crashed {
+                name: name.to_string(),
+                status: out.status,
+                stderr: out.stderr_tail,
+            });
         }
-        parse_answer(&out.stdout)
-            .map_err(|e| format!("script `{name}` answered badly: {e}{stderr}"))
+        parse_answer(&out.stdout).map_err(|source| ScriptError::BadAnswer {
+            name: name.to_string(),
+            source,
+            stderr: out.stderr_tail,
+        })
     }
 }
 
 /// Reads `{"pass" or "passed": bool, "message": "..."}` from a script's stdout (the last non-empty line).
-fn parse_answer(stdout: &str) -> Result<(bool, String), String> {
+fn parse_answer(stdout: &str) -> Result<(bool, String), ScriptAnswerError> {
     let line = stdout
         .lines()
         .rev()
         .find(|l| !l.trim().is_empty())
-        .ok_or("it printed nothing; expected {\"pass\": true|false, \"message\": \"...\"}")?;
-    let v: Value = serde_json::from_str(line.trim()).map_err(|e| {
-        format!(
-            "`{}` is not JSON ({e}); expected {{\"pass\": true|false, \"message\": \"...\"}}",
-            crate::util::clip(line)
-        )
-    })?;
+        .ok_or(ScriptAnswerError::Nothing)?;
+    let v: Value =
+        serde_json::from_str(line.trim()).map_err(|source| ScriptAnswerError::NotJson {
+            line: crate::util::clip(line),
+            source,
+        })?;
     let passed = v
         .get("pass")
         .or_else(|| v.get("passed"))
         .and_then(Value::as_bool)
-        .ok_or_else(|| {
-            format!(
-                "`{}` has no boolean `pass` or `passed`",
-                crate::util::clip(line)
-            )
+        .ok_or_else(|| ScriptAnswerError::NoVerdict {
+            line: crate::util::clip(line),
         })?;
     let message = v
         .get("message")
@@ -168,6 +178,7 @@ fn parse_answer(stdout: &str) -> Result<(bool, String), String> {
 #[cfg(test)]
 mod tests {
     use super::parse_answer;
+    use crate::errors::ScriptAnswerError;
 
     #[test]
     fn reads_both_spellings_and_rejects_garbage() {
@@ -176,10 +187,14 @@ mod tests {
             parse_answer("log\n{\"passed\": false, \"message\": \"too low\"}").unwrap(),
             (false, "too low".into())
         );
-        assert!(parse_answer("").unwrap_err().contains("printed nothing"));
-        assert!(parse_answer("nope").unwrap_err().contains("not JSON"));
-        assert!(parse_answer("{\"ok\": 1}")
-            .unwrap_err()
-            .contains("no boolean"));
+        assert!(matches!(parse_answer(""), Err(ScriptAnswerError::Nothing)));
+        assert!(matches!(
+            parse_answer("nope"),
+            Err(ScriptAnswerError::NotJson { .. })
+        ));
+        assert!(matches!(
+            parse_answer("{\"ok\": 1}"),
+            Err(ScriptAnswerError::NoVerdict { .. })
+        ));
     }
 }

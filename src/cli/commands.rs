@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use super::{FreezeArgs, ReportArgs};
 use crate::config::Config;
+use crate::errors::ReportError;
 use crate::plan::parent_dir;
 use crate::record::{Format, RunInfo};
 use crate::source::load_file;
@@ -12,13 +13,13 @@ use crate::util::write_atomically;
 
 pub(super) fn report(args: ReportArgs) -> Result<ExitCode, String> {
     let format = Format::from_path(&args.output).ok_or_else(|| {
-        format!(
-            "the report {} has no known extension; use one of: {}",
-            args.output.display(),
-            Format::EXTENSIONS.join(", ")
-        )
+        ReportError::UnknownFormat {
+            path: args.output.clone(),
+            known: Format::EXTENSIONS,
+        }
+        .to_string()
     })?;
-    let (cases, summary) = crate::record::read_reports(&args.input)?;
+    let (cases, summary) = crate::record::read_reports(&args.input).map_err(|e| e.to_string())?;
     let mut run = RunInfo::new(
         "(from a report)",
         args.input.display().to_string(),
@@ -72,8 +73,9 @@ pub(super) fn freeze(args: FreezeArgs) -> Result<ExitCode, String> {
         .or_else(|| crate::settings::get().report.clone())
         .or_else(|| config.file.run.report.as_ref().map(|r| config.dir.join(r)))
         .ok_or("no report to read: pass --report FILE (a JSONL report written with -o or AGENTEST_REPORT)")?;
-    let record = crate::record::freeze::find_record(&report, file, &l.trial, &args.id)?;
-    let frozen = crate::record::freeze::freeze(case, &record)?;
+    let record = crate::record::freeze::find_record(&report, file, &l.trial, &args.id)
+        .map_err(|e| e.to_string())?;
+    let frozen = crate::record::freeze::freeze(case, &record).map_err(|e| e.to_string())?;
     let line = serde_json::to_string(&frozen).map_err(|e| e.to_string())?;
     if args.write {
         let mut text = std::fs::read_to_string(file)

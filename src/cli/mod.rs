@@ -148,7 +148,7 @@ struct TestArgs {
     #[arg(long = "fail-fast")]
     fail_fast: bool,
     /// Timeout for cases that set none, like 30s or 5m (default: [run] timeout, else 5m).
-    #[arg(long = "timeout", value_parser = parse_timeout)]
+    #[arg(long = "timeout", value_parser = crate::util::parse_timeout)]
     timeout: Option<Duration>,
     /// Cases in flight at once (default: [run] concurrency, else 32).
     #[arg(long = "parallel", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
@@ -168,10 +168,6 @@ pub(crate) fn use_color(choice: ColorChoice) -> bool {
         ColorChoice::Never => false,
         ColorChoice::Auto => std::io::stdout().is_terminal() && !crate::settings::get().no_color,
     }
-}
-
-fn parse_timeout(s: &str) -> Result<Duration, String> {
-    crate::util::parse_timeout(s)
 }
 
 /// Runs the `agentest` command line and returns its exit code:
@@ -205,10 +201,11 @@ pub fn main() -> ExitCode {
                         ExitCode::from(1)
                     }
                 })
+                .map_err(|e| e.to_string())
         }
-        Command::Accept(args) => {
-            crate::record::review::accept_all(&args.root()).map(|_| ExitCode::SUCCESS)
-        }
+        Command::Accept(args) => crate::record::review::accept_all(&args.root())
+            .map(|_| ExitCode::SUCCESS)
+            .map_err(|e| e.to_string()),
         Command::Freeze(args) => commands::freeze(args),
         Command::Report(args) => commands::report(args),
     };

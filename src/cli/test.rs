@@ -26,10 +26,10 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
         Some(r) => Some(regex::Regex::new(r).map_err(|e| format!("invalid --run regex: {e}"))?),
         None => None,
     };
-    let input = Input::parse(&args.input, args.message)?;
+    let input = Input::parse(&args.input, args.message).map_err(|e| e.to_string())?;
     // The report (`-o`) may be written into the suites folder; never load it.
     let exclude: Vec<_> = args.output.iter().cloned().collect();
-    let mut plan = Plan::load(&input, &exclude, None)?;
+    let mut plan = Plan::load(&input, &exclude, None).map_err(|e| e.to_string())?;
     if let Some(f) = &filter {
         plan.retain(f);
     }
@@ -43,7 +43,10 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
     }
     let config = Config::discover(&plan.root).map_err(|e| e.to_string())?;
     let engine = Arc::new(Engine::new(Registry::default(), options(&args)));
-    engine.contexts.check_setup(&plan.cases)?;
+    engine
+        .contexts
+        .check_setup(&plan.cases)
+        .map_err(|e| e.to_string())?;
     if args.dry_run {
         return Ok(dry_run(&plan.cases));
     }
@@ -57,7 +60,7 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
             .unwrap_or(DEFAULT_CONCURRENCY)
     };
     let sink = match &args.output {
-        Some(p) => Some(ReportSink::create(p, true)?),
+        Some(p) => Some(ReportSink::create(p, true).map_err(|e| e.to_string())?),
         None => None,
     };
     let recorder = Arc::new(Recorder::new(sink));

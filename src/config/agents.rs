@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use crate::errors::AgentSetupError;
+
 /// The kinds of agent a config can define.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -92,7 +94,7 @@ pub enum AgentConfig {
 }
 
 impl RawAgent {
-    pub(super) fn check(self) -> Result<AgentConfig, String> {
+    pub(super) fn check(self) -> Result<AgentConfig, AgentSetupError> {
         let given = [
             ("command", self.command.is_some()),
             ("cwd", self.cwd.is_some()),
@@ -110,7 +112,7 @@ impl RawAgent {
             ("max_tool_rounds", self.max_tool_rounds.is_some()),
             ("mocks", self.mocks.is_some()),
         ];
-        let (kind, allowed): (&str, &[&str]) = match self.kind {
+        let (kind, allowed): (&'static str, &[&str]) = match self.kind {
             AgentKind::Process => ("process", &["command", "cwd", "env", "timeout"]),
             AgentKind::Http => ("http", &["url", "headers", "timeout"]),
             AgentKind::OpenAi => (
@@ -132,17 +134,13 @@ impl RawAgent {
             .iter()
             .find(|(k, present)| *present && !allowed.contains(k))
         {
-            return Err(format!(
-                "`{key}` does not apply to {kind} agents; remove it or change `type`"
-            ));
+            return Err(AgentSetupError::KeyNotApplicable { key, kind });
         }
         match self.kind {
             AgentKind::Process => {
-                let command = self
-                    .command
-                    .ok_or("a process agent needs `command = [\"program\", \"arg\", ...]`")?;
+                let command = self.command.ok_or(AgentSetupError::NoCommand)?;
                 if command.is_empty() {
-                    return Err("`command` is empty; give the program and its arguments".into());
+                    return Err(AgentSetupError::CommandEmpty);
                 }
                 Ok(AgentConfig::Process {
                     command,
@@ -152,9 +150,7 @@ impl RawAgent {
                 })
             }
             AgentKind::Http => {
-                let url = self
-                    .url
-                    .ok_or("an http agent needs `url = \"http://...\"`")?;
+                let url = self.url.ok_or(AgentSetupError::NoUrl)?;
                 Ok(AgentConfig::Http {
                     url,
                     headers: self.headers,
@@ -163,13 +159,13 @@ impl RawAgent {
             }
             AgentKind::OpenAi => {
                 if self.system.is_some() && self.system_file.is_some() {
-                    return Err("give `system` or `system_file`, not both".into());
+                    return Err(AgentSetupError::SystemTwice);
                 }
                 if self.tools.is_some() && self.tools_file.is_some() {
-                    return Err("give `tools` or `tools_file`, not both".into());
+                    return Err(AgentSetupError::ToolsTwice);
                 }
                 if self.max_tool_rounds == Some(0) {
-                    return Err("`max_tool_rounds` must be at least 1".into());
+                    return Err(AgentSetupError::ZeroToolRounds);
                 }
                 Ok(AgentConfig::OpenAi(OpenAiAgentConfig {
                     llm: self.llm,

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::Config;
+use crate::errors::SetupError;
 use crate::util::command::CommandSpec;
 use crate::util::parse_duration;
 
@@ -28,9 +29,12 @@ pub(crate) fn command_spec(
     config: &Config,
     cmd: &CommandConfig,
     what: &str,
-) -> Result<CommandSpec, String> {
+) -> Result<CommandSpec, SetupError> {
     if cmd.command.is_empty() {
-        return Err(format!("{what}.command is empty in {}", config.describe()));
+        return Err(SetupError::EmptyCommand {
+            what: what.to_string(),
+            config: config.describe(),
+        });
     }
     let argv = cmd
         .command
@@ -46,7 +50,7 @@ pub(crate) fn command_spec(
                 crate::util::expand_env(v, &format!("{what}.env.{k}"))?,
             ))
         })
-        .collect::<Result<BTreeMap<_, _>, String>>()?;
+        .collect::<Result<BTreeMap<_, _>, SetupError>>()?;
     let cwd = match &cmd.cwd {
         Some(c) => config.dir.join(c),
         None => config.dir.clone(),
@@ -64,10 +68,13 @@ pub(crate) fn own_deadline(
     cmd: &CommandConfig,
     deadline: tokio::time::Instant,
     what: &str,
-) -> Result<tokio::time::Instant, String> {
+) -> Result<tokio::time::Instant, SetupError> {
     match &cmd.timeout {
         Some(t) => {
-            let d = parse_duration(t).map_err(|e| format!("{what}: {e}"))?;
+            let d = parse_duration(t).map_err(|source| SetupError::Duration {
+                key: what.to_string(),
+                source,
+            })?;
             Ok(deadline.min(tokio::time::Instant::now() + d))
         }
         None => Ok(deadline),

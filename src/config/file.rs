@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::agents::RawAgent;
 use super::{AgentConfig, CassetteMode, CommandConfig, GoldenConfig, Redaction};
-use crate::errors::ConfigError;
+use crate::errors::{ConfigError, ConfigValueError};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -111,17 +111,19 @@ impl Config {
             path: path.to_path_buf(),
             message: e.to_string().trim_end().to_string(),
         })?;
-        let check = |raw: &Spanned<RawAgent>, what: String| {
-            raw.get_ref().clone().check().map_err(|e| {
-                let line = text[..raw.span().start.min(text.len())]
-                    .lines()
-                    .count()
-                    .max(1);
-                ConfigError::Parse {
+        let check = |raw: &Spanned<RawAgent>, table: String| {
+            raw.get_ref()
+                .clone()
+                .check()
+                .map_err(|source| ConfigError::Agent {
                     path: path.to_path_buf(),
-                    message: format!("{what} (line {line}): {e}"),
-                }
-            })
+                    table,
+                    line: text[..raw.span().start.min(text.len())]
+                        .lines()
+                        .count()
+                        .max(1),
+                    source: Box::new(source),
+                })
         };
         let agent = file
             .agent
@@ -143,30 +145,33 @@ impl Config {
         };
         config
             .check_values()
-            .map_err(|message| ConfigError::Parse {
+            .map_err(|source| ConfigError::Invalid {
                 path: path.to_path_buf(),
-                message,
+                source,
             })?;
         Ok(config)
     }
 
     /// Checks the values TOML cannot: durations, counts, URLs (those without `${VAR}`,
     /// which can only be checked once the environment is known).
-    fn check_values(&self) -> Result<(), String> {
-        let timeout = |value: &Option<String>, what: &str| {
-            match value {
+    fn check_values(&self) -> Result<(), ConfigValueError> {
+        let timeout = |value: &Option<String>, key: &str| match value {
             Some(t) => match crate::util::parse_duration(t) {
-                Ok(d) if d.is_zero() => Err(format!("{what}: a timeout of zero would fail every case; remove it or give a duration like \"30s\"")),
+                Ok(d) if d.is_zero() => Err(ConfigValueError::ZeroTimeout {
+                    key: key.to_string(),
+                }),
                 Ok(_) => Ok(()),
-                Err(e) => Err(format!("{what}: {e}")),
+                Err(source) => Err(ConfigValueError::Duration {
+                    key: key.to_string(),
+                    source,
+                }),
             },
             None => Ok(()),
-        }
         };
         timeout(&self.file.run.timeout, "[run].timeout")?;
         Redaction::compile_all(&self.file.golden)?;
         if let Some(mode) = &self.file.run.cassettes {
-            CassetteMode::parse(mode).map_err(|e| format!("[run].cassettes: {e}"))?;
+            CassetteMode::parse(mode).map_err(ConfigValueError::CassetteMode)?;
         }
         let llms = self.file.llm.iter().map(|l| ("[llm]".to_string(), l));
         let llms = llms.chain(
@@ -178,14 +183,14 @@ impl Config {
         for (what, l) in llms {
             timeout(&l.timeout, &format!("{what}.timeout"))?;
             if l.max_in_flight == Some(0) {
-                return Err(format!("{what}.max_in_flight must be at least 1"));
+                return Err(ConfigValueError::ZeroInFlight { table: what });
             }
-            if let Some(t) = l.temperature.filter(|t| !(0.0..=2.0).contains(t)) {
-                return Err(format!("{what}.temperature {t} is outside 0..=2"));
+            if let Some(value) = l.temperature.filter(|t| !(0.0..=2.0).contains(t)) {
+                return Err(ConfigValueError::Temperature { table: what, value });
             }
         }
         if self.file.run.concurrency == Some(0) {
-            return Err("[run].concurrency: must be at least 1".into());
+            return Err(ConfigValueError::ZeroConcurrency);
         }
         let named = self.agent.iter().map(|a| ("[agent]".to_string(), a));
         let named = named.chain(
@@ -197,10 +202,13 @@ impl Config {
             match agent {
                 AgentConfig::OpenAi(o) => match &o.llm {
                     Some(n) if !self.file.llms.contains_key(n) => {
-                        return Err(format!("{what}.llm names \"{n}\", which is not defined; add [llms.\"{n}\"] with base_url, model and api_key_env"));
+                        return Err(ConfigValueError::UndefinedLlm {
+                            table: what,
+                            name: n.clone(),
+                        });
                     }
                     None if self.file.llm.is_none() => {
-                        return Err(format!("{what} is an openai agent but there is no model endpoint: add an [llm] section (base_url, model, api_key_env) or name one with llm = \"NAME\""));
+                        return Err(ConfigValueError::NoLlm { table: what });
                     }
                     _ => {}
                 },
@@ -210,8 +218,11 @@ impl Config {
                 } => {
                     timeout(t, &format!("{what}.timeout"))?;
                     if !url.contains("${") {
-                        reqwest::Url::parse(url)
-                            .map_err(|e| format!("{what}.url \"{url}\" is not a valid URL: {e}"))?;
+                        reqwest::Url::parse(url).map_err(|source| ConfigValueError::Url {
+                            table: what.clone(),
+                            url: url.clone(),
+                            source,
+                        })?;
                     }
                 }
             }
@@ -220,9 +231,10 @@ impl Config {
             for (name, cmd) in table {
                 timeout(&cmd.timeout, &format!("[{kind}.\"{name}\"].timeout"))?;
                 if cmd.command.is_empty() {
-                    return Err(format!(
-                        "[{kind}.\"{name}\"].command is empty; give the program and its arguments"
-                    ));
+                    return Err(ConfigValueError::EmptyCommand {
+                        kind,
+                        name: name.clone(),
+                    });
                 }
             }
         }
@@ -251,7 +263,17 @@ mod tests {
             "a-v-b"
         );
         let e = expand_env("${AGENTEST_SURELY_UNSET}", "[agent].url").unwrap_err();
-        assert!(e.contains("AGENTEST_SURELY_UNSET") && e.contains("[agent].url"));
+        assert_eq!(
+            e,
+            crate::errors::EnvError::Unset {
+                name: "AGENTEST_SURELY_UNSET".into(),
+                what: "[agent].url".into()
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "environment variable `AGENTEST_SURELY_UNSET` is not set (used in [agent].url)"
+        );
     }
 
     #[test]

@@ -2,6 +2,8 @@
 
 use serde::Deserialize;
 
+use crate::errors::ConfigValueError;
+
 /// `[[golden.redactions]]`: text replaced before comparing, for one suite or all.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -47,7 +49,7 @@ pub struct Redaction {
 
 impl Redaction {
     /// Compiles the config's redactions; an invalid regex names its entry.
-    pub(crate) fn compile_all(golden: &GoldenConfig) -> Result<Vec<Redaction>, String> {
+    pub(crate) fn compile_all(golden: &GoldenConfig) -> Result<Vec<Redaction>, ConfigValueError> {
         golden
             .redactions
             .iter()
@@ -55,12 +57,12 @@ impl Redaction {
             .map(|(i, r)| {
                 Ok(Redaction {
                     suite: r.suite.clone(),
-                    regex: regex::Regex::new(&r.pattern).map_err(|e| {
-                        format!(
-                            "[[golden.redactions]] #{}: invalid regex \"{}\": {e}",
-                            i + 1,
-                            r.pattern
-                        )
+                    regex: regex::Regex::new(&r.pattern).map_err(|source| {
+                        ConfigValueError::Redaction {
+                            number: i + 1,
+                            pattern: r.pattern.clone(),
+                            source,
+                        }
                     })?,
                     replace: r.replace.clone(),
                 })

@@ -1,5 +1,7 @@
 //! Modes a run may be in: how cassettes are used, what golden mismatches may write.
 
+use crate::errors::CassetteModeError;
+
 /// How cassettes are used, from `AGENTEST_CASSETTES` or `[run] cassettes`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CassetteMode {
@@ -19,22 +21,26 @@ pub enum CassetteMode {
 
 impl CassetteMode {
     /// Reads a mode name.
-    pub fn parse(text: &str) -> Result<CassetteMode, String> {
+    pub fn parse(text: &str) -> Result<CassetteMode, CassetteModeError> {
         match text.trim() {
             "auto" => Ok(CassetteMode::Auto),
             "replay" => Ok(CassetteMode::Replay),
             "strict" => Ok(CassetteMode::Strict),
             "record" => Ok(CassetteMode::Record),
             "off" => Ok(CassetteMode::Off),
-            other => Err(format!(
-                "unknown cassette mode \"{other}\"; expected auto, replay, strict, record or off"
-            )),
+            other => Err(CassetteModeError {
+                given: other.to_string(),
+            }),
         }
     }
 
-    /// The mode in force: `AGENTEST_CASSETTES`, else the config's, else `auto`.
-    pub fn resolve(config: Option<&str>) -> Result<CassetteMode, String> {
-        match crate::settings::get().cassettes {
+    /// The mode in force: `env` (`AGENTEST_CASSETTES`, from the settings), else the
+    /// config's (`[run] cassettes`), else `auto`.
+    pub fn resolve(
+        env: Option<CassetteMode>,
+        config: Option<&str>,
+    ) -> Result<CassetteMode, CassetteModeError> {
+        match env {
             Some(mode) => Ok(mode),
             None => config
                 .map(CassetteMode::parse)
@@ -55,7 +61,7 @@ impl CassetteMode {
     }
 }
 
-/// What a golden mismatch may write (`AGENTEST_UPDATE`, read in [`crate::settings`]).
+/// What a golden mismatch may write (`AGENTEST_UPDATE`, read with the other settings).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum UpdateMode {
     /// Write `<golden>.new` and fail.

@@ -254,8 +254,11 @@ mod tests {
     #[test]
     fn modes_parse_and_reject_unknown_names() {
         assert_eq!(CassetteMode::parse("strict").unwrap(), CassetteMode::Strict);
-        assert!(CassetteMode::parse("replays")
-            .unwrap_err()
-            .contains("unknown cassette mode"));
+        assert_eq!(
+            CassetteMode::parse(" replays ").unwrap_err(),
+            crate::errors::CassetteModeError {
+                given: "replays".into()
+            }
+        );
     }
 }

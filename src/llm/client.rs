@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use super::limiter::Limiter;
 use super::{ChatRequest, SeededRng};
 use crate::config::LlmConfig;
-use crate::errors::LlmError;
+use crate::errors::{AgentSetupError, LlmError};
 use crate::protocol::TokenUsage;
 use crate::util::expand_env;
 use crate::util::format_duration;
@@ -68,7 +68,7 @@ pub struct Endpoint {
 impl Endpoint {
     /// Builds an endpoint from `[llm]` (`name` None) or `[llms.NAME]`, applying the
     /// environment overrides for the base URL and the model.
-    pub fn from_config(cfg: &LlmConfig, name: Option<&str>) -> Result<Endpoint, String> {
+    pub fn from_config(cfg: &LlmConfig, name: Option<&str>) -> Result<Endpoint, AgentSetupError> {
         let what = match name {
             None => "[llm]".to_string(),
             Some(n) => format!("[llms.\"{n}\"]"),
@@ -82,28 +82,46 @@ impl Endpoint {
         let shown = crate::util::shown_url(&base);
         let base = expand_env(&base, &format!("{what}.base_url"))?;
         let url = reqwest::Url::parse(&format!("{}/chat/completions", base.trim_end_matches('/')))
-            .map_err(|e| format!("{what}.base_url \"{shown}\" is not a valid URL: {e}"))?;
-        let model = env("MODEL")
-            .or_else(|| cfg.model.clone())
-            .ok_or_else(|| format!("{what} needs `model`, like model = \"gpt-4o-mini\""))?;
+            .map_err(|source| AgentSetupError::Url {
+                key: format!("{what}.base_url"),
+                shown: shown.clone(),
+                source,
+            })?;
+        let model =
+            env("MODEL")
+                .or_else(|| cfg.model.clone())
+                .ok_or_else(|| AgentSetupError::NoModel {
+                    table: what.clone(),
+                })?;
         let timeout = match &cfg.timeout {
-            Some(t) => crate::util::parse_timeout(t).map_err(|e| format!("{what}.timeout: {e}"))?,
+            Some(t) => {
+                crate::util::parse_timeout(t).map_err(|source| AgentSetupError::Duration {
+                    key: format!("{what}.timeout"),
+                    source,
+                })?
+            }
             None => DEFAULT_TIMEOUT,
         };
         let mut headers = HeaderMap::new();
         for (k, v) in &cfg.headers {
             let value = expand_env(v, &format!("{what}.headers.{k}"))?;
-            let name = HeaderName::from_bytes(k.as_bytes())
-                .map_err(|_| format!("{what}.headers: invalid header name `{k}`"))?;
-            let mut value = HeaderValue::from_str(&value)
-                .map_err(|_| format!("{what}.headers.{k}: invalid header value"))?;
+            let name =
+                HeaderName::from_bytes(k.as_bytes()).map_err(|_| AgentSetupError::HeaderName {
+                    table: what.clone(),
+                    name: k.clone(),
+                })?;
+            let mut value =
+                HeaderValue::from_str(&value).map_err(|_| AgentSetupError::HeaderValue {
+                    table: what.clone(),
+                    name: k.clone(),
+                })?;
             value.set_sensitive(true);
             headers.insert(name, value);
         }
         let client = crate::util::http::client_builder()
             .pool_max_idle_per_host(64)
             .build()
-            .map_err(|e| format!("failed to build the HTTP client: {e}"))?;
+            .map_err(AgentSetupError::Client)?;
         Ok(Endpoint {
             limiter: Limiter::for_endpoint(
                 url.as_str(),

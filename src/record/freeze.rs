@@ -7,15 +7,15 @@ use std::path::Path;
 use serde_json::{json, Map, Value};
 
 use crate::case::{Case, Mode};
+use crate::errors::FreezeError;
 use crate::record::CaseReport;
 
 /// Builds the frozen case from the original case and its report record.
-pub fn freeze(case: &Case, record: &CaseReport) -> Result<Value, String> {
+pub fn freeze(case: &Case, record: &CaseReport) -> Result<Value, FreezeError> {
     if record.turns.is_empty() {
-        return Err(format!(
-            "the report's record of {} has no turns to freeze",
-            record.trial
-        ));
+        return Err(FreezeError::NoTurns {
+            trial: record.trial.clone(),
+        });
     }
     let raw = case.raw.as_object().cloned().unwrap_or_default();
     let mut frozen = Map::new();
@@ -136,26 +136,28 @@ pub fn find_record(
     suite_file: &Path,
     trial: &str,
     id: &str,
-) -> Result<CaseReport, String> {
+) -> Result<CaseReport, FreezeError> {
     let same_file = |location: &str| {
         // `file:line:column`
         let file = location.rsplitn(3, ':').nth(2).unwrap_or_default();
         let a = std::fs::canonicalize(file).ok();
         a.is_some() && a == std::fs::canonicalize(suite_file).ok()
     };
-    let text = std::fs::read_to_string(report)
-        .map_err(|e| format!("failed to read the report {}: {e}", report.display()))?;
+    let text = std::fs::read_to_string(report).map_err(|source| FreezeError::Read {
+        path: report.to_path_buf(),
+        source,
+    })?;
     let mut by_trial = None;
     let mut by_id = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let v: Value = match serde_json::from_str(line) {
             Ok(v) => v,
-            Err(e) => {
-                return Err(format!(
-                    "{}:{}: not a report line ({e})",
-                    report.display(),
-                    i + 1
-                ))
+            Err(source) => {
+                return Err(FreezeError::NotJson {
+                    path: report.to_path_buf(),
+                    line: i + 1,
+                    source,
+                })
             }
         };
         if v.get("type").is_some() {
@@ -167,8 +169,12 @@ pub fn find_record(
         if !(matches_trial || matches_id) {
             continue;
         }
-        let record = serde_json::from_value::<CaseReport>(v)
-            .map_err(|e| format!("{}:{}: not a case record ({e})", report.display(), i + 1))?;
+        let record =
+            serde_json::from_value::<CaseReport>(v).map_err(|source| FreezeError::NotRecord {
+                path: report.to_path_buf(),
+                line: i + 1,
+                source,
+            })?;
         if matches_trial {
             by_trial = Some(record);
         } else if !by_id.iter().any(|r: &CaseReport| r.trial == record.trial) {
@@ -179,16 +185,16 @@ pub fn find_record(
         return Ok(r);
     }
     match by_id.len() {
-        0 => Err(format!(
-            "the report {} has no record of {trial}; run the suite with -o {} first",
-            report.display(),
-            report.display()
-        )),
+        0 => Err(FreezeError::NoRecord {
+            path: report.to_path_buf(),
+            trial: trial.to_string(),
+        }),
         1 => Ok(by_id.remove(0)),
-        _ => Err(format!(
-            "the report {} has no record of {trial}, and several cases with the id \"{id}\" ({}); run the suite again with -o to get its own record",
-            report.display(),
-            by_id.iter().map(|r| r.trial.as_str()).collect::<Vec<_>>().join(", ")
-        )),
+        _ => Err(FreezeError::Ambiguous {
+            path: report.to_path_buf(),
+            trial: trial.to_string(),
+            id: id.to_string(),
+            trials: by_id.into_iter().map(|r| r.trial).collect(),
+        }),
     }
 }

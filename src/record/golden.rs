@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::Redaction;
 use crate::config::UpdateMode;
+use crate::errors::{GoldenError, NewFile};
 use crate::record::{AssertionReport, CaseReport};
 use crate::util::value_text;
 
@@ -156,9 +157,13 @@ pub struct GoldenCheck {
     pub pending: Option<String>,
 }
 
-/// Compares `actual` with the golden file and writes what `mode` allows. `Err(message)`
-/// is a failure whose message holds the diff and how to update.
-pub fn check(path: &Path, actual: &str, mode: UpdateMode) -> (GoldenCheck, Result<(), String>) {
+/// Compares `actual` with the golden file and writes what `mode` allows. `Err` is a
+/// failure whose message holds the diff and how to update.
+pub fn check(
+    path: &Path,
+    actual: &str,
+    mode: UpdateMode,
+) -> (GoldenCheck, Result<(), GoldenError>) {
     let shown = crate::util::display_path(path).display().to_string();
     let new_path = pending_path(path);
     let expected = match std::fs::read_to_string(path) {
@@ -170,10 +175,7 @@ pub fn check(path: &Path, actual: &str, mode: UpdateMode) -> (GoldenCheck, Resul
                 outcome: "error".into(),
                 pending: None,
             };
-            return (
-                check,
-                Err(format!("failed to read the golden file {shown}: {e}")),
-            );
+            return (check, Err(GoldenError::Read { shown, source: e }));
         }
     };
     if expected.as_deref() == Some(actual) {
@@ -196,8 +198,10 @@ pub fn check(path: &Path, actual: &str, mode: UpdateMode) -> (GoldenCheck, Resul
     let write = |target: &Path| crate::util::write_atomically(target, actual);
     match mode {
         UpdateMode::Always => {
-            let result =
-                write(path).map_err(|e| format!("failed to write the golden file {shown}: {e}"));
+            let result = write(path).map_err(|source| GoldenError::Write {
+                shown: shown.clone(),
+                source,
+            });
             // The golden file is current now; an older pending version must not come back.
             let _ = std::fs::remove_file(&new_path);
             (
@@ -210,33 +214,36 @@ pub fn check(path: &Path, actual: &str, mode: UpdateMode) -> (GoldenCheck, Resul
             )
         }
         UpdateMode::New | UpdateMode::No => {
-            let mut pending = None;
-            let mut note = String::new();
-            if mode == UpdateMode::New {
-                match write(&new_path) {
+            let new_file = match mode {
+                UpdateMode::New => match write(&new_path) {
                     Ok(()) => {
-                        let p = crate::util::display_path(&new_path).display().to_string();
-                        note = format!("wrote {p}; ");
-                        pending = Some(p);
+                        NewFile::Written(crate::util::display_path(&new_path).display().to_string())
                     }
-                    Err(e) => note = format!("failed to write {}: {e}; ", new_path.display()),
-                }
-            }
-            let how = format!(
-                "{note}review it with `agentest review`, accept all with `agentest accept`, or rerun with AGENTEST_UPDATE=always"
-            );
-            let message = match &expected {
-                Some(golden) => format!("the transcript differs from the golden file {shown}:\n{}\n{how}", diff(golden, actual)),
-                None => format!("there is no golden file {shown} yet (a transcript is never accepted silently);\n{how}"),
-            };
-            (
-                GoldenCheck {
-                    file: shown,
-                    outcome: outcome.into(),
-                    pending,
+                    Err(source) => NewFile::Failed {
+                        path: new_path,
+                        source,
+                    },
                 },
-                Err(message),
-            )
+                _ => NewFile::Skipped,
+            };
+            let pending = match &new_file {
+                NewFile::Written(p) => Some(p.clone()),
+                _ => None,
+            };
+            let check = GoldenCheck {
+                file: shown.clone(),
+                outcome: outcome.into(),
+                pending,
+            };
+            let e = match &expected {
+                Some(golden) => GoldenError::Mismatch {
+                    shown,
+                    diff: diff(golden, actual),
+                    new_file,
+                },
+                None => GoldenError::Missing { shown, new_file },
+            };
+            (check, Err(e))
         }
     }
 }
@@ -297,7 +304,10 @@ mod tests {
             }],
             ..GoldenConfig::default()
         };
-        assert!(Redaction::compile_all(&bad).unwrap_err().contains("#1"));
+        assert!(matches!(
+            Redaction::compile_all(&bad),
+            Err(crate::errors::ConfigValueError::Redaction { number: 1, .. })
+        ));
     }
 
     #[test]

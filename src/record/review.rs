@@ -4,15 +4,18 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
+use crate::errors::GoldenError;
 use crate::record::golden::diff;
 
 /// Every `<file>.new` inside a `*.golden` folder under `root`, sorted.
-pub fn pending(root: &Path) -> Result<Vec<PathBuf>, String> {
+pub fn pending(root: &Path) -> Result<Vec<PathBuf>, GoldenError> {
     let mut found = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
-        let entries = std::fs::read_dir(&dir)
-            .map_err(|e| format!("failed to list {}: {e}", dir.display()))?;
+        let entries = std::fs::read_dir(&dir).map_err(|source| GoldenError::List {
+            path: dir.clone(),
+            source,
+        })?;
         for entry in entries.flatten() {
             let path = entry.path();
             let is_dir = entry.file_type().map(|t| t.is_dir()).unwrap_or(false);
@@ -40,9 +43,11 @@ fn target(new: &Path) -> PathBuf {
 }
 
 /// The diff of one pending file against its golden file (or all of it, for a new one).
-pub fn describe(new: &Path) -> Result<String, String> {
-    let actual = std::fs::read_to_string(new)
-        .map_err(|e| format!("failed to read {}: {e}", new.display()))?;
+pub fn describe(new: &Path) -> Result<String, GoldenError> {
+    let actual = std::fs::read_to_string(new).map_err(|source| GoldenError::ReadPending {
+        path: new.to_path_buf(),
+        source,
+    })?;
     let golden_path = target(new);
     Ok(match std::fs::read_to_string(&golden_path) {
         Ok(golden) => diff(&golden, &actual),
@@ -51,10 +56,12 @@ pub fn describe(new: &Path) -> Result<String, String> {
 }
 
 /// Accepts one pending file: it replaces its golden file.
-pub fn accept(new: &Path) -> Result<PathBuf, String> {
+pub fn accept(new: &Path) -> Result<PathBuf, GoldenError> {
     let golden = target(new);
-    std::fs::rename(new, &golden)
-        .map_err(|e| format!("failed to accept {}: {e}", new.display()))?;
+    std::fs::rename(new, &golden).map_err(|source| GoldenError::Accept {
+        path: new.to_path_buf(),
+        source,
+    })?;
     Ok(golden)
 }
 
@@ -82,7 +89,7 @@ pub(crate) fn paint_diff(text: &str, color: bool) -> String {
 }
 
 /// `agentest accept`: accepts every pending file under `root`.
-pub fn accept_all(root: &Path) -> Result<usize, String> {
+pub fn accept_all(root: &Path) -> Result<usize, GoldenError> {
     let files = pending(root)?;
     for f in &files {
         let golden = accept(f)?;
@@ -96,7 +103,7 @@ pub fn accept_all(root: &Path) -> Result<usize, String> {
 
 /// `agentest review`: shows each pending file's diff; on a terminal asks whether to
 /// accept, reject (delete the `.new`) or skip it. Returns how many are still pending.
-pub fn review(root: &Path, color: bool, accept_every: bool) -> Result<usize, String> {
+pub fn review(root: &Path, color: bool, accept_every: bool) -> Result<usize, GoldenError> {
     let files = pending(root)?;
     if files.is_empty() {
         println!("no pending golden files under {}", root.display());
@@ -132,8 +139,10 @@ pub fn review(root: &Path, color: bool, accept_every: bool) -> Result<usize, Str
                     println!("accepted");
                 }
                 "r" | "reject" | "n" => {
-                    std::fs::remove_file(f)
-                        .map_err(|e| format!("failed to delete {}: {e}", f.display()))?;
+                    std::fs::remove_file(f).map_err(|source| GoldenError::Delete {
+                        path: f.clone(),
+                        source,
+                    })?;
                     println!("rejected");
                 }
                 "s" | "skip" => left += 1,

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use super::{CaseReport, Format, JsonlWriter, RunInfo, Summary};
+use crate::errors::ReportError;
 
 /// A report file being written.
 pub struct ReportSink {
@@ -22,24 +23,21 @@ enum Kind {
     },
 }
 
-fn unknown(path: &Path) -> String {
-    format!(
-        "the report {} has no known extension; use one of: {}",
-        path.display(),
-        Format::EXTENSIONS.join(", ")
-    )
-}
-
 impl ReportSink {
     /// A report at `path`, its format chosen by the extension; `truncate` starts a JSONL
     /// report afresh (a rendered report is always replaced).
-    pub fn create(path: &Path, truncate: bool) -> Result<ReportSink, String> {
-        let format = Format::from_path(path).ok_or_else(|| unknown(path))?;
+    pub fn create(path: &Path, truncate: bool) -> Result<ReportSink, ReportError> {
+        let format = Format::from_path(path).ok_or_else(|| ReportError::UnknownFormat {
+            path: path.to_path_buf(),
+            known: Format::EXTENSIONS,
+        })?;
         let kind = match format {
-            Format::Jsonl => Kind::Jsonl(
-                JsonlWriter::open(path, truncate)
-                    .map_err(|e| format!("failed to open the report {}: {e}", path.display()))?,
-            ),
+            Format::Jsonl => Kind::Jsonl(JsonlWriter::open(path, truncate).map_err(|source| {
+                ReportError::Open {
+                    path: path.to_path_buf(),
+                    source,
+                }
+            })?),
             other => Kind::Rendered {
                 format: other,
                 cases: Mutex::new(Vec::new()),
@@ -54,16 +52,16 @@ impl ReportSink {
     /// A JSONL report shared by the processes of one nextest run. Other formats cannot
     /// be rendered by a process that sees one case: build them afterwards with
     /// `agentest report`.
-    pub fn for_run(path: &Path, run_id: &str) -> Result<ReportSink, String> {
+    pub fn for_run(path: &Path, run_id: &str) -> Result<ReportSink, ReportError> {
         if Format::from_path(path) != Some(Format::Jsonl) {
-            return Err(format!(
-                "under nextest each case runs in its own process, so the report must be JSONL (got {}); write a .jsonl file and build other formats with `agentest report {} -o report.html`",
-                path.display(),
-                path.with_extension("jsonl").display()
-            ));
+            return Err(ReportError::NotJsonl {
+                path: path.to_path_buf(),
+            });
         }
-        let w = JsonlWriter::open_for_run(path, run_id)
-            .map_err(|e| format!("failed to open the report {}: {e}", path.display()))?;
+        let w = JsonlWriter::open_for_run(path, run_id).map_err(|source| ReportError::Open {
+            path: path.to_path_buf(),
+            source,
+        })?;
         Ok(ReportSink {
             path: path.to_path_buf(),
             kind: Kind::Jsonl(w),
@@ -76,9 +74,9 @@ impl ReportSink {
     }
 
     /// Records one finished case.
-    pub fn record(&self, r: &CaseReport) -> Result<(), String> {
+    pub fn record(&self, r: &CaseReport) -> Result<(), ReportError> {
         match &self.kind {
-            Kind::Jsonl(w) => w.write_case(r).map_err(|e| e.to_string()),
+            Kind::Jsonl(w) => w.write_case(r).map_err(ReportError::Append),
             Kind::Rendered { cases, .. } => {
                 cases
                     .lock()
@@ -91,14 +89,18 @@ impl ReportSink {
 
     /// Ends the report: the summary line, or the whole rendered document (written
     /// atomically, so a reader never sees half of it).
-    pub fn finish(&self, run: &RunInfo, summary: &Summary) -> Result<(), String> {
+    pub fn finish(&self, run: &RunInfo, summary: &Summary) -> Result<(), ReportError> {
         match &self.kind {
-            Kind::Jsonl(w) => w.write_summary(summary).map_err(|e| e.to_string()),
+            Kind::Jsonl(w) => w.write_summary(summary).map_err(ReportError::Append),
             Kind::Rendered { format, cases } => {
                 let cases = cases.lock().unwrap_or_else(|e| e.into_inner());
                 let text = format.render(run, summary, &cases);
-                crate::util::write_atomically(&self.path, &text)
-                    .map_err(|e| format!("failed to write the report {}: {e}", self.path.display()))
+                crate::util::write_atomically(&self.path, &text).map_err(|source| {
+                    ReportError::Write {
+                        path: self.path.clone(),
+                        source,
+                    }
+                })
             }
         }
     }
@@ -106,10 +108,13 @@ impl ReportSink {
 
 /// Reads JSONL reports (a file, or every `.jsonl` file in a folder) back into records
 /// and a summary (recounted when no summary line is there, as under nextest).
-pub fn read_reports(path: &Path) -> Result<(Vec<CaseReport>, Summary), String> {
+pub fn read_reports(path: &Path) -> Result<(Vec<CaseReport>, Summary), ReportError> {
     let files: Vec<PathBuf> = if path.is_dir() {
         let mut f: Vec<PathBuf> = std::fs::read_dir(path)
-            .map_err(|e| format!("failed to list {}: {e}", path.display()))?
+            .map_err(|source| ReportError::List {
+                path: path.to_path_buf(),
+                source,
+            })?
             .flatten()
             .map(|e| e.path())
             .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
@@ -120,14 +125,18 @@ pub fn read_reports(path: &Path) -> Result<(Vec<CaseReport>, Summary), String> {
         vec![path.to_path_buf()]
     };
     if files.is_empty() {
-        return Err(format!("no .jsonl reports in {}", path.display()));
+        return Err(ReportError::NoReports {
+            path: path.to_path_buf(),
+        });
     }
     let mut cases = Vec::new();
     let mut summaries = Vec::new();
     for f in &files {
-        let text = std::fs::read_to_string(f)
-            .map_err(|e| format!("failed to read {}: {e}", f.display()))?;
-        let (mut c, s) = super::parse_jsonl(&text).map_err(|e| format!("{}: {e}", f.display()))?;
+        let text = std::fs::read_to_string(f).map_err(|source| ReportError::Read {
+            path: f.clone(),
+            source,
+        })?;
+        let (mut c, s) = parse_lines(&text, Some(f))?;
         cases.append(&mut c);
         summaries.extend(s);
     }
@@ -149,20 +158,31 @@ pub fn read_reports(path: &Path) -> Result<(Vec<CaseReport>, Summary), String> {
 /// Reads a JSONL report back: every case record, and the summary line when there is one
 /// (a report collected under nextest has none; build one with [`Summary::add`]). Blank
 /// lines are skipped; an unreadable line is an error naming its line number.
-pub fn parse_jsonl(text: &str) -> Result<(Vec<CaseReport>, Option<Summary>), String> {
+pub fn parse_jsonl(text: &str) -> Result<(Vec<CaseReport>, Option<Summary>), ReportError> {
+    parse_lines(text, None)
+}
+
+/// [`parse_jsonl`], with the file the text came from (when it did) for errors.
+fn parse_lines(
+    text: &str,
+    file: Option<&Path>,
+) -> Result<(Vec<CaseReport>, Option<Summary>), ReportError> {
     let mut cases = Vec::new();
     let mut summary = None;
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let value: serde_json::Value =
-            serde_json::from_str(line).map_err(|e| format!("line {}: {e}", i + 1))?;
+        let at = |source| ReportError::Line {
+            file: file.map(Path::to_path_buf),
+            line: i + 1,
+            source,
+        };
+        let value: serde_json::Value = serde_json::from_str(line).map_err(at)?;
         if value.get("type").and_then(|t| t.as_str()) == Some("summary") {
-            summary =
-                Some(serde_json::from_value(value).map_err(|e| format!("line {}: {e}", i + 1))?);
+            summary = Some(serde_json::from_value(value).map_err(at)?);
         } else {
-            cases.push(serde_json::from_value(value).map_err(|e| format!("line {}: {e}", i + 1))?);
+            cases.push(serde_json::from_value(value).map_err(at)?);
         }
     }
     Ok((cases, summary))

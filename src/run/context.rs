@@ -12,6 +12,7 @@ use crate::check::{ScriptFn, Scripts};
 use crate::config::CassetteMode;
 use crate::config::Config;
 use crate::config::Redaction;
+use crate::errors::SetupError;
 use crate::llm::Endpoint;
 use crate::run::hooks::{HookFn, Hooks};
 use crate::source::{suite_name, Loaded};
@@ -30,7 +31,7 @@ pub(crate) struct Registry {
 }
 
 /// A resolved agent and its label for reports, or why it cannot be used.
-pub(crate) type AgentSlot = Result<(AgentDef, String), String>;
+pub(crate) type AgentSlot = Result<(AgentDef, String), SetupError>;
 
 /// Everything that depends on one config file.
 pub(crate) struct Context {
@@ -50,7 +51,7 @@ pub(crate) struct Context {
     run_agent: Option<String>,
     agents: Mutex<HashMap<Option<String>, AgentSlot>>,
     /// The `[llm]` endpoint, built on first use.
-    llm: OnceLock<Result<Arc<Endpoint>, String>>,
+    llm: OnceLock<Result<Arc<Endpoint>, SetupError>>,
 }
 
 impl Context {
@@ -58,9 +59,12 @@ impl Context {
         dir: &Path,
         registry: Arc<Registry>,
         run_agent: Option<String>,
-    ) -> Result<Context, String> {
-        let config = Arc::new(Config::discover(dir).map_err(|e| e.to_string())?);
-        let cassettes = CassetteMode::resolve(config.file.run.cassettes.as_deref())?;
+    ) -> Result<Context, SetupError> {
+        let config = Arc::new(Config::discover(dir)?);
+        let cassettes = CassetteMode::resolve(
+            crate::settings::get().cassettes,
+            config.file.run.cassettes.as_deref(),
+        )?;
         let seed = crate::settings::get()
             .seed
             .or(config.file.run.seed)
@@ -81,14 +85,13 @@ impl Context {
     }
 
     /// The default model endpoint (`[llm]`), for the built-in simulator and judge.
-    pub(crate) fn llm(&self) -> Result<Arc<Endpoint>, String> {
+    pub(crate) fn llm(&self) -> Result<Arc<Endpoint>, SetupError> {
         self.llm
             .get_or_init(|| match &self.config.file.llm {
-                Some(cfg) => Endpoint::from_config(cfg, None).map(Arc::new),
-                None => Err(format!(
-                    "the built-in simulator and judge need a model: add an [llm] section (base_url, model, api_key_env) to {}, or use a scripted or named simulator",
-                    self.config.describe()
-                )),
+                Some(cfg) => Ok(Arc::new(Endpoint::from_config(cfg, None)?)),
+                None => Err(SetupError::NoLlm {
+                    config: self.config.describe(),
+                }),
             })
             .clone()
     }
@@ -113,8 +116,8 @@ impl Context {
         }
         let cfg = &self.config;
         if let Some(a) = cfg.agents.get(name) {
-            return AgentDef::from_config(a, cfg, &format!("[agents.\"{name}\"]"))
-                .map(|d| (d, name.to_string()));
+            let def = AgentDef::from_config(a, cfg, &format!("[agents.\"{name}\"]"))?;
+            return Ok((def, name.to_string()));
         }
         let known: Vec<&str> = cfg
             .agents
@@ -122,15 +125,12 @@ impl Context {
             .map(String::as_str)
             .chain(self.registry.agents.keys().map(String::as_str))
             .collect();
-        let hint = match crate::source::fields::suggest(name, &known) {
-            Some(s) => format!("; did you mean `{s}`?"),
-            None if known.is_empty() => String::new(),
-            None => format!("; known agents: {}", known.join(", ")),
-        };
-        Err(format!(
-            "agent `{name}` is not defined; add [agents.\"{name}\"] to {} or register it with Harness::agent{hint}",
-            cfg.describe()
-        ))
+        Err(SetupError::UndefinedAgent {
+            name: name.to_string(),
+            config: cfg.describe(),
+            suggestion: crate::source::fields::suggest(name, &known).map(str::to_string),
+            known: known.iter().map(|k| k.to_string()).collect(),
+        })
     }
 
     fn default_agent(&self) -> AgentSlot {
@@ -138,11 +138,13 @@ impl Context {
             return Ok((AgentDef::InProcess(a.clone()), "default".into()));
         }
         match &self.config.agent {
-            Some(a) => AgentDef::from_config(a, &self.config, "[agent]").map(|d| (d, "default".into())),
-            None => Err(format!(
-                "no agent to test: add an [agent] section to {} (type = \"process\" or \"http\"), pass -n NAME, or give the case an `agent`",
-                self.config.describe()
-            )),
+            Some(a) => {
+                let def = AgentDef::from_config(a, &self.config, "[agent]")?;
+                Ok((def, "default".into()))
+            }
+            None => Err(SetupError::NoAgent {
+                config: self.config.describe(),
+            }),
         }
     }
 
@@ -151,13 +153,15 @@ impl Context {
         &self,
         case: &Case,
         run_timeout: Option<Duration>,
-    ) -> Result<Duration, String> {
+    ) -> Result<Duration, SetupError> {
         if let Some(t) = case.timeout.or(run_timeout) {
             return Ok(t);
         }
         match &self.config.file.run.timeout {
-            Some(t) => parse_duration(t)
-                .map_err(|e| format!("[run].timeout in {}: {e}", self.config.describe())),
+            Some(t) => parse_duration(t).map_err(|source| SetupError::RunTimeout {
+                config: self.config.describe(),
+                source,
+            }),
             None => Ok(DEFAULT_TIMEOUT),
         }
     }
@@ -180,7 +184,7 @@ impl Context {
 pub(crate) struct Contexts {
     registry: Arc<Registry>,
     run_agent: Option<String>,
-    by_dir: Mutex<HashMap<PathBuf, Result<Arc<Context>, String>>>,
+    by_dir: Mutex<HashMap<PathBuf, Result<Arc<Context>, SetupError>>>,
 }
 
 impl Contexts {
@@ -193,7 +197,7 @@ impl Contexts {
     }
 
     /// The context of a suite file's folder.
-    pub(crate) fn of(&self, file: &Path) -> Result<Arc<Context>, String> {
+    pub(crate) fn of(&self, file: &Path) -> Result<Arc<Context>, SetupError> {
         let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
         let mut map = self.by_dir.lock().unwrap_or_else(|e| e.into_inner());
         map.entry(dir.clone())
@@ -206,7 +210,7 @@ impl Contexts {
     /// Checks what a run depends on before it starts: every suite's config loads, and
     /// the run-level agent (`-n`, or the default) resolves for the cases that name none.
     /// An error here is a usage or config error, not a case failure.
-    pub(crate) fn check_setup(&self, loaded: &[Loaded]) -> Result<(), String> {
+    pub(crate) fn check_setup(&self, loaded: &[Loaded]) -> Result<(), SetupError> {
         let mut checked = HashSet::new();
         for l in loaded {
             let Ok(case) = &l.entry else { continue };

@@ -116,8 +116,8 @@ impl Engine {
         let path = golden::path_for(&loaded.file, &case.id);
         let (check, result) = golden::check(&path, &text, self.options.update);
         report.golden = Some(check);
-        if let Err(message) = result {
-            fail(report, Status::Failed, message);
+        if let Err(e) = result {
+            fail(report, Status::Failed, e.to_string());
         }
     }
 }

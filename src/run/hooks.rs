@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use crate::config::{command_spec, own_deadline};
 use crate::config::{CommandConfig, Config};
+use crate::errors::HookError;
 use crate::util::panic_text;
 
 /// A hook registered from Rust: receives the case as JSON; `Err` fails the hook.
@@ -35,20 +36,20 @@ impl Hooks {
     }
 
     /// The error for an undefined hook: where to define it.
-    pub(crate) fn undefined(&self, name: &str) -> String {
-        format!(
-            "hook `{name}` is not defined; add [hooks.\"{name}\"] with `command = [...]` to {} or register it with Harness::hook",
-            self.config.describe()
-        )
+    pub(crate) fn undefined(&self, name: &str) -> HookError {
+        HookError::Undefined {
+            name: name.to_string(),
+            config: self.config.describe(),
+        }
     }
 
     /// Runs hook `name` with the case JSON on stdin. Errors say what failed and where to define it.
-    pub async fn run(
+    pub(crate) async fn run(
         &self,
         name: &str,
         case: &Value,
         deadline: tokio::time::Instant,
-    ) -> Result<(), String> {
+    ) -> Result<(), HookError> {
         if let Some(f) = self.functions.get(name) {
             let f = f.clone();
             let case = case.clone();
@@ -57,12 +58,18 @@ impl Hooks {
             let joined =
                 tokio::time::timeout_at(deadline, tokio::task::spawn_blocking(move || f(&case)))
                     .await
-                    .map_err(|_| {
-                        format!("hook `{name}` did not finish before the case's deadline")
+                    .map_err(|_| HookError::Deadline {
+                        name: name.to_string(),
                     })?;
             return joined
-                .map_err(|e| format!("hook `{name}` panicked: {}", panic_text(e)))?
-                .map_err(|e| format!("hook `{name}` failed: {e}"));
+                .map_err(|e| HookError::Panicked {
+                    name: name.to_string(),
+                    message: panic_text(e),
+                })?
+                .map_err(|message| HookError::Returned {
+                    name: name.to_string(),
+                    message,
+                });
         }
         let Some(cmd) = self.commands.get(name) else {
             return Err(self.undefined(name));
@@ -72,19 +79,18 @@ impl Hooks {
         let out = spec
             .run(case.to_string().as_bytes(), deadline)
             .await
-            .map_err(|e| format!("hook `{name}`: {e}"))?;
+            .map_err(|source| HookError::Command {
+                name: name.to_string(),
+                source,
+            })?;
         if out.success {
             Ok(())
         } else {
-            Err(format!(
-                "hook `{name}` failed ({}){}",
-                out.status,
-                if out.stderr_tail.is_empty() {
-                    String::new()
-                } else {
-                    format!("; stderr:\n{}", out.stderr_tail)
-                }
-            ))
+            Err(HookError::Exit {
+                name: name.to_string(),
+                status: out.status,
+                stderr: out.stderr_tail,
+            })
         }
     }
 }

@@ -10,6 +10,7 @@ use tokio::time::Instant;
 use crate::agent::{describe_stderr, AgentDef, CaseScope};
 use crate::case::{Case, Mode};
 use crate::check::EvalEnv;
+use crate::errors::{SetupError, StepError};
 use crate::llm::{cassette, ModelCalls};
 use crate::protocol::{Role, TokenUsage};
 use crate::record::{CaseReport, Status};
@@ -44,7 +45,7 @@ pub(crate) async fn run_case(
 ) {
     let setup = match prepare(engine, case, loaded) {
         Ok(s) => s,
-        Err(e) => return fail(report, Status::Error, e),
+        Err(e) => return fail(report, Status::Error, e.to_string()),
     };
     report.agent = Some(setup.1);
     let setup = setup.0;
@@ -60,7 +61,7 @@ pub(crate) async fn run_case(
 }
 
 /// Resolves the case's context, agent (and its label), timeout and model-call scope.
-fn prepare(engine: &Engine, case: &Case, loaded: &Loaded) -> Result<(Setup, String), String> {
+fn prepare(engine: &Engine, case: &Case, loaded: &Loaded) -> Result<(Setup, String), SetupError> {
     let ctx = engine.contexts.of(&loaded.file)?;
     let (agent, label) = ctx.agent(case.agent.as_deref())?;
     let timeout = ctx.timeout(case, engine.options.timeout)?;
@@ -102,10 +103,8 @@ async fn body(
     let ctx = &setup.ctx;
     if let Some(hook) = &case.before {
         if !ctx.hooks.has(hook) {
-            return Err(Stop::error(format!(
-                "before hook: {}",
-                ctx.hooks.undefined(hook)
-            )));
+            let e = ctx.hooks.undefined(hook);
+            return Err(Stop::error(format!("before hook: {e}")));
         }
         *phase = format!("running the before hook `{hook}`");
         *before_ran = true;
@@ -115,7 +114,11 @@ async fn body(
             .map_err(|e| Stop::error(format!("before hook: {e}")))?;
     }
     *phase = "starting the agent".into();
-    let mut session = setup.agent.start(&setup.scope).await.map_err(Stop::error)?;
+    let mut session = setup
+        .agent
+        .start(&setup.scope)
+        .await
+        .map_err(StepError::from)?;
     let judges = CaseJudges {
         ctx,
         scope: &setup.scope,
@@ -135,9 +138,7 @@ async fn body(
                 .use_
                 .as_deref()
                 .or(engine.options.simulator.as_deref());
-            let mut sim = Simulator::start(ctx, simulator, chosen, &setup.scope)
-                .await
-                .map_err(Stop::error)?;
+            let mut sim = Simulator::start(ctx, simulator, chosen, &setup.scope).await?;
             let person = people.for_case(case).ok().flatten();
             let r = dynamic::run(
                 case,

@@ -171,9 +171,8 @@ fn single(v: &Value) -> Value {
 }
 
 /// Converts TOML-side mocks (already JSON values) with their section name as the path.
-pub fn parse_config_mocks(list: &[Value], what: &str) -> Result<Vec<Mock>, String> {
+pub fn parse_config_mocks(list: &[Value], what: &str) -> Result<Vec<Mock>, FieldError> {
     parse_mocks(&Value::Array(list.to_vec()), &format!("{what}.mocks"))
-        .map_err(|e| format!("{}: {}", e.path, e.message))
 }
 
 #[cfg(test)]
@@ -181,6 +180,7 @@ mod tests {
     use super::*;
     use crate::agent::mocks::MockSet;
     use crate::case::MockAnswer;
+    use crate::errors::MockError;
     use crate::llm::SeededRng;
 
     fn set(v: Value) -> MockSet {
@@ -192,7 +192,7 @@ mod tests {
         name: &str,
         args: Value,
         rng: &mut SeededRng,
-    ) -> Result<MockAnswer, String> {
+    ) -> Result<MockAnswer, MockError> {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -233,12 +233,22 @@ mod tests {
         let s = set(json!([{"method": "create", "when": {"args": {"a": 1}}, "response": {}}]));
         let mut rng = SeededRng::new(1, "t");
         let e = run(&s, "create", json!({"a": 2}), &mut rng).unwrap_err();
-        assert!(
-            e.contains("create({\"a\":2})") && e.contains("setup.mocks[0] when args = {\"a\":1}"),
-            "{e}"
+        assert_eq!(
+            e,
+            MockError::NoMatch {
+                name: "create".into(),
+                call: "create({\"a\":2})".into(),
+                mocks: vec!["  setup.mocks[0] when args = {\"a\":1}".into()],
+            }
         );
         let e = run(&s, "delete", json!({}), &mut rng).unwrap_err();
-        assert!(e.contains("there are no mocks for `delete`"), "{e}");
+        assert_eq!(
+            e,
+            MockError::NoMocks {
+                name: "delete".into(),
+                call: "delete({})".into(),
+            }
+        );
     }
 
     #[test]

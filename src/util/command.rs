@@ -13,6 +13,34 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
 
+/// A hook or script command that did not run to its end.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CommandError {
+    /// No program to run.
+    #[error("the command is empty")]
+    Empty,
+    /// The program could not be started.
+    #[error("failed to start `{shown}` in {cwd}: {source}")]
+    Spawn {
+        /// The command as the config writes it.
+        shown: String,
+        /// Where it was to run.
+        cwd: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Waiting for it failed.
+    #[error("failed to wait for the command: {0}")]
+    Wait(#[source] std::io::Error),
+    /// It ran past the case's deadline and was killed.
+    #[error("`{shown}` did not finish before the case's deadline and was killed")]
+    Deadline {
+        /// The command as the config writes it.
+        shown: String,
+    },
+}
+
 /// A command ready to run.
 #[derive(Debug, Clone)]
 pub struct CommandSpec {
@@ -72,14 +100,14 @@ impl CommandSpec {
         &self,
         input: &[u8],
         deadline: tokio::time::Instant,
-    ) -> Result<CommandOutput, String> {
-        let (program, args) = self.argv.split_first().ok_or("the command is empty")?;
-        let mut child = spawn_piped(program, args, &self.cwd, &self.env).map_err(|e| {
-            format!(
-                "failed to start `{}` in {}: {e}",
-                self.shown(),
-                self.cwd.display()
-            )
+    ) -> Result<CommandOutput, CommandError> {
+        let (program, args) = self.argv.split_first().ok_or(CommandError::Empty)?;
+        let mut child = spawn_piped(program, args, &self.cwd, &self.env).map_err(|source| {
+            CommandError::Spawn {
+                shown: self.shown(),
+                cwd: self.cwd.clone(),
+                source,
+            }
         })?;
         // Dropped (a cancelled case) or at the deadline, the whole group is killed.
         let mut group = ProcessGroup::of(&child);
@@ -93,14 +121,13 @@ impl CommandSpec {
         let (err, mut err_done) = collect(child.stderr.take().expect("stderr is piped"));
         let status = match tokio::time::timeout_at(deadline, child.wait()).await {
             Ok(Ok(status)) => status,
-            Ok(Err(e)) => return Err(format!("failed to wait for the command: {e}")),
+            Ok(Err(e)) => return Err(CommandError::Wait(e)),
             Err(_) => {
                 group.kill();
                 let _ = child.start_kill();
-                return Err(format!(
-                    "`{}` did not finish before the case's deadline and was killed",
-                    self.shown()
-                ));
+                return Err(CommandError::Deadline {
+                    shown: self.shown(),
+                });
             }
         };
         // It exited by itself: what it started in the background is its business.

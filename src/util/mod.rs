@@ -13,11 +13,12 @@ mod text;
 /// A boxed future, as [`crate::Agent::respond`] returns.
 pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 
-pub use duration::{format_duration, parse_duration, parse_timeout};
+pub use duration::{format_duration, parse_duration, parse_timeout, DurationError};
 pub(crate) use fs::write_atomically;
 pub use json::json_subset;
 pub(crate) use json::{json_eq, tool_name_matches, type_of};
 pub(crate) use paths::beside;
 pub use paths::display_path;
+pub use secrets::EnvError;
 pub(crate) use secrets::{expand_env, root_cause, shown_url};
 pub(crate) use text::{clip, compact, panic_text, value_text};

@@ -1,26 +1,46 @@
 //! Keeping secrets out of messages: `${VAR}` expansion that never shows a value, URLs
 //! with their credentials masked, and errors reduced to their cause.
 
+/// A `${VAR}` reference in the config that cannot be expanded. Never holds a value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EnvError {
+    /// `${` without its `}`.
+    #[error("unclosed `${{` in {what}; write variables as ${{NAME}}")]
+    Unclosed {
+        /// The setting, like `[agent].url`.
+        what: String,
+    },
+    /// The variable is not set.
+    #[error("environment variable `{name}` is not set (used in {what})")]
+    Unset {
+        /// The variable.
+        name: String,
+        /// The setting, like `[agent].url`.
+        what: String,
+    },
+}
+
 /// Expands `${VAR}` references from the environment. `what` names the setting for errors;
 /// the value itself is never put in an error, since it may be a secret.
-pub fn expand_env(text: &str, what: &str) -> Result<String, String> {
+pub(crate) fn expand_env(text: &str, what: &str) -> Result<String, EnvError> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("${") {
         out.push_str(&rest[..start]);
         let after = &rest[start + 2..];
         let Some(end) = after.find('}') else {
-            return Err(format!(
-                "unclosed `${{` in {what}; write variables as ${{NAME}}"
-            ));
+            return Err(EnvError::Unclosed {
+                what: what.to_string(),
+            });
         };
         let name = &after[..end];
         match std::env::var(name) {
             Ok(v) => out.push_str(&v),
             Err(_) => {
-                return Err(format!(
-                    "environment variable `{name}` is not set (used in {what})"
-                ))
+                return Err(EnvError::Unset {
+                    name: name.to_string(),
+                    what: what.to_string(),
+                })
             }
         }
         rest = &after[end + 1..];

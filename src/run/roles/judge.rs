@@ -64,7 +64,7 @@ impl CaseJudges<'_> {
         let (def, label) = self
             .ctx
             .agent(Some(name))
-            .map_err(|e| StepError::Broken(format!("judge: {e}")))?;
+            .map_err(|e| StepError::from(e).context("judge"))?;
         let who = format!("judge `{label}`");
         let scope = CaseScope {
             role: Role::Judge,
@@ -73,7 +73,7 @@ impl CaseJudges<'_> {
         let mut session = def
             .start(&scope)
             .await
-            .map_err(|e| StepError::Broken(format!("{who}: {e}")))?;
+            .map_err(|e| StepError::from(e).context(&who))?;
         let template = Request {
             session_id: new_session_id(),
             test_id: "judge".into(),
@@ -106,7 +106,7 @@ impl Judges for CaseJudges<'_> {
             match agent {
                 Some(name) => self.agent_judge(name, request).await,
                 None => {
-                    let endpoint = self.ctx.llm().map_err(StepError::Broken)?;
+                    let endpoint = self.ctx.llm()?;
                     model_judge(&endpoint, &self.scope.calls, request, self.scope.deadline).await
                 }
             }
@@ -151,9 +151,13 @@ impl Judge {
             ))
         })?;
         Ok(Judge {
-            endpoint: Arc::new(Endpoint::from_config(llm, None).map_err(setup)?),
+            endpoint: Arc::new(Endpoint::from_config(llm, None).map_err(|e| setup(e.to_string()))?),
             cassette: cassette.as_ref().to_path_buf(),
-            mode: CassetteMode::resolve(config.file.run.cassettes.as_deref()).map_err(setup)?,
+            mode: CassetteMode::resolve(
+                crate::settings::get().cassettes,
+                config.file.run.cassettes.as_deref(),
+            )
+            .map_err(|e| setup(e.to_string()))?,
         })
     }
 

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use crate::case::Case;
-use crate::errors::StepError;
+use crate::errors::{PersonError, StepError};
 use crate::settings::MissingInput;
 
 /// How long a person has to answer, unless the case's `interactive.timeout` says otherwise.
@@ -28,7 +28,7 @@ impl People {
     /// A person to continue this case's conversation, when one is wanted (the case is
     /// interactive, or `--interactive`) and can answer; `Err` says why none can, when
     /// one is wanted.
-    pub(crate) fn for_case(&self, case: &Case) -> Result<Option<Person>, String> {
+    pub(crate) fn for_case(&self, case: &Case) -> Result<Option<Person>, PersonError> {
         let enabled = case.interactive.is_some_and(|i| i.enabled);
         if !enabled && !self.forced {
             return Ok(None);
@@ -68,21 +68,21 @@ impl Person {
 }
 
 /// Whether a person can be asked, and if not, why.
-fn availability(forced: bool, case_enabled: bool, skip: bool) -> Result<(), String> {
+fn availability(forced: bool, case_enabled: bool, skip: bool) -> Result<(), PersonError> {
     if skip {
-        return Err("interactive input is off (--skip-interactive)".into());
+        return Err(PersonError::Off);
     }
     if forced {
         return Ok(());
     }
     if !case_enabled {
-        return Err("the case is not interactive".into());
+        return Err(PersonError::NotInteractive);
     }
     if crate::settings::on_ci() {
-        return Err("no person can answer on CI".into());
+        return Err(PersonError::OnCi);
     }
     if !std::io::stdin().is_terminal() {
-        return Err("there is no terminal to ask (stdin is not a terminal; run with --interactive to read answers from it)".into());
+        return Err(PersonError::NoTerminal);
     }
     Ok(())
 }
@@ -94,7 +94,7 @@ async fn ask(
     hint: Option<&str>,
     prompt: &str,
     timeout: Duration,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, PersonError> {
     // One question at a time, whatever runs in parallel.
     static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     let _turn = TURN.lock().await;
@@ -111,13 +111,10 @@ async fn ask(
     let mut lines = stdin_lines().lock().await;
     match tokio::time::timeout(timeout, lines.recv()).await {
         Ok(Some(Ok(line))) => Ok(Some(line.trim().to_string()).filter(|l| !l.is_empty())),
-        Ok(Some(Err(e))) => Err(format!("failed to read the answer: {e}")),
+        Ok(Some(Err(e))) => Err(PersonError::Read(e)),
         // Stdin is closed: nobody will answer any more.
         Ok(None) => Ok(None),
-        Err(_) => Err(format!(
-            "no answer within {}",
-            crate::util::format_duration(timeout)
-        )),
+        Err(_) => Err(PersonError::NoAnswer { wait: timeout }),
     }
 }
 

@@ -90,7 +90,7 @@ impl Simulator {
         spec: &crate::case::Simulator,
         chosen: Option<&str>,
         scope: &CaseScope,
-    ) -> Result<Simulator, String> {
+    ) -> Result<Simulator, StepError> {
         match chosen {
             Some("script") => Ok(Simulator::Script {
                 used: vec![false; spec.script.len()],
@@ -99,7 +99,7 @@ impl Simulator {
             Some(name) => {
                 let (def, label) = ctx
                     .agent(Some(name))
-                    .map_err(|e| format!("simulator: {e}"))?;
+                    .map_err(|e| StepError::from(e).context("simulator"))?;
                 let scope = CaseScope {
                     role: Role::Simulator,
                     ..scope.clone()
@@ -107,7 +107,7 @@ impl Simulator {
                 let session = def
                     .start(&scope)
                     .await
-                    .map_err(|e| format!("simulator `{label}`: {e}"))?;
+                    .map_err(|e| StepError::from(e).context(format!("simulator `{label}`")))?;
                 Ok(Simulator::Agent {
                     name: label,
                     session: Box::new(session),
@@ -139,9 +139,7 @@ impl Simulator {
         deadline: Instant,
     ) -> Result<SimTurn, StepError> {
         match self {
-            Simulator::Script { rules, used } => {
-                script_next(rules, used, input.last_response).map_err(StepError::Broken)
-            }
+            Simulator::Script { rules, used } => script_next(rules, used, input.last_response),
             Simulator::Agent {
                 name,
                 session,
@@ -190,7 +188,7 @@ impl Simulator {
 }
 
 /// The first unused rule whose `when` matches the reply (or that has none) answers.
-fn script_next(rules: &[ScriptRule], used: &mut [bool], last: &str) -> Result<SimTurn, String> {
+fn script_next(rules: &[ScriptRule], used: &mut [bool], last: &str) -> Result<SimTurn, StepError> {
     let found = rules
         .iter()
         .enumerate()
@@ -207,10 +205,10 @@ fn script_next(rules: &[ScriptRule], used: &mut [bool], last: &str) -> Result<Si
                 }),
             })
         }
-        None => Err(format!(
+        None => Err(StepError::Broken(format!(
             "the simulator script has no unused rule for the agent's reply {}; add a rule whose `when` matches it, or a final {{\"goal_achieved\": true}}",
             json!(crate::util::clip(last))
-        )),
+        ))),
     }
 }
 
@@ -351,9 +349,10 @@ mod tests {
                 .unwrap()
                 .goal_achieved
         );
-        assert!(script_next(&rules, &mut used, "More?")
-            .unwrap_err()
-            .contains("no unused rule"));
+        assert!(matches!(
+            script_next(&rules, &mut used, "More?"),
+            Err(StepError::Broken(_))
+        ));
     }
 
     #[test]

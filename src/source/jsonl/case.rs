@@ -139,7 +139,7 @@ fn build(obj: &Map<String, Value>, id: String, location: Location) -> Result<Cas
     let timeout = match obj.get("timeout") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => {
-            Some(parse_timeout(s).map_err(|e| FieldError::new("timeout", e))?)
+            Some(parse_timeout(s).map_err(|e| FieldError::new("timeout", e.to_string()))?)
         }
         Some(other) => {
             return Err(FieldError::new(
@@ -177,9 +177,10 @@ fn build(obj: &Map<String, Value>, id: String, location: Location) -> Result<Cas
             check_keys(m, &["enabled", "timeout"], "interactive", "`interactive`")?;
             let enabled = opt_bool(m, "enabled", "interactive")?.unwrap_or(false);
             let timeout = match opt_str(m, "timeout", "interactive")? {
-                Some(t) => {
-                    Some(parse_timeout(&t).map_err(|e| FieldError::new("interactive.timeout", e))?)
-                }
+                Some(t) => Some(
+                    parse_timeout(&t)
+                        .map_err(|e| FieldError::new("interactive.timeout", e.to_string()))?,
+                ),
                 None => None,
             };
             interactive = Some(crate::case::Interactive { enabled, timeout });
