@@ -1,13 +1,47 @@
 //! HTTP clients: every one agentest builds (HTTP agents, `openai` agents' tool
-//! endpoints, model endpoints) starts here, so TLS is set up once.
+//! endpoints, model endpoints) starts here, so TLS is set up once per process.
 
-/// A client builder with rustls on the ring provider (no OpenSSL, and much faster to
-/// build than aws-lc-rs). The provider is installed as the process default on first use.
+use std::sync::{Arc, OnceLock};
+
+/// A client builder with rustls on the ring provider (no OpenSSL) that trusts the
+/// Mozilla root certificates of `webpki-roots`, as reqwest 0.12's `rustls-tls` did. The
+/// TLS configuration is built once and shared: reading the platform's certificates for
+/// every client would add milliseconds to every agent and endpoint.
 pub(crate) fn client_builder() -> reqwest::ClientBuilder {
-    static TLS: std::sync::Once = std::sync::Once::new();
-    TLS.call_once(|| {
-        // Another provider installed first (by the user's own code) is fine too.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-    reqwest::Client::builder()
+    reqwest::Client::builder().tls_backend_preconfigured(tls().clone())
+}
+
+fn tls() -> &'static rustls::ClientConfig {
+    static TLS: OnceLock<rustls::ClientConfig> = OnceLock::new();
+    TLS.get_or_init(|| {
+        let roots = rustls::RootCertStore {
+            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+        };
+        rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .expect("ring supports the default TLS versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    /// The shared configuration is one reqwest accepts: a client builds, and an
+    /// `https` request fails at the connection (nothing listens), not at TLS setup.
+    #[tokio::test]
+    async fn clients_build_with_the_shared_tls_configuration() {
+        let client = super::client_builder().build().expect("a client");
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+        let err = client
+            .get(format!("https://127.0.0.1:{port}/"))
+            .send()
+            .await
+            .unwrap_err();
+        assert!(err.is_connect(), "{err:?}");
+    }
 }
