@@ -207,22 +207,29 @@ impl TrialRun {
     /// a listing) start at once on the scheduler; each trial waits for its own. Returns
     /// the trials and the names of the cases started.
     fn trials(&self, args: &Arguments, cases: &[Arc<Loaded>]) -> (Vec<Trial>, HashSet<String>) {
-        let selected: Vec<Arc<Loaded>> = cases
-            .iter()
-            .filter(|l| {
-                let t = probe(l);
-                !args.list && !args.is_filtered_out(&t) && !args.is_ignored(&t)
-            })
-            .cloned()
-            .collect();
+        let selected: Vec<Arc<Loaded>> = if args.list {
+            Vec::new()
+        } else {
+            cases
+                .iter()
+                .filter(|l| {
+                    let t = probe(l);
+                    !args.is_filtered_out(&t) && !args.is_ignored(&t)
+                })
+                .cloned()
+                .collect()
+        };
         let started: HashSet<String> = selected.iter().map(|l| l.trial.clone()).collect();
-        let scheduler = Scheduler::new(
-            self.engine.clone(),
-            self.recorder.clone(),
-            self.parallel,
-            false,
-        );
-        let tickets = {
+        // A listing (nextest lists every test binary) starts no runtime at all.
+        let tickets = if selected.is_empty() {
+            Vec::new()
+        } else {
+            let scheduler = Scheduler::new(
+                self.engine.clone(),
+                self.recorder.clone(),
+                self.parallel,
+                false,
+            );
             let _guard = runtime().enter();
             scheduler.start(selected.clone())
         };
@@ -234,7 +241,7 @@ impl TrialRun {
         let trials = cases
             .iter()
             .map(|l| {
-                let ignored = probe(l).has_ignored_flag();
+                let ignored = listed_ignored(l);
                 let ticket = tickets.remove(&l.trial);
                 let (l, engine, recorder) = (l.clone(), self.engine.clone(), self.recorder.clone());
                 Trial::ignorable_test(l.trial.clone(), move || {
@@ -279,9 +286,13 @@ fn record_listed_skips(
 /// A trial with the case's name and ignored flag, for libtest's filters. Cases marked
 /// `skip: true` are listed as ignored up front, so that nextest (which cannot see a
 /// run-time ignore) does not report them as passed.
-fn probe(l: &crate::source::Loaded) -> Trial {
-    let ignored = matches!(&l.entry, Ok(c) if skip_reason(c).is_some());
-    Trial::test(l.trial.clone(), || Ok(())).with_ignored_flag(ignored)
+fn probe(l: &Loaded) -> Trial {
+    Trial::test(l.trial.clone(), || Ok(())).with_ignored_flag(listed_ignored(l))
+}
+
+/// Whether a case is listed as ignored: `skip: true`.
+fn listed_ignored(l: &Loaded) -> bool {
+    matches!(&l.entry, Ok(c) if skip_reason(c).is_some())
 }
 
 /// A run that cannot start: one failing trial that says why (so `cargo test` and
