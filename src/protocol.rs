@@ -123,6 +123,10 @@ pub struct Reply {
     /// Token usage.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// The reply was cut off at a token limit (a model's `finish_reason: "length"`): it
+    /// is incomplete, and never counts as the agent finishing the conversation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<bool>,
 }
 
 impl Reply {

@@ -138,6 +138,11 @@ pub(crate) enum Session {
 }
 
 impl Session {
+    /// Whether a model answers in this session (an `openai` agent).
+    pub(crate) fn is_model(&self) -> bool {
+        matches!(self, Session::OpenAi(_))
+    }
+
     /// Sends one turn and reads the reply, checking the protocol.
     pub(crate) async fn send(&mut self, request: &Request) -> Result<Reply, StepError> {
         match self {

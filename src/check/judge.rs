@@ -129,25 +129,63 @@ impl JudgeRequest {
     }
 }
 
-/// Reads a verdict: JSON (possibly as text) with a boolean `passed` (or `pass`).
-pub(crate) fn read_verdict(v: &Value) -> Option<JudgeVerdict> {
+/// The example texts of the judge's instructions: an answer that repeats them has not
+/// judged anything.
+const EXAMPLE_TEXTS: [&str; 3] = [
+    "one or two sentences",
+    "how the reply could be better",
+    "a number from 0 to 1",
+];
+
+/// Reads a verdict: JSON (possibly as text) with a boolean `passed` (or `pass`), a
+/// `score` from 0 to 1 when there is one, and a `reason`. `Err` says why the answer is
+/// no verdict: not JSON, no boolean `passed`, a score out of range, or the prompt's own
+/// example text given back.
+pub(crate) fn read_verdict(v: &Value) -> Result<JudgeVerdict, String> {
     let parsed = match v {
-        Value::String(s) => serde_json::from_str::<Value>(s.trim()).ok()?,
+        Value::String(s) => serde_json::from_str::<Value>(s.trim())
+            .map_err(|_| "the answer is not JSON".to_string())?,
         other => other.clone(),
     };
+    if !parsed.is_object() {
+        return Err("the answer is not a JSON object".into());
+    }
     let passed = parsed
         .get("passed")
-        .or_else(|| parsed.get("pass"))?
-        .as_bool()?;
-    Some(JudgeVerdict {
-        passed,
-        score: parsed.get("score").and_then(Value::as_f64),
-        reason: parsed.get("reason").map(value_text).unwrap_or_default(),
-        suggestions: match parsed.get("suggestions") {
-            Some(Value::Array(items)) => items.iter().map(value_text).collect(),
-            Some(Value::String(s)) if !s.is_empty() => vec![s.clone()],
-            _ => Vec::new(),
+        .or_else(|| parsed.get("pass"))
+        .and_then(Value::as_bool)
+        .ok_or("it has no boolean `passed`")?;
+    let score = match parsed.get("score") {
+        None | Some(Value::Null) => None,
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(s) if (0.0..=1.0).contains(&s) => Some(s),
+            _ => return Err(format!("its `score` {n} is not between 0 and 1")),
         },
+        Some(other) => {
+            return Err(format!(
+                "its `score` {other} is not a number between 0 and 1"
+            ))
+        }
+    };
+    let reason = parsed.get("reason").map(value_text).unwrap_or_default();
+    let suggestions: Vec<String> = match parsed.get("suggestions") {
+        Some(Value::Array(items)) => items.iter().map(value_text).collect(),
+        Some(Value::String(s)) if !s.is_empty() => vec![s.clone()],
+        _ => Vec::new(),
+    };
+    let echoed = std::iter::once(&reason).chain(&suggestions).any(|t| {
+        EXAMPLE_TEXTS
+            .iter()
+            .any(|e| t.trim().eq_ignore_ascii_case(e))
+    });
+    if echoed {
+        return Err("it repeats the instructions' example text instead of judging".into());
+    }
+    Ok(JudgeVerdict {
+        passed,
+        score,
+        reason,
+        suggestions,
     })
 }
 
@@ -162,7 +200,22 @@ mod tests {
         assert_eq!(v.reason, "rude");
         assert_eq!(v.suggestions, vec!["be polite"]);
         assert!(read_verdict(&json!({"pass": true})).unwrap().passed);
-        assert!(read_verdict(&json!("looks good to me")).is_none());
-        assert!(read_verdict(&json!({"passed": "yes"})).is_none());
+        assert_eq!(
+            read_verdict(&json!("looks good to me")).unwrap_err(),
+            "the answer is not JSON"
+        );
+        assert_eq!(
+            read_verdict(&json!({"passed": "yes"})).unwrap_err(),
+            "it has no boolean `passed`"
+        );
+        assert_eq!(
+            read_verdict(&json!({"passed": true, "score": 7})).unwrap_err(),
+            "its `score` 7 is not between 0 and 1"
+        );
+        assert!(read_verdict(&json!({"passed": true, "score": "a number from 0 to 1"})).is_err());
+        assert_eq!(
+            read_verdict(&json!({"passed": true, "reason": "One or two sentences"})).unwrap_err(),
+            "it repeats the instructions' example text instead of judging"
+        );
     }
 }

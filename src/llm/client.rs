@@ -42,6 +42,12 @@ impl ChatOutcome {
         &self.response["choices"][0]["message"]
     }
 
+    /// Whether the answer was cut off at the token limit (`finish_reason: "length"`):
+    /// such an answer is incomplete, whatever it looks like.
+    pub fn truncated(&self) -> bool {
+        self.response["choices"][0]["finish_reason"] == "length"
+    }
+
     /// The token usage the endpoint reported.
     pub fn usage(&self) -> TokenUsage {
         serde_json::from_value(self.response["usage"].clone()).unwrap_or_default()

@@ -990,14 +990,14 @@ fn the_simulator_flag_picks_the_simulator_of_cases_that_name_none() {
         .expect_error("default-sim", &["the built-in simulator", "[llm]"]);
 }
 
-fn the_model_simulator_plays_the_user_from_json_and_text_answers_and_replays_offline() {
+fn the_model_simulator_plays_the_user_from_json_answers_and_replays_offline() {
     let server = ChatServer::routed(route_of);
     server.answer(
         "sim",
         &[
             json!({"message": "Travel, $500", "goal_achieved": false, "reasoning": "it asked for the type"})
                 .to_string(),
-            "Yes, confirm it please".to_string(),
+            json!({"message": "Yes, confirm it please"}).to_string(),
         ],
     );
     let case = with(
@@ -1116,6 +1116,93 @@ fn show_checkpoints_lets_the_model_simulator_see_the_pending_ones() {
         second.contains("- The test still expects the assistant to: done\n"),
         "{second}"
     );
+}
+
+/// What a model says is data: a simulator answer that is cut off, not JSON, not a string
+/// message, or the prompt's own placeholder is never sent to the agent as the user's
+/// turn. After one repair it is a `simulator_error` that shows the model's words.
+fn simulator_garbage_never_reaches_the_agent() {
+    use crate::common::chat::{completion, ok, text};
+    let cut_off = |content: &str| {
+        ok(completion(
+            json!({"role": "assistant", "content": content}),
+            "length",
+            (20, 24),
+        ))
+    };
+    let cases: Vec<(&str, Vec<crate::common::chat::Action>, &str, &str)> = vec![
+        (
+            "one-char",
+            vec![text("{", (5, 1)), text("{", (5, 1))],
+            "the answer is not a JSON object",
+            "last answer: \"{\"",
+        ),
+        (
+            "cut-off",
+            vec![
+                cut_off("{\"message\": \"What type of expense is it"),
+                cut_off("{\"message\": \"Travel"),
+            ],
+            "the answer was cut off at the token limit",
+            "Travel",
+        ),
+        (
+            "not-a-string",
+            vec![
+                text(&json!({"message": {"action_name": "ask_type"}}).to_string(), (5, 5)),
+                text(&json!({"message": ["Travel"]}).to_string(), (5, 5)),
+            ],
+            "its `message` is not a string",
+            "Travel",
+        ),
+        (
+            "placeholder",
+            vec![
+                text(&json!({"message": "What you say next", "goal_achieved": false, "reasoning": "why"}).to_string(), (5, 5)),
+                text(&json!({"message": "what you say next"}).to_string(), (5, 5)),
+            ],
+            "its message repeats the instructions' example text",
+            "what you say next",
+        ),
+    ];
+    for (id, answers, why, words) in cases {
+        let server = ChatServer::routed(route_of);
+        server.script("sim", answers);
+        let s = project(
+            &format!("sim-garbage-{id}"),
+            &llm(&server.url()),
+            echo(),
+            &[dynamic(
+                id,
+                "start",
+                json!({"persona": "p"}),
+                json!([cp("never", contains("unicorn"))]),
+            )],
+        );
+        let r = agentest(s.path()).run();
+        r.expect(1)
+            .expect_status(id, "error")
+            .expect_termination(id, "simulator_error")
+            .expect_error(
+                id,
+                &[
+                    "turn 2: simulator error: simulator answered twice without a message",
+                    why,
+                    words,
+                ],
+            );
+        assert_eq!(server.bodies("sim").len(), 2, "{id}: one repair, no more");
+        let inputs: Vec<String> = s
+            .log("agent")
+            .iter()
+            .map(|q| q["input"].as_str().unwrap_or_default().to_string())
+            .collect();
+        assert_eq!(
+            inputs,
+            vec!["start".to_string()],
+            "{id}: the agent got only the case's input"
+        );
+    }
 }
 
 fn an_empty_simulator_message_is_retried_once_then_an_error() {
@@ -1621,7 +1708,7 @@ fn a_judge_agent_speaks_the_validator_contract() {
         .expect_status("garbled", "error")
         .expect_error(
             "garbled",
-            &["judge `critic` answered twice without a verdict {passed, reason}; last answer: \"I think it is fine\""],
+            &["judge `critic` answered twice without a verdict {passed, reason} (the answer is not JSON); last answer: \"I think it is fine\""],
         );
     let log = s.log("critic");
     let yes: Vec<&Value> = log
@@ -2107,6 +2194,7 @@ fn a_dynamic_prompt_shows_the_agents_input_hint() {
 
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
+        simulator_garbage_never_reaches_the_agent,
         the_rust_judge_works_inside_an_async_runtime,
         a_judge_may_be_an_openai_agent_that_reads_its_instructions,
         every_checkpoint_reached_passes_with_the_scripted_simulator,
@@ -2129,7 +2217,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         a_named_simulator_can_end_the_conversation_with_goal_achieved,
         a_named_simulator_answer_without_a_message_is_an_error,
         the_simulator_flag_picks_the_simulator_of_cases_that_name_none,
-        the_model_simulator_plays_the_user_from_json_and_text_answers_and_replays_offline,
+        the_model_simulator_plays_the_user_from_json_answers_and_replays_offline,
         show_checkpoints_lets_the_model_simulator_see_the_pending_ones,
         an_empty_simulator_message_is_retried_once_then_an_error,
         the_model_simulator_can_report_its_goal_achieved,

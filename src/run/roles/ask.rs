@@ -49,20 +49,44 @@ pub(crate) enum Respondent<'a> {
     },
 }
 
-/// Asks `question`, reads the answer with `read`, and when `read` finds nothing usable
-/// asks once more, saying what was wrong. `who` names the role in errors (`judge`,
-/// ``judge `critic` ``). The second unusable answer is an error that shows it.
+/// A role's answer, as it came.
+pub(crate) struct Answer {
+    /// The content (or an agent's `data`): text, or JSON.
+    pub(crate) value: Value,
+    /// The model stopped at its token limit (`finish_reason: "length"`, or an agent's
+    /// `truncated`): the answer is incomplete, whatever it looks like.
+    pub(crate) truncated: bool,
+}
+
+impl Respondent<'_> {
+    /// Whether a model answers (the built-in role, or an `openai` agent playing it).
+    pub(crate) fn is_model(&self) -> bool {
+        match self {
+            Respondent::Model { .. } => true,
+            Respondent::Agent { session, .. } => session.is_model(),
+        }
+    }
+}
+
+/// Asks `question`, reads the answer with `read`, and when `read` finds it unusable
+/// (saying why) asks once more, saying what was wrong. `who` names the role in errors
+/// (`judge`, ``judge `critic` ``). The second unusable answer is an error that shows it:
+/// what a model says is data, never a verdict or a user's turn unless it is usable.
 pub(crate) async fn ask<T>(
     respondent: &mut Respondent<'_>,
     who: &str,
     question: &Question,
-    read: impl Fn(&Value) -> Option<T>,
+    read: impl Fn(&Answer) -> Result<T, String>,
 ) -> Result<T, StepError> {
     let mut messages = vec![
         Message::system(question.instructions.clone()),
         Message::user(question.prompt.clone()),
     ];
-    let mut answer = Value::Null;
+    let mut answer = Answer {
+        value: Value::Null,
+        truncated: false,
+    };
+    let mut why = String::new();
     for attempt in 0..2 {
         let repairing = attempt > 0;
         answer = match respondent {
@@ -82,7 +106,10 @@ pub(crate) async fn ask<T>(
                     .chat(endpoint, *role, &chat, *deadline)
                     .await
                     .map_err(|e| StepError::from(e).context(who))?;
-                outcome.message()["content"].clone()
+                Answer {
+                    value: outcome.message()["content"].clone(),
+                    truncated: outcome.truncated(),
+                }
             }
             Respondent::Agent { session, template } => {
                 let mut metadata = question.metadata.clone();
@@ -96,19 +123,23 @@ pub(crate) async fn ask<T>(
                     ..(**template).clone()
                 };
                 let reply = session.send(&request).await.map_err(|e| e.context(who))?;
-                reply.data.clone().unwrap_or_else(|| reply.content.clone())
+                Answer {
+                    value: reply.data.clone().unwrap_or_else(|| reply.content.clone()),
+                    truncated: reply.truncated == Some(true),
+                }
             }
         };
-        if let Some(found) = read(&answer) {
-            return Ok(found);
+        match read(&answer) {
+            Ok(found) => return Ok(found),
+            Err(problem) => why = problem,
         }
-        messages.push(Message::assistant(answer.clone(), None));
-        messages.push(Message::user(question.repair.clone()));
+        messages.push(Message::assistant(answer.value.clone(), None));
+        messages.push(Message::user(format!("{} ({why})", question.repair)));
     }
     Err(StepError::Broken(format!(
-        "{who} answered twice without {}; last answer: {}",
+        "{who} answered twice without {} ({why}); last answer: {}",
         question.wanted,
-        compact(&answer)
+        compact(&answer.value)
     )))
 }
 

@@ -15,7 +15,7 @@ use crate::llm::{Endpoint, ModelCalls};
 use crate::protocol::{Message, Request, Role};
 use crate::run::context::Context;
 use crate::run::conversation::turn::new_session_id;
-use crate::run::roles::ask::{ask, Question, Respondent};
+use crate::run::roles::ask::{ask, Answer, Question, Respondent};
 use crate::util::BoxFuture;
 
 /// What a judge is asked, as a [`Question`].
@@ -31,6 +31,14 @@ fn question(request: &JudgeRequest) -> Question {
     }
 }
 
+/// A usable verdict from a judge's answer: complete, and a verdict (see [`read_verdict`]).
+fn verdict_of(answer: &Answer) -> Result<JudgeVerdict, String> {
+    if answer.truncated {
+        return Err("the answer was cut off at the token limit".into());
+    }
+    read_verdict(&answer.value)
+}
+
 /// The built-in judge: a model endpoint, its calls recorded in `calls`.
 async fn model_judge(
     endpoint: &Endpoint,
@@ -44,7 +52,7 @@ async fn model_judge(
         role: Role::Judge,
         deadline,
     };
-    ask(&mut respondent, "judge", &question(request), read_verdict).await
+    ask(&mut respondent, "judge", &question(request), verdict_of).await
 }
 
 /// The judges of one case: the built-in one on `[llm]` (recorded in the case's
@@ -89,7 +97,7 @@ impl CaseJudges<'_> {
                 session: &mut session,
                 template: Box::new(template),
             };
-            ask(&mut respondent, &who, &question(request), read_verdict).await
+            ask(&mut respondent, &who, &question(request), verdict_of).await
         };
         session.close().await;
         verdict

@@ -12,7 +12,7 @@ use crate::errors::StepError;
 use crate::llm::{Endpoint, ModelCalls};
 use crate::protocol::{Message, Request, Role};
 use crate::run::context::Context;
-use crate::run::roles::ask::{ask, Question, Respondent};
+use crate::run::roles::ask::{ask, Answer, Question, Respondent};
 use crate::util::value_text;
 
 /// What the simulator knows when it speaks.
@@ -160,7 +160,13 @@ impl Simulator {
                     session,
                     template: Box::new(template),
                 };
-                ask(&mut respondent, &who, &question(input, true), read_answer).await
+                // A model-backed agent must answer JSON like the built-in simulator;
+                // another agent may answer with plain text, which is its message.
+                let plain_text = !respondent.is_model();
+                ask(&mut respondent, &who, &question(input, true), |a| {
+                    read_answer(a, plain_text)
+                })
+                .await
             }
             Simulator::Model {
                 endpoint,
@@ -174,7 +180,10 @@ impl Simulator {
                     deadline,
                 };
                 let question = question(input, *show_checkpoints);
-                ask(&mut respondent, "simulator", &question, read_answer).await
+                ask(&mut respondent, "simulator", &question, |a| {
+                    read_answer(a, false)
+                })
+                .await
             }
         }
     }
@@ -212,35 +221,54 @@ fn script_next(rules: &[ScriptRule], used: &mut [bool], last: &str) -> Result<Si
     }
 }
 
-/// Reads `{message | input, goal_achieved, reasoning}`; text that is not JSON is the message.
-pub(crate) fn read_answer(v: &Value) -> Option<SimTurn> {
-    let parsed = match v {
+/// The example texts of the simulator's instructions: a message that repeats them was
+/// not written by a user.
+const EXAMPLE_MESSAGE: &str = "what you say next";
+
+/// Reads `{message | input, goal_achieved, reasoning}`. `Err` says why the answer
+/// cannot be the user's next turn: cut off at the token limit, not JSON (plain text is
+/// the message only from an agent that is not a model, when `plain_text`), a message
+/// that is not a non-empty string, or the instructions' example given back.
+pub(crate) fn read_answer(answer: &Answer, plain_text: bool) -> Result<SimTurn, String> {
+    if answer.truncated {
+        return Err("the answer was cut off at the token limit".into());
+    }
+    let parsed = match &answer.value {
         Value::String(s) => match serde_json::from_str::<Value>(s.trim()) {
             Ok(obj @ Value::Object(_)) => obj,
-            _ => {
-                let text = s.trim();
-                return (!text.is_empty()).then(|| SimTurn {
-                    message: Some(text.to_string()),
+            _ if plain_text && !s.trim().is_empty() => {
+                return Ok(SimTurn {
+                    message: Some(s.trim().to_string()),
                     goal_achieved: false,
                     reasoning: None,
-                });
+                })
             }
+            _ => return Err("the answer is not a JSON object".into()),
         },
-        other => other.clone(),
+        obj @ Value::Object(_) => obj.clone(),
+        _ => return Err("the answer is not a JSON object".into()),
     };
-    let message = parsed
-        .get("message")
-        .or_else(|| parsed.get("input"))
-        .map(value_text)
-        .filter(|m| !m.trim().is_empty());
-    let goal_achieved = parsed
-        .get("goal_achieved")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
-    if message.is_none() && !goal_achieved {
-        return None;
+    let goal_achieved = match parsed.get("goal_achieved") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err("`goal_achieved` is not true or false".into()),
+    };
+    let message = match parsed.get("message").or_else(|| parsed.get("input")) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(m)) if m.trim().is_empty() => None,
+        Some(Value::String(m)) => Some(m.trim().to_string()),
+        Some(_) => return Err("its `message` is not a string".into()),
+    };
+    if message.as_deref().is_some_and(|m| {
+        m.trim_end_matches(['.', '!'])
+            .eq_ignore_ascii_case(EXAMPLE_MESSAGE)
+    }) {
+        return Err("its message repeats the instructions' example text".into());
     }
-    Some(SimTurn {
+    if message.is_none() && !goal_achieved {
+        return Err("it has no message".into());
+    }
+    Ok(SimTurn {
         message,
         goal_achieved,
         reasoning: parsed.get("reasoning").map(value_text),
@@ -355,22 +383,69 @@ mod tests {
         ));
     }
 
+    fn answer(v: Value) -> Answer {
+        Answer {
+            value: v,
+            truncated: false,
+        }
+    }
+
     #[test]
-    fn answers_are_json_or_plain_text() {
-        let t = read_answer(&json!(
-            "{\"input\": \"The amount is $500\", \"goal_achieved\": false}"
-        ))
+    fn answers_are_json_or_plain_text_from_agents_that_are_not_models() {
+        let t = read_answer(
+            &answer(json!(
+                "{\"input\": \"The amount is $500\", \"goal_achieved\": false}"
+            )),
+            false,
+        )
         .unwrap();
         assert_eq!(t.message.as_deref(), Some("The amount is $500"));
-        let t = read_answer(&json!("Just text")).unwrap();
+        let t = read_answer(&answer(json!("Just text")), true).unwrap();
         assert_eq!(t.message.as_deref(), Some("Just text"));
-        assert!(read_answer(&json!({"message": "", "goal_achieved": false})).is_none());
         assert!(
-            read_answer(&json!({"goal_achieved": true}))
+            read_answer(&answer(json!({"goal_achieved": true})), false)
                 .unwrap()
                 .goal_achieved
         );
-        assert!(read_answer(&json!("  ")).is_none());
+    }
+
+    /// What a model says is data: garbage is never a user's turn.
+    #[test]
+    fn unusable_answers_say_why() {
+        let why = |v: Value, plain: bool| read_answer(&answer(v), plain).unwrap_err();
+        assert_eq!(
+            why(json!("Just text"), false),
+            "the answer is not a JSON object"
+        );
+        assert_eq!(why(json!("{"), false), "the answer is not a JSON object");
+        assert_eq!(why(json!("  "), true), "the answer is not a JSON object");
+        assert_eq!(
+            why(json!({"message": "", "goal_achieved": false}), false),
+            "it has no message"
+        );
+        assert_eq!(
+            why(json!({"message": {"action_name": "ask"}}), false),
+            "its `message` is not a string"
+        );
+        assert_eq!(
+            why(
+                json!({"message": "What you say next", "goal_achieved": false}),
+                false
+            ),
+            "its message repeats the instructions' example text"
+        );
+        assert_eq!(
+            why(json!({"message": "fine", "goal_achieved": "no"}), false),
+            "`goal_achieved` is not true or false"
+        );
+        let cut = Answer {
+            value: json!("{\"message\": \"What type of expense is it"),
+            truncated: true,
+        };
+        assert_eq!(
+            read_answer(&cut, true).unwrap_err(),
+            "the answer was cut off at the token limit"
+        );
     }
 
     #[test]
