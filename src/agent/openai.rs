@@ -208,6 +208,7 @@ impl OpenAiSession {
                         input_tokens: usage.prompt_tokens,
                         output_tokens: usage.completion_tokens,
                     }),
+                    truncated: outcome.truncated().then_some(true),
                     ..Reply::default()
                 });
             }

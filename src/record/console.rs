@@ -195,9 +195,14 @@ fn turn_lines(s: &mut String, t: &TurnReport, style: &Style) {
         "human" => "[Human] ",
         _ => "",
     };
+    let truncated = if t.truncated {
+        " (reply cut off at the token limit)"
+    } else {
+        ""
+    };
     let _ = writeln!(
         s,
-        "  ├─ Turn {}: {source}{} → {} ({})",
+        "  ├─ Turn {}: {source}{} → {} ({}){truncated}",
         t.turn,
         quote(&t.input),
         style.paint(status, status.label()),

@@ -90,6 +90,9 @@ pub struct TurnReport {
     /// Token usage the agent reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// The reply was cut off at a token limit: incomplete, and never the agent finishing.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
     /// What went wrong in this turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::common::chat::{
-    call, calls, cut_off, garbage, ok, rate_limited, server_error, slow, status, text,
+    call, calls, completion, cut_off, garbage, ok, rate_limited, server_error, slow, status, text,
     tool_call_json, Action, ChatServer,
 };
 use crate::common::project::{self, cassette, Cmd};
@@ -115,6 +115,38 @@ fn project(tag: &str, conf: &Conf, cases: &[Value]) -> Scratch {
     s.write("tools.json", TOOLS);
     s.cases(cases);
     s
+}
+
+/// A reply the model cut off at its token limit (`finish_reason: "length"`) is marked
+/// `truncated` on its turn, shown, and never read as the agent finishing the conversation.
+fn a_truncated_agent_reply_is_marked_and_never_the_agent_completing() {
+    let server = ChatServer::start();
+    server.script(
+        "hello",
+        vec![
+            ok(completion(
+                json!({"role": "assistant", "content": "Let me"}),
+                "length",
+                (7, 2),
+            )),
+            text("Done: all set.", (9, 4)),
+        ],
+    );
+    let case = json!({"id": "T1", "mode": "dynamic", "input": "hello",
+        "simulator": {"use": "script", "script": [{"say": "go on"}]},
+        "checkpoints": [{"id": "done", "assert": {"type": "contains", "value": "Done"}}],
+        "max_turns": 3});
+    let p = project("truncated", &conf(&server.url()), &[case]);
+    let run = agentest(p.path()).run();
+    run.expect(0).expect_status("T1", "passed");
+    let turns = &run.case("T1")["turns"];
+    assert_eq!(turns[0]["truncated"], true, "{turns}");
+    assert!(turns[1].get("truncated").is_none(), "{turns}");
+    assert!(
+        run.stdout.contains("(reply cut off at the token limit)"),
+        "{}",
+        run.stdout
+    );
 }
 
 /// A case with only an input.
@@ -1889,6 +1921,7 @@ fn config_errors_exit_2_before_anything_runs() {
 
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
+        a_truncated_agent_reply_is_marked_and_never_the_agent_completing,
         a_429_with_retry_after_is_waited_for_retried_and_counted,
         a_429_without_retry_after_backs_off,
         server_errors_exhaust_the_retries,

@@ -293,14 +293,19 @@ fn turn_text(s: &mut String, t: &TurnReport) {
     };
     let _ = writeln!(
         s,
-        "turn {} · {} · {} · {verdict}",
+        "turn {} · {} · {} · {verdict}{}",
         t.turn,
         if t.input_source.is_empty() {
             "static"
         } else {
             &t.input_source
         },
-        secs(t.duration_ms)
+        secs(t.duration_ms),
+        if t.truncated {
+            " · reply cut off at the token limit"
+        } else {
+            ""
+        }
     );
     field(s, "  ", "user", &t.input);
     if let Some(r) = &t.reasoning {

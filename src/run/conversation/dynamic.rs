@@ -174,7 +174,8 @@ impl Dialogue<'_> {
             let (verdicts, forbidden) =
                 check_turn(self.checkpoints, &mut self.states, turn, subject, self.env).await?;
             record.checkpoints = verdicts;
-            let awaiting = record.awaiting_input;
+            // A reply cut off at the token limit is not the agent finishing.
+            let finished = !record.awaiting_input && !record.truncated;
             report.turns.push(record);
 
             // 4. Termination.
@@ -184,7 +185,7 @@ impl Dialogue<'_> {
             if missing(self.checkpoints, &self.states).is_empty() {
                 return Ok(Ending::AllReached);
             }
-            if !awaiting {
+            if finished {
                 return Ok(Ending::AgentCompleted { turn });
             }
         }

@@ -107,6 +107,7 @@ pub(crate) fn replied_turn(
         data: reply.data.clone(),
         duration_ms,
         usage: reply.usage,
+        truncated: reply.truncated == Some(true),
         ..TurnReport::default()
     }
 }
