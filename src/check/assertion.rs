@@ -7,6 +7,7 @@ use crate::check::Scripts;
 use crate::errors::{SelectError, StepError};
 use crate::protocol::Message;
 use crate::protocol::{Reply, ToolCall};
+use crate::record::Judgment;
 use crate::util::{clip, compact};
 use crate::util::{json_eq, json_subset, tool_name_matches};
 
@@ -34,7 +35,7 @@ pub struct EvalEnv<'a> {
 }
 
 /// The outcome of one assertion.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Verdict {
     /// Whether it held (after `negate`).
     pub passed: bool,
@@ -42,6 +43,8 @@ pub struct Verdict {
     pub label: String,
     /// Why it failed (the custom `message` when given), with expected and actual.
     pub detail: Option<String>,
+    /// A judge's reason, score and suggestions, pass or fail.
+    pub judgment: Option<Judgment>,
 }
 
 /// Evaluates one assertion. `Err` means it could not be evaluated (a script crashed, a
@@ -51,6 +54,7 @@ pub async fn evaluate(
     subject: Subject<'_>,
     env: &EvalEnv<'_>,
 ) -> Result<Verdict, StepError> {
+    let mut judgment = None;
     let (holds, label, why) = match &a.kind {
         Kind::Script { name } => {
             let (passed, message) = env.scripts.run(name, a, subject, env).await?;
@@ -101,6 +105,11 @@ pub async fn evaluate(
                     verdict.suggestions.join("; ")
                 ));
             }
+            judgment = Some(Judgment {
+                reason: verdict.reason.clone(),
+                score: verdict.score,
+                suggestions: verdict.suggestions.clone(),
+            });
             (
                 verdict.passed,
                 format!("{type_name} {}", quote(&clip(criteria))),
@@ -120,6 +129,7 @@ pub async fn evaluate(
                     passed: false,
                     label,
                     detail: Some(detail),
+                    judgment: None,
                 });
             }
             check(&a.kind, subject)
@@ -140,6 +150,7 @@ pub async fn evaluate(
         passed,
         label,
         detail,
+        judgment,
     })
 }
 

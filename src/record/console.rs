@@ -251,6 +251,11 @@ fn assertion_lines(s: &mut String, list: &[AssertionReport], style: &Style, pad:
     for a in list {
         if a.passed {
             let _ = writeln!(s, "{pad}{} {}", style.paint(Status::Passed, "✓"), a.label);
+            // A judge's pass keeps its reason: a false pass must be auditable.
+            if let Some(j) = &a.judgment {
+                let score = j.score.map(|v| format!(" (score {v})")).unwrap_or_default();
+                let _ = writeln!(s, "{pad}  {}", style.dim(&format!("{}{score}", j.reason)));
+            }
         } else {
             let _ = writeln!(s, "{pad}{} {}", style.paint(Status::Failed, "✗"), a.label);
             for line in a.message.lines() {

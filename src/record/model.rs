@@ -52,6 +52,24 @@ pub struct AssertionReport {
     /// Why it failed, with expected and actual; for a pass, the label again.
     #[serde(default)]
     pub message: String,
+    /// What a judge said, kept for every verdict, pass or fail, so that a pass can be
+    /// audited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judgment: Option<Judgment>,
+}
+
+/// A judge's reason, score and suggestions.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Judgment {
+    /// Why the judge decided so.
+    #[serde(default)]
+    pub reason: String,
+    /// A score from 0 to 1, when the judge gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
+    /// How the reply could be better.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suggestions: Vec<String>,
 }
 
 /// One turn of a conversation.

@@ -1710,6 +1710,15 @@ fn a_judge_agent_speaks_the_validator_contract() {
             "garbled",
             &["judge `critic` answered twice without a verdict {passed, reason} (the answer is not JSON); last answer: \"I think it is fine\""],
         );
+    // A pass keeps the judge's reason, so that a false pass can be audited.
+    let judged = &r.case("yes")["turns"][0]["assertions"][0];
+    assert_eq!(judged["passed"], true, "{judged}");
+    assert_eq!(judged["judgment"], json!({"reason": "greets"}), "{judged}");
+    let failed = &r.case("no")["turns"][0]["assertions"][0];
+    assert_eq!(
+        failed["judgment"],
+        json!({"reason": "no greeting", "suggestions": ["say hello"]})
+    );
     let log = s.log("critic");
     let yes: Vec<&Value> = log
         .iter()
@@ -1734,6 +1743,13 @@ fn a_judge_agent_speaks_the_validator_contract() {
     assert_eq!(garbled.len(), 2, "{log:?}");
     assert!(garbled[0]["metadata"].get("repair").is_none());
     assert!(garbled[1]["metadata"]["repair"].is_string());
+    // `-v` shows a passing judge's reason too.
+    let verbose = agentest(s.path()).arg("-v").arg("--run").arg("yes").run();
+    assert!(
+        verbose.stdout.contains("      greets"),
+        "{}",
+        verbose.stdout
+    );
 }
 
 fn a_judge_works_as_a_checkpoint_of_a_dynamic_case() {

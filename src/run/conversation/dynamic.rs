@@ -400,6 +400,7 @@ fn verdict(id: &str, label: String, passed: bool, message: String) -> AssertionR
         passed,
         label,
         message,
+        judgment: None,
     }
 }
 

@@ -152,6 +152,7 @@ pub(crate) async fn check_all(
                 passed: v.passed,
                 message: v.detail.unwrap_or_else(|| v.label.clone()),
                 label: v.label,
+                judgment: v.judgment,
             }),
             Err(e) => {
                 out.push(AssertionReport {
@@ -159,6 +160,7 @@ pub(crate) async fn check_all(
                     passed: false,
                     label: a.type_name().to_string(),
                     message: e.to_string(),
+                    judgment: None,
                 });
                 broken.get_or_insert(e);
             }
