@@ -145,6 +145,8 @@ pub(crate) struct OpenAiSession {
     seen: usize,
     rng: SeededRng,
     mocks: MockSet,
+    /// What a turn that failed had done: the tool calls the model made, and its usage.
+    partial: Option<Reply>,
 }
 
 impl OpenAiSession {
@@ -162,7 +164,15 @@ impl OpenAiSession {
             history,
             seen: 0,
             mocks,
+            partial: None,
         }
+    }
+
+    /// What the last turn did before it failed (a tool loop out of rounds, a model call
+    /// refused, a tool call no mock answers): the calls made and the tokens spent, so
+    /// the turn's record keeps them.
+    pub(crate) fn take_partial(&mut self) -> Option<Reply> {
+        self.partial.take()
     }
 
     pub(crate) async fn send(&mut self, request: &Request) -> Result<Reply, StepError> {
@@ -173,6 +183,26 @@ impl OpenAiSession {
         self.seen = request.messages.len() + 1;
         let mut made: Vec<ToolCall> = Vec::new();
         let mut usage = TokenUsage::default();
+        let result = self.tool_loop(&mut made, &mut usage).await;
+        if result.is_err() {
+            self.partial = Some(Reply {
+                tool_calls: made,
+                usage: Some(Usage {
+                    input_tokens: usage.prompt_tokens,
+                    output_tokens: usage.completion_tokens,
+                }),
+                ..Reply::default()
+            });
+        }
+        result
+    }
+
+    /// Calls the model, answering its tool calls, until it answers without any.
+    async fn tool_loop(
+        &mut self,
+        made: &mut Vec<ToolCall>,
+        usage: &mut TokenUsage,
+    ) -> Result<Reply, StepError> {
         for _ in 0..self.spec.max_rounds {
             let chat = self
                 .spec
@@ -203,7 +233,7 @@ impl OpenAiSession {
                 };
                 return Ok(Reply {
                     content,
-                    tool_calls: made,
+                    tool_calls: std::mem::take(made),
                     usage: Some(Usage {
                         input_tokens: usage.prompt_tokens,
                         output_tokens: usage.completion_tokens,
@@ -223,7 +253,19 @@ impl OpenAiSession {
                     Value::String(s) => serde_json::from_str(s).unwrap_or_else(|_| raw.clone()),
                     other => other.clone(),
                 };
-                let (result, error) = self.answer(&name, &arguments).await?;
+                let (result, error) = match self.answer(&name, &arguments).await {
+                    Ok(answer) => answer,
+                    Err(e) => {
+                        // The call the model made stays in the record, with why it failed.
+                        made.push(ToolCall {
+                            name,
+                            arguments,
+                            result: None,
+                            error: Some(Value::String(e.to_string())),
+                        });
+                        return Err(e);
+                    }
+                };
                 let content = match (&result, &error) {
                     (_, Some(e)) => json!({"error": e}).to_string(),
                     (Some(r), None) => r.to_string(),

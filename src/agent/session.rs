@@ -143,6 +143,15 @@ impl Session {
         matches!(self, Session::OpenAi(_))
     }
 
+    /// What the last turn did before it failed (an `openai` agent's tool calls and
+    /// tokens), for that turn's record.
+    pub(crate) fn take_partial(&mut self) -> Option<Reply> {
+        match self {
+            Session::OpenAi(o) => o.take_partial(),
+            _ => None,
+        }
+    }
+
     /// Sends one turn and reads the reply, checking the protocol.
     pub(crate) async fn send(&mut self, request: &Request) -> Result<Reply, StepError> {
         match self {

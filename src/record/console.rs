@@ -210,20 +210,20 @@ fn turn_lines(s: &mut String, t: &TurnReport, style: &Style) {
     );
     let pad = "  │          ";
     if style.verbose || !t.ok() {
-        if t.error.is_none() {
-            let reply = value_text(&t.output);
-            if !reply.is_empty() || t.tool_calls.is_empty() {
-                let _ = writeln!(s, "{pad}Agent: {}", style.dim(&quote(&reply)));
-            }
-            for c in &t.tool_calls {
-                let args = c.arguments_json().to_string();
-                let _ = writeln!(
-                    s,
-                    "{pad}Agent: [tool: {}({})]",
-                    c.name,
-                    crate::util::clip(&args)
-                );
-            }
+        // What the agent said and did shows even when the turn then failed (a judge that
+        // broke, a tool loop that ran out of rounds).
+        let reply = value_text(&t.output);
+        if !reply.is_empty() || (t.tool_calls.is_empty() && t.error.is_none()) {
+            let _ = writeln!(s, "{pad}Agent: {}", style.dim(&quote(&reply)));
+        }
+        for c in &t.tool_calls {
+            let args = c.arguments_json().to_string();
+            let _ = writeln!(
+                s,
+                "{pad}Agent: [tool: {}({})]",
+                c.name,
+                crate::util::clip(&args)
+            );
         }
         if let Some(e) = &t.error {
             let _ = writeln!(s, "{pad}Error: {}", e.lines().next().unwrap_or_default());

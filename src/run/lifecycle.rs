@@ -196,18 +196,20 @@ fn settle(outcome: Option<Result<(), Stop>>, setup: &Setup, phase: &str, report:
 fn account(calls: &ModelCalls, report: &mut CaseReport) {
     let stats = calls.stats();
     let mut usage = stats.usage;
-    // The agent's usage is what its replies report (an openai agent's replies carry its
-    // model calls' usage), so it is counted from the turns.
-    usage.remove(&Role::Agent);
-    let mut agent = TokenUsage::default();
-    for u in report.turns.iter().filter_map(|t| t.usage) {
-        agent.add(TokenUsage {
-            prompt_tokens: u.input_tokens,
-            completion_tokens: u.output_tokens,
-        });
-    }
-    if agent != TokenUsage::default() {
-        usage.insert(Role::Agent, agent);
+    // An `openai` agent's usage is every model call it made, failed turns included (its
+    // replies report the same tokens, so those are not added again); another agent's is
+    // what its replies report.
+    if let std::collections::btree_map::Entry::Vacant(slot) = usage.entry(Role::Agent) {
+        let mut agent = TokenUsage::default();
+        for u in report.turns.iter().filter_map(|t| t.usage) {
+            agent.add(TokenUsage {
+                prompt_tokens: u.input_tokens,
+                completion_tokens: u.output_tokens,
+            });
+        }
+        if agent != TokenUsage::default() {
+            slot.insert(agent);
+        }
     }
     report.usage = usage;
     report.model_calls = stats.calls;

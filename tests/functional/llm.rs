@@ -1027,8 +1027,8 @@ fn max_tool_rounds_bounds_the_loop() {
     server.script(
         "loop forever",
         vec![
-            call("r1", "get_policy", json!({}), (1, 1)),
-            call("r2", "get_policy", json!({}), (1, 1)),
+            call("r1", "get_policy", json!({}), (100, 7)),
+            call("r2", "get_policy", json!({}), (120, 9)),
             call("r3", "get_policy", json!({}), (1, 1)),
             text("unused", (1, 1)),
         ],
@@ -1046,7 +1046,27 @@ fn max_tool_rounds_bounds_the_loop() {
         &["the model was still calling tools after 2 rounds in one turn; raise max_tool_rounds"],
     );
     assert_eq!(server.count(), 2);
-    assert_eq!(run.case("T1")["model_calls"], 2);
+    let c = run.case("T1");
+    assert_eq!(c["model_calls"], 2);
+    // The tokens of a failed turn count, and the calls the model made stay in its record.
+    assert_eq!(
+        c["usage"]["agent"],
+        json!({"prompt_tokens": 220, "completion_tokens": 16}),
+        "{c}"
+    );
+    let turn = &c["turns"][0];
+    assert_eq!(
+        turn["usage"],
+        json!({"input_tokens": 220, "output_tokens": 16})
+    );
+    let names: Vec<&str> = turn["tool_calls"]
+        .as_array()
+        .expect("the calls made")
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["get_policy", "get_policy"], "{turn}");
+    assert!(run.stdout.contains("get_policy"), "{}", run.stdout);
 }
 
 fn bad_case_mocks_are_load_errors_on_their_line() {

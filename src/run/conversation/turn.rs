@@ -74,13 +74,13 @@ pub(crate) async fn exchange(
         Ok(r) => Ok((r, duration_ms)),
         Err(e) => {
             let turn = request.turn;
-            report.turns.push(failed_turn(
-                turn,
-                request.input.clone(),
-                source,
-                duration_ms,
-                &e,
-            ));
+            let mut record = failed_turn(turn, request.input.clone(), source, duration_ms, &e);
+            // What the agent did before it failed stays in the record.
+            if let Some(partial) = session.take_partial() {
+                record.tool_calls = partial.tool_calls;
+                record.usage = partial.usage;
+            }
+            report.turns.push(record);
             Err(Stop::step(&format!("turn {turn}"), e))
         }
     }
