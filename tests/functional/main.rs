@@ -70,6 +70,7 @@ mod golden;
 mod harness_e2e;
 mod llm;
 mod parse_errors;
+mod real_model;
 mod reports;
 
 /// What a test function may return.
@@ -150,6 +151,7 @@ fn main() {
     trials.extend(harness_e2e::tests());
     trials.extend(llm::tests());
     trials.extend(parse_errors::tests());
+    trials.extend(real_model::tests());
     trials.extend(reports::tests());
     let mut names: Vec<&str> = trials.iter().map(Trial::name).collect();
     names.sort_unstable();

@@ -1,0 +1,218 @@
+//! The real-model lane: agentest against a real OpenAI-compatible model server, whose
+//! answers are imperfect (`../shared/realllm/serve.sh PORT` serves SmolLM2-135M with
+//! llama-cpp-python on 127.0.0.1; `.ci/run` starts it and sets `AGENTEST_REALLLM_URL`).
+//! A model this small does not judge or play a user well: these tests check agentest,
+//! not the model. Whatever it says, no run panics or hangs, every outcome is a named
+//! status with a reason, garbage never reaches the agent, the token totals are the sums
+//! of the `usage` the server returned, and a second run, offline from the cassettes,
+//! gives the same verdicts.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use crate::common::project::{self, ReportedRun};
+use crate::common::{need, toml_str, Needs, Scratch, EXPENSE_AGENT};
+
+/// The variable that holds the real server's base URL (`http://127.0.0.1:8089/v1`).
+const URL_VAR: &str = "AGENTEST_REALLLM_URL";
+
+/// The real model server this lane needs.
+pub fn real_model() -> Needs {
+    match std::env::var(URL_VAR) {
+        Ok(url) if !url.trim().is_empty() => Ok(()),
+        _ => need(
+            "a real model server",
+            format!("start one with `../shared/realllm/serve.sh 8089` and set {URL_VAR}=http://127.0.0.1:8089/v1"),
+        ),
+    }
+}
+
+/// The project: the example expense agent behind `tee` (every request it receives is in
+/// `agent.log`), the real model as `[llm]`, and `openai` agents that answer with it: one
+/// under test with a tool, one that judges, one that plays the user.
+fn project(url: &str) -> Scratch {
+    let s = Scratch::named("realllm", "lane");
+    let agent = format!(
+        "[agent]\ntype = \"process\"\ncommand = [\"sh\", \"-c\", {}, {}]\n",
+        toml_str("tee -a agent.log | exec python3 \"$0\""),
+        toml_str(EXPENSE_AGENT)
+    );
+    let tools = json!([{"type": "function", "function": {"name": "get_policy",
+        "description": "The expense policy: limits per category.",
+        "parameters": {"type": "object", "properties": {"category": {"type": "string"}}}}}]);
+    s.write(
+        "suites/agentest.toml",
+        &format!(
+            "{agent}\n[llm]\nbase_url = {}\nmodel = \"smollm2\"\nmax_tokens = 64\ntimeout = \"60s\"\nmax_retries = 1\nmax_in_flight = 1\n\n\
+             [run]\ntimeout = \"150s\"\nconcurrency = 1\n\n\
+             [agents.llm-agent]\ntype = \"openai\"\nsystem = \"You are an expense assistant. Use the tools.\"\ntools_file = \"tools.json\"\nmax_tool_rounds = 2\n\
+             mocks = [{{ method = \"get_policy\", response = {{ meal_limit = 75 }} }}]\n\n\
+             [agents.llm-judge]\ntype = \"openai\"\nsystem = \"You review replies.\"\n\n\
+             [agents.llm-user]\ntype = \"openai\"\nsystem = \"You play a user.\"\n",
+            toml_str(url),
+        ),
+    );
+    s.write("suites/tools.json", &tools.to_string());
+    let checkpoints =
+        json!([{"id": "create", "assert": {"type": "tool_called", "name": "create_expense"}}]);
+    let cases = [
+        json!({"id": "sim", "mode": "dynamic", "input": "Hi, I need to file an expense",
+               "simulator": {"persona": "A new employee", "goal": "Submit a $500 travel expense"},
+               "checkpoints": checkpoints, "max_turns": 3}),
+        json!({"id": "openai-sim", "mode": "dynamic", "input": "Hi, I need to file an expense",
+               "simulator": {"use": "llm-user", "persona": "A new employee", "goal": "Submit a $500 travel expense"},
+               "checkpoints": checkpoints, "max_turns": 2}),
+        json!({"id": "judge", "input": "Hello",
+               "assert": {"type": "llm_judge", "prompt": "The reply greets the user"}}),
+        json!({"id": "agent-judge", "input": "Hello",
+               "assert": {"type": "agent", "use": "agents:llm-judge",
+                          "options": {"metadata": {"criteria": "The reply greets the user"}}}}),
+        json!({"id": "tools", "agent": "llm-agent", "input": "What is the meal limit? Call get_policy.",
+               "assert": {"type": "tool_called", "name": "get_policy"}}),
+    ];
+    let lines: Vec<String> = cases.iter().map(Value::to_string).collect();
+    s.write(project::SUITE, &(lines.join("\n") + "\n"));
+    s
+}
+
+/// Token usage by case and role, as `(prompt, completion)`.
+type Tokens = BTreeMap<(String, String), (u64, u64)>;
+
+/// The usage each case's record reports.
+fn reported_tokens(run: &ReportedRun, ids: &[&str]) -> Tokens {
+    let mut t = Tokens::new();
+    for id in ids {
+        if let Some(Value::Object(roles)) = run.case(id).get("usage") {
+            for (role, u) in roles {
+                let n = |k: &str| u[k].as_u64().unwrap_or(0);
+                t.insert(
+                    (id.to_string(), role.clone()),
+                    (n("prompt_tokens"), n("completion_tokens")),
+                );
+            }
+        }
+    }
+    t
+}
+
+/// The sums of the `usage` the server returned, from the cassettes the run recorded.
+fn recorded_tokens(s: &Scratch, ids: &[&str]) -> Tokens {
+    let mut t = Tokens::new();
+    for id in ids {
+        let text = std::fs::read_to_string(s.join(&project::cassette(id))).unwrap_or_default();
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let entry: Value = serde_json::from_str(line).expect("a cassette line is JSON");
+            let usage = &entry["response"]["usage"];
+            let e = t
+                .entry((
+                    id.to_string(),
+                    entry["role"].as_str().unwrap_or("?").to_string(),
+                ))
+                .or_default();
+            e.0 += usage["prompt_tokens"].as_u64().unwrap_or(0);
+            e.1 += usage["completion_tokens"].as_u64().unwrap_or(0);
+        }
+    }
+    t
+}
+
+/// What a run decided, case by case: status, error, the inputs of every turn and every
+/// assertion's verdict.
+fn verdicts(run: &ReportedRun, ids: &[&str]) -> Vec<Value> {
+    ids.iter()
+        .map(|id| {
+            let c = run.case(id);
+            let turns: Vec<Value> = c["turns"]
+                .as_array()
+                .map(|ts| {
+                    ts.iter()
+                        .map(|t| json!([t["input"], t["assertions"], t["checkpoints"]]))
+                        .collect()
+                })
+                .unwrap_or_default();
+            json!({"id": id, "status": c["status"], "error": c["error"], "turns": turns})
+        })
+        .collect()
+}
+
+fn whatever_the_model_says_agentest_keeps_its_guarantees() -> Needs {
+    real_model()?;
+    let url = std::env::var(URL_VAR).unwrap_or_default();
+    let ids = ["sim", "openai-sim", "judge", "agent-judge", "tools"];
+    let s = project(&url);
+    let run = project::agentest(s.path(), ("AGENTEST_REALLLM_UNUSED_KEY", "unused"))
+        .env("AGENTEST_CASSETTES", "record")
+        .run();
+    assert!(
+        run.code == 0 || run.code == 1,
+        "no usage error, no crash:\n{run:?}"
+    );
+    assert!(!run.stderr.contains("panicked"), "{run:?}");
+    for id in ids {
+        let c = run.case(id);
+        let status = c["status"].as_str().unwrap_or_default();
+        assert!(
+            ["passed", "failed", "error", "skipped", "timeout"].contains(&status),
+            "{id}: {c}"
+        );
+        if status != "passed" {
+            let why = c["error"].as_str().unwrap_or_default();
+            assert!(
+                !why.trim().is_empty(),
+                "{id} is {status} without a reason: {c}"
+            );
+        }
+    }
+    // Garbage never reaches the agent: what it received is what the report shows as
+    // the user's turns, and none of it is cut-off JSON or the prompt's placeholder.
+    let received: Vec<Value> = s
+        .read("suites/agent.log")
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("a logged request is JSON"))
+        .collect();
+    for q in &received {
+        let (id, input) = (q["test_id"].as_str().unwrap(), q["input"].as_str().unwrap());
+        let shown: Vec<String> = run.case(id)["turns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["input"].as_str().unwrap_or_default().to_string())
+            .collect();
+        assert!(
+            shown.iter().any(|s| s == input),
+            "{id}: the agent got {input:?}, the report shows {shown:?}"
+        );
+        assert!(
+            !input.trim().is_empty() && !input.trim_start().starts_with('{'),
+            "{id}: {input:?}"
+        );
+        assert!(
+            !input.eq_ignore_ascii_case("what you say next"),
+            "{id}: {input:?}"
+        );
+    }
+    // Every token the server reported is counted, where it was spent.
+    let recorded = recorded_tokens(&s, &ids);
+    assert!(
+        recorded.len() >= 4,
+        "the model was called by every role: {recorded:?}"
+    );
+    assert_eq!(reported_tokens(&run, &ids), recorded, "{run:?}");
+
+    // Offline, from the cassettes (the endpoint moved to a closed port): the same verdicts.
+    let again = project::agentest(s.path(), ("AGENTEST_REALLLM_UNUSED_KEY", "unused"))
+        .env("AGENTEST_CASSETTES", "replay")
+        .env("AGENTEST_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+        .run();
+    assert_eq!(again.code, run.code, "{again:?}");
+    assert_eq!(verdicts(&again, &ids), verdicts(&run, &ids));
+    Ok(())
+}
+
+pub fn tests() -> Vec<libtest_mimic::Trial> {
+    crate::trials![
+        whatever_the_model_says_agentest_keeps_its_guarantees(needs real_model),
+    ]
+}
