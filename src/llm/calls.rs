@@ -25,8 +25,12 @@ pub struct CallStats {
     pub calls: u32,
     /// Retries the endpoint needed.
     pub retries: u32,
-    /// Token usage by role.
+    /// Token usage by role of the calls sent to a model (spent).
     pub usage: BTreeMap<Role, TokenUsage>,
+    /// Calls answered from the cassette.
+    pub replayed_calls: u32,
+    /// Token usage by role of the calls answered from the cassette (not spent).
+    pub replayed: BTreeMap<Role, TokenUsage>,
 }
 
 /// The model calls of one case.
@@ -69,7 +73,7 @@ impl ModelCalls {
                     response,
                     retries: 0,
                 };
-                self.count(role, &outcome);
+                self.count(role, &outcome, true);
                 return Ok(outcome);
             }
             let refuse = match self.mode {
@@ -114,7 +118,7 @@ impl ModelCalls {
             }
             Err(e) => return Err(e),
         };
-        self.count(role, &outcome);
+        self.count(role, &outcome, false);
         if self.mode != CassetteMode::Off {
             let entry = Entry {
                 key,
@@ -141,11 +145,16 @@ impl ModelCalls {
         f(slot.as_mut().expect("opened above"))
     }
 
-    fn count(&self, role: Role, outcome: &ChatOutcome) {
+    fn count(&self, role: Role, outcome: &ChatOutcome, replayed: bool) {
         let mut s = self.stats.lock().unwrap_or_else(|e| e.into_inner());
         // Retries are counted as they happen (see `chat`), failed calls' included.
         s.calls += 1;
-        s.usage.entry(role).or_default().add(outcome.usage());
+        if replayed {
+            s.replayed_calls += 1;
+            s.replayed.entry(role).or_default().add(outcome.usage());
+        } else {
+            s.usage.entry(role).or_default().add(outcome.usage());
+        }
     }
 
     /// The counters so far.

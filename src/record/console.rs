@@ -287,10 +287,18 @@ pub(crate) fn summary(sum: &Summary) -> String {
     if let Some(tokens) = crate::record::format::common::tokens_line(&sum.usage) {
         let _ = writeln!(s, "  Tokens: {tokens}");
     }
+    if let Some(tokens) = crate::record::format::common::tokens_line(&sum.replayed_usage) {
+        let _ = writeln!(s, "  Replayed from cassettes (not spent): {tokens}");
+    }
     if sum.model_calls > 0 {
+        let replayed = if sum.replayed_calls > 0 {
+            format!(", {} replayed", sum.replayed_calls)
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             s,
-            "  Model calls: {} ({} retried)",
+            "  Model calls: {} ({} retried{replayed})",
             sum.model_calls, sum.retries
         );
     }

@@ -160,12 +160,19 @@ pub struct CaseReport {
     /// Free-form labels from the case.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
-    /// Token usage by role: agent, simulator, judge.
+    /// Token usage by role (agent, simulator, judge) of the calls sent to a model: what
+    /// the case spent.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub usage: BTreeMap<Role, TokenUsage>,
     /// Model calls the harness made for this case (replayed ones included).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub model_calls: u32,
+    /// Of those, the calls answered from the cassette.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub replayed_calls: u32,
+    /// Token usage by role of the replayed calls: recorded once, not spent by this run.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub replayed_usage: BTreeMap<Role, TokenUsage>,
     /// Retries those calls needed.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub retries: u32,
@@ -235,12 +242,18 @@ pub struct Summary {
     pub total_turns: u64,
     /// Wall time of the run.
     pub duration_ms: u64,
-    /// Token usage over all cases, by role.
+    /// Token usage over all cases, by role: what the run spent.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub usage: BTreeMap<Role, TokenUsage>,
     /// Model calls over all cases, and the retries they needed.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub model_calls: u32,
+    /// Of those, the calls answered from cassettes.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub replayed_calls: u32,
+    /// Token usage of the replayed calls, by role: not spent by this run.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub replayed_usage: BTreeMap<Role, TokenUsage>,
     /// Retries over all model calls.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub retries: u32,
@@ -268,7 +281,11 @@ impl Summary {
         for (role, u) in &r.usage {
             self.usage.entry(*role).or_default().add(*u);
         }
+        for (role, u) in &r.replayed_usage {
+            self.replayed_usage.entry(*role).or_default().add(*u);
+        }
         self.model_calls += r.model_calls;
+        self.replayed_calls += r.replayed_calls;
         self.retries += r.retries;
         match r.status {
             Status::Passed => self.passed += 1,

@@ -197,9 +197,12 @@ fn account(calls: &ModelCalls, report: &mut CaseReport) {
     let stats = calls.stats();
     let mut usage = stats.usage;
     // An `openai` agent's usage is every model call it made, failed turns included (its
-    // replies report the same tokens, so those are not added again); another agent's is
-    // what its replies report.
-    if let std::collections::btree_map::Entry::Vacant(slot) = usage.entry(Role::Agent) {
+    // replies report the same tokens, so those are not added again), spent or replayed;
+    // another agent's is what its replies report.
+    let model_agent = stats.replayed.contains_key(&Role::Agent);
+    if let (std::collections::btree_map::Entry::Vacant(slot), false) =
+        (usage.entry(Role::Agent), model_agent)
+    {
         let mut agent = TokenUsage::default();
         for u in report.turns.iter().filter_map(|t| t.usage) {
             agent.add(TokenUsage {
@@ -212,6 +215,8 @@ fn account(calls: &ModelCalls, report: &mut CaseReport) {
         }
     }
     report.usage = usage;
+    report.replayed_usage = stats.replayed;
+    report.replayed_calls = stats.replayed_calls;
     report.model_calls = stats.calls;
     report.retries = stats.retries;
     match calls.finish() {

@@ -1076,7 +1076,17 @@ fn the_model_simulator_plays_the_user_from_json_answers_and_replays_offline() {
     let c = r.case("model");
     assert_eq!(c["cassette"]["replayed"], 2, "{r:?}");
     assert_eq!(c["cassette"]["recorded"], 0, "{r:?}");
-    assert_eq!(c["usage"]["simulator"]["prompt_tokens"], 20);
+    // Replayed tokens were not spent by this run: they are counted apart (the process
+    // agent's own reported usage stays what it spent).
+    assert!(c["usage"].get("simulator").is_none(), "{c}");
+    assert_eq!(c["replayed_usage"]["simulator"]["prompt_tokens"], 20);
+    assert_eq!(c["replayed_calls"], 2);
+    assert!(
+        r.stdout
+            .contains("Replayed from cassettes (not spent): simulator 20 in / 10 out"),
+        "{}",
+        r.stdout
+    );
     assert_eq!(c["turns"][2]["input"], "Yes, confirm it please");
 }
 

@@ -1163,16 +1163,19 @@ fn usage_is_summed_over_the_calls_and_turns() {
         json!({"role": "user", "content": "And meals?"})
     );
 
-    // Replayed from the cassette, offline: the same usage, all four calls replayed.
+    // Replayed from the cassette, offline: the same usage, all four calls replayed, and
+    // reported apart from tokens spent (none).
     drop(server);
     let again = agentest(p.path()).run();
     again.expect(0);
     let c = again.case("T1");
+    assert!(c.get("usage").is_none(), "{c}");
     assert_eq!(
-        c["usage"],
+        c["replayed_usage"],
         json!({"agent": {"prompt_tokens": 100, "completion_tokens": 27}})
     );
     assert_eq!(c["model_calls"], 4);
+    assert_eq!(c["replayed_calls"], 4);
     assert_eq!(c["cassette"]["replayed"], 4);
     assert_eq!(c["cassette"]["recorded"], 0);
 }

@@ -208,6 +208,14 @@ fn whatever_the_model_says_agentest_keeps_its_guarantees() -> Needs {
         .run();
     assert_eq!(again.code, run.code, "{again:?}");
     assert_eq!(verdicts(&again, &ids), verdicts(&run, &ids));
+    // Nothing was spent offline: every token is reported as replayed.
+    for id in ids {
+        let c = again.case(id);
+        assert!(
+            c.get("usage").is_none() || c["usage"] == json!({}),
+            "{id}: {c}"
+        );
+    }
     Ok(())
 }
 
