@@ -80,6 +80,9 @@ pub fn render(run: &RunInfo, summary: &Summary, cases: &[CaseReport]) -> String 
     if let Some(tokens) = tokens_line(&sum.usage) {
         let _ = writeln!(s, "Tokens: {tokens}\n");
     }
+    if let Some(tokens) = tokens_line(&sum.replayed_usage) {
+        let _ = writeln!(s, "Replayed from cassettes (not spent): {tokens}\n");
+    }
     if sum.model_calls > 0 {
         let _ = writeln!(
             s,

@@ -32,6 +32,9 @@ pub(super) fn case_detail(s: &mut String, id: &str, c: &CaseReport) {
     if let Some(tokens) = crate::record::format::common::tokens_line(&c.usage) {
         fact("Tokens", esc(&tokens));
     }
+    if let Some(tokens) = crate::record::format::common::tokens_line(&c.replayed_usage) {
+        fact("Replayed (not spent)", esc(&tokens));
+    }
     if c.model_calls > 0 {
         fact(
             "Model calls",
