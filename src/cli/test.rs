@@ -70,7 +70,7 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
         verbose: args.verbose,
         qualified: plan.qualified,
     };
-    let agent = engine.contexts.describe_agent(&plan.cases[0].file);
+    let agent = header_agent(&engine, &plan.cases);
     let mut out = std::io::stdout().lock();
     let _ = write!(
         out,
@@ -105,6 +105,22 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The agent the header names: the run's agent, or, when every case names its own
+/// agent (and no `-n` overrides them), those agents.
+fn header_agent(engine: &Engine, cases: &[Loaded]) -> String {
+    let named: Option<std::collections::BTreeSet<&str>> = cases
+        .iter()
+        .filter_map(|l| l.entry.as_ref().ok())
+        .map(|c| c.agent.as_deref())
+        .collect();
+    match named {
+        Some(names) if engine.options.agent_name.is_none() && !names.is_empty() => {
+            names.into_iter().collect::<Vec<_>>().join(", ")
+        }
+        _ => engine.contexts.describe_agent(&cases[0].file),
+    }
 }
 
 /// The run's options: the command line, else the environment.

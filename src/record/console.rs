@@ -225,7 +225,10 @@ fn turn_lines(s: &mut String, t: &TurnReport, style: &Style) {
                 crate::util::clip(&args)
             );
         }
-        if let Some(e) = &t.error {
+        // An assertion that could not be evaluated (a broken judge) shows its error
+        // itself, below: once is enough.
+        let shown_below = |e: &str| t.assertions.iter().any(|a| !a.passed && a.message == e);
+        if let Some(e) = t.error.as_deref().filter(|e| !shown_below(e)) {
             let _ = writeln!(s, "{pad}Error: {}", e.lines().next().unwrap_or_default());
         }
     }

@@ -1066,6 +1066,8 @@ fn max_tool_rounds_bounds_the_loop() {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["get_policy", "get_policy"], "{turn}");
+    // Every case names its agent: the header names that one, not `[agent]`.
+    assert!(run.stdout.contains("ℹ Agent: loopy\n"), "{}", run.stdout);
     assert!(run.stdout.contains("get_policy"), "{}", run.stdout);
 }
 

@@ -161,7 +161,11 @@ fn parse_one(v: &Value, path: &str) -> Result<Assertion, FieldError> {
         &obj,
         &known,
         path,
-        &format!("a `{}` assertion", type_name.name()),
+        &format!(
+            "{} `{}` assertion",
+            article(type_name.name()),
+            type_name.name()
+        ),
     )?;
     let negate = opt_bool(&obj, "negate", path)?.unwrap_or(false);
     let message = opt_str(&obj, "message", path)?;
@@ -305,7 +309,7 @@ pub(super) fn required<'a>(
         let t = obj.get("type").and_then(Value::as_str).unwrap_or("this");
         FieldError::new(
             join(path, key),
-            format!("a `{t}` assertion needs `{key}`: {what}"),
+            format!("{} `{t}` assertion needs `{key}`: {what}", article(t)),
         )
     })
 }
@@ -326,7 +330,43 @@ pub(super) fn required_text(
         )),
         None => Err(FieldError::new(
             join(path, key),
-            format!("a `{type_name}` assertion needs `{key}` (a string)"),
+            format!(
+                "{} `{type_name}` assertion needs `{key}` (a string)",
+                article(type_name)
+            ),
         )),
+    }
+}
+
+/// `a` or `an`, as `word` (an assertion type) is spoken: "an `agent` assertion".
+pub(super) fn article(word: &str) -> &'static str {
+    if word.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn messages_use_the_right_article() {
+        let e = parse_assertions(&json!({"type": "agent"}), "assert").unwrap_err();
+        assert!(
+            e.message.starts_with("an `agent` assertion needs"),
+            "{}",
+            e.message
+        );
+        let e = parse_assertions(&json!({"type": "equals", "valu": 1}), "assert").unwrap_err();
+        assert!(e.message.contains("an `equals` assertion"), "{}", e.message);
+        let e = parse_assertions(&json!({"type": "regex"}), "assert").unwrap_err();
+        assert!(
+            e.message.starts_with("a `regex` assertion needs"),
+            "{}",
+            e.message
+        );
     }
 }
