@@ -370,7 +370,13 @@ fn to_openai(m: &crate::protocol::Message) -> Value {
 
 /// The assistant message to keep in the history: role, content and tool calls only.
 fn assistant_message(message: &Value) -> Value {
-    let mut v = json!({"role": "assistant", "content": message["content"].clone()});
+    // A tool-calling answer has `content: null`, which some servers refuse to read back
+    // (llama-cpp-python answers HTTP 500); an empty string means the same to all.
+    let content = match &message["content"] {
+        Value::Null => Value::String(String::new()),
+        other => other.clone(),
+    };
+    let mut v = json!({"role": "assistant", "content": content});
     if let Some(calls) = message
         .get("tool_calls")
         .filter(|c| c.as_array().is_some_and(|a| !a.is_empty()))

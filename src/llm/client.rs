@@ -208,16 +208,20 @@ impl Endpoint {
         }
         let tries = self.max_retries + 1;
         let mut retries = 0;
+        let mut last_server_error: Option<String> = None;
         loop {
             let attempt = self.attempt(request, &headers, deadline).await;
-            let (reason, retry_after) = match attempt {
+            let (reason, retry_after, server_error) = match attempt {
                 Ok(response) => return Ok(ChatOutcome { response, retries }),
                 Err(Attempt::Fatal(e)) => return Err(LlmError::Failed(e)),
                 Err(Attempt::Retry {
                     reason,
                     retry_after,
-                }) => (reason, retry_after),
+                    server_error,
+                }) => (reason, retry_after, server_error),
             };
+            let repeated = server_error && last_server_error.as_deref() == Some(reason.as_str());
+            last_server_error = server_error.then(|| reason.clone());
             if retries + 1 >= tries {
                 let times = if tries == 1 {
                     "1 try".to_string()
@@ -226,6 +230,14 @@ impl Endpoint {
                 };
                 return Err(LlmError::Failed(format!(
                     "model endpoint {} failed after {times}: {reason}",
+                    self.shown
+                )));
+            }
+            // A server error that repeats word for word (a request the server cannot
+            // read, answered with a 500) will not go away by retrying.
+            if repeated {
+                return Err(LlmError::Failed(format!(
+                    "model endpoint {} answered the same error twice, so it was not retried further: {reason}",
                     self.shown
                 )));
             }
@@ -322,6 +334,7 @@ impl Endpoint {
                         .unwrap_or_default()
                 ),
                 retry_after,
+                server_error: status == reqwest::StatusCode::INTERNAL_SERVER_ERROR,
             });
         }
         if !status.is_success() {
@@ -359,6 +372,9 @@ enum Attempt {
     Retry {
         reason: String,
         retry_after: Option<Duration>,
+        /// An HTTP 500 (not a gateway's or an overloaded server's 502, 503, 504): the
+        /// same one twice in a row is not transient.
+        server_error: bool,
     },
     Fatal(String),
 }
@@ -368,6 +384,7 @@ impl Attempt {
         Attempt::Retry {
             reason,
             retry_after: None,
+            server_error: false,
         }
     }
 }

@@ -8,14 +8,19 @@ pub(crate) fn compact(v: &Value) -> String {
 }
 
 /// Long texts are cut in messages; the report keeps them whole.
+///
+/// The middle goes, not the end: a server's error body or a stack of wrappers often names
+/// the cause last, and the start says what it is about.
 pub(crate) fn clip(s: &str) -> String {
-    const MAX: usize = 400;
-    if s.chars().count() <= MAX {
-        s.to_string()
-    } else {
-        let head: String = s.chars().take(MAX).collect();
-        format!("{head}… ({} chars)", s.chars().count())
+    const HEAD: usize = 240;
+    const TAIL: usize = 160;
+    let count = s.chars().count();
+    if count <= HEAD + TAIL {
+        return s.to_string();
     }
+    let head: String = s.chars().take(HEAD).collect();
+    let tail: String = s.chars().skip(count - TAIL).collect();
+    format!("{head} …({} chars left out)… {tail}", count - HEAD - TAIL)
 }
 
 /// Text of a JSON value: a string as it is, anything else as compact JSON, null as "".
@@ -36,5 +41,22 @@ pub(crate) fn panic_text(e: tokio::task::JoinError) -> String {
             .or_else(|| p.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "a non-text panic".into()),
         Err(e) => e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clip;
+
+    #[test]
+    fn clipping_keeps_the_start_and_the_end() {
+        assert_eq!(clip("short"), "short");
+        let long = format!("{}CAUSE", "x".repeat(1000));
+        let c = clip(&long);
+        assert!(
+            c.starts_with(&"x".repeat(240)) && c.ends_with("xCAUSE"),
+            "{c}"
+        );
+        assert!(c.contains("…(605 chars left out)…"), "{c}");
     }
 }

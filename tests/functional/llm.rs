@@ -284,22 +284,28 @@ fn a_429_without_retry_after_backs_off() {
 
 fn server_errors_exhaust_the_retries() {
     let server = ChatServer::start();
+    let overloaded = || {
+        status(
+            503,
+            json!({"error": {"message": "overloaded", "type": "server_error"}}),
+        )
+    };
     server.script(
         "hello",
         vec![
-            server_error(),
-            server_error(),
-            server_error(),
+            overloaded(),
+            overloaded(),
+            overloaded(),
             text("too late", (1, 1)),
         ],
     );
-    let p = project("500", &conf(&server.url()), &[case("T1", "hello")]);
+    let p = project("503", &conf(&server.url()), &[case("T1", "hello")]);
     let run = agentest(p.path()).run();
     run.expect(1).expect_status("T1", "error").expect_error(
         "T1",
         &[
             "turn 1: model call failed: model endpoint",
-            "failed after 3 tries: HTTP 500 Internal Server Error: upstream exploded",
+            "failed after 3 tries: HTTP 503 Service Unavailable: overloaded",
         ],
     );
     assert_eq!(server.count(), 3, "max_retries = 2 means 3 tries");
@@ -307,6 +313,23 @@ fn server_errors_exhaust_the_retries() {
         .expect_stderr("retry 2/2 in ");
     assert!(!run.stderr.contains("retry 3/"), "{run:?}");
     assert_eq!(run.counts(), [1, 0, 0, 1, 0]);
+}
+
+/// A 500 that comes back word for word (a request the server cannot read, as
+/// llama-cpp-python answers one it fails to validate) is retried once, not to the end.
+fn the_same_500_twice_is_not_retried_further() {
+    let server = ChatServer::start();
+    server.script(
+        "hello",
+        vec![server_error(), server_error(), server_error()],
+    );
+    let p = project("500-twice", &conf(&server.url()), &[case("T1", "hello")]);
+    let run = agentest(p.path()).run();
+    run.expect(1).expect_status("T1", "error").expect_error(
+        "T1",
+        &["answered the same error twice, so it was not retried further: HTTP 500 Internal Server Error: upstream exploded"],
+    );
+    assert_eq!(server.count(), 2, "one retry, no more");
 }
 
 fn retries_of_a_failed_call_are_counted_in_the_report() {
@@ -318,9 +341,9 @@ fn retries_of_a_failed_call_are_counted_in_the_report() {
     let p = project("500-count", &conf(&server.url()), &[case("T1", "hello")]);
     let run = agentest(p.path()).run();
     run.expect_status("T1", "error");
-    assert_eq!(server.count(), 3);
-    // Two retries happened (two stderr lines); the record should say so.
-    assert_eq!(run.case("T1")["retries"], 2, "{run:?}");
+    assert_eq!(server.count(), 2);
+    // One retry happened (the same 500 again ends the call); the record says so.
+    assert_eq!(run.case("T1")["retries"], 1, "{run:?}");
 }
 
 fn max_retries_zero_tries_once() {
@@ -615,7 +638,8 @@ fn the_tool_loop_answers_from_the_mock_and_calls_the_model_again() {
         &[
             json!({"role": "system", "content": "You are a test agent."}),
             json!({"role": "user", "content": "What is the travel limit?"}),
-            json!({"role": "assistant", "content": null, "tool_calls": [tool_call_json("call_abc", "get_policy", &travel)]}),
+            // `content: ""`, not the model's `null`: llama-cpp-python refuses null.
+            json!({"role": "assistant", "content": "", "tool_calls": [tool_call_json("call_abc", "get_policy", &travel)]}),
             json!({"role": "tool", "tool_call_id": "call_abc", "content": "{\"limit\":75}"}),
         ]
     );
@@ -1946,6 +1970,7 @@ fn config_errors_exit_2_before_anything_runs() {
 
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
+        the_same_500_twice_is_not_retried_further,
         a_truncated_agent_reply_is_marked_and_never_the_agent_completing,
         a_429_with_retry_after_is_waited_for_retried_and_counted,
         a_429_without_retry_after_backs_off,
