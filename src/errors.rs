@@ -561,6 +561,10 @@ pub enum LlmError {
     /// The endpoint refused or failed, after any retries.
     #[error("{0}")]
     Failed(String),
+    /// The endpoint answered with an error no retry would change (a 4xx, the same 500
+    /// twice, a body that is not a completion). Recorded in the cassette and replayed.
+    #[error("{0}")]
+    Refused(String),
     /// A call that must be replayed (on CI, or in `replay` mode) has no recording.
     #[error("{0}")]
     NotRecorded(String),
@@ -575,7 +579,7 @@ impl From<LlmError> for StepError {
         match e {
             LlmError::Unavailable(m) => StepError::Unavailable(m),
             LlmError::NotRecorded(m) => StepError::Failed(m),
-            LlmError::Failed(m) | LlmError::Cassette(m) => {
+            LlmError::Failed(m) | LlmError::Refused(m) | LlmError::Cassette(m) => {
                 StepError::Broken(format!("model call failed: {m}"))
             }
         }

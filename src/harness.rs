@@ -110,6 +110,7 @@ impl Harness {
             Ok(s) => s,
             Err(e) => return setup_failure(&args, "settings", e.to_string()),
         };
+        crate::util::invocation::set(crate::util::invocation::cargo_test_for_this_binary());
         let root_config = Config::discover(&self.root).ok();
         let report = report_path(settings, root_config.as_ref());
         let plan = match self.plan(&args, report.as_slice()) {

@@ -184,6 +184,18 @@ pub fn main() -> ExitCode {
             };
         }
     };
+    // Hints name the command the user ran (`agentest test -i suites`).
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .map(|a| {
+            if a.is_empty() || a.contains(|c: char| c.is_whitespace() || c == '"' || c == '\'') {
+                format!("{a:?}")
+            } else {
+                a
+            }
+        })
+        .collect();
+    crate::util::invocation::set(format!("agentest {}", args.join(" ")));
     // Every command reads the environment once, first; a bad value is a usage error.
     if let Err(e) = crate::settings::load() {
         eprintln!("error: {e}");

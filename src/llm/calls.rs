@@ -68,13 +68,24 @@ impl ModelCalls {
         let key = key_of(&normalised);
         if self.mode != CassetteMode::Off {
             let replayed = self.with_cassette(|c| c.replay(&key, &normalised))?;
-            if let Some(response) = replayed {
-                let outcome = ChatOutcome {
-                    response,
-                    retries: 0,
-                };
-                self.count(role, &outcome, true);
-                return Ok(outcome);
+            match replayed {
+                Some(Ok(response)) => {
+                    let outcome = ChatOutcome {
+                        response,
+                        retries: 0,
+                    };
+                    self.count(role, &outcome, true);
+                    return Ok(outcome);
+                }
+                // The endpoint refused this call when it was recorded: so it does again.
+                Some(Err(refusal)) => {
+                    self.stats
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .replayed_calls += 1;
+                    return Err(LlmError::Refused(refusal));
+                }
+                None => {}
             }
             let refuse = match self.mode {
                 CassetteMode::Replay | CassetteMode::Strict => {
@@ -94,9 +105,10 @@ impl ModelCalls {
             };
             if let Some(why) = refuse {
                 return Err(LlmError::NotRecorded(format!(
-                    "no recording of this model call in {} ({why}): {}\nhint: record it where the model is reachable: AGENTEST_CASSETTES=record cargo test, with the API key set, then commit the cassette",
+                    "no recording of this model call in {} ({why}): {}\nhint: record it where the model is reachable: AGENTEST_CASSETTES=record {}, with the API key set, then commit the cassette",
                     crate::util::display_path(&self.path).display(),
-                    summary(request)
+                    summary(request),
+                    crate::util::invocation::get()
                 )));
             }
         }
@@ -116,6 +128,24 @@ impl ModelCalls {
                     "the case needs a model: {recorded}, and {why}"
                 )));
             }
+            Err(LlmError::Refused(refusal)) => {
+                // A refusal is part of the recording: a replay gives the same error, not
+                // "no recording" (and re-recording would hit the same refusal).
+                if self.mode != CassetteMode::Off {
+                    let entry = Entry {
+                        key,
+                        role,
+                        request: normalised,
+                        response: Value::Null,
+                        error: Some(refusal.clone()),
+                    };
+                    self.with_cassette(|c| {
+                        c.record(entry);
+                        Ok(())
+                    })?;
+                }
+                return Err(LlmError::Refused(refusal));
+            }
             Err(e) => return Err(e),
         };
         self.count(role, &outcome, false);
@@ -125,6 +155,7 @@ impl ModelCalls {
                 role,
                 request: normalised,
                 response: outcome.response.clone(),
+                error: None,
             };
             self.with_cassette(|c| {
                 c.record(entry);

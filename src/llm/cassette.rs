@@ -31,7 +31,22 @@ pub struct Entry {
     /// The normalised request.
     pub request: Value,
     /// The response body, without volatile fields.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
     pub response: Value,
+    /// The error the endpoint answered instead (a refusal no retry changes), replayed as
+    /// that error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Entry {
+    /// What the recorded call gave: the response, or the endpoint's refusal.
+    pub fn outcome(&self) -> Result<Value, String> {
+        match &self.error {
+            Some(e) => Err(e.clone()),
+            None => Ok(self.response.clone()),
+        }
+    }
 }
 
 /// A case's cassette.
@@ -151,7 +166,11 @@ impl Cassette {
     /// The recorded response for a normalised request: the first unused entry with its
     /// key, else the last used one (a conversation may repeat a request). An entry whose
     /// key matches but whose request differs is a hash collision, reported as an error.
-    pub fn replay(&mut self, key: &str, request: &Value) -> Result<Option<Value>, LlmError> {
+    pub fn replay(
+        &mut self,
+        key: &str,
+        request: &Value,
+    ) -> Result<Option<Result<Value, String>>, LlmError> {
         let mut last = None;
         for (i, e) in self.entries.iter().enumerate() {
             if e.key != key {
@@ -166,13 +185,13 @@ impl Cassette {
             if !self.used[i] {
                 self.used[i] = true;
                 self.replayed += 1;
-                return Ok(Some(e.response.clone()));
+                return Ok(Some(e.outcome()));
             }
             last = Some(i);
         }
         Ok(last.map(|i| {
             self.replayed += 1;
-            self.entries[i].response.clone()
+            self.entries[i].outcome()
         }))
     }
 

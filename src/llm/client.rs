@@ -214,6 +214,7 @@ impl Endpoint {
             let (reason, retry_after, server_error) = match attempt {
                 Ok(response) => return Ok(ChatOutcome { response, retries }),
                 Err(Attempt::Fatal(e)) => return Err(LlmError::Failed(e)),
+                Err(Attempt::Refused(e)) => return Err(LlmError::Refused(e)),
                 Err(Attempt::Retry {
                     reason,
                     retry_after,
@@ -236,7 +237,7 @@ impl Endpoint {
             // A server error that repeats word for word (a request the server cannot
             // read, answered with a 500) will not go away by retrying.
             if repeated {
-                return Err(LlmError::Failed(format!(
+                return Err(LlmError::Refused(format!(
                     "model endpoint {} answered the same error twice, so it was not retried further: {reason}",
                     self.shown
                 )));
@@ -340,20 +341,20 @@ impl Endpoint {
         if !status.is_success() {
             let msg = server_message(&body)
                 .unwrap_or_else(|| crate::util::clip(String::from_utf8_lossy(&body).trim()));
-            return Err(Attempt::Fatal(format!(
+            return Err(Attempt::Refused(format!(
                 "model endpoint {} answered HTTP {status}: {msg}",
                 self.shown
             )));
         }
         let mut value: Value = serde_json::from_slice(&body).map_err(|e| {
-            Attempt::Fatal(format!(
+            Attempt::Refused(format!(
                 "model endpoint {} answered with invalid JSON ({e}): {}",
                 self.shown,
                 crate::util::clip(String::from_utf8_lossy(&body).trim())
             ))
         })?;
         if !value["choices"][0]["message"].is_object() {
-            return Err(Attempt::Fatal(format!(
+            return Err(Attempt::Refused(format!(
                 "model endpoint {} answered without `choices[0].message`: {}",
                 self.shown,
                 crate::util::compact(&value)
@@ -376,7 +377,11 @@ enum Attempt {
         /// same one twice in a row is not transient.
         server_error: bool,
     },
+    /// Something on our side ended the call (the deadline passed).
     Fatal(String),
+    /// The endpoint answered, and no retry would change the answer: a 4xx, a body that
+    /// is not a completion.
+    Refused(String),
 }
 
 impl Attempt {

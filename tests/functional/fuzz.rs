@@ -2104,6 +2104,7 @@ fn cassette_entry() -> BoxedStrategy<String> {
                 role,
                 request,
                 response: to_value(&resp),
+                error: None,
             };
             canonical(&serde_json::to_value(e).expect("an entry serialises")).to_string()
         })

@@ -1334,7 +1334,8 @@ fn a_changed_request_misses_its_recording() {
                 cassette("T1")
             ),
             "model test-model, 2 messages, 3 tools, last user: hello again",
-            "AGENTEST_CASSETTES=record",
+            // The hint names the command that was run.
+            "AGENTEST_CASSETTES=record agentest test -i suites -o report.jsonl",
         ],
     );
     // Replay and strict never call the model either.
@@ -1650,16 +1651,41 @@ fn on_ci_a_case_without_key_or_recording_fails_naming_the_key_variable() {
         .expect_error("T1", &["AGENTEST_LLM_TEST_KEY"]);
 }
 
-fn record_mode_keeps_the_old_recording_when_the_model_cannot_be_called() {
+/// An endpoint's refusal (a 400 no retry changes) is part of the recording: replayed
+/// offline, on CI too, it is the same error, not "no recording".
+fn a_refused_call_is_recorded_and_replayed_as_that_error() {
     let server = ChatServer::start();
     server.script(
         "hello",
-        vec![
-            text("recorded", (1, 1)),
-            server_error(),
-            server_error(),
-            server_error(),
-        ],
+        vec![status(
+            400,
+            json!({"error": {"message": "context length exceeded"}}),
+        )],
+    );
+    let p = project("refused", &conf(&server.url()), &[case("T1", "hello")]);
+    let first = agentest(p.path()).run();
+    first.expect(1).expect_status("T1", "error").expect_error(
+        "T1",
+        &["answered HTTP 400 Bad Request: context length exceeded"],
+    );
+    let recorded = p.read(&cassette("T1"));
+    assert!(recorded.contains("\"error\":"), "{recorded}");
+    drop(server);
+    let again = agentest(p.path()).env("CI", "true").run();
+    again.expect(1).expect_status("T1", "error").expect_error(
+        "T1",
+        &["answered HTTP 400 Bad Request: context length exceeded"],
+    );
+    assert_eq!(again.case("T1")["error"], first.case("T1")["error"]);
+}
+
+fn record_mode_keeps_the_old_recording_when_the_model_cannot_be_called() {
+    let server = ChatServer::start();
+    // 503s: an outage that outlasts the retries is no answer to record.
+    let down = || status(503, json!({"error": {"message": "overloaded"}}));
+    server.script(
+        "hello",
+        vec![text("recorded", (1, 1)), down(), down(), down()],
     );
     let p = project("record-wipe", &conf(&server.url()), &[case("T1", "hello")]);
     agentest(p.path()).run().expect(0);
@@ -1970,6 +1996,7 @@ fn config_errors_exit_2_before_anything_runs() {
 
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
+        a_refused_call_is_recorded_and_replayed_as_that_error,
         the_same_500_twice_is_not_retried_further,
         a_truncated_agent_reply_is_marked_and_never_the_agent_completing,
         a_429_with_retry_after_is_waited_for_retried_and_counted,
