@@ -126,6 +126,7 @@ impl Harness {
             .or_else(|| root_config.as_ref().and_then(|c| c.file.run.concurrency))
             .unwrap_or(DEFAULT_CONCURRENCY)
             .max(1);
+        crate::llm::set_parallelism(parallel);
         // No more threads than trials (nextest's `--exact` runs one): each only waits.
         args.test_threads = Some(parallel.min(plan.cases.len()).max(1));
         let sink = match report.filter(|_| !args.list) {

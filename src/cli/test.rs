@@ -42,14 +42,6 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
         return Err(format!("no test cases{why} found in {}", args.input));
     }
     let config = Config::discover(&plan.root).map_err(|e| e.to_string())?;
-    let engine = Arc::new(Engine::new(Registry::default(), options(&args)));
-    engine
-        .contexts
-        .check_setup(&plan.cases)
-        .map_err(|e| e.to_string())?;
-    if args.dry_run {
-        return Ok(dry_run(&plan.cases));
-    }
     // A person answers one question at a time, in order.
     let parallel = if args.interactive {
         1
@@ -59,6 +51,15 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
             .or(config.file.run.concurrency)
             .unwrap_or(DEFAULT_CONCURRENCY)
     };
+    crate::llm::set_parallelism(parallel);
+    let engine = Arc::new(Engine::new(Registry::default(), options(&args)));
+    engine
+        .contexts
+        .check_setup(&plan.cases)
+        .map_err(|e| e.to_string())?;
+    if args.dry_run {
+        return Ok(dry_run(&plan.cases));
+    }
     let sink = match &args.output {
         Some(p) => Some(ReportSink::create(p, true).map_err(|e| e.to_string())?),
         None => None,

@@ -9,7 +9,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, RETRY_A
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::limiter::Limiter;
+use super::limiter::{Limiter, Load};
 use super::{ChatRequest, SeededRng};
 use crate::config::LlmConfig;
 use crate::errors::{AgentSetupError, LlmError};
@@ -21,7 +21,6 @@ use crate::util::root_cause;
 const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 const DEFAULT_RETRIES: u32 = 4;
-const DEFAULT_IN_FLIGHT: usize = 16;
 const BACKOFF_BASE: Duration = Duration::from_millis(500);
 const BACKOFF_CAP: Duration = Duration::from_secs(30);
 /// Model replies larger than this are refused rather than buffered.
@@ -131,7 +130,8 @@ impl Endpoint {
         Ok(Endpoint {
             limiter: Limiter::for_endpoint(
                 url.as_str(),
-                cfg.max_in_flight.unwrap_or(DEFAULT_IN_FLIGHT),
+                &shown,
+                cfg.max_in_flight,
                 cfg.requests_per_minute,
             ),
             what,
@@ -212,14 +212,23 @@ impl Endpoint {
         loop {
             let attempt = self.attempt(request, &headers, deadline).await;
             let (reason, retry_after, server_error) = match attempt {
-                Ok(response) => return Ok(ChatOutcome { response, retries }),
+                Ok(response) => {
+                    self.limiter.observe(Load::Kept);
+                    return Ok(ChatOutcome { response, retries });
+                }
                 Err(Attempt::Fatal(e)) => return Err(LlmError::Failed(e)),
                 Err(Attempt::Refused(e)) => return Err(LlmError::Refused(e)),
                 Err(Attempt::Retry {
                     reason,
                     retry_after,
                     server_error,
-                }) => (reason, retry_after, server_error),
+                    overloaded,
+                }) => {
+                    if overloaded {
+                        self.limiter.observe(Load::Overloaded);
+                    }
+                    (reason, retry_after, server_error)
+                }
             };
             let repeated = server_error && last_server_error.as_deref() == Some(reason.as_str());
             last_server_error = server_error.then(|| reason.clone());
@@ -287,7 +296,7 @@ impl Endpoint {
         let response = match sent {
             Ok(r) => r,
             Err(e) if e.is_timeout() => {
-                return Err(Attempt::retry(format!(
+                return Err(Attempt::timed_out(format!(
                     "no answer within {}",
                     format_duration(timeout)
                 )))
@@ -317,7 +326,7 @@ impl Endpoint {
                 )))
             }
             Err(BodyError::TimedOut) => {
-                return Err(Attempt::retry(format!(
+                return Err(Attempt::timed_out(format!(
                     "the reply did not finish within {}",
                     format_duration(timeout)
                 )))
@@ -336,6 +345,7 @@ impl Endpoint {
                 ),
                 retry_after,
                 server_error: status == reqwest::StatusCode::INTERNAL_SERVER_ERROR,
+                overloaded: status == reqwest::StatusCode::TOO_MANY_REQUESTS,
             });
         }
         if !status.is_success() {
@@ -376,6 +386,8 @@ enum Attempt {
         /// An HTTP 500 (not a gateway's or an overloaded server's 502, 503, 504): the
         /// same one twice in a row is not transient.
         server_error: bool,
+        /// A timeout or a 429: the endpoint has more than it can take.
+        overloaded: bool,
     },
     /// Something on our side ended the call (the deadline passed).
     Fatal(String),
@@ -390,6 +402,17 @@ impl Attempt {
             reason,
             retry_after: None,
             server_error: false,
+            overloaded: false,
+        }
+    }
+
+    /// A timeout: retried, and a sign of an overloaded endpoint.
+    fn timed_out(reason: String) -> Attempt {
+        Attempt::Retry {
+            reason,
+            retry_after: None,
+            server_error: false,
+            overloaded: true,
         }
     }
 }

@@ -10,5 +10,6 @@ mod rng;
 
 pub use calls::ModelCalls;
 pub use client::{ChatOutcome, Endpoint};
+pub(crate) use limiter::set_parallelism;
 pub use request::ChatRequest;
 pub use rng::SeededRng;

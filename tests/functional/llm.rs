@@ -282,6 +282,26 @@ fn a_429_without_retry_after_backs_off() {
     );
 }
 
+/// A pinned `max_in_flight` below the run's parallelism makes cases wait for a slot:
+/// said once on stderr, never a silent slowdown.
+fn a_pinned_limit_below_the_parallelism_is_said_once() {
+    let server = ChatServer::start();
+    server.answer("a", &["A".to_string()]);
+    server.answer("b", &["B".to_string()]);
+    let p = project(
+        "capped",
+        &conf(&server.url()).llm("max_in_flight = 1\n"),
+        &[case("T1", "a"), case("T2", "b")],
+    );
+    let run = agentest(p.path()).arg("--parallel").arg("4").run();
+    run.expect(0);
+    let note = format!(
+        "agentest: model endpoint {} allows 1 requests in flight (max_in_flight) while 4 cases run at once; calls wait for a slot",
+        server.url()
+    );
+    assert_eq!(run.stderr.matches(&note).count(), 1, "{run:?}");
+}
+
 fn server_errors_exhaust_the_retries() {
     let server = ChatServer::start();
     let overloaded = || {
@@ -1996,6 +2016,7 @@ fn config_errors_exit_2_before_anything_runs() {
 
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
+        a_pinned_limit_below_the_parallelism_is_said_once,
         a_refused_call_is_recorded_and_replayed_as_that_error,
         the_same_500_twice_is_not_retried_further,
         a_truncated_agent_reply_is_marked_and_never_the_agent_completing,
