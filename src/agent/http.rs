@@ -1,14 +1,27 @@
 //! HTTP agents: one POST per turn with the request as the JSON body.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use super::DEFAULT_HTTP_TIMEOUT;
+use reqwest::StatusCode;
+use tokio::time::Instant;
+
+use super::{CaseScope, DEFAULT_HTTP_TIMEOUT};
 use crate::errors::{AgentError, AgentSetupError};
+use crate::llm::ModelCalls;
 use crate::protocol::MAX_REPLY_BYTES;
 use crate::protocol::{Reply, Request};
 
 /// How much of an error response's body is read, for the message.
 const ERROR_BODY_BYTES: usize = 64 * 1024;
+
+/// Retries of an agent's 429, 502, 503 or 504 answer or dropped connection, unless its
+/// config says otherwise.
+pub(crate) const DEFAULT_RETRIES: u32 = 2;
+
+/// The first wait before a retry, doubled each time, at most [`BACKOFF_CAP`].
+const BACKOFF_BASE: Duration = Duration::from_millis(500);
+const BACKOFF_CAP: Duration = Duration::from_secs(30);
 
 pub(crate) struct HttpSpec {
     pub(crate) url: reqwest::Url,
@@ -18,6 +31,7 @@ pub(crate) struct HttpSpec {
     client: reqwest::Client,
     headers: reqwest::header::HeaderMap,
     timeout: Option<Duration>,
+    retries: u32,
 }
 
 impl HttpSpec {
@@ -26,6 +40,7 @@ impl HttpSpec {
         shown: String,
         headers: Vec<(String, String)>,
         timeout: Option<Duration>,
+        retries: u32,
         what: &str,
     ) -> Result<Self, AgentSetupError> {
         let mut map = reqwest::header::HeaderMap::new();
@@ -57,11 +72,13 @@ impl HttpSpec {
             client,
             headers: map,
             timeout,
+            retries,
         })
     }
 
-    pub(crate) async fn send(&self, request: &Request) -> Result<Reply, AgentError> {
-        let timeout = self.timeout.unwrap_or(DEFAULT_HTTP_TIMEOUT);
+    /// One POST. `Err(Retry)` is an answer worth retrying (a 429, 502, 503 or 504, or a
+    /// dropped connection), with the server's `Retry-After` when it gave one.
+    async fn attempt(&self, request: &Request, timeout: Duration) -> Result<Reply, Attempt> {
         let shown = &self.shown;
         let response = self
             .client
@@ -71,42 +88,137 @@ impl HttpSpec {
             .json(request)
             .send()
             .await
-            .map_err(|e| describe(shown, e, timeout))?;
+            .map_err(|e| {
+                let dropped = e.is_request() && !e.is_timeout() && !e.is_connect();
+                let error = describe(shown, e, timeout);
+                if dropped {
+                    Attempt::Retry {
+                        error,
+                        retry_after: None,
+                    }
+                } else {
+                    Attempt::Fail(error)
+                }
+            })?;
         let status = response.status();
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .map(|s| Duration::from_secs_f64(s.min(3600.0)));
         if !status.is_success() {
             let (body, _) = read_capped(response, ERROR_BODY_BYTES)
                 .await
-                .map_err(|e| describe(shown, e, timeout))?;
+                .map_err(|e| Attempt::Fail(describe(shown, e, timeout)))?;
             let text = String::from_utf8_lossy(&body);
-            return Err(AgentError::Status {
+            let error = AgentError::Status {
                 shown: shown.clone(),
                 status,
                 body: crate::util::clip(text.trim()),
+            };
+            let transient = matches!(
+                status,
+                StatusCode::TOO_MANY_REQUESTS
+                    | StatusCode::BAD_GATEWAY
+                    | StatusCode::SERVICE_UNAVAILABLE
+                    | StatusCode::GATEWAY_TIMEOUT
+            );
+            return Err(if transient {
+                Attempt::Retry { error, retry_after }
+            } else {
+                Attempt::Fail(error)
             });
         }
         if let Some(length) = response.content_length() {
             if length > MAX_REPLY_BYTES as u64 {
-                return Err(AgentError::AnnouncedTooLarge {
+                return Err(Attempt::Fail(AgentError::AnnouncedTooLarge {
                     shown: shown.clone(),
                     length,
-                });
+                }));
             }
         }
         let (body, complete) = read_capped(response, MAX_REPLY_BYTES)
             .await
-            .map_err(|e| describe(shown, e, timeout))?;
+            .map_err(|e| Attempt::Fail(describe(shown, e, timeout)))?;
         if !complete {
-            return Err(AgentError::BodyTooLarge {
+            return Err(Attempt::Fail(AgentError::BodyTooLarge {
                 shown: shown.clone(),
-            });
+            }));
         }
-        let value: serde_json::Value =
-            serde_json::from_slice(&body).map_err(|source| AgentError::BodyNotJson {
+        let value: serde_json::Value = serde_json::from_slice(&body).map_err(|source| {
+            Attempt::Fail(AgentError::BodyNotJson {
                 shown: shown.clone(),
                 source,
                 body: crate::util::clip(String::from_utf8_lossy(&body).trim()),
-            })?;
-        Reply::from_json(value).map_err(AgentError::Protocol)
+            })
+        })?;
+        Reply::from_json(value).map_err(|e| Attempt::Fail(AgentError::Protocol(e)))
+    }
+}
+
+/// How one POST went, when it gave no reply.
+enum Attempt {
+    /// Worth another try.
+    Retry {
+        error: AgentError,
+        retry_after: Option<Duration>,
+    },
+    /// Final.
+    Fail(AgentError),
+}
+
+/// One conversation with an HTTP agent: its spec, the case's deadline, and where its
+/// retries are counted.
+pub(crate) struct HttpSession {
+    spec: Arc<HttpSpec>,
+    deadline: Instant,
+    calls: Arc<ModelCalls>,
+}
+
+impl HttpSession {
+    pub(crate) fn new(spec: Arc<HttpSpec>, scope: &CaseScope) -> HttpSession {
+        HttpSession {
+            spec,
+            deadline: scope.deadline,
+            calls: scope.calls.clone(),
+        }
+    }
+
+    /// Sends one turn, retrying a 429, 502, 503 or 504 answer or a dropped connection
+    /// (honouring `Retry-After`, said on stderr, counted in the case's `retries`), never
+    /// past the case's deadline.
+    pub(crate) async fn send(&self, request: &Request) -> Result<Reply, AgentError> {
+        let spec = &self.spec;
+        let timeout = spec.timeout.unwrap_or(DEFAULT_HTTP_TIMEOUT);
+        let mut retries = 0;
+        loop {
+            let (error, retry_after) = match spec.attempt(request, timeout).await {
+                Ok(reply) => return Ok(reply),
+                Err(Attempt::Fail(e)) => return Err(e),
+                Err(Attempt::Retry { error, retry_after }) => (error, retry_after),
+            };
+            if retries >= spec.retries {
+                return Err(error);
+            }
+            let delay = retry_after.unwrap_or_else(|| {
+                BACKOFF_BASE
+                    .saturating_mul(1 << retries.min(10))
+                    .min(BACKOFF_CAP)
+            });
+            if Instant::now() + delay >= self.deadline {
+                return Err(error);
+            }
+            retries += 1;
+            self.calls.count_retry();
+            eprintln!(
+                "agentest: {error}; retry {retries}/{} in {}",
+                spec.retries,
+                crate::util::format_duration(delay)
+            );
+            tokio::time::sleep(delay).await;
+        }
     }
 }
 

@@ -71,6 +71,7 @@ impl AgentDef {
                 url,
                 headers,
                 timeout,
+                retries,
             } => {
                 let shown = crate::util::shown_url(url);
                 let url = expand_env(url, &format!("{what}.url"))?;
@@ -85,7 +86,12 @@ impl AgentDef {
                     .collect::<Result<Vec<_>, AgentSetupError>>()?;
                 let timeout = timeout.as_ref().map(duration).transpose()?;
                 Ok(AgentDef::Http(Arc::new(http::HttpSpec::new(
-                    url, shown, headers, timeout, what,
+                    url,
+                    shown,
+                    headers,
+                    timeout,
+                    retries.unwrap_or(http::DEFAULT_RETRIES),
+                    what,
                 )?)))
             }
             AgentConfig::OpenAi(o) => Ok(AgentDef::OpenAi(Arc::new(openai::OpenAiSpec::new(
@@ -108,7 +114,7 @@ impl AgentDef {
                     .get_or_insert_with(|| session.stderr_buffer());
                 Session::Process(Box::new(session))
             }
-            AgentDef::Http(spec) => Session::Http(spec.clone()),
+            AgentDef::Http(spec) => Session::Http(http::HttpSession::new(spec.clone(), scope)),
             AgentDef::OpenAi(spec) => {
                 Session::OpenAi(Box::new(openai::OpenAiSession::new(spec.clone(), scope)))
             }
@@ -132,7 +138,7 @@ impl AgentDef {
 /// One conversation with an agent.
 pub(crate) enum Session {
     Process(Box<process::ProcessSession>),
-    Http(Arc<http::HttpSpec>),
+    Http(http::HttpSession),
     OpenAi(Box<openai::OpenAiSession>),
     InProcess(Arc<dyn Agent>),
 }
@@ -282,6 +288,7 @@ mod tests {
             url: "http://127.0.0.1:1/".into(),
             headers: [("bad name".to_string(), "secret".to_string())].into(),
             timeout: None,
+            retries: None,
         };
         let Err(e) = AgentDef::from_config(&cfg, &Config::default(), "[agent]") else {
             panic!("a header name with a space is invalid");

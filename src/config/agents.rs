@@ -40,6 +40,7 @@ pub(super) struct RawAgent {
     tools_url: Option<String>,
     max_tool_rounds: Option<u32>,
     mocks: Option<Vec<serde_json::Value>>,
+    retries: Option<u32>,
 }
 
 /// An `openai` agent: a model, a system prompt and tools, with the tool loop run by the
@@ -88,6 +89,9 @@ pub enum AgentConfig {
         headers: BTreeMap<String, String>,
         /// Per-request timeout, like `"30s"`.
         timeout: Option<String>,
+        /// Retries of a 429, 502, 503 or 504 answer or a dropped connection (default 2;
+        /// 0 turns them off).
+        retries: Option<u32>,
     },
     /// A model with a system prompt and tools; the harness runs the tool loop.
     OpenAi(OpenAiAgentConfig),
@@ -111,10 +115,11 @@ impl RawAgent {
             ("tools_url", self.tools_url.is_some()),
             ("max_tool_rounds", self.max_tool_rounds.is_some()),
             ("mocks", self.mocks.is_some()),
+            ("retries", self.retries.is_some()),
         ];
         let (kind, allowed): (&'static str, &[&str]) = match self.kind {
             AgentKind::Process => ("process", &["command", "cwd", "env", "timeout"]),
-            AgentKind::Http => ("http", &["url", "headers", "timeout"]),
+            AgentKind::Http => ("http", &["url", "headers", "timeout", "retries"]),
             AgentKind::OpenAi => (
                 "openai",
                 &[
@@ -155,6 +160,7 @@ impl RawAgent {
                     url,
                     headers: self.headers,
                     timeout: self.timeout,
+                    retries: self.retries,
                 })
             }
             AgentKind::OpenAi => {

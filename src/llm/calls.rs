@@ -188,6 +188,11 @@ impl ModelCalls {
         }
     }
 
+    /// Counts a retry of something else the case called (an HTTP agent).
+    pub(crate) fn count_retry(&self) {
+        self.stats.lock().unwrap_or_else(|e| e.into_inner()).retries += 1;
+    }
+
     /// The counters so far.
     pub fn stats(&self) -> CallStats {
         self.stats.lock().unwrap_or_else(|e| e.into_inner()).clone()

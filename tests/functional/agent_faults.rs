@@ -365,6 +365,69 @@ fn an_http_body_over_the_limit_is_an_error() {
     assert!(started.elapsed() < Duration::from_secs(4), "{run:?}");
 }
 
+/// An HTTP agent that answers 503 for a moment is retried like a model endpoint: said on
+/// stderr, counted, `Retry-After` honoured; `retries = 0` turns that off.
+fn a_briefly_unavailable_http_agent_is_retried() {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+    let seen: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
+    let counts = seen.clone();
+    let server = TcpServer::start(move |conn, _| {
+        let mut reader = BufReader::new(conn.try_clone().expect("clone stream"));
+        let mut conn = conn;
+        let Some(request) = read_request(&mut reader) else {
+            return;
+        };
+        let n = {
+            let mut c = counts.lock().unwrap();
+            let n = c.entry(request.path.clone()).or_default();
+            *n += 1;
+            *n
+        };
+        let busy = request.path.contains("/down") || n == 1;
+        let answer = if busy {
+            "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 0\r\nContent-Length: 4\r\nConnection: close\r\n\r\nbusy".to_string()
+        } else {
+            let body = r#"{"content": "hello after a wait"}"#;
+            format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            )
+        };
+        let _ = conn.write_all(answer.as_bytes());
+    });
+    let port = server.port;
+    let dir = scratch(
+        "http-retry",
+        &format!(
+            "[agents.flaky]\ntype = \"http\"\nurl = \"http://127.0.0.1:{port}/flaky\"\n\n\
+             [agents.down]\ntype = \"http\"\nurl = \"http://127.0.0.1:{port}/down\"\nretries = 0\n"
+        ),
+    );
+    dir.write(
+        "s.jsonl",
+        "{\"id\": \"flaky\", \"agent\": \"flaky\", \"input\": \"hi\", \"assert\": {\"type\": \"contains\", \"value\": \"hello\"}}\n\
+         {\"id\": \"down\", \"agent\": \"down\", \"input\": \"hi\"}\n",
+    );
+    let run = run(&dir, &["-i", "s.jsonl"], &[]);
+    assert_eq!(run.status("s::flaky"), "passed", "{run:?}");
+    assert_eq!(run.case("s::flaky")["retries"], 1, "{run:?}");
+    assert!(
+        run.stderr.contains("HTTP 503 Service Unavailable"),
+        "{run:?}"
+    );
+    assert!(
+        run.stderr
+            .contains("answered HTTP 503 Service Unavailable: busy; retry 1/2 in 0s"),
+        "{run:?}"
+    );
+    assert_eq!(run.status("s::down"), "error", "{run:?}");
+    assert!(run.error("s::down").contains("503"), "{run:?}");
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen["/flaky"], 2);
+    assert_eq!(seen["/down"], 1, "retries = 0: one try");
+}
+
 // ---------------------------------------------------------------------------------------
 // 4. Secrets in the agent's config never show
 // ---------------------------------------------------------------------------------------
@@ -426,6 +489,7 @@ fn expanded_secrets_appear_in_no_output() {
 
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
+        a_briefly_unavailable_http_agent_is_retried,
         a_timed_out_process_agent_takes_its_grandchildren_with_it,
         a_finished_conversation_kills_what_the_agent_started,
         stopping_agentest_with_sigterm_kills_the_agents_group,
