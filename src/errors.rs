@@ -218,6 +218,14 @@ pub enum ConfigValueError {
         /// `[llm]` or `[llms."NAME"]`.
         table: String,
     },
+    /// A `top_p` outside (0, 1].
+    #[error("{table}.top_p {value} is outside (0, 1]")]
+    TopP {
+        /// `[llm]` or `[llms."NAME"]`.
+        table: String,
+        /// The value.
+        value: f64,
+    },
     /// A temperature outside 0..=2.
     #[error("{table}.temperature {value} is outside 0..=2")]
     Temperature {
@@ -456,6 +464,18 @@ pub(crate) enum SetupError {
     /// The built-in simulator or judge without `[llm]`.
     #[error("the built-in simulator and judge need a model: add an [llm] section (base_url, model, api_key_env) to {config}, or use a scripted or named simulator")]
     NoLlm {
+        /// Where the config is.
+        config: String,
+    },
+    /// A role's endpoint names an `[llms.NAME]` that does not exist.
+    #[error(
+        "the {role}'s model endpoint `{name}` is not defined; add [llms.\"{name}\"] to {config}"
+    )]
+    UndefinedLlm {
+        /// `simulator` or `judge`.
+        role: &'static str,
+        /// The endpoint's name.
+        name: String,
         /// Where the config is.
         config: String,
     },

@@ -42,6 +42,10 @@ pub(crate) struct Settings {
     pub(crate) live: bool,
     /// `AGENTEST_SIMULATOR`: the simulator of dynamic cases that name none.
     pub(crate) simulator: Option<String>,
+    /// `AGENTEST_SIMULATOR_LLM`: the `[llms.NAME]` the built-in simulator calls.
+    pub(crate) simulator_llm: Option<String>,
+    /// `AGENTEST_JUDGE_LLM`: the `[llms.NAME]` the built-in judge calls.
+    pub(crate) judge_llm: Option<String>,
     /// `AGENTEST_INTERACTIVE`: ask a person whenever input is missing.
     pub(crate) interactive: bool,
     /// `AGENTEST_SKIP_INTERACTIVE`: never ask a person.
@@ -150,6 +154,8 @@ impl Settings {
             seed,
             live: flag("AGENTEST_LIVE")?,
             simulator: get("AGENTEST_SIMULATOR").map(str::to_string),
+            simulator_llm: get("AGENTEST_SIMULATOR_LLM").map(str::to_string),
+            judge_llm: get("AGENTEST_JUDGE_LLM").map(str::to_string),
             interactive: flag("AGENTEST_INTERACTIVE")?,
             skip_interactive: flag("AGENTEST_SKIP_INTERACTIVE")?,
             on_missing_input,

@@ -59,6 +59,10 @@ pub struct RunConfig {
     /// Tools whose call means the agent waits for the user (default: request_confirmation,
     /// ask_user, get_user_input).
     pub input_tools: Option<Vec<String>>,
+    /// The endpoint (`[llms.NAME]`) the built-in simulator calls (default `[llm]`).
+    pub simulator_llm: Option<String>,
+    /// The endpoint (`[llms.NAME]`) the built-in judge calls (default `[llm]`).
+    pub judge_llm: Option<String>,
 }
 
 /// A loaded config with the directory relative paths resolve against.
@@ -187,6 +191,20 @@ impl Config {
             }
             if let Some(value) = l.temperature.filter(|t| !(0.0..=2.0).contains(t)) {
                 return Err(ConfigValueError::Temperature { table: what, value });
+            }
+            if let Some(value) = l.top_p.filter(|p| !(*p > 0.0 && *p <= 1.0)) {
+                return Err(ConfigValueError::TopP { table: what, value });
+            }
+        }
+        for (key, name) in [
+            ("simulator_llm", &self.file.run.simulator_llm),
+            ("judge_llm", &self.file.run.judge_llm),
+        ] {
+            if let Some(n) = name.as_ref().filter(|n| !self.file.llms.contains_key(*n)) {
+                return Err(ConfigValueError::UndefinedLlm {
+                    table: format!("[run].{key}"),
+                    name: n.clone(),
+                });
             }
         }
         if self.file.run.concurrency == Some(0) {

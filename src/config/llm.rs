@@ -18,6 +18,15 @@ pub struct LlmConfig {
     pub temperature: Option<f64>,
     /// Completion token limit.
     pub max_tokens: Option<u32>,
+    /// Sampling seed, for endpoints that honour one.
+    pub seed: Option<u64>,
+    /// Nucleus sampling: the probability mass to sample from, in (0, 1].
+    pub top_p: Option<f64>,
+    /// Sequences at which the model stops.
+    pub stop: Option<Vec<String>>,
+    /// `"auto"`, `"none"`, `"required"`, or a tool to force (`{"type": "function", ...}`),
+    /// sent when tools are given (default: the endpoint's own, `"auto"` by the spec).
+    pub tool_choice: Option<serde_json::Value>,
     /// Per-request timeout, like `"60s"`.
     pub timeout: Option<String>,
     /// Extra headers (values may use `${VAR}`).

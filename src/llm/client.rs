@@ -63,6 +63,10 @@ pub struct Endpoint {
     api_key_env: Option<String>,
     temperature: Option<f64>,
     max_tokens: Option<u32>,
+    seed: Option<u64>,
+    top_p: Option<f64>,
+    stop: Option<Vec<String>>,
+    tool_choice: Option<Value>,
     timeout: Duration,
     headers: HeaderMap,
     max_retries: u32,
@@ -141,6 +145,10 @@ impl Endpoint {
             api_key_env: cfg.api_key_env.clone(),
             temperature: cfg.temperature,
             max_tokens: cfg.max_tokens,
+            seed: cfg.seed,
+            top_p: cfg.top_p,
+            stop: cfg.stop.clone(),
+            tool_choice: cfg.tool_choice.clone(),
             timeout,
             headers,
             max_retries: cfg.max_retries.unwrap_or(DEFAULT_RETRIES),
@@ -162,11 +170,15 @@ impl Endpoint {
     pub fn request(&self, messages: Vec<Value>, tools: Vec<Value>) -> ChatRequest {
         ChatRequest {
             model: self.model.clone(),
+            tool_choice: self.tool_choice.clone().filter(|_| !tools.is_empty()),
             messages,
             tools,
             temperature: self.temperature,
             max_tokens: self.max_tokens,
             response_format: None,
+            seed: self.seed,
+            top_p: self.top_p,
+            stop: self.stop.clone(),
         }
     }
 

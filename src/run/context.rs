@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::agent::{Agent, AgentDef};
@@ -14,6 +14,7 @@ use crate::config::Config;
 use crate::config::Redaction;
 use crate::errors::SetupError;
 use crate::llm::Endpoint;
+use crate::protocol::Role;
 use crate::run::hooks::{HookFn, Hooks};
 use crate::source::{suite_name, Loaded};
 use crate::util::parse_duration;
@@ -50,8 +51,8 @@ pub(crate) struct Context {
     /// `-n NAME` / `AGENTEST_AGENT` / `Harness::use_agent`, for cases that name none.
     run_agent: Option<String>,
     agents: Mutex<HashMap<Option<String>, AgentSlot>>,
-    /// The `[llm]` endpoint, built on first use.
-    llm: OnceLock<Result<Arc<Endpoint>, SetupError>>,
+    /// The model endpoints of the built-in roles, built on first use.
+    llms: Mutex<HashMap<Role, Result<Arc<Endpoint>, SetupError>>>,
 }
 
 impl Context {
@@ -80,18 +81,48 @@ impl Context {
             registry,
             run_agent,
             agents: Mutex::new(HashMap::new()),
-            llm: OnceLock::new(),
+            llms: Mutex::new(HashMap::new()),
         })
     }
 
-    /// The default model endpoint (`[llm]`), for the built-in simulator and judge.
-    pub(crate) fn llm(&self) -> Result<Arc<Endpoint>, SetupError> {
-        self.llm
-            .get_or_init(|| match &self.config.file.llm {
-                Some(cfg) => Ok(Arc::new(Endpoint::from_config(cfg, None)?)),
-                None => Err(SetupError::NoLlm {
-                    config: self.config.describe(),
-                }),
+    /// The model endpoint of a built-in role: `AGENTEST_SIMULATOR_LLM` /
+    /// `AGENTEST_JUDGE_LLM`, else `[run] simulator_llm` / `judge_llm` (an `[llms.NAME]`),
+    /// else `[llm]`.
+    pub(crate) fn llm(&self, role: Role) -> Result<Arc<Endpoint>, SetupError> {
+        let settings = crate::settings::get();
+        let run = &self.config.file.run;
+        let named = match role {
+            Role::Simulator => settings
+                .simulator_llm
+                .clone()
+                .or_else(|| run.simulator_llm.clone()),
+            Role::Judge => settings.judge_llm.clone().or_else(|| run.judge_llm.clone()),
+            Role::Agent => None,
+        };
+        let mut llms = self.llms.lock().unwrap_or_else(|e| e.into_inner());
+        llms.entry(role)
+            .or_insert_with(|| {
+                let (cfg, name) = match &named {
+                    Some(n) => match self.config.file.llms.get(n) {
+                        Some(cfg) => (cfg, Some(n.as_str())),
+                        None => {
+                            return Err(SetupError::UndefinedLlm {
+                                role: role.name(),
+                                name: n.clone(),
+                                config: self.config.describe(),
+                            })
+                        }
+                    },
+                    None => match &self.config.file.llm {
+                        Some(cfg) => (cfg, None),
+                        None => {
+                            return Err(SetupError::NoLlm {
+                                config: self.config.describe(),
+                            })
+                        }
+                    },
+                };
+                Ok(Arc::new(Endpoint::from_config(cfg, name)?))
             })
             .clone()
     }

@@ -1538,6 +1538,56 @@ fn judge_project(tag: &str, server: &ChatServer, extra: &str, cases: &[Value]) -
     )
 }
 
+/// Each built-in role may call its own endpoint: `[run] judge_llm` and
+/// `simulator_llm` name an `[llms.NAME]`, and `AGENTEST_JUDGE_LLM` overrides it.
+fn the_built_in_judge_calls_the_endpoint_its_role_names() {
+    let server = ChatServer::routed(route_of);
+    server.answer(
+        "judge",
+        &[
+            json!({"passed": true, "reason": "greets"}).to_string(),
+            json!({"passed": true, "reason": "greets"}).to_string(),
+        ],
+    );
+    let url = server.url();
+    let extra = format!(
+        "[llms.big]\nbase_url = \"{url}\"\nmodel = \"big-model\"\nseed = 7\ntop_p = 0.5\nstop = [\"END\"]\n\
+         [llms.small]\nbase_url = \"{url}\"\nmodel = \"small-model\"\n\
+         [run]\njudge_llm = \"big\"\n"
+    );
+    let case = json!({"id": "j", "input": "Hi", "assert": {"type": "llm_judge", "prompt": "The reply greets"}});
+    let s = judge_project("judge-llm", &server, &extra, &[case]);
+    agentest(s.path())
+        .run()
+        .expect(0)
+        .expect_status("j", "passed");
+    let bodies = server.bodies("judge");
+    assert_eq!(bodies[0]["model"], "big-model", "{bodies:?}");
+    assert_eq!(bodies[0]["seed"], 7);
+    assert_eq!(bodies[0]["top_p"], 0.5);
+    assert_eq!(bodies[0]["stop"], json!(["END"]));
+    // The environment picks another for this run.
+    agentest(s.path())
+        .env("AGENTEST_JUDGE_LLM", "small")
+        .env("AGENTEST_CASSETTES", "off")
+        .run()
+        .expect(0);
+    assert_eq!(server.bodies("judge")[1]["model"], "small-model");
+    // A role naming an endpoint that does not exist is a config error.
+    let bad = judge_project(
+        "judge-llm-bad",
+        &server,
+        "[run]\njudge_llm = \"nope\"\n",
+        &[json!({"id": "j", "input": "Hi"})],
+    );
+    let r = agentest(bad.path()).run();
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr.contains("judge_llm") && r.stderr.contains("nope"),
+        "{r:?}"
+    );
+}
+
 fn the_built_in_judge_passes_a_reply_that_meets_the_criteria() {
     let server = ChatServer::routed(route_of);
     server.answer(
@@ -2220,6 +2270,7 @@ fn a_dynamic_prompt_shows_the_agents_input_hint() {
 
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
+        the_built_in_judge_calls_the_endpoint_its_role_names,
         simulator_garbage_never_reaches_the_agent,
         the_rust_judge_works_inside_an_async_runtime,
         a_judge_may_be_an_openai_agent_that_reads_its_instructions,

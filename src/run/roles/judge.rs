@@ -114,7 +114,7 @@ impl Judges for CaseJudges<'_> {
             match agent {
                 Some(name) => self.agent_judge(name, request).await,
                 None => {
-                    let endpoint = self.ctx.llm()?;
+                    let endpoint = self.ctx.llm(Role::Judge)?;
                     model_judge(&endpoint, &self.scope.calls, request, self.scope.deadline).await
                 }
             }

@@ -115,7 +115,7 @@ impl Simulator {
                 })
             }
             None => Ok(Simulator::Model {
-                endpoint: ctx.llm()?,
+                endpoint: ctx.llm(Role::Simulator)?,
                 calls: scope.calls.clone(),
                 show_checkpoints: spec.show_checkpoints,
             }),
