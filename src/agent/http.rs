@@ -101,13 +101,7 @@ impl HttpSpec {
                 }
             })?;
         let status = response.status();
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .filter(|s| s.is_finite() && *s >= 0.0)
-            .map(|s| Duration::from_secs_f64(s.min(3600.0)));
+        let retry_after = crate::util::http::retry_after(response.headers());
         if !status.is_success() {
             let (body, _) = read_capped(response, ERROR_BODY_BYTES)
                 .await

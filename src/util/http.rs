@@ -11,6 +11,16 @@ pub(crate) fn client_builder() -> reqwest::ClientBuilder {
     reqwest::Client::builder().tls_backend_preconfigured(tls().clone())
 }
 
+/// A response's `Retry-After` in seconds (at most an hour), when it has a usable one.
+pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<std::time::Duration> {
+    headers
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(|s| std::time::Duration::from_secs_f64(s.min(3600.0)))
+}
+
 fn tls() -> &'static rustls::ClientConfig {
     static TLS: OnceLock<rustls::ClientConfig> = OnceLock::new();
     TLS.get_or_init(|| {
