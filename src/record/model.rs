@@ -173,7 +173,7 @@ pub struct CaseReport {
     /// Token usage by role of the replayed calls: recorded once, not spent by this run.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub replayed_usage: BTreeMap<Role, TokenUsage>,
-    /// Retries those calls needed.
+    /// Retries those calls needed, and an HTTP agent's retried turns.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub retries: u32,
     /// What the case did with its cassette.
@@ -254,7 +254,7 @@ pub struct Summary {
     /// Token usage of the replayed calls, by role: not spent by this run.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub replayed_usage: BTreeMap<Role, TokenUsage>,
-    /// Retries over all model calls.
+    /// Retries over all model calls and HTTP agent turns.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub retries: u32,
     /// Whether Ctrl-C stopped the run: cases it did not finish are reported as not run.
