@@ -39,12 +39,13 @@ def call(name, arguments, seed):
     }
 
 
-def simulate_user(system, prompt):
-    """Plays the built-in simulator's user: reveals the goal's facts when asked."""
+def simulate_user(system, said):
+    """Plays the built-in simulator's user: reveals the goal's facts when asked. The
+    simulator sees the conversation from the user's side: `said` is the agent's last
+    reply, the last (user) message of its chat."""
     goal = re.search(r"Goal: (.*)", system)
     goal = goal.group(1) if goal else ""
-    said = re.search(r'The assistant just said: "(.*)"', prompt)
-    said = (said.group(1) if said else "").lower()
+    said = said.lower()
     amount = re.search(r"\$\s?[\d,]+", goal)
     kind = next((t for t in TYPES if t in goal.lower()), "travel")
     if "submitted" in said:

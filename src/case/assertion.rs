@@ -111,8 +111,9 @@ pub struct JudgeSpec {
     pub capabilities: Vec<String>,
     /// `llm_judge`'s `json_schema`.
     pub json_schema: Option<Value>,
-    /// `llm_judge`'s `temperature`.
-    pub temperature: Option<f64>,
+    /// The built-in judge's model settings for this assertion (`llm`, `model`,
+    /// `temperature`, `max_tokens`, `seed`).
+    pub model: super::ModelSettings,
 }
 
 /// The assertion types.

@@ -9,5 +9,6 @@ pub use assertion::{
 };
 pub use mock::{Mock, MockAnswer};
 pub use model::{
-    Case, Checkpoint, Input, Interactive, Location, Mode, ScriptRule, Simulator, Turn,
+    Case, Checkpoint, Input, Interactive, Location, Mode, ModelSettings, ScriptRule, Simulator,
+    Turn,
 };

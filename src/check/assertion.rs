@@ -68,7 +68,7 @@ pub async fn evaluate(
                 expected,
                 capabilities,
                 json_schema,
-                temperature,
+                model,
             } = spec.as_ref();
             let Some(judges) = env.judges else {
                 return Err(StepError::Broken(format!(
@@ -84,7 +84,7 @@ pub async fn evaluate(
                 expected: expected.clone(),
                 capabilities: capabilities.clone(),
                 json_schema: json_schema.clone(),
-                temperature: *temperature,
+                model: model.clone(),
             };
             let verdict = judges.judge(agent.as_deref(), &request).await?;
             let judge = agent.as_deref().unwrap_or("judge");

@@ -47,8 +47,9 @@ pub struct JudgeRequest {
     pub capabilities: Vec<String>,
     /// A JSON schema the verdict must follow (extra fields beyond the contract).
     pub json_schema: Option<Value>,
-    /// Sampling temperature for this judgment.
-    pub temperature: Option<f64>,
+    /// The built-in judge's model settings for this judgment (endpoint, model,
+    /// temperature, ...); the endpoint's own where unset.
+    pub model: crate::case::ModelSettings,
 }
 
 impl JudgeRequest {
@@ -126,6 +127,84 @@ impl JudgeRequest {
         }
         prompt.push_str(&format!("\nThe reply to judge:\n{}\n", self.output));
         prompt
+    }
+}
+
+/// The JSON schema of a verdict, the judge's answer.
+fn verdict_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "passed": {"type": "boolean"},
+            "score": {"type": "number", "minimum": 0, "maximum": 1},
+            "reason": {"type": "string"},
+            "suggestions": {"type": "array", "items": {"type": "string"}}
+        },
+        "required": ["passed", "reason"]
+    })
+}
+
+impl JudgeRequest {
+    /// The schema of the answer: a verdict, with the properties and requirements of the
+    /// assertion's `json_schema` added (a verdict's own properties win).
+    pub(crate) fn answer_schema(&self) -> Value {
+        let mut schema = verdict_schema();
+        let Some(extra) = &self.json_schema else {
+            return schema;
+        };
+        if let (Some(Value::Object(props)), Value::Object(mine)) =
+            (extra.get("properties"), &mut schema["properties"])
+        {
+            for (k, v) in props {
+                mine.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
+        if let (Some(Value::Array(req)), Value::Array(mine)) =
+            (extra.get("required"), &mut schema["required"])
+        {
+            for r in req {
+                if !mine.contains(r) {
+                    mine.push(r.clone());
+                }
+            }
+        }
+        schema
+    }
+
+    /// Reads a judge's answer: a verdict (see [`read_verdict`]) that also follows the
+    /// assertion's `json_schema`, when it has one (merged into the verdict's schema, as
+    /// [`JudgeRequest::answer_schema`] sends it).
+    pub(crate) fn read_answer(&self, v: &Value) -> Result<JudgeVerdict, String> {
+        let verdict = read_verdict(v)?;
+        if self.json_schema.is_some() {
+            let schema = &self.answer_schema();
+            let parsed = match v {
+                Value::String(s) => serde_json::from_str(s.trim()).unwrap_or(Value::Null),
+                other => other.clone(),
+            };
+            let validator = jsonschema::validator_for(schema).map_err(|e| {
+                format!("the assertion's `json_schema` is not a valid JSON Schema: {e}")
+            })?;
+            let problems: Vec<String> = validator
+                .iter_errors(&parsed)
+                .take(3)
+                .map(|e| {
+                    let at = e.instance_path().to_string();
+                    if at.is_empty() {
+                        e.to_string()
+                    } else {
+                        format!("{at}: {e}")
+                    }
+                })
+                .collect();
+            if !problems.is_empty() {
+                return Err(format!(
+                    "it does not follow the assertion's `json_schema` ({})",
+                    problems.join("; ")
+                ));
+            }
+        }
+        Ok(verdict)
     }
 }
 
@@ -217,5 +296,50 @@ mod tests {
             read_verdict(&json!({"passed": true, "reason": "One or two sentences"})).unwrap_err(),
             "it repeats the instructions' example text instead of judging"
         );
+    }
+
+    /// The ElizaOS example: the verdict must also carry `judgment`, `confidence` and
+    /// `reasoning` as the assertion's schema says.
+    #[test]
+    fn an_assertion_schema_extends_the_verdict_and_is_enforced() {
+        let request = JudgeRequest {
+            json_schema: Some(json!({
+                "type": "object",
+                "properties": {
+                    "judgment": {"type": "string", "enum": ["yes", "no"]},
+                    "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+                    "passed": {"type": "string"}
+                },
+                "required": ["judgment", "confidence"]
+            })),
+            ..JudgeRequest::default()
+        };
+        let schema = request.answer_schema();
+        assert_eq!(
+            schema["properties"]["passed"]["type"], "boolean",
+            "a verdict's own properties win"
+        );
+        assert_eq!(
+            schema["properties"]["judgment"]["enum"],
+            json!(["yes", "no"])
+        );
+        assert_eq!(
+            schema["required"],
+            json!(["passed", "reason", "judgment", "confidence"])
+        );
+        let ok = json!({"passed": true, "reason": "r", "judgment": "yes", "confidence": 0.9});
+        assert!(request.read_answer(&ok).unwrap().passed);
+        let why = request
+            .read_answer(&json!("{\"passed\": true, \"reason\": \"r\", \"judgment\": \"maybe\", \"confidence\": 0.9}"))
+            .unwrap_err();
+        assert!(
+            why.starts_with("it does not follow the assertion's `json_schema` (/judgment: "),
+            "{why}"
+        );
+        assert!(why.contains("maybe"), "{why}");
+        let why = request
+            .read_answer(&json!({"passed": true, "reason": "r", "judgment": "no"}))
+            .unwrap_err();
+        assert!(why.contains("confidence"), "{why}");
     }
 }

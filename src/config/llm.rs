@@ -25,7 +25,7 @@ pub struct LlmConfig {
     /// Sequences at which the model stops.
     pub stop: Option<Vec<String>>,
     /// `"auto"`, `"none"`, `"required"`, or a tool to force (`{"type": "function", ...}`),
-    /// sent when tools are given (default: the endpoint's own, `"auto"` by the spec).
+    /// sent when tools are given (default `"auto"`).
     pub tool_choice: Option<serde_json::Value>,
     /// Per-request timeout, like `"60s"`.
     pub timeout: Option<String>,
@@ -38,4 +38,23 @@ pub struct LlmConfig {
     pub max_in_flight: Option<usize>,
     /// Requests started per minute, per process (default: no limit).
     pub requests_per_minute: Option<u32>,
+    /// How the built-in judge and simulator ask for JSON (default `json_object`).
+    pub structured_output: Option<StructuredOutput>,
+}
+
+/// `structured_output`: the `response_format` the built-in judge and simulator send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum StructuredOutput {
+    /// `{"type": "json_schema", "json_schema": {name, schema}}`: OpenAI's structured
+    /// outputs, also vLLM, Ollama, LM Studio and llama.cpp's own server.
+    JsonSchema,
+    /// `{"type": "json_object"}`: JSON mode, which every server tried accepts.
+    #[default]
+    JsonObject,
+    /// `{"type": "json_object", "schema": ...}`: JSON mode constrained to the answer's
+    /// schema, the form llama-cpp-python (which rejects `json_schema`) and llama.cpp take.
+    JsonObjectSchema,
+    /// No `response_format`: the instructions alone ask for JSON.
+    Off,
 }

@@ -16,5 +16,5 @@ pub use golden::GoldenConfig;
 pub(crate) use golden::Redaction;
 #[cfg(test)]
 pub(crate) use golden::RedactionConfig;
-pub use llm::LlmConfig;
+pub use llm::{LlmConfig, StructuredOutput};
 pub use modes::{CassetteMode, UpdateMode};

@@ -10,6 +10,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::cassette::{canonical, key_of, Cassette, Entry};
+use super::limiter::SlotWait;
 use super::{ChatOutcome, ChatRequest, Endpoint};
 use crate::config::CassetteMode;
 use crate::errors::LlmError;
@@ -40,6 +41,8 @@ pub struct ModelCalls {
     mode: CassetteMode,
     cassette: Mutex<Option<Cassette>>,
     stats: Mutex<CallStats>,
+    /// Time these calls waited for a slot at their endpoints.
+    slot_wait: SlotWait,
 }
 
 impl ModelCalls {
@@ -51,7 +54,14 @@ impl ModelCalls {
             mode,
             cassette: Mutex::new(None),
             stats: Mutex::new(CallStats::default()),
+            slot_wait: SlotWait::default(),
         }
+    }
+
+    /// How long these calls waited for a slot at an endpoint (one under way included),
+    /// at which endpoint and with what in-flight limit; `None` when not noticeably.
+    pub(crate) fn slot_wait(&self) -> Option<(std::time::Duration, String, usize)> {
+        self.slot_wait.waited()
     }
 
     /// Answers a chat request: from the cassette when it holds it, else from the
@@ -113,7 +123,10 @@ impl ModelCalls {
             }
         }
         let on_retry = || self.stats.lock().unwrap_or_else(|e| e.into_inner()).retries += 1;
-        let outcome = match endpoint.call_counting(request, deadline, &on_retry).await {
+        let outcome = match endpoint
+            .call_counting(request, deadline, &on_retry, &self.slot_wait)
+            .await
+        {
             Ok(o) => o,
             Err(LlmError::Unavailable(why)) => {
                 let recorded = match self.mode {

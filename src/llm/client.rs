@@ -9,9 +9,9 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::limiter::{Limiter, Load};
+use super::limiter::{Limiter, Load, SlotWait};
 use super::{ChatRequest, SeededRng};
-use crate::config::LlmConfig;
+use crate::config::{LlmConfig, StructuredOutput};
 use crate::errors::{AgentSetupError, LlmError};
 use crate::protocol::TokenUsage;
 use crate::util::expand_env;
@@ -67,6 +67,7 @@ pub struct Endpoint {
     top_p: Option<f64>,
     stop: Option<Vec<String>>,
     tool_choice: Option<Value>,
+    structured_output: StructuredOutput,
     timeout: Duration,
     headers: HeaderMap,
     max_retries: u32,
@@ -149,6 +150,7 @@ impl Endpoint {
             top_p: cfg.top_p,
             stop: cfg.stop.clone(),
             tool_choice: cfg.tool_choice.clone(),
+            structured_output: cfg.structured_output.unwrap_or_default(),
             timeout,
             headers,
             max_retries: cfg.max_retries.unwrap_or(DEFAULT_RETRIES),
@@ -170,7 +172,12 @@ impl Endpoint {
     pub fn request(&self, messages: Vec<Value>, tools: Vec<Value>) -> ChatRequest {
         ChatRequest {
             model: self.model.clone(),
-            tool_choice: self.tool_choice.clone().filter(|_| !tools.is_empty()),
+            // The spec's default, said out loud: servers differ when it is left out.
+            tool_choice: (!tools.is_empty()).then(|| {
+                self.tool_choice
+                    .clone()
+                    .unwrap_or_else(|| Value::from("auto"))
+            }),
             messages,
             tools,
             temperature: self.temperature,
@@ -179,6 +186,35 @@ impl Endpoint {
             seed: self.seed,
             top_p: self.top_p,
             stop: self.stop.clone(),
+        }
+    }
+
+    /// The `response_format` that asks this endpoint for a JSON answer following
+    /// `schema` (named `name`), as its `structured_output` says; `None` when off.
+    pub fn response_format(&self, name: &str, schema: &Value) -> Option<Value> {
+        match self.structured_output {
+            StructuredOutput::JsonSchema => Some(serde_json::json!({
+                "type": "json_schema",
+                "json_schema": {"name": name, "schema": schema},
+            })),
+            StructuredOutput::JsonObject => Some(serde_json::json!({"type": "json_object"})),
+            StructuredOutput::JsonObjectSchema => {
+                Some(serde_json::json!({"type": "json_object", "schema": schema}))
+            }
+            StructuredOutput::Off => None,
+        }
+    }
+
+    /// A refusal that names the `response_format` this endpoint was sent says which
+    /// setting to change.
+    fn with_hint(&self, request: &ChatRequest, refusal: String) -> String {
+        if request.response_format.is_some() && refusal.contains("response_format") {
+            format!(
+                "{refusal}; this endpoint does not take the `response_format` agentest sent: set `structured_output` in {} (\"json_object_schema\" for llama-cpp-python, \"off\" to send none)",
+                self.what
+            )
+        } else {
+            refusal
         }
     }
 
@@ -198,11 +234,13 @@ impl Endpoint {
     /// exponential backoff and jitter (honouring `Retry-After`), never past `deadline`.
     /// Every retry is announced on stderr, and `on_retry` is called before it, so that
     /// retries of a call that finally fails are counted too.
-    pub async fn call_counting(
+    /// Time spent waiting for a slot in flight goes into `wait`.
+    pub(crate) async fn call_counting(
         &self,
         request: &ChatRequest,
         deadline: Instant,
         on_retry: &(dyn Fn() + Sync),
+        wait: &SlotWait,
     ) -> Result<ChatOutcome, LlmError> {
         if let Some(why) = self.unavailable() {
             return Err(LlmError::Unavailable(why));
@@ -222,25 +260,30 @@ impl Endpoint {
         let mut retries = 0;
         let mut last_server_error: Option<String> = None;
         loop {
-            let attempt = self.attempt(request, &headers, deadline).await;
-            let (reason, retry_after, server_error) = match attempt {
-                Ok(response) => {
-                    self.limiter.observe(Load::Kept);
-                    return Ok(ChatOutcome { response, retries });
+            let attempt = {
+                let slot = self.limiter.acquire(wait).await;
+                let attempt = self.attempt(request, &headers, deadline).await;
+                match &attempt {
+                    Ok(_) => slot.observe(Load::Kept),
+                    Err(Attempt::Retry {
+                        overloaded: true, ..
+                    }) => slot.observe(Load::Overloaded),
+                    Err(_) => {}
                 }
+                attempt
+            };
+            let (reason, retry_after, server_error) = match attempt {
+                Ok(response) => return Ok(ChatOutcome { response, retries }),
                 Err(Attempt::Fatal(e)) => return Err(LlmError::Failed(e)),
-                Err(Attempt::Refused(e)) => return Err(LlmError::Refused(e)),
+                Err(Attempt::Refused(e)) => {
+                    return Err(LlmError::Refused(self.with_hint(request, e)))
+                }
                 Err(Attempt::Retry {
                     reason,
                     retry_after,
                     server_error,
-                    overloaded,
-                }) => {
-                    if overloaded {
-                        self.limiter.observe(Load::Overloaded);
-                    }
-                    (reason, retry_after, server_error)
-                }
+                    ..
+                }) => (reason, retry_after, server_error),
             };
             let repeated = server_error && last_server_error.as_deref() == Some(reason.as_str());
             last_server_error = server_error.then(|| reason.clone());
@@ -258,9 +301,12 @@ impl Endpoint {
             // A server error that repeats word for word (a request the server cannot
             // read, answered with a 500) will not go away by retrying.
             if repeated {
-                return Err(LlmError::Refused(format!(
-                    "model endpoint {} answered the same error twice, so it was not retried further: {reason}",
-                    self.shown
+                return Err(LlmError::Refused(self.with_hint(
+                    request,
+                    format!(
+                        "model endpoint {} answered the same error twice, so it was not retried further: {reason}",
+                        self.shown
+                    ),
                 )));
             }
             let delay = retry_after.unwrap_or_else(|| backoff(retries));
@@ -289,7 +335,6 @@ impl Endpoint {
         headers: &HeaderMap,
         deadline: Instant,
     ) -> Result<Value, Attempt> {
-        let _permit = self.limiter.acquire().await;
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return Err(Attempt::Fatal(

@@ -2,10 +2,17 @@
 //! minute. Under nextest each case is its own process, so bound model traffic there
 //! with a test group (`max-threads`) instead; see the README.
 //!
-//! The in-flight limit grows unless `max_in_flight` pins it: it starts at 16, and each
-//! run of successful calls as long as the limit raises it by one, up to the run's
-//! parallelism, so `--parallel 64` against a fast endpoint is not held at 16. A pinned
-//! limit below the run's parallelism is said once on stderr.
+//! The in-flight limit adapts unless `max_in_flight` pins it (additive increase,
+//! multiplicative decrease): it starts at 16; each run of successful calls as long as
+//! the limit raises it by one, up to the run's parallelism, so `--parallel 64` against a
+//! fast endpoint is not held at 16; a timeout or a 429 halves it (once for the calls
+//! that were in flight together), so a one-slot local server is not drowned by calls it
+//! cannot serve, whose abandoned requests would keep it busy. The first decrease, and a
+//! pinned limit below the run's parallelism, are said once on stderr.
+//!
+//! Time a case spends waiting for a slot counts against its deadline (a case's time is
+//! what the user waits for), so [`SlotWait`] keeps it, and a case that times out says how
+//! much of its time went there.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -51,6 +58,11 @@ struct Adaptive {
     successes: usize,
     /// Whether the cap was said on stderr already.
     said_capped: bool,
+    /// When the limit was last lowered: calls that started before then were in flight
+    /// together with the call that lowered it, and do not lower it again.
+    lowered_at: Option<Instant>,
+    /// Whether a decrease was said on stderr already.
+    said_lowered: bool,
 }
 
 #[derive(Debug)]
@@ -65,6 +77,55 @@ struct Bucket {
 pub(crate) struct Slot {
     permit: Option<OwnedSemaphorePermit>,
     limiter: Arc<Limiter>,
+    /// When the call got its slot.
+    started: Instant,
+}
+
+impl Slot {
+    /// Adapts the endpoint's limit to how the call in this slot went.
+    pub(crate) fn observe(&self, load: Load) {
+        self.limiter.observe(load, self.started);
+    }
+}
+
+/// The time one case's model calls spent waiting for a slot (see the module docs).
+#[derive(Debug, Default)]
+pub(crate) struct SlotWait {
+    state: Mutex<WaitState>,
+}
+
+#[derive(Debug, Default)]
+struct WaitState {
+    total: Duration,
+    /// A wait under way (a call whose case timed out while it waited never ends it).
+    since: Option<Instant>,
+    /// The endpoint waited for, as messages show it, and its limit then.
+    endpoint: String,
+    limit: usize,
+}
+
+impl SlotWait {
+    fn start(&self, endpoint: &str, limit: usize) {
+        let mut w = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        w.since = Some(Instant::now());
+        w.endpoint = endpoint.to_string();
+        w.limit = limit;
+    }
+
+    fn stop(&self) {
+        let mut w = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(since) = w.since.take() {
+            w.total += since.elapsed();
+        }
+    }
+
+    /// How long the case waited for slots so far (a wait under way included), for which
+    /// endpoint and with what limit; `None` when it never waited noticeably.
+    pub(crate) fn waited(&self) -> Option<(Duration, String, usize)> {
+        let w = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let total = w.total + w.since.map(|s| s.elapsed()).unwrap_or_default();
+        (total >= Duration::from_millis(100)).then(|| (total, w.endpoint.clone(), w.limit))
+    }
 }
 
 impl Drop for Slot {
@@ -130,6 +191,8 @@ impl Limiter {
                 debt: 0,
                 successes: 0,
                 said_capped: false,
+                lowered_at: None,
+                said_lowered: false,
             }),
             per_minute: per_minute.filter(|n| *n > 0).map(|n| {
                 Mutex::new(Bucket {
@@ -151,9 +214,22 @@ impl Limiter {
             .limit
     }
 
-    /// Waits for a slot in flight and, when a rate is set, for the rate to allow a start.
-    pub(crate) async fn acquire(self: &Arc<Self>) -> Slot {
+    /// Waits for a slot in flight and, when a rate is set, for the rate to allow a start;
+    /// the time it takes goes into `wait`.
+    pub(crate) async fn acquire(self: &Arc<Self>, wait: &SlotWait) -> Slot {
         self.say_if_capped();
+        let limit = self
+            .adaptive
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .limit;
+        wait.start(&self.shown, limit);
+        let slot = self.acquire_slot().await;
+        wait.stop();
+        slot
+    }
+
+    async fn acquire_slot(self: &Arc<Self>) -> Slot {
         let permit = self
             .in_flight
             .clone()
@@ -184,6 +260,7 @@ impl Limiter {
         Slot {
             permit: Some(permit),
             limiter: self.clone(),
+            started: Instant::now(),
         }
     }
 
@@ -201,19 +278,33 @@ impl Limiter {
         }
     }
 
-    /// Adapts the limit to how a call went (unless it is pinned).
-    pub(crate) fn observe(&self, load: Load) {
+    /// Adapts the limit to how a call that started at `started` went (unless pinned).
+    fn observe(&self, load: Load, started: Instant) {
         let mut a = self.adaptive.lock().unwrap_or_else(|e| e.into_inner());
         if a.pinned {
             return;
         }
         match load {
-            // Lowering the limit on timeouts and 429s (multiplicative decrease) is not
-            // done yet: with one limiter per endpoint, the slow calls of some cases would
-            // starve the healthy calls of others past their deadlines (the fault suite
-            // shows it). Until time spent waiting for a slot is kept apart from a case's
-            // deadline, an overloaded endpoint is only retried.
-            Load::Overloaded => {}
+            Load::Overloaded => {
+                if a.lowered_at.is_some_and(|t| started < t) || a.limit == 1 {
+                    return;
+                }
+                let from = a.limit;
+                let to = (from / 2).max(1);
+                a.limit = to;
+                a.successes = 0;
+                a.lowered_at = Some(Instant::now());
+                // Free permits go at once; those in use are retired as they come back.
+                let retired = self.in_flight.forget_permits(from - to);
+                a.debt += from - to - retired;
+                if !a.said_lowered {
+                    a.said_lowered = true;
+                    eprintln!(
+                        "agentest: model endpoint {} is overloaded (a timeout or HTTP 429); lowering its requests in flight from {from} to {to}, raised again as calls succeed; set max_in_flight in its table to pin the limit",
+                        self.shown
+                    );
+                }
+            }
             Load::Kept => {
                 a.successes += 1;
                 if a.successes >= a.limit && a.limit < a.ceiling {
@@ -247,8 +338,9 @@ mod tests {
         }
         let start = l.limit();
         assert_eq!(start, DEFAULT_IN_FLIGHT);
+        let now = Instant::now();
         for _ in 0..start {
-            l.observe(Load::Kept);
+            l.observe(Load::Kept, now);
         }
         assert_eq!(
             l.limit(),
@@ -257,19 +349,80 @@ mod tests {
         );
         assert_eq!(available(&l), start + 1);
         for _ in 0..100 {
-            l.observe(Load::Kept);
+            l.observe(Load::Kept, now);
         }
         assert_eq!(l.limit(), start + 2, "never past the ceiling");
-        l.observe(Load::Overloaded);
-        assert_eq!(l.limit(), start + 2);
+    }
+
+    #[tokio::test]
+    async fn overload_halves_the_limit_once_per_flight_and_it_grows_back() {
+        let l = Arc::new(Limiter::new("test", None, None));
+        let wait = SlotWait::default();
+        assert_eq!(l.limit(), 16);
+        // Ten calls in flight together; two of them time out.
+        let mut slots = Vec::new();
+        for _ in 0..10 {
+            slots.push(l.acquire(&wait).await);
+        }
+        slots[0].observe(Load::Overloaded);
+        assert_eq!(l.limit(), 8);
+        assert_eq!(available(&l), 0, "6 free permits retired at once, 2 owed");
+        slots[1].observe(Load::Overloaded);
+        assert_eq!(l.limit(), 8, "calls of the same flight lower it once");
+        drop(slots);
+        assert_eq!(
+            available(&l),
+            8,
+            "the owed permits retired as they came back"
+        );
+        // A call that starts after the decrease and times out lowers it again.
+        let s = l.acquire(&wait).await;
+        s.observe(Load::Overloaded);
+        drop(s);
+        assert_eq!((l.limit(), available(&l)), (4, 4));
+        for _ in 0..3 {
+            let s = l.acquire(&wait).await;
+            s.observe(Load::Overloaded);
+        }
+        assert_eq!(l.limit(), 1, "never below one");
+        // Successes raise it by one per run as long as the limit.
+        let s = l.acquire(&wait).await;
+        s.observe(Load::Kept);
+        drop(s);
+        assert_eq!((l.limit(), available(&l)), (2, 2));
+        assert!(wait.waited().is_none(), "no call waited");
+    }
+
+    #[tokio::test]
+    async fn time_spent_waiting_for_a_slot_is_kept() {
+        let l = Arc::new(Limiter::new("http://model", Some(1), None));
+        let wait = SlotWait::default();
+        let first = l.acquire(&wait).await;
+        let waiting = {
+            let l = l.clone();
+            tokio::spawn(async move {
+                let wait = SlotWait::default();
+                let _slot =
+                    tokio::time::timeout(Duration::from_millis(300), l.acquire(&wait)).await;
+                wait.waited()
+            })
+        };
+        let (waited, endpoint, limit) = waiting.await.unwrap().expect("it waited");
+        drop(first);
+        assert!(
+            waited >= Duration::from_millis(300) && waited < Duration::from_secs(5),
+            "a wait cut short still counts: {waited:?}"
+        );
+        assert_eq!((endpoint.as_str(), limit), ("http://model", 1));
     }
 
     #[tokio::test]
     async fn a_pinned_limit_never_moves() {
         let l = Arc::new(Limiter::new("test", Some(2), None));
-        l.observe(Load::Overloaded);
+        let now = Instant::now();
+        l.observe(Load::Overloaded, now);
         for _ in 0..10 {
-            l.observe(Load::Kept);
+            l.observe(Load::Kept, now);
         }
         assert_eq!(l.limit(), 2);
         assert_eq!(available(&l), 2);

@@ -35,3 +35,22 @@ pub struct ChatRequest {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<Value>,
 }
+
+impl ChatRequest {
+    /// Applies a case's settings for a built-in role: the model and sampling settings it
+    /// sets replace the endpoint's.
+    pub fn apply(&mut self, settings: &crate::case::ModelSettings) {
+        if let Some(m) = &settings.model {
+            self.model = m.clone();
+        }
+        if settings.temperature.is_some() {
+            self.temperature = settings.temperature;
+        }
+        if settings.max_tokens.is_some() {
+            self.max_tokens = settings.max_tokens;
+        }
+        if settings.seed.is_some() {
+            self.seed = settings.seed;
+        }
+    }
+}

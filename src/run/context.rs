@@ -52,7 +52,9 @@ pub(crate) struct Context {
     run_agent: Option<String>,
     agents: Mutex<HashMap<Option<String>, AgentSlot>>,
     /// The model endpoints of the built-in roles, built on first use.
-    llms: Mutex<HashMap<Role, Result<Arc<Endpoint>, SetupError>>>,
+    /// Endpoints by role and `[llms.NAME]` (`None`: `[llm]`).
+    #[allow(clippy::type_complexity)]
+    llms: Mutex<HashMap<(Role, Option<String>), Result<Arc<Endpoint>, SetupError>>>,
 }
 
 impl Context {
@@ -85,13 +87,18 @@ impl Context {
         })
     }
 
-    /// The model endpoint of a built-in role: `AGENTEST_SIMULATOR_LLM` /
-    /// `AGENTEST_JUDGE_LLM`, else `[run] simulator_llm` / `judge_llm` (an `[llms.NAME]`),
-    /// else `[llm]`.
-    pub(crate) fn llm(&self, role: Role) -> Result<Arc<Endpoint>, SetupError> {
+    /// The model endpoint of a built-in role: the case's `llm` (`chosen`), else
+    /// `AGENTEST_SIMULATOR_LLM` / `AGENTEST_JUDGE_LLM`, else `[run] simulator_llm` /
+    /// `judge_llm` (each an `[llms.NAME]`), else `[llm]`.
+    pub(crate) fn llm(
+        &self,
+        role: Role,
+        chosen: Option<&str>,
+    ) -> Result<Arc<Endpoint>, SetupError> {
         let settings = crate::settings::get();
         let run = &self.config.file.run;
         let named = match role {
+            _ if chosen.is_some() => chosen.map(str::to_string),
             Role::Simulator => settings
                 .simulator_llm
                 .clone()
@@ -100,7 +107,7 @@ impl Context {
             Role::Agent => None,
         };
         let mut llms = self.llms.lock().unwrap_or_else(|e| e.into_inner());
-        llms.entry(role)
+        llms.entry((role, named.clone()))
             .or_insert_with(|| {
                 let (cfg, name) = match &named {
                     Some(n) => match self.config.file.llms.get(n) {

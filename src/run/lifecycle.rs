@@ -165,8 +165,16 @@ async fn body(
 /// The case's status once its deadline-bound part ended (`None`: the deadline passed).
 fn settle(outcome: Option<Result<(), Stop>>, setup: &Setup, phase: &str, report: &mut CaseReport) {
     let timed_out = || {
+        // Waiting for a model slot counts against the deadline: say how much of it did.
+        let waited = match setup.scope.calls.slot_wait() {
+            Some((waited, endpoint, limit)) => format!(
+                "; {} of it waiting for a free slot at model endpoint {endpoint} ({limit} in flight: raise max_in_flight, or lower --parallel)",
+                format_duration(waited)
+            ),
+            None => String::new(),
+        };
         format!(
-            "timeout after {} (while {phase}; the agent was stopped)",
+            "timeout after {} (while {phase}; the agent was stopped{waited})",
             format_duration(setup.timeout)
         )
     };

@@ -1,5 +1,6 @@
 //! Reading JSON objects field by field, with errors that name the field and the fix.
 
+use crate::case::ModelSettings;
 use crate::errors::FieldError;
 use crate::util::type_of;
 use serde_json::{Map, Value};
@@ -103,6 +104,64 @@ pub(crate) fn opt_object(
             format!("expected an object, found {}", type_of(other)),
         )),
     }
+}
+
+/// A built-in role's model settings on `obj` ([`ModelSettings::KEYS`]). `owner` is
+/// `Some(what)` when the role is played by something else (a judge or simulator agent,
+/// a script), which has no such settings: then any of them is an error.
+pub(crate) fn model_settings(
+    obj: &Map<String, Value>,
+    path: &str,
+    owner: Option<&str>,
+) -> Result<ModelSettings, FieldError> {
+    if let Some(owner) = owner {
+        if let Some(key) = ModelSettings::KEYS.iter().find(|k| obj.contains_key(**k)) {
+            return Err(FieldError::new(
+                join(path, key),
+                format!("`{key}` sets the built-in model's request, but {owner} plays this role; remove `{key}`, or remove `use` to use the built-in model"),
+            ));
+        }
+        return Ok(ModelSettings::default());
+    }
+    let llm = opt_str(obj, "llm", path)?;
+    if llm.as_deref().is_some_and(|l| l.trim().is_empty()) {
+        return Err(FieldError::new(
+            join(path, "llm"),
+            "expected the name of an [llms.NAME] endpoint, found \"\"",
+        ));
+    }
+    let number = |key: &str, ok: &dyn Fn(f64) -> bool, want: &str| match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => match v.as_f64() {
+            Some(n) if ok(n) => Ok(Some(n)),
+            _ => Err(FieldError::new(
+                join(path, key),
+                format!("expected {want}, found {v}"),
+            )),
+        },
+    };
+    let whole = |n: f64| n.fract() == 0.0;
+    Ok(ModelSettings {
+        llm,
+        model: opt_str(obj, "model", path)?,
+        temperature: number(
+            "temperature",
+            &|t| (0.0..=2.0).contains(&t),
+            "a number from 0 to 2",
+        )?,
+        max_tokens: number(
+            "max_tokens",
+            &|n| whole(n) && (1.0..=f64::from(u32::MAX)).contains(&n),
+            "a whole number of tokens, at least 1",
+        )?
+        .map(|n| n as u32),
+        seed: number(
+            "seed",
+            &|n| whole(n) && n >= 0.0 && n < 2f64.powi(53),
+            "a whole number, 0 or more",
+        )?
+        .map(|n| n as u64),
+    })
 }
 
 #[cfg(test)]

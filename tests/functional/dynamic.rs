@@ -17,7 +17,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::common::chat::ChatServer;
+use crate::common::chat::{self, ChatServer};
 use crate::common::project::{self, cassette, Cmd, ReportedRun as Run};
 use crate::common::{expense_agent_section, Needs, Scratch};
 use serde_json::{json, Value};
@@ -1052,21 +1052,46 @@ fn the_model_simulator_plays_the_user_from_json_answers_and_replays_offline() {
         "submitted",
     ] {
         assert!(!system.contains(hidden), "{hidden:?} leaked: {system}");
-        assert!(!user_of(&reqs[0]).contains(hidden), "{hidden:?} leaked");
+        assert!(
+            !reqs[0]["messages"].to_string().contains(hidden),
+            "{hidden:?} leaked"
+        );
     }
     assert_eq!(reqs[0]["response_format"], json!({"type": "json_object"}));
     assert_eq!(reqs[0]["model"], "test-model");
-    let user = user_of(&reqs[0]);
-    assert!(
-        user.contains("The assistant just said: \"Sure. What type of expense would you like to submit, and what is the amount?\""),
-        "{user}"
+    assert!(system.contains("This is turn 2 of at most 6"), "{system}");
+    // It sees the conversation from the user's side: its words are its own, the
+    // agent's come to it, and it answers the last of them.
+    let side = |body: &Value| -> Vec<(String, String)> {
+        body["messages"].as_array().unwrap()[1..]
+            .iter()
+            .map(|m| {
+                (
+                    m["role"].as_str().unwrap().to_string(),
+                    m["content"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let asked = ASKED;
+    let mine = |m: &str| ("assistant".to_string(), json!({"message": m}).to_string());
+    let theirs = |m: &str| ("user".to_string(), m.to_string());
+    assert_eq!(
+        side(&reqs[0]),
+        vec![mine("Hi, I need to file an expense"), theirs(asked)]
     );
-    assert!(user.contains("This is turn 2 of at most 6"), "{user}");
-    assert!(
-        user_of(&reqs[1]).contains("You: Travel, $500"),
-        "the conversation so far: {}",
-        user_of(&reqs[1])
+    let second = side(&reqs[1]);
+    assert_eq!(
+        second[..3],
+        [
+            mine("Hi, I need to file an expense"),
+            theirs(asked),
+            mine("Travel, $500")
+        ],
+        "{second:?}"
     );
+    assert_eq!(second.len(), 4, "{second:?}");
+    assert_eq!(second[3].0, "user");
     assert!(s.exists(&cassette("model")));
 
     // Offline: the server is gone and the cassette answers.
@@ -1246,10 +1271,11 @@ fn an_empty_simulator_message_is_retried_once_then_an_error() {
         );
     let reqs = server.bodies("sim");
     assert_eq!(reqs.len(), 2, "{reqs:?}");
+    // system, its "start", the agent's reply, its answer, the repair note.
     let retry = reqs[1]["messages"].as_array().unwrap();
-    assert_eq!(retry.len(), 4);
+    assert_eq!(retry.len(), 5, "{retry:?}");
     assert!(
-        retry[3]["content"]
+        retry[4]["content"]
             .as_str()
             .unwrap()
             .contains("Your answer had no message"),
@@ -1586,6 +1612,222 @@ fn the_built_in_judge_calls_the_endpoint_its_role_names() {
         r.stderr.contains("judge_llm") && r.stderr.contains("nope"),
         "{r:?}"
     );
+}
+
+/// A case sets the built-in roles' model settings: `llm`, `model`, `temperature`,
+/// `max_tokens` and `seed` on `simulator` and on a judge assertion replace the
+/// endpoint's, and only there.
+fn a_case_sets_the_model_settings_of_its_simulator_and_judges() {
+    let server = ChatServer::routed(route_of);
+    server.answer(
+        "sim",
+        &[json!({"message": "Travel, $500", "goal_achieved": true}).to_string()],
+    );
+    server.answer(
+        "judge",
+        &[
+            json!({"passed": true, "reason": "greets"}).to_string(),
+            json!({"passed": true, "reason": "greets"}).to_string(),
+        ],
+    );
+    let url = server.url();
+    let extra = format!(
+        "[llms.big]\nbase_url = \"{url}\"\nmodel = \"big-model\"\nmax_tokens = 500\ntemperature = 0.9\n"
+    );
+    let cases = [
+        json!({"id": "judged", "input": "Hi", "assertions": [
+            {"type": "llm_judge", "prompt": "The reply greets", "llm": "big", "model": "judge-x",
+             "temperature": 0.1, "max_tokens": 99, "seed": 3},
+            {"type": "agent", "options": {"metadata": {"criteria": "The reply greets"}}}
+        ]}),
+        dynamic(
+            "simulated",
+            "Hi",
+            json!({"persona": "New employee", "llm": "big", "model": "sim-y", "max_tokens": 40, "seed": 11, "temperature": 0}),
+            json!([cp("never", contains("unicorn"))]),
+        ),
+    ];
+    let s = judge_project("model-settings", &server, &extra, &cases);
+    agentest(s.path())
+        .env("AGENTEST_CASSETTES", "off")
+        .run()
+        .expect(1)
+        .expect_status("judged", "passed");
+    let judged = server.bodies("judge");
+    assert_eq!(judged.len(), 2, "{judged:?}");
+    let (with_settings, plain) = if judged[0]["model"] == "judge-x" {
+        (&judged[0], &judged[1])
+    } else {
+        (&judged[1], &judged[0])
+    };
+    assert_eq!(with_settings["model"], "judge-x", "{judged:?}");
+    assert_eq!(with_settings["temperature"], 0.1);
+    assert_eq!(with_settings["max_tokens"], 99);
+    assert_eq!(with_settings["seed"], 3);
+    // The other assertion keeps the [llm] endpoint's own settings.
+    assert_eq!(plain["model"], "test-model", "{judged:?}");
+    assert!(
+        plain.get("seed").is_none() && plain.get("max_tokens").is_none(),
+        "{plain}"
+    );
+    let sim = &server.bodies("sim")[0];
+    assert_eq!(sim["model"], "sim-y", "{sim}");
+    assert_eq!(sim["max_tokens"], 40);
+    assert_eq!(sim["seed"], 11);
+    assert_eq!(sim["temperature"], 0.0);
+}
+
+/// Model settings belong to the built-in roles: on a simulator or judge that something
+/// else plays they are an error, as are values out of range and endpoints not defined.
+fn model_settings_out_of_place_or_undefined_are_errors() {
+    let server = ChatServer::routed(route_of);
+    let cases = [
+        json!({"id": "scripted", "input": "Hi", "simulator": {"use": "script", "script": [{"say": "x"}], "model": "m"},
+               "checkpoints": [cp("c", contains("x"))]}),
+        json!({"id": "agent-judge", "input": "Hi",
+               "assert": {"type": "agent", "use": "agents:critic", "options": {"metadata": {"criteria": "c"}}, "temperature": 0.5}}),
+        json!({"id": "tokens", "input": "Hi", "assert": {"type": "llm_judge", "prompt": "p", "max_tokens": 0}}),
+        json!({"id": "schema", "input": "Hi", "assert": {"type": "llm_judge", "prompt": "p", "json_schema": {"type": "objekt"}}}),
+        json!({"id": "undefined", "input": "Hi", "assert": {"type": "llm_judge", "prompt": "p", "llm": "nope"}}),
+    ];
+    let s = judge_project("model-settings-bad", &server, "", &cases);
+    let r = agentest(s.path()).run();
+    r.expect(1)
+        .expect_error(
+            "scripted",
+            &[
+                "simulator.model",
+                "the script plays this role",
+                "remove `model`",
+            ],
+        )
+        .expect_error(
+            "agent-judge",
+            &["temperature", "the judge agent `critic` plays this role"],
+        )
+        .expect_error(
+            "tokens",
+            &[
+                "max_tokens",
+                "a whole number of tokens, at least 1, found 0",
+            ],
+        )
+        .expect_error(
+            "schema",
+            &["json_schema", "not a valid JSON Schema", "objekt"],
+        )
+        .expect_error(
+            "undefined",
+            &["model endpoint `nope` is not defined", "[llms.\"nope\"]"],
+        );
+    assert!(server.bodies("judge").is_empty(), "nothing was asked");
+}
+
+/// `structured_output` chooses the `response_format` the built-in roles send; an
+/// assertion's `json_schema` is sent in it and enforced on the verdict.
+fn structured_output_sends_the_answer_schema_and_the_verdict_must_follow_it() {
+    let server = ChatServer::routed(route_of);
+    let eliza = json!({"type": "object",
+        "properties": {"judgment": {"type": "string", "enum": ["yes", "no"]}},
+        "required": ["judgment"]});
+    server.answer(
+        "judge",
+        &[
+            // json_schema: follows the assertion's schema.
+            json!({"passed": true, "reason": "greets", "judgment": "yes"}).to_string(),
+            // json_object_schema: twice not following it.
+            json!({"passed": true, "reason": "greets", "judgment": "perhaps"}).to_string(),
+            json!({"passed": true, "reason": "greets"}).to_string(),
+            // off
+            json!({"passed": false, "reason": "cold", "judgment": "no"}).to_string(),
+        ],
+    );
+    let url = server.url();
+    let extra = format!(
+        "[llms.schema]\nbase_url = \"{url}\"\nmodel = \"m\"\nstructured_output = \"json_schema\"\n\
+         [llms.llamacpp]\nbase_url = \"{url}\"\nmodel = \"m\"\nstructured_output = \"json_object_schema\"\n\
+         [llms.plain]\nbase_url = \"{url}\"\nmodel = \"m\"\nstructured_output = \"off\"\n"
+    );
+    let judge = |id: &str, llm: &str| {
+        json!({"id": id, "input": "Hi", "assert": {"type": "llm_judge", "prompt": "The reply greets",
+               "llm": llm, "json_schema": eliza}})
+    };
+    let s = judge_project(
+        "structured",
+        &server,
+        &format!("{extra}[run]\nconcurrency = 1\n"),
+        &[
+            judge("a-schema", "schema"),
+            judge("b-llamacpp", "llamacpp"),
+            judge("c-plain", "plain"),
+        ],
+    );
+    let r = agentest(s.path())
+        .env("AGENTEST_CASSETTES", "off")
+        .arg("--parallel")
+        .arg("1")
+        .run();
+    r.expect(1)
+        .expect_status("a-schema", "passed")
+        .expect_status("c-plain", "failed")
+        .expect_status("b-llamacpp", "error")
+        .expect_error(
+            "b-llamacpp",
+            &[
+                "does not follow the assertion's `json_schema` (\"judgment\" is a required property)",
+                "last answer: \"{\\\"passed\\\":true,\\\"reason\\\":\\\"greets\\\"}\"",
+            ],
+        );
+    let bodies = server.bodies("judge");
+    assert_eq!(bodies.len(), 4, "{bodies:?}");
+    let rf = &bodies[0]["response_format"];
+    assert_eq!(rf["type"], "json_schema", "{rf}");
+    assert_eq!(rf["json_schema"]["name"], "verdict");
+    let schema = &rf["json_schema"]["schema"];
+    assert_eq!(
+        schema["properties"]["passed"]["type"], "boolean",
+        "{schema}"
+    );
+    assert_eq!(
+        schema["properties"]["judgment"],
+        eliza["properties"]["judgment"]
+    );
+    assert_eq!(schema["required"], json!(["passed", "reason", "judgment"]));
+    assert!(
+        bodies[0].get("tool_choice").is_none(),
+        "no tools, no tool_choice"
+    );
+    assert_eq!(bodies[1]["response_format"]["type"], "json_object");
+    assert_eq!(bodies[1]["response_format"]["schema"], *schema);
+    assert!(bodies[3].get("response_format").is_none(), "{}", bodies[3]);
+}
+
+/// A server that rejects the `response_format` it was sent gets a refusal that says
+/// which setting to change.
+fn a_rejected_response_format_names_the_setting() {
+    let server = ChatServer::routed(route_of);
+    server.script(
+        "judge",
+        vec![chat::status(
+            400,
+            json!({"error": {"message": "'response_format.type' must be 'json_schema'"}}),
+        )],
+    );
+    let case = json!({"id": "j", "input": "Hi", "assert": {"type": "llm_judge", "prompt": "The reply greets"}});
+    let s = judge_project("rf-rejected", &server, "", &[case]);
+    agentest(s.path())
+        .env("AGENTEST_CASSETTES", "off")
+        .run()
+        .expect(1)
+        .expect_status("j", "error")
+        .expect_error(
+            "j",
+            &[
+                "must be 'json_schema'",
+                "set `structured_output` in [llm]",
+                "\"off\" to send none",
+            ],
+        );
 }
 
 fn the_built_in_judge_passes_a_reply_that_meets_the_criteria() {
@@ -2271,6 +2513,10 @@ fn a_dynamic_prompt_shows_the_agents_input_hint() {
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         the_built_in_judge_calls_the_endpoint_its_role_names,
+        a_case_sets_the_model_settings_of_its_simulator_and_judges,
+        model_settings_out_of_place_or_undefined_are_errors,
+        structured_output_sends_the_answer_schema_and_the_verdict_must_follow_it,
+        a_rejected_response_format_names_the_setting,
         simulator_garbage_never_reaches_the_agent,
         the_rust_judge_works_inside_an_async_runtime,
         a_judge_may_be_an_openai_agent_that_reads_its_instructions,

@@ -302,6 +302,88 @@ fn a_pinned_limit_below_the_parallelism_is_said_once() {
     assert_eq!(run.stderr.matches(&note).count(), 1, "{run:?}");
 }
 
+/// An endpoint that answers 429 (or times out) gets fewer requests in flight, said once
+/// with the setting that pins the limit.
+fn an_overloaded_endpoint_gets_fewer_requests_in_flight() {
+    let server = ChatServer::start();
+    server.script("a", vec![rate_limited(Some("0")), text("A", (1, 1))]);
+    server.script("b", vec![rate_limited(Some("0")), text("B", (1, 1))]);
+    let p = project(
+        "aimd",
+        &conf(&server.url()),
+        &[case("T1", "a"), case("T2", "b")],
+    );
+    let run = agentest(p.path()).arg("--parallel").arg("2").run();
+    run.expect(0);
+    let note = format!(
+        "agentest: model endpoint {} is overloaded (a timeout or HTTP 429); lowering its requests in flight from 16 to 8, raised again as calls succeed; set max_in_flight in its table to pin the limit",
+        server.url()
+    );
+    assert_eq!(
+        run.stderr.matches("is overloaded").count(),
+        1,
+        "said once: {run:?}"
+    );
+    run.expect_stderr(&note);
+    // A pinned limit never moves, and is never said to.
+    let server = ChatServer::start();
+    server.script("a", vec![rate_limited(Some("0")), text("A", (1, 1))]);
+    let p = project(
+        "aimd-pinned",
+        &conf(&server.url()).llm("max_in_flight = 4\n"),
+        &[case("T1", "a")],
+    );
+    let run = agentest(p.path()).run();
+    run.expect(0);
+    assert!(!run.stderr.contains("is overloaded"), "{run:?}");
+}
+
+/// Time spent waiting for a model slot counts against a case's deadline, and the
+/// timeout says how much of it went there and what to change.
+fn a_timeout_says_how_long_the_case_waited_for_a_model_slot() {
+    let server = ChatServer::start();
+    let late = || slow(Duration::from_millis(2500), text("late", (1, 1)));
+    server.script("slow", vec![late(), late()]);
+    let p = project(
+        "slot-wait",
+        &conf(&server.url())
+            .timeout("10s")
+            .llm("max_in_flight = 1\n"),
+        &[
+            json!({"id": "T1", "input": "slow", "timeout": "1s"}),
+            json!({"id": "T2", "input": "slow", "timeout": "1s"}),
+        ],
+    );
+    let run = agentest(p.path()).arg("--parallel").arg("2").run();
+    run.expect(1)
+        .expect_status("T1", "timeout")
+        .expect_status("T2", "timeout");
+    // One case had the slot; the other waited for it all along.
+    let said = format!(
+        "of it waiting for a free slot at model endpoint {} (1 in flight: raise max_in_flight, or lower --parallel)",
+        server.url()
+    );
+    let whys: Vec<String> = ["T1", "T2"]
+        .iter()
+        .map(|id| {
+            run.case(id)["error"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    assert!(
+        whys.iter()
+            .all(|w| w.starts_with("timeout after 1s (while ")),
+        "{whys:?}"
+    );
+    assert_eq!(
+        whys.iter().filter(|w| w.contains(&said)).count(),
+        1,
+        "{whys:?}"
+    );
+}
+
 fn server_errors_exhaust_the_retries() {
     let server = ChatServer::start();
     let overloaded = || {
@@ -590,6 +672,11 @@ fn system_file_and_inline_tools_are_sent() {
         json!({"role": "system", "content": "Be terse.\nAlways.\n"})
     );
     assert_eq!(r.body["tools"][0]["function"]["name"], "only_tool");
+    assert_eq!(
+        r.body["tool_choice"], "auto",
+        "the default, said: {}",
+        r.raw
+    );
     assert!(r.body.get("temperature").is_none(), "{}", r.raw);
 }
 
@@ -2017,6 +2104,8 @@ fn config_errors_exit_2_before_anything_runs() {
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         a_pinned_limit_below_the_parallelism_is_said_once,
+        an_overloaded_endpoint_gets_fewer_requests_in_flight,
+        a_timeout_says_how_long_the_case_waited_for_a_model_slot,
         a_refused_call_is_recorded_and_replayed_as_that_error,
         the_same_500_twice_is_not_retried_further,
         a_truncated_agent_reply_is_marked_and_never_the_agent_completing,

@@ -3,14 +3,16 @@
 //! judge or a simulator).
 //!
 //! An agent playing a role receives its instructions as messages it can read (a
-//! `system` message, then the question as a `user` message), so a model-backed agent
-//! (`type = "openai"`) sees them too; agents that speak the seed's contracts find the
-//! same input as structured data in the request's `metadata`.
+//! `system` message, then the role's side of the conversation: for a judge, the question
+//! as a `user` message; for a simulator, the conversation with the roles swapped), so a
+//! model-backed agent (`type = "openai"`) sees them too; agents that speak the seed's
+//! contracts find the same input as structured data in the request's `metadata`.
 
 use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 
 use crate::agent::Session;
+use crate::case::ModelSettings;
 use crate::errors::StepError;
 use crate::llm::{Endpoint, ModelCalls};
 use crate::protocol::{Message, Request, Role};
@@ -20,8 +22,9 @@ use crate::util::compact;
 pub(crate) struct Question {
     /// The role's instructions, sent as a `system` message.
     pub(crate) instructions: String,
-    /// The question, sent as a `user` message.
-    pub(crate) prompt: String,
+    /// What follows the instructions, seen from the role's side: it answers the last
+    /// (`user`) message.
+    pub(crate) messages: Vec<Message>,
     /// For an agent: the request's `input`, the text the role reacts to.
     pub(crate) input: String,
     /// For an agent: the seed's contract (`test_mode`, ...) as the request's `metadata`.
@@ -30,8 +33,12 @@ pub(crate) struct Question {
     pub(crate) repair: String,
     /// What a usable answer has, for the error (`a verdict {passed, reason}`).
     pub(crate) wanted: &'static str,
-    /// Sampling temperature for a model.
-    pub(crate) temperature: Option<f64>,
+    /// The answer's JSON schema, sent as the `response_format` of a built-in role
+    /// when its endpoint's `structured_output` allows, under the name `schema_name`.
+    pub(crate) schema: Value,
+    pub(crate) schema_name: &'static str,
+    /// The case's model settings for a built-in role.
+    pub(crate) model: ModelSettings,
 }
 
 /// Who answers: a model endpoint, or an agent's session.
@@ -78,10 +85,8 @@ pub(crate) async fn ask<T>(
     question: &Question,
     read: impl Fn(&Answer) -> Result<T, String>,
 ) -> Result<T, StepError> {
-    let mut messages = vec![
-        Message::system(question.instructions.clone()),
-        Message::user(question.prompt.clone()),
-    ];
+    let mut messages = vec![Message::system(question.instructions.clone())];
+    messages.extend(question.messages.iter().cloned());
     let mut answer = Answer {
         value: Value::Null,
         truncated: false,
@@ -98,10 +103,9 @@ pub(crate) async fn ask<T>(
             } => {
                 let wire = messages.iter().map(model_message).collect();
                 let mut chat = endpoint.request(wire, Vec::new());
-                chat.response_format = Some(json!({"type": "json_object"}));
-                if question.temperature.is_some() {
-                    chat.temperature = question.temperature;
-                }
+                chat.response_format =
+                    endpoint.response_format(question.schema_name, &question.schema);
+                chat.apply(&question.model);
                 let outcome = calls
                     .chat(endpoint, *role, &chat, *deadline)
                     .await

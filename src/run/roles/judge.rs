@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use tokio::time::Instant;
 
 use crate::agent::CaseScope;
-use crate::check::judge::{read_verdict, JudgeRequest, JudgeVerdict, Judges};
+use crate::check::judge::{JudgeRequest, JudgeVerdict, Judges};
 use crate::config::CassetteMode;
 use crate::errors::{JudgeError, StepError};
 use crate::llm::{Endpoint, ModelCalls};
@@ -22,21 +22,24 @@ use crate::util::BoxFuture;
 fn question(request: &JudgeRequest) -> Question {
     Question {
         instructions: request.instructions(),
-        prompt: request.prompt(),
+        messages: vec![Message::user(request.prompt())],
         input: request.output.clone(),
         metadata: request.to_json(),
         repair: "That was not a verdict. Answer again with JSON only, with a boolean \"passed\" and a \"reason\": {\"passed\": bool, \"reason\": string}".into(),
         wanted: "a verdict {passed, reason}",
-        temperature: request.temperature,
+        schema: request.answer_schema(),
+        schema_name: "verdict",
+        model: request.model.clone(),
     }
 }
 
-/// A usable verdict from a judge's answer: complete, and a verdict (see [`read_verdict`]).
-fn verdict_of(answer: &Answer) -> Result<JudgeVerdict, String> {
+/// A usable verdict from a judge's answer: complete, and a verdict that follows the
+/// assertion's schema (see [`JudgeRequest::read_answer`]).
+fn verdict_of(request: &JudgeRequest, answer: &Answer) -> Result<JudgeVerdict, String> {
     if answer.truncated {
         return Err("the answer was cut off at the token limit".into());
     }
-    read_verdict(&answer.value)
+    request.read_answer(&answer.value)
 }
 
 /// The built-in judge: a model endpoint, its calls recorded in `calls`.
@@ -52,7 +55,10 @@ async fn model_judge(
         role: Role::Judge,
         deadline,
     };
-    ask(&mut respondent, "judge", &question(request), verdict_of).await
+    ask(&mut respondent, "judge", &question(request), |a| {
+        verdict_of(request, a)
+    })
+    .await
 }
 
 /// The judges of one case: the built-in one on `[llm]` (recorded in the case's
@@ -97,7 +103,10 @@ impl CaseJudges<'_> {
                 session: &mut session,
                 template: Box::new(template),
             };
-            ask(&mut respondent, &who, &question(request), verdict_of).await
+            ask(&mut respondent, &who, &question(request), |a| {
+                verdict_of(request, a)
+            })
+            .await
         };
         session.close().await;
         verdict
@@ -114,7 +123,7 @@ impl Judges for CaseJudges<'_> {
             match agent {
                 Some(name) => self.agent_judge(name, request).await,
                 None => {
-                    let endpoint = self.ctx.llm(Role::Judge)?;
+                    let endpoint = self.ctx.llm(Role::Judge, request.model.llm.as_deref())?;
                     model_judge(&endpoint, &self.scope.calls, request, self.scope.deadline).await
                 }
             }

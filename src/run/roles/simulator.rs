@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 
 use crate::agent::{CaseScope, Session};
-use crate::case::ScriptRule;
+use crate::case::{ModelSettings, ScriptRule};
 use crate::errors::StepError;
 use crate::llm::{Endpoint, ModelCalls};
 use crate::protocol::{Message, Request, Role};
@@ -79,6 +79,8 @@ pub(crate) enum Simulator {
         endpoint: Arc<Endpoint>,
         calls: Arc<ModelCalls>,
         show_checkpoints: bool,
+        /// The case's model settings.
+        settings: ModelSettings,
     },
 }
 
@@ -115,9 +117,10 @@ impl Simulator {
                 })
             }
             None => Ok(Simulator::Model {
-                endpoint: ctx.llm(Role::Simulator)?,
+                endpoint: ctx.llm(Role::Simulator, spec.model.llm.as_deref())?,
                 calls: scope.calls.clone(),
                 show_checkpoints: spec.show_checkpoints,
+                settings: spec.model.clone(),
             }),
         }
     }
@@ -172,6 +175,7 @@ impl Simulator {
                 endpoint,
                 calls,
                 show_checkpoints,
+                settings,
             } => {
                 let mut respondent = Respondent::Model {
                     endpoint,
@@ -179,7 +183,8 @@ impl Simulator {
                     role: Role::Simulator,
                     deadline,
                 };
-                let question = question(input, *show_checkpoints);
+                let mut question = question(input, *show_checkpoints);
+                question.model = settings.clone();
                 ask(&mut respondent, "simulator", &question, |a| {
                     read_answer(a, false)
                 })
@@ -276,7 +281,11 @@ pub(crate) fn read_answer(answer: &Answer, plain_text: bool) -> Result<SimTurn, 
 }
 
 /// The built-in simulator's instructions.
-fn system_prompt(profile: &Map<String, Value>, pending: Option<&[String]>) -> String {
+fn system_prompt(
+    profile: &Map<String, Value>,
+    pending: Option<&[String]>,
+    turn: (u32, u32),
+) -> String {
     let field = |names: &[&str]| names.iter().find_map(|n| profile.get(*n)).map(value_text);
     let mut s = String::from(
         "You are simulating a user who talks to an AI assistant, to test that assistant. Stay in character.\n",
@@ -302,12 +311,46 @@ fn system_prompt(profile: &Map<String, Value>, pending: Option<&[String]>) -> St
             p.join("; ")
         ));
     }
+    s.push_str(&format!(
+        "\nThe assistant's messages come to you as the user's; you answer as the user. This is turn {} of at most {}.\n",
+        turn.0, turn.1
+    ));
     s.push_str("\nAnswer with JSON only: {\"message\": \"what you say next\", \"goal_achieved\": false, \"reasoning\": \"why\"}");
     s
 }
 
+/// The conversation from the simulated user's side: what the user said is its own
+/// (`assistant`, as the JSON it answers with), the agent's replies come to it (`user`),
+/// and it answers the last of them.
+fn user_side(input: &SimInput<'_>) -> Vec<Message> {
+    let mut side = Vec::new();
+    for m in input.conversation {
+        let text = m.text();
+        match m.role.as_str() {
+            "user" => side.push(Message::assistant(
+                Value::String(json!({"message": text}).to_string()),
+                None,
+            )),
+            "assistant" if !text.trim().is_empty() => side.push(Message::user(text)),
+            _ => {}
+        }
+    }
+    if side.last().is_none_or(|m| m.role != "user") {
+        side.push(Message::user(if !input.last_response.trim().is_empty() {
+            input.last_response.to_string()
+        } else if input.conversation.is_empty() {
+            "(The conversation has not started yet: write your first message to the assistant.)"
+                .to_string()
+        } else {
+            "(The assistant said nothing.)".to_string()
+        }));
+    }
+    side
+}
+
 /// What the simulator is asked: its instructions (persona, goal, rules), the
-/// conversation from the user's side, and, for an agent, the seed's simulator input.
+/// conversation from the user's side ([`user_side`]), and, for an agent, the seed's
+/// simulator input.
 /// Pending checkpoints are shown only with `show_checkpoints`, so that the simulator
 /// cannot coach the agent.
 fn question(input: &SimInput<'_>, show_checkpoints: bool) -> Question {
@@ -316,26 +359,31 @@ fn question(input: &SimInput<'_>, show_checkpoints: bool) -> Question {
     } else {
         None
     };
-    let mut transcript = String::new();
-    for m in input.conversation {
-        let who = if m.role == "user" { "You" } else { "Assistant" };
-        transcript.push_str(&format!("{who}: {}\n", m.text()));
-    }
     Question {
-        instructions: system_prompt(input.profile, pending),
-        prompt: format!(
-            "Conversation so far:\n{}\nThe assistant just said: {}\n\nThis is turn {} of at most {}. What do you say next?",
-            if transcript.is_empty() { "(nothing yet)\n".to_string() } else { transcript },
-            json!(input.last_response),
-            input.turn_number,
-            input.max_turns
-        ),
+        instructions: system_prompt(input.profile, pending, (input.turn_number, input.max_turns)),
+        messages: user_side(input),
         input: input.last_response.to_string(),
         metadata: input.to_json(),
-        repair: "Your answer had no message. Answer with JSON that has a non-empty \"message\".".into(),
+        repair: "Your answer had no message. Answer with JSON that has a non-empty \"message\"."
+            .into(),
         wanted: "a message {message, goal_achieved, reasoning}",
-        temperature: None,
+        schema: answer_schema(),
+        schema_name: "user_turn",
+        model: ModelSettings::default(),
     }
+}
+
+/// The JSON schema of the simulator's answer.
+fn answer_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "message": {"type": "string"},
+            "goal_achieved": {"type": "boolean"},
+            "reasoning": {"type": "string"}
+        },
+        "required": ["message", "goal_achieved"]
+    })
 }
 
 #[cfg(test)]
@@ -448,15 +496,61 @@ mod tests {
         );
     }
 
+    /// A model playing the user sees the conversation from its side: its own words as
+    /// `assistant` (so it never continues the agent's reply), the agent's as `user`.
+    #[test]
+    fn the_simulator_sees_the_conversation_from_the_users_side() {
+        let profile = Map::new();
+        let conversation = vec![
+            Message::user("Hi, I need to file an expense"),
+            Message::assistant(json!("What type?"), None),
+        ];
+        let input = SimInput {
+            test_id: "t",
+            session_id: "s",
+            conversation: &conversation,
+            last_response: "What type?",
+            turn_number: 2,
+            max_turns: 5,
+            reached: Vec::new(),
+            pending: None,
+            profile: &profile,
+        };
+        let side: Vec<(String, String)> = user_side(&input)
+            .iter()
+            .map(|m| (m.role.clone(), m.text()))
+            .collect();
+        assert_eq!(
+            side,
+            vec![
+                (
+                    "assistant".to_string(),
+                    r#"{"message":"Hi, I need to file an expense"}"#.to_string()
+                ),
+                ("user".to_string(), "What type?".to_string()),
+            ]
+        );
+        let first = SimInput {
+            conversation: &[],
+            last_response: "",
+            turn_number: 1,
+            ..input
+        };
+        let side = user_side(&first);
+        assert_eq!(side.len(), 1);
+        assert_eq!(side[0].role, "user");
+        assert!(side[0].text().contains("has not started yet"));
+    }
+
     #[test]
     fn the_prompt_hides_checkpoints_unless_asked() {
         let mut profile = Map::new();
         profile.insert("persona".into(), json!("New employee"));
         profile.insert("objective".into(), json!("Submit a $500 expense"));
-        let p = system_prompt(&profile, None);
+        let p = system_prompt(&profile, None, (1, 5));
         assert!(p.contains("Persona: New employee") && p.contains("Goal: Submit a $500 expense"));
         assert!(!p.contains("still expects"));
-        let p = system_prompt(&profile, Some(&["ask for the type".to_string()]));
+        let p = system_prompt(&profile, Some(&["ask for the type".to_string()]), (1, 5));
         assert!(p.contains("still expects the assistant to: ask for the type"));
     }
 }

@@ -2,12 +2,13 @@
 
 use crate::case::Kind;
 use crate::errors::FieldError;
-use crate::source::fields::{index, join, opt_str};
+use crate::source::fields::{index, join, model_settings, opt_str};
 use crate::util::type_of;
 use serde_json::{Map, Value};
 
 /// `agent` (seed and Yao: `use: "agents:NAME"`, `options.metadata.criteria`) and
-/// `llm_judge` (ElizaOS: `prompt`, `expected`, `capabilities`, `json_schema`, `temperature`).
+/// `llm_judge` (ElizaOS: `prompt`, `expected`, `capabilities`, `json_schema`, `temperature`), both with the built-in judge's model settings
+/// (`llm`, `model`, `temperature`, `max_tokens`, `seed`).
 pub(super) fn parse_judge(
     obj: &Map<String, Value>,
     path: &str,
@@ -94,19 +95,27 @@ pub(super) fn parse_judge(
             ))
         }
     };
-    let temperature = match obj.get("temperature") {
-        None | Some(Value::Null) => None,
-        Some(t) => Some(
-            t.as_f64()
-                .filter(|t| (0.0..=2.0).contains(t))
-                .ok_or_else(|| {
-                    FieldError::new(join(path, "temperature"), "expected a number from 0 to 2")
-                })?,
-        ),
-    };
+    let model = model_settings(
+        obj,
+        path,
+        agent
+            .as_ref()
+            .map(|a| format!("the judge agent `{a}`"))
+            .as_deref(),
+    )?;
     let json_schema = match obj.get("json_schema") {
         None | Some(Value::Null) => None,
-        Some(s @ Value::Object(_)) => Some(s.clone()),
+        Some(s @ Value::Object(_)) => {
+            if let Err(e) = jsonschema::validator_for(s) {
+                return Err(FieldError::new(
+                    join(path, "json_schema"),
+                    format!(
+                        "not a valid JSON Schema: {e}; fix the schema, or remove `json_schema`"
+                    ),
+                ));
+            }
+            Some(s.clone())
+        }
         Some(other) => {
             return Err(FieldError::new(
                 join(path, "json_schema"),
@@ -123,7 +132,7 @@ pub(super) fn parse_judge(
             expected: obj.get("expected").cloned(),
             capabilities,
             json_schema,
-            temperature,
+            model,
         }),
     })
 }

@@ -3,9 +3,11 @@
 use serde_json::{Map, Value};
 
 use super::turn::parse_input;
-use crate::case::{Checkpoint, Mode, ScriptRule, Simulator};
+use crate::case::{Checkpoint, Mode, ModelSettings, ScriptRule, Simulator};
 use crate::errors::FieldError;
-use crate::source::fields::{check_keys, index, join, opt_bool, opt_object, opt_str};
+use crate::source::fields::{
+    check_keys, index, join, model_settings, opt_bool, opt_object, opt_str,
+};
 use crate::source::parse_assertions;
 use crate::util::type_of;
 
@@ -291,7 +293,12 @@ fn parse_checkpoint(v: &Value, path: &str) -> Result<Checkpoint, FieldError> {
 fn parse_simulator(v: &Value) -> Result<Simulator, FieldError> {
     let sim = match v {
         Value::Object(m) => {
-            let known = [&SIMULATOR_KEYS[..], &Simulator::PROFILE_KEYS[..]].concat();
+            let known = [
+                &SIMULATOR_KEYS[..],
+                &Simulator::PROFILE_KEYS[..],
+                &ModelSettings::KEYS[..],
+            ]
+            .concat();
             check_keys(m, &known, "simulator", "`simulator`")?;
             opt_object(m, "options", "simulator")?;
             opt_bool(m, "show_checkpoints", "simulator")?;
@@ -333,7 +340,13 @@ fn parse_simulator(v: &Value) -> Result<Simulator, FieldError> {
                 }
                 _ => {}
             }
+            let owner = match use_.as_deref() {
+                None => None,
+                Some("script") => Some("the script".to_string()),
+                Some(name) => Some(format!("the simulator agent `{name}`")),
+            };
             Simulator {
+                model: model_settings(m, "simulator", owner.as_deref())?,
                 use_,
                 script: script.unwrap_or_default(),
                 show_checkpoints: opt_bool(m, "show_checkpoints", "simulator")?.unwrap_or(false),
