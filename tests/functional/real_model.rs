@@ -45,11 +45,13 @@ fn project(url: &str) -> Scratch {
         "suites/agentest.toml",
         &format!(
             "{agent}\n[llm]\nbase_url = {}\nmodel = \"smollm2\"\nmax_tokens = 64\ntimeout = \"60s\"\nmax_retries = 1\nmax_in_flight = 1\n\n\
+             [llms.structured]\nbase_url = {}\nmodel = \"smollm2\"\ntimeout = \"60s\"\nmax_retries = 1\nmax_in_flight = 1\nstructured_output = \"json_object_schema\"\n\n\
              [run]\ntimeout = \"150s\"\nconcurrency = 1\n\n\
              [agents.llm-agent]\ntype = \"openai\"\nsystem = \"You are an expense assistant. Use the tools.\"\ntools_file = \"tools.json\"\nmax_tool_rounds = 2\n\
              mocks = [{{ method = \"get_policy\", response = {{ meal_limit = 75 }} }}]\n\n\
              [agents.llm-judge]\ntype = \"openai\"\nsystem = \"You review replies.\"\n\n\
              [agents.llm-user]\ntype = \"openai\"\nsystem = \"You play a user.\"\n",
+            toml_str(url),
             toml_str(url),
         ),
     );
@@ -68,6 +70,11 @@ fn project(url: &str) -> Scratch {
         json!({"id": "agent-judge", "input": "Hello",
                "assert": {"type": "agent", "use": "agents:llm-judge",
                           "options": {"metadata": {"criteria": "The reply greets the user"}}}}),
+        json!({"id": "structured-judge", "input": "Hello",
+               "assert": {"type": "llm_judge", "prompt": "The reply greets the user", "llm": "structured",
+                          "max_tokens": 160, "json_schema": {"type": "object",
+                              "properties": {"judgment": {"type": "string", "enum": ["yes", "no"]}},
+                              "required": ["judgment"]}}}),
         json!({"id": "tools", "agent": "llm-agent", "input": "What is the meal limit? Call get_policy.",
                "assert": {"type": "tool_called", "name": "get_policy"}}),
     ];
@@ -139,7 +146,14 @@ fn verdicts(run: &ReportedRun, ids: &[&str]) -> Vec<Value> {
 fn whatever_the_model_says_agentest_keeps_its_guarantees() -> Needs {
     real_model()?;
     let url = std::env::var(URL_VAR).unwrap_or_default();
-    let ids = ["sim", "openai-sim", "judge", "agent-judge", "tools"];
+    let ids = [
+        "sim",
+        "openai-sim",
+        "judge",
+        "agent-judge",
+        "structured-judge",
+        "tools",
+    ];
     let s = project(&url);
     let run = project::agentest(s.path(), ("AGENTEST_REALLLM_UNUSED_KEY", "unused"))
         .env("AGENTEST_CASSETTES", "record")
@@ -193,6 +207,25 @@ fn whatever_the_model_says_agentest_keeps_its_guarantees() -> Needs {
             "{id}: {input:?}"
         );
     }
+    // The per-case endpoint took the schema-constrained form: the server accepted it (no
+    // refusal), and what it sent was the verdict's schema with the assertion's merged in.
+    let structured = run.case("structured-judge");
+    let why = structured["error"].as_str().unwrap_or_default();
+    assert!(
+        !why.contains("answered HTTP") && !why.contains("same error twice"),
+        "the server refused the response_format: {structured}"
+    );
+    let recorded = s.read(&project::cassette("structured-judge"));
+    let first: Value = serde_json::from_str(recorded.lines().next().expect("a recorded call"))
+        .expect("a cassette line is JSON");
+    let rf = &first["request"]["response_format"];
+    assert_eq!(rf["type"], "json_object", "{first}");
+    assert_eq!(
+        rf["schema"]["required"],
+        json!(["passed", "reason", "judgment"]),
+        "{rf}"
+    );
+    assert_eq!(first["request"]["max_tokens"], 160, "{first}");
     // Every token the server reported is counted, where it was spent.
     let recorded = recorded_tokens(&s, &ids);
     assert!(
