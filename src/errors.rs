@@ -663,10 +663,12 @@ pub(crate) enum AgentError {
         stderr: String,
     },
     /// A process agent's own `timeout` passed.
-    #[error("agent process did not reply within {}", crate::util::format_duration(*.timeout))]
+    #[error("agent process did not reply within {}{trace}", crate::util::format_duration(*.timeout))]
     Timeout {
         /// The agent's `timeout`.
         timeout: std::time::Duration,
+        /// What it did meanwhile: `; the agent wrote nothing on stdout ...; agent stderr ...`.
+        trace: String,
     },
     /// Its stdout could not be read.
     #[error("failed to read the agent's stdout: {0}")]

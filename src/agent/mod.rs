@@ -10,6 +10,5 @@ mod scope;
 mod session;
 
 pub use in_process::{async_agent, Agent};
-pub(crate) use process::describe_stderr;
 pub(crate) use scope::CaseScope;
 pub(crate) use session::{AgentDef, Session, DEFAULT_HTTP_TIMEOUT};

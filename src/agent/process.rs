@@ -2,6 +2,7 @@
 //! one JSON reply per line on stdout.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -30,7 +31,7 @@ pub(crate) struct ProcessSession {
     group: ProcessGroup,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
-    stderr: Arc<Mutex<Vec<u8>>>,
+    trace: Arc<Trace>,
     line: Vec<u8>,
     timeout: Option<std::time::Duration>,
 }
@@ -38,7 +39,12 @@ pub(crate) struct ProcessSession {
 impl ProcessSpec {
     pub(crate) fn spawn(&self) -> Result<ProcessSession, AgentError> {
         let (program, args) = self.argv.split_first().ok_or(AgentError::EmptyCommand)?;
-        let env = self.env.iter().map(|(k, v)| (k, v));
+        // Python block-buffers stdout on a pipe: an agent that prints its reply without
+        // flushing would hang until the timeout. Unbuffered unless the config says.
+        let unbuffered = ("PYTHONUNBUFFERED".to_string(), "1".to_string());
+        let default =
+            (!self.env.iter().any(|(k, _)| k == "PYTHONUNBUFFERED")).then_some(&unbuffered);
+        let env = default.into_iter().chain(&self.env).map(|(k, v)| (k, v));
         let mut child =
             spawn_piped(program, args, &self.cwd, env).map_err(|source| AgentError::Spawn {
                 shown: self.shown.clone(),
@@ -50,8 +56,8 @@ impl ProcessSpec {
         let stdout =
             BufReader::with_capacity(64 * 1024, child.stdout.take().expect("stdout is piped"));
         let mut err_pipe = child.stderr.take().expect("stderr is piped");
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        let sink = stderr.clone();
+        let trace = Arc::new(Trace::default());
+        let sink = trace.clone();
         // Drain stderr continuously so a chatty agent never blocks on a full pipe;
         // keep only the tail for messages.
         tokio::spawn(async move {
@@ -60,7 +66,7 @@ impl ProcessSpec {
                 if n == 0 {
                     break;
                 }
-                let mut s = sink.lock().unwrap_or_else(|e| e.into_inner());
+                let mut s = sink.stderr.lock().unwrap_or_else(|e| e.into_inner());
                 s.extend_from_slice(&buf[..n]);
                 if s.len() > 2 * STDERR_TAIL {
                     let cut = s.len() - STDERR_TAIL;
@@ -73,33 +79,66 @@ impl ProcessSpec {
             group,
             stdin,
             stdout,
-            stderr,
+            trace,
             line: Vec::new(),
             timeout: self.timeout,
         })
     }
 }
 
-/// `; agent stderr (last lines): ...`, or a note that it wrote nothing.
-pub(crate) fn describe_stderr(buffer: &Mutex<Vec<u8>>) -> String {
-    let s = buffer.lock().unwrap_or_else(|e| e.into_inner());
-    let t = tail(&s);
-    if t.is_empty() {
-        "; the agent wrote nothing on stderr".into()
-    } else {
-        format!("; agent stderr (last lines):\n{t}")
+/// What a process agent leaves behind, kept for the whole case (the engine reads it
+/// when the case times out, after the session itself is gone): its stderr's tail, and
+/// how far it got with the reply it owes.
+#[derive(Debug)]
+pub(crate) struct Trace {
+    stderr: Mutex<Vec<u8>>,
+    /// Bytes of the reply read so far, or [`Trace::IDLE`] when no reply is awaited.
+    reading: AtomicUsize,
+}
+
+impl Default for Trace {
+    fn default() -> Self {
+        Trace {
+            stderr: Mutex::new(Vec::new()),
+            reading: AtomicUsize::new(Trace::IDLE),
+        }
+    }
+}
+
+impl Trace {
+    const IDLE: usize = usize::MAX;
+
+    /// `; agent stderr (last lines): ...`, or a note that it wrote nothing.
+    pub(crate) fn stderr_tail(&self) -> String {
+        let s = self.stderr.lock().unwrap_or_else(|e| e.into_inner());
+        let t = tail(&s);
+        if t.is_empty() {
+            "; the agent wrote nothing on stderr".into()
+        } else {
+            format!("; agent stderr (last lines):\n{t}")
+        }
+    }
+
+    /// What went wrong while a reply was awaited (nothing on stdout, or a line never
+    /// ended), then the stderr tail: what a timeout says about the agent.
+    pub(crate) fn describe(&self) -> String {
+        let stdout = match self.reading.load(Ordering::Relaxed) {
+            Trace::IDLE => String::new(),
+            0 => "; the agent wrote nothing on stdout after the request: write the reply as one line and flush it (Python: print(json.dumps(reply), flush=True); agentest sets PYTHONUNBUFFERED=1 unless the agent's env sets it)".to_string(),
+            n => format!("; the agent wrote {n} bytes on stdout but never ended the line: end each reply with a newline and flush it"),
+        };
+        format!("{stdout}{}", self.stderr_tail())
     }
 }
 
 impl ProcessSession {
     fn stderr_tail(&self) -> String {
-        describe_stderr(&self.stderr)
+        self.trace.stderr_tail()
     }
 
-    /// The agent's stderr, kept for the whole conversation: the engine reads its tail
-    /// when the case times out, after the session itself is gone.
-    pub(crate) fn stderr_buffer(&self) -> Arc<Mutex<Vec<u8>>> {
-        self.stderr.clone()
+    /// The agent's trace, kept for the whole case.
+    pub(crate) fn trace(&self) -> Arc<Trace> {
+        self.trace.clone()
     }
 
     async fn exit_note(&mut self) -> String {
@@ -132,14 +171,22 @@ impl ProcessSession {
             // Do not keep a large reply's buffer for the rest of the conversation.
             self.line = Vec::new();
         }
-        let read = read_reply_line(&mut self.stdout, &mut self.line);
+        self.trace.reading.store(0, Ordering::Relaxed);
+        let read = read_reply_line(&mut self.stdout, &mut self.line, &self.trace.reading);
         let n = match self.timeout {
-            Some(timeout) => tokio::time::timeout(timeout, read)
-                .await
-                .map_err(|_| AgentError::Timeout { timeout })?,
+            Some(timeout) => match tokio::time::timeout(timeout, read).await {
+                Ok(n) => n,
+                Err(_) => {
+                    return Err(AgentError::Timeout {
+                        timeout,
+                        trace: self.trace.describe(),
+                    })
+                }
+            },
             None => read.await,
         }
         .map_err(AgentError::Stdout)?;
+        self.trace.reading.store(Trace::IDLE, Ordering::Relaxed);
         let n = match n {
             Line::TooLong => {
                 return Err(AgentError::LineTooLong {
@@ -193,7 +240,11 @@ enum Line {
 
 /// Reads one line into `line` like `read_until(b'\n')`, but never holds more than
 /// [`MAX_REPLY_BYTES`]: an agent printing without end must not exhaust memory.
-async fn read_reply_line<R>(reader: &mut R, line: &mut Vec<u8>) -> std::io::Result<Line>
+async fn read_reply_line<R>(
+    reader: &mut R,
+    line: &mut Vec<u8>,
+    progress: &AtomicUsize,
+) -> std::io::Result<Line>
 where
     R: tokio::io::AsyncBufRead + Unpin,
 {
@@ -215,6 +266,7 @@ where
         line.extend_from_slice(&buf[..take]);
         reader.consume(take);
         total += take;
+        progress.store(total, Ordering::Relaxed);
         if done {
             return Ok(Line::Read(total));
         }

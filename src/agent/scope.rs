@@ -21,9 +21,10 @@ pub(crate) struct CaseScope {
     /// Whose model calls these are: the agent's, or a simulator's or judge's that
     /// happens to be an `openai` agent.
     pub(crate) role: Role,
-    /// Where a process agent's stderr is kept, so a timeout can show its tail.
-    pub(crate) stderr: StderrSlot,
+    /// Where the case's process agent leaves its trace (stderr, stdout progress), so a
+    /// timeout can say what it was doing.
+    pub(crate) trace: TraceSlot,
 }
 
-/// The case's process agent's stderr buffer, once the agent has started.
-pub(crate) type StderrSlot = Arc<std::sync::Mutex<Option<Arc<std::sync::Mutex<Vec<u8>>>>>>;
+/// The case's process agent's trace, once the agent has started.
+pub(crate) type TraceSlot = Arc<std::sync::Mutex<Option<Arc<crate::agent::process::Trace>>>>;

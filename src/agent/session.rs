@@ -108,10 +108,10 @@ impl AgentDef {
                 // The case's agent starts first; a simulator or judge process must not
                 // take its place.
                 scope
-                    .stderr
+                    .trace
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .get_or_insert_with(|| session.stderr_buffer());
+                    .get_or_insert_with(|| session.trace());
                 Session::Process(Box::new(session))
             }
             AgentDef::Http(spec) => Session::Http(http::HttpSession::new(spec.clone(), scope)),
@@ -234,7 +234,7 @@ mod tests {
             live: false,
             deadline: tokio::time::Instant::now() + Duration::from_secs(60),
             role: crate::protocol::Role::Agent,
-            stderr: Default::default(),
+            trace: Default::default(),
         };
         def.start(&scope).await.unwrap_or_else(|_| panic!("start"))
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::agent::{describe_stderr, AgentDef, CaseScope};
+use crate::agent::{AgentDef, CaseScope};
 use crate::case::{Case, Mode};
 use crate::check::EvalEnv;
 use crate::errors::{SetupError, StepError};
@@ -78,7 +78,7 @@ fn prepare(engine: &Engine, case: &Case, loaded: &Loaded) -> Result<(Setup, Stri
         live: engine.options.live,
         deadline,
         role: Role::Agent,
-        stderr: Default::default(),
+        trace: Default::default(),
     };
     let setup = Setup {
         ctx,
@@ -186,14 +186,15 @@ fn settle(outcome: Option<Result<(), Stop>>, setup: &Setup, phase: &str, report:
         }
         Some(Err(stop)) => fail(report, stop.status, stop.message),
         None => {
-            // A silent agent's last words are on its stderr.
-            let stderr = setup
+            // A silent agent's last words are on its stderr; an agent that never
+            // flushed its reply is the usual first-hour hang.
+            let trace = setup
                 .scope
-                .stderr
+                .trace
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .clone();
-            let tail = stderr.map(|b| describe_stderr(&b)).unwrap_or_default();
+            let tail = trace.map(|t| t.describe()).unwrap_or_default();
             fail(report, Status::Timeout, format!("{}{tail}", timed_out()))
         }
     }

@@ -11,5 +11,6 @@ pub(crate) mod outcome;
 pub(crate) mod roles;
 mod runtime;
 pub(crate) mod scheduler;
+mod slow;
 
 pub(crate) use runtime::runtime;

@@ -134,6 +134,101 @@ fn run(dir: &Scratch, args: &[&str], envs: &[(&str, &str)]) -> Run {
 }
 
 // ---------------------------------------------------------------------------------------
+// 0. The first agent a user writes
+// ---------------------------------------------------------------------------------------
+
+/// The agent nearly every user writes first: `print(json.dumps(reply))`, never flushed,
+/// which Python block-buffers on a pipe.
+const UNFLUSHED_AGENT: &str = "import json, sys\nfor line in sys.stdin:\n    req = json.loads(line)\n    print(json.dumps({\"content\": \"You said: \" + req[\"input\"]}))\n";
+
+fn python_agent(tag: &str, script: &str, extra: &str) -> Scratch {
+    let s = scratch(
+        tag,
+        &format!("[agent]\ntype = \"process\"\ncommand = [\"python3\", \"agent.py\"]\n{extra}"),
+    );
+    s.write("agent.py", script);
+    s.write(
+        "cases.jsonl",
+        "{\"id\": \"T1\", \"input\": \"hello\", \"assert\": {\"type\": \"contains\", \"value\": \"hello\"}}\n",
+    );
+    s
+}
+
+/// An unflushed Python agent works: agentest sets PYTHONUNBUFFERED=1 for its process
+/// agents unless the config's env sets it.
+fn an_unflushed_python_agent_answers() {
+    let s = python_agent("unflushed", UNFLUSHED_AGENT, "timeout = \"20s\"\n");
+    let started = Instant::now();
+    let r = run(&s, &["-i", "cases.jsonl"], &[("PYTHONUNBUFFERED", "")]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert_eq!(r.status("cases::T1"), "passed", "{r:?}");
+    assert!(started.elapsed() < Duration::from_secs(15), "{r:?}");
+}
+
+/// With buffering back on (the config's env wins), the agent says nothing, and the
+/// timeout says so and how to flush: for the agent's own timeout and the case's.
+fn a_silent_agent_timeout_says_it_wrote_nothing_and_how_to_flush() {
+    let flush = "; the agent wrote nothing on stdout after the request: write the reply as one line and flush it (Python: print(json.dumps(reply), flush=True); agentest sets PYTHONUNBUFFERED=1 unless the agent's env sets it)";
+    let s = python_agent(
+        "buffered",
+        UNFLUSHED_AGENT,
+        "timeout = \"1s\"\nenv = { PYTHONUNBUFFERED = \"\" }\n",
+    );
+    let r = run(&s, &["-i", "cases.jsonl"], &[]);
+    assert_eq!(r.code, Some(1), "{r:?}");
+    let why = r.error("cases::T1");
+    assert!(
+        why.starts_with(&format!("turn 1: agent process did not reply within 1s{flush}; the agent wrote nothing on stderr")),
+        "{why}"
+    );
+    let s = python_agent(
+        "buffered-case",
+        UNFLUSHED_AGENT,
+        "env = { PYTHONUNBUFFERED = \"\" }\n",
+    );
+    let r = run(&s, &["-i", "cases.jsonl", "--timeout", "1s"], &[]);
+    assert_eq!(r.status("cases::T1"), "timeout", "{r:?}");
+    assert_eq!(
+        r.error("cases::T1"),
+        format!("timeout after 1s (while waiting for the reply to turn 1; the agent was stopped){flush}; the agent wrote nothing on stderr")
+    );
+    // Half a line, flushed: the newline is what is missing.
+    let s = python_agent(
+        "no-newline",
+        "import sys\nfor line in sys.stdin:\n    sys.stdout.write('{\"content\": \"hi\"}')\n    sys.stdout.flush()\n",
+        "timeout = \"1s\"\n",
+    );
+    let r = run(&s, &["-i", "cases.jsonl"], &[]);
+    let why = r.error("cases::T1");
+    assert!(
+        why.contains("; the agent wrote 17 bytes on stdout but never ended the line: end each reply with a newline and flush it"),
+        "{why}"
+    );
+}
+
+/// An agent much slower than usual is said on stderr while the case still waits.
+fn an_agent_much_slower_than_usual_is_said_on_stderr() {
+    let agent = "import json, sys, time\nfor line in sys.stdin:\n    req = json.loads(line)\n    if req['input'] == 'slow':\n        time.sleep(6)\n    print(json.dumps({'content': 'ok'}), flush=True)\n";
+    let s = python_agent("slow-notice", agent, "");
+    let cases: String = ["a", "b", "c", "d", "slow"]
+        .iter()
+        .map(|i| format!("{{\"id\": \"{i}\", \"input\": \"{i}\"}}\n"))
+        .collect();
+    s.write("cases.jsonl", &cases);
+    let r = run(&s, &["-i", "cases.jsonl", "--parallel", "1"], &[]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(
+        r.stderr.contains("agentest: cases::slow: agent `default` has not replied to turn 1 after 5s (it usually answers in "),
+        "{r:?}"
+    );
+    assert!(
+        r.stderr.contains("still waiting, up to the case's timeout"),
+        "{r:?}"
+    );
+    assert_eq!(r.stderr.matches("has not replied").count(), 1, "{r:?}");
+}
+
+// ---------------------------------------------------------------------------------------
 // 1. What an agent starts dies with its conversation
 // ---------------------------------------------------------------------------------------
 
@@ -489,6 +584,9 @@ fn expanded_secrets_appear_in_no_output() {
 
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
+        an_unflushed_python_agent_answers,
+        a_silent_agent_timeout_says_it_wrote_nothing_and_how_to_flush,
+        an_agent_much_slower_than_usual_is_said_on_stderr,
         a_briefly_unavailable_http_agent_is_retried,
         a_timed_out_process_agent_takes_its_grandchildren_with_it,
         a_finished_conversation_kills_what_the_agent_started,

@@ -68,7 +68,9 @@ pub(crate) async fn exchange(
 ) -> Result<(Reply, u64), Stop> {
     *phase = format!("waiting for the reply to turn {}", request.turn);
     let sent = Instant::now();
-    let reply = session.send(request).await;
+    let agent = report.agent.clone().unwrap_or_default();
+    let reply =
+        crate::run::slow::noting(session.send(request), &report.trial, &agent, request.turn).await;
     let duration_ms = sent.elapsed().as_millis() as u64;
     match reply {
         Ok(r) => Ok((r, duration_ms)),
