@@ -284,6 +284,18 @@ pub struct CassetteModeError {
 /// cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum AgentSetupError {
+    /// A process agent's program that does not exist.
+    #[error("{table}.command in {config}: `{program}` {}", if *.on_path { "not found on PATH; install it, or give its path" } else { "does not exist (relative paths start from the agent's cwd, by default the config's folder)" })]
+    NotFound {
+        /// `[agent]` or `[agents."NAME"]`.
+        table: String,
+        /// The program as written.
+        program: String,
+        /// Where the config is.
+        config: String,
+        /// Whether it was looked for on PATH (no `/` in it).
+        on_path: bool,
+    },
     /// A key of another kind of agent.
     #[error("`{key}` does not apply to {kind} agents; remove it or change `type`")]
     KeyNotApplicable {

@@ -16,7 +16,7 @@ use crate::errors::PlanError;
 use crate::errors::ReportError;
 use crate::plan::{Input, Plan};
 use crate::record::{failure_message, CaseReport, Recorder, ReportSink, RunInfo, Status};
-use crate::run::context::Registry;
+use crate::run::context::{Registry, SetupProblem};
 use crate::run::engine::{Engine, RunOptions};
 use crate::run::outcome::{not_run, skip_reason};
 use crate::run::roles::person::People;
@@ -143,13 +143,20 @@ impl Harness {
         let options = run_options(settings, self.agent_name, &args);
         let engine = Arc::new(Engine::new(self.registry, options));
         let started = std::time::Instant::now();
+        // A config (or the agent it gives) that cannot be used is one failing trial, and
+        // the cases it stops fail with a pointer to it: said once, not once per case.
+        let problems = engine.contexts.setup_problems(&plan.cases);
         let cases: Vec<Arc<Loaded>> = plan.cases.into_iter().map(Arc::new).collect();
         let run = TrialRun {
             engine,
             recorder: recorder.clone(),
             parallel,
         };
-        let (trials, started_cases) = run.trials(&args, &cases);
+        let (mut trials, started_cases) = run.trials(&args, &cases, &problems);
+        trials.extend(problems.iter().map(|p| {
+            let message = p.message();
+            Trial::test(p.trial(), move || Err(Failed::from(message.clone())))
+        }));
         let conclusion = libtest_mimic::run(&args, trials);
         if recorder.has_report() {
             record_listed_skips(&args, &cases, &started_cases, &recorder);
@@ -208,7 +215,16 @@ impl TrialRun {
     /// One trial per case. The cases libtest will run (not filtered out, not ignored, not
     /// a listing) start at once on the scheduler; each trial waits for its own. Returns
     /// the trials and the names of the cases started.
-    fn trials(&self, args: &Arguments, cases: &[Arc<Loaded>]) -> (Vec<Trial>, HashSet<String>) {
+    fn trials(
+        &self,
+        args: &Arguments,
+        cases: &[Arc<Loaded>],
+        problems: &[SetupProblem],
+    ) -> (Vec<Trial>, HashSet<String>) {
+        let stopped: HashMap<&str, &SetupProblem> = problems
+            .iter()
+            .flat_map(|p| p.trials.iter().map(move |t| (t.as_str(), p)))
+            .collect();
         let selected: Vec<Arc<Loaded>> = if args.list {
             Vec::new()
         } else {
@@ -216,7 +232,9 @@ impl TrialRun {
                 .iter()
                 .filter(|l| {
                     let t = probe(l);
-                    !args.is_filtered_out(&t) && !args.is_ignored(&t)
+                    !args.is_filtered_out(&t)
+                        && !args.is_ignored(&t)
+                        && !stopped.contains_key(l.trial.as_str())
                 })
                 .cloned()
                 .collect()
@@ -244,6 +262,21 @@ impl TrialRun {
             .iter()
             .map(|l| {
                 let ignored = listed_ignored(l);
+                if let Some(p) = stopped.get(l.trial.as_str()) {
+                    let pointer = format!(
+                        "not run: {} cannot be used; see the trial `{}`",
+                        p.label,
+                        p.trial()
+                    );
+                    let t = probe(l);
+                    if !args.list && !args.is_filtered_out(&t) && !args.is_ignored(&t) {
+                        let mut r = not_run(l, pointer.clone());
+                        r.status = Status::Error;
+                        self.recorder.record(&r);
+                    }
+                    return Trial::test(l.trial.clone(), move || Err(pointer.clone().into()))
+                        .with_ignored_flag(ignored);
+                }
                 let ticket = tickets.remove(&l.trial);
                 let (l, engine, recorder) = (l.clone(), self.engine.clone(), self.recorder.clone());
                 Trial::ignorable_test(l.trial.clone(), move || {

@@ -58,6 +58,15 @@ impl AgentDef {
                     None => config.dir.clone(),
                 };
                 let timeout = timeout.as_ref().map(duration).transpose()?;
+                // Checked once, before any case runs, rather than failing every case.
+                if !crate::util::command::findable(&argv[0], &cwd, env.iter()) {
+                    return Err(AgentSetupError::NotFound {
+                        table: what.to_string(),
+                        program: command[0].clone(),
+                        config: config.describe(),
+                        on_path: !argv[0].contains('/'),
+                    });
+                }
                 Ok(AgentDef::Process(Arc::new(process::ProcessSpec {
                     argv,
                     // As written: `${VAR}`s stay unexpanded, since they may be secrets.

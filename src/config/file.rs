@@ -81,22 +81,30 @@ pub struct Config {
 }
 
 impl Config {
-    /// Finds `agentest.toml` in `start` or its nearest ancestor; an empty config when none.
-    pub fn discover(start: &Path) -> Result<Config, ConfigError> {
+    /// The `agentest.toml` in `start` or its nearest ancestor, if there is one.
+    pub fn locate(start: &Path) -> Option<PathBuf> {
+        let start = Config::absolute_start(start);
+        start
+            .ancestors()
+            .map(|d| d.join(CONFIG_FILE))
+            .find(|c| c.is_file())
+    }
+
+    fn absolute_start(start: &Path) -> PathBuf {
         let start = if start.as_os_str().is_empty() {
             Path::new(".")
         } else {
             start
         };
-        let start = std::path::absolute(start).unwrap_or_else(|_| start.to_path_buf());
-        let mut dir = Some(start.as_path());
-        while let Some(d) = dir {
-            let candidate = d.join(CONFIG_FILE);
-            if candidate.is_file() {
-                return Config::load(&candidate);
-            }
-            dir = d.parent();
+        std::path::absolute(start).unwrap_or_else(|_| start.to_path_buf())
+    }
+
+    /// Finds `agentest.toml` in `start` or its nearest ancestor; an empty config when none.
+    pub fn discover(start: &Path) -> Result<Config, ConfigError> {
+        if let Some(found) = Config::locate(start) {
+            return Config::load(&found);
         }
+        let start = Config::absolute_start(start);
         Ok(Config {
             path: None,
             dir: start.clone(),
@@ -113,7 +121,7 @@ impl Config {
         })?;
         let file: ConfigFile = toml::from_str(&text).map_err(|e| ConfigError::Parse {
             path: path.to_path_buf(),
-            message: e.to_string().trim_end().to_string(),
+            message: with_suggestion(e.to_string().trim_end()),
         })?;
         let check = |raw: &Spanned<RawAgent>, table: String| {
             raw.get_ref()
@@ -268,10 +276,42 @@ impl Config {
     }
 }
 
+/// The parser's "unknown field `X`, expected one of `a`, `b`" gets the same "did you
+/// mean" as case keys (serde says which keys it knows, not which one was meant).
+fn with_suggestion(message: &str) -> String {
+    let Some(rest) = message.split("unknown field `").nth(1) else {
+        return message.to_string();
+    };
+    let Some((unknown, known)) = rest.split_once("`, expected ") else {
+        return message.to_string();
+    };
+    let known: Vec<&str> = known
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .collect();
+    match crate::util::suggest(unknown, &known) {
+        Some(s) => format!("{message}\nhint: did you mean `{s}`?"),
+        None => message.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::util::expand_env;
+
+    #[test]
+    fn unknown_keys_get_a_suggestion() {
+        let e = toml::from_str::<ConfigFile>("[run]\nconcurency = 4\n").unwrap_err();
+        let m = with_suggestion(e.to_string().trim_end());
+        assert!(m.ends_with("hint: did you mean `concurrency`?"), "{m}");
+        let e = toml::from_str::<ConfigFile>("[run]\nzzzzzz = 4\n").unwrap_err();
+        assert!(!with_suggestion(&e.to_string()).contains("did you mean"));
+    }
 
     #[test]
     fn expands_variables_and_names_missing_ones() {

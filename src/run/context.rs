@@ -22,6 +22,34 @@ use crate::util::parse_duration;
 /// The case timeout when neither the case, the command line nor the config sets one.
 pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// A config file, or an agent it gives, that cannot be used: said once (a
+/// `CONFIG::config` trial under `cargo test`, exit code 2 in the binary); the cases it
+/// stops point to it.
+pub(crate) struct SetupProblem {
+    /// The config file (with none, the folder searched), as trial names show it.
+    pub(crate) label: String,
+    /// What is wrong, each once.
+    pub(crate) errors: Vec<SetupError>,
+    /// The trials of the cases it stops.
+    pub(crate) trials: HashSet<String>,
+}
+
+impl SetupProblem {
+    /// The trial that reports it: `agent-tests/agentest.toml::config`.
+    pub(crate) fn trial(&self) -> String {
+        format!("{}::config", self.label)
+    }
+
+    /// The whole diagnostic.
+    pub(crate) fn message(&self) -> String {
+        self.errors
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    }
+}
+
 /// What the Rust builder registered: in-process agents, hooks and scripts.
 #[derive(Clone, Default)]
 pub(crate) struct Registry {
@@ -245,21 +273,59 @@ impl Contexts {
             .clone()
     }
 
-    /// Checks what a run depends on before it starts: every suite's config loads, and
-    /// the run-level agent (`-n`, or the default) resolves for the cases that name none.
-    /// An error here is a usage or config error, not a case failure.
+    /// Checks what a run depends on before it starts: every suite's config loads, the
+    /// run-level agent (`-n`, or the default) resolves for the cases that name none, and
+    /// every process agent the cases use can be found. An error here is a usage or config
+    /// error, not a case failure: said once, not once per case.
     pub(crate) fn check_setup(&self, loaded: &[Loaded]) -> Result<(), SetupError> {
+        match self.setup_problems(loaded).into_iter().next() {
+            Some(p) => Err(p.errors.into_iter().next().expect("a problem has an error")),
+            None => Ok(()),
+        }
+    }
+
+    /// What [`Contexts::check_setup`] finds, by config file: its errors and the cases
+    /// they stop, in the order the cases come.
+    pub(crate) fn setup_problems(&self, loaded: &[Loaded]) -> Vec<SetupProblem> {
+        let mut problems: Vec<SetupProblem> = Vec::new();
         let mut checked = HashSet::new();
         for l in loaded {
             let Ok(case) = &l.entry else { continue };
-            let ctx = self.of(&l.file)?;
-            let uses_run_agent = case.agent.is_none() || self.run_agent.is_some();
             let dir = l.file.parent().map(Path::to_path_buf).unwrap_or_default();
-            if uses_run_agent && checked.insert(dir) {
-                ctx.agent(None)?;
+            let label = crate::util::display_path(&Config::locate(&dir).unwrap_or(dir.clone()))
+                .display()
+                .to_string();
+            let error = match self.of(&l.file) {
+                Err(e) => Some(e),
+                Ok(ctx) => {
+                    let named = case.agent.as_deref();
+                    match ctx.agent(named) {
+                        Ok(_) => None,
+                        // A case naming an agent that does not exist is that case's error.
+                        Err(SetupError::UndefinedAgent { .. }) if named.is_some() => None,
+                        Err(e) => Some(e),
+                    }
+                }
+            };
+            let Some(error) = error else { continue };
+            let at = match problems.iter().position(|p| p.label == label) {
+                Some(i) => i,
+                None => {
+                    problems.push(SetupProblem {
+                        label: label.clone(),
+                        errors: Vec::new(),
+                        trials: HashSet::new(),
+                    });
+                    problems.len() - 1
+                }
+            };
+            let p = &mut problems[at];
+            if checked.insert((label, error.to_string())) {
+                p.errors.push(error);
             }
+            p.trials.insert(l.trial.clone());
         }
-        Ok(())
+        problems
     }
 
     /// The agent a run without a case-level choice uses, for headers.

@@ -19,22 +19,7 @@ pub(crate) fn index(parent: &str, i: usize) -> String {
     format!("{parent}[{i}]")
 }
 
-/// The closest known word, when it is close enough to be a likely typo.
-pub fn suggest<'a>(word: &str, known: &[&'a str]) -> Option<&'a str> {
-    known
-        .iter()
-        .map(|k| (strsim::damerau_levenshtein(word, k), *k))
-        .filter(|(d, k)| *d <= 2.max(k.len() / 3) && *d < k.len().max(word.len()))
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, k)| k)
-        .or_else(|| {
-            // A prefix or suffix ("assertion" for "assertions", "args" for "arguments").
-            known
-                .iter()
-                .copied()
-                .find(|k| word.len() >= 3 && (k.starts_with(word) || word.starts_with(k)))
-        })
-}
+pub use crate::util::suggest;
 
 /// Fails on the first key that is not in `known`, suggesting the closest known key.
 pub(crate) fn check_keys(

@@ -346,3 +346,34 @@ mod signals {
         });
     }
 }
+
+/// Whether `program` can be started: a path (with a `/`) that exists, relative to `cwd`,
+/// or a name found in the `PATH` the child gets (its `env`'s, else ours).
+pub(crate) fn findable<'a>(
+    program: &str,
+    cwd: &std::path::Path,
+    env: impl Iterator<Item = &'a (String, String)>,
+) -> bool {
+    if program.contains('/') {
+        return cwd.join(program).exists();
+    }
+    let path = env
+        .filter(|(k, _)| k == "PATH")
+        .map(|(_, v)| std::ffi::OsString::from(v))
+        .last()
+        .or_else(|| std::env::var_os("PATH"))
+        .unwrap_or_default();
+    std::env::split_paths(&path).any(|dir| is_executable(&dir.join(program)))
+}
+
+fn is_executable(p: &std::path::Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    }
+    #[cfg(not(unix))]
+    {
+        p.is_file() || p.with_extension("exe").is_file()
+    }
+}

@@ -22,4 +22,5 @@ pub(crate) use paths::beside;
 pub use paths::display_path;
 pub use secrets::EnvError;
 pub(crate) use secrets::{expand_env, root_cause, shown_url};
+pub use text::suggest;
 pub(crate) use text::{clip, compact, panic_text, value_text};

@@ -44,6 +44,23 @@ pub(crate) fn panic_text(e: tokio::task::JoinError) -> String {
     }
 }
 
+/// The closest known word, when it is close enough to be a likely typo.
+pub fn suggest<'a>(word: &str, known: &[&'a str]) -> Option<&'a str> {
+    known
+        .iter()
+        .map(|k| (strsim::damerau_levenshtein(word, k), *k))
+        .filter(|(d, k)| *d <= 2.max(k.len() / 3) && *d < k.len().max(word.len()))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+        .or_else(|| {
+            // A prefix or suffix ("assertion" for "assertions", "args" for "arguments").
+            known
+                .iter()
+                .copied()
+                .find(|k| word.len() >= 3 && (k.starts_with(word) || word.starts_with(k)))
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::clip;

@@ -206,6 +206,27 @@ fn a_silent_agent_timeout_says_it_wrote_nothing_and_how_to_flush() {
     );
 }
 
+/// A process agent's program that cannot be found is said once, before any case runs.
+fn a_missing_agent_program_is_said_once_before_anything_runs() {
+    let s = scratch(
+        "not-on-path",
+        "[agent]\ntype = \"process\"\ncommand = [\"no-such-agent-x1\", \"agent.py\"]\n",
+    );
+    let cases: String = (1..=30)
+        .map(|i| format!("{{\"id\": \"T{i}\", \"input\": \"hi\"}}\n"))
+        .collect();
+    s.write("cases.jsonl", &cases);
+    let r = run(&s, &["-i", "cases.jsonl"], &[]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert_eq!(r.stderr.matches("[agent].command in ").count(), 1, "{r:?}");
+    assert!(
+        r.stderr
+            .contains("`no-such-agent-x1` not found on PATH; install it, or give its path"),
+        "{r:?}"
+    );
+    assert!(r.report.is_empty(), "no case ran: {r:?}");
+}
+
 /// An agent much slower than usual is said on stderr while the case still waits.
 fn an_agent_much_slower_than_usual_is_said_on_stderr() {
     let agent = "import json, sys, time\nfor line in sys.stdin:\n    req = json.loads(line)\n    if req['input'] == 'slow':\n        time.sleep(6)\n    print(json.dumps({'content': 'ok'}), flush=True)\n";
@@ -540,11 +561,12 @@ fn expanded_secrets_appear_in_no_output() {
         "secrets",
         &format!(
             "[agents.web]\ntype = \"http\"\nurl = {}\n\n\
-             [agents.proc]\ntype = \"process\"\ncommand = [\"/nonexistent\", \"--token=${{AGENTEST_FAULTS_KEY}}\"]\n\n\
+             [agents.proc]\ntype = \"process\"\ncommand = [\"./not-executable\", \"--token=${{AGENTEST_FAULTS_KEY}}\"]\n\n\
              [hooks.setup]\ncommand = [\"/nonexistent-hook\", \"--token=${{AGENTEST_FAULTS_KEY}}\"]\n",
             toml_str(&url)
         ),
     );
+    dir.write("not-executable", "not a program\n");
     dir.write(
         "s.jsonl",
         "{\"id\": \"web\", \"agent\": \"web\", \"input\": \"hi\"}\n\
@@ -572,7 +594,7 @@ fn expanded_secrets_appear_in_no_output() {
         );
         assert!(
             run.error("s::proc")
-                .contains("`/nonexistent --token=${AGENTEST_FAULTS_KEY}`"),
+                .contains("`./not-executable --token=${AGENTEST_FAULTS_KEY}`"),
             "{run:?}"
         );
         assert!(
@@ -587,6 +609,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         an_unflushed_python_agent_answers,
         a_silent_agent_timeout_says_it_wrote_nothing_and_how_to_flush,
         an_agent_much_slower_than_usual_is_said_on_stderr,
+        a_missing_agent_program_is_said_once_before_anything_runs,
         a_briefly_unavailable_http_agent_is_retried,
         a_timed_out_process_agent_takes_its_grandchildren_with_it,
         a_finished_conversation_kills_what_the_agent_started,

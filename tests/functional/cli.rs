@@ -868,9 +868,11 @@ fn a_message_runs_once_against_the_default_agent() {
 // ---------------------------------------------------------------------------------------
 
 fn process_agent_faults_are_errors_and_timeouts_and_others_still_pass() {
-    let extra =
-        "\n[agents.missing]\ntype = \"process\"\ncommand = [\"/definitely/not/an/agent\"]\n";
+    // A program that exists but cannot start (one that does not exist at all stops the
+    // run before any case: see agent_faults).
+    let extra = "\n[agents.missing]\ntype = \"process\"\ncommand = [\"./not-an-agent\"]\n";
     let dir = Scratch::with_config("faults", extra);
+    dir.write("not-an-agent", "not executable\n");
     dir.write_suite(
         "f.jsonl",
         &[
@@ -937,7 +939,7 @@ fn process_agent_faults_are_errors_and_timeouts_and_others_still_pass() {
     assert_eq!(report.status("f::missing"), "error");
     let missing = report.error("f::missing");
     assert!(
-        missing.contains("failed to start agent `/definitely/not/an/agent`"),
+        missing.contains("failed to start agent `./not-an-agent`"),
         "{missing}"
     );
     assert_eq!(report.case("f::missing")["agent"], "missing");
@@ -1535,7 +1537,7 @@ fn a_timed_out_process_agent_shows_the_tail_of_its_stderr() {
     assert_eq!(report.status("t::slow"), "timeout");
     let error = report.error("t::slow");
     assert!(
-        error.starts_with("timeout after 1s (while waiting for the reply to turn 1; the agent was stopped); agent stderr (last lines):\nstill thinking about it"),
+        error.starts_with("timeout after 1s (while waiting for the reply to turn 1; the agent was stopped); the agent wrote nothing on stdout after the request: write the reply as one line and flush it (Python: print(json.dumps(reply), flush=True); agentest sets PYTHONUNBUFFERED=1 unless the agent's env sets it); agent stderr (last lines):\nstill thinking about it"),
         "{error}"
     );
 }

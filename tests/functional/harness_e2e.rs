@@ -1121,6 +1121,47 @@ fn an_invalid_setting_is_one_failing_trial_naming_it() {
     assert_eq!(listed.stdout, "agentest::settings: test\n", "{listed}");
 }
 
+/// A config that cannot be used is said once, in a trial of its own; every case it
+/// stops fails with a one-line pointer to it (not the whole diagnostic per case).
+fn a_config_error_is_one_trial_and_each_case_points_to_it() {
+    let fx = fixture();
+    let scratch = Scratch::new("broken-config");
+    let root = scratch.path("suites");
+    std::fs::create_dir_all(&root).unwrap();
+    // The fixture's run agent is in-process; these cases name the config's.
+    let cases: String = (1..=5)
+        .map(|i| format!("{{\"id\": \"T{i}\", \"input\": \"hi\", \"agent\": \"local\"}}\n"))
+        .collect();
+    std::fs::write(root.join("s.jsonl"), cases).unwrap();
+    let config = root.join("agentest.toml");
+    for (toml, said) in [
+        (
+            "[agents.local]\ntype = \"process\"\ncommand = [\"python3\", \"a.py\"]\n[run]\nconcurency = 4\n",
+            "hint: did you mean `concurrency`?",
+        ),
+        (
+            "[agents.local]\ntype = \"process\"\ncommand = [\"no-such-agent-x1\", \"a.py\"]\n",
+            "`no-such-agent-x1` not found on PATH; install it, or give its path",
+        ),
+    ] {
+        std::fs::write(&config, toml).unwrap();
+        let out = fx.binary(&[], &[("DEMO_SUITES", root.as_os_str())], RUN_LIMIT);
+        assert_eq!(out.code, Some(101), "{out}");
+        expect_counts(&out, 0, 6, 0, None);
+        let trial = format!("{}::config", config.display());
+        let whole = failure_of(&out, &trial);
+        assert!(whole.contains(said), "{whole}\n{out}");
+        assert_eq!(out.stdout.matches(said).count(), 1, "said once\n{out}");
+        for i in 1..=5 {
+            assert_eq!(
+                failure_of(&out, &format!("s::T{i}")),
+                format!("not run: {} cannot be used; see the trial `{trial}`", config.display()),
+                "{out}"
+            );
+        }
+    }
+}
+
 fn empty_suites_root_is_an_error_naming_the_root() {
     let fx = fixture();
     let scratch = Scratch::new("empty-root");
@@ -1328,6 +1369,7 @@ fn nextest_runs_start_the_report_afresh() -> Needs {
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         an_invalid_setting_is_one_failing_trial_naming_it,
+        a_config_error_is_one_trial_and_each_case_points_to_it,
         list_prints_exactly_the_sorted_trial_names,
         cargo_test_fails_with_located_messages_and_counts,
         name_filter_runs_one_suite,
