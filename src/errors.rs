@@ -468,10 +468,15 @@ pub(crate) enum SetupError {
         known: Vec<String>,
     },
     /// No agent for cases that name none.
-    #[error("no agent to test: add an [agent] section to {config} (type = \"process\" or \"http\"), pass -n NAME, or give the case an `agent`")]
+    #[error("no agent to test: {where_}. {}:\n\n    [agent]\n    type = \"process\"\n    command = [\"python3\", \"agent.py\"]\n\nor give each case an `agent`, or {}", if *.found { "Add an [agent] section to it, for example" } else { "Create an agentest.toml there with, for example" }, if *.harness { "set AGENTEST_AGENT=NAME for an [agents.NAME], or register an agent in Rust with Harness::agent / Harness::default_agent" } else { "pass -n NAME for an [agents.NAME]" })]
     NoAgent {
-        /// Where the config is.
-        config: String,
+        /// Where agentest looked: `agent-tests/agentest.toml has no [agent] section`, or
+        /// `no agentest.toml in DIR or any folder above it`.
+        where_: String,
+        /// Whether a config file was found.
+        found: bool,
+        /// Under `cargo test` (the advice differs: no `-n` there).
+        harness: bool,
     },
     /// The built-in simulator or judge without `[llm]`.
     #[error("the built-in simulator and judge need a model: add an [llm] section (base_url, model, api_key_env) to {config}, or use a scripted or named simulator")]
@@ -1336,4 +1341,25 @@ pub(crate) enum FreezeError {
         /// The trials with that id.
         trials: Vec<String>,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Under `cargo test` there is no `-n`: the advice names what exists there.
+    #[test]
+    fn the_no_agent_advice_fits_where_it_is_read() {
+        let e = SetupError::NoAgent {
+            where_: "agent-tests/agentest.toml has no [agent] section".into(),
+            found: true,
+            harness: true,
+        }
+        .to_string();
+        assert!(
+            e.contains("AGENTEST_AGENT=NAME") && e.contains("Harness::agent"),
+            "{e}"
+        );
+        assert!(!e.contains("-n NAME"), "{e}");
+    }
 }

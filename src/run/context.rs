@@ -209,7 +209,22 @@ impl Context {
                 Ok((def, "default".into()))
             }
             None => Err(SetupError::NoAgent {
-                config: self.config.describe(),
+                where_: match &self.config.path {
+                    Some(p) => format!(
+                        "{} has no [agent] section",
+                        crate::util::display_path(p).display()
+                    ),
+                    None => {
+                        let dir = crate::util::display_path(&self.config.dir);
+                        let dir = dir.display().to_string();
+                        format!(
+                            "no agentest.toml in {} or any folder above it",
+                            if dir.is_empty() { "." } else { &dir }
+                        )
+                    }
+                },
+                found: self.config.path.is_some(),
+                harness: crate::util::invocation::is_harness(),
             }),
         }
     }

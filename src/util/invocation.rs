@@ -15,6 +15,11 @@ pub(crate) fn get() -> &'static str {
     INVOCATION.get().map(String::as_str).unwrap_or("cargo test")
 }
 
+/// Whether the run is a test harness under `cargo test` (not the `agentest` binary).
+pub(crate) fn is_harness() -> bool {
+    get().starts_with("cargo ")
+}
+
 /// The `cargo test` command that runs this test binary: `cargo test --test agent_tests`
 /// (cargo names the file `agent_tests-<hash>`).
 pub(crate) fn cargo_test_for_this_binary() -> String {

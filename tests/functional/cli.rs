@@ -863,6 +863,25 @@ fn a_message_runs_once_against_the_default_agent() {
     assert_has_line(&run.stdout, "ℹ Input: \"Hello there\" (1 test case)");
 }
 
+/// With no agent, the binary says where it looked, what to create, and an example.
+fn no_agent_says_where_it_looked_and_what_to_write() {
+    let s = scratch("no-agent");
+    s.write_suite("s.jsonl", &[r#"{"id": "T1", "input": "hi"}"#]);
+    let run = run_agentest(s.path(), &["test", "-i", "s.jsonl"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.contains("error: no agent to test: no agentest.toml in . or any folder above it. Create an agentest.toml there with, for example:\n\n    [agent]\n    type = \"process\"\n    command = [\"python3\", \"agent.py\"]\n\nor give each case an `agent`, or pass -n NAME for an [agents.NAME]"),
+        "{run:?}"
+    );
+    s.write("agentest.toml", "[run]\ntimeout = \"5s\"\n");
+    let run = run_agentest(s.path(), &["test", "-i", "s.jsonl"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.contains("error: no agent to test: agentest.toml has no [agent] section. Add an [agent] section to it, for example:"),
+        "{run:?}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // 7. Process agent faults
 // ---------------------------------------------------------------------------------------
@@ -1582,6 +1601,7 @@ fn invalid_settings_exit_2_naming_the_variable_and_the_allowed_values() {
 
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
+        no_agent_says_where_it_looked_and_what_to_write,
         invalid_settings_exit_2_naming_the_variable_and_the_allowed_values,
         each_bad_line_is_one_located_error_and_the_rest_still_run,
         json_error_columns_count_characters_like_field_errors,
