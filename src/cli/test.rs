@@ -43,7 +43,8 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
     }
     let config = Config::discover(&plan.root).map_err(|e| e.to_string())?;
     // A person answers one question at a time, in order.
-    let parallel = if args.interactive {
+    let interactive = crate::run::roles::person::interactive_allowed(args.interactive);
+    let parallel = if interactive {
         1
     } else {
         args.parallel
@@ -137,7 +138,7 @@ fn options(args: &TestArgs) -> RunOptions {
             .clone()
             .or_else(|| settings.simulator.clone()),
         people: People {
-            forced: args.interactive,
+            forced: args.interactive && !settings::on_ci(),
             skip: args.skip_interactive,
             on_missing_input: match args.on_missing_input {
                 MissingInput::Skip => OnMissing::Skip,

@@ -2380,6 +2380,61 @@ fn skip_interactive_and_ci_skip_it_too() -> Needs {
     Ok(())
 }
 
+/// `--interactive` on CI asks nobody, even with a stdin that stays open and silent: it
+/// is ignored, with a line saying so, and the case needing a person is skipped at once.
+fn interactive_on_ci_is_ignored_and_said() {
+    use std::process::{Command, Stdio};
+    let s = expense_project("interactive-ci", "", &[interactive_case()]);
+    let started = std::time::Instant::now();
+    let mut child = Command::new(crate::common::BIN)
+        .current_dir(s.path())
+        .args([
+            "test",
+            "-i",
+            ".",
+            "--interactive",
+            "-o",
+            "report.jsonl",
+            "--color",
+            "never",
+        ])
+        .env("CI", "true")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start agentest");
+    // Held open and silent until agentest is done.
+    let stdin = child.stdin.take();
+    let deadline = started + Duration::from_secs(20);
+    while child.try_wait().expect("wait").is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "agentest waited on stdin"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(stdin);
+    let out = child.wait_with_output().expect("output");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        stderr.matches("agentest: --interactive is ignored on CI (the CI variable is set): no person is asked").count(),
+        1,
+        "{stderr}"
+    );
+    let report = s.read("report.jsonl");
+    assert!(
+        report.contains("\"status\":\"skipped\"") && report.contains("no person can answer on CI"),
+        "{report}"
+    );
+}
+
 fn a_person_may_replace_the_simulator_for_a_turn() {
     let s = project(
         "dyn-human",
@@ -2565,6 +2620,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         on_missing_input_fail_makes_it_fail,
         skip_interactive_and_ci_skip_it_too (needs project::python_pty),
         a_person_may_replace_the_simulator_for_a_turn,
+        interactive_on_ci_is_ignored_and_said,
         a_real_terminal_is_asked_without_interactive (needs project::python_pty),
         an_unanswered_question_times_out_as_the_case_says (needs project::python_pty),
         an_answer_after_a_timed_out_question_goes_to_the_next_question (needs project::python_pty),
