@@ -85,6 +85,13 @@ pub enum SuiteError {
     },
 }
 
+/// ` (did you mean `x`?)`, when there is a close name.
+fn did_you_mean(suggestion: Option<&str>) -> String {
+    suggestion
+        .map(|s| format!(" (did you mean `{s}`?)"))
+        .unwrap_or_default()
+}
+
 /// What `-i` names cannot be planned.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum PlanError {
@@ -92,16 +99,20 @@ pub(crate) enum PlanError {
     #[error("the input is empty; pass a suite file, a directory of suites, or a message")]
     Empty,
     /// A path that does not exist.
-    #[error("input `{input}` does not exist; pass a suite file, a directory of suites, or a quoted message")]
+    #[error("input `{input}` does not exist{}; pass a suite file, a directory of suites, or a quoted message", did_you_mean(.suggestion.as_deref()))]
     Missing {
         /// The input.
         input: String,
+        /// A file or folder beside it with a close name.
+        suggestion: Option<String>,
     },
     /// One word that is no file: more likely a mistyped path than a message.
-    #[error("input `{input}` is neither a file nor a directory; to send it to the agent as a message, add --message")]
+    #[error("input `{input}` is neither a file nor a directory{}; to send it to the agent as a message, add --message", did_you_mean(.suggestion.as_deref()))]
     NotAPath {
         /// The input.
         input: String,
+        /// A file or folder beside it with a close name.
+        suggestion: Option<String>,
     },
     /// The suites cannot be found.
     #[error(transparent)]

@@ -45,15 +45,35 @@ impl Input {
         if looks_like_path {
             return Err(PlanError::Missing {
                 input: input.to_string(),
+                suggestion: near(path),
             });
         }
         if !input.trim().contains(char::is_whitespace) {
             return Err(PlanError::NotAPath {
                 input: input.to_string(),
+                suggestion: near(path),
             });
         }
         Ok(Input::Message(input.to_string()))
     }
+}
+
+/// A file or folder beside `path` whose name is close to its own (`agent-tests` for
+/// `agnet-tests`), as the user would write it.
+fn near(path: &Path) -> Option<String> {
+    let name = path.file_name()?.to_str()?;
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+    let entries = std::fs::read_dir(parent.unwrap_or(Path::new("."))).ok()?;
+    let names: Vec<String> = entries
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| !n.starts_with('.'))
+        .collect();
+    let known: Vec<&str> = names.iter().map(String::as_str).collect();
+    let found = crate::util::suggest(name, &known)?;
+    Some(match parent {
+        Some(p) => p.join(found).display().to_string(),
+        None => found.to_string(),
+    })
 }
 
 /// The cases of a run, sorted by trial name.

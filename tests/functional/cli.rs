@@ -565,7 +565,7 @@ fn usage_errors_exit_2_with_a_message_on_stderr() {
         (vec!["test", "-i", "s.jsonl", "--parallel", "0"], "0 is not in 1..=10000".into()),
         (
             vec!["test", "-i", "yao-suites"],
-            "error: input `yao-suites` is neither a file nor a directory; to send it to the agent as a message, add --message".into(),
+            "error: input `yao-suites` is neither a file nor a directory (did you mean `no-suites`?); to send it to the agent as a message, add --message".into(),
         ),
     ];
     for (args, message) in cases {
@@ -861,6 +861,27 @@ fn a_message_runs_once_against_the_default_agent() {
     let run = run_agentest(dir.path(), &["test", "-i", "Hello there"]);
     assert_eq!(run.code, 0, "{run:?}");
     assert_has_line(&run.stdout, "ℹ Input: \"Hello there\" (1 test case)");
+}
+
+/// A mistyped `-i` gets the close name beside it.
+fn a_mistyped_input_gets_a_did_you_mean() {
+    let s = scratch("input-typo");
+    s.write_suite(
+        "agent-tests/expense.jsonl",
+        &[r#"{"id": "T1", "input": "hi"}"#],
+    );
+    let run = run_agentest(s.path(), &["test", "-i", "agnet-tests"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.contains("error: input `agnet-tests` is neither a file nor a directory (did you mean `agent-tests`?); to send it to the agent as a message, add --message"),
+        "{run:?}"
+    );
+    let run = run_agentest(s.path(), &["test", "-i", "agent-tests/expence.jsonl"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.contains("error: input `agent-tests/expence.jsonl` does not exist (did you mean `agent-tests/expense.jsonl`?)"),
+        "{run:?}"
+    );
 }
 
 /// With no agent, the binary says where it looked, what to create, and an example.
@@ -1601,6 +1622,7 @@ fn invalid_settings_exit_2_naming_the_variable_and_the_allowed_values() {
 
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
+        a_mistyped_input_gets_a_did_you_mean,
         no_agent_says_where_it_looked_and_what_to_write,
         invalid_settings_exit_2_naming_the_variable_and_the_allowed_values,
         each_bad_line_is_one_located_error_and_the_rest_still_run,
