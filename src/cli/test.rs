@@ -170,8 +170,13 @@ impl Progress {
             let mut err = std::io::stderr().lock();
             let _ = write!(
                 err,
-                "\r\x1b[2K  running {}/{} cases: {} passed, {} failed, {} errors",
-                s.total, self.total, s.passed, s.failed, s.errors
+                "\r\x1b[2K  running {}/{} cases: {} passed, {} failed, {} {}",
+                s.total,
+                self.total,
+                s.passed,
+                s.failed,
+                s.errors,
+                if s.errors == 1 { "error" } else { "errors" }
             );
             let _ = err.flush();
         }

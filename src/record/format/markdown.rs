@@ -32,8 +32,9 @@ pub fn render(run: &RunInfo, summary: &Summary, cases: &[CaseReport]) -> String 
     }
     let _ = write!(
         line,
-        ", {} errors, {} skipped of {} {} in {}",
+        ", {} {}, {} skipped of {} {} in {}",
         sum.errors,
+        if sum.errors == 1 { "error" } else { "errors" },
         sum.skipped,
         sum.total,
         if sum.total == 1 { "case" } else { "cases" },
@@ -252,6 +253,13 @@ mod tests {
         let (run, summary, cases) = sample();
         let md = render(&run, &summary, &cases);
         assert!(md.starts_with("# agentest report\n\n❌ **FAILED**: 1 passed, 3 failed (1 timed out), 2 errors, 1 skipped of 7 cases in 400ms\n"), "{md}");
+        let mut one = summary.clone();
+        one.errors = 1;
+        let one = render(&run, &one, &cases);
+        assert!(
+            one.contains(" 1 error, 1 skipped"),
+            "one error is not \"1 errors\": {one}"
+        );
         assert!(
             md.contains("| 7 | 1 | 3 | 1 | 2 | 1 | 5 | 0.8 | 400ms |"),
             "{md}"
