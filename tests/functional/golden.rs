@@ -1770,7 +1770,7 @@ fn check_formats(s: &Scratch, input: &str, original: &Report) {
                 assert!(text.starts_with("# agentest report\n"), "{text}");
                 assert!(
                     text.contains(
-                        "❌ **FAILED**: 2 passed, 1 failed, 1 errors, 1 skipped of 5 cases in"
+                        "❌ **FAILED**: 2 passed, 1 failed, 1 error, 1 skipped of 5 cases in"
                     ),
                     "{text}"
                 );
