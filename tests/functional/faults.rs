@@ -828,12 +828,15 @@ fn every_model_fault_ends_in_time_with_its_cause() {
     // `[llm]`: 400 ms per try, one retry (a late reply: 400 ms, a backoff of at most
     // 500 ms, 400 ms again: well inside the 2 s deadline). `patient`: the same model with
     // a timeout past the case's deadline, so that the deadline is what stops a late reply.
+    // The in-flight limit is pinned: these timeouts and 429s would lower an adaptive one,
+    // and cases waiting for a slot would time out instead of showing their own fault (the
+    // adaptive limiter has tests of its own in llm.rs).
     dir.write(
         "agentest.toml",
         &format!(
             "[run]\ncassettes = \"off\"\n\n\
-             [llm]\nbase_url = \"{base}\"\nmodel = \"fault-model\"\ntimeout = \"400ms\"\nmax_retries = 1\n\n\
-             [llms.patient]\nbase_url = \"{base}\"\nmodel = \"fault-model\"\ntimeout = \"30s\"\nmax_retries = 1\n\n\
+             [llm]\nbase_url = \"{base}\"\nmodel = \"fault-model\"\ntimeout = \"400ms\"\nmax_retries = 1\nmax_in_flight = 64\n\n\
+             [llms.patient]\nbase_url = \"{base}\"\nmodel = \"fault-model\"\ntimeout = \"30s\"\nmax_retries = 1\nmax_in_flight = 64\n\n\
              [agent]\ntype = \"openai\"\nsystem = \"You are under test.\"\n\n\
              [agents.patient]\ntype = \"openai\"\nllm = \"patient\"\nsystem = \"You are under test.\"\n"
         ),
