@@ -196,7 +196,10 @@ fn run_options(settings: &Settings, builder_agent: Option<String>, args: &Argume
         live: settings.live,
         simulator: settings.simulator.clone(),
         people: People {
-            forced: crate::run::roles::person::interactive_allowed(settings.interactive),
+            forced: crate::run::roles::person::interactive_allowed(
+                settings.interactive,
+                "AGENTEST_INTERACTIVE",
+            ),
             skip: settings.skip_interactive,
             on_missing_input: settings.on_missing_input,
         },

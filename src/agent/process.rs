@@ -173,6 +173,8 @@ impl ProcessSession {
         }
         self.trace.reading.store(0, Ordering::Relaxed);
         let read = read_reply_line(&mut self.stdout, &mut self.line, &self.trace.reading);
+        // Whatever comes of the read but a timeout, no reply is awaited any more.
+        let idle = |trace: &Trace| trace.reading.store(Trace::IDLE, Ordering::Relaxed);
         let n = match self.timeout {
             Some(timeout) => match tokio::time::timeout(timeout, read).await {
                 Ok(n) => n,
@@ -184,9 +186,9 @@ impl ProcessSession {
                 }
             },
             None => read.await,
-        }
-        .map_err(AgentError::Stdout)?;
-        self.trace.reading.store(Trace::IDLE, Ordering::Relaxed);
+        };
+        idle(&self.trace);
+        let n = n.map_err(AgentError::Stdout)?;
         let n = match n {
             Line::TooLong => {
                 return Err(AgentError::LineTooLong {

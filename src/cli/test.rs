@@ -43,7 +43,8 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
     }
     let config = Config::discover(&plan.root).map_err(|e| e.to_string())?;
     // A person answers one question at a time, in order.
-    let interactive = crate::run::roles::person::interactive_allowed(args.interactive);
+    let interactive =
+        crate::run::roles::person::interactive_allowed(args.interactive, "--interactive");
     let parallel = if interactive {
         1
     } else {
@@ -53,11 +54,11 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
             .unwrap_or(DEFAULT_CONCURRENCY)
     };
     crate::llm::set_parallelism(parallel);
-    let engine = Arc::new(Engine::new(Registry::default(), options(&args)));
-    engine
-        .contexts
-        .check_setup(&plan.cases)
-        .map_err(|e| e.to_string())?;
+    let engine = Arc::new(Engine::new(
+        Registry::default(),
+        options(&args, interactive),
+    ));
+    engine.contexts.check_setup(&plan.cases)?;
     if args.dry_run {
         return Ok(dry_run(&plan.cases));
     }
@@ -126,7 +127,7 @@ fn header_agent(engine: &Engine, cases: &[Loaded]) -> String {
 }
 
 /// The run's options: the command line, else the environment.
-fn options(args: &TestArgs) -> RunOptions {
+fn options(args: &TestArgs, interactive: bool) -> RunOptions {
     let settings = settings::get();
     RunOptions {
         agent_name: args.name.clone().or_else(|| settings.agent.clone()),
@@ -138,7 +139,7 @@ fn options(args: &TestArgs) -> RunOptions {
             .clone()
             .or_else(|| settings.simulator.clone()),
         people: People {
-            forced: args.interactive && !settings::on_ci(),
+            forced: interactive,
             skip: args.skip_interactive,
             on_missing_input: match args.on_missing_input {
                 MissingInput::Skip => OnMissing::Skip,

@@ -291,12 +291,18 @@ impl Contexts {
     /// Checks what a run depends on before it starts: every suite's config loads, the
     /// run-level agent (`-n`, or the default) resolves for the cases that name none, and
     /// every process agent the cases use can be found. An error here is a usage or config
-    /// error, not a case failure: said once, not once per case.
-    pub(crate) fn check_setup(&self, loaded: &[Loaded]) -> Result<(), SetupError> {
-        match self.setup_problems(loaded).into_iter().next() {
-            Some(p) => Err(p.errors.into_iter().next().expect("a problem has an error")),
-            None => Ok(()),
+    /// error, not a case failure: each said once (every broken config, not only the
+    /// first), not once per case.
+    pub(crate) fn check_setup(&self, loaded: &[Loaded]) -> Result<(), String> {
+        let problems = self.setup_problems(loaded);
+        if problems.is_empty() {
+            return Ok(());
         }
+        Err(problems
+            .iter()
+            .map(SetupProblem::message)
+            .collect::<Vec<_>>()
+            .join("\n\nerror: "))
     }
 
     /// What [`Contexts::check_setup`] finds, by config file: its errors and the cases

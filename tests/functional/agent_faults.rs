@@ -225,6 +225,23 @@ fn a_missing_agent_program_is_said_once_before_anything_runs() {
         "{r:?}"
     );
     assert!(r.report.is_empty(), "no case ran: {r:?}");
+    // Two suites under two broken configs: both are said, not only the first.
+    s.write(
+        "other/agentest.toml",
+        "[agent]\ntype = \"process\"\ncommand = [\"no-such-agent-x2\"]\n",
+    );
+    s.write("other/more.jsonl", "{\"id\": \"M1\", \"input\": \"hi\"}\n");
+    let r = run(&s, &["-i", "."], &[]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    for program in ["no-such-agent-x1", "no-such-agent-x2"] {
+        assert_eq!(
+            r.stderr
+                .matches(&format!("`{program}` not found on PATH"))
+                .count(),
+            1,
+            "{r:?}"
+        );
+    }
 }
 
 /// An agent much slower than usual is said on stderr while the case still waits.

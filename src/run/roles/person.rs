@@ -67,12 +67,12 @@ impl Person {
     }
 }
 
-/// Whether `--interactive` (or `AGENTEST_INTERACTIVE`) takes effect: never on CI, where
-/// nobody is there to answer; said once on stderr when it is ignored.
-pub(crate) fn interactive_allowed(asked: bool) -> bool {
+/// Whether `--interactive` (or `AGENTEST_INTERACTIVE`, named by `switch`) takes effect:
+/// never on CI, where nobody is there to answer; said once on stderr when it is ignored.
+pub(crate) fn interactive_allowed(asked: bool, switch: &str) -> bool {
     if asked && crate::settings::on_ci() {
         eprintln!(
-            "agentest: --interactive is ignored on CI (the CI variable is set): no person is asked, and cases that need one are skipped (--on-missing-input=fail fails them)"
+            "agentest: {switch} is ignored on CI (the CI variable is set): no person is asked, and cases that need one are skipped (--on-missing-input=fail fails them)"
         );
         return false;
     }
