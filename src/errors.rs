@@ -145,6 +145,14 @@ pub(crate) struct SettingsError {
 /// A config file that could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// `AGENTEST_CONFIG` or `--config` names a file that is not there.
+    #[error("{from} names the config {path}, which does not exist; fix the path, or {} to use the agentest.toml found from the suites' folder", if *.from == "--config" { "leave out --config" } else { "unset AGENTEST_CONFIG" })]
+    Chosen {
+        /// The file.
+        path: PathBuf,
+        /// `AGENTEST_CONFIG` or `--config`.
+        from: &'static str,
+    },
     /// The file exists but cannot be read.
     #[error("failed to read {path}: {source}")]
     Read {
@@ -479,19 +487,24 @@ pub(crate) enum SetupError {
         known: Vec<String>,
     },
     /// No agent for cases that name none.
-    #[error("no agent to test: {where_}. {}:\n\n    [agent]\n    type = \"process\"\n    command = [\"python3\", \"agent.py\"]\n\nor give each case an `agent`, or {}", if *.found { "Add an [agent] section to it, for example" } else { "Create an agentest.toml there with, for example" }, if *.harness { "set AGENTEST_AGENT=NAME for an [agents.NAME], or register an agent in Rust with Harness::agent / Harness::default_agent" } else { "pass -n NAME for an [agents.NAME]" })]
+    #[error("no agent to test: {where_}. {}:\n\n    [agent]\n    type = \"process\"\n    command = [\"python3\", \"agent.py\"]\n\nor give each case an `agent`, or {}", match .create { None => "Add an [agent] section to it, for example".to_string(), Some(file) => format!("Create {file} with, for example") }, if *.harness { "set AGENTEST_AGENT=NAME for an [agents.NAME], or register an agent in Rust with Harness::agent / Harness::default_agent" } else { "pass -n NAME for an [agents.NAME]" })]
     NoAgent {
         /// Where agentest looked: `agent-tests/agentest.toml has no [agent] section`, or
-        /// `no agentest.toml in DIR or any folder above it`.
+        /// `no agentest.toml in DIR, any folder above it or DIR/agent-tests`.
         where_: String,
-        /// Whether a config file was found.
-        found: bool,
+        /// The file to create, when no config file was found.
+        create: Option<String>,
         /// Under `cargo test` (the advice differs: no `-n` there).
         harness: bool,
     },
     /// The built-in simulator or judge without `[llm]`.
-    #[error("the built-in simulator and judge need a model: add an [llm] section (base_url, model, api_key_env) to {config}, or use a scripted or named simulator")]
+    #[error("the built-in {} needs a model: add an [llm] section (base_url, model, api_key_env) to {config}, or {}", .role.name(), match .role {
+        crate::protocol::Role::Simulator => "give the case a scripted simulator or an agent to play the user",
+        _ => "judge with an agent (`\"type\": \"agent\", \"use\": \"agents:NAME\"`)",
+    })]
     NoLlm {
+        /// The role that needs it.
+        role: crate::protocol::Role,
         /// Where the config is.
         config: String,
     },
@@ -1363,7 +1376,7 @@ mod tests {
     fn the_no_agent_advice_fits_where_it_is_read() {
         let e = SetupError::NoAgent {
             where_: "agent-tests/agentest.toml has no [agent] section".into(),
-            found: true,
+            create: None,
             harness: true,
         }
         .to_string();

@@ -129,7 +129,7 @@ impl Harness {
         crate::llm::set_parallelism(parallel);
         // No more threads than trials (nextest's `--exact` runs one): each only waits.
         args.test_threads = Some(parallel.min(plan.cases.len()).max(1));
-        let sink = match report.filter(|_| !args.list) {
+        let sink = match report.clone().filter(|_| !args.list) {
             Some(path) => match open_report(settings, &path) {
                 Ok(w) => Some(w),
                 Err(e) => {
@@ -168,6 +168,10 @@ impl Harness {
                     RunInfo::new("(see each case)", self.root.display().to_string(), command);
                 info.duration_ms = s.duration_ms;
                 recorder.finish(&info, &s);
+                if let Some(path) = &report {
+                    let cases = if s.total == 1 { "case" } else { "cases" };
+                    eprintln!("agentest: wrote {} ({} {cases})", path.display(), s.total);
+                }
             }
         }
         conclusion.exit_code()

@@ -32,6 +32,9 @@ pub(crate) struct Settings {
     pub(crate) report: Option<PathBuf>,
     /// `AGENTEST_AGENT`: the agent of cases that name none.
     pub(crate) agent: Option<String>,
+    /// `AGENTEST_CONFIG` (or the binary's `--config`): the config every suite uses,
+    /// instead of the `agentest.toml` found from the suite's folder.
+    pub(crate) config: Option<ConfigChoice>,
     /// `AGENTEST_UPDATE`: what a golden mismatch may write (`auto` resolved with `CI`).
     pub(crate) update: UpdateMode,
     /// `AGENTEST_CASSETTES`: overrides `[run] cassettes`.
@@ -63,6 +66,15 @@ pub(crate) struct Settings {
     pub(crate) test_threads: Option<usize>,
     /// Running under nextest (`NEXTEST` or `NEXTEST_EXECUTION_MODE`), with its run id.
     pub(crate) nextest: Option<Nextest>,
+}
+
+/// A config file chosen by name rather than found, and who chose it (for messages).
+#[derive(Debug, Clone)]
+pub(crate) struct ConfigChoice {
+    /// The file, as given.
+    pub(crate) path: PathBuf,
+    /// `AGENTEST_CONFIG` or `--config`.
+    pub(crate) from: &'static str,
 }
 
 /// What nextest tells the processes it starts.
@@ -149,6 +161,10 @@ impl Settings {
         Ok(Settings {
             report: get("AGENTEST_REPORT").map(PathBuf::from),
             agent: get("AGENTEST_AGENT").map(str::to_string),
+            config: get("AGENTEST_CONFIG").map(|p| ConfigChoice {
+                path: PathBuf::from(p),
+                from: "AGENTEST_CONFIG",
+            }),
             update,
             cassettes,
             seed,
@@ -201,12 +217,23 @@ static SETTINGS: OnceLock<Result<Settings, SettingsError>> = OnceLock::new();
 /// (the harness, the binary, [`crate::judge::Judge`]) call this first and report an
 /// error; the same error comes back on every later call.
 pub(crate) fn load() -> Result<&'static Settings, SettingsError> {
+    load_with(|_| {})
+}
+
+/// [`load`], with the command line's overrides applied to what the environment says
+/// (the binary's `--config` over `AGENTEST_CONFIG`). Only the first call's overrides
+/// count: entry points call this before anything reads the settings.
+pub(crate) fn load_with(
+    overrides: impl FnOnce(&mut Settings),
+) -> Result<&'static Settings, SettingsError> {
     SETTINGS
         .get_or_init(|| {
-            Settings::from_vars(std::env::vars_os().filter_map(|(k, v)| {
+            let mut settings = Settings::from_vars(std::env::vars_os().filter_map(|(k, v)| {
                 // A variable that is not UTF-8 cannot be one of ours.
                 Some((k.into_string().ok()?, v.into_string().ok()?))
-            }))
+            }))?;
+            overrides(&mut settings);
+            Ok(settings)
         })
         .as_ref()
         .map_err(Clone::clone)

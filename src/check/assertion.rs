@@ -186,17 +186,16 @@ fn check(kind: &Kind, s: Subject<'_>) -> (bool, String, String) {
             let positive = matches!(kind, Kind::Contains { .. });
             let holds = found == positive;
             let label = format!("{} {}", kind.type_name(), quote(value));
+            // The reply itself is shown with the turn (console, failure message,
+            // reports): the message says only what was expected, and for a word that
+            // must not be there, where it was found.
             let why = if positive {
-                format!(
-                    "expected the reply to contain {}; reply: {}",
-                    quote(value),
-                    quote(&clip(&text))
-                )
+                format!("expected the reply to contain {}", quote(value))
             } else {
                 format!(
-                    "expected the reply not to contain {}; reply: {}",
+                    "expected the reply not to contain {}; found in {}",
                     quote(value),
-                    quote(&clip(&text))
+                    quote(&around(&text, value, *case_sensitive))
                 )
             };
             (holds, label, why)
@@ -218,11 +217,7 @@ fn check(kind: &Kind, s: Subject<'_>) -> (bool, String, String) {
             (
                 regex.is_match(&text),
                 format!("regex {}", quote(regex.as_str())),
-                format!(
-                    "expected the reply to match /{}/; reply: {}",
-                    regex.as_str(),
-                    quote(&clip(&text))
-                ),
+                format!("expected the reply to match /{}/", regex.as_str()),
             )
         }
         Kind::JsonPath { path, value } => {
@@ -429,6 +424,37 @@ fn matches(m: &ValueMatcher, actual: &Value) -> bool {
 
 fn quote(s: &str) -> String {
     json!(s).to_string()
+}
+
+/// The words around the first place `value` occurs in `text` (30 characters either
+/// side, `…` where cut), for a `not_contains` that found it.
+fn around(text: &str, value: &str, case_sensitive: bool) -> String {
+    let at = if case_sensitive {
+        text.find(value)
+    } else {
+        // Lower-casing can change byte lengths; search char by char instead.
+        let lower: Vec<char> = value.chars().flat_map(char::to_lowercase).collect();
+        text.char_indices().map(|(i, _)| i).find(|&i| {
+            let mut rest = text[i..].chars().flat_map(char::to_lowercase);
+            lower.iter().all(|c| rest.next() == Some(*c))
+        })
+    };
+    let Some(at) = at else {
+        return clip(text);
+    };
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let pos = chars.iter().position(|(i, _)| *i == at).unwrap_or(0);
+    let len = value.chars().count();
+    let start = pos.saturating_sub(30);
+    let end = (pos + len + 30).min(chars.len());
+    let mut s: String = chars[start..end].iter().map(|(_, c)| c).collect();
+    if start > 0 {
+        s.insert(0, '…');
+    }
+    if end < chars.len() {
+        s.push('…');
+    }
+    s
 }
 
 #[cfg(test)]

@@ -23,6 +23,10 @@ const USAGE_ERROR: u8 = 2;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// The config file to use instead of the agentest.toml found from the suites' folder
+    /// (also AGENTEST_CONFIG).
+    #[arg(long = "config", value_name = "PATH", global = true)]
+    config: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -82,7 +86,7 @@ struct GoldenArgs {
 impl GoldenArgs {
     fn root(&self) -> PathBuf {
         self.path.clone().unwrap_or_else(|| {
-            let default = PathBuf::from("agent-tests");
+            let default = PathBuf::from(crate::config::SUITES_DIR);
             if default.is_dir() {
                 default
             } else {
@@ -138,9 +142,12 @@ struct TestArgs {
     /// ends, then a summary line), .json, .md, .xml (JUnit) or .html.
     #[arg(short = 'o', long = "output")]
     output: Option<PathBuf>,
-    /// Show every reply and every assertion.
-    #[arg(short = 'v', long = "verbose")]
+    /// Show every case's tree with every reply and every assertion.
+    #[arg(short = 'v', long = "verbose", conflicts_with = "compact")]
     verbose: bool,
+    /// One line per passing case (the default above 20 cases); failures keep their tree.
+    #[arg(long = "compact")]
+    compact: bool,
     /// Only run cases whose trial name (suite::id) matches this regex.
     #[arg(long = "run", value_name = "REGEX")]
     run: Option<String>,
@@ -197,7 +204,15 @@ pub fn main() -> ExitCode {
         .collect();
     crate::util::invocation::set(format!("agentest {}", args.join(" ")));
     // Every command reads the environment once, first; a bad value is a usage error.
-    if let Err(e) = crate::settings::load() {
+    let config = cli.config.clone();
+    if let Err(e) = crate::settings::load_with(|s| {
+        if let Some(path) = config {
+            s.config = Some(crate::settings::ConfigChoice {
+                path,
+                from: "--config",
+            });
+        }
+    }) {
         eprintln!("error: {e}");
         return ExitCode::from(USAGE_ERROR);
     }

@@ -72,21 +72,26 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
         color: use_color(args.color),
         verbose: args.verbose,
         qualified: plan.qualified,
+        compact: !args.verbose && (args.compact || plan.cases.len() > console::COMPACT_ABOVE),
     };
     let agent = header_agent(&engine, &plan.cases);
     let mut out = std::io::stdout().lock();
     let _ = write!(
         out,
         "{}",
-        console::header(&agent, &plan.label, plan.cases.len())
+        console::header(&agent, &config.label(), &plan.label, plan.cases.len())
     );
+
     let _ = out.flush();
 
     let started = Instant::now();
     let progress = Progress::new(plan.cases.len());
+    let mut printer = console::Console::new(style);
+    let mut failed = Vec::new();
     let ending = runtime().block_on(scheduler.run_all(plan.cases, |report| {
+        failed.extend(console::failure_line(report));
         progress.clear();
-        let _ = write!(out, "{}", console::case_block(report, &style));
+        let _ = write!(out, "{}", printer.case(report));
         let _ = out.flush();
         progress.show(&recorder);
     }));
@@ -99,7 +104,12 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
     run.duration_ms = summary.duration_ms;
     recorder.finish(&run, &summary);
     let _ = write!(out, "{}", console::summary(&summary));
+    let _ = write!(out, "{}", console::failures(&failed));
     let _ = out.flush();
+    if let Some(path) = &args.output {
+        let cases = if summary.total == 1 { "case" } else { "cases" };
+        eprintln!("wrote {} ({} {cases})", path.display(), summary.total);
+    }
     Ok(if summary.interrupted {
         // The shell's convention for a run stopped by SIGINT.
         ExitCode::from(130)

@@ -13,6 +13,9 @@ use toml::Spanned;
 /// The file name searched for.
 pub const CONFIG_FILE: &str = "agentest.toml";
 
+/// The folder of suites in a crate (`<crate>/agent-tests`), also searched for the config.
+pub const SUITES_DIR: &str = "agent-tests";
+
 /// The parsed contents of `agentest.toml`. Unknown keys are errors, so a typo never
 /// silently falls back to a default.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -83,11 +86,17 @@ pub struct Config {
 impl Config {
     /// The `agentest.toml` in `start` or its nearest ancestor, if there is one.
     pub fn locate(start: &Path) -> Option<PathBuf> {
+        if let Some(chosen) = &crate::settings::get().config {
+            return Some(std::path::absolute(&chosen.path).unwrap_or_else(|_| chosen.path.clone()));
+        }
         let start = Config::absolute_start(start);
         start
             .ancestors()
             .map(|d| d.join(CONFIG_FILE))
             .find(|c| c.is_file())
+            // The README puts the config in `agent-tests/`; a run from the crate root
+            // (`agentest test -i "a message"`) finds it there too.
+            .or_else(|| Some(start.join(SUITES_DIR).join(CONFIG_FILE)).filter(|c| c.is_file()))
     }
 
     fn absolute_start(start: &Path) -> PathBuf {
@@ -99,8 +108,18 @@ impl Config {
         std::path::absolute(start).unwrap_or_else(|_| start.to_path_buf())
     }
 
-    /// Finds `agentest.toml` in `start` or its nearest ancestor; an empty config when none.
+    /// The config of suites in `start`: the file `AGENTEST_CONFIG` / `--config` names,
+    /// else `agentest.toml` in `start` or its nearest ancestor, else
+    /// `start/agent-tests/agentest.toml`; an empty config when there is none.
     pub fn discover(start: &Path) -> Result<Config, ConfigError> {
+        if let Some(chosen) = &crate::settings::get().config {
+            if !chosen.path.is_file() {
+                return Err(ConfigError::Chosen {
+                    path: chosen.path.clone(),
+                    from: chosen.from,
+                });
+            }
+        }
         if let Some(found) = Config::locate(start) {
             return Config::load(&found);
         }
@@ -267,11 +286,27 @@ impl Config {
         Ok(())
     }
 
+    /// Which config a run uses, for the console's header: the file (relative to the
+    /// current folder when under it), or where none was found.
+    pub(crate) fn label(&self) -> String {
+        match &self.path {
+            Some(p) => crate::util::display_path(p).display().to_string(),
+            None => format!(
+                "none found in {}, its parents or its {SUITES_DIR} folder",
+                crate::util::display_path(&self.dir).display()
+            ),
+        }
+    }
+
     /// Where this config is, for messages: the file, or where one would be searched.
     pub fn describe(&self) -> String {
         match &self.path {
-            Some(p) => p.display().to_string(),
-            None => format!("no {CONFIG_FILE} found from {} upwards", self.dir.display()),
+            Some(p) => crate::util::display_path(p).display().to_string(),
+            // Messages say "add [llm] to {this}": a sentence either way.
+            None => format!(
+                "a new {CONFIG_FILE} in {} (none was found there, in its parents or in its {SUITES_DIR} folder)",
+                crate::util::display_path(&self.dir).display()
+            ),
         }
     }
 }

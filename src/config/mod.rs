@@ -12,6 +12,7 @@ pub use agents::{AgentConfig, OpenAiAgentConfig};
 pub use command::CommandConfig;
 pub(crate) use command::{command_spec, own_deadline};
 pub use file::{Config, ConfigFile};
+pub(crate) use file::{CONFIG_FILE, SUITES_DIR};
 pub use golden::GoldenConfig;
 pub(crate) use golden::Redaction;
 #[cfg(test)]

@@ -18,7 +18,13 @@ pub(crate) struct Style {
     pub(crate) verbose: bool,
     /// Show trial names (`suite::id`) instead of bare ids, when several suites run.
     pub(crate) qualified: bool,
+    /// One line per passing (or skipped) case instead of its tree; failures keep theirs.
+    pub(crate) compact: bool,
 }
+
+/// Runs of more cases than this print one line per passing case unless `-v` asks for
+/// the tree: a passing case's tree takes four lines, so this many fill a screen.
+pub(crate) const COMPACT_ABOVE: usize = 20;
 
 impl Style {
     fn paint(&self, status: Status, text: &str) -> String {
@@ -42,11 +48,12 @@ impl Style {
     }
 }
 
-/// The header: title, agent, input and case count.
-pub(crate) fn header(agent: &str, input: &str, cases: usize) -> String {
+/// The header: title, agent, config, input and case count.
+pub(crate) fn header(agent: &str, config: &str, input: &str, cases: usize) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{HEAVY}\n  Agent Test\n{HEAVY}");
     let _ = writeln!(s, "ℹ Agent: {agent}");
+    let _ = writeln!(s, "ℹ Config: {config}");
     let plural = if cases == 1 {
         "test case"
     } else {
@@ -77,25 +84,92 @@ fn quote(text: &str) -> String {
     serde_json::Value::String(format!("{clipped}{ell}")).to_string()
 }
 
-/// One case's block.
-pub(crate) fn case_block(r: &CaseReport, style: &Style) -> String {
-    let mut s = String::new();
+/// Prints cases one after another in the style's layout, keeping the blank lines
+/// right: a tree stands apart, one-line cases run together.
+#[derive(Debug)]
+pub(crate) struct Console {
+    style: Style,
+    /// Whether the last case printed was a one-liner (`None` before the first).
+    last_one_line: Option<bool>,
+}
+
+impl Console {
+    pub(crate) fn new(style: Style) -> Console {
+        Console {
+            style,
+            last_one_line: None,
+        }
+    }
+
+    /// The next case's block.
+    pub(crate) fn case(&mut self, r: &CaseReport) -> String {
+        let one_line = self.style.compact
+            && matches!(r.status, Status::Passed | Status::Skipped)
+            && r.mode.is_some();
+        let after_tree = self.last_one_line != Some(true);
+        self.last_one_line = Some(one_line);
+        if !one_line {
+            return tree_block(r, &self.style);
+        }
+        let line = compact_line(r, &self.style);
+        if after_tree {
+            format!("\n{line}")
+        } else {
+            line
+        }
+    }
+}
+
+/// The case's `[label] name (N turns)`.
+fn title(r: &CaseReport, style: &Style) -> String {
     let label = if style.qualified {
         r.trial.as_str()
     } else {
         r.trial.rsplit("::").next().unwrap_or(&r.id)
     };
-    let turns = match r.total_turns {
-        0 => String::new(),
-        1 => " (1 turn)".into(),
-        n => format!(" ({n} turns)"),
+    let turns = match (r.total_turns, r.planned_turns) {
+        (n, Some(of)) => format!(" ({n} of {of} turns)"),
+        (0, None) => String::new(),
+        (1, None) => " (1 turn)".into(),
+        (n, None) => format!(" ({n} turns)"),
     };
     let name = if r.name != r.id {
         format!(" {}", r.name)
     } else {
         String::new()
     };
-    let _ = writeln!(s, "\n► [{label}]{name}{turns}");
+    format!("[{label}]{name}{turns}")
+}
+
+/// A passing or skipped case in the compact layout.
+fn compact_line(r: &CaseReport, style: &Style) -> String {
+    let (mark, tail) = match r.status {
+        Status::Passed => ("✓", format!("PASSED ({})", secs(r.duration_ms))),
+        _ => (
+            "○",
+            format!(
+                "SKIPPED: {}",
+                r.error
+                    .as_deref()
+                    .unwrap_or_default()
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+            ),
+        ),
+    };
+    format!(
+        "{} {} {}\n",
+        style.paint(r.status, mark),
+        title(r, style),
+        style.paint(r.status, &tail)
+    )
+}
+
+/// One case's tree: a line per turn, failures with expected and actual, the result.
+fn tree_block(r: &CaseReport, style: &Style) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "\n► {}", title(r, style));
     if r.mode.is_none() {
         let _ = writeln!(
             s,
@@ -176,11 +250,11 @@ pub(crate) fn case_block(r: &CaseReport, style: &Style) -> String {
         secs(r.duration_ms)
     );
     if r.status != Status::Passed {
-        if let Some(e) = &r.error {
+        if let Some(e) = r.error.as_deref().filter(|e| !shown_with_its_turn(r, e)) {
             // A golden mismatch carries a diff: coloured on a terminal.
             let text = match &r.golden {
                 Some(_) => crate::record::review::paint_diff(e, style.color),
-                None => e.clone(),
+                None => e.to_string(),
             };
             for line in text.lines() {
                 let _ = writeln!(s, "     {line}");
@@ -188,6 +262,21 @@ pub(crate) fn case_block(r: &CaseReport, style: &Style) -> String {
         }
     }
     s
+}
+
+/// Whether the case's error is what its failing turn already shows (`turn N: ...` for
+/// a turn drawn with its error and failed assertions): each fact is said once.
+fn shown_with_its_turn(r: &CaseReport, error: &str) -> bool {
+    // A golden diff is only in the case's error.
+    if r.golden.is_some() {
+        return false;
+    }
+    r.turns.iter().any(|t| {
+        !t.ok() && {
+            let head = format!("turn {}", t.turn);
+            error == head || error.starts_with(&format!("{head}:"))
+        }
+    })
 }
 
 fn turn_lines(s: &mut String, t: &TurnReport, style: &Style) {
@@ -239,7 +328,11 @@ fn turn_lines(s: &mut String, t: &TurnReport, style: &Style) {
         // itself, below: once is enough.
         let shown_below = |e: &str| t.assertions.iter().any(|a| !a.passed && a.message == e);
         if let Some(e) = t.error.as_deref().filter(|e| !shown_below(e)) {
-            let _ = writeln!(s, "{pad}Error: {}", e.lines().next().unwrap_or_default());
+            let mut lines = e.lines();
+            let _ = writeln!(s, "{pad}Error: {}", lines.next().unwrap_or_default());
+            for line in lines {
+                let _ = writeln!(s, "{pad}       {line}");
+            }
         }
     }
     let shown: Vec<AssertionReport> = t
@@ -281,6 +374,44 @@ fn assertion_lines(s: &mut String, list: &[AssertionReport], style: &Style, pad:
             }
         }
     }
+}
+
+/// The "Failures" block after the summary: every case that failed, errored or timed
+/// out, by trial name (to rerun it with `--run`), with the first line of its reason.
+pub(crate) fn failures(failed: &[(String, String)]) -> String {
+    let mut s = String::new();
+    if failed.is_empty() {
+        return s;
+    }
+    let _ = writeln!(s, "\n  Failures:");
+    let width = failed
+        .iter()
+        .map(|(t, _)| t.chars().count())
+        .max()
+        .unwrap_or(0);
+    for (trial, reason) in failed {
+        let first = reason.lines().next().unwrap_or_default();
+        let clipped: String = first.chars().take(120).collect();
+        let ell = if first.chars().count() > 120 {
+            "…"
+        } else {
+            ""
+        };
+        let _ = writeln!(s, "    {trial:<width$}  {clipped}{ell}");
+    }
+    s
+}
+
+/// A failed case's line in [`failures`]: its trial name and first reason.
+pub(crate) fn failure_line(r: &CaseReport) -> Option<(String, String)> {
+    if matches!(r.status, Status::Passed | Status::Skipped) {
+        return None;
+    }
+    let reason = r
+        .error
+        .clone()
+        .unwrap_or_else(|| r.status.label().to_lowercase());
+    Some((r.trial.clone(), reason))
 }
 
 /// The summary block.

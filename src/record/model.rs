@@ -150,6 +150,9 @@ pub struct CaseReport {
     pub final_assertions: Vec<AssertionReport>,
     /// Number of turns run.
     pub total_turns: u32,
+    /// The turns a static script has, when it stopped before its end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned_turns: Option<u32>,
     /// Wall time of the whole case, hooks included.
     pub duration_ms: u64,
     /// Why the case did not pass (failure summary, error or skip reason).

@@ -152,6 +152,7 @@ impl Context {
                         Some(cfg) => (cfg, None),
                         None => {
                             return Err(SetupError::NoLlm {
+                                role,
                                 config: self.config.describe(),
                             })
                         }
@@ -216,14 +217,23 @@ impl Context {
                     ),
                     None => {
                         let dir = crate::util::display_path(&self.config.dir);
-                        let dir = dir.display().to_string();
+                        let dir = if dir.as_os_str().is_empty() {
+                            std::path::PathBuf::from(".")
+                        } else {
+                            dir
+                        };
                         format!(
-                            "no agentest.toml in {} or any folder above it",
-                            if dir.is_empty() { "." } else { &dir }
+                            "no agentest.toml in {}, any folder above it or {}",
+                            dir.display(),
+                            dir.join(crate::config::SUITES_DIR).display()
                         )
                     }
                 },
-                found: self.config.path.is_some(),
+                create: self.config.path.is_none().then(|| {
+                    crate::util::display_path(&self.config.dir.join(crate::config::CONFIG_FILE))
+                        .display()
+                        .to_string()
+                }),
                 harness: crate::util::invocation::is_harness(),
             }),
         }

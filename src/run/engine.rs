@@ -90,6 +90,11 @@ impl Engine {
         }
         crate::run::lifecycle::run_case(self, case, loaded, &mut report).await;
         report.total_turns = report.turns.len() as u32;
+        if let crate::case::Mode::Static { turns, .. } = &case.mode {
+            // "(1 turn)" would misdescribe a 3-turn script that stopped at turn 1.
+            let planned = turns.len() as u32;
+            report.planned_turns = (planned > report.total_turns).then_some(planned);
+        }
         self.pin(loaded, &mut report);
         report.duration_ms = started.elapsed().as_millis() as u64;
         report

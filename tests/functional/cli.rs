@@ -527,7 +527,7 @@ fn usage_errors_exit_2_with_a_message_on_stderr() {
     dir.write_suite("s.jsonl", &[r#"{"id": "greet", "input": "Hello"}"#]);
     std::fs::create_dir_all(dir.join("empty")).unwrap();
     dir.write("no-suites/readme.txt", "not a suite");
-    let config = dir.join("agentest.toml").display().to_string();
+    let config = "agentest.toml";
 
     let cases: Vec<(Vec<&str>, String)> = vec![
         (
@@ -891,7 +891,7 @@ fn no_agent_says_where_it_looked_and_what_to_write() {
     let run = run_agentest(s.path(), &["test", "-i", "s.jsonl"]);
     assert_eq!(run.code, 2, "{run:?}");
     assert!(
-        run.stderr.contains("error: no agent to test: no agentest.toml in . or any folder above it. Create an agentest.toml there with, for example:\n\n    [agent]\n    type = \"process\"\n    command = [\"python3\", \"agent.py\"]\n\nor give each case an `agent`, or pass -n NAME for an [agents.NAME]"),
+        run.stderr.contains("error: no agent to test: no agentest.toml in ., any folder above it or ./agent-tests. Create agentest.toml with, for example:\n\n    [agent]\n    type = \"process\"\n    command = [\"python3\", \"agent.py\"]\n\nor give each case an `agent`, or pass -n NAME for an [agents.NAME]"),
         "{run:?}"
     );
     s.write("agentest.toml", "[run]\ntimeout = \"5s\"\n");
@@ -899,6 +899,61 @@ fn no_agent_says_where_it_looked_and_what_to_write() {
     assert_eq!(run.code, 2, "{run:?}");
     assert!(
         run.stderr.contains("error: no agent to test: agentest.toml has no [agent] section. Add an [agent] section to it, for example:"),
+        "{run:?}"
+    );
+}
+
+/// From the crate root, the config in `agent-tests/` is found; `--config` and
+/// `AGENTEST_CONFIG` name another (the flag wins); the header says which is used, and a
+/// named file that is missing is a usage error naming who named it.
+fn the_config_is_found_in_agent_tests_or_named_and_the_header_says_which() {
+    let s = scratch("config-lookup");
+    s.write("agent-tests/agentest.toml", &default_agent());
+    let run = run_agentest(s.path(), &["test", "-i", "Hello there"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_has_line(&run.stdout, "ℹ Config: agent-tests/agentest.toml");
+    // Another config, with an agent that always fails, named both ways.
+    s.write(
+        "other/agentest.toml",
+        "[agent]\ntype = \"process\"\ncommand = [\"false\"]\n",
+    );
+    let run = run_agentest_env(
+        s.path(),
+        &["test", "-i", "Hello there"],
+        &[("AGENTEST_CONFIG", "other/agentest.toml")],
+    );
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_has_line(&run.stdout, "ℹ Config: other/agentest.toml");
+    let run = run_agentest_env(
+        s.path(),
+        &[
+            "test",
+            "--config",
+            "agent-tests/agentest.toml",
+            "-i",
+            "Hello there",
+        ],
+        &[("AGENTEST_CONFIG", "other/agentest.toml")],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_has_line(&run.stdout, "ℹ Config: agent-tests/agentest.toml");
+    let run = run_agentest(
+        s.path(),
+        &["test", "--config", "nope.toml", "-i", "Hello there"],
+    );
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.contains("error: --config names the config nope.toml, which does not exist; fix the path, or leave out --config"),
+        "{run:?}"
+    );
+    let run = run_agentest_env(
+        s.path(),
+        &["test", "-i", "Hello there"],
+        &[("AGENTEST_CONFIG", "nope.toml")],
+    );
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.contains("error: AGENTEST_CONFIG names the config nope.toml, which does not exist; fix the path, or unset AGENTEST_CONFIG"),
         "{run:?}"
     );
 }
@@ -994,7 +1049,9 @@ fn process_agent_faults_are_errors_and_timeouts_and_others_still_pass() {
         "{crash_block}"
     );
     assert!(
-        crash_block.contains("\n     fatal: the agent crashed on purpose"),
+        crash_block.contains(
+            "agent stderr (last lines):\n  │                 fatal: the agent crashed on purpose\n"
+        ),
         "{crash_block}"
     );
     let sleepy = block(&run.stdout, "sleepy");
@@ -1234,7 +1291,7 @@ fn hooks_get_the_case_on_stdin_and_failures_are_errors() {
     );
 
     // An undefined hook says where to define it.
-    let config = dir.join("agentest.toml").display().to_string();
+    let config = "agentest.toml";
     assert_eq!(report.status("h::undefined"), "error");
     assert_eq!(
         report.error("h::undefined"),
@@ -1414,6 +1471,7 @@ const WHOLE_OUTPUT: &str = "\
   Agent Test
 ═══════════════════════════════════════════════════════════════
 ℹ Agent: default (process: python3 {AGENT})
+ℹ Config: agentest.toml
 ℹ Input: chat.jsonl (2 test cases)
 
 ───────────────────────────────────────────────────────────────
@@ -1431,10 +1489,9 @@ const WHOLE_OUTPUT: &str = "\
   ├─ Turn 2: \"Thanks\" → FAILED (<dur>)
   │          Agent: \"I can help with expenses. You said: Thanks\"
   │          ✗ contains \"refund\"
-  │            expected the reply to contain \"refund\"; reply: \"I can help with expenses. You said: Thanks\"
+  │            expected the reply to contain \"refund\"
   │
   └─ Result: FAILED (<dur>)
-     turn 2: contains \"refund\": expected the reply to contain \"refund\"; reply: \"I can help with expenses. You said: Thanks\"
 
 ───────────────────────────────────────────────────────────────
   Summary
@@ -1448,6 +1505,9 @@ const WHOLE_OUTPUT: &str = "\
   Total turns: 3
   Avg turns/test: 1.5
   Total time: <dur>
+
+  Failures:
+    chat::policy  turn 2: contains \"refund\": expected the reply to contain \"refund\"
 ";
 
 fn whole_console_output() {
@@ -1473,6 +1533,95 @@ fn whole_console_output() {
 // ---------------------------------------------------------------------------------------
 
 /// Two different lines must never share a trial name.
+const COMPACT_OUTPUT: &str = "\
+═══════════════════════════════════════════════════════════════
+  Agent Test
+═══════════════════════════════════════════════════════════════
+ℹ Agent: default (process: python3 {AGENT})
+ℹ Config: agentest.toml
+ℹ Input: chat.jsonl (3 test cases)
+
+───────────────────────────────────────────────────────────────
+  Running Tests
+───────────────────────────────────────────────────────────────
+
+✓ [greet] Greets back (1 turn) PASSED (<dur>)
+○ [later] SKIPPED: skip: true in the case
+
+► [script] (1 of 3 turns)
+  ├─ Turn 1: \"Thanks\" → FAILED (<dur>)
+  │          Agent: \"I can help with expenses. You said: Thanks\"
+  │          ✗ contains \"refund\"
+  │            expected the reply to contain \"refund\"
+  │
+  └─ Result: FAILED (<dur>)
+
+───────────────────────────────────────────────────────────────
+  Summary
+───────────────────────────────────────────────────────────────
+  Total:   3 tests
+  Passed:  1
+  Failed:  1
+  Errors:  0
+  Skipped: 1
+
+  Total turns: 2
+  Avg turns/test: 1.0
+  Total time: <dur>
+
+  Failures:
+    chat::script  turn 1: contains \"refund\": expected the reply to contain \"refund\"
+";
+
+/// `--compact`: one line per passing or skipped case, a failing one keeps its tree (a
+/// script stopped early says how far it got), the failures are listed after the
+/// summary, and every report written is named on stderr. Above 20 cases compact is the
+/// default, and `-v` brings the tree back.
+fn compact_console_output() {
+    let dir = Scratch::with_config("compact", "");
+    dir.write_suite(
+        "chat.jsonl",
+        &[
+            r#"{"id": "greet", "name": "Greets back", "input": "Hello", "assertions": [{"type": "contains", "value": "expense assistant"}]}"#,
+            r#"{"id": "script", "turns": [{"input": "Thanks", "assert": {"type": "contains", "value": "refund"}}, {"input": "b"}, {"input": "c"}]}"#,
+            r#"{"id": "later", "input": "x", "skip": true}"#,
+        ],
+    );
+    let run = run_agentest(
+        dir.path(),
+        &[
+            "test",
+            "-i",
+            "chat.jsonl",
+            "--parallel",
+            "1",
+            "--compact",
+            "-o",
+            "out/r.html",
+        ],
+    );
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(
+        normalise(&run.stdout),
+        COMPACT_OUTPUT.replace("{AGENT}", AGENT)
+    );
+    assert_eq!(run.stderr, "wrote out/r.html (3 cases)\n");
+    assert!(dir.join("out/r.html").is_file());
+
+    let many: Vec<String> = (0..21)
+        .map(|i| format!(r#"{{"id": "c{i:02}", "input": "Hello"}}"#))
+        .collect();
+    let many: Vec<&str> = many.iter().map(String::as_str).collect();
+    dir.write_suite("many.jsonl", &many);
+    let run = run_agentest(dir.path(), &["test", "-i", "many.jsonl"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let one_liners = run.stdout.lines().filter(|l| l.starts_with("✓ [c")).count();
+    assert_eq!(one_liners, 21, "{run:?}");
+    let run = run_agentest(dir.path(), &["test", "-i", "many.jsonl", "-v"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout.matches("\n► [c").count(), 21, "{run:?}");
+}
+
 fn trial_names_are_unique_within_a_suite() {
     let dir = Scratch::with_config("names", "");
     dir.write_suite(
@@ -1624,6 +1773,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         a_mistyped_input_gets_a_did_you_mean,
         no_agent_says_where_it_looked_and_what_to_write,
+        the_config_is_found_in_agent_tests_or_named_and_the_header_says_which,
         invalid_settings_exit_2_naming_the_variable_and_the_allowed_values,
         each_bad_line_is_one_located_error_and_the_rest_still_run,
         json_error_columns_count_characters_like_field_errors,
@@ -1646,6 +1796,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         multi_line_assertion_messages_stay_inside_the_tree,
         verbose_shows_replies_and_passing_assertions,
         whole_console_output,
+        compact_console_output,
         trial_names_are_unique_within_a_suite,
         every_assertion_record_has_one_message_with_the_custom_text,
         expected_is_checked_next_to_assertions_and_negation_never_hides_a_missing_json,

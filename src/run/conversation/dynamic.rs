@@ -371,7 +371,8 @@ async fn check_turn(
             match failure {
                 None => {
                     state.reached_at = Some(turn);
-                    state.message = format!("reached at turn {turn}: {}", labels(&results));
+                    // What matched; the turn is `reached_at_turn`, said once by each format.
+                    state.message = labels(&results);
                     verdicts.push(verdict(id, label, !c.forbidden, state.message.clone()));
                     if c.forbidden {
                         return Ok((verdicts, Some(c.id.clone())));

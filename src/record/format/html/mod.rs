@@ -274,11 +274,16 @@ fn cases_section(s: &mut String, cases: &[&CaseReport]) {
     );
     s.push_str(
         "<table class=\"case-table\" id=\"cases\">\n<thead><tr><th>Status</th><th>Case</th>\
-         <th>Name</th><th>Mode</th><th class=\"num\">Turns</th><th class=\"num\">Duration</th>\
-         <th>Tags</th><th></th></tr></thead>\n",
+         <th>Name</th><th>Mode</th><th class=\"num\">Turns</th><th class=\"num\">Duration</th>",
     );
+    // No column for tags when no case has one.
+    let with_tags = !tags.is_empty();
+    if with_tags {
+        s.push_str("<th>Tags</th>");
+    }
+    s.push_str("<th></th></tr></thead>\n");
     for (i, c) in cases.iter().enumerate() {
-        case_rows(s, i + 1, c);
+        case_rows(s, i + 1, c, with_tags);
     }
     s.push_str("</table>\n<p class=\"empty\" id=\"empty\" hidden>No case matches the filters.</p>\n</section>\n");
 }
@@ -296,7 +301,7 @@ fn badge(status: Status) -> String {
     format!("<span class=\"badge {name}\">{}</span>", title_case(name))
 }
 
-fn case_rows(s: &mut String, n: usize, c: &CaseReport) {
+fn case_rows(s: &mut String, n: usize, c: &CaseReport, with_tags: bool) {
     let name = status_name(c.status);
     let id = format!("case-{n}");
     let search = format!("{} {} {}", c.trial, c.name, c.tags.join(" "));
@@ -323,7 +328,7 @@ fn case_rows(s: &mut String, n: usize, c: &CaseReport) {
         "<tr class=\"row\" tabindex=\"0\" aria-expanded=\"false\" aria-controls=\"{id}-detail\">\
          <td>{}</td><td class=\"trial\"><span class=\"suite\">{}</span><span class=\"id\">{}</span></td>\
          <td class=\"name\">{display_name}</td><td class=\"mode\">{}</td><td class=\"num\">{}</td>\
-         <td class=\"num\">{}</td><td class=\"tags\">",
+         <td class=\"num\">{}</td>",
         badge(c.status),
         esc(&prefix),
         esc(&last),
@@ -331,13 +336,18 @@ fn case_rows(s: &mut String, n: usize, c: &CaseReport) {
         c.total_turns,
         secs(c.duration_ms)
     );
-    for t in &c.tags {
-        let _ = write!(s, "<span class=\"tag\">{}</span>", esc(t));
+    if with_tags {
+        s.push_str("<td class=\"tags\">");
+        for t in &c.tags {
+            let _ = write!(s, "<span class=\"tag\">{}</span>", esc(t));
+        }
+        s.push_str("</td>");
     }
+    let columns = if with_tags { 8 } else { 7 };
     let _ = write!(
         s,
-        "</td><td class=\"chev\" aria-hidden=\"true\"><span></span></td></tr>\n\
-         <tr class=\"detail\" id=\"{id}-detail\" hidden><td colspan=\"8\"><div class=\"detail-inner\">\n"
+        "<td class=\"chev\" aria-hidden=\"true\"><span></span></td></tr>\n\
+         <tr class=\"detail\" id=\"{id}-detail\" hidden><td colspan=\"{columns}\"><div class=\"detail-inner\">\n"
     );
     case_detail(s, &id, c);
     s.push_str("</div></td></tr>\n</tbody>\n");
@@ -384,6 +394,26 @@ mod tests {
         // The diff is coloured and still escaped.
         assert!(html.contains("<span class=\"da\">+new &lt;/pre&gt; line</span>"));
         assert!(html.contains("<span class=\"dd\">-old | line</span>"));
+    }
+
+    /// A run without tags has no Tags column, a scripted turn no "static" pill, and a
+    /// reached checkpoint says its turn once.
+    #[test]
+    fn no_empty_columns_or_repeated_labels() {
+        let (run, summary, mut cases) = sample();
+        let with_tags = render(&run, &summary, &cases);
+        assert!(with_tags.contains("<th>Tags</th>"));
+        assert!(with_tags.contains("colspan=\"8\""));
+        for c in &mut cases {
+            c.tags.clear();
+        }
+        let html = render(&run, &summary, &cases);
+        assert!(!html.contains("<th>Tags</th>"), "an empty Tags column");
+        assert!(!html.contains("class=\"tags\""));
+        assert!(html.contains("colspan=\"7\"") && !html.contains("colspan=\"8\""));
+        assert!(!html.contains("<span class=\"pill\">static</span>"));
+        assert!(html.contains("<span class=\"pill\">simulated</span>"));
+        assert!(!html.contains("reached at turn 1: reached at turn 1"));
     }
 
     #[test]

@@ -98,18 +98,18 @@ fn turn(s: &mut String, case_id: &str, t: &TurnReport) {
     } else {
         ("failed", "failed")
     };
-    let source = if t.input_source.is_empty() {
-        "static"
-    } else {
-        t.input_source.as_str()
+    // Where the input came from, when not the script (a one-turn case has no script to
+    // speak of): the console's [Initial] / [Simulated] / [Human] markers.
+    let source = match t.input_source.as_str() {
+        "" | "static" => String::new(),
+        other => format!("<span class=\"pill\">{}</span>", esc(other)),
     };
     let _ = write!(
         s,
         "<li class=\"turn {class}\" id=\"{case_id}-turn-{0}\"><div class=\"turn-head\">\
-         <span class=\"turn-no\">Turn {0}</span><span class=\"pill\">{1}</span>\
-         <span class=\"dur\">{2}</span>",
+         <span class=\"turn-no\">Turn {0}</span>{source}\
+         <span class=\"dur\">{1}</span>",
         t.turn,
-        esc(source),
         secs(t.duration_ms)
     );
     if let Some(u) = &t.usage {
@@ -123,7 +123,7 @@ fn turn(s: &mut String, case_id: &str, t: &TurnReport) {
         s,
         "<span class=\"turn-verdict {class}\">{label}</span></div>"
     );
-    let who = match source {
+    let who = match t.input_source.as_str() {
         "simulated" => "Simulated user",
         "human" => "Person",
         _ => "User",
