@@ -239,6 +239,25 @@ impl Case {
         self.name.as_deref().unwrap_or(&self.id)
     }
 
+    /// Every assertion of the case: its turns', final ones and checkpoints'.
+    pub fn assertions(&self) -> Box<dyn Iterator<Item = &Assertion> + '_> {
+        match &self.mode {
+            Mode::Single { assertions, .. } => Box::new(assertions.iter()),
+            Mode::Static {
+                turns,
+                final_assertions,
+            } => Box::new(
+                turns
+                    .iter()
+                    .flat_map(|t| &t.assertions)
+                    .chain(final_assertions),
+            ),
+            Mode::Dynamic { checkpoints, .. } => {
+                Box::new(checkpoints.iter().flat_map(|c| &c.assertions))
+            }
+        }
+    }
+
     /// The number of turns the case scripts (dynamic cases: 0, they are open-ended).
     pub fn scripted_turns(&self) -> usize {
         match &self.mode {

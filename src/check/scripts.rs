@@ -60,6 +60,19 @@ impl Scripts {
         }
     }
 
+    /// Whether a script of that name is defined (in the config or the builder).
+    pub(crate) fn has(&self, name: &str) -> bool {
+        self.functions.contains_key(name) || self.commands.contains_key(name)
+    }
+
+    /// The error for an undefined script: where to define it.
+    pub(crate) fn undefined(&self, name: &str) -> ScriptError {
+        ScriptError::Undefined {
+            name: name.to_string(),
+            config: self.config.describe(),
+        }
+    }
+
     /// Runs script `name` for one assertion: `Ok((passed, why))`, or `Err` when the script broke.
     pub(crate) async fn run(
         &self,
@@ -115,10 +128,7 @@ impl Scripts {
             ));
         }
         let Some(cmd) = self.commands.get(name) else {
-            return Err(ScriptError::Undefined {
-                name: name.to_string(),
-                config: self.config.describe(),
-            });
+            return Err(self.undefined(name));
         };
         let what = format!("[scripts.\"{name}\"]");
         let spec = command_spec(&self.config, cmd, &what)?;

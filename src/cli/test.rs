@@ -58,10 +58,15 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
         Registry::default(),
         options(&args, interactive),
     ));
-    engine.contexts.check_setup(&plan.cases)?;
     if args.dry_run {
-        return Ok(dry_run(&plan.cases));
+        return dry_run(
+            &engine,
+            &plan,
+            config.path.is_some(),
+            args.output.as_deref(),
+        );
     }
+    engine.contexts.check_setup(&plan.cases)?;
     let sink = match &args.output {
         Some(p) => Some(ReportSink::create(p, true).map_err(|e| e.to_string())?),
         None => None,
@@ -202,28 +207,114 @@ impl Progress {
     }
 }
 
-/// `--dry-run`: one line per case (trial name and mode, or the load error), run nothing.
-fn dry_run(loaded: &[Loaded]) -> ExitCode {
-    let width = loaded.iter().map(|l| l.trial.len()).max().unwrap_or(0);
+/// `--dry-run`: one line per case (trial name and mode, or what is wrong with it), run
+/// nothing. Without a config the cases are only parsed and validated (a user linting
+/// JSONL before writing an agent); with one, every name they use must resolve too.
+/// With `-o FILE.jsonl`, the valid cases are written there as one suite.
+fn dry_run(
+    engine: &Engine,
+    plan: &Plan,
+    configured: bool,
+    output: Option<&std::path::Path>,
+) -> Result<ExitCode, String> {
+    if let Some(path) = output {
+        if path.extension().and_then(|e| e.to_str()) != Some("jsonl") {
+            return Err(format!(
+                "--dry-run -o writes the validated cases as JSON Lines; give a .jsonl path instead of {}",
+                path.display()
+            ));
+        }
+    }
+    if configured {
+        engine.contexts.check_setup(&plan.cases)?;
+    } else {
+        eprintln!(
+            "note: no agentest.toml found; the cases were parsed and validated, but the agents, hooks, scripts and model endpoints they name were not checked"
+        );
+    }
+    let simulator = engine.options.simulator.as_deref();
+    let lines: Vec<(String, Result<String, String>)> = plan
+        .cases
+        .iter()
+        .map(|l| {
+            let verdict = match &l.entry {
+                Err(e) => Err(e.to_string()),
+                Ok(c) => {
+                    let problems = match engine.contexts.of(&l.file) {
+                        Ok(ctx) if configured => ctx.unresolved(c, simulator),
+                        Ok(_) => Vec::new(),
+                        Err(e) => vec![e.to_string()],
+                    };
+                    if problems.is_empty() {
+                        let skip = if c.skip { "  (skip)" } else { "" };
+                        Ok(format!("{}{skip}", c.mode.name()))
+                    } else {
+                        Err(problems.join("\n"))
+                    }
+                }
+            };
+            (l.trial.clone(), verdict)
+        })
+        .collect();
+    let width = lines.iter().map(|(t, _)| t.len()).max().unwrap_or(0);
     let mut out = std::io::stdout().lock();
     let mut broken = 0;
-    for l in loaded {
-        let _ = match &l.entry {
-            Ok(c) => {
-                let skip = if c.skip { "  (skip)" } else { "" };
-                writeln!(out, "{:<width$}  {}{skip}", l.trial, c.mode.name())
-            }
+    for (trial, verdict) in &lines {
+        let _ = match verdict {
+            Ok(mode) => writeln!(out, "{trial:<width$}  {mode}"),
             Err(e) => {
                 broken += 1;
-                writeln!(out, "{:<width$}  error: {e}", l.trial)
+                let pad = " ".repeat(width + 2);
+                let e = e.replace('\n', &format!("\n{pad}       "));
+                writeln!(out, "{trial:<width$}  error: {e}")
             }
         };
     }
-    let cases = if loaded.len() == 1 { "case" } else { "cases" };
-    let _ = writeln!(out, "\n{} {cases}, {broken} failed to load", loaded.len());
-    if broken > 0 {
+    let cases = if lines.len() == 1 { "case" } else { "cases" };
+    let _ = writeln!(out, "\n{} {cases}, {broken} with errors", lines.len());
+    let _ = out.flush();
+    if let Some(path) = output {
+        let valid: Vec<&Loaded> = plan
+            .cases
+            .iter()
+            .zip(&lines)
+            .filter(|(_, (_, v))| v.is_ok())
+            .map(|(l, _)| l)
+            .collect();
+        let text = normal_form(&valid);
+        crate::util::write_atomically(path, &text)
+            .map_err(|e| format!("failed to write {}: {e}", path.display()))?;
+        let n = valid.len();
+        eprintln!(
+            "wrote {} ({n} {})",
+            path.display(),
+            if n == 1 { "case" } else { "cases" }
+        );
+    }
+    Ok(if broken > 0 {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
+    })
+}
+
+/// The cases as one suite file: each as written (keys in their order), on one line,
+/// without the comments and blank lines around it.
+/// Cases from several suites get ids `SUITE/ID`, so they stay unique and say where
+/// they came from.
+fn normal_form(cases: &[&Loaded]) -> String {
+    let suites: std::collections::BTreeSet<&str> = cases.iter().map(|l| l.suite.as_str()).collect();
+    let mut text = String::new();
+    for l in cases {
+        let Ok(case) = &l.entry else { continue };
+        let mut value = (*case.raw).clone();
+        if suites.len() > 1 {
+            if let Some(obj) = value.as_object_mut() {
+                obj.insert("id".into(), format!("{}/{}", l.suite, case.id).into());
+            }
+        }
+        text.push_str(&value.to_string());
+        text.push('\n');
     }
+    text
 }

@@ -7,11 +7,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::agent::{Agent, AgentDef};
-use crate::case::Case;
+use crate::case::{Case, Kind, Mode};
 use crate::check::{ScriptFn, Scripts};
 use crate::config::CassetteMode;
-use crate::config::Config;
 use crate::config::Redaction;
+use crate::config::{Config, LlmConfig};
 use crate::errors::SetupError;
 use crate::llm::Endpoint;
 use crate::protocol::Role;
@@ -123,9 +123,21 @@ impl Context {
         role: Role,
         chosen: Option<&str>,
     ) -> Result<Arc<Endpoint>, SetupError> {
+        let named = self.llm_name(role, chosen);
+        let mut llms = self.llms.lock().unwrap_or_else(|e| e.into_inner());
+        llms.entry((role, named.clone()))
+            .or_insert_with(|| {
+                let cfg = self.llm_config(role, named.as_deref())?;
+                Ok(Arc::new(Endpoint::from_config(cfg, named.as_deref())?))
+            })
+            .clone()
+    }
+
+    /// The `[llms.NAME]` a role uses (`None`: `[llm]`); see [`Context::llm`].
+    fn llm_name(&self, role: Role, chosen: Option<&str>) -> Option<String> {
         let settings = crate::settings::get();
         let run = &self.config.file.run;
-        let named = match role {
+        match role {
             _ if chosen.is_some() => chosen.map(str::to_string),
             Role::Simulator => settings
                 .simulator_llm
@@ -133,34 +145,93 @@ impl Context {
                 .or_else(|| run.simulator_llm.clone()),
             Role::Judge => settings.judge_llm.clone().or_else(|| run.judge_llm.clone()),
             Role::Agent => None,
-        };
-        let mut llms = self.llms.lock().unwrap_or_else(|e| e.into_inner());
-        llms.entry((role, named.clone()))
-            .or_insert_with(|| {
-                let (cfg, name) = match &named {
-                    Some(n) => match self.config.file.llms.get(n) {
-                        Some(cfg) => (cfg, Some(n.as_str())),
-                        None => {
-                            return Err(SetupError::UndefinedLlm {
-                                role: role.name(),
-                                name: n.clone(),
-                                config: self.config.describe(),
-                            })
-                        }
-                    },
-                    None => match &self.config.file.llm {
-                        Some(cfg) => (cfg, None),
-                        None => {
-                            return Err(SetupError::NoLlm {
-                                role,
-                                config: self.config.describe(),
-                            })
-                        }
-                    },
-                };
-                Ok(Arc::new(Endpoint::from_config(cfg, name)?))
-            })
-            .clone()
+        }
+    }
+
+    /// The endpoint config a role's choice (`[llms.NAME]`, or `[llm]` for `None`) names.
+    fn llm_config(&self, role: Role, named: Option<&str>) -> Result<&LlmConfig, SetupError> {
+        match named {
+            Some(n) => self
+                .config
+                .file
+                .llms
+                .get(n)
+                .ok_or_else(|| SetupError::UndefinedLlm {
+                    role: role.name(),
+                    name: n.to_string(),
+                    config: self.config.describe(),
+                }),
+            None => self
+                .config
+                .file
+                .llm
+                .as_ref()
+                .ok_or_else(|| SetupError::NoLlm {
+                    role,
+                    config: self.config.describe(),
+                }),
+        }
+    }
+
+    /// What stops `case` from running here, found without running it: agents (the
+    /// case's, its simulator's, its judges') that are not defined or cannot be built,
+    /// hooks and scripts that are not defined, model endpoints that are not there. Each
+    /// problem is said with where the case uses the name. `simulator` is the run's
+    /// `--simulator`.
+    pub(crate) fn unresolved(&self, case: &Case, simulator: Option<&str>) -> Vec<String> {
+        let mut problems = Vec::new();
+        if let Err(e) = self.agent(case.agent.as_deref()) {
+            problems.push(e.to_string());
+        }
+        for (when, hook) in [("before", &case.before), ("after", &case.after)] {
+            if let Some(name) = hook.as_deref().filter(|n| !self.hooks.has(n)) {
+                problems.push(format!("{when} hook: {}", self.hooks.undefined(name)));
+            }
+        }
+        if let Mode::Dynamic { simulator: sim, .. } = &case.mode {
+            match sim.use_.as_deref().or(simulator) {
+                Some("script") => {}
+                Some(name) => {
+                    if let Err(e) = self.agent(Some(name)) {
+                        problems.push(format!("simulator: {e}"));
+                    }
+                }
+                None => {
+                    if let Err(e) = self.llm_choice(Role::Simulator, sim.model.llm.as_deref()) {
+                        problems.push(format!("simulator: {e}"));
+                    }
+                }
+            }
+        }
+        for a in case.assertions() {
+            let problem = match &a.kind {
+                Kind::Script { name } if !self.scripts.has(name) => {
+                    Some(self.scripts.undefined(name).to_string())
+                }
+                Kind::Judge { spec, .. } => match &spec.agent {
+                    Some(name) => self.agent(Some(name)).err().map(|e| e.to_string()),
+                    None => self
+                        .llm_choice(Role::Judge, spec.model.llm.as_deref())
+                        .err()
+                        .map(|e| e.to_string()),
+                },
+                _ => None,
+            };
+            if let Some(p) = problem {
+                let p = format!("{} assertion: {p}", a.type_name());
+                if !problems.contains(&p) {
+                    problems.push(p);
+                }
+            }
+        }
+        problems
+    }
+
+    /// Whether a role's endpoint is configured, without building it (that needs the
+    /// environment a dry run may not have).
+    fn llm_choice(&self, role: Role, chosen: Option<&str>) -> Result<(), SetupError> {
+        let named = self.llm_name(role, chosen);
+        self.llm_config(role, named.as_deref()).map(|_| ())
     }
 
     /// The agent named `name` (a case's `agent`, a simulator or a judge), or for `None`

@@ -417,14 +417,7 @@ fn dry_run_lists_every_case_and_runs_nothing() {
     dir.write_suite("plan.jsonl", &PLAN_SUITE);
     let run = run_agentest(
         dir.path(),
-        &[
-            "test",
-            "-i",
-            "plan.jsonl",
-            "--dry-run",
-            "-o",
-            "report.jsonl",
-        ],
+        &["test", "-i", "plan.jsonl", "--dry-run", "-o", "cases.jsonl"],
     );
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(
@@ -434,16 +427,35 @@ fn dry_run_lists_every_case_and_runs_nothing() {
          plan::later  single  (skip)\n\
          plan::multi  static\n\
          \n\
-         4 cases, 0 failed to load\n"
+         4 cases, 0 with errors\n"
     );
-    assert_eq!(run.stderr, "");
+    assert_eq!(run.stderr, "wrote cases.jsonl (4 cases)\n");
+    // The cases as one suite, each on one line as written, which reads back the same.
+    let written = dir.read_or_empty("cases.jsonl");
+    let expected: Vec<String> = PLAN_SUITE
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap().to_string())
+        .collect();
+    assert_eq!(written.lines().collect::<Vec<_>>(), expected);
+    let again = run_agentest(dir.path(), &["test", "-i", "cases.jsonl", "--dry-run"]);
+    assert_eq!(again.code, 0, "{again:?}");
     assert!(
-        !dir.join("report.jsonl").exists(),
-        "a dry run writes no report"
+        again.stdout.ends_with("4 cases, 0 with errors\n"),
+        "{again:?}"
     );
     assert!(
         !dir.join("requests.log").exists(),
         "a dry run starts no agent"
+    );
+    // A report format is not what a dry run writes.
+    let run = run_agentest(
+        dir.path(),
+        &["test", "-i", "plan.jsonl", "--dry-run", "-o", "r.html"],
+    );
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.contains("--dry-run -o writes the validated cases as JSON Lines; give a .jsonl path instead of r.html"),
+        "{run:?}"
     );
 }
 
@@ -463,12 +475,56 @@ fn dry_run_exits_1_when_a_case_fails_to_load() {
          plan::later   single  (skip)\n\
          plan::multi   static\n\
          \n\
-         5 cases, 1 failed to load\n"
+         5 cases, 1 with errors\n"
     );
     assert!(
         !dir.join("requests.log").exists(),
         "a dry run starts no agent"
     );
+}
+
+/// Without any config a dry run still validates the cases (and says what it could not
+/// check); with one, every name a case uses must resolve: agents (the case's, a
+/// simulator's, a judge's), hooks, scripts and model endpoints.
+fn dry_run_needs_no_config_and_checks_every_name_when_there_is_one() {
+    let dir = scratch("dry-run-names");
+    dir.write_suite(
+        "s.jsonl",
+        &[
+            r#"{"id": "ok", "input": "Hello"}"#,
+            r#"{"id": "hooked", "input": "x", "before": "setup_db", "assertions": [{"type": "script", "use": "scripts:amount_ok"}, {"type": "agent", "use": "agents:judgy", "value": "polite"}]}"#,
+            r#"{"id": "judged", "input": "x", "assertions": [{"type": "llm_judge", "value": "polite", "llm": "big"}]}"#,
+            r#"{"id": "dyn", "input": "x", "simulator": {"use": "sim"}, "checkpoints": [{"id": "a", "assert": {"type": "contains", "value": "x"}}]}"#,
+            r#"{"id": "other", "input": "x", "agent": "nobody"}"#,
+        ],
+    );
+    let run = run_agentest(dir.path(), &["test", "-i", "s.jsonl", "--dry-run"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.ends_with("5 cases, 0 with errors\n"), "{run:?}");
+    assert_eq!(
+        run.stderr,
+        "note: no agentest.toml found; the cases were parsed and validated, but the agents, hooks, scripts and model endpoints they name were not checked\n"
+    );
+
+    dir.write("agentest.toml", &default_agent());
+    let run = run_agentest(dir.path(), &["test", "-i", "s.jsonl", "--dry-run"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let config = "agentest.toml";
+    for expected in [
+        "s::dyn     error: simulator: agent `sim` is not defined; add [agents.\"sim\"] to agentest.toml".to_string(),
+        format!("s::hooked  error: before hook: hook `setup_db` is not defined; add [hooks.\"setup_db\"] with `command = [...]` to {config}"),
+        format!("                  script assertion: script `amount_ok` is not defined; add [scripts.\"amount_ok\"] with `command = [...]` to {config}"),
+        format!("                  agent assertion: agent `judgy` is not defined; add [agents.\"judgy\"] to {config}"),
+        format!("s::judged  error: llm_judge assertion: the judge's model endpoint `big` is not defined; add [llms.\"big\"] to {config}"),
+        format!("s::ok      single"),
+        format!("s::other   error: agent `nobody` is not defined; add [agents.\"nobody\"] to {config}"),
+    ] {
+        assert!(
+            run.stdout.lines().any(|l| l.starts_with(&expected)),
+            "expected a line starting {expected:?}\n{run:?}"
+        );
+    }
+    assert!(run.stdout.ends_with("5 cases, 4 with errors\n"), "{run:?}");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -648,7 +704,7 @@ fn directory_input_names_trials_by_path_and_sorts_them() {
          b/deep/suite::z1  single\n\
          top::m            single\n\
          \n\
-         4 cases, 0 failed to load\n"
+         4 cases, 0 with errors\n"
     );
 
     let run = run_agentest(
@@ -684,7 +740,7 @@ fn run_filters_by_trial_name() {
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(
         run.stdout,
-        "b/deep/suite::a1  single\n\n1 case, 0 failed to load\n"
+        "b/deep/suite::a1  single\n\n1 case, 0 with errors\n"
     );
 
     // The regex matches the whole trial name, suite part included.
@@ -1779,6 +1835,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         json_error_columns_count_characters_like_field_errors,
         dry_run_lists_every_case_and_runs_nothing,
         dry_run_exits_1_when_a_case_fails_to_load,
+        dry_run_needs_no_config_and_checks_every_name_when_there_is_one,
         exit_0_when_everything_passes,
         exit_1_when_an_assertion_fails,
         usage_errors_exit_2_with_a_message_on_stderr,
