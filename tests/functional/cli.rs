@@ -516,7 +516,7 @@ fn dry_run_needs_no_config_and_checks_every_name_when_there_is_one() {
         format!("                  script assertion: script `amount_ok` is not defined; add [scripts.\"amount_ok\"] with `command = [...]` to {config}"),
         format!("                  agent assertion: agent `judgy` is not defined; add [agents.\"judgy\"] to {config}"),
         format!("s::judged  error: llm_judge assertion: the judge's model endpoint `big` is not defined; add [llms.\"big\"] to {config}"),
-        format!("s::ok      single"),
+        "s::ok      single".to_string(),
         format!("s::other   error: agent `nobody` is not defined; add [agents.\"nobody\"] to {config}"),
     ] {
         assert!(
