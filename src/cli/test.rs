@@ -30,6 +30,9 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
     // The report (`-o`) may be written into the suites folder; never load it.
     let exclude: Vec<_> = args.output.iter().cloned().collect();
     let mut plan = Plan::load(&input, &exclude, None).map_err(|e| e.to_string())?;
+    if let (Input::Dir(root), Some(out)) = (&input, &args.output) {
+        warn_if_inside(root, out);
+    }
     if let Some(f) = &filter {
         plan.retain(f);
     }
@@ -123,6 +126,24 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// A JSONL report written into the suites folder is skipped by this run, but any
+/// other run (`cargo test`) finds it there: say so while it can still be moved.
+fn warn_if_inside(root: &std::path::Path, report: &std::path::Path) {
+    let is_jsonl = report.extension().is_some_and(|e| e == "jsonl");
+    let absolute = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let parent = report
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    if is_jsonl && absolute(parent).starts_with(absolute(root)) {
+        eprintln!(
+            "warning: the report {} is inside the suites folder {}: this run skips it, but other runs (cargo test) will find it there and say it is not a suite; write reports elsewhere",
+            report.display(),
+            root.display()
+        );
+    }
 }
 
 /// The agent the header names: the run's agent, or, when every case names its own

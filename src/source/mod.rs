@@ -5,6 +5,7 @@
 mod assertion;
 mod discover;
 pub(crate) mod fields;
+mod foreign;
 mod jsonl;
 mod loaded;
 mod mocks;

@@ -1763,6 +1763,63 @@ fn a_report_written_inside_the_suites_folder_is_never_loaded_as_a_suite() {
         assert_eq!(run.code, 0, "{run:?}");
         let report = read_report(&s.join("out.jsonl"));
         report.assert_counts(1, 1, 0, 0, 0);
+        // Said while it can still be moved: other runs will find it.
+        assert!(
+            run.stderr.starts_with("warning: the report out.jsonl is inside the suites folder .: this run skips it, but other runs (cargo test) will find it there and say it is not a suite; write reports elsewhere\n"),
+            "{run:?}"
+        );
+    }
+    // A run that does not skip it (here: writing its report elsewhere) finds one
+    // file that is not a suite, said once, not a trial per line.
+    let elsewhere = scratch("report-inside-elsewhere");
+    let out = elsewhere.join("r.jsonl");
+    let run = run_agentest(s.path(), &["test", "-i", ".", "-o", out.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(!run.stderr.contains("warning"), "{run:?}");
+    let report = read_report(&out);
+    report.assert_counts(2, 1, 0, 1, 0);
+    assert_eq!(report.trials(), ["a::one", "out::not-a-suite"]);
+}
+
+/// An ElizaOS scenario, a JSON array, a pretty-printed case: each is one error that says
+/// what the file is, not one "invalid JSON" per line.
+fn files_that_are_not_suites_are_one_clear_error() {
+    let s = Scratch::with_config("not-suites", "");
+    s.write(
+        "chat.scenario.yaml",
+        "name: chat\ndescription: d\nenvironment:\n  type: local\nrun:\n  - input: hi\n",
+    );
+    s.write(
+        "array.json",
+        "[\n  {\"id\": \"a\", \"input\": \"hi\"},\n  {\"id\": \"b\", \"input\": \"yo\"}\n]\n",
+    );
+    s.write(
+        "pretty.jsonl",
+        "{\n  \"id\": \"a\",\n  \"input\": \"hi\"\n}\n",
+    );
+    for (file, trial, message) in [
+        (
+            "chat.scenario.yaml",
+            "chat.scenario.yaml::not-a-suite",
+            "this is an ElizaOS scenario, not a suite: agentest does not read YAML yet",
+        ),
+        (
+            "array.json",
+            "array.json::not-a-suite",
+            "this file is one JSON array of 2 item(s) over 4 lines, not JSON Lines: a suite has one case per line (`jq -c '.[]' array.json > cases.jsonl` converts it)",
+        ),
+        (
+            "pretty.jsonl",
+            "pretty::not-a-suite",
+            "this file is one JSON value over 4 lines, not JSON Lines",
+        ),
+    ] {
+        let run = run_agentest(s.path(), &["test", "-i", file, "--dry-run"]);
+        assert_eq!(run.code, 1, "{run:?}");
+        let lines: Vec<&str> = run.stdout.lines().filter(|l| !l.is_empty()).collect();
+        assert_eq!(lines.len(), 2, "one trial and the count: {run:?}");
+        assert!(lines[0].starts_with(trial), "{run:?}");
+        assert!(lines[0].contains(&format!("error: {file}:1:1: {message}")), "{run:?}");
     }
 }
 
@@ -1858,6 +1915,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         every_assertion_record_has_one_message_with_the_custom_text,
         expected_is_checked_next_to_assertions_and_negation_never_hides_a_missing_json,
         a_report_written_inside_the_suites_folder_is_never_loaded_as_a_suite,
+        files_that_are_not_suites_are_one_clear_error,
         a_timed_out_process_agent_shows_the_tail_of_its_stderr,
     ]
 }

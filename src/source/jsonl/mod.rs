@@ -23,23 +23,32 @@ use std::sync::Arc;
 pub fn load_file(root: &Path, file: &Path) -> Vec<Loaded> {
     let suite = suite_name(root, file);
     let shown = Arc::new(display_path(file));
-    match std::fs::read(file) {
-        Ok(bytes) => parse_suite_bytes(&suite, file, shown, &bytes),
-        Err(e) => vec![Loaded {
-            trial: format!("{suite}{SEPARATOR}unreadable-file"),
-            suite,
+    let whole_file = |trial: &str, message: String| {
+        vec![Loaded {
+            trial: format!("{suite}{SEPARATOR}{trial}"),
+            suite: suite.clone(),
             file: file.to_path_buf(),
             entry: Err(CaseError {
                 location: Location {
-                    file: shown,
+                    file: shown.clone(),
                     line: 1,
                     column: 1,
                 },
                 id: None,
                 field: None,
-                message: format!("failed to read the suite file: {e}"),
+                message,
             }),
-        }],
+        }]
+    };
+    match std::fs::read(file) {
+        Ok(bytes) => match crate::source::foreign::not_a_suite(file, &bytes) {
+            Some(what) => whole_file("not-a-suite", what),
+            None => parse_suite_bytes(&suite, file, shown.clone(), &bytes),
+        },
+        Err(e) => whole_file(
+            "unreadable-file",
+            format!("failed to read the suite file: {e}"),
+        ),
     }
 }
 

@@ -1,0 +1,155 @@
+//! Files that are not suites: an ElizaOS scenario, a JSON document spread over many
+//! lines (an EvalStudio store, a tau2-bench task file, a pretty-printed case), or a
+//! report agentest wrote. Read line by line, each would be dozens of "invalid JSON"
+//! trials; recognised, it is one error that says what the file is.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+/// What `file` is, when it is recognisably not a JSON Lines suite: a sentence that
+/// names the format and what to do. `None` for anything that may be a suite (its lines
+/// are then checked one by one as usual).
+pub(crate) fn not_a_suite(file: &Path, bytes: &[u8]) -> Option<String> {
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    if name.ends_with(".yaml") || name.ends_with(".yml") {
+        let what = if name.contains(".scenario.") {
+            "an ElizaOS scenario"
+        } else if name.contains(".matrix.") {
+            "an ElizaOS scenario matrix"
+        } else {
+            "a YAML file"
+        };
+        return Some(format!(
+            "this is {what}, not a suite: agentest does not read YAML yet (ElizaOS scenarios are planned); suites are JSON Lines files (.jsonl), one case per line"
+        ));
+    }
+    let text = std::str::from_utf8(bytes).ok()?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let first = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with("//"))?;
+    // One record per line with a trial and a status: a report agentest wrote.
+    if let Ok(Value::Object(o)) = serde_json::from_str::<Value>(first) {
+        let report = (o.contains_key("trial") && o.contains_key("status"))
+            || o.get("type").and_then(Value::as_str) == Some("summary");
+        if report {
+            return Some(
+                "this is an agentest report (one record per case, written by -o or AGENTEST_REPORT), not a suite; write reports outside the suites folder, or pass the path as -o so the run skips it"
+                    .into(),
+            );
+        }
+        return None;
+    }
+    // A whole JSON document over several lines.
+    if !(first.starts_with('[') || first.starts_with('{')) {
+        return None;
+    }
+    let whole: Value = serde_json::from_str(text).ok()?;
+    let lines = match text.lines().count() {
+        1 => "1 line".to_string(),
+        n => format!("{n} lines"),
+    };
+    let first_item = match &whole {
+        Value::Array(items) => items.first(),
+        other => Some(other),
+    };
+    let keys = |names: &[&str]| {
+        first_item
+            .and_then(Value::as_object)
+            .is_some_and(|o| names.iter().any(|k| o.contains_key(*k)))
+    };
+    let known = if keys(&["successCriteria", "failureCriteria", "maxMessages"]) {
+        Some("an EvalStudio scenario store")
+    } else if keys(&["personaIds", "scenarioIds"]) {
+        Some("an EvalStudio eval store")
+    } else if keys(&["evalId", "personaId", "executionId"]) {
+        Some("an EvalStudio run store")
+    } else if keys(&["user_scenario", "evaluation_criteria"]) {
+        Some("a tau2-bench task file")
+    } else {
+        None
+    };
+    if let Some(what) = known {
+        return Some(format!(
+            "this is {what}, not a suite: agentest does not read that format yet; suites are JSON Lines files (.jsonl), one case per line"
+        ));
+    }
+    Some(match whole {
+        Value::Array(items) => format!(
+            "this file is one JSON array of {} item(s) over {lines}, not JSON Lines: a suite has one case per line (`jq -c '.[]' {} > cases.jsonl` converts it)",
+            items.len(),
+            file.display()
+        ),
+        _ => format!(
+            "this file is one JSON value over {lines}, not JSON Lines: a suite has one case per line (`jq -c . {} > cases.jsonl` puts it on one)",
+            file.display()
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn what(name: &str, text: &str) -> Option<String> {
+        not_a_suite(Path::new(name), text.as_bytes())
+    }
+
+    #[test]
+    fn suites_are_not_recognised_as_anything_else() {
+        assert_eq!(
+            what("s.jsonl", "{\"id\": \"a\", \"input\": \"hi\"}\n"),
+            None
+        );
+        assert_eq!(what("s.jsonl", "// note\n{\"id\": \"a\"}\n{bad\n"), None);
+        assert_eq!(what("s.jsonl", "{bad\n"), None);
+        assert_eq!(what("s.jsonl", ""), None);
+    }
+
+    #[test]
+    fn each_foreign_kind_is_named() {
+        for (name, text, expected) in [
+            ("a.scenario.yaml", "name: x\n", "an ElizaOS scenario"),
+            ("a.matrix.yml", "name: x\n", "an ElizaOS scenario matrix"),
+            ("a.yaml", "x: 1\n", "a YAML file"),
+            (
+                "r.jsonl",
+                "{\"id\":\"a\",\"trial\":\"s::a\",\"status\":\"passed\"}\n",
+                "an agentest report",
+            ),
+            (
+                "r.jsonl",
+                "{\"type\":\"summary\",\"total\":1}\n",
+                "an agentest report",
+            ),
+            (
+                "scenarios.json",
+                "[\n {\"id\": \"1\", \"maxMessages\": 4}\n]\n",
+                "an EvalStudio scenario store",
+            ),
+            (
+                "tasks.json",
+                "[\n {\"id\": \"0\", \"user_scenario\": {}}\n]",
+                "a tau2-bench task file",
+            ),
+            (
+                "s.jsonl",
+                "[\n {\"id\": \"a\"},\n {\"id\": \"b\"}\n]\n",
+                "one JSON array of 2 item(s) over 4 lines",
+            ),
+            (
+                "s.jsonl",
+                "{\n \"id\": \"a\"\n}\n",
+                "one JSON value over 3 lines",
+            ),
+        ] {
+            let got = what(name, text).unwrap_or_default();
+            assert!(got.contains(expected), "{name}: {got}");
+        }
+    }
+}
