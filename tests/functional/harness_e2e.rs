@@ -2,8 +2,10 @@
 //! `tests/fixtures/demo` (a user of agentest with an in-process `echo` agent) and runs
 //! it with the real `cargo test`, `cargo nextest` and its test binary.
 //!
-//! The fixture builds into `<target>/fixture-target`, so builds are cached between
-//! runs and never wait on the outer build's lock. Its suites (`agent-tests/`):
+//! The fixture builds into the outer target directory with the same profile and lock
+//! file, so it reuses every dependency `cargo test` has just built (two crates
+//! compile: agentest as its dependency, and its test); cargo releases the target
+//! directory's lock while the outer tests run. Its suites (`agent-tests/`):
 //!
 //! | trial                 | outcome                                                   |
 //! |-----------------------|-----------------------------------------------------------|
@@ -243,7 +245,7 @@ fn fixture() -> &'static Fixture {
     FIXTURE.get_or_init(|| {
         let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
         let dir = manifest.join("tests/fixtures/demo");
-        let target = outer_target_dir().join("fixture-target");
+        let target = outer_target_dir();
         sync_lock_file(&manifest.join("Cargo.lock"), &dir.join("Cargo.lock"));
         let fx = Fixture {
             dir,
