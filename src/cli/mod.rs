@@ -8,6 +8,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand, ValueEnum};
 
 mod commands;
+pub(crate) mod init;
 mod test;
 
 /// Exit code for usage and config errors.
@@ -33,6 +34,9 @@ struct Cli {
 enum Command {
     /// Run test cases against an agent.
     Test(TestArgs),
+    /// Write a starter project: a ten-line agent (agent.py), agent-tests/agentest.toml
+    /// and a smoke suite; in a Rust crate also tests/agent_tests.rs.
+    Init(InitArgs),
     /// Show pending golden files (`*.golden/*.new`) with their diffs; accept or reject
     /// them one by one on a terminal.
     Review(GoldenArgs),
@@ -44,6 +48,15 @@ enum Command {
     /// Build a report (.json, .md, .xml JUnit, .html, .jsonl) from JSONL reports: a file,
     /// or a folder of them (as nextest runs leave).
     Report(ReportArgs),
+}
+
+#[derive(clap::Args)]
+struct InitArgs {
+    /// Where to write (default: the current folder).
+    dir: Option<PathBuf>,
+    /// Replace files that already exist.
+    #[arg(long = "force")]
+    force: bool,
 }
 
 #[derive(clap::Args)]
@@ -109,48 +122,37 @@ pub(crate) enum ColorChoice {
     Never,
 }
 
+/// The everyday flags come first in `--help`; the rest are under "Less common".
 #[derive(clap::Args)]
+#[command(after_help = "Examples:
+  agentest test -i agent-tests                    every suite under agent-tests/
+  agentest test -i agent-tests/smoke.jsonl -v     one suite, every reply shown
+  agentest test -i \"Hello there\"                  one message to the agent
+  agentest test -i agent-tests --run 'smoke::'    only trials matching a regex
+  agentest test -i agent-tests -o report.html     also write a report (.jsonl .json .md .xml .html)
+  agentest test -i agent-tests --dry-run          check the cases, run nothing")]
 struct TestArgs {
     /// A suite file (.jsonl), a directory of suites, or a message to send.
     #[arg(short = 'i', long = "input")]
     input: String,
-    /// Live mode: `openai` agents send tool calls to their real `tools_url` instead of
-    /// the mocks (also `AGENTEST_LIVE=1`).
-    #[arg(long = "live")]
-    live: bool,
-    /// The simulator of dynamic cases that name none: a name from [agents.NAME], or
-    /// `script` (also `AGENTEST_SIMULATOR`; default: the built-in simulator on [llm]).
-    #[arg(long = "simulator", value_name = "NAME")]
-    simulator: Option<String>,
-    /// Ask a person (on stdin) when the agent awaits input and no scripted turn is left;
-    /// in dynamic cases a person may answer instead of the simulator. Runs one case at a time.
-    #[arg(long = "interactive", conflicts_with = "skip_interactive")]
-    interactive: bool,
-    /// Never ask a person: cases that need one are skipped (or fail, see --on-missing-input).
-    #[arg(long = "skip-interactive")]
-    skip_interactive: bool,
-    /// What happens to a case that needs a person when none can answer.
-    #[arg(long = "on-missing-input", value_enum, default_value = "skip")]
-    on_missing_input: MissingInput,
-    /// Send the input to the agent as a message, even when it is one word.
-    #[arg(long = "message")]
-    message: bool,
     /// The agent to test: a name from [agents.NAME] in agentest.toml (default: [agent]).
     #[arg(short = 'n', long = "name")]
     name: Option<String>,
     /// Write a report; the extension picks the format: .jsonl (one object per case as it
-    /// ends, then a summary line), .json, .md, .xml (JUnit) or .html.
+    /// ends, then a summary line), .json, .md, .xml (JUnit) or .html. With --dry-run, a
+    /// .jsonl of the validated cases.
     #[arg(short = 'o', long = "output")]
     output: Option<PathBuf>,
     /// Show every case's tree with every reply and every assertion.
     #[arg(short = 'v', long = "verbose", conflicts_with = "compact")]
     verbose: bool,
-    /// One line per passing case (the default above 20 cases); failures keep their tree.
-    #[arg(long = "compact")]
-    compact: bool,
     /// Only run cases whose trial name (suite::id) matches this regex.
     #[arg(long = "run", value_name = "REGEX")]
     run: Option<String>,
+    /// Parse and validate every case (and, with a config, every name they use), print
+    /// one line per case, run nothing.
+    #[arg(long = "dry-run")]
+    dry_run: bool,
     /// Stop starting cases after the first one fails.
     #[arg(long = "fail-fast")]
     fail_fast: bool,
@@ -160,12 +162,48 @@ struct TestArgs {
     /// Cases in flight at once (default: [run] concurrency, else 32).
     #[arg(long = "parallel", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
     parallel: Option<u32>,
-    /// Parse and validate every case, print one line per case, run nothing.
-    #[arg(long = "dry-run")]
-    dry_run: bool,
+    /// One line per passing case (the default above 20 cases); failures keep their tree.
+    #[arg(long = "compact", help_heading = "Less common")]
+    compact: bool,
     /// Colour the console output.
-    #[arg(long = "color", value_enum, default_value = "auto")]
+    #[arg(
+        long = "color",
+        value_enum,
+        default_value = "auto",
+        help_heading = "Less common"
+    )]
     color: ColorChoice,
+    /// Send the input to the agent as a message, even when it is one word.
+    #[arg(long = "message", help_heading = "Less common")]
+    message: bool,
+    /// Live mode: `openai` agents send tool calls to their real `tools_url` instead of
+    /// the mocks (also `AGENTEST_LIVE=1`).
+    #[arg(long = "live", help_heading = "Less common")]
+    live: bool,
+    /// The simulator of dynamic cases that name none: a name from [agents.NAME], or
+    /// `script` (also `AGENTEST_SIMULATOR`; default: the built-in simulator on [llm]).
+    #[arg(long = "simulator", value_name = "NAME", help_heading = "Less common")]
+    simulator: Option<String>,
+    /// Ask a person (on stdin) when the agent awaits input and no scripted turn is left;
+    /// in dynamic cases a person may answer instead of the simulator. Runs one case at a
+    /// time. Ignored on CI.
+    #[arg(
+        long = "interactive",
+        conflicts_with = "skip_interactive",
+        help_heading = "Less common"
+    )]
+    interactive: bool,
+    /// Never ask a person: cases that need one are skipped (or fail, see --on-missing-input).
+    #[arg(long = "skip-interactive", help_heading = "Less common")]
+    skip_interactive: bool,
+    /// What happens to a case that needs a person when none can answer.
+    #[arg(
+        long = "on-missing-input",
+        value_enum,
+        default_value = "skip",
+        help_heading = "Less common"
+    )]
+    on_missing_input: MissingInput,
 }
 
 /// Whether to colour stdout: `--color`, and for `auto` a terminal without `NO_COLOR`.
@@ -218,6 +256,7 @@ pub fn main() -> ExitCode {
     }
     let result = match cli.command {
         Command::Test(args) => test::test(args),
+        Command::Init(args) => init::init(args),
         Command::Review(args) => {
             crate::record::review::review(&args.root(), use_color(args.color), args.all)
                 // Files left pending are not an error, but scripts may want to know.

@@ -223,21 +223,6 @@ fn cargo_lock() -> MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn outer_target_dir() -> PathBuf {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR").filter(|d| !d.is_empty()) {
-        return manifest.join(dir);
-    }
-    // This binary is <target>/<profile>/deps/functional-<hash>.
-    std::env::current_exe()
-        .ok()
-        .and_then(|exe| {
-            let deps = exe.parent()?;
-            (deps.file_name()? == "deps").then(|| deps.parent()?.parent().map(Path::to_path_buf))?
-        })
-        .unwrap_or_else(|| manifest.join("target"))
-}
-
 /// Builds the fixture once (copying the repository's `Cargo.lock` into it, so it
 /// resolves offline to the same versions) and finds its test binary.
 fn fixture() -> &'static Fixture {
@@ -245,7 +230,7 @@ fn fixture() -> &'static Fixture {
     FIXTURE.get_or_init(|| {
         let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
         let dir = manifest.join("tests/fixtures/demo");
-        let target = outer_target_dir();
+        let target = crate::common::outer_target_dir();
         sync_lock_file(&manifest.join("Cargo.lock"), &dir.join("Cargo.lock"));
         let fx = Fixture {
             dir,
@@ -293,25 +278,9 @@ fn sync_lock_file(from: &Path, to: &Path) {
 impl Fixture {
     /// A command with an environment free of the outer run's test settings.
     fn command(&self, program: impl AsRef<OsStr>) -> Command {
-        let mut cmd = Command::new(program);
-        cmd.current_dir(&self.dir);
-        for (key, _) in std::env::vars_os() {
-            let k = key.to_string_lossy();
-            if k.contains("NEXTEST")
-                || k.starts_with("AGENTEST_")
-                || matches!(
-                    &*k,
-                    "DEMO_SUITES"
-                        | "RUST_TEST_THREADS"
-                        | "CLICOLOR_FORCE"
-                        | "CARGO_BUILD_TARGET_DIR"
-                )
-            {
-                cmd.env_remove(&key);
-            }
-        }
-        cmd.env("CARGO_TARGET_DIR", &self.target)
-            .env("CARGO_TERM_COLOR", "never");
+        let mut cmd = crate::common::clean_command(program, &self.dir);
+        cmd.env_remove("DEMO_SUITES")
+            .env("CARGO_TARGET_DIR", &self.target);
         cmd
     }
 

@@ -70,6 +70,7 @@ mod golden;
 mod harness_e2e;
 mod llm;
 mod parse_errors;
+mod readme;
 mod real_model;
 mod reports;
 
@@ -151,6 +152,7 @@ fn main() {
     trials.extend(harness_e2e::tests());
     trials.extend(llm::tests());
     trials.extend(parse_errors::tests());
+    trials.extend(readme::tests());
     trials.extend(real_model::tests());
     trials.extend(reports::tests());
     let mut names: Vec<&str> = trials.iter().map(Trial::name).collect();

@@ -84,6 +84,45 @@ impl Missing {
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_agentest");
 
+/// The target directory this test binary was built in: crates built by the tests
+/// (the demo fixture, the README's crate) share it, and so every dependency already
+/// compiled. Cargo does not hold its lock while tests run.
+pub fn outer_target_dir() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR").filter(|d| !d.is_empty()) {
+        return manifest.join(dir);
+    }
+    // This binary is <target>/<profile>/deps/functional-<hash>.
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| {
+            let deps = exe.parent()?;
+            (deps.file_name()? == "deps").then(|| deps.parent()?.parent().map(Path::to_path_buf))?
+        })
+        .unwrap_or_else(|| manifest.join("target"))
+}
+
+/// A command run in `dir` with an environment free of the outer run's test settings
+/// (nextest's, agentest's, libtest's), as a user's shell would have it.
+pub fn clean_command(program: impl AsRef<std::ffi::OsStr>, dir: &Path) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.current_dir(dir);
+    for (key, _) in std::env::vars_os() {
+        let k = key.to_string_lossy();
+        if k.contains("NEXTEST")
+            || k.starts_with("AGENTEST_")
+            || matches!(
+                &*k,
+                "RUST_TEST_THREADS" | "CLICOLOR_FORCE" | "CARGO_BUILD_TARGET_DIR"
+            )
+        {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd.env("CARGO_TERM_COLOR", "never");
+    cmd
+}
+
 /// The example expense agent.
 pub const EXPENSE_AGENT: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
