@@ -193,6 +193,14 @@ fn tree_block(r: &CaseReport, style: &Style) -> String {
         }
         return s;
     }
+    // A start that took no noticeable time is not worth a line.
+    if let (true, Some(ms @ 10..)) = (style.verbose, r.startup_ms) {
+        let _ = writeln!(
+            s,
+            "  ├─ {}",
+            style.dim(&format!("Agent started ({})", secs(ms)))
+        );
+    }
     for t in &r.turns {
         turn_lines(&mut s, t, style);
     }
@@ -250,7 +258,11 @@ fn tree_block(r: &CaseReport, style: &Style) -> String {
         secs(r.duration_ms)
     );
     if r.status != Status::Passed {
-        if let Some(e) = r.error.as_deref().filter(|e| !shown_with_its_turn(r, e)) {
+        if let Some(e) = r
+            .error
+            .as_deref()
+            .filter(|e| !crate::record::format::common::shown_with_its_turn(r, e))
+        {
             // A golden mismatch carries a diff: coloured on a terminal.
             let text = match &r.golden {
                 Some(_) => crate::record::review::paint_diff(e, style.color),
@@ -262,21 +274,6 @@ fn tree_block(r: &CaseReport, style: &Style) -> String {
         }
     }
     s
-}
-
-/// Whether the case's error is what its failing turn already shows (`turn N: ...` for
-/// a turn drawn with its error and failed assertions): each fact is said once.
-fn shown_with_its_turn(r: &CaseReport, error: &str) -> bool {
-    // A golden diff is only in the case's error.
-    if r.golden.is_some() {
-        return false;
-    }
-    r.turns.iter().any(|t| {
-        !t.ok() && {
-            let head = format!("turn {}", t.turn);
-            error == head || error.starts_with(&format!("{head}:"))
-        }
-    })
 }
 
 fn turn_lines(s: &mut String, t: &TurnReport, style: &Style) {

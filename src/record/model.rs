@@ -155,6 +155,10 @@ pub struct CaseReport {
     pub planned_turns: Option<u32>,
     /// Wall time of the whole case, hooks included.
     pub duration_ms: u64,
+    /// How long starting the agent took (spawning its process, waiting for its HTTP
+    /// server to listen), apart from turn 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub startup_ms: Option<u64>,
     /// Why the case did not pass (failure summary, error or skip reason).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

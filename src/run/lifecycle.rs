@@ -114,11 +114,14 @@ async fn body(
             .map_err(|e| Stop::error(format!("before hook: {e}")))?;
     }
     *phase = "starting the agent".into();
+    let started = std::time::Instant::now();
     let mut session = setup
         .agent
         .start(&setup.scope)
         .await
         .map_err(StepError::from)?;
+    // Not part of turn 1: an HTTP agent's server may take seconds to listen.
+    report.startup_ms = Some(started.elapsed().as_millis() as u64);
     let judges = CaseJudges {
         ctx,
         scope: &setup.scope,

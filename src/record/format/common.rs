@@ -364,6 +364,29 @@ fn field(s: &mut String, indent: &str, label: &str, text: &str) {
     }
 }
 
+/// Whether the case's error is what its failing turn already shows: `turn N: ` and
+/// the turn's own error word for word, or a failed assertion's label (shown with its
+/// message). Each fact is said once, and nothing the turn does not show is dropped.
+pub(crate) fn shown_with_its_turn(r: &CaseReport, error: &str) -> bool {
+    // A golden diff is only in the case's error.
+    if r.golden.is_some() {
+        return false;
+    }
+    r.turns.iter().filter(|t| !t.ok()).any(|t| {
+        let Some(rest) = error.strip_prefix(&format!("turn {}: ", t.turn)) else {
+            return false;
+        };
+        match &t.error {
+            Some(e) => rest == e,
+            None => t
+                .assertions
+                .iter()
+                .chain(&t.checkpoints)
+                .any(|a| !a.passed && rest.starts_with(&a.label)),
+        }
+    })
+}
+
 /// Records of a small run, for the renderers' unit tests: a pass with a tool call, a
 /// failure whose reply holds markup and control characters, an agent crash, a load
 /// error, a timeout, a skip and a dynamic case that missed a checkpoint.

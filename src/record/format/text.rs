@@ -44,7 +44,11 @@ pub fn failure_message(r: &CaseReport) -> String {
         .flat_map(|t| &t.assertions)
         .chain(&r.final_assertions)
         .any(|a| !a.passed);
-    if let (Some(e), false) = (&r.error, r.status == Status::Failed && assertion_failed) {
+    let said_below = |e: &str| {
+        (r.status == Status::Failed && assertion_failed)
+            || crate::record::format::common::shown_with_its_turn(r, e)
+    };
+    if let Some(e) = r.error.as_deref().filter(|e| !said_below(e)) {
         let _ = writeln!(s, "  {e}");
     }
     if let Some(t) = failing {
@@ -59,7 +63,9 @@ pub fn failure_message(r: &CaseReport) -> String {
 
 fn write_turn(s: &mut String, t: &TurnReport) {
     let _ = writeln!(s, "  turn {} input: {}", t.turn, quote(&t.input));
-    if let Some(e) = &t.error {
+    // An assertion that could not be evaluated (a broken judge) shows its error itself.
+    let shown_below = |e: &str| t.assertions.iter().any(|a| !a.passed && a.message == e);
+    if let Some(e) = t.error.as_deref().filter(|e| !shown_below(e)) {
         let _ = writeln!(s, "  turn error: {e}");
     }
     if !(t.output.is_null() && t.error.is_some()) {
@@ -90,4 +96,62 @@ fn write_assertions(s: &mut String, list: &[AssertionReport]) {
 
 fn quote(text: &str) -> String {
     serde_json::Value::String(crate::util::clip(text)).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::format::common::sample;
+
+    /// A crash with its stderr tail, as the engine records it: the case's error is the
+    /// turn's, so the message says it once; an error the turn does not show stays.
+    #[test]
+    fn each_fact_once() {
+        let (_, _, cases) = sample();
+        let mut crash = cases
+            .into_iter()
+            .find(|c| c.id == "crash")
+            .expect("the sample has a crash");
+        let tail = "agent process exited before replying (exit status: 3); agent stderr (last lines):\nfatal: the agent crashed on purpose";
+        crash.turns[0].error = Some(tail.into());
+        crash.error = Some(format!("turn 1: {tail}"));
+        let message = failure_message(&crash);
+        assert_eq!(
+            message.matches("fatal: the agent crashed").count(),
+            1,
+            "{message}"
+        );
+        crash.turns[0].error = Some("agent process exited before replying (exit status: 3)".into());
+        let message = failure_message(&crash);
+        assert_eq!(
+            message.matches("fatal: the agent crashed").count(),
+            1,
+            "{message}"
+        );
+        assert_eq!(message.matches("exit status: 3").count(), 2, "{message}");
+    }
+
+    /// A judge that cannot judge: its error once, with the assertion it stopped.
+    #[test]
+    fn a_broken_judge_is_said_once() {
+        let (_, _, cases) = sample();
+        let mut r = cases.into_iter().find(|c| c.id == "crash").unwrap();
+        let why = "the built-in judge needs a model: add an [llm] section";
+        r.turns[0].error = Some(why.into());
+        r.turns[0].output = serde_json::json!("Hello");
+        r.turns[0].assertions = vec![AssertionReport {
+            passed: false,
+            label: "llm_judge".into(),
+            message: why.into(),
+            ..serde_json::from_value(serde_json::json!({"type": "llm_judge", "passed": false, "label": "", "message": ""})).unwrap()
+        }];
+        r.error = Some(format!("turn 1: {why}"));
+        let message = failure_message(&r);
+        assert_eq!(message.matches(why).count(), 1, "{message}");
+        assert!(
+            message.contains(&format!("✗ llm_judge: {why}")),
+            "{message}"
+        );
+        assert!(!message.contains("simulator"), "{message}");
+    }
 }
