@@ -9,6 +9,7 @@ mod foreign;
 mod jsonl;
 mod loaded;
 mod mocks;
+mod yaml;
 
 pub use crate::errors::CaseError;
 pub(crate) use assertion::{compile_regex, parse_assertions};
