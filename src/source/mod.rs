@@ -14,7 +14,7 @@ mod yaml;
 pub use crate::errors::CaseError;
 pub(crate) use assertion::{compile_regex, parse_assertions};
 pub use discover::{discover, discover_excluding, file_for_trial, suite_name, SEPARATOR};
-pub(crate) use jsonl::column_of_path;
+pub(crate) use jsonl::{column_of_path, steps as path_steps, Step as PathStep};
 pub use jsonl::{load_file, parse_case, parse_suite, parse_suite_bytes, CASE_KEYS};
 pub use loaded::Loaded;
 pub use mocks::{parse_config_mocks, parse_mocks};

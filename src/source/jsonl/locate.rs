@@ -3,12 +3,13 @@
 
 /// One step of a field path.
 #[derive(Debug, PartialEq)]
-enum Step<'a> {
+pub(crate) enum Step<'a> {
     Key(&'a str),
     Index(usize),
 }
 
-fn steps(path: &str) -> Vec<Step<'_>> {
+/// The steps of a field path: `turns[1].type` is `turns`, 1, `type`.
+pub(crate) fn steps(path: &str) -> Vec<Step<'_>> {
     let mut out = Vec::new();
     for part in path.split('.').filter(|p| !p.is_empty()) {
         let (key, mut rest) = match part.find('[') {

@@ -7,7 +7,7 @@ mod locate;
 mod turn;
 
 pub use case::{parse_case, CASE_KEYS};
-pub(crate) use locate::column_of_path;
+pub(crate) use locate::{column_of_path, steps, Step};
 
 use super::{suite_name, Loaded, SEPARATOR};
 use crate::case::Location;

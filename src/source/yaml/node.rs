@@ -61,6 +61,33 @@ impl Node {
         }
     }
 
+    /// Where the field `path` (`run[0].evaluations[1].value`) is: the key of a mapping
+    /// entry, the value of a list item. When the path goes further than the document,
+    /// the deepest part that exists.
+    pub(crate) fn locate(&self, path: &str) -> Pos {
+        use crate::source::{path_steps as steps, PathStep as Step};
+        let mut node = self;
+        let mut at = self.pos;
+        for step in steps(path) {
+            let next = match (step, &node.kind) {
+                (Step::Key(k), Kind::Map(entries)) => entries
+                    .iter()
+                    .find(|(key, _, _)| key == k)
+                    .map(|(_, p, v)| (*p, v)),
+                (Step::Index(i), Kind::Seq(items)) => items.get(i).map(|v| (v.pos, v)),
+                _ => None,
+            };
+            match next {
+                Some((p, v)) => {
+                    at = p;
+                    node = v;
+                }
+                None => break,
+            }
+        }
+        at
+    }
+
     /// The YAML type's name, for messages ("a string", "a list").
     pub(crate) fn type_name(&self) -> &'static str {
         match &self.kind {
@@ -241,6 +268,17 @@ mod tests {
             node.to_json(),
             serde_json::json!({"name": "x", "run": [{"input": "hi", "n": 3}, {"code": "echo a\n"}]})
         );
+    }
+
+    #[test]
+    fn paths_are_located() {
+        let node = parse("name: x\nrun:\n  - input: hi\n    evaluations:\n      - type: a\n").unwrap();
+        assert_eq!(node.locate("run[0].evaluations[0].type"), Pos { line: 5, column: 9 });
+        assert_eq!(node.locate("run[0].evaluations[0]"), Pos { line: 5, column: 9 });
+        assert_eq!(node.locate("run[0].input"), Pos { line: 3, column: 5 });
+        // Beyond the document: the deepest part that is there.
+        assert_eq!(node.locate("run[0].evaluations[3].value"), Pos { line: 4, column: 5 });
+        assert_eq!(node.locate("judgment"), node.pos);
     }
 
     #[test]
