@@ -3,6 +3,7 @@
 mod assertion;
 mod mock;
 mod model;
+pub mod scenario;
 
 pub use assertion::{
     Assertion, JsonPath, JsonType, JudgeSpec, Kind, ValueMatcher, ASSERTION_TYPES,

@@ -177,6 +177,8 @@ pub enum Mode {
         /// Turn limit (default 20).
         max_turns: u32,
     },
+    /// An ElizaOS scenario: steps in order, evaluations, a judgment.
+    Scenario(Box<crate::case::scenario::Scenario>),
 }
 
 impl Mode {
@@ -186,6 +188,7 @@ impl Mode {
             Mode::Single { .. } => "single",
             Mode::Static { .. } => "static",
             Mode::Dynamic { .. } => "dynamic",
+            Mode::Scenario(_) => "scenario",
         }
     }
 }
@@ -255,6 +258,7 @@ impl Case {
             Mode::Dynamic { checkpoints, .. } => {
                 Box::new(checkpoints.iter().flat_map(|c| &c.assertions))
             }
+            Mode::Scenario(s) => Box::new(s.assertions()),
         }
     }
 
@@ -263,7 +267,7 @@ impl Case {
         match &self.mode {
             Mode::Single { .. } => 1,
             Mode::Static { turns, .. } => turns.len(),
-            Mode::Dynamic { .. } => 0,
+            Mode::Dynamic { .. } | Mode::Scenario(_) => 0,
         }
     }
 }

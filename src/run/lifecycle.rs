@@ -160,6 +160,10 @@ async fn body(
         Mode::Single { .. } | Mode::Static { .. } => {
             scripted::run(case, ctx, &mut session, &env, people, report, phase).await
         }
+        // Issue 12 in progress: scenarios are read and checked; their runner comes next.
+        Mode::Scenario(_) => Err(Stop::error(
+            "ElizaOS scenarios are read and validated, but agentest cannot run them yet",
+        )),
     };
     session.close().await;
     result

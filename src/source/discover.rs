@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 /// The separator between suite and case id in trial names.
 pub const SEPARATOR: &str = "::";
 
-/// Finds every `*.jsonl` under `root`, sorted.
+/// Finds every suite file under `root`, sorted: `*.jsonl`, and ElizaOS scenarios
+/// (`*.scenario.yaml`, `*.scenario.yml`).
 ///
 /// Not searched: hidden directories (`.cassettes`), golden-file folders (`*.golden`),
 /// build and dependency folders named `target` or `node_modules` (a report written to
@@ -65,7 +66,9 @@ pub fn discover_excluding(root: &Path, exclude: &[PathBuf]) -> Result<Vec<PathBu
                 if !name.ends_with(".golden") && name != "target" && name != "node_modules" {
                     stack.push(path);
                 }
-            } else if name.ends_with(".jsonl") && !(kind.is_symlink() && path.is_dir()) {
+            } else if (name.ends_with(".jsonl") || crate::source::yaml::is_scenario(&name))
+                && !(kind.is_symlink() && path.is_dir())
+            {
                 // A file, or a link that does not lead to a directory: a dangling one is
                 // listed, so that it fails to load rather than vanish unseen.
                 if excluded.is_empty()
@@ -88,10 +91,16 @@ pub fn suite_name(root: &Path, file: &Path) -> String {
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
         .collect::<Vec<_>>()
         .join("/");
-    s.strip_suffix(".jsonl").map(str::to_string).unwrap_or(s)
+    [".jsonl"]
+        .iter()
+        .chain(&crate::source::yaml::SCENARIO_ENDINGS)
+        .find_map(|e| s.strip_suffix(e))
+        .map(str::to_string)
+        .unwrap_or(s)
 }
 
-/// The suite file a trial name points at (for nextest's `--exact NAME`): `root/<suite>.jsonl`.
+/// The suite file a trial name points at (for nextest's `--exact NAME`):
+/// `root/<suite>.jsonl`, else the scenario file `root/<suite>.scenario.yaml` (`.yml`).
 pub fn file_for_trial(root: &Path, trial: &str) -> Option<PathBuf> {
     let (suite, _) = trial.rsplit_once(SEPARATOR)?;
     if suite.is_empty()
@@ -101,6 +110,9 @@ pub fn file_for_trial(root: &Path, trial: &str) -> Option<PathBuf> {
     {
         return None;
     }
-    let path = root.join(format!("{suite}.jsonl"));
-    path.is_file().then_some(path)
+    [".jsonl"]
+        .iter()
+        .chain(&crate::source::yaml::SCENARIO_ENDINGS)
+        .map(|e| root.join(format!("{suite}{e}")))
+        .find(|p| p.is_file())
 }

@@ -16,16 +16,11 @@ pub(crate) fn not_a_suite(file: &Path, bytes: &[u8]) -> Option<String> {
         .map(|n| n.to_string_lossy().to_lowercase())
         .unwrap_or_default();
     if name.ends_with(".yaml") || name.ends_with(".yml") {
-        let what = if name.contains(".scenario.") {
-            "an ElizaOS scenario"
-        } else if name.contains(".matrix.") {
-            "an ElizaOS scenario matrix"
+        return Some(if name.contains(".matrix.") {
+            "this is an ElizaOS scenario matrix, which agentest does not read yet; its scenarios (`*.scenario.yaml`) run one by one".to_string()
         } else {
-            "a YAML file"
-        };
-        return Some(format!(
-            "this is {what}, not a suite: agentest does not read YAML yet (ElizaOS scenarios are planned); suites are JSON Lines files (.jsonl), one case per line"
-        ));
+            "this is a YAML file, not a suite: agentest reads YAML only as ElizaOS scenarios, named `*.scenario.yaml`; suites are JSON Lines files (.jsonl), one case per line".to_string()
+        });
     }
     let text = std::str::from_utf8(bytes).ok()?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
@@ -114,7 +109,6 @@ mod tests {
     #[test]
     fn each_foreign_kind_is_named() {
         for (name, text, expected) in [
-            ("a.scenario.yaml", "name: x\n", "an ElizaOS scenario"),
             ("a.matrix.yml", "name: x\n", "an ElizaOS scenario matrix"),
             ("a.yaml", "x: 1\n", "a YAML file"),
             (

@@ -5,6 +5,7 @@
 mod assertion;
 mod discover;
 pub(crate) mod fields;
+mod file;
 mod foreign;
 mod jsonl;
 mod loaded;
@@ -14,7 +15,8 @@ mod yaml;
 pub use crate::errors::CaseError;
 pub(crate) use assertion::{compile_regex, parse_assertions};
 pub use discover::{discover, discover_excluding, file_for_trial, suite_name, SEPARATOR};
+pub use file::load_file;
 pub(crate) use jsonl::{column_of_path, steps as path_steps, Step as PathStep};
-pub use jsonl::{load_file, parse_case, parse_suite, parse_suite_bytes, CASE_KEYS};
+pub use jsonl::{parse_case, parse_suite, parse_suite_bytes, CASE_KEYS};
 pub use loaded::Loaded;
 pub use mocks::{parse_config_mocks, parse_mocks};

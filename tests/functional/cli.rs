@@ -1781,13 +1781,24 @@ fn a_report_written_inside_the_suites_folder_is_never_loaded_as_a_suite() {
     assert_eq!(report.trials(), ["a::one", "out::not-a-suite"]);
 }
 
-/// An ElizaOS scenario, a JSON array, a pretty-printed case: each is one error that says
+/// An ElizaOS matrix, a JSON array, a pretty-printed case: each is one error that says
 /// what the file is, not one "invalid JSON" per line.
 fn files_that_are_not_suites_are_one_clear_error() {
     let s = Scratch::with_config("not-suites", "");
     s.write(
+        "chat.matrix.yaml",
+        "name: chat\nbase_scenario: chat.scenario.yaml\nmatrix: []\n",
+    );
+    // A scenario is read: its mistakes are located like a JSONL line's.
+    s.write(
         "chat.scenario.yaml",
         "name: chat\ndescription: d\nenvironment:\n  type: local\nrun:\n  - input: hi\n",
+    );
+    let run = run_agentest(s.path(), &["test", "-i", "chat.scenario.yaml", "--dry-run"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stdout.starts_with("chat::chat  error: chat.scenario.yaml:1:1: missing required field `judgment`; a scenario needs name, description, environment (type: local), run (a list of steps) and judgment (strategy: all_pass or any_pass)\n"),
+        "{run:?}"
     );
     s.write(
         "array.json",
@@ -1799,9 +1810,9 @@ fn files_that_are_not_suites_are_one_clear_error() {
     );
     for (file, trial, message) in [
         (
-            "chat.scenario.yaml",
-            "chat.scenario.yaml::not-a-suite",
-            "this is an ElizaOS scenario, not a suite: agentest does not read YAML yet",
+            "chat.matrix.yaml",
+            "chat.matrix.yaml::not-a-suite",
+            "this is an ElizaOS scenario matrix, which agentest does not read yet",
         ),
         (
             "array.json",

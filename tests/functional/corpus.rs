@@ -492,6 +492,58 @@ fn assert_vectors_cover_the_upstream_table() -> Needs {
     Ok(())
 }
 
+/// Every ElizaOS scenario in the corpus reads into a scenario trial named after its
+/// file and `name`, with the steps its authors wrote; the one meant to fail validation
+/// fails naming each missing field.
+fn eliza_scenarios_load_and_the_invalid_one_names_each_missing_field() -> Needs {
+    let root = corpus()?.join("eliza");
+    let mut trials = Vec::new();
+    for entry in std::fs::read_dir(&root).expect("list the eliza corpus") {
+        let file = entry.expect("a directory entry").path();
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        if !name.ends_with(".scenario.yaml") {
+            continue;
+        }
+        let loaded = load_file(&root, &file);
+        assert_eq!(loaded.len(), 1, "{name}: one trial per scenario");
+        let l = &loaded[0];
+        trials.push(l.trial.clone());
+        match (&l.entry, name.as_str()) {
+            (Err(e), "invalid-missing-fields.scenario.yaml") => {
+                let text = e.to_string();
+                assert!(
+                    text.contains(":1:1: missing required fields `environment`, `run`, `judgment`"),
+                    "{text}"
+                );
+            }
+            (Err(e), _) => panic!("{name}: {e}"),
+            (Ok(case), _) => {
+                let Mode::Scenario(sc) = &case.mode else {
+                    panic!("{name}: read as {}", case.mode.name())
+                };
+                assert!(!sc.steps.is_empty(), "{name}");
+            }
+        }
+    }
+    trials.sort();
+    assert_eq!(
+        trials,
+        [
+            "basic-conversation::basic-multi-turn-conversation-test",
+            "customer-support-conversation::advanced-customer-support-multi-turn-test",
+            "execution-time-test::execution-time-test",
+            "failing-test::failing-test-scenario",
+            "invalid-missing-fields::invalid-scenario-missing-fields",
+            "knowledge-transfer::knowledge-transfer-effectiveness-test",
+            "legacy-compatibility::legacy-compatibility-test",
+            "mock-test::test-mocking-engine",
+            "natural-language-test::natural-language-agent-interaction-test",
+            "test-github-issues::test-github-issues-listing",
+        ]
+    );
+    Ok(())
+}
+
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         corpus_directory_is_present (needs corpus_present),
@@ -502,5 +554,6 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         assert_reads_as_object_and_as_array,
         yao_engine_assert_vectors_give_the_expected_verdicts (needs corpus_present),
         assert_vectors_cover_the_upstream_table (needs corpus_present),
+        eliza_scenarios_load_and_the_invalid_one_names_each_missing_field (needs corpus_present),
     ]
 }

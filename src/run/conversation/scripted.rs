@@ -94,8 +94,8 @@ fn steps(case: &Case) -> Vec<Step<'_>> {
                 attachments: t.attachments.as_slice(),
             })
             .collect(),
-        // The engine sends dynamic cases to the dynamic loop; none has scripted steps.
-        Mode::Dynamic { .. } => Vec::new(),
+        // The engine sends dynamic cases and scenarios elsewhere; none has turns here.
+        Mode::Dynamic { .. } | Mode::Scenario(_) => Vec::new(),
     }
 }
 

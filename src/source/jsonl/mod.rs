@@ -9,48 +9,12 @@ mod turn;
 pub use case::{parse_case, CASE_KEYS};
 pub(crate) use locate::{column_of_path, steps, Step};
 
-use super::{suite_name, Loaded, SEPARATOR};
+use super::{Loaded, SEPARATOR};
 use crate::case::Location;
 use crate::errors::CaseError;
-use crate::util::display_path;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-/// Reads one suite file. Never fails: an unreadable file is one broken entry, a bad
-/// line (invalid JSON, or bytes that are not UTF-8) is a broken entry, and every other
-/// line still loads.
-pub fn load_file(root: &Path, file: &Path) -> Vec<Loaded> {
-    let suite = suite_name(root, file);
-    let shown = Arc::new(display_path(file));
-    let whole_file = |trial: &str, message: String| {
-        vec![Loaded {
-            trial: format!("{suite}{SEPARATOR}{trial}"),
-            suite: suite.clone(),
-            file: file.to_path_buf(),
-            entry: Err(CaseError {
-                location: Location {
-                    file: shown.clone(),
-                    line: 1,
-                    column: 1,
-                },
-                id: None,
-                field: None,
-                message,
-            }),
-        }]
-    };
-    match std::fs::read(file) {
-        Ok(bytes) => match crate::source::foreign::not_a_suite(file, &bytes) {
-            Some(what) => whole_file("not-a-suite", what),
-            None => parse_suite_bytes(&suite, file, shown.clone(), &bytes),
-        },
-        Err(e) => whole_file(
-            "unreadable-file",
-            format!("failed to read the suite file: {e}"),
-        ),
-    }
-}
 
 /// Parses the text of one suite.
 pub fn parse_suite(suite: &str, file: &Path, shown: Arc<PathBuf>, text: &str) -> Vec<Loaded> {
@@ -209,7 +173,7 @@ fn lines(bytes: &[u8]) -> Vec<Line<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::file_for_trial;
+    use crate::source::{file_for_trial, suite_name};
 
     fn names(text: &str) -> Vec<(String, bool)> {
         parse_suite(

@@ -51,6 +51,7 @@ impl Node {
     }
 
     /// The entry `key` of a mapping: its key's position and its value.
+    #[cfg(test)]
     pub(crate) fn get(&self, key: &str) -> Option<(Pos, &Node)> {
         match &self.kind {
             Kind::Map(entries) => entries
@@ -86,18 +87,6 @@ impl Node {
             }
         }
         at
-    }
-
-    /// The YAML type's name, for messages ("a string", "a list").
-    pub(crate) fn type_name(&self) -> &'static str {
-        match &self.kind {
-            Kind::Null => "null",
-            Kind::Bool(_) => "a boolean",
-            Kind::Number(_) => "a number",
-            Kind::String(_) => "a string",
-            Kind::Seq(_) => "a list",
-            Kind::Map(_) => "a mapping",
-        }
     }
 }
 
@@ -272,12 +261,22 @@ mod tests {
 
     #[test]
     fn paths_are_located() {
-        let node = parse("name: x\nrun:\n  - input: hi\n    evaluations:\n      - type: a\n").unwrap();
-        assert_eq!(node.locate("run[0].evaluations[0].type"), Pos { line: 5, column: 9 });
-        assert_eq!(node.locate("run[0].evaluations[0]"), Pos { line: 5, column: 9 });
+        let node =
+            parse("name: x\nrun:\n  - input: hi\n    evaluations:\n      - type: a\n").unwrap();
+        assert_eq!(
+            node.locate("run[0].evaluations[0].type"),
+            Pos { line: 5, column: 9 }
+        );
+        assert_eq!(
+            node.locate("run[0].evaluations[0]"),
+            Pos { line: 5, column: 9 }
+        );
         assert_eq!(node.locate("run[0].input"), Pos { line: 3, column: 5 });
         // Beyond the document: the deepest part that is there.
-        assert_eq!(node.locate("run[0].evaluations[3].value"), Pos { line: 4, column: 5 });
+        assert_eq!(
+            node.locate("run[0].evaluations[3].value"),
+            Pos { line: 4, column: 5 }
+        );
         assert_eq!(node.locate("judgment"), node.pos);
     }
 

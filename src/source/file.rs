@@ -1,0 +1,69 @@
+//! Reading one file of cases, whatever its format: the format is picked by the file's
+//! name (`*.scenario.yaml`) and content (files that are not suites at all), and every
+//! format yields the same [`Loaded`] entries.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::{suite_name, Loaded, SEPARATOR};
+use crate::case::Location;
+use crate::errors::CaseError;
+use crate::util::display_path;
+
+/// Reads one suite file. Never fails: an unreadable file is one broken entry, a bad
+/// case (a JSONL line, a scenario) is a broken entry, and every other case still loads.
+pub fn load_file(root: &Path, file: &Path) -> Vec<Loaded> {
+    let suite = suite_name(root, file);
+    let shown = Arc::new(display_path(file));
+    let whole_file = |trial: &str, message: String| {
+        vec![Loaded {
+            trial: format!("{suite}{SEPARATOR}{trial}"),
+            suite: suite.clone(),
+            file: file.to_path_buf(),
+            entry: Err(CaseError {
+                location: Location {
+                    file: shown.clone(),
+                    line: 1,
+                    column: 1,
+                },
+                id: None,
+                field: None,
+                message,
+            }),
+        }]
+    };
+    let bytes = match std::fs::read(file) {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            return whole_file(
+                "unreadable-file",
+                format!("failed to read the suite file: {e}"),
+            )
+        }
+    };
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    if crate::source::yaml::is_scenario(&name) {
+        return match String::from_utf8(bytes) {
+            Ok(text) => vec![crate::source::yaml::load_scenario(
+                &suite,
+                file,
+                shown.clone(),
+                &text,
+            )],
+            Err(e) => whole_file(
+                "scenario",
+                format!(
+                    "invalid UTF-8 at byte {}; save the file as UTF-8",
+                    e.utf8_error().valid_up_to()
+                ),
+            ),
+        };
+    }
+    match crate::source::foreign::not_a_suite(file, &bytes) {
+        Some(what) => whole_file("not-a-suite", what),
+        None => crate::source::parse_suite_bytes(&suite, file, shown.clone(), &bytes),
+    }
+}
