@@ -208,6 +208,7 @@ fn run_options(settings: &Settings, builder_agent: Option<String>, args: &Argume
             on_missing_input: settings.on_missing_input,
         },
         update: settings.update,
+        keep_env: settings.keep_env,
     }
 }
 

@@ -127,6 +127,10 @@ pub struct Reply {
     /// is incomplete, and never counts as the agent finishing the conversation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub truncated: Option<bool>,
+    /// Steps the agent took that are not tool calls (ElizaOS actions such as
+    /// `REPLY` or `CREATE_ISSUE`), for `trajectory_contains_action`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub actions: Vec<String>,
 }
 
 impl Reply {

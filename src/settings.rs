@@ -43,6 +43,8 @@ pub(crate) struct Settings {
     pub(crate) seed: Option<u64>,
     /// `AGENTEST_LIVE`: tool calls go to `tools_url`.
     pub(crate) live: bool,
+    /// `AGENTEST_KEEP_ENV`: keep scenarios' environment folders after the run.
+    pub(crate) keep_env: bool,
     /// `AGENTEST_SIMULATOR`: the simulator of dynamic cases that name none.
     pub(crate) simulator: Option<String>,
     /// `AGENTEST_SIMULATOR_LLM`: the `[llms.NAME]` the built-in simulator calls.
@@ -169,6 +171,7 @@ impl Settings {
             cassettes,
             seed,
             live: flag("AGENTEST_LIVE")?,
+            keep_env: flag("AGENTEST_KEEP_ENV")?,
             simulator: get("AGENTEST_SIMULATOR").map(str::to_string),
             simulator_llm: get("AGENTEST_SIMULATOR_LLM").map(str::to_string),
             judge_llm: get("AGENTEST_JUDGE_LLM").map(str::to_string),

@@ -19,6 +19,8 @@ pub(crate) struct ProcessSpec {
     /// The command as the config writes it, before `${VAR}` expansion: what messages show.
     pub(crate) shown: String,
     pub(crate) cwd: PathBuf,
+    /// Whether the config set `cwd` (else a case's environment folder may take its place).
+    pub(crate) cwd_set: bool,
     pub(crate) env: Vec<(String, String)>,
     /// How long one reply may take; the case's deadline applies regardless.
     pub(crate) timeout: Option<std::time::Duration>,
@@ -37,8 +39,36 @@ pub(crate) struct ProcessSession {
 }
 
 impl ProcessSpec {
-    pub(crate) fn spawn(&self) -> Result<ProcessSession, AgentError> {
-        let (program, args) = self.argv.split_first().ok_or(AgentError::EmptyCommand)?;
+    /// Starts the agent, in `workdir` when the case has an environment folder and the
+    /// config sets no `cwd`. Arguments that name files beside the config (`../agent.py`)
+    /// are made absolute then, so that the move does not lose them.
+    pub(crate) fn spawn(
+        &self,
+        workdir: Option<&std::path::Path>,
+    ) -> Result<ProcessSession, AgentError> {
+        let moved = workdir.filter(|_| !self.cwd_set);
+        let argv: Vec<String> = match moved {
+            None => self.argv.clone(),
+            Some(_) => self
+                .argv
+                .iter()
+                .map(|a| {
+                    let beside = self.cwd.join(a);
+                    if !a.starts_with('-')
+                        && std::path::Path::new(a).is_relative()
+                        && beside.exists()
+                    {
+                        beside.display().to_string()
+                    } else {
+                        a.clone()
+                    }
+                })
+                .collect(),
+        };
+        let cwd = moved
+            .map(std::path::Path::to_path_buf)
+            .unwrap_or_else(|| self.cwd.clone());
+        let (program, args) = argv.split_first().ok_or(AgentError::EmptyCommand)?;
         // Python block-buffers stdout on a pipe: an agent that prints its reply without
         // flushing would hang until the timeout. Unbuffered unless the config says.
         let unbuffered = ("PYTHONUNBUFFERED".to_string(), "1".to_string());
@@ -46,9 +76,9 @@ impl ProcessSpec {
             (!self.env.iter().any(|(k, _)| k == "PYTHONUNBUFFERED")).then_some(&unbuffered);
         let env = default.into_iter().chain(&self.env).map(|(k, v)| (k, v));
         let mut child =
-            spawn_piped(program, args, &self.cwd, env).map_err(|source| AgentError::Spawn {
+            spawn_piped(program, args, &cwd, env).map_err(|source| AgentError::Spawn {
                 shown: self.shown.clone(),
-                cwd: self.cwd.clone(),
+                cwd: cwd.clone(),
                 source,
             })?;
         let group = ProcessGroup::of(&child);

@@ -24,6 +24,9 @@ pub(crate) struct CaseScope {
     /// Where the case's process agent leaves its trace (stderr, stdout progress), so a
     /// timeout can say what it was doing.
     pub(crate) trace: TraceSlot,
+    /// The case's environment folder (an ElizaOS scenario's `local` environment): the
+    /// working directory of a process agent whose config sets no `cwd`.
+    pub(crate) workdir: Option<std::path::PathBuf>,
 }
 
 /// The case's process agent's trace, once the agent has started.

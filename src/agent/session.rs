@@ -53,6 +53,7 @@ impl AgentDef {
                     .iter()
                     .map(|(k, v)| Ok((k.clone(), expand_env(v, &format!("{what}.env.{k}"))?)))
                     .collect::<Result<Vec<_>, AgentSetupError>>()?;
+                let cwd_set = cwd.is_some();
                 let cwd = match cwd {
                     Some(c) => config.dir.join(expand_env(c, &format!("{what}.cwd"))?),
                     None => config.dir.clone(),
@@ -72,6 +73,7 @@ impl AgentDef {
                     // As written: `${VAR}`s stay unexpanded, since they may be secrets.
                     shown: command.join(" "),
                     cwd,
+                    cwd_set,
                     env,
                     timeout,
                 })))
@@ -113,7 +115,7 @@ impl AgentDef {
     pub(crate) async fn start(&self, scope: &CaseScope) -> Result<Session, AgentError> {
         Ok(match self {
             AgentDef::Process(spec) => {
-                let session = spec.spawn()?;
+                let session = spec.spawn(scope.workdir.as_deref())?;
                 // The case's agent starts first; a simulator or judge process must not
                 // take its place.
                 scope
@@ -244,6 +246,7 @@ mod tests {
             deadline: tokio::time::Instant::now() + Duration::from_secs(60),
             role: crate::protocol::Role::Agent,
             trace: Default::default(),
+            workdir: None,
         };
         def.start(&scope).await.unwrap_or_else(|_| panic!("start"))
     }

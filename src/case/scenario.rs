@@ -117,6 +117,18 @@ pub enum Lang {
     TypeScript,
 }
 
+impl Lang {
+    /// The name messages use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Lang::Shell => "shell",
+            Lang::Python => "python",
+            Lang::Node => "javascript",
+            Lang::TypeScript => "typescript",
+        }
+    }
+}
+
 /// A `conversation` block.
 #[derive(Debug, Clone)]
 pub struct Conversation {
@@ -198,6 +210,8 @@ impl TerminationKind {
 pub struct Evaluation {
     /// `type`, as written.
     pub type_name: String,
+    /// The evaluation as written, for reports.
+    pub raw: Value,
     /// What it checks.
     pub check: Evaluator,
 }

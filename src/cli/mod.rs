@@ -165,6 +165,10 @@ struct TestArgs {
     /// One line per passing case (the default above 20 cases); failures keep their tree.
     #[arg(long = "compact", help_heading = "Less common")]
     compact: bool,
+    /// Keep each ElizaOS scenario's environment folder after its run (their paths are
+    /// said on stderr; also AGENTEST_KEEP_ENV=1).
+    #[arg(long = "keep-env", help_heading = "Less common")]
+    keep_env: bool,
     /// Colour the console output.
     #[arg(
         long = "color",

@@ -183,6 +183,7 @@ fn options(args: &TestArgs, interactive: bool) -> RunOptions {
             },
         },
         update: settings.update,
+        keep_env: args.keep_env || settings.keep_env,
     }
 }
 

@@ -289,6 +289,7 @@ fn turn_lines(s: &mut String, t: &TurnReport, style: &Style) {
         "initial" => "[Initial] ",
         "simulated" => "[Simulated] ",
         "human" => "[Human] ",
+        "code" => "[Code] ",
         _ => "",
     };
     let truncated = if t.truncated {
@@ -310,7 +311,13 @@ fn turn_lines(s: &mut String, t: &TurnReport, style: &Style) {
         // broke, a tool loop that ran out of rounds).
         let reply = value_text(&t.output);
         if !reply.is_empty() || (t.tool_calls.is_empty() && t.error.is_none()) {
-            let _ = writeln!(s, "{pad}Agent: {}", style.dim(&quote(&reply)));
+            // A code step's output is its own, not the agent's.
+            let who = if t.input_source == "code" {
+                "Output"
+            } else {
+                "Agent"
+            };
+            let _ = writeln!(s, "{pad}{who}: {}", style.dim(&quote(&reply)));
         }
         for c in &t.tool_calls {
             let args = c.arguments_json().to_string();

@@ -86,6 +86,9 @@ pub struct TurnReport {
     /// Tools the agent called.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCall>,
+    /// Actions the agent reported that are not tool calls (`actions` in its reply).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub actions: Vec<String>,
     /// Whether the agent waits for the user.
     pub awaiting_input: bool,
     /// Why `awaiting_input` is what it is.

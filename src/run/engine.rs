@@ -30,6 +30,8 @@ pub(crate) struct RunOptions {
     pub(crate) people: People,
     /// `AGENTEST_UPDATE`: what a golden mismatch may write.
     pub(crate) update: UpdateMode,
+    /// `--keep-env` / `AGENTEST_KEEP_ENV`: keep scenarios' environment folders.
+    pub(crate) keep_env: bool,
 }
 
 /// Runs cases. Configs and agents are resolved once and shared by all cases.

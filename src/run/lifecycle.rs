@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::agent::{AgentDef, CaseScope};
@@ -34,6 +35,8 @@ struct Setup {
     deadline: Instant,
     calls: Arc<ModelCalls>,
     scope: CaseScope,
+    /// An ElizaOS scenario's `local` environment, removed when the case ends.
+    workdir: Option<crate::run::scenario::Workdir>,
 }
 
 /// Runs a loaded case into `report`. Every problem ends as a status on the report.
@@ -48,7 +51,35 @@ pub(crate) async fn run_case(
         Err(e) => return fail(report, Status::Error, e.to_string()),
     };
     report.agent = Some(setup.1);
-    let setup = setup.0;
+    let mut setup = setup.0;
+    if let Mode::Scenario(sc) = &case.mode {
+        if sc.environment == crate::case::scenario::Environment::E2b {
+            // A remote sandbox service, like a model that cannot be reached: skipped
+            // with the reason here, a failure on CI.
+            let why = StepError::Unavailable(
+                "environment type e2b (E2B's remote sandboxes) is not supported by agentest; use `environment: {type: local}`".into(),
+            );
+            let status = crate::run::outcome::status_of(&why, crate::settings::on_ci());
+            return fail(report, status, why.to_string());
+        }
+        match crate::run::scenario::Workdir::create(
+            &loaded.trial,
+            &sc.virtual_fs,
+            engine.options.keep_env,
+        ) {
+            Ok(dir) => {
+                setup.scope.workdir = Some(dir.path().to_path_buf());
+                setup.workdir = Some(dir);
+            }
+            Err(e) => {
+                return fail(
+                    report,
+                    Status::Error,
+                    format!("failed to create the scenario's environment folder: {e}"),
+                )
+            }
+        }
+    }
     // What the case is doing, for the timeout message.
     let mut phase = String::from("starting");
     // `after` runs whenever `before` ran (and always when there is no `before`).
@@ -79,6 +110,7 @@ fn prepare(engine: &Engine, case: &Case, loaded: &Loaded) -> Result<(Setup, Stri
         deadline,
         role: Role::Agent,
         trace: Default::default(),
+        workdir: None,
     };
     let setup = Setup {
         ctx,
@@ -87,6 +119,7 @@ fn prepare(engine: &Engine, case: &Case, loaded: &Loaded) -> Result<(Setup, Stri
         deadline,
         calls,
         scope,
+        workdir: None,
     };
     Ok((setup, label))
 }
@@ -126,7 +159,14 @@ async fn body(
         ctx,
         scope: &setup.scope,
     };
-    let metadata = request_metadata(case);
+    let mut metadata = request_metadata(case);
+    if let (Some(dir), Value::Object(m)) = (&setup.workdir, &mut metadata) {
+        // Where the scenario's files are: the agent may read and write there.
+        m.insert(
+            "environment_dir".into(),
+            Value::String(dir.path().display().to_string()),
+        );
+    }
     let env = EvalEnv {
         scripts: &ctx.scripts,
         metadata: &metadata,
@@ -160,10 +200,13 @@ async fn body(
         Mode::Single { .. } | Mode::Static { .. } => {
             scripted::run(case, ctx, &mut session, &env, people, report, phase).await
         }
-        // Issue 12 in progress: scenarios are read and checked; their runner comes next.
-        Mode::Scenario(_) => Err(Stop::error(
-            "ElizaOS scenarios are read and validated, but agentest cannot run them yet",
-        )),
+        Mode::Scenario(sc) => match &setup.workdir {
+            Some(dir) => {
+                crate::run::scenario::run(case, sc, ctx, &mut session, &env, dir, report, phase)
+                    .await
+            }
+            None => Err(Stop::error("the scenario has no environment folder")),
+        },
     };
     session.close().await;
     result

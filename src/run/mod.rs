@@ -10,6 +10,7 @@ mod lifecycle;
 pub(crate) mod outcome;
 pub(crate) mod roles;
 mod runtime;
+pub(crate) mod scenario;
 pub(crate) mod scheduler;
 mod slow;
 

@@ -59,6 +59,8 @@ pub struct CommandSpec {
 pub struct CommandOutput {
     /// Whether it exited with status 0.
     pub success: bool,
+    /// Its exit code (`None` when a signal ended it).
+    pub code: Option<i32>,
     /// The exit status, for messages.
     pub status: String,
     /// Everything it printed on stdout.
@@ -143,6 +145,7 @@ impl CommandSpec {
         let err = std::mem::take(&mut *err.lock().unwrap_or_else(|e| e.into_inner()));
         Ok(CommandOutput {
             success: status.success(),
+            code: status.code(),
             status: status.to_string(),
             stdout: String::from_utf8_lossy(&out).into_owned(),
             stderr_tail: tail(&err),

@@ -73,6 +73,7 @@ mod parse_errors;
 mod readme;
 mod real_model;
 mod reports;
+mod scenarios;
 
 /// What a test function may return.
 pub(crate) trait TestResult {
@@ -155,6 +156,7 @@ fn main() {
     trials.extend(readme::tests());
     trials.extend(real_model::tests());
     trials.extend(reports::tests());
+    trials.extend(scenarios::tests());
     let mut names: Vec<&str> = trials.iter().map(Trial::name).collect();
     names.sort_unstable();
     if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {

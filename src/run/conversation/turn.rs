@@ -104,6 +104,7 @@ pub(crate) fn replied_turn(
         input_source: source.into(),
         output: reply.output_value(),
         tool_calls: reply.tool_calls.clone(),
+        actions: reply.actions.clone(),
         awaiting_input: awaiting,
         awaiting_reason: Some(reason),
         data: reply.data.clone(),

@@ -82,6 +82,8 @@ impl CaseJudges<'_> {
         let who = format!("judge `{label}`");
         let scope = CaseScope {
             role: Role::Judge,
+            // The environment folder is the agent's, not its judge's.
+            workdir: None,
             ..self.scope.clone()
         };
         let mut session = def

@@ -104,6 +104,8 @@ impl Simulator {
                     .map_err(|e| StepError::from(e).context("simulator"))?;
                 let scope = CaseScope {
                     role: Role::Simulator,
+                    // The environment folder is the agent's, not the simulated user's.
+                    workdir: None,
                     ..scope.clone()
                 };
                 let session = def

@@ -55,6 +55,13 @@ const SIMULATOR_KEYS: [&str; 9] = [
     "emotional_state",
     "knowledge_level",
 ];
+/// The evaluators that read a whole conversation.
+const CONVERSATION_EVALUATORS: [&str; 4] = [
+    "conversation_length",
+    "conversation_flow",
+    "user_satisfaction",
+    "context_retention",
+];
 const MOCK_KEYS: [&str; 7] = [
     "service",
     "method",
@@ -465,6 +472,20 @@ fn step(v: &Value, path: &str) -> Result<Step, FieldError> {
             }
         },
     };
+    // Conversation evaluators read a conversation: only a conversation step has one.
+    if !matches!(action, Action::Conversation { .. }) {
+        if let Some(Value::Array(list)) = obj.get("evaluations") {
+            for (i, e) in list.iter().enumerate() {
+                let t = e.get("type").and_then(Value::as_str).unwrap_or_default();
+                if CONVERSATION_EVALUATORS.contains(&t) {
+                    return Err(FieldError::new(
+                        join(&index(&join(path, "evaluations"), i), "type"),
+                        format!("`{t}` judges a conversation, and this step has none; move it into a step with `conversation`"),
+                    ));
+                }
+            }
+        }
+    }
     // The schema requires `evaluations`; real files write `evaluations: []`, and a
     // conversation step may check only through its turn and final evaluations.
     let evaluations =
@@ -907,6 +928,7 @@ fn evaluation(v: &Value, path: &str) -> Result<Evaluation, FieldError> {
     };
     Ok(Evaluation {
         type_name: type_name.to_string(),
+        raw: v.clone(),
         check,
     })
 }

@@ -1,0 +1,214 @@
+//! The scenario evaluators that are not agentest assertions: files in the environment,
+//! a command's exit code, the agent's trajectory and the step's time.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::case::scenario::Evaluator;
+use crate::errors::StepError;
+use crate::protocol::Reply;
+
+/// A verdict: whether it held, its label, and what was found.
+pub(crate) struct Verdict {
+    pub(crate) passed: bool,
+    pub(crate) label: String,
+    pub(crate) message: String,
+}
+
+/// What a step left for its evaluators.
+pub(crate) struct StepResult<'a> {
+    /// The agent's reply (a code step's stdout as text).
+    pub(crate) reply: &'a Reply,
+    /// How long the step took (the agent's reply, or the code's run).
+    pub(crate) duration_ms: u64,
+}
+
+/// An action or tool name in one spelling: `CREATE_ISSUE`, `create-issue` and
+/// `create.issue` are all `create_issue`.
+fn normal(name: &str) -> String {
+    name.trim()
+        .chars()
+        .map(|c| match c {
+            '-' | '.' | ' ' | '/' => '_',
+            c => c.to_ascii_lowercase(),
+        })
+        .collect()
+}
+
+/// Whether the agent's `name` (a tool or an action) is the `action` asked for: the same
+/// once spelled alike, or its last part after a namespace (`github.create_issue`,
+/// `github__create_issue`).
+fn same_action(name: &str, action: &str) -> bool {
+    let wanted = normal(action);
+    if normal(name) == wanted {
+        return true;
+    }
+    let last = name.rsplit(['.', '/']).next().unwrap_or(name);
+    let last = last.rsplit("__").next().unwrap_or(last);
+    normal(last) == wanted
+}
+
+fn ms(d: Duration) -> u128 {
+    d.as_millis()
+}
+
+/// Evaluates one evaluator that is not an assertion.
+pub(crate) async fn check(
+    e: &Evaluator,
+    step: &StepResult<'_>,
+    dir: &Path,
+    deadline: tokio::time::Instant,
+) -> Result<Verdict, StepError> {
+    Ok(match e {
+        Evaluator::Assertion(_) => {
+            return Err(StepError::Broken(
+                "an assertion is evaluated as one, not here".into(),
+            ))
+        }
+        Evaluator::FileExists { path } => {
+            let found = dir.join(path).exists();
+            Verdict {
+                passed: found,
+                label: format!("file_exists \"{path}\""),
+                message: if found {
+                    format!("{path} exists")
+                } else {
+                    format!("no file {path} in the environment")
+                },
+            }
+        }
+        Evaluator::FileContains { path, value } => {
+            let label = format!("file_contains \"{path}\" \"{value}\"");
+            match std::fs::read(dir.join(path)) {
+                Err(_) => Verdict {
+                    passed: false,
+                    label,
+                    message: format!("no file {path} in the environment"),
+                },
+                Ok(bytes) => {
+                    let text = String::from_utf8_lossy(&bytes);
+                    let found = text.contains(value.as_str());
+                    Verdict {
+                        passed: found,
+                        label,
+                        message: if found {
+                            format!("{path} contains \"{value}\"")
+                        } else {
+                            format!(
+                                "{path} does not contain \"{value}\"; it holds {}",
+                                serde_json::Value::String(crate::util::clip(&text))
+                            )
+                        },
+                    }
+                }
+            }
+        }
+        Evaluator::CommandExitCodeIs {
+            command,
+            expected_code,
+        } => {
+            let out = super::code::shell(command, dir, deadline)
+                .await
+                .map_err(|e| e.context(format!("command_exit_code_is `{command}`")))?;
+            let passed = out.exit_code == Some(*expected_code);
+            let code = out
+                .exit_code
+                .map_or_else(|| "no exit code (a signal ended it)".into(), |c| c.to_string());
+            Verdict {
+                passed,
+                label: format!("command_exit_code_is `{command}` {expected_code}"),
+                message: if passed {
+                    format!("`{command}` exited with {code}")
+                } else if out.stderr.trim().is_empty() {
+                    format!("`{command}` exited with {code}, expected {expected_code}")
+                } else {
+                    format!(
+                        "`{command}` exited with {code}, expected {expected_code}; its stderr: {}",
+                        out.stderr.trim()
+                    )
+                },
+            }
+        }
+        Evaluator::TrajectoryContainsAction { action } => {
+            let names: Vec<&str> = step
+                .reply
+                .tool_calls
+                .iter()
+                .map(|c| c.name.as_str())
+                .chain(step.reply.actions.iter().map(String::as_str))
+                .collect();
+            let found = names.iter().any(|n| same_action(n, action));
+            Verdict {
+                passed: found,
+                label: format!("trajectory_contains_action \"{action}\""),
+                message: if found {
+                    format!("the agent took the action {action}")
+                } else if names.is_empty() {
+                    format!("expected the action {action}; the agent called no tool and reported no action")
+                } else {
+                    format!(
+                        "expected the action {action}; the agent's were: {}",
+                        names.join(", ")
+                    )
+                },
+            }
+        }
+        Evaluator::ExecutionTime { max, min, target } => {
+            let took = u128::from(step.duration_ms);
+            let over = max.filter(|m| took > ms(*m));
+            let under = min.filter(|m| took < ms(*m));
+            let target = target
+                .map(|t| format!(" (target {} ms)", ms(t)))
+                .unwrap_or_default();
+            let bounds = match (min, max) {
+                (Some(lo), Some(hi)) => format!("{}..{} ms", ms(*lo), ms(*hi)),
+                (Some(lo), None) => format!("at least {} ms", ms(*lo)),
+                (None, Some(hi)) => format!("at most {} ms", ms(*hi)),
+                (None, None) => "any time".into(),
+            };
+            Verdict {
+                passed: over.is_none() && under.is_none(),
+                label: format!("execution_time {bounds}"),
+                message: match (over, under) {
+                    (Some(m), _) => format!("the step took {took} ms, over the {} ms allowed{target}", ms(m)),
+                    (_, Some(m)) => format!("the step took {took} ms, under the {} ms required{target}", ms(m)),
+                    _ => format!("the step took {took} ms{target}"),
+                },
+            }
+        }
+        Evaluator::ConversationLength { .. }
+        | Evaluator::ConversationFlow { .. }
+        | Evaluator::UserSatisfaction { .. }
+        | Evaluator::ContextRetention { .. } => {
+            return Err(StepError::Broken(
+                "conversation evaluators need a conversation step, and conversation steps are not run yet".into(),
+            ))
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn actions_match_across_spellings_and_namespaces() {
+        for (name, action) in [
+            ("CREATE_ISSUE", "create_issue"),
+            ("create-issue", "CREATE_ISSUE"),
+            ("create.issue", "create_issue"),
+            ("github.create_issue", "CREATE_ISSUE"),
+            ("github__create_issue", "create_issue"),
+            ("LIST_ISSUES", "list-issues"),
+        ] {
+            assert!(same_action(name, action), "{name} ~ {action}");
+        }
+        for (name, action) in [
+            ("create_issues", "create_issue"),
+            ("recreate_issue", "create_issue"),
+            ("REPLY", "create_issue"),
+        ] {
+            assert!(!same_action(name, action), "{name} !~ {action}");
+        }
+    }
+}

@@ -1,0 +1,242 @@
+//! ElizaOS scenarios through the real binary: steps in order in a fresh environment
+//! folder (virtual_fs, code steps, file evaluators, the agent told where it is), the
+//! judgment over every evaluation, and what cannot run said plainly.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use crate::common::{finish, toml_str, Report, Run, Scratch, BIN};
+
+fn read_report(path: &Path) -> Report {
+    Report::read(path)
+}
+
+/// An agent that answers with where it runs and what it was told: `cwd=<dir>
+/// env=<metadata.environment_dir> said=<input>`, and calls the tool `github.create_issue`
+/// when asked to file an issue, reporting the action `REPLY`.
+const AGENT: &str = r#"
+import json, os, sys
+for line in sys.stdin:
+    req = json.loads(line)
+    reply = {"content": "cwd=%s env=%s said=%s" % (os.getcwd(), req["metadata"].get("environment_dir"), req["input"]), "actions": ["REPLY"]}
+    if "issue" in req["input"]:
+        reply["tool_calls"] = [{"name": "github.create_issue", "arguments": {"title": "x"}}]
+    print(json.dumps(reply))
+"#;
+
+fn project(tag: &str) -> Scratch {
+    let s = Scratch::named("scenarios", tag);
+    s.write("agent.py", AGENT);
+    s.write(
+        "agentest.toml",
+        &format!(
+            "[agent]\ntype = \"process\"\ncommand = [\"python3\", {}]\n",
+            toml_str("agent.py")
+        ),
+    );
+    s
+}
+
+fn run(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Run {
+    let mut cmd = Command::new(BIN);
+    cmd.current_dir(dir)
+        .args(args)
+        .args(["--color", "never"])
+        .env_remove("AGENTEST_KEEP_ENV")
+        .stdin(Stdio::null());
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    finish(&mut cmd)
+}
+
+const FILES: &str = r#"name: 'Files and code'
+description: 'steps in order in one environment'
+plugins: ['@elizaos/plugin-bootstrap']
+environment:
+  type: local
+setup:
+  virtual_fs:
+    "config.json": '{"setting": "value"}'
+    "data/notes.txt": "remember me"
+run:
+  - name: 'greets'
+    input: 'Hello there'
+    evaluations:
+      - type: string_contains
+        value: 'HELLO THERE'
+      - type: execution_time
+        max_duration_ms: 20000
+      - type: trajectory_contains_action
+        action: reply
+  - name: 'reads and writes files'
+    lang: python
+    code: |
+      import json
+      print(json.load(open("config.json"))["setting"], open("data/notes.txt").read())
+      open("out.txt", "w").write("done")
+    evaluations:
+      - type: regex_match
+        pattern: '^value remember me'
+      - type: file_exists
+        path: out.txt
+      - type: file_contains
+        path: out.txt
+        value: done
+      - type: command_exit_code_is
+        command: 'test -f config.json'
+        expected_code: 0
+  - input: 'please file an issue'
+    evaluations:
+      - type: trajectory_contains_action
+        action: CREATE_ISSUE
+judgment:
+  strategy: all_pass
+"#;
+
+/// Every step runs in one fresh folder holding `virtual_fs`; the process agent runs
+/// there and is told its path; code sees and leaves files; each evaluator's verdict is
+/// in the report; the folder is gone afterwards unless --keep-env.
+fn steps_run_in_a_fresh_environment_and_every_evaluator_holds() {
+    let s = project("files");
+    s.write("suites/files.scenario.yaml", FILES);
+    let run1 = run(s.path(), &["test", "-i", "suites", "-o", "r.jsonl"], &[]);
+    assert_eq!(run1.code, 0, "{run1:?}");
+    let report = read_report(&s.join("r.jsonl"));
+    let case = &report.cases[0];
+    assert_eq!(case["trial"], "files::files-and-code", "{case}");
+    assert_eq!(case["mode"], "scenario");
+    let turns = case["turns"].as_array().unwrap();
+    assert_eq!(turns.len(), 3);
+    // The agent ran in the environment and was told where it is.
+    let said = turns[0]["output"].as_str().unwrap();
+    let cwd = said
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .trim_start_matches("cwd=");
+    assert!(cwd.contains("agentest-env-files--files-and-code"), "{said}");
+    assert!(said.contains(&format!("env={cwd} ")), "{said}");
+    assert!(
+        !Path::new(cwd).exists(),
+        "the environment is removed after the case"
+    );
+    // The code step: its output, exit code and the files it left.
+    assert_eq!(turns[1]["input_source"], "code");
+    assert_eq!(turns[1]["output"], "value remember me\n");
+    assert_eq!(turns[1]["data"]["exit_code"], 0);
+    assert_eq!(
+        turns[1]["data"]["files"],
+        serde_json::json!(["config.json", "data/notes.txt", "out.txt"])
+    );
+    let labels: Vec<&str> = turns
+        .iter()
+        .flat_map(|t| t["assertions"].as_array().unwrap())
+        .map(|a| {
+            assert_eq!(a["passed"], true, "{a}");
+            a["label"].as_str().unwrap()
+        })
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            "string_contains \"HELLO THERE\"",
+            "execution_time at most 20000 ms",
+            "trajectory_contains_action \"reply\"",
+            "regex_match \"^value remember me\"",
+            "file_exists \"out.txt\"",
+            "file_contains \"out.txt\" \"done\"",
+            "command_exit_code_is `test -f config.json` 0",
+            "trajectory_contains_action \"CREATE_ISSUE\"",
+        ]
+    );
+    // --keep-env keeps the folder and says where.
+    let kept = run(s.path(), &["test", "-i", "suites", "--keep-env"], &[]);
+    assert_eq!(kept.code, 0, "{kept:?}");
+    let line = kept
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("agentest: kept the environment at "))
+        .unwrap_or_else(|| panic!("{kept:?}"));
+    let dir = Path::new(line.trim_start_matches("agentest: kept the environment at "));
+    assert!(dir.join("out.txt").is_file(), "{kept:?}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// `all_pass` fails on the first failed evaluation, naming its step; `any_pass` passes
+/// with one; every evaluation is reported either way.
+fn the_judgment_decides_over_every_evaluation() {
+    let s = project("judgment");
+    let scenario = |strategy: &str| {
+        format!(
+            "name: Mixed\ndescription: d\nenvironment: {{type: local}}\nrun:\n  - input: hi\n    evaluations:\n      - type: string_contains\n        value: nowhere\n  - lang: sh\n    code: 'echo ok; exit 3'\n    evaluations:\n      - type: string_contains\n        value: ok\n      - type: file_exists\n        path: missing.txt\njudgment:\n  strategy: {strategy}\n"
+        )
+    };
+    s.write("suites/all.scenario.yaml", &scenario("all_pass"));
+    s.write("suites/any.scenario.yaml", &scenario("any_pass"));
+    let r = run(s.path(), &["test", "-i", "suites", "-o", "r.jsonl"], &[]);
+    assert_eq!(r.code, 1, "{r:?}");
+    let report = read_report(&s.join("r.jsonl"));
+    let by = |t: &str| -> &Value {
+        report
+            .cases
+            .iter()
+            .find(|c| c["trial"] == t)
+            .unwrap_or_else(|| panic!("{t}: {r:?}"))
+    };
+    let all = by("all::mixed");
+    assert_eq!(all["status"], "failed");
+    assert_eq!(
+        all["error"],
+        "step 1: string_contains \"nowhere\": expected the reply to contain \"nowhere\" (judgment: all_pass)"
+    );
+    // Every step ran and every evaluation is in the record.
+    assert_eq!(all["turns"].as_array().unwrap().len(), 2);
+    assert_eq!(all["turns"][1]["data"]["exit_code"], 3);
+    assert_eq!(
+        all["turns"][1]["assertions"][1]["message"],
+        "no file missing.txt in the environment"
+    );
+    let any = by("any::mixed");
+    assert_eq!(any["status"], "passed", "{any}");
+}
+
+/// An e2b environment is a service agentest cannot reach: skipped with the reason off
+/// CI, a failure on CI. A code step in a language it cannot run is an error naming it.
+fn what_cannot_run_is_said_plainly() {
+    let s = project("unsupported");
+    s.write(
+        "suites/remote.scenario.yaml",
+        "name: Remote\ndescription: d\nenvironment: {type: e2b}\nrun:\n  - input: hi\n    evaluations: []\njudgment: {strategy: all_pass}\n",
+    );
+    let off_ci = run(
+        s.path(),
+        &["test", "-i", "suites", "-o", "r.jsonl"],
+        &[("CI", "")],
+    );
+    assert_eq!(off_ci.code, 0, "{off_ci:?}");
+    let report = read_report(&s.join("r.jsonl"));
+    assert_eq!(report.cases[0]["status"], "skipped");
+    assert!(
+        report.cases[0]["error"].as_str().unwrap().contains("environment type e2b (E2B's remote sandboxes) is not supported by agentest; use `environment: {type: local}`"),
+        "{}",
+        report.cases[0]
+    );
+    let on_ci = run(
+        s.path(),
+        &["test", "-i", "suites", "-o", "r.jsonl"],
+        &[("CI", "true")],
+    );
+    assert_eq!(on_ci.code, 1, "{on_ci:?}");
+    assert_eq!(read_report(&s.join("r.jsonl")).cases[0]["status"], "failed");
+}
+
+pub fn tests() -> Vec<libtest_mimic::Trial> {
+    crate::trials![
+        steps_run_in_a_fresh_environment_and_every_evaluator_holds,
+        the_judgment_decides_over_every_evaluation,
+        what_cannot_run_is_said_plainly,
+    ]
+}
