@@ -125,7 +125,8 @@ fn title(r: &CaseReport, style: &Style) -> String {
     let label = if style.qualified {
         r.trial.as_str()
     } else {
-        r.trial.rsplit("::").next().unwrap_or(&r.id)
+        // The id: everything after the suite (a matrix's ids hold `::` too).
+        r.trial.split_once("::").map_or(r.id.as_str(), |(_, id)| id)
     };
     let turns = match (r.total_turns, r.planned_turns) {
         (n, Some(of)) => format!(" ({n} of {of} turns)"),

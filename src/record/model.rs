@@ -153,6 +153,9 @@ pub struct CaseReport {
     pub final_assertions: Vec<AssertionReport>,
     /// Number of turns run.
     pub total_turns: u32,
+    /// A scenario matrix combination's values, by the field each axis sets.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub parameters: serde_json::Map<String, serde_json::Value>,
     /// The turns a static script has, when it stopped before its end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub planned_turns: Option<u32>,

@@ -102,6 +102,10 @@ pub(crate) fn new_report(loaded: &Loaded, case: &Case) -> CaseReport {
         turns: Vec::new(),
         location: case.location.to_string(),
         tags: case.tags.clone(),
+        parameters: match &case.mode {
+            crate::case::Mode::Scenario(sc) => sc.parameters.iter().cloned().collect(),
+            _ => serde_json::Map::new(),
+        },
         ..CaseReport::default()
     }
 }

@@ -102,7 +102,9 @@ pub fn suite_name(root: &Path, file: &Path) -> String {
 /// The suite file a trial name points at (for nextest's `--exact NAME`):
 /// `root/<suite>.jsonl`, else the scenario file `root/<suite>.scenario.yaml` (`.yml`).
 pub fn file_for_trial(root: &Path, trial: &str) -> Option<PathBuf> {
-    let (suite, _) = trial.rsplit_once(SEPARATOR)?;
+    // Ids never hold `::` (a matrix's trial ids are `combination::run-N`): the first
+    // one ends the suite.
+    let (suite, _) = trial.split_once(SEPARATOR)?;
     if suite.is_empty()
         || suite
             .split('/')

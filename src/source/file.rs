@@ -47,6 +47,9 @@ pub fn load_file(root: &Path, file: &Path) -> Vec<Loaded> {
         .unwrap_or_default();
     if crate::source::yaml::is_scenario(&name) {
         return match String::from_utf8(bytes) {
+            Ok(text) if crate::source::yaml::is_matrix(&name) => {
+                crate::source::yaml::load_matrix(&suite, file, shown.clone(), &text)
+            }
             Ok(text) => vec![crate::source::yaml::load_scenario(
                 &suite,
                 file,

@@ -16,11 +16,7 @@ pub(crate) fn not_a_suite(file: &Path, bytes: &[u8]) -> Option<String> {
         .map(|n| n.to_string_lossy().to_lowercase())
         .unwrap_or_default();
     if name.ends_with(".yaml") || name.ends_with(".yml") {
-        return Some(if name.contains(".matrix.") {
-            "this is an ElizaOS scenario matrix, which agentest does not read yet; its scenarios (`*.scenario.yaml`) run one by one".to_string()
-        } else {
-            "this is a YAML file, not a suite: agentest reads YAML only as ElizaOS scenarios, named `*.scenario.yaml`; suites are JSON Lines files (.jsonl), one case per line".to_string()
-        });
+        return Some("this is a YAML file, not a suite: agentest reads YAML only as ElizaOS scenarios and matrices, named `*.scenario.yaml` and `*.matrix.yaml`; suites are JSON Lines files (.jsonl), one case per line".to_string());
     }
     let text = std::str::from_utf8(bytes).ok()?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
@@ -109,7 +105,6 @@ mod tests {
     #[test]
     fn each_foreign_kind_is_named() {
         for (name, text, expected) in [
-            ("a.matrix.yml", "name: x\n", "an ElizaOS scenario matrix"),
             ("a.yaml", "x: 1\n", "a YAML file"),
             (
                 "r.jsonl",

@@ -1781,14 +1781,11 @@ fn a_report_written_inside_the_suites_folder_is_never_loaded_as_a_suite() {
     assert_eq!(report.trials(), ["a::one", "out::not-a-suite"]);
 }
 
-/// An ElizaOS matrix, a JSON array, a pretty-printed case: each is one error that says
+/// A YAML file that is no scenario, a JSON array, a pretty-printed case: each is one error that says
 /// what the file is, not one "invalid JSON" per line.
 fn files_that_are_not_suites_are_one_clear_error() {
     let s = Scratch::with_config("not-suites", "");
-    s.write(
-        "chat.matrix.yaml",
-        "name: chat\nbase_scenario: chat.scenario.yaml\nmatrix: []\n",
-    );
+    s.write("notes.yaml", "todo: write cases\n");
     // A scenario is read: its mistakes are located like a JSONL line's.
     s.write(
         "chat.scenario.yaml",
@@ -1810,9 +1807,9 @@ fn files_that_are_not_suites_are_one_clear_error() {
     );
     for (file, trial, message) in [
         (
-            "chat.matrix.yaml",
-            "chat.matrix.yaml::not-a-suite",
-            "this is an ElizaOS scenario matrix, which agentest does not read yet",
+            "notes.yaml",
+            "notes.yaml::not-a-suite",
+            "this is a YAML file, not a suite: agentest reads YAML only as ElizaOS scenarios and matrices",
         ),
         (
             "array.json",

@@ -544,6 +544,32 @@ fn eliza_scenarios_load_and_the_invalid_one_names_each_missing_field() -> Needs 
     Ok(())
 }
 
+/// The corpus's matrix expands to 2×2×2×2 = 16 trials, every one a valid scenario
+/// with its four parameters.
+fn eliza_matrix_expands_to_sixteen_trials() -> Needs {
+    let root = corpus()?.join("eliza");
+    let loaded = load_file(&root, &root.join("conversation-matrix.matrix.yaml"));
+    assert_eq!(loaded.len(), 16);
+    for l in &loaded {
+        assert!(
+            l.trial.starts_with("conversation-matrix::persona="),
+            "{}",
+            l.trial
+        );
+        assert!(l.trial.ends_with("::run-1"), "{}", l.trial);
+        match &l.entry {
+            Ok(case) => {
+                let Mode::Scenario(sc) = &case.mode else {
+                    panic!("{}", l.trial)
+                };
+                assert_eq!(sc.parameters.len(), 4, "{}", l.trial);
+            }
+            Err(e) => panic!("{}: {e}", l.trial),
+        }
+    }
+    Ok(())
+}
+
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         corpus_directory_is_present (needs corpus_present),
@@ -555,5 +581,6 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         yao_engine_assert_vectors_give_the_expected_verdicts (needs corpus_present),
         assert_vectors_cover_the_upstream_table (needs corpus_present),
         eliza_scenarios_load_and_the_invalid_one_names_each_missing_field (needs corpus_present),
+        eliza_matrix_expands_to_sixteen_trials (needs corpus_present),
     ]
 }

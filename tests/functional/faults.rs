@@ -981,11 +981,12 @@ fn every_model_fault_ends_in_time_with_its_cause() {
 fn every_process_agent_fault_ends_in_time_with_its_cause() {
     let dir = scratch("process");
     dir.write("agent.py", PROCESS_AGENT);
-    // `limited`: the same agent with a 1 s reply timeout. `dead`: exits before reading.
+    // `limited`: the same agent with a 1.5 s reply timeout (room for the interpreter to
+    // start on a loaded machine, below the 2 s case timeout). `dead`: exits before reading.
     dir.write(
         "agentest.toml",
         "[agent]\ntype = \"process\"\ncommand = [\"python3\", \"agent.py\"]\n\n\
-         [agents.limited]\ntype = \"process\"\ncommand = [\"python3\", \"agent.py\"]\ntimeout = \"1s\"\n\n\
+         [agents.limited]\ntype = \"process\"\ncommand = [\"python3\", \"agent.py\"]\ntimeout = \"1500ms\"\n\n\
          [agents.dead]\ntype = \"process\"\n\
          command = [\"python3\", \"-c\", 'import sys; sys.stderr.write(\"cannot start: no config\\n\"); sys.exit(2)']\n",
     );
@@ -1045,7 +1046,7 @@ fn every_process_agent_fault_ends_in_time_with_its_cause() {
             "silent-limited",
             "silent",
             "error",
-            &["agent process did not reply within 1s"],
+            &["agent process did not reply within 1.5s"],
         )
         .agent("limited"),
         fault(

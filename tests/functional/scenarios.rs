@@ -233,10 +233,87 @@ fn what_cannot_run_is_said_plainly() {
     assert_eq!(read_report(&s.join("r.jsonl")).cases[0]["status"], "failed");
 }
 
+/// A matrix: one trial per combination and run, each a scenario with the axes' values
+/// set, its report recording them; an axis that points nowhere is one located error.
+fn a_matrix_is_a_trial_per_combination_and_run() {
+    let s = project("matrix");
+    s.write(
+        "suites/base.scenario.yaml",
+        "name: Base\ndescription: d\nenvironment: {type: local}\nrun:\n  - input: hello\n    evaluations:\n      - type: regex_match\n        pattern: said=hello\njudgment: {strategy: all_pass}\n",
+    );
+    s.write(
+        "suites/grid.matrix.yaml",
+        "name: Grid\nbase_scenario: base.scenario.yaml\nruns_per_combination: 2\nmatrix:\n  - parameter: run[0].input\n    values: ['hello world', 'bye']\n  - parameter: run[0].evaluations[0].pattern\n    values: ['said=hello', 'said=bye']\n",
+    );
+    let r = run(
+        s.path(),
+        &["test", "-i", "suites/grid.matrix.yaml", "-o", "r.jsonl"],
+        &[],
+    );
+    assert_eq!(r.code, 1, "{r:?}");
+    let report = read_report(&s.join("r.jsonl"));
+    let mut got: Vec<(String, String)> = report
+        .cases
+        .iter()
+        .map(|c| {
+            (
+                c["trial"].as_str().unwrap().to_string(),
+                c["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    got.sort();
+    let expected: Vec<(String, String)> = [
+        ("input=bye,pattern=said-bye::run-1", "passed"),
+        ("input=bye,pattern=said-bye::run-2", "passed"),
+        ("input=bye,pattern=said-hello::run-1", "failed"),
+        ("input=bye,pattern=said-hello::run-2", "failed"),
+        ("input=hello-world,pattern=said-bye::run-1", "failed"),
+        ("input=hello-world,pattern=said-bye::run-2", "failed"),
+        ("input=hello-world,pattern=said-hello::run-1", "passed"),
+        ("input=hello-world,pattern=said-hello::run-2", "passed"),
+    ]
+    .iter()
+    .map(|(t, st)| (format!("grid::{t}"), st.to_string()))
+    .collect();
+    assert_eq!(got, expected);
+    let one = report
+        .cases
+        .iter()
+        .find(|c| c["trial"] == "grid::input=bye,pattern=said-hello::run-2")
+        .unwrap();
+    assert_eq!(
+        one["parameters"],
+        serde_json::json!({"run[0].input": "bye", "run[0].evaluations[0].pattern": "said=hello"})
+    );
+    assert_eq!(one["name"], "Grid [input=bye,pattern=said-hello] run 2");
+    assert!(
+        r.stdout
+            .contains("► [input=bye,pattern=said-hello::run-2] Grid"),
+        "{r:?}"
+    );
+    // An axis that points at nothing in the base scenario: one located error.
+    s.write(
+        "suites/grid.matrix.yaml",
+        "name: Grid\nbase_scenario: base.scenario.yaml\nmatrix:\n  - parameter: run[0].conversation.max_turns\n    values: [2, 3]\n",
+    );
+    let r = run(
+        s.path(),
+        &["test", "-i", "suites/grid.matrix.yaml", "--dry-run"],
+        &[],
+    );
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.stdout.starts_with("grid::matrix  error: suites/grid.matrix.yaml:4:5: field `matrix[0].parameter`: the base scenario has no `run[0].conversation`; an axis can only vary a field the base scenario sets\n"),
+        "{r:?}"
+    );
+}
+
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         steps_run_in_a_fresh_environment_and_every_evaluator_holds,
         the_judgment_decides_over_every_evaluation,
         what_cannot_run_is_said_plainly,
+        a_matrix_is_a_trial_per_combination_and_run,
     ]
 }

@@ -1,6 +1,7 @@
-//! YAML formats: ElizaOS scenarios (`*.scenario.yaml`); matrices come next (issue 12,
-//! in progress).
+//! YAML formats: ElizaOS scenarios (`*.scenario.yaml`) and scenario matrices
+//! (`*.matrix.yaml`).
 
+mod matrix;
 mod node;
 mod scenario;
 
@@ -8,14 +9,25 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::case::{Case, Location, Mode};
+use crate::errors::FieldError;
 use crate::source::{CaseError, Loaded, SEPARATOR};
 
 /// The endings of the YAML files agentest reads: scenario and matrix files.
-pub(crate) const SCENARIO_ENDINGS: [&str; 2] = [".scenario.yaml", ".scenario.yml"];
+pub(crate) const SCENARIO_ENDINGS: [&str; 4] = [
+    ".scenario.yaml",
+    ".scenario.yml",
+    ".matrix.yaml",
+    ".matrix.yml",
+];
 
-/// Whether `name` (a file name) is an ElizaOS scenario.
+/// Whether `name` (a file name) is an ElizaOS scenario or scenario matrix.
 pub(crate) fn is_scenario(name: &str) -> bool {
     SCENARIO_ENDINGS.iter().any(|e| name.ends_with(e))
+}
+
+/// Whether `name` is a scenario matrix.
+pub(crate) fn is_matrix(name: &str) -> bool {
+    name.ends_with(".matrix.yaml") || name.ends_with(".matrix.yml")
 }
 
 /// Reads one scenario file: one trial, `<suite>::<slug of its name>`, or its error
@@ -65,38 +77,207 @@ pub(crate) fn load_scenario(suite: &str, file: &Path, shown: Arc<PathBuf>, text:
         Err(e) => {
             let pos = root.locate(&e.path);
             let field = (!e.path.is_empty()).then(|| e.path.clone());
-            let message = match &field {
-                Some(f) => format!("field `{f}`: {}", e.message),
-                None => e.message,
-            };
-            broken(trial, located(pos.line, pos.column), field, message)
+            broken(trial, located(pos.line, pos.column), field, e.message)
         }
         Ok((name, scenario)) => Loaded {
             suite: suite.to_string(),
             trial,
             file: file.to_path_buf(),
             entry: Ok(Case {
-                id: named.unwrap_or_else(|| "scenario".into()),
                 name: Some(name),
-                skip: false,
-                timeout: None,
-                agent: None,
-                options: None,
-                expected: None,
-                tags: Vec::new(),
-                user: None,
-                team: None,
-                metadata: None,
-                before: None,
-                after: None,
-                mode: Mode::Scenario(Box::new(scenario)),
-                golden: None,
-                interactive: None,
-                mocks: Vec::new(),
                 location: located(root.pos.line, root.pos.column),
-                raw: Arc::new(json),
+                ..scenario_case(named.unwrap_or_else(|| "scenario".into()), scenario, json)
             }),
         },
+    }
+}
+
+/// Reads a matrix file: one trial per combination and run,
+/// `<suite>::<axis>=<value>,...::run-<n>`, each a scenario checked like one. A mistake
+/// in the matrix or its base scenario is one broken trial, `<suite>::matrix`.
+pub(crate) fn load_matrix(
+    suite: &str,
+    file: &Path,
+    shown: Arc<PathBuf>,
+    text: &str,
+) -> Vec<Loaded> {
+    let broken = |shown: &Arc<PathBuf>,
+                  line: usize,
+                  column: usize,
+                  field: Option<String>,
+                  message: String| {
+        vec![Loaded {
+            suite: suite.to_string(),
+            trial: format!("{suite}{SEPARATOR}matrix"),
+            file: file.to_path_buf(),
+            entry: Err(CaseError {
+                location: Location {
+                    file: shown.clone(),
+                    line: line.max(1),
+                    column: column.max(1),
+                },
+                id: None,
+                field,
+                message,
+            }),
+        }]
+    };
+    let field_error = |shown: &Arc<PathBuf>, root: &node::Node, e: FieldError| {
+        let pos = root.locate(&e.path);
+        let field = (!e.path.is_empty()).then(|| e.path.clone());
+        broken(shown, pos.line, pos.column, field, e.message)
+    };
+    let root = match node::parse(text) {
+        Ok(r) => r,
+        Err((m, p)) => return broken(&shown, p.line, p.column, None, format!("invalid YAML: {m}")),
+    };
+    let m = match matrix::read(&root.to_json()) {
+        Ok(m) => m,
+        Err(e) => return field_error(&shown, &root, e),
+    };
+    let base_file = file.parent().unwrap_or(Path::new(".")).join(&m.base);
+    let base_shown = Arc::new(crate::util::display_path(&base_file));
+    let base_text = match std::fs::read_to_string(&base_file) {
+        Ok(t) => t,
+        Err(e) => {
+            let pos = root.locate("base_scenario");
+            return broken(
+                &shown,
+                pos.line,
+                pos.column,
+                Some("base_scenario".into()),
+                format!(
+                    "failed to read {}: {e}; the path is relative to the matrix file",
+                    base_file.display()
+                ),
+            );
+        }
+    };
+    let base = match node::parse(&base_text) {
+        Ok(b) => b,
+        Err((msg, p)) => {
+            return broken(
+                &base_shown,
+                p.line,
+                p.column,
+                None,
+                format!("invalid YAML in the base scenario: {msg}"),
+            )
+        }
+    };
+    let base_json = base.to_json();
+    // Every axis must point at a field the base scenario has.
+    for (i, axis) in m.axes.iter().enumerate() {
+        let mut probe = base_json.clone();
+        if let Err(why) = matrix::set(&mut probe, &axis.parameter, axis.values[0].clone()) {
+            let path = format!("matrix[{i}].parameter");
+            let pos = root.locate(&path);
+            return broken(
+                &shown,
+                pos.line,
+                pos.column,
+                Some(path.clone()),
+                format!("{why}; an axis can only vary a field the base scenario sets"),
+            );
+        }
+    }
+    let mut out = Vec::new();
+    for picks in matrix::combinations(&m.axes) {
+        let combo = matrix::combination_name(&m.axes, &picks);
+        let mut json = base_json.clone();
+        let mut parameters = Vec::new();
+        for (axis, &i) in m.axes.iter().zip(&picks) {
+            let value = axis.values[i].clone();
+            // Checked above for every axis: the field exists.
+            let _ = matrix::set(&mut json, &axis.parameter, value.clone());
+            parameters.push((axis.parameter.clone(), value));
+        }
+        for run in 1..=m.runs {
+            let id = format!("{combo}{SEPARATOR}run-{run}");
+            let trial = format!("{suite}{SEPARATOR}{id}");
+            let entry = match scenario::read(&json) {
+                Ok((name, mut sc)) => {
+                    sc.parameters = parameters.clone();
+                    let title = if m.name.is_empty() {
+                        name
+                    } else {
+                        m.name.clone()
+                    };
+                    Ok(Case {
+                        name: Some(format!("{title} [{combo}] run {run}")),
+                        location: Location {
+                            file: shown.clone(),
+                            line: root.pos.line.max(1),
+                            column: root.pos.column.max(1),
+                        },
+                        ..scenario_case(id, sc, json.clone())
+                    })
+                }
+                Err(e) => {
+                    // A value an axis set is located in the matrix; the rest in the base.
+                    let axis = m.axes.iter().position(|a| {
+                        e.path == a.parameter || e.path.starts_with(&format!("{}.", a.parameter))
+                    });
+                    let (at, pos) = match axis {
+                        Some(i) => (
+                            &shown,
+                            root.locate(&format!("matrix[{i}].values[{}]", picks[i])),
+                        ),
+                        None => (&base_shown, base.locate(&e.path)),
+                    };
+                    Err(CaseError {
+                        location: Location {
+                            file: at.clone(),
+                            line: pos.line.max(1),
+                            column: pos.column.max(1),
+                        },
+                        id: Some(id.clone()),
+                        field: Some(e.path.clone()),
+                        message: e.message,
+                    })
+                }
+            };
+            out.push(Loaded {
+                suite: suite.to_string(),
+                trial,
+                file: file.to_path_buf(),
+                entry,
+            });
+        }
+    }
+    out
+}
+
+/// The case of a scenario (or a matrix combination).
+fn scenario_case(
+    id: String,
+    scenario: crate::case::scenario::Scenario,
+    raw: serde_json::Value,
+) -> Case {
+    Case {
+        id,
+        name: None,
+        skip: false,
+        timeout: None,
+        agent: None,
+        options: None,
+        expected: None,
+        tags: Vec::new(),
+        user: None,
+        team: None,
+        metadata: None,
+        before: None,
+        after: None,
+        mode: Mode::Scenario(Box::new(scenario)),
+        golden: None,
+        interactive: None,
+        mocks: Vec::new(),
+        location: Location {
+            file: Arc::new(PathBuf::new()),
+            line: 1,
+            column: 1,
+        },
+        raw: Arc::new(raw),
     }
 }
 
@@ -144,7 +325,7 @@ mod bad_input {
         );
         match l.entry {
             Ok(_) => panic!("loaded:\n{text}"),
-            Err(e) => format!("{}:{}: {}", e.location.line, e.location.column, e.message),
+            Err(e) => e.to_string(),
         }
     }
 
