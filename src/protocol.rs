@@ -37,6 +37,10 @@ pub struct Request {
     /// The turn's attachments, when it has any.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attachments: Vec<Value>,
+    /// An ElizaOS scenario's `setup` (its `mocks`), for agents that honour them; `openai`
+    /// agents have their tool calls answered by these mocks without being told.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<Value>,
 }
 
 /// One tool call the agent made during a turn.

@@ -229,6 +229,7 @@ mod tests {
             options: serde_json::Value::Null,
             metadata: serde_json::Value::Null,
             attachments: Vec::new(),
+            setup: None,
         }
     }
 

@@ -14,13 +14,14 @@ fn read_report(path: &Path) -> Report {
 }
 
 /// An agent that answers with where it runs and what it was told: `cwd=<dir>
-/// env=<metadata.environment_dir> said=<input>`, and calls the tool `github.create_issue`
+/// env=<metadata.environment_dir> said=<input> mocks=<how many setup.mocks>`, and calls the tool `github.create_issue`
 /// when asked to file an issue, reporting the action `REPLY`.
 const AGENT: &str = r#"
 import json, os, sys
 for line in sys.stdin:
     req = json.loads(line)
-    reply = {"content": "cwd=%s env=%s said=%s" % (os.getcwd(), req["metadata"].get("environment_dir"), req["input"]), "actions": ["REPLY"]}
+    mocks = len((req.get("setup") or {}).get("mocks", []))
+    reply = {"content": "cwd=%s env=%s said=%s mocks=%d" % (os.getcwd(), req["metadata"].get("environment_dir"), req["input"], mocks), "actions": ["REPLY"]}
     if "issue" in req["input"]:
         reply["tool_calls"] = [{"name": "github.create_issue", "arguments": {"title": "x"}}]
     print(json.dumps(reply))
@@ -61,6 +62,13 @@ setup:
   virtual_fs:
     "config.json": '{"setting": "value"}'
     "data/notes.txt": "remember me"
+  mocks:
+    - service: github
+      method: create_issue
+      when: {input: {title: x}}
+      response: {number: 7}
+    - method: search
+      response: []
 run:
   - name: 'greets'
     input: 'Hello there'
@@ -203,6 +211,22 @@ fn the_judgment_decides_over_every_evaluation() {
     assert_eq!(any["status"], "passed", "{any}");
 }
 
+/// ElizaOS's `when.matcher` is JavaScript: a load error with what to write instead,
+/// never a regex read differently or a condition dropped.
+fn a_javascript_matcher_is_a_load_error() {
+    let s = project("matcher");
+    s.write(
+        "suites/m.scenario.yaml",
+        "name: M\ndescription: d\nenvironment: {type: local}\nsetup:\n  mocks:\n    - method: search\n      when:\n        matcher: \"args[0].includes('x')\"\n      response: []\nrun:\n  - input: hi\n    evaluations: []\njudgment: {strategy: all_pass}\n",
+    );
+    let r = run(s.path(), &["test", "-i", "suites", "--dry-run"], &[]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.stdout.contains("m::m  error: suites/m.scenario.yaml:8:9: field `setup.mocks[0].when.matcher`: `matcher` is JavaScript in ElizaOS, which agentest does not run; match with `args`, `partialArgs` or `input` instead"),
+        "{r:?}"
+    );
+}
+
 /// An e2b environment is a service agentest cannot reach: skipped with the reason off
 /// CI, a failure on CI. A code step in a language it cannot run is an error naming it.
 fn what_cannot_run_is_said_plainly() {
@@ -315,5 +339,6 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         the_judgment_decides_over_every_evaluation,
         what_cannot_run_is_said_plainly,
         a_matrix_is_a_trial_per_combination_and_run,
+        a_javascript_matcher_is_a_load_error,
     ]
 }

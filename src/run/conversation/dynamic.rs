@@ -149,6 +149,7 @@ impl Dialogue<'_> {
                 options: self.options.clone(),
                 metadata: self.env.metadata.clone(),
                 attachments: Vec::new(),
+                setup: None,
             };
             let (reply, duration_ms) = exchange(session, &request, source, report, phase).await?;
             self.history.push(reply.to_message());

@@ -117,6 +117,7 @@ impl Script<'_> {
             options,
             metadata: self.env.metadata.clone(),
             attachments,
+            setup: None,
         }
     }
 

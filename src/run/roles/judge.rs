@@ -99,6 +99,7 @@ impl CaseJudges<'_> {
             options: Value::Object(Map::new()),
             metadata: Value::Null,
             attachments: Vec::new(),
+            setup: None,
         };
         let verdict = {
             let mut respondent = Respondent::Agent {

@@ -160,6 +160,7 @@ impl Simulator {
                     options: options.clone(),
                     metadata: Value::Null,
                     attachments: Vec::new(),
+                    setup: None,
                 };
                 let mut respondent = Respondent::Agent {
                     session,

@@ -49,6 +49,7 @@ pub(crate) async fn run(
                     options: Value::Object(Map::new()),
                     metadata: env.metadata.clone(),
                     attachments: Vec::new(),
+                    setup: (!scenario.mocks.is_empty()).then(|| json!({ "mocks": scenario.mocks })),
                 };
                 let (reply, took) = exchange(session, &request, "static", report, phase).await?;
                 history.push(reply.to_message());

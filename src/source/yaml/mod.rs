@@ -79,13 +79,14 @@ pub(crate) fn load_scenario(suite: &str, file: &Path, shown: Arc<PathBuf>, text:
             let field = (!e.path.is_empty()).then(|| e.path.clone());
             broken(trial, located(pos.line, pos.column), field, e.message)
         }
-        Ok((name, scenario)) => Loaded {
+        Ok((name, scenario, mocks)) => Loaded {
             suite: suite.to_string(),
             trial,
             file: file.to_path_buf(),
             entry: Ok(Case {
                 name: Some(name),
                 location: located(root.pos.line, root.pos.column),
+                mocks,
                 ..scenario_case(named.unwrap_or_else(|| "scenario".into()), scenario, json)
             }),
         },
@@ -196,7 +197,7 @@ pub(crate) fn load_matrix(
             let id = format!("{combo}{SEPARATOR}run-{run}");
             let trial = format!("{suite}{SEPARATOR}{id}");
             let entry = match scenario::read(&json) {
-                Ok((name, mut sc)) => {
+                Ok((name, mut sc, mocks)) => {
                     sc.parameters = parameters.clone();
                     let title = if m.name.is_empty() {
                         name
@@ -210,6 +211,7 @@ pub(crate) fn load_matrix(
                             line: root.pos.line.max(1),
                             column: root.pos.column.max(1),
                         },
+                        mocks,
                         ..scenario_case(id, sc, json.clone())
                     })
                 }
@@ -356,7 +358,7 @@ mod bad_input {
             (&GOOD.replace("  - input: hi\n", "  - lang: cobol\n    code: x\n"), "6:5: field `run[0].lang`: unknown language \"cobol\""),
             (&GOOD.replace("type: local", "type: 7"), "4:3: field `environment.type`: expected a string"),
             (&GOOD.replace("  - input: hi\n", "  - input: hi\n    conversation:\n      max_turns: 30\n      user_simulator: {persona: p, objective: o}\n"), "8:7: field `run[0].conversation.max_turns`: expected a whole number from 2 to 20, found 30"),
-            (&GOOD.replace("judgment:", "setup:\n  mocks:\n    - method: m\n      responseFn: \"() => 1\"\njudgment:"), "field `setup.mocks[0].responseFn`: `responseFn` is JavaScript, which agentest does not run"),
+            (&GOOD.replace("judgment:", "setup:\n  mocks:\n    - method: m\n      responseFn: \"() => 1\"\njudgment:"), "13:7: field `setup.mocks[0].responseFn`: `responseFn` is not supported (no JavaScript here); give a static `response`"),
         ] {
             let got = error_of(text);
             assert!(got.contains(expected), "expected {expected:?}\n got {got:?}\nfor:\n{text}");

@@ -62,18 +62,12 @@ const CONVERSATION_EVALUATORS: [&str; 4] = [
     "user_satisfaction",
     "context_retention",
 ];
-const MOCK_KEYS: [&str; 7] = [
-    "service",
-    "method",
-    "when",
-    "response",
-    "responseFn",
-    "error",
-    "metadata",
-];
 
-/// Reads a scenario's JSON view. `Ok` holds its `name` and the scenario.
-pub(crate) fn read(v: &Value) -> Result<(String, Scenario), FieldError> {
+/// A scenario read: its `name`, the scenario, and its mocks as tool mocks.
+pub(crate) type Read = (String, Scenario, Vec<crate::case::Mock>);
+
+/// Reads a scenario's JSON view.
+pub(crate) fn read(v: &Value) -> Result<Read, FieldError> {
     let Value::Object(root) = v else {
         return Err(FieldError::new(
             "",
@@ -108,8 +102,8 @@ pub(crate) fn read(v: &Value) -> Result<(String, Scenario), FieldError> {
     let name = req_str(root, "name", "")?;
     let description = req_str(root, "description", "")?;
     let environment = environment(root.get("environment").unwrap_or(&Value::Null))?;
-    let (virtual_fs, mocks) = match root.get("setup") {
-        None | Some(Value::Null) => (Vec::new(), Vec::new()),
+    let (virtual_fs, mocks, tool_mocks) = match root.get("setup") {
+        None | Some(Value::Null) => (Vec::new(), Vec::new(), Vec::new()),
         Some(s) => setup(s)?,
     };
     let Some(Value::Array(run)) = root.get("run") else {
@@ -141,6 +135,7 @@ pub(crate) fn read(v: &Value) -> Result<(String, Scenario), FieldError> {
             judgment,
             parameters: Vec::new(),
         },
+        tool_mocks,
     ))
 }
 
@@ -281,7 +276,9 @@ fn environment(v: &Value) -> Result<Environment, FieldError> {
     }
 }
 
-type Setup = (Vec<(String, String)>, Vec<Value>);
+/// `virtual_fs`, the mocks as written (sent to agents in requests), and the mocks read
+/// (answering an `openai` agent's tool calls).
+type Setup = (Vec<(String, String)>, Vec<Value>, Vec<crate::case::Mock>);
 
 fn setup(v: &Value) -> Result<Setup, FieldError> {
     let obj = object(v, "setup", "the setup")?;
@@ -320,14 +317,15 @@ fn setup(v: &Value) -> Result<Setup, FieldError> {
         }
     }
     let mut mocks = Vec::new();
+    let mut parsed = Vec::new();
     match obj.get("mocks") {
         None | Some(Value::Null) => {}
         Some(Value::Array(list)) => {
             for (i, m) in list.iter().enumerate() {
-                let path = index("setup.mocks", i);
-                mock(m, &path)?;
-                mocks.push(m.clone());
+                js_matcher(m, &index("setup.mocks", i))?;
             }
+            parsed = crate::source::parse_mocks(&Value::Array(list.clone()), "setup.mocks")?;
+            mocks = list.clone();
         }
         Some(other) => {
             return Err(FieldError::new(
@@ -336,71 +334,19 @@ fn setup(v: &Value) -> Result<Setup, FieldError> {
             ))
         }
     }
-    Ok((files, mocks))
+    Ok((files, mocks, parsed))
 }
 
-/// A mock, checked against the schema; the JavaScript forms ElizaOS evaluates
-/// (`when.matcher`, `responseFn`) cannot run here and are errors, never ignored.
-fn mock(v: &Value, path: &str) -> Result<(), FieldError> {
-    let obj = object(v, path, "a mock")?;
-    check_keys(obj, &MOCK_KEYS, path, "a mock")?;
-    req_str(obj, "method", path)?;
-    opt_str(obj, "service", path)?;
-    if obj.contains_key("responseFn") {
+/// A mock: ElizaOS evaluates `when.matcher` as JavaScript, which cannot run here (in
+/// agentest's own cases `matcher` is a regex, which would read the same text
+/// differently), so it is an error; the rest is agentest's mock schema, read by the
+/// parser JSONL cases use.
+fn js_matcher(v: &Value, path: &str) -> Result<(), FieldError> {
+    if v.get("when").and_then(|w| w.get("matcher")).is_some() {
         return Err(FieldError::new(
-            join(path, "responseFn"),
-            "`responseFn` is JavaScript, which agentest does not run; give a fixed `response` (or `error`) instead",
+            join(&join(path, "when"), "matcher"),
+            "`matcher` is JavaScript in ElizaOS, which agentest does not run; match with `args`, `partialArgs` or `input` instead",
         ));
-    }
-    if let Some(when) = obj.get("when").filter(|w| !w.is_null()) {
-        let wpath = join(path, "when");
-        let w = object(when, &wpath, "the mock's condition")?;
-        check_keys(
-            w,
-            &["args", "input", "context", "matcher", "partialArgs"],
-            &wpath,
-            "a mock's `when`",
-        )?;
-        if w.contains_key("matcher") {
-            return Err(FieldError::new(
-                join(&wpath, "matcher"),
-                "`matcher` is JavaScript, which agentest does not run; match with `args`, `partialArgs`, `input` or `context` instead",
-            ));
-        }
-        for key in ["args", "partialArgs"] {
-            if let Some(a) = w.get(key).filter(|a| !a.is_null() && !a.is_array()) {
-                return Err(FieldError::new(
-                    join(&wpath, key),
-                    format!("expected a list of arguments, found {}", type_of(a)),
-                ));
-            }
-        }
-        for key in ["input", "context"] {
-            if let Some(a) = w.get(key).filter(|a| !a.is_null() && !a.is_object()) {
-                return Err(FieldError::new(
-                    join(&wpath, key),
-                    format!("expected a mapping of values, found {}", type_of(a)),
-                ));
-            }
-        }
-    }
-    if let Some(e) = obj.get("error").filter(|e| !e.is_null()) {
-        let epath = join(path, "error");
-        let e = object(e, &epath, "the error")?;
-        check_keys(
-            e,
-            &["code", "message", "status"],
-            &epath,
-            "a mock's `error`",
-        )?;
-        opt_int(e, "status", &epath, 100, 599)?;
-    }
-    if let Some(m) = obj.get("metadata").filter(|m| !m.is_null()) {
-        let mpath = join(path, "metadata");
-        let m = object(m, &mpath, "the mock's metadata")?;
-        check_keys(m, &["delay", "probability"], &mpath, "a mock's `metadata`")?;
-        opt_int(m, "delay", &mpath, 0, 600_000)?;
-        opt_num(m, "probability", &mpath, 0.0, 1.0)?;
     }
     Ok(())
 }
