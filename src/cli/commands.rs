@@ -93,3 +93,44 @@ pub(super) fn freeze(args: FreezeArgs) -> Result<ExitCode, String> {
     }
     Ok(ExitCode::SUCCESS)
 }
+
+/// Loads a `.env` file: `KEY=VALUE` lines (an `export ` before the key, quotes around
+/// the value and `#` comments allowed); a variable already set keeps its value. Values
+/// are never printed: they are often secrets.
+pub(super) fn load_env_file(path: &std::path::Path) -> Result<(), String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("failed to read the env file {}: {e}", path.display()))?;
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let line = line.strip_prefix("export ").unwrap_or(line);
+        let Some((key, value)) = line.split_once('=') else {
+            return Err(format!(
+                "{}:{}: expected KEY=VALUE, found a line without `=`",
+                path.display(),
+                n + 1
+            ));
+        };
+        let key = key.trim();
+        if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(format!(
+                "{}:{}: `{key}` is not a variable name (letters, digits and _)",
+                path.display(),
+                n + 1
+            ));
+        }
+        let value = value.trim();
+        let value = value
+            .strip_prefix('"')
+            .and_then(|v| v.strip_suffix('"'))
+            .or_else(|| value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
+            .unwrap_or(value);
+        if std::env::var_os(key).is_none() {
+            // Single-threaded here: the runtime and its threads start later.
+            std::env::set_var(key, value);
+        }
+    }
+    Ok(())
+}

@@ -48,6 +48,38 @@ enum Command {
     /// Build a report (.json, .md, .xml JUnit, .html, .jsonl) from JSONL reports: a file,
     /// or a folder of them (as nextest runs leave).
     Report(ReportArgs),
+    /// ElizaOS's scenario command: `agentest scenario run FILE [--live] [--env-file PATH]`.
+    Scenario(ScenarioArgs),
+}
+
+#[derive(clap::Args)]
+struct ScenarioArgs {
+    #[command(subcommand)]
+    command: ScenarioCommand,
+}
+
+#[derive(Subcommand)]
+enum ScenarioCommand {
+    /// Run one scenario (or matrix) file, as `elizaos scenario run` does: exit 0 when it
+    /// passes, 1 when it fails.
+    Run(ScenarioRunArgs),
+}
+
+#[derive(clap::Args)]
+struct ScenarioRunArgs {
+    /// The `*.scenario.yaml` (or `*.matrix.yaml`) file.
+    file: PathBuf,
+    /// Live mode: `setup.mocks` are ignored (not sent to agents, not answering tool
+    /// calls) and `openai` agents call their real `tools_url`.
+    #[arg(long = "live")]
+    live: bool,
+    /// A `.env` file of `KEY=VALUE` lines loaded into the environment first (API keys,
+    /// `${VAR}`s of the config); variables already set win.
+    #[arg(long = "env-file", value_name = "PATH")]
+    env_file: Option<PathBuf>,
+    /// Colour the console output.
+    #[arg(long = "color", value_enum, default_value = "auto")]
+    color: ColorChoice,
 }
 
 #[derive(clap::Args)]
@@ -246,6 +278,18 @@ pub fn main() -> ExitCode {
         .collect();
     crate::util::invocation::set(format!("agentest {}", args.join(" ")));
     // Every command reads the environment once, first; a bad value is a usage error.
+    if let Command::Scenario(ScenarioArgs {
+        command: ScenarioCommand::Run(run),
+    }) = &cli.command
+    {
+        if let Some(path) = &run.env_file {
+            // Before the settings are read: the file may set AGENTEST_* variables too.
+            if let Err(e) = commands::load_env_file(path) {
+                eprintln!("error: {e}");
+                return ExitCode::from(USAGE_ERROR);
+            }
+        }
+    }
     let config = cli.config.clone();
     if let Err(e) = crate::settings::load_with(|s| {
         if let Some(path) = config {
@@ -278,6 +322,29 @@ pub fn main() -> ExitCode {
             .map_err(|e| e.to_string()),
         Command::Freeze(args) => commands::freeze(args),
         Command::Report(args) => commands::report(args),
+        Command::Scenario(ScenarioArgs {
+            command: ScenarioCommand::Run(run),
+        }) => test::test(TestArgs {
+            input: run.file.display().to_string(),
+            name: None,
+            output: None,
+            // The transcript and every evaluation, as ElizaOS prints them.
+            verbose: true,
+            run: None,
+            dry_run: false,
+            fail_fast: false,
+            timeout: None,
+            parallel: None,
+            compact: false,
+            keep_env: false,
+            color: run.color,
+            message: false,
+            live: run.live,
+            simulator: None,
+            interactive: false,
+            skip_interactive: false,
+            on_missing_input: MissingInput::Skip,
+        }),
     };
     match result {
         Ok(code) => code,

@@ -202,8 +202,18 @@ async fn body(
         }
         Mode::Scenario(sc) => match &setup.workdir {
             Some(dir) => {
-                crate::run::scenario::run(case, sc, ctx, &mut session, &env, dir, report, phase)
-                    .await
+                crate::run::scenario::run(
+                    case,
+                    sc,
+                    ctx,
+                    &mut session,
+                    &env,
+                    dir,
+                    engine.options.live,
+                    report,
+                    phase,
+                )
+                .await
             }
             None => Err(Stop::error("the scenario has no environment folder")),
         },

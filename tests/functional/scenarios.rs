@@ -333,6 +333,83 @@ fn a_matrix_is_a_trial_per_combination_and_run() {
     );
 }
 
+/// `agentest scenario run FILE` does what `elizaos scenario run` does: exit 0 when the
+/// scenario passes, 1 when it fails, the transcript shown; `--live` sends no mocks;
+/// `--env-file` sets the variables the config uses before anything reads them.
+fn scenario_run_is_the_elizaos_command() {
+    let s = project("scenario-run");
+    s.write(
+        "agentest.toml",
+        "[agent]\ntype = \"process\"\ncommand = [\"python3\", \"${AGENT_FILE}\"]\n",
+    );
+    s.write(".env", "# the agent\nexport AGENT_FILE='agent.py'\n");
+    let scenario = |value: &str| {
+        format!("name: Mocked\ndescription: d\nenvironment: {{type: local}}\nsetup:\n  mocks:\n    - method: search\n      response: []\nrun:\n  - input: hi\n    evaluations:\n      - type: string_contains\n        value: '{value}'\njudgment: {{strategy: all_pass}}\n")
+    };
+    s.write("ok.scenario.yaml", &scenario("mocks=1"));
+    s.write("live.scenario.yaml", &scenario("mocks=0"));
+    let ok = run(
+        s.path(),
+        &["scenario", "run", "ok.scenario.yaml", "--env-file", ".env"],
+        &[],
+    );
+    assert_eq!(ok.code, 0, "{ok:?}");
+    assert!(
+        ok.stdout.contains("Agent: \"cwd="),
+        "the transcript is shown: {ok:?}"
+    );
+    assert!(
+        ok.stdout.contains("✓ string_contains \"mocks=1\""),
+        "{ok:?}"
+    );
+    let failed = run(
+        s.path(),
+        &[
+            "scenario",
+            "run",
+            "live.scenario.yaml",
+            "--env-file",
+            ".env",
+        ],
+        &[],
+    );
+    assert_eq!(failed.code, 1, "{failed:?}");
+    let live = run(
+        s.path(),
+        &[
+            "scenario",
+            "run",
+            "live.scenario.yaml",
+            "--env-file",
+            ".env",
+            "--live",
+        ],
+        &[],
+    );
+    assert_eq!(live.code, 0, "live mode sends no mocks: {live:?}");
+    // Without the env file the config's variable is unset: a config error, exit 2.
+    let missing = run(s.path(), &["scenario", "run", "ok.scenario.yaml"], &[]);
+    assert_eq!(missing.code, 2, "{missing:?}");
+    assert!(missing.stderr.contains("AGENT_FILE"), "{missing:?}");
+    s.write("bad.env", "AGENT_FILE agent.py\n");
+    let bad = run(
+        s.path(),
+        &[
+            "scenario",
+            "run",
+            "ok.scenario.yaml",
+            "--env-file",
+            "bad.env",
+        ],
+        &[],
+    );
+    assert_eq!(bad.code, 2, "{bad:?}");
+    assert_eq!(
+        bad.stderr,
+        "error: bad.env:1: expected KEY=VALUE, found a line without `=`\n"
+    );
+}
+
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         steps_run_in_a_fresh_environment_and_every_evaluator_holds,
@@ -340,5 +417,6 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         what_cannot_run_is_said_plainly,
         a_matrix_is_a_trial_per_combination_and_run,
         a_javascript_matcher_is_a_load_error,
+        scenario_run_is_the_elizaos_command,
     ]
 }

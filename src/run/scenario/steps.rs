@@ -26,6 +26,7 @@ pub(crate) async fn run(
     session: &mut Session,
     env: &EvalEnv<'_>,
     workdir: &Workdir,
+    live: bool,
     report: &mut CaseReport,
     phase: &mut String,
 ) -> Result<(), Stop> {
@@ -49,7 +50,9 @@ pub(crate) async fn run(
                     options: Value::Object(Map::new()),
                     metadata: env.metadata.clone(),
                     attachments: Vec::new(),
-                    setup: (!scenario.mocks.is_empty()).then(|| json!({ "mocks": scenario.mocks })),
+                    // Live mode ignores the mocks, as ElizaOS's `--live` does.
+                    setup: (!scenario.mocks.is_empty() && !live)
+                        .then(|| json!({ "mocks": scenario.mocks })),
                 };
                 let (reply, took) = exchange(session, &request, "static", report, phase).await?;
                 history.push(reply.to_message());
