@@ -44,6 +44,30 @@ impl Scenario {
         })
     }
 
+    /// The conversations of its conversation steps.
+    pub fn conversations(&self) -> impl Iterator<Item = &Conversation> {
+        self.steps.iter().filter_map(|s| match &s.action {
+            Action::Conversation { conversation, .. } => Some(conversation.as_ref()),
+            _ => None,
+        })
+    }
+
+    /// Whether anything but its `llm_judge` evaluations asks the built-in judge: a
+    /// `custom_condition`, or a judged conversation evaluator.
+    pub fn needs_judge(&self) -> bool {
+        let judged = self.evaluations().any(|e| match &e.check {
+            Evaluator::ConversationFlow { .. } | Evaluator::ContextRetention { .. } => true,
+            Evaluator::UserSatisfaction { method, .. } => {
+                *method != SatisfactionMethod::KeywordAnalysis
+            }
+            _ => false,
+        });
+        judged
+            || self
+                .conversations()
+                .any(|c| c.termination.iter().any(|t| t.judge.is_some()))
+    }
+
     /// The evaluations that are agentest assertions (`string_contains`, `regex_match`,
     /// `llm_judge`).
     pub fn assertions(&self) -> impl Iterator<Item = &Assertion> {

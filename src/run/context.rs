@@ -188,18 +188,35 @@ impl Context {
                 problems.push(format!("{when} hook: {}", self.hooks.undefined(name)));
             }
         }
-        if let Mode::Dynamic { simulator: sim, .. } = &case.mode {
-            match sim.use_.as_deref().or(simulator) {
-                Some("script") => {}
-                Some(name) => {
-                    if let Err(e) = self.agent(Some(name)) {
-                        problems.push(format!("simulator: {e}"));
-                    }
+        // Who plays the user: a dynamic case's simulator, a scenario's user simulators.
+        let simulators: Vec<(Option<&str>, Option<&str>)> = match &case.mode {
+            Mode::Dynamic { simulator: sim, .. } => {
+                vec![(sim.use_.as_deref(), sim.model.llm.as_deref())]
+            }
+            Mode::Scenario(sc) => sc
+                .conversations()
+                .map(|c| (None, c.simulator.model.llm.as_deref()))
+                .collect(),
+            _ => Vec::new(),
+        };
+        for (use_, llm) in simulators {
+            let problem = match use_.or(simulator) {
+                Some("script") => None,
+                Some(name) => self.agent(Some(name)).err(),
+                None => self.llm_choice(Role::Simulator, llm).err(),
+            };
+            if let Some(e) = problem {
+                let p = format!("simulator: {e}");
+                if !problems.contains(&p) {
+                    problems.push(p);
                 }
-                None => {
-                    if let Err(e) = self.llm_choice(Role::Simulator, sim.model.llm.as_deref()) {
-                        problems.push(format!("simulator: {e}"));
-                    }
+            }
+        }
+        // A scenario's judged conversation checks and conditions use the built-in judge.
+        if let Mode::Scenario(sc) = &case.mode {
+            if sc.needs_judge() {
+                if let Err(e) = self.llm_choice(Role::Judge, None) {
+                    problems.push(format!("judged conversation checks: {e}"));
                 }
             }
         }

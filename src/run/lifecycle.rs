@@ -202,18 +202,17 @@ async fn body(
         }
         Mode::Scenario(sc) => match &setup.workdir {
             Some(dir) => {
-                crate::run::scenario::run(
+                let run = crate::run::scenario::Run {
                     case,
-                    sc,
+                    scenario: sc,
                     ctx,
-                    &mut session,
-                    &env,
-                    dir,
-                    engine.options.live,
-                    report,
-                    phase,
-                )
-                .await
+                    scope: &setup.scope,
+                    env: &env,
+                    workdir: dir,
+                    live: engine.options.live,
+                    simulator: engine.options.simulator.as_deref(),
+                };
+                crate::run::scenario::run(&run, &mut session, report, phase).await
             }
             None => Err(Stop::error("the scenario has no environment folder")),
         },

@@ -410,6 +410,136 @@ fn scenario_run_is_the_elizaos_command() {
     );
 }
 
+/// A simulated user played by an agent, by persona: `satisfied` thanks the agent,
+/// `repeater` says the same thing again, `counter` says a new thing every turn, `done`
+/// says its goal is achieved.
+const USER: &str = r#"
+import json, sys
+for line in sys.stdin:
+    req = json.loads(line)
+    meta = req.get("metadata") or {}
+    persona, turn = meta.get("persona"), meta.get("turn_number")
+    if persona == "satisfied":
+        answer = {"message": "thank you, that helps", "goal_achieved": False}
+    elif persona == "repeater":
+        answer = {"message": "same", "goal_achieved": False}
+    elif persona == "done":
+        answer = {"message": "all good", "goal_achieved": True}
+    else:
+        answer = {"message": "message %d" % turn, "goal_achieved": False}
+    print(json.dumps({"content": json.dumps(answer)}))
+"#;
+
+/// A conversation step: the user simulator (here an agent, `--simulator user`) talks
+/// until a termination condition holds (satisfaction, a stuck agent, the goal, the turn
+/// limit), turn evaluations check every reply, final evaluations the conversation; the
+/// record says why and whether it ended early.
+fn conversation_steps_end_by_their_conditions() {
+    let s = project("conversation");
+    s.write("user.py", USER);
+    s.write(
+        "agentest.toml",
+        &format!(
+            "[agent]\ntype = \"process\"\ncommand = [\"python3\", {}]\n\n[agents.user]\ntype = \"process\"\ncommand = [\"python3\", {}]\n",
+            toml_str("agent.py"),
+            toml_str("user.py")
+        ),
+    );
+    let scenario = |persona: &str, condition: &str| {
+        format!(
+            "name: {persona}\ndescription: d\nenvironment: {{type: local}}\nrun:\n  - input: 'Hi'\n    conversation:\n      max_turns: 3\n      user_simulator: {{persona: {persona}, objective: get help}}\n      termination_conditions:\n        - type: {condition}\n      turn_evaluations:\n        - type: string_contains\n          value: 'said='\n      final_evaluations:\n        - type: conversation_length\n          max_turns: 2\n        - type: user_satisfaction\n          measurement_method: keyword_analysis\n          satisfaction_threshold: 0.6\njudgment: {{strategy: all_pass}}\n"
+        )
+    };
+    s.write(
+        "suites/satisfied.scenario.yaml",
+        &scenario("satisfied", "user_expresses_satisfaction"),
+    );
+    s.write(
+        "suites/repeater.scenario.yaml",
+        &scenario("repeater", "conversation_stuck"),
+    );
+    s.write(
+        "suites/done.scenario.yaml",
+        &scenario("done", "goal_achieved"),
+    );
+    s.write(
+        "suites/counter.scenario.yaml",
+        &scenario("counter", "escalation_needed"),
+    );
+    let r = run(
+        s.path(),
+        &[
+            "test",
+            "-i",
+            "suites",
+            "--simulator",
+            "user",
+            "-o",
+            "r.jsonl",
+        ],
+        &[],
+    );
+    assert_eq!(r.code, 1, "{r:?}");
+    let report = read_report(&s.join("r.jsonl"));
+    let by = |t: &str| -> &Value {
+        report
+            .cases
+            .iter()
+            .find(|c| c["trial"] == t)
+            .unwrap_or_else(|| panic!("{t}: {r:?}"))
+    };
+    for (trial, status, termination, turns, early) in [
+        (
+            "satisfied::satisfied",
+            "passed",
+            "user_expresses_satisfaction",
+            2,
+            true,
+        ),
+        // "same" twice: the agent's reply repeats its previous one.
+        (
+            "repeater::repeater",
+            "failed",
+            "conversation_stuck",
+            3,
+            false,
+        ),
+        ("done::done", "failed", "goal_achieved", 2, true),
+        ("counter::counter", "failed", "max_turns", 3, false),
+    ] {
+        let c = by(trial);
+        assert_eq!(c["status"], status, "{trial}: {c}");
+        assert_eq!(c["termination"], termination, "{trial}: {c}");
+        let all = c["turns"].as_array().unwrap();
+        assert_eq!(all.len(), turns, "{trial}: {c}");
+        assert_eq!(all[0]["input_source"], "initial");
+        assert_eq!(all[1]["input_source"], "simulated");
+        let last = all.last().unwrap();
+        assert_eq!(last["data"]["ended_early"], early, "{trial}: {c}");
+        // Every reply got its turn evaluation; the last also the final ones.
+        for t in all {
+            assert_eq!(
+                t["assertions"][0]["label"], "string_contains \"said=\"",
+                "{trial}: {t}"
+            );
+        }
+        assert_eq!(
+            last["assertions"][1]["label"],
+            "conversation_length at most 2 turns"
+        );
+    }
+    // The failures say which evaluation, in which step, under which judgment.
+    assert_eq!(
+        by("counter::counter")["error"],
+        "step 1: conversation_length at most 2 turns: the conversation took 3 turn(s) (judgment: all_pass)"
+    );
+    assert!(
+        by("done::done")["error"].as_str().unwrap().starts_with("step 1: user_satisfaction ≥ 0.6 (keyword_analysis): 0 positive and 0 negative indicator(s)"),
+        "{}",
+        by("done::done")
+    );
+}
+
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         steps_run_in_a_fresh_environment_and_every_evaluator_holds,
@@ -418,5 +548,6 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         a_matrix_is_a_trial_per_combination_and_run,
         a_javascript_matcher_is_a_load_error,
         scenario_run_is_the_elizaos_command,
+        conversation_steps_end_by_their_conditions,
     ]
 }

@@ -111,9 +111,10 @@ pub(crate) async fn check(
                 .await
                 .map_err(|e| e.context(format!("command_exit_code_is `{command}`")))?;
             let passed = out.exit_code == Some(*expected_code);
-            let code = out
-                .exit_code
-                .map_or_else(|| "no exit code (a signal ended it)".into(), |c| c.to_string());
+            let code = out.exit_code.map_or_else(
+                || "no exit code (a signal ended it)".into(),
+                |c| c.to_string(),
+            );
             Verdict {
                 passed,
                 label: format!("command_exit_code_is `{command}` {expected_code}"),
@@ -170,8 +171,14 @@ pub(crate) async fn check(
                 passed: over.is_none() && under.is_none(),
                 label: format!("execution_time {bounds}"),
                 message: match (over, under) {
-                    (Some(m), _) => format!("the step took {took} ms, over the {} ms allowed{target}", ms(m)),
-                    (_, Some(m)) => format!("the step took {took} ms, under the {} ms required{target}", ms(m)),
+                    (Some(m), _) => format!(
+                        "the step took {took} ms, over the {} ms allowed{target}",
+                        ms(m)
+                    ),
+                    (_, Some(m)) => format!(
+                        "the step took {took} ms, under the {} ms required{target}",
+                        ms(m)
+                    ),
                     _ => format!("the step took {took} ms{target}"),
                 },
             }
@@ -181,7 +188,7 @@ pub(crate) async fn check(
         | Evaluator::UserSatisfaction { .. }
         | Evaluator::ContextRetention { .. } => {
             return Err(StepError::Broken(
-                "conversation evaluators need a conversation step, and conversation steps are not run yet".into(),
+                "a conversation evaluator needs a conversation".into(),
             ))
         }
     })

@@ -1,9 +1,11 @@
-//! Running ElizaOS scenarios: the environment, the steps and the judgment.
+//! Running ElizaOS scenarios: the environment, the steps (messages, code, simulated
+//! conversations) and the judgment.
 
 mod code;
+mod conversation;
 mod evaluators;
 mod steps;
 mod workdir;
 
-pub(crate) use steps::run;
+pub(crate) use steps::{run, Run};
 pub(crate) use workdir::Workdir;

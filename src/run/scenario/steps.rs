@@ -1,9 +1,11 @@
 //! Running a scenario's steps in order, in its environment, then its judgment over
 //! every evaluation of every step.
 
+use std::path::Path;
+
 use serde_json::{json, Map, Value};
 
-use crate::agent::Session;
+use crate::agent::{CaseScope, Session};
 use crate::case::scenario::{Action, Evaluation, Evaluator, Judgment, Scenario};
 use crate::case::Case;
 use crate::check::{EvalEnv, Subject};
@@ -14,58 +16,76 @@ use crate::run::context::Context;
 use crate::run::conversation::turn::{check_all, exchange, new_session_id, replied_turn};
 use crate::run::outcome::Stop;
 
+use super::conversation::{self, Talk};
 use super::evaluators::{self, StepResult};
 use super::workdir::Workdir;
 
+/// What the scenario runner is given by the case's lifecycle.
+pub(crate) struct Run<'a> {
+    pub(crate) case: &'a Case,
+    pub(crate) scenario: &'a Scenario,
+    pub(crate) ctx: &'a Context,
+    pub(crate) scope: &'a CaseScope,
+    pub(crate) env: &'a EvalEnv<'a>,
+    pub(crate) workdir: &'a Workdir,
+    /// `--live`: the mocks are not sent.
+    pub(crate) live: bool,
+    /// `--simulator`, for conversation steps.
+    pub(crate) simulator: Option<&'a str>,
+}
+
 /// Runs every step, then decides the case by the scenario's judgment.
-#[allow(clippy::too_many_arguments)]
 pub(crate) async fn run(
-    case: &Case,
-    scenario: &Scenario,
-    ctx: &Context,
+    r: &Run<'_>,
     session: &mut Session,
-    env: &EvalEnv<'_>,
-    workdir: &Workdir,
-    live: bool,
     report: &mut CaseReport,
     phase: &mut String,
 ) -> Result<(), Stop> {
+    let scenario = r.scenario;
     let session_id = new_session_id();
     let mut history: Vec<Message> = Vec::new();
+    // Live mode ignores the mocks, as ElizaOS's `--live` does.
+    let setup = (!scenario.mocks.is_empty() && !r.live).then(|| json!({ "mocks": scenario.mocks }));
+    // Which step each turn belongs to, for the judgment's message.
+    let mut step_of: Vec<(u32, String)> = Vec::new();
+    let mut next_turn = 1u32;
     for (i, step) in scenario.steps.iter().enumerate() {
-        let n = (i + 1) as u32;
+        let n = i + 1;
         let at = match &step.name {
             Some(name) => format!("step {n} ({name})"),
             None => format!("step {n}"),
         };
-        let (reply, mut record) = match &step.action {
+        let first_turn = next_turn;
+        // The step's last reply and its time; a conversation's whole history.
+        let (reply, took, conversation) = match &step.action {
             Action::Message(input) => {
                 history.push(Message::user(input.clone()));
                 let request = Request {
                     session_id: session_id.clone(),
-                    test_id: case.id.clone(),
-                    turn: n,
+                    test_id: r.case.id.clone(),
+                    turn: next_turn,
                     input: input.clone(),
                     messages: history.clone(),
                     options: Value::Object(Map::new()),
-                    metadata: env.metadata.clone(),
+                    metadata: r.env.metadata.clone(),
                     attachments: Vec::new(),
-                    // Live mode ignores the mocks, as ElizaOS's `--live` does.
-                    setup: (!scenario.mocks.is_empty() && !live)
-                        .then(|| json!({ "mocks": scenario.mocks })),
+                    setup: setup.clone(),
                 };
                 let (reply, took) = exchange(session, &request, "static", report, phase).await?;
                 history.push(reply.to_message());
-                let record = replied_turn(n, input, "static", &reply, took, &ctx.input_tools);
-                (reply, record)
+                let record =
+                    replied_turn(next_turn, input, "static", &reply, took, &r.ctx.input_tools);
+                report.turns.push(record);
+                next_turn += 1;
+                (reply, took, None)
             }
             Action::Code { lang, code } => {
                 *phase = format!("running the {} code of {at}", lang.name());
-                let out = super::code::run(*lang, code, workdir.path(), env.deadline)
+                let out = super::code::run(*lang, code, r.workdir.path(), r.env.deadline)
                     .await
                     .map_err(|e| Stop::step(&at, e))?;
-                let record = TurnReport {
-                    turn: n,
+                report.turns.push(TurnReport {
+                    turn: next_turn,
                     input: code.clone(),
                     input_source: "code".into(),
                     output: Value::String(out.stdout.clone()),
@@ -73,50 +93,116 @@ pub(crate) async fn run(
                         "lang": lang.name(),
                         "exit_code": out.exit_code,
                         "stderr": out.stderr,
-                        "files": workdir.files(),
+                        "files": r.workdir.files(),
                     })),
                     duration_ms: out.duration_ms,
                     ..TurnReport::default()
+                });
+                next_turn += 1;
+                (Reply::text(out.stdout), out.duration_ms, None)
+            }
+            Action::Conversation {
+                input,
+                conversation: conv,
+            } => {
+                let talk = Talk {
+                    case_id: &r.case.id,
+                    session_id: &session_id,
+                    at: &at,
+                    ctx: r.ctx,
+                    scope: r.scope,
+                    env: r.env,
+                    simulator: r.simulator,
+                    setup: setup.clone(),
+                    workdir: r.workdir.path(),
                 };
-                (Reply::text(out.stdout), record)
-            }
-            Action::Conversation { .. } => {
-                return Err(Stop::error(format!(
-                "{at}: conversation steps are read and checked, but agentest cannot run them yet"
-            )))
+                let started = std::time::Instant::now();
+                let ended = conversation::run(
+                    &talk,
+                    conv,
+                    input.as_deref(),
+                    session,
+                    &mut history,
+                    &mut next_turn,
+                    report,
+                    phase,
+                )
+                .await?;
+                report.termination = Some(ended.reason.clone());
+                if let Some(last) = report.turns.last_mut() {
+                    last.data = Some(conversation::ending_data(&ended));
+                }
+                let took = started.elapsed().as_millis() as u64;
+                let turns = ended.turns;
+                (ended.last, took, Some(turns))
             }
         };
+        for t in first_turn..next_turn {
+            step_of.push((t, at.clone()));
+        }
+        // The step's evaluations (a conversation's final ones first), on its last
+        // reply; they join the step's last turn in the report.
         *phase = format!("evaluating {at}");
-        let result = StepResult {
-            reply: &reply,
-            duration_ms: record.duration_ms,
+        let finals: Vec<Evaluation> = match &step.action {
+            Action::Conversation {
+                conversation: c, ..
+            } => c.final_evaluations.clone(),
+            _ => Vec::new(),
         };
+        let list: Vec<Evaluation> = finals
+            .into_iter()
+            .chain(step.evaluations.iter().cloned())
+            .collect();
+        if list.is_empty() {
+            continue;
+        }
+        let input = report
+            .turns
+            .last()
+            .map(|t| t.input.clone())
+            .unwrap_or_default();
         let subject = Subject {
             reply: &reply,
-            input: &record.input,
+            input: &input,
             conversation: &history,
         };
-        let (verdicts, broken) =
-            evaluate_all(&step.evaluations, subject, &result, workdir, env).await;
-        record.assertions = verdicts;
-        record.error = broken.as_ref().map(ToString::to_string);
-        report.turns.push(record);
+        let result = StepResult {
+            reply: &reply,
+            duration_ms: took,
+        };
+        let (verdicts, broken) = evaluate_all(
+            &list,
+            subject,
+            &result,
+            r.workdir.path(),
+            r.env,
+            conversation.map(|turns| (history.as_slice(), turns)),
+        )
+        .await;
+        if let Some(last) = report.turns.last_mut() {
+            last.assertions.extend(verdicts);
+            if let Some(e) = &broken {
+                last.error.get_or_insert_with(|| e.to_string());
+            }
+        }
         if let Some(e) = broken {
             return Err(Stop::step(&at, e));
         }
     }
-    judge(scenario.judgment, report);
+    judge(scenario.judgment, &step_of, report);
     Ok(())
 }
 
 /// Evaluates every evaluation of a step (all of them, so the report shows each). The
-/// second value is set when one could not be evaluated.
-async fn evaluate_all(
+/// second value is set when one could not be evaluated. `conversation` is the whole
+/// conversation and its agent turns, for the conversation evaluators.
+pub(super) async fn evaluate_all(
     list: &[Evaluation],
     subject: Subject<'_>,
     result: &StepResult<'_>,
-    workdir: &Workdir,
+    dir: &Path,
     env: &EvalEnv<'_>,
+    conversation: Option<(&[Message], u32)>,
 ) -> (Vec<AssertionReport>, Option<StepError>) {
     let mut out = Vec::with_capacity(list.len());
     let mut broken = None;
@@ -125,7 +211,7 @@ async fn evaluate_all(
             Value::Object(m) => m.clone(),
             _ => Map::new(),
         };
-        match &e.check {
+        let verdict = match &e.check {
             Evaluator::Assertion(a) => {
                 let (mut verdicts, b) = check_all(std::slice::from_ref(a), subject, env).await;
                 for v in &mut verdicts {
@@ -139,26 +225,42 @@ async fn evaluate_all(
                 if let Some(b) = b {
                     broken.get_or_insert(b);
                 }
+                continue;
             }
-            other => match evaluators::check(other, result, workdir.path(), env.deadline).await {
-                Ok(v) => out.push(AssertionReport {
-                    spec,
-                    passed: v.passed,
-                    label: v.label,
-                    message: v.message,
-                    judgment: None,
-                }),
-                Err(err) => {
-                    out.push(AssertionReport {
-                        spec,
-                        passed: false,
-                        label: e.type_name.clone(),
-                        message: err.to_string(),
-                        judgment: None,
-                    });
-                    broken.get_or_insert(err);
+            Evaluator::ConversationLength { .. }
+            | Evaluator::ConversationFlow { .. }
+            | Evaluator::UserSatisfaction { .. }
+            | Evaluator::ContextRetention { .. } => match conversation {
+                Some((history, turns)) => {
+                    conversation::evaluate_conversation(e, env, history, turns).await
                 }
+                None => Err(StepError::Broken(format!(
+                    "`{}` judges a conversation, and this step has none",
+                    e.type_name
+                ))),
             },
+            other => evaluators::check(other, result, dir, env.deadline)
+                .await
+                .map(|v| (v.passed, v.label, v.message)),
+        };
+        match verdict {
+            Ok((passed, label, message)) => out.push(AssertionReport {
+                spec,
+                passed,
+                label,
+                message,
+                judgment: None,
+            }),
+            Err(err) => {
+                out.push(AssertionReport {
+                    spec,
+                    passed: false,
+                    label: e.type_name.clone(),
+                    message: err.to_string(),
+                    judgment: None,
+                });
+                broken.get_or_insert(err);
+            }
         }
     }
     (out, broken)
@@ -166,22 +268,34 @@ async fn evaluate_all(
 
 /// `judgment.strategy` over every evaluation of every step: `all_pass` fails on the
 /// first failed one; `any_pass` passes when one passed (and fails with none to pass).
-fn judge(judgment: Judgment, report: &mut CaseReport) {
+fn judge(judgment: Judgment, step_of: &[(u32, String)], report: &mut CaseReport) {
+    let at = |turn: u32| {
+        step_of
+            .iter()
+            .find(|(t, _)| *t == turn)
+            .map_or_else(|| format!("turn {turn}"), |(_, s)| s.clone())
+    };
     let all: Vec<(u32, &AssertionReport)> = report
         .turns
         .iter()
         .flat_map(|t| t.assertions.iter().map(move |a| (t.turn, a)))
         .collect();
     let failure = match judgment {
-        Judgment::AllPass => all
-            .iter()
-            .find(|(_, a)| !a.passed)
-            .map(|(n, a)| format!("step {n}: {}: {} (judgment: all_pass)", a.label, a.message)),
+        Judgment::AllPass => all.iter().find(|(_, a)| !a.passed).map(|(n, a)| {
+            format!(
+                "{}: {}: {} (judgment: all_pass)",
+                at(*n),
+                a.label,
+                a.message
+            )
+        }),
         Judgment::AnyPass if all.iter().any(|(_, a)| a.passed) => None,
         Judgment::AnyPass => Some(match all.first() {
             Some((n, a)) => format!(
-                "no evaluation passed (judgment: any_pass); the first, step {n}: {}: {}",
-                a.label, a.message
+                "no evaluation passed (judgment: any_pass); the first, {}: {}: {}",
+                at(*n),
+                a.label,
+                a.message
             ),
             None => "no evaluation passed (judgment: any_pass): the scenario has none".into(),
         }),
