@@ -540,6 +540,106 @@ fn conversation_steps_end_by_their_conditions() {
     );
 }
 
+/// Routes the built-in judge's requests (by its system prompt) to `judge`.
+fn judge_route(body: &Value) -> String {
+    let system = body["messages"][0]["content"].as_str().unwrap_or_default();
+    if system.starts_with("You are a strict, fair evaluator") {
+        "judge".into()
+    } else {
+        "other".into()
+    }
+}
+
+/// `custom_condition` ends the conversation when the judge's score reaches its
+/// threshold; the judged conversation evaluators pass or fail by their score; the judge
+/// sees the conversation. (The server answers in the order the judge is asked.)
+fn judged_conditions_and_evaluators_go_by_the_judge_score() {
+    use crate::common::chat::ChatServer;
+    let server = ChatServer::routed(judge_route);
+    let verdict = |passed: bool, score: f64, reason: &str| {
+        serde_json::json!({"passed": passed, "score": score, "reason": reason}).to_string()
+    };
+    server.answer(
+        "judge",
+        &[
+            verdict(false, 0.3, "not yet"),
+            verdict(true, 0.9, "understood"),
+            verdict(true, 0.8, "asks and answers"),
+            verdict(false, 0.4, "lukewarm"),
+            verdict(true, 0.9, "remembers"),
+        ],
+    );
+    let s = project("judged");
+    s.write("user.py", USER);
+    s.write(
+        "agentest.toml",
+        &format!(
+            "[agent]\ntype = \"process\"\ncommand = [\"python3\", {}]\n\n[agents.user]\ntype = \"process\"\ncommand = [\"python3\", {}]\n\n[llm]\nbase_url = \"{}\"\nmodel = \"test-model\"\nmax_retries = 0\n\n[run]\ncassettes = \"off\"\n",
+            toml_str("agent.py"),
+            toml_str("user.py"),
+            server.url()
+        ),
+    );
+    s.write(
+        "suites/judged.scenario.yaml",
+        "name: Judged\ndescription: d\nenvironment: {type: local}\nrun:\n  - input: 'Teach me'\n    conversation:\n      max_turns: 4\n      user_simulator: {persona: counter, objective: learn}\n      termination_conditions:\n        - type: custom_condition\n          llm_judge: {prompt: 'Does the user understand?', threshold: 0.8}\n      final_evaluations:\n        - type: conversation_flow\n          required_patterns: [question_then_answer]\n        - type: user_satisfaction\n          measurement_method: llm_judge\n        - type: context_retention\n          test_memory_of: ['Teach me']\n          memory_accuracy_threshold: 0.85\njudgment: {strategy: all_pass}\n",
+    );
+    let r = run(
+        s.path(),
+        &[
+            "test",
+            "-i",
+            "suites",
+            "--simulator",
+            "user",
+            "-o",
+            "r.jsonl",
+        ],
+        &[],
+    );
+    assert_eq!(r.code, 1, "{r:?}");
+    let report = read_report(&s.join("r.jsonl"));
+    let c = &report.cases[0];
+    assert_eq!(c["termination"], "custom_condition", "{c}");
+    let turns = c["turns"].as_array().unwrap();
+    assert_eq!(turns.len(), 2, "{c}");
+    assert_eq!(turns[1]["data"]["ended_early"], true);
+    let verdicts: Vec<(bool, String)> = turns[1]["assertions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["passed"].as_bool().unwrap(),
+                a["message"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            (true, "score 0.80: asks and answers".to_string()),
+            (false, "score 0.40: lukewarm".to_string()),
+            (
+                true,
+                "score 0.90: remembers; mentioned later: 1/1".to_string()
+            ),
+        ]
+    );
+    assert_eq!(
+        c["error"],
+        "step 1: user_satisfaction ≥ 0.7: score 0.40: lukewarm (judgment: all_pass)"
+    );
+    // The judge was asked about the conversation, the condition's question first.
+    let bodies = server.bodies("judge");
+    assert_eq!(bodies.len(), 5);
+    let asked = bodies[0].to_string();
+    assert!(
+        asked.contains("Does the user understand?") && asked.contains("Teach me"),
+        "{asked}"
+    );
+}
+
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         steps_run_in_a_fresh_environment_and_every_evaluator_holds,
@@ -549,5 +649,6 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         a_javascript_matcher_is_a_load_error,
         scenario_run_is_the_elizaos_command,
         conversation_steps_end_by_their_conditions,
+        judged_conditions_and_evaluators_go_by_the_judge_score,
     ]
 }
