@@ -640,6 +640,123 @@ fn judged_conditions_and_evaluators_go_by_the_judge_score() {
     );
 }
 
+/// The ElizaOS scenarios as their authors wrote them (`tests/eliza-corpus`), against the
+/// example agent, offline: every model call replayed from the committed cassettes
+/// (`strict`: an unrecorded call fails), each scenario's verdict as its file means it.
+fn the_elizaos_examples_run_offline_from_cassettes() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/eliza-corpus");
+    let out = Scratch::named("scenarios", "corpus");
+    let report_path = out.join("r.jsonl");
+    let r = run(
+        &corpus,
+        &[
+            "test",
+            "-i",
+            ".",
+            "--compact",
+            "-o",
+            report_path.to_str().unwrap(),
+        ],
+        &[("AGENTEST_CASSETTES", "strict")],
+    );
+    assert_eq!(r.code, 1, "{r:?}");
+    let report = read_report(&report_path);
+    let mut got: Vec<(String, String)> = report
+        .cases
+        .iter()
+        .filter(|c| {
+            !c["trial"]
+                .as_str()
+                .unwrap()
+                .starts_with("conversation-matrix::")
+        })
+        .map(|c| {
+            let suite = c["trial"]
+                .as_str()
+                .unwrap()
+                .split("::")
+                .next()
+                .unwrap()
+                .to_string();
+            (suite, c["status"].as_str().unwrap().to_string())
+        })
+        .collect();
+    got.sort();
+    let expected = [
+        ("basic-conversation", "passed"),
+        // The example agent apologises, which the recorded judge marks down.
+        ("customer-support-conversation", "failed"),
+        // Two of its steps are meant to fail.
+        ("execution-time-test", "failed"),
+        // Meant to fail under all_pass: "Missing" is not in the output.
+        ("failing-test", "failed"),
+        // Meant to fail validation.
+        ("invalid-missing-fields", "error"),
+        // The recorded judge ends the lesson at once, under the 6 turns it asks for.
+        ("knowledge-transfer", "failed"),
+        // Its pattern '"setting":\\s*"value"' wants a backslash, as a RegExp would too.
+        ("legacy-compatibility", "failed"),
+        ("mock-test", "passed"),
+        // any_pass: "help" is there, "assist" is not.
+        ("natural-language-test", "passed"),
+        ("test-github-issues", "passed"),
+    ]
+    .map(|(a, b)| (a.to_string(), b.to_string()));
+    assert_eq!(got, expected, "{r:?}");
+    let matrix: Vec<&Value> = report
+        .cases
+        .iter()
+        .filter(|c| {
+            c["trial"]
+                .as_str()
+                .unwrap()
+                .starts_with("conversation-matrix::")
+        })
+        .collect();
+    assert_eq!(matrix.len(), 16, "2×2×2×2 combinations");
+    assert!(matrix.iter().all(|c| c["status"] == "passed"), "{r:?}");
+    // Nothing was spent: every model call came from a cassette.
+    let s = &report.summary;
+    assert!(s["model_calls"].as_u64().unwrap() > 0, "{}", report.text);
+    assert_eq!(s["model_calls"], s["replayed_calls"], "{}", report.text);
+    // The natural-language test passes on one evaluation of two.
+    let nl = report
+        .cases
+        .iter()
+        .find(|c| {
+            c["trial"]
+                .as_str()
+                .unwrap()
+                .starts_with("natural-language-test::")
+        })
+        .unwrap();
+    let verdicts: Vec<bool> = nl["turns"][0]["assertions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["passed"].as_bool().unwrap())
+        .collect();
+    assert_eq!(verdicts, [true, false]);
+    // Code steps saw the virtual files.
+    let legacy = report
+        .cases
+        .iter()
+        .find(|c| {
+            c["trial"]
+                .as_str()
+                .unwrap()
+                .starts_with("legacy-compatibility::")
+        })
+        .unwrap();
+    assert!(
+        legacy["turns"][1]["output"]
+            .as_str()
+            .unwrap()
+            .contains("Config setting: value"),
+        "{legacy}"
+    );
+}
+
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         steps_run_in_a_fresh_environment_and_every_evaluator_holds,
@@ -650,5 +767,6 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         scenario_run_is_the_elizaos_command,
         conversation_steps_end_by_their_conditions,
         judged_conditions_and_evaluators_go_by_the_judge_score,
+        the_elizaos_examples_run_offline_from_cassettes,
     ]
 }
