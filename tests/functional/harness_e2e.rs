@@ -809,6 +809,43 @@ fn one_test_thread_runs_in_name_order() {
     expect_counts(&out, 5, 4, 1, Some(0));
 }
 
+/// ElizaOS's example scenarios (`tests/eliza-corpus`) under a user's `cargo test`:
+/// trials named by file and scenario (a matrix's by combination), offline from the
+/// committed cassettes, each with the verdict its file means.
+fn the_elizaos_examples_run_under_cargo_test() {
+    let fx = fixture();
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/eliza-corpus");
+    let env = [
+        ("DEMO_SUITES", corpus.as_os_str()),
+        ("AGENTEST_AGENT", OsStr::new("eliza")),
+        ("AGENTEST_CASSETTES", OsStr::new("strict")),
+    ];
+    let out = fx.cargo_test_with(&[], &env);
+    out.expect_code(101);
+    let outcomes: BTreeMap<String, String> = out.trials_run().into_iter().collect();
+    let of = |suite: &str| -> Vec<&String> {
+        outcomes
+            .iter()
+            .filter(|(k, _)| k.starts_with(&format!("{suite}::")))
+            .map(|(_, v)| v)
+            .collect()
+    };
+    for (suite, outcome) in [
+        ("basic-conversation", "ok"),
+        ("failing-test", "FAILED"),
+        ("invalid-missing-fields", "FAILED"),
+        ("natural-language-test", "ok"),
+        ("test-github-issues", "ok"),
+        ("mock-test", "ok"),
+        ("legacy-compatibility", "FAILED"),
+    ] {
+        assert_eq!(of(suite), [outcome], "{suite}\n{out}");
+    }
+    let matrix = of("conversation-matrix");
+    assert_eq!(matrix.len(), 16, "{out}");
+    assert!(matrix.iter().all(|o| *o == "ok"), "{out}");
+}
+
 fn report_under_cargo_test_has_every_case_then_a_summary() {
     let fx = fixture();
     let scratch = Scratch::new("report-cargo-test");
@@ -1360,6 +1397,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         json_format_emits_libtest_events,
         one_test_thread_runs_in_name_order,
         report_under_cargo_test_has_every_case_then_a_summary,
+        the_elizaos_examples_run_under_cargo_test,
         #[cfg(unix)]
         exact_opens_only_the_named_suite,
         faults_are_error_and_timeout_records_and_no_case_is_lost,
