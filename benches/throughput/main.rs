@@ -71,12 +71,13 @@ fn main() -> ExitCode {
     let mut rows = Vec::new();
     let mut notes = Vec::new();
     type Group = fn(&Bench, &mut Vec<String>) -> Vec<Row>;
-    let groups: [(&str, Group); 5] = [
+    let groups: [(&str, Group); 6] = [
         ("throughput", throughput),
         ("startup", startup),
         ("replay", replay),
         ("nextest", nextest),
         ("memory", memory),
+        ("scenarios", scenarios),
     ];
     for (name, group) in groups {
         if wanted(name) {
@@ -572,6 +573,111 @@ fn throughput(b: &Bench, _notes: &mut Vec<String>) -> Vec<Row> {
     rows
 }
 
+/// ElizaOS scenarios: 1,000 files loaded and checked (`--dry-run`), and 100 one-step
+/// scenarios against the 100 ms agent at 64 in flight.
+fn scenarios(b: &Bench, _notes: &mut Vec<String>) -> Vec<Row> {
+    let scenario = |i: usize| {
+        format!(
+            "name: 'Scenario {i}'\ndescription: 'one message step'\nplugins: ['@elizaos/plugin-bootstrap']\nenvironment:\n  type: local\nsetup:\n  virtual_fs:\n    'notes.txt': 'note {i}'\nrun:\n  - name: 'greets'\n    input: 'hello {i}'\n    evaluations:\n      - type: string_contains\n        value: 'hello {i}'\n      - type: regex_match\n        pattern: 'hello [0-9]+'\n      - type: execution_time\n        max_duration_ms: 5000\njudgment:\n  strategy: all_pass\n"
+        )
+    };
+    let mut rows = Vec::new();
+    let dir = fixtures::fresh(&b.work.join("scenarios-load"));
+    fixtures::write(
+        &dir,
+        "agentest.toml",
+        &fixtures::http_config(&b.server.url(Duration::ZERO)),
+    );
+    let files = 1000;
+    for i in 0..files {
+        fixtures::write(&dir, &format!("s/{i:04}.scenario.yaml"), &scenario(i));
+    }
+    let (value, walls, failure) = repeat(3, &dir.join("logs"), Unit::Seconds, || {
+        agentest(&dir, &["test", "-i", "s", "--dry-run", "--color", "never"])
+    });
+    let out = std::fs::read_to_string(dir.join("logs/stdout.txt")).unwrap_or_default();
+    let summary = out
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    let failure = failure.or_else(|| {
+        (!summary.starts_with(&format!("{files} cases, 0 with errors")))
+            .then(|| format!("unexpected summary: {summary}"))
+    });
+    rows.push(Row {
+        figure: "scenarios: load and validate 1,000 scenario files".into(),
+        unit: Unit::Seconds,
+        value,
+        goal: Goal::Below { limit: 1.0 },
+        detail: format!(
+            "--dry-run, YAML read and checked; {}",
+            spread(&walls, Unit::Seconds)
+        ),
+        invalid: failure,
+    });
+
+    let dir = fixtures::fresh(&b.work.join("scenarios-run"));
+    fixtures::write(
+        &dir,
+        "agentest.toml",
+        &fixtures::http_config(&b.server.url(LATENCY)),
+    );
+    let n = 100;
+    for i in 0..n {
+        fixtures::write(&dir, &format!("s/{i:04}.scenario.yaml"), &scenario(i));
+    }
+    let ideal = n.div_ceil(CONCURRENCY) as f64 * LATENCY.as_secs_f64();
+    let parallel = CONCURRENCY.to_string();
+    let mut walls = Vec::new();
+    let mut failure = None;
+    let mut last = b.server.seen();
+    for _ in 0..3 {
+        b.server.reset();
+        let r = run(
+            agentest(
+                &dir,
+                &[
+                    "test",
+                    "-i",
+                    "s",
+                    "--parallel",
+                    &parallel,
+                    "--color",
+                    "never",
+                ],
+            ),
+            &dir.join("logs"),
+            false,
+        );
+        walls.push(r.wall.as_secs_f64());
+        last = b.server.seen();
+        if failure.is_none() {
+            failure = r.failure();
+        }
+    }
+    if failure.is_none() && last.requests != n as u64 {
+        failure = Some(format!(
+            "the agent saw {} requests, expected {n}",
+            last.requests
+        ));
+    }
+    rows.push(Row {
+        figure: "scenarios: 100 one-step scenarios, 100 ms agent, 64 in flight".into(),
+        unit: Unit::Seconds,
+        value: median(walls.clone()),
+        goal: Goal::Ideal { ideal, max: 1.15 },
+        detail: format!(
+            "an environment folder with a file per scenario; ideal ceil({n}/{CONCURRENCY}) × 100 ms; {}",
+            spread(&walls, Unit::Seconds)
+        ),
+        invalid: failure,
+    });
+    rows
+}
+
 /// The binary on a one-case suite against an agent that answers at once.
 fn startup(b: &Bench, _notes: &mut Vec<String>) -> Vec<Row> {
     let dir = fixtures::fresh(&b.work.join("startup"));
@@ -679,7 +785,7 @@ fn replay(b: &Bench, notes: &mut Vec<String>) -> Vec<Row> {
         .unwrap_or("")
         .trim();
     let failure = failure.or_else(|| {
-        (!summary.starts_with(&format!("{lines} cases, 0 failed")))
+        (!summary.starts_with(&format!("{lines} cases, 0 with errors")))
             .then(|| format!("unexpected summary: {summary}"))
     });
     rows.push(Row {
