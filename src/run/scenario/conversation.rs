@@ -230,9 +230,15 @@ async fn play(
             input: &said,
             conversation: history,
         };
+        let names: Vec<String> = reply
+            .tool_calls
+            .iter()
+            .map(|c| c.name.clone())
+            .chain(reply.actions.iter().cloned())
+            .collect();
         let result = super::evaluators::StepResult {
-            reply: &reply,
             duration_ms: took,
+            trajectory: &names,
         };
         let (verdicts, broken) = super::steps::evaluate_all(
             &conv.turn_evaluations,

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use crate::case::scenario::Evaluator;
 use crate::errors::StepError;
-use crate::protocol::Reply;
 
 /// A verdict: whether it held, its label, and what was found.
 pub(crate) struct Verdict {
@@ -17,10 +16,11 @@ pub(crate) struct Verdict {
 
 /// What a step left for its evaluators.
 pub(crate) struct StepResult<'a> {
-    /// The agent's reply (a code step's stdout as text).
-    pub(crate) reply: &'a Reply,
     /// How long the step took (the agent's reply, or the code's run).
     pub(crate) duration_ms: u64,
+    /// The tools the agent called and the actions it reported during the step (every
+    /// turn of a conversation), in order.
+    pub(crate) trajectory: &'a [String],
 }
 
 /// An action or tool name in one spelling: `CREATE_ISSUE`, `create-issue` and
@@ -131,13 +131,7 @@ pub(crate) async fn check(
             }
         }
         Evaluator::TrajectoryContainsAction { action } => {
-            let names: Vec<&str> = step
-                .reply
-                .tool_calls
-                .iter()
-                .map(|c| c.name.as_str())
-                .chain(step.reply.actions.iter().map(String::as_str))
-                .collect();
+            let names: Vec<&str> = step.trajectory.iter().map(String::as_str).collect();
             let found = names.iter().any(|n| same_action(n, action));
             Verdict {
                 passed: found,

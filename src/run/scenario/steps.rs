@@ -161,14 +161,15 @@ pub(crate) async fn run(
             .last()
             .map(|t| t.input.clone())
             .unwrap_or_default();
+        let trajectory = trajectory(&report.turns, first_turn);
         let subject = Subject {
             reply: &reply,
             input: &input,
             conversation: &history,
         };
         let result = StepResult {
-            reply: &reply,
             duration_ms: took,
+            trajectory: &trajectory,
         };
         let (verdicts, broken) = evaluate_all(
             &list,
@@ -264,6 +265,20 @@ pub(super) async fn evaluate_all(
         }
     }
     (out, broken)
+}
+
+/// The tools called and actions reported in the turns from `first` on.
+pub(super) fn trajectory(turns: &[TurnReport], first: u32) -> Vec<String> {
+    turns
+        .iter()
+        .filter(|t| t.turn >= first)
+        .flat_map(|t| {
+            t.tool_calls
+                .iter()
+                .map(|c| c.name.clone())
+                .chain(t.actions.iter().cloned())
+        })
+        .collect()
 }
 
 /// `judgment.strategy` over every evaluation of every step: `all_pass` fails on the
