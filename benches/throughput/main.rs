@@ -455,6 +455,41 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
+/// Three runs of the binary with `args` in `dir` against the bench's agent: the walls
+/// in seconds, the first failure, and what the agent saw in the last run.
+fn against_server(
+    b: &Bench,
+    dir: &Path,
+    args: &[&str],
+) -> (Vec<f64>, Option<String>, server::Seen) {
+    let mut walls = Vec::new();
+    let mut failure = None;
+    let mut last = b.server.seen();
+    for _ in 0..3 {
+        b.server.reset();
+        let r = run(agentest(dir, args), &dir.join("logs"), false);
+        walls.push(r.wall.as_secs_f64());
+        last = b.server.seen();
+        if failure.is_none() {
+            failure = r.failure();
+        }
+    }
+    (walls, failure, last)
+}
+
+/// Why a dry run's log does not end with `<cases> cases, 0 with errors`, if it does not.
+fn dry_run_failure(logs: &Path, cases: usize) -> Option<String> {
+    let out = std::fs::read_to_string(logs.join("stdout.txt")).unwrap_or_default();
+    let summary = out
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    (!summary.starts_with(&format!("{cases} cases, 0 with errors")))
+        .then(|| format!("unexpected summary: {summary}"))
+}
+
 /// Runs `make()` `n` times; the median wall in `unit`s, and the first failure.
 fn repeat(
     n: usize,
@@ -531,18 +566,7 @@ fn throughput(b: &Bench, _notes: &mut Vec<String>) -> Vec<Row> {
             "--color",
             "never",
         ];
-        let mut walls = Vec::new();
-        let mut failure = None;
-        let mut last = b.server.seen();
-        for _ in 0..3 {
-            b.server.reset();
-            let r = run(agentest(&dir, &args), &dir.join("logs"), false);
-            walls.push(r.wall.as_secs_f64());
-            last = b.server.seen();
-            if failure.is_none() {
-                failure = r.failure();
-            }
-        }
+        let (walls, mut failure, last) = against_server(b, &dir, &args);
         let kind = if label.contains("dynamic") {
             "a scripted simulator answers each reply; "
         } else {
@@ -595,18 +619,7 @@ fn scenarios(b: &Bench, _notes: &mut Vec<String>) -> Vec<Row> {
     let (value, walls, failure) = repeat(3, &dir.join("logs"), Unit::Seconds, || {
         agentest(&dir, &["test", "-i", "s", "--dry-run", "--color", "never"])
     });
-    let out = std::fs::read_to_string(dir.join("logs/stdout.txt")).unwrap_or_default();
-    let summary = out
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim()
-        .to_string();
-    let failure = failure.or_else(|| {
-        (!summary.starts_with(&format!("{files} cases, 0 with errors")))
-            .then(|| format!("unexpected summary: {summary}"))
-    });
+    let failure = failure.or_else(|| dry_run_failure(&dir.join("logs"), files));
     rows.push(Row {
         figure: "scenarios: load and validate 1,000 scenario files".into(),
         unit: Unit::Seconds,
@@ -631,33 +644,16 @@ fn scenarios(b: &Bench, _notes: &mut Vec<String>) -> Vec<Row> {
     }
     let ideal = n.div_ceil(CONCURRENCY) as f64 * LATENCY.as_secs_f64();
     let parallel = CONCURRENCY.to_string();
-    let mut walls = Vec::new();
-    let mut failure = None;
-    let mut last = b.server.seen();
-    for _ in 0..3 {
-        b.server.reset();
-        let r = run(
-            agentest(
-                &dir,
-                &[
-                    "test",
-                    "-i",
-                    "s",
-                    "--parallel",
-                    &parallel,
-                    "--color",
-                    "never",
-                ],
-            ),
-            &dir.join("logs"),
-            false,
-        );
-        walls.push(r.wall.as_secs_f64());
-        last = b.server.seen();
-        if failure.is_none() {
-            failure = r.failure();
-        }
-    }
+    let args = [
+        "test",
+        "-i",
+        "s",
+        "--parallel",
+        &parallel,
+        "--color",
+        "never",
+    ];
+    let (walls, mut failure, last) = against_server(b, &dir, &args);
     if failure.is_none() && last.requests != n as u64 {
         failure = Some(format!(
             "the agent saw {} requests, expected {n}",
@@ -777,17 +773,7 @@ fn replay(b: &Bench, notes: &mut Vec<String>) -> Vec<Row> {
             &["test", "-i", "big.jsonl", "--dry-run", "--color", "never"],
         )
     });
-    let out = std::fs::read_to_string(dir.join("logs/stdout.txt")).unwrap_or_default();
-    let summary = out
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim();
-    let failure = failure.or_else(|| {
-        (!summary.starts_with(&format!("{lines} cases, 0 with errors")))
-            .then(|| format!("unexpected summary: {summary}"))
-    });
+    let failure = failure.or_else(|| dry_run_failure(&dir.join("logs"), lines));
     rows.push(Row {
         figure: "dry run: load and validate a 100,000-line suite".into(),
         unit: Unit::Seconds,

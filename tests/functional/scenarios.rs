@@ -13,6 +13,16 @@ fn read_report(path: &Path) -> Report {
     Report::read(path)
 }
 
+/// The record of `trial` in `report`; it must be there.
+#[track_caller]
+fn record<'a>(report: &'a Report, trial: &str) -> &'a Value {
+    report
+        .cases
+        .iter()
+        .find(|c| c["trial"] == trial)
+        .unwrap_or_else(|| panic!("no record of {trial} in\n{}", report.text))
+}
+
 /// An agent that answers with where it runs and what it was told: `cwd=<dir>
 /// env=<metadata.environment_dir> said=<input> mocks=<how many setup.mocks>`, and calls the tool `github.create_issue`
 /// when asked to file an issue, reporting the action `REPLY`.
@@ -187,13 +197,7 @@ fn the_judgment_decides_over_every_evaluation() {
     let r = run(s.path(), &["test", "-i", "suites", "-o", "r.jsonl"], &[]);
     assert_eq!(r.code, 1, "{r:?}");
     let report = read_report(&s.join("r.jsonl"));
-    let by = |t: &str| -> &Value {
-        report
-            .cases
-            .iter()
-            .find(|c| c["trial"] == t)
-            .unwrap_or_else(|| panic!("{t}: {r:?}"))
-    };
+    let by = |t: &str| record(&report, t);
     let all = by("all::mixed");
     assert_eq!(all["status"], "failed");
     assert_eq!(
@@ -434,17 +438,23 @@ for line in sys.stdin:
 /// until a termination condition holds (satisfaction, a stuck agent, the goal, the turn
 /// limit), turn evaluations check every reply, final evaluations the conversation; the
 /// record says why and whether it ended early.
-fn conversation_steps_end_by_their_conditions() {
-    let s = project("conversation");
+/// A project whose config also has `[agents.user]`, the [`USER`] simulator, and `extra`.
+fn with_user(tag: &str, extra: &str) -> Scratch {
+    let s = project(tag);
     s.write("user.py", USER);
     s.write(
         "agentest.toml",
         &format!(
-            "[agent]\ntype = \"process\"\ncommand = [\"python3\", {}]\n\n[agents.user]\ntype = \"process\"\ncommand = [\"python3\", {}]\n",
+            "[agent]\ntype = \"process\"\ncommand = [\"python3\", {}]\n\n[agents.user]\ntype = \"process\"\ncommand = [\"python3\", {}]\n{extra}",
             toml_str("agent.py"),
             toml_str("user.py")
         ),
     );
+    s
+}
+
+fn conversation_steps_end_by_their_conditions() {
+    let s = with_user("conversation", "");
     let scenario = |persona: &str, condition: &str| {
         format!(
             "name: {persona}\ndescription: d\nenvironment: {{type: local}}\nrun:\n  - input: 'Hi'\n    conversation:\n      max_turns: 3\n      user_simulator: {{persona: {persona}, objective: get help}}\n      termination_conditions:\n        - type: {condition}\n      turn_evaluations:\n        - type: string_contains\n          value: 'said='\n      final_evaluations:\n        - type: conversation_length\n          max_turns: 2\n        - type: user_satisfaction\n          measurement_method: keyword_analysis\n          satisfaction_threshold: 0.6\njudgment: {{strategy: all_pass}}\n"
@@ -481,13 +491,7 @@ fn conversation_steps_end_by_their_conditions() {
     );
     assert_eq!(r.code, 1, "{r:?}");
     let report = read_report(&s.join("r.jsonl"));
-    let by = |t: &str| -> &Value {
-        report
-            .cases
-            .iter()
-            .find(|c| c["trial"] == t)
-            .unwrap_or_else(|| panic!("{t}: {r:?}"))
-    };
+    let by = |t: &str| record(&report, t);
     for (trial, status, termination, turns, early) in [
         (
             "satisfied::satisfied",
@@ -569,14 +573,10 @@ fn judged_conditions_and_evaluators_go_by_the_judge_score() {
             verdict(true, 0.9, "remembers"),
         ],
     );
-    let s = project("judged");
-    s.write("user.py", USER);
-    s.write(
-        "agentest.toml",
+    let s = with_user(
+        "judged",
         &format!(
-            "[agent]\ntype = \"process\"\ncommand = [\"python3\", {}]\n\n[agents.user]\ntype = \"process\"\ncommand = [\"python3\", {}]\n\n[llm]\nbase_url = \"{}\"\nmodel = \"test-model\"\nmax_retries = 0\n\n[run]\ncassettes = \"off\"\n",
-            toml_str("agent.py"),
-            toml_str("user.py"),
+            "\n[llm]\nbase_url = \"{}\"\nmodel = \"test-model\"\nmax_retries = 0\n\n[run]\ncassettes = \"off\"\n",
             server.url()
         ),
     );

@@ -230,12 +230,7 @@ async fn play(
             input: &said,
             conversation: history,
         };
-        let names: Vec<String> = reply
-            .tool_calls
-            .iter()
-            .map(|c| c.name.clone())
-            .chain(reply.actions.iter().cloned())
-            .collect();
+        let names = super::steps::trajectory(std::slice::from_ref(&record), turn);
         let result = super::evaluators::StepResult {
             duration_ms: took,
             trajectory: &names,
@@ -337,7 +332,7 @@ async fn terminates(
                 let Some((prompt, threshold)) = &c.judge else {
                     continue;
                 };
-                let verdict = judge(talk, prompt, agent, history).await?;
+                let verdict = judge(talk.env, prompt, agent, history).await?;
                 verdict_score(&verdict) >= *threshold
             }
         };
@@ -366,12 +361,12 @@ fn name(kind: TerminationKind) -> &'static str {
 
 /// A judge's verdict on `criteria` over the conversation.
 async fn judge(
-    talk: &Talk<'_>,
+    env: &EvalEnv<'_>,
     criteria: &str,
     last: &str,
     history: &[Message],
 ) -> Result<crate::check::judge::JudgeVerdict, StepError> {
-    let Some(judges) = talk.env.judges else {
+    let Some(judges) = env.judges else {
         return Err(StepError::Broken("no judge is available here".into()));
     };
     let request = JudgeRequest {
@@ -406,16 +401,7 @@ pub(super) async fn evaluate_conversation(
     let last = agent_words.last().cloned().unwrap_or_default();
     let judged = |criteria: String| {
         let last = last.clone();
-        async move {
-            let Some(judges) = talk_env.judges else {
-                return Err(StepError::Broken("no judge is available here".into()));
-            };
-            let request = JudgeRequest {
-                conversation: history.to_vec(),
-                ..JudgeRequest::new(criteria, last)
-            };
-            judges.judge(None, &request).await
-        }
+        async move { judge(talk_env, &criteria, &last, history).await }
     };
     Ok(match &e.check {
         Evaluator::ConversationLength {

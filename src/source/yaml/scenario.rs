@@ -139,6 +139,8 @@ pub(crate) fn read(v: &Value) -> Result<Read, FieldError> {
     ))
 }
 
+/// A value's type in YAML's words (`util::json::type_of` says "array" and "object",
+/// which a YAML file's author does not write).
 fn type_of(v: &Value) -> &'static str {
     match v {
         Value::Null => "nothing",
