@@ -164,7 +164,8 @@ pub(crate) enum ColorChoice {
   agentest test -i agent-tests -o report.html     also write a report (.jsonl .json .md .xml .html)
   agentest test -i agent-tests --dry-run          check the cases, run nothing")]
 struct TestArgs {
-    /// A suite file (.jsonl), a directory of suites, or a message to send.
+    /// A suite file (.jsonl, .scenario.yaml, .matrix.yaml), a directory of them, or a
+    /// message to send.
     #[arg(short = 'i', long = "input")]
     input: String,
     /// The agent to test: a name from [agents.NAME] in agentest.toml (default: [agent]).

@@ -202,7 +202,17 @@ fn tree_block(r: &CaseReport, style: &Style) -> String {
             style.dim(&format!("Agent started ({})", secs(ms)))
         );
     }
+    let mut step = None;
     for t in &r.turns {
+        // A scenario's turns, under the step they belong to.
+        if t.step.is_some() && t.step != step {
+            step = t.step.clone();
+            if let Some(st) = &step {
+                let mut head = st.to_string();
+                head[..1].make_ascii_uppercase();
+                let _ = writeln!(s, "  ├─ {head}: {}", st.kind);
+            }
+        }
         turn_lines(&mut s, t, style);
     }
     if !r.final_assertions.is_empty() {
@@ -320,6 +330,22 @@ fn turn_lines(s: &mut String, t: &TurnReport, style: &Style) {
             };
             let _ = writeln!(s, "{pad}{who}: {}", style.dim(&quote(&reply)));
         }
+        if let Some(code) = &t.code {
+            let exit = code.exit_text();
+            let files = if code.files.is_empty() {
+                String::new()
+            } else {
+                format!("; files: {}", code.files.join(", "))
+            };
+            let _ = writeln!(
+                s,
+                "{pad}{}",
+                style.dim(&format!("{} {exit}{files}", code.lang))
+            );
+            for line in code.stderr.lines() {
+                let _ = writeln!(s, "{pad}{}", style.dim(&format!("stderr: {line}")));
+            }
+        }
         for c in &t.tool_calls {
             let args = c.arguments_json().to_string();
             let _ = writeln!(
@@ -347,6 +373,9 @@ fn turn_lines(s: &mut String, t: &TurnReport, style: &Style) {
         .cloned()
         .collect();
     assertion_lines(s, &shown, style, pad);
+    if let Some(e) = &t.ending {
+        let _ = writeln!(s, "{pad}Ended: {e}");
+    }
     // Checkpoints: the ones reached always; with -v the others too, as pending (not
     // reached on this turn is not a failure: a later turn may reach them).
     for c in &t.checkpoints {

@@ -117,6 +117,88 @@ pub struct TurnReport {
     /// What went wrong in this turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Scenarios: the `run[]` step this turn belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<StepRef>,
+    /// Scenarios: a code step's result (the turn's `output` is its stdout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<CodeRun>,
+    /// Scenarios: on a conversation step's last turn, how the conversation ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ending: Option<Ending>,
+}
+
+/// A scenario's `run[]` step, as the turns that belong to it name it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct StepRef {
+    /// 1-based position in `run[]`.
+    pub index: u32,
+    /// The step's `name`, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// `message`, `code` or `conversation`.
+    pub kind: String,
+}
+
+impl std::fmt::Display for StepRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.name {
+            Some(name) => write!(f, "step {} ({name})", self.index),
+            None => write!(f, "step {}", self.index),
+        }
+    }
+}
+
+/// What a scenario's code step did.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CodeRun {
+    /// The language it ran as (`bash`, `python`, `node`, ...).
+    pub lang: String,
+    /// Its exit code; absent when a signal ended it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// The end of what it wrote on stderr.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub stderr: String,
+    /// The files in the environment folder after it ran, relative to the folder.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
+}
+
+/// How a scenario's conversation step ended.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Ending {
+    /// The termination condition that held (`user_expresses_satisfaction`, ...), or
+    /// `max_turns` when none did before the step's limit.
+    pub termination: String,
+    /// Agent turns the step played.
+    pub turns: u32,
+    /// The step's `max_turns`.
+    pub max_turns: u32,
+    /// Whether it ended before `max_turns`.
+    pub ended_early: bool,
+}
+
+impl std::fmt::Display for Ending {
+    /// `conversation_stuck after 2 of 4 turns, early`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let early = if self.ended_early { ", early" } else { "" };
+        write!(
+            f,
+            "{} after {} of {} turns{early}",
+            self.termination, self.turns, self.max_turns
+        )
+    }
+}
+
+impl CodeRun {
+    /// `exit code 0`, or that a signal ended it.
+    pub fn exit_text(&self) -> String {
+        self.exit_code.map_or_else(
+            || "killed by a signal".to_string(),
+            |c| format!("exit code {c}"),
+        )
+    }
 }
 
 impl TurnReport {

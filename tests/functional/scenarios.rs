@@ -144,9 +144,9 @@ fn steps_run_in_a_fresh_environment_and_every_evaluator_holds() {
     // The code step: its output, exit code and the files it left.
     assert_eq!(turns[1]["input_source"], "code");
     assert_eq!(turns[1]["output"], "value remember me\n");
-    assert_eq!(turns[1]["data"]["exit_code"], 0);
+    assert_eq!(turns[1]["code"]["exit_code"], 0);
     assert_eq!(
-        turns[1]["data"]["files"],
+        turns[1]["code"]["files"],
         serde_json::json!(["config.json", "data/notes.txt", "out.txt"])
     );
     let labels: Vec<&str> = turns
@@ -206,7 +206,7 @@ fn the_judgment_decides_over_every_evaluation() {
     );
     // Every step ran and every evaluation is in the record.
     assert_eq!(all["turns"].as_array().unwrap().len(), 2);
-    assert_eq!(all["turns"][1]["data"]["exit_code"], 3);
+    assert_eq!(all["turns"][1]["code"]["exit_code"], 3);
     assert_eq!(
         all["turns"][1]["assertions"][1]["message"],
         "no file missing.txt in the environment"
@@ -519,7 +519,7 @@ fn conversation_steps_end_by_their_conditions() {
         assert_eq!(all[0]["input_source"], "initial");
         assert_eq!(all[1]["input_source"], "simulated");
         let last = all.last().unwrap();
-        assert_eq!(last["data"]["ended_early"], early, "{trial}: {c}");
+        assert_eq!(last["ending"]["ended_early"], early, "{trial}: {c}");
         // Every reply got its turn evaluation; the last also the final ones.
         for t in all {
             assert_eq!(
@@ -603,7 +603,7 @@ fn judged_conditions_and_evaluators_go_by_the_judge_score() {
     assert_eq!(c["termination"], "custom_condition", "{c}");
     let turns = c["turns"].as_array().unwrap();
     assert_eq!(turns.len(), 2, "{c}");
-    assert_eq!(turns[1]["data"]["ended_early"], true);
+    assert_eq!(turns[1]["ending"]["ended_early"], true);
     let verdicts: Vec<(bool, String)> = turns[1]["assertions"]
         .as_array()
         .unwrap()
@@ -628,7 +628,7 @@ fn judged_conditions_and_evaluators_go_by_the_judge_score() {
     );
     assert_eq!(
         c["error"],
-        "step 1: user_satisfaction ≥ 0.7: score 0.40: lukewarm (judgment: all_pass)"
+        "step 1: user_satisfaction ≥ 0.7 (llm_judge): score 0.40: lukewarm (judgment: all_pass)"
     );
     // The judge was asked about the conversation, the condition's question first.
     let bodies = server.bodies("judge");
@@ -757,6 +757,236 @@ fn the_elizaos_examples_run_offline_from_cassettes() {
     );
 }
 
+/// agentest's own example scenarios (`agent-tests/eliza`), offline from their
+/// cassettes: together they use every evaluator, every termination condition, both
+/// judgments and a matrix, and each holds the verdict it was written for.
+fn the_example_scenarios_cover_every_evaluator_and_ending() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Scratch::named("scenarios", "examples");
+    let report_path = out.join("r.jsonl");
+    let r = run(
+        root,
+        &[
+            "test",
+            "-i",
+            "agent-tests/eliza",
+            "-o",
+            report_path.to_str().unwrap(),
+        ],
+        &[("AGENTEST_CASSETTES", "strict")],
+    );
+    assert_eq!(r.code, 0, "{r:?}");
+    let report = read_report(&report_path);
+    // In the order they ended; sorted here.
+    let mut trials: Vec<&str> = report
+        .cases
+        .iter()
+        .map(|c| c["trial"].as_str().unwrap())
+        .collect();
+    trials.sort_unstable();
+    assert_eq!(
+        trials,
+        [
+            "any-pass::any-of-the-checks",
+            "endings::every-way-a-conversation-ends",
+            "expense-chat::files-a-travel-expense-in-conversation",
+            "phrasing::input=is-there-a-limit-on-meal::run-1",
+            "phrasing::input=what-is-the-meal-policy::run-1",
+            "policy::meal-policy-and-receipts",
+        ]
+    );
+    assert!(
+        report.cases.iter().all(|c| c["status"] == "passed"),
+        "{r:?}"
+    );
+    // Every evaluator type and every termination condition is used.
+    let mut evaluators = std::collections::BTreeSet::new();
+    let mut endings = Vec::new();
+    for c in &report.cases {
+        for t in c["turns"].as_array().unwrap() {
+            for a in t["assertions"].as_array().unwrap() {
+                evaluators.insert(a["type"].as_str().unwrap().to_string());
+            }
+            if !t["ending"].is_null() {
+                let e = &t["ending"];
+                endings.push((
+                    c["trial"]
+                        .as_str()
+                        .unwrap()
+                        .split("::")
+                        .next()
+                        .unwrap()
+                        .to_string(),
+                    t["step"]["name"].as_str().unwrap().to_string(),
+                    e["termination"].as_str().unwrap().to_string(),
+                    e["turns"].as_u64().unwrap(),
+                    e["ended_early"].as_bool().unwrap(),
+                ));
+            }
+        }
+    }
+    let all_evaluators = [
+        "command_exit_code_is",
+        "context_retention",
+        "conversation_flow",
+        "conversation_length",
+        "execution_time",
+        "file_contains",
+        "file_exists",
+        "llm_judge",
+        "regex_match",
+        "string_contains",
+        "trajectory_contains_action",
+        "user_satisfaction",
+    ];
+    assert_eq!(evaluators.into_iter().collect::<Vec<_>>(), all_evaluators);
+    // By file, each in its steps' order.
+    endings.sort_by(|a, b| a.0.cmp(&b.0));
+    let ending = |suite: &str, step: &str, why: &str, turns: u64, early: bool| {
+        (
+            suite.to_string(),
+            step.to_string(),
+            why.to_string(),
+            turns,
+            early,
+        )
+    };
+    assert_eq!(
+        endings,
+        [
+            ending("endings", "stuck", "conversation_stuck", 2, true),
+            ending("endings", "out of turns", "max_turns_reached", 2, false),
+            ending("endings", "escalated", "escalation_needed", 1, true),
+            ending("endings", "solved", "agent_provides_solution", 3, true),
+            ending(
+                "endings",
+                "satisfied",
+                "user_expresses_satisfaction",
+                4,
+                true
+            ),
+            ending("endings", "judged", "custom_condition", 1, true),
+            ending(
+                "expense-chat",
+                "files the expense",
+                "goal_achieved",
+                4,
+                true
+            ),
+        ]
+    );
+    // any_pass: the scenario passed on one evaluation of two.
+    let any = record(&report, "any-pass::any-of-the-checks");
+    let verdicts: Vec<(String, bool)> = any["turns"][0]["assertions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["label"].as_str().unwrap().to_string(),
+                a["passed"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            ("string_contains \"refund\"".to_string(), false),
+            ("string_contains \"per day\"".to_string(), true)
+        ]
+    );
+    // The judged conversation evaluators keep the judge's words, pass or fail.
+    let endings_case = record(&report, "endings::every-way-a-conversation-ends");
+    let satisfied = endings_case["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["step"]["name"] == "satisfied" && !t["ending"].is_null())
+        .unwrap();
+    let judged: Vec<(String, f64)> = satisfied["assertions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["label"].as_str().unwrap().to_string(),
+                a["judgment"]["score"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        judged,
+        [
+            (
+                "conversation_flow question_then_answer, problem_then_solution ≥ 0.7".to_string(),
+                0.9
+            ),
+            (
+                "context_retention of \"training\", \"$80\" ≥ 0.8".to_string(),
+                0.9
+            ),
+            (
+                "user_satisfaction ≥ 0.7 (sentiment_analysis)".to_string(),
+                0.9
+            ),
+            ("user_satisfaction ≥ 0.7 (llm_judge)".to_string(), 0.9),
+        ]
+    );
+    assert!(
+        satisfied["assertions"][1]["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("mentioned later: 2/2"),
+        "{satisfied}"
+    );
+    // The code step's result, with the virtual file and the one it wrote.
+    let policy = record(&report, "policy::meal-policy-and-receipts");
+    let code = &policy["turns"][1]["code"];
+    assert_eq!(code["lang"], "python");
+    assert_eq!(code["exit_code"], 0);
+    assert_eq!(
+        code["files"],
+        serde_json::json!(["receipts/lunch.json", "verdict.txt"])
+    );
+    assert_eq!(policy["turns"][1]["step"]["name"], "checks a receipt");
+    // The matrix records the value each trial ran with.
+    let m = record(&report, "phrasing::input=is-there-a-limit-on-meal::run-1");
+    assert_eq!(
+        m["parameters"]["run[0].input"],
+        "Is there a limit on meals?"
+    );
+    // Nothing was spent: every model call came from a cassette.
+    let s = &report.summary;
+    assert!(s["model_calls"].as_u64().unwrap() > 0, "{}", report.text);
+    assert_eq!(s["model_calls"], s["replayed_calls"], "{}", report.text);
+    // The HTML report shows the steps, the code step's result, how each conversation
+    // ended and the judge's reason for a pass.
+    let html_path = out.join("r.html");
+    let r = run(
+        root,
+        &[
+            "test",
+            "-i",
+            "agent-tests/eliza",
+            "-o",
+            html_path.to_str().unwrap(),
+        ],
+        &[("AGENTEST_CASSETTES", "strict")],
+    );
+    assert_eq!(r.code, 0, "{r:?}");
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    for part in [
+        "<span class=\"step-name\">step 2 (checks a receipt)</span><span class=\"pill\">code</span>",
+        "<div class=\"who\">Code (python)</div>",
+        "<div class=\"who\">Result: exit code 0</div><div class=\"kv\"><div class=\"k\">stdout</div><pre>approved\n</pre></div>",
+        "<div class=\"k\">files</div><pre>receipts/lunch.json\nverdict.txt</pre>",
+        "<div class=\"note ending\">Ended: conversation_stuck after 2 of 4 turns, early</div>",
+        "<span class=\"label\">user_satisfaction ≥ 0.7 (llm_judge)</span> <span class=\"muted\">the reply answers the request (score 0.9)</span>",
+    ] {
+        assert!(html.contains(part), "{part} not in the HTML report");
+    }
+}
+
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         steps_run_in_a_fresh_environment_and_every_evaluator_holds,
@@ -768,5 +998,6 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         conversation_steps_end_by_their_conditions,
         judged_conditions_and_evaluators_go_by_the_judge_score,
         the_elizaos_examples_run_offline_from_cassettes,
+        the_example_scenarios_cover_every_evaluator_and_ending,
     ]
 }

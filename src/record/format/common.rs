@@ -291,9 +291,14 @@ fn turn_text(s: &mut String, t: &TurnReport) {
     } else {
         "FAILED"
     };
+    let step = t
+        .step
+        .as_ref()
+        .map(|st| format!("{st} · "))
+        .unwrap_or_default();
     let _ = writeln!(
         s,
-        "turn {} · {} · {} · {verdict}{}",
+        "turn {} · {step}{} · {} · {verdict}{}",
         t.turn,
         if t.input_source.is_empty() {
             "static"
@@ -307,11 +312,23 @@ fn turn_text(s: &mut String, t: &TurnReport) {
             ""
         }
     );
-    field(s, "  ", "user", &t.input);
+    if let Some(code) = &t.code {
+        field(s, "  ", &format!("code ({})", code.lang), &t.input);
+        field(s, "  ", "stdout", &reply_text(&t.output));
+        field(s, "  ", "result", &code.exit_text());
+        if !code.stderr.is_empty() {
+            field(s, "  ", "stderr", &code.stderr);
+        }
+        if !code.files.is_empty() {
+            field(s, "  ", "files", &code.files.join(", "));
+        }
+    } else {
+        field(s, "  ", "user", &t.input);
+    }
     if let Some(r) = &t.reasoning {
         field(s, "  ", "simulator's reasoning", r);
     }
-    if !t.output.is_null() || t.error.is_none() {
+    if t.code.is_none() && (!t.output.is_null() || t.error.is_none()) {
         field(s, "  ", "agent", &reply_text(&t.output));
     }
     for c in &t.tool_calls {
@@ -331,6 +348,9 @@ fn turn_text(s: &mut String, t: &TurnReport) {
         let _ = writeln!(s, "  (awaiting input)");
     }
     verdicts(s, "  ", &t.assertions);
+    if let Some(e) = &t.ending {
+        let _ = writeln!(s, "  ended: {e}");
+    }
     for c in t.checkpoints.iter().filter(|c| turn_checkpoint_hit(c)) {
         field(s, "  ", &format!("◆ {}", c.label), &c.message);
     }

@@ -19,6 +19,8 @@ use crate::run::conversation::turn::{exchange, replied_turn};
 use crate::run::outcome::{Party, Stop};
 use crate::run::roles::simulator::{SimInput, Simulator};
 
+use super::evaluators::Verdict;
+
 /// The words that end a conversation when a keyword condition lists none.
 const SATISFIED: [&str; 6] = [
     "thank you",
@@ -387,7 +389,7 @@ pub(super) async fn evaluate_conversation(
     talk_env: &EvalEnv<'_>,
     history: &[Message],
     turns: u32,
-) -> Result<(bool, String, String), StepError> {
+) -> Result<Verdict, StepError> {
     let user_words: Vec<String> = history
         .iter()
         .filter(|m| m.role == "user")
@@ -424,11 +426,12 @@ pub(super) async fn evaluate_conversation(
             let optimal = optimal
                 .map(|o| format!(" (optimal {o})"))
                 .unwrap_or_default();
-            (
-                ok,
-                format!("conversation_length {bounds} turns"),
-                format!("the conversation took {turns} turn(s){optimal}"),
-            )
+            Verdict {
+                passed: ok,
+                label: format!("conversation_length {bounds} turns"),
+                message: format!("the conversation took {turns} turn(s){optimal}"),
+                judgment: None,
+            }
         }
         Evaluator::UserSatisfaction {
             threshold,
@@ -475,29 +478,36 @@ pub(super) async fn evaluate_conversation(
             } else {
                 p as f64 / (p + n) as f64
             };
-            (
-                score >= *threshold,
-                format!("user_satisfaction ≥ {threshold} (keyword_analysis)"),
-                format!("{p} positive and {n} negative indicator(s) in the user's words: score {score:.2}"),
-            )
+            Verdict {
+                passed: score >= *threshold,
+                label: format!("user_satisfaction ≥ {threshold} (keyword_analysis)"),
+                message: format!("{p} positive and {n} negative indicator(s) in the user's words: score {score:.2}"),
+                judgment: None,
+            }
         }
         Evaluator::UserSatisfaction {
             threshold, method, ..
         } => {
-            let how = if *method == SatisfactionMethod::SentimentAnalysis {
-                "Judge how the user's sentiment progresses through the conversation"
+            let (how, name) = if *method == SatisfactionMethod::SentimentAnalysis {
+                (
+                    "Judge how the user's sentiment progresses through the conversation",
+                    "sentiment_analysis",
+                )
             } else {
-                "Judge how satisfied the user is at the end of the conversation"
+                (
+                    "Judge how satisfied the user is at the end of the conversation",
+                    "llm_judge",
+                )
             };
             let v = judged(format!(
                 "{how}. Score 1 for fully satisfied, 0 for not at all."
             ))
             .await?;
-            let score = verdict_score(&v);
-            (
-                score >= *threshold,
-                format!("user_satisfaction ≥ {threshold}"),
-                format!("score {score:.2}: {}", v.reason),
+            by_score(
+                v,
+                *threshold,
+                format!("user_satisfaction ≥ {threshold} ({name})"),
+                String::new(),
             )
         }
         Evaluator::ConversationFlow {
@@ -513,11 +523,11 @@ pub(super) async fn evaluate_conversation(
                 described.join("; ")
             ))
             .await?;
-            let score = verdict_score(&v);
-            (
-                score >= *threshold,
+            by_score(
+                v,
+                *threshold,
                 format!("conversation_flow {} ≥ {threshold}", patterns.join(", ")),
-                format!("score {score:.2}: {}", v.reason),
+                String::new(),
             )
         }
         Evaluator::ContextRetention {
@@ -543,20 +553,36 @@ pub(super) async fn evaluate_conversation(
                 memory_of.join("; ")
             ))
             .await?;
-            let score = verdict_score(&v);
-            (
-                score >= *threshold,
-                format!("context_retention ≥ {threshold}"),
-                format!(
-                    "score {score:.2}: {}; mentioned later: {}/{}",
-                    v.reason,
-                    mentioned.len(),
-                    memory_of.len()
-                ),
+            let items: Vec<String> = memory_of.iter().map(|m| format!("{m:?}")).collect();
+            by_score(
+                v,
+                *threshold,
+                format!("context_retention of {} ≥ {threshold}", items.join(", ")),
+                format!("; mentioned later: {}/{}", mentioned.len(), memory_of.len()),
             )
         }
         _ => return Err(StepError::Broken("not a conversation evaluator".into())),
     })
+}
+
+/// A judged evaluator's verdict: its score against `threshold`, the judge's words kept.
+fn by_score(
+    v: crate::check::judge::JudgeVerdict,
+    threshold: f64,
+    label: String,
+    extra: String,
+) -> Verdict {
+    let score = verdict_score(&v);
+    Verdict {
+        passed: score >= threshold,
+        label,
+        message: format!("score {score:.2}: {}{extra}", v.reason),
+        judgment: Some(crate::record::Judgment {
+            reason: v.reason,
+            score: Some(score),
+            suggestions: v.suggestions,
+        }),
+    }
 }
 
 /// What a `conversation_flow` pattern means, for the judge.
@@ -571,6 +597,11 @@ fn pattern_text(p: &str) -> &'static str {
 }
 
 /// The conversation's end, for the step's last turn record.
-pub(super) fn ending_data(e: &Ended) -> Value {
-    json!({"termination": e.reason, "ended_early": e.early, "turns": e.turns})
+pub(super) fn ending(e: &Ended, max_turns: u32) -> crate::record::Ending {
+    crate::record::Ending {
+        termination: e.reason.clone(),
+        turns: e.turns,
+        max_turns,
+        ended_early: e.early,
+    }
 }

@@ -12,6 +12,8 @@ pub(crate) struct Verdict {
     pub(crate) passed: bool,
     pub(crate) label: String,
     pub(crate) message: String,
+    /// A judged evaluator's verdict, kept so a pass can be audited.
+    pub(crate) judgment: Option<crate::record::Judgment>,
 }
 
 /// What a step left for its evaluators.
@@ -75,6 +77,7 @@ pub(crate) async fn check(
                 } else {
                     format!("no file {path} in the environment")
                 },
+                judgment: None,
             }
         }
         Evaluator::FileContains { path, value } => {
@@ -84,6 +87,7 @@ pub(crate) async fn check(
                     passed: false,
                     label,
                     message: format!("no file {path} in the environment"),
+                    judgment: None,
                 },
                 Ok(bytes) => {
                     let text = String::from_utf8_lossy(&bytes);
@@ -99,6 +103,7 @@ pub(crate) async fn check(
                                 serde_json::Value::String(crate::util::clip(&text))
                             )
                         },
+                        judgment: None,
                     }
                 }
             }
@@ -128,6 +133,7 @@ pub(crate) async fn check(
                         out.stderr.trim()
                     )
                 },
+                judgment: None,
             }
         }
         Evaluator::TrajectoryContainsAction { action } => {
@@ -146,6 +152,7 @@ pub(crate) async fn check(
                         names.join(", ")
                     )
                 },
+                judgment: None,
             }
         }
         Evaluator::ExecutionTime { max, min, target } => {
@@ -175,6 +182,7 @@ pub(crate) async fn check(
                     ),
                     _ => format!("the step took {took} ms{target}"),
                 },
+                judgment: None,
             }
         }
         Evaluator::ConversationLength { .. }

@@ -11,7 +11,7 @@ use crate::case::Case;
 use crate::check::{EvalEnv, Subject};
 use crate::errors::StepError;
 use crate::protocol::{Message, Reply, Request};
-use crate::record::{AssertionReport, CaseReport, Status, TurnReport};
+use crate::record::{AssertionReport, CaseReport, CodeRun, Status, StepRef, TurnReport};
 use crate::run::context::Context;
 use crate::run::conversation::turn::{check_all, exchange, new_session_id, replied_turn};
 use crate::run::outcome::Stop;
@@ -46,15 +46,19 @@ pub(crate) async fn run(
     let mut history: Vec<Message> = Vec::new();
     // Live mode ignores the mocks, as ElizaOS's `--live` does.
     let setup = (!scenario.mocks.is_empty() && !r.live).then(|| json!({ "mocks": scenario.mocks }));
-    // Which step each turn belongs to, for the judgment's message.
-    let mut step_of: Vec<(u32, String)> = Vec::new();
     let mut next_turn = 1u32;
     for (i, step) in scenario.steps.iter().enumerate() {
-        let n = i + 1;
-        let at = match &step.name {
-            Some(name) => format!("step {n} ({name})"),
-            None => format!("step {n}"),
+        let step_ref = StepRef {
+            index: i as u32 + 1,
+            name: step.name.clone(),
+            kind: match step.action {
+                Action::Message(_) => "message",
+                Action::Code { .. } => "code",
+                Action::Conversation { .. } => "conversation",
+            }
+            .into(),
         };
+        let at = step_ref.to_string();
         let first_turn = next_turn;
         // The step's last reply and its time; a conversation's whole history.
         let (reply, took, conversation) = match &step.action {
@@ -89,12 +93,12 @@ pub(crate) async fn run(
                     input: code.clone(),
                     input_source: "code".into(),
                     output: Value::String(out.stdout.clone()),
-                    data: Some(json!({
-                        "lang": lang.name(),
-                        "exit_code": out.exit_code,
-                        "stderr": out.stderr,
-                        "files": r.workdir.files(),
-                    })),
+                    code: Some(CodeRun {
+                        lang: lang.name().into(),
+                        exit_code: out.exit_code,
+                        stderr: out.stderr.clone(),
+                        files: r.workdir.files(),
+                    }),
                     duration_ms: out.duration_ms,
                     ..TurnReport::default()
                 });
@@ -130,15 +134,15 @@ pub(crate) async fn run(
                 .await?;
                 report.termination = Some(ended.reason.clone());
                 if let Some(last) = report.turns.last_mut() {
-                    last.data = Some(conversation::ending_data(&ended));
+                    last.ending = Some(conversation::ending(&ended, conv.max_turns));
                 }
                 let took = started.elapsed().as_millis() as u64;
                 let turns = ended.turns;
                 (ended.last, took, Some(turns))
             }
         };
-        for t in first_turn..next_turn {
-            step_of.push((t, at.clone()));
+        for t in report.turns.iter_mut().filter(|t| t.turn >= first_turn) {
+            t.step = Some(step_ref.clone());
         }
         // The step's evaluations (a conversation's final ones first), on its last
         // reply; they join the step's last turn in the report.
@@ -190,7 +194,7 @@ pub(crate) async fn run(
             return Err(Stop::step(&at, e));
         }
     }
-    judge(scenario.judgment, &step_of, report);
+    judge(scenario.judgment, report);
     Ok(())
 }
 
@@ -240,17 +244,15 @@ pub(super) async fn evaluate_all(
                     e.type_name
                 ))),
             },
-            other => evaluators::check(other, result, dir, env.deadline)
-                .await
-                .map(|v| (v.passed, v.label, v.message)),
+            other => evaluators::check(other, result, dir, env.deadline).await,
         };
         match verdict {
-            Ok((passed, label, message)) => out.push(AssertionReport {
+            Ok(v) => out.push(AssertionReport {
                 spec,
-                passed,
-                label,
-                message,
-                judgment: None,
+                passed: v.passed,
+                label: v.label,
+                message: v.message,
+                judgment: v.judgment,
             }),
             Err(err) => {
                 out.push(AssertionReport {
@@ -283,32 +285,27 @@ pub(super) fn trajectory(turns: &[TurnReport], first: u32) -> Vec<String> {
 
 /// `judgment.strategy` over every evaluation of every step: `all_pass` fails on the
 /// first failed one; `any_pass` passes when one passed (and fails with none to pass).
-fn judge(judgment: Judgment, step_of: &[(u32, String)], report: &mut CaseReport) {
-    let at = |turn: u32| {
-        step_of
-            .iter()
-            .find(|(t, _)| *t == turn)
-            .map_or_else(|| format!("turn {turn}"), |(_, s)| s.clone())
+fn judge(judgment: Judgment, report: &mut CaseReport) {
+    let at = |t: &TurnReport| {
+        t.step
+            .as_ref()
+            .map_or_else(|| format!("turn {}", t.turn), ToString::to_string)
     };
-    let all: Vec<(u32, &AssertionReport)> = report
+    let all: Vec<(&TurnReport, &AssertionReport)> = report
         .turns
         .iter()
-        .flat_map(|t| t.assertions.iter().map(move |a| (t.turn, a)))
+        .flat_map(|t| t.assertions.iter().map(move |a| (t, a)))
         .collect();
     let failure = match judgment {
-        Judgment::AllPass => all.iter().find(|(_, a)| !a.passed).map(|(n, a)| {
-            format!(
-                "{}: {}: {} (judgment: all_pass)",
-                at(*n),
-                a.label,
-                a.message
-            )
-        }),
+        Judgment::AllPass => all
+            .iter()
+            .find(|(_, a)| !a.passed)
+            .map(|(t, a)| format!("{}: {}: {} (judgment: all_pass)", at(t), a.label, a.message)),
         Judgment::AnyPass if all.iter().any(|(_, a)| a.passed) => None,
         Judgment::AnyPass => Some(match all.first() {
-            Some((n, a)) => format!(
+            Some((t, a)) => format!(
                 "no evaluation passed (judgment: any_pass); the first, {}: {}: {}",
-                at(*n),
+                at(t),
                 a.label,
                 a.message
             ),

@@ -73,7 +73,21 @@ pub(super) fn case_detail(s: &mut String, id: &str, c: &CaseReport) {
     }
     if !c.turns.is_empty() {
         s.push_str("<ol class=\"chat\">\n");
+        let mut step = None;
         for t in &c.turns {
+            // A scenario's turns, under the step they belong to.
+            if t.step.is_some() && t.step != step {
+                step = t.step.clone();
+                if let Some(st) = &step {
+                    let _ = writeln!(
+                        s,
+                        "<li class=\"step\"><span class=\"step-name\">{}</span>\
+                         <span class=\"pill\">{}</span></li>",
+                        esc(&st.to_string()),
+                        esc(&st.kind)
+                    );
+                }
+            }
             turn(s, id, t);
         }
         s.push_str("</ol>\n");
@@ -123,6 +137,48 @@ fn turn(s: &mut String, case_id: &str, t: &TurnReport) {
         s,
         "<span class=\"turn-verdict {class}\">{label}</span></div>"
     );
+    if let Some(code) = &t.code {
+        code_run(s, t, code);
+    } else {
+        exchange(s, t);
+    }
+    if !t.assertions.is_empty() {
+        verdicts(s, &t.assertions);
+    }
+    if let Some(e) = &t.ending {
+        let _ = write!(
+            s,
+            "<div class=\"note ending\">Ended: {}</div>",
+            esc(&e.to_string())
+        );
+    }
+    let hits: Vec<&AssertionReport> = t.checkpoints.iter().filter(|a| a.passed).collect();
+    if !hits.is_empty() {
+        s.push_str("<ul class=\"verdicts\">");
+        for a in hits {
+            let _ = write!(
+                s,
+                "<li class=\"v cp\"><span class=\"mark\">◆</span><div><span class=\"label\">{}</span> \
+                 <span class=\"muted\">{}</span></div></li>",
+                esc(&a.label),
+                esc(&a.message)
+            );
+        }
+        s.push_str("</ul>");
+    }
+    if let Some(e) = &t.error {
+        let _ = write!(
+            s,
+            "<div class=\"problem error\"><div class=\"problem-title\">Turn error</div>\
+             <pre class=\"error-text\">{}</pre></div>",
+            diff_html(e)
+        );
+    }
+    s.push_str("</li>\n");
+}
+
+/// A turn's user message and the agent's reply, tool calls and data.
+fn exchange(s: &mut String, t: &TurnReport) {
     let who = match t.input_source.as_str() {
         "simulated" => "Simulated user",
         "human" => "Person",
@@ -207,32 +263,47 @@ fn turn(s: &mut String, case_id: &str, t: &TurnReport) {
         }
         s.push_str("</div>\n");
     }
-    if !t.assertions.is_empty() {
-        verdicts(s, &t.assertions);
-    }
-    let hits: Vec<&AssertionReport> = t.checkpoints.iter().filter(|a| a.passed).collect();
-    if !hits.is_empty() {
-        s.push_str("<ul class=\"verdicts\">");
-        for a in hits {
-            let _ = write!(
-                s,
-                "<li class=\"v cp\"><span class=\"mark\">◆</span><div><span class=\"label\">{}</span> \
-                 <span class=\"muted\">{}</span></div></li>",
-                esc(&a.label),
-                esc(&a.message)
-            );
-        }
-        s.push_str("</ul>");
-    }
-    if let Some(e) = &t.error {
+}
+
+/// A scenario's code step: the code, its output, exit code, stderr and the files.
+fn code_run(s: &mut String, t: &TurnReport, code: &crate::record::CodeRun) {
+    let _ = writeln!(
+        s,
+        "<div class=\"msg user\"><div class=\"who\">Code ({})</div>\
+         <div class=\"bubble code\"><pre>{}</pre></div></div>",
+        esc(&code.lang),
+        esc(&t.input)
+    );
+    let exit = code.exit_text();
+    let _ = write!(
+        s,
+        "<div class=\"msg agent\"><div class=\"who\">Result: {exit}</div>\
+         <div class=\"kv\"><div class=\"k\">stdout</div><pre>{}</pre></div>",
+        esc(&value_text(&t.output))
+    );
+    if !code.stderr.is_empty() {
         let _ = write!(
             s,
-            "<div class=\"problem error\"><div class=\"problem-title\">Turn error</div>\
-             <pre class=\"error-text\">{}</pre></div>",
-            diff_html(e)
+            "<div class=\"kv err\"><div class=\"k\">stderr</div><pre>{}</pre></div>",
+            esc(&code.stderr)
         );
     }
-    s.push_str("</li>\n");
+    if !code.files.is_empty() {
+        let _ = write!(
+            s,
+            "<div class=\"kv\"><div class=\"k\">files</div><pre>{}</pre></div>",
+            esc(&code.files.join("\n"))
+        );
+    }
+    s.push_str("</div>\n");
+}
+
+fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(text) => text.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
 }
 
 fn verdicts(s: &mut String, list: &[AssertionReport]) {
@@ -241,8 +312,14 @@ fn verdicts(s: &mut String, list: &[AssertionReport]) {
         if a.passed {
             let _ = write!(
                 s,
-                "<li class=\"v pass\"><span class=\"mark\">✓</span><div><span class=\"label\">{}</span></div></li>",
-                esc(&a.label)
+                "<li class=\"v pass\"><span class=\"mark\">✓</span><div><span class=\"label\">{}</span>{}</div></li>",
+                esc(&a.label),
+                // A judge's pass keeps its reason: a false pass must be auditable.
+                a.judgment.as_ref().map_or_else(String::new, |j| format!(
+                    " <span class=\"muted\">{}{}</span>",
+                    esc(&j.reason),
+                    j.score.map(|v| format!(" (score {v})")).unwrap_or_default()
+                ))
             );
         } else {
             let _ = write!(
