@@ -126,9 +126,10 @@ impl Harness {
             .or_else(|| root_config.as_ref().and_then(|c| c.file.run.concurrency))
             .unwrap_or(DEFAULT_CONCURRENCY)
             .max(1);
-        crate::llm::set_parallelism(parallel);
         // No more threads than trials (nextest's `--exact` runs one): each only waits.
-        args.test_threads = Some(parallel.min(plan.cases.len()).max(1));
+        let parallel = parallel.min(plan.cases.len()).max(1);
+        crate::llm::set_parallelism(parallel);
+        args.test_threads = Some(parallel);
         let sink = match report.clone().filter(|_| !args.list) {
             Some(path) => match open_report(settings, &path) {
                 Ok(w) => Some(w),

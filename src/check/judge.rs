@@ -210,16 +210,20 @@ impl JudgeRequest {
 
 /// The example texts of the judge's instructions: an answer that repeats them has not
 /// judged anything.
-const EXAMPLE_TEXTS: [&str; 3] = [
+const EXAMPLE_TEXTS: [&str; 5] = [
     "one or two sentences",
     "how the reply could be better",
     "a number from 0 to 1",
+    // The request to answer again, given back.
+    "not a verdict",
+    "that was not a verdict",
 ];
 
 /// Reads a verdict: JSON (possibly as text) with a boolean `passed` (or `pass`), a
-/// `score` from 0 to 1 when there is one, and a `reason`. `Err` says why the answer is
-/// no verdict: not JSON, no boolean `passed`, a score out of range, or the prompt's own
-/// example text given back.
+/// `score` from 0 to 1 when there is one, and a non-empty `reason`. `Err` says why the
+/// answer is no verdict: not JSON, no boolean `passed`, a score out of range, no
+/// reason, or the prompt's own example text (or the request to answer again) given
+/// back.
 pub(crate) fn read_verdict(v: &Value) -> Result<JudgeVerdict, String> {
     let parsed = match v {
         Value::String(s) => serde_json::from_str::<Value>(s.trim())
@@ -246,7 +250,12 @@ pub(crate) fn read_verdict(v: &Value) -> Result<JudgeVerdict, String> {
             ))
         }
     };
-    let reason = parsed.get("reason").map(value_text).unwrap_or_default();
+    // A verdict says why: a bare `passed` cannot be audited.
+    let reason = parsed
+        .get("reason")
+        .map(value_text)
+        .filter(|r| !r.trim().is_empty())
+        .ok_or("it gives no `reason`")?;
     let suggestions: Vec<String> = match parsed.get("suggestions") {
         Some(Value::Array(items)) => items.iter().map(value_text).collect(),
         Some(Value::String(s)) if !s.is_empty() => vec![s.clone()],
@@ -278,7 +287,23 @@ mod tests {
         assert!(!v.passed);
         assert_eq!(v.reason, "rude");
         assert_eq!(v.suggestions, vec!["be polite"]);
-        assert!(read_verdict(&json!({"pass": true})).unwrap().passed);
+        assert!(
+            read_verdict(&json!({"pass": true, "reason": "ok"}))
+                .unwrap()
+                .passed
+        );
+        assert_eq!(
+            read_verdict(&json!({"passed": true})).unwrap_err(),
+            "it gives no `reason`"
+        );
+        assert_eq!(
+            read_verdict(&json!({"passed": true, "reason": " "})).unwrap_err(),
+            "it gives no `reason`"
+        );
+        assert_eq!(
+            read_verdict(&json!({"passed": false, "reason": "Not a verdict"})).unwrap_err(),
+            "it repeats the instructions' example text instead of judging"
+        );
         assert_eq!(
             read_verdict(&json!("looks good to me")).unwrap_err(),
             "the answer is not JSON"

@@ -56,7 +56,8 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
             .or(config.file.run.concurrency)
             .unwrap_or(DEFAULT_CONCURRENCY)
     };
-    crate::llm::set_parallelism(parallel);
+    // What can run at once: no more cases than there are.
+    crate::llm::set_parallelism(parallel.min(plan.cases.len()));
     let engine = Arc::new(Engine::new(
         Registry::default(),
         options(&args, interactive),

@@ -293,10 +293,11 @@ fn a_pinned_limit_below_the_parallelism_is_said_once() {
         &conf(&server.url()).llm("max_in_flight = 1\n"),
         &[case("T1", "a"), case("T2", "b")],
     );
+    // Two cases: no more than two run at once, whatever --parallel says.
     let run = agentest(p.path()).arg("--parallel").arg("4").run();
     run.expect(0);
     let note = format!(
-        "agentest: model endpoint {} allows 1 requests in flight (max_in_flight) while 4 cases run at once; calls wait for a slot",
+        "agentest: model endpoint {} allows 1 requests in flight (max_in_flight) while 2 cases run at once; calls wait for a slot",
         server.url()
     );
     assert_eq!(run.stderr.matches(&note).count(), 1, "{run:?}");

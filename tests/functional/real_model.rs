@@ -126,10 +126,11 @@ fn recorded_tokens(s: &Scratch, ids: &[&str]) -> Tokens {
 
 /// What a run decided, case by case: status, error, the inputs of every turn and every
 /// assertion's verdict.
-fn verdicts(run: &ReportedRun, ids: &[&str]) -> Vec<Value> {
-    ids.iter()
+fn verdicts(run: &ReportedRun, trials: &[String]) -> Vec<Value> {
+    trials
+        .iter()
         .map(|id| {
-            let c = run.case(id);
+            let c = run.record(id);
             let turns: Vec<Value> = c["turns"]
                 .as_array()
                 .map(|ts| {
@@ -162,51 +163,9 @@ fn whatever_the_model_says_agentest_keeps_its_guarantees() -> Needs {
         run.code == 0 || run.code == 1,
         "no usage error, no crash:\n{run:?}"
     );
-    assert!(!run.stderr.contains("panicked"), "{run:?}");
-    for id in ids {
-        let c = run.case(id);
-        let status = c["status"].as_str().unwrap_or_default();
-        assert!(
-            ["passed", "failed", "error", "skipped", "timeout"].contains(&status),
-            "{id}: {c}"
-        );
-        if status != "passed" {
-            let why = c["error"].as_str().unwrap_or_default();
-            assert!(
-                !why.trim().is_empty(),
-                "{id} is {status} without a reason: {c}"
-            );
-        }
-    }
-    // Garbage never reaches the agent: what it received is what the report shows as
-    // the user's turns, and none of it is cut-off JSON or the prompt's placeholder.
-    let received: Vec<Value> = s
-        .read("suites/agent.log")
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).expect("a logged request is JSON"))
-        .collect();
-    for q in &received {
-        let (id, input) = (q["test_id"].as_str().unwrap(), q["input"].as_str().unwrap());
-        let shown: Vec<String> = run.case(id)["turns"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["input"].as_str().unwrap_or_default().to_string())
-            .collect();
-        assert!(
-            shown.iter().any(|s| s == input),
-            "{id}: the agent got {input:?}, the report shows {shown:?}"
-        );
-        assert!(
-            !input.trim().is_empty() && !input.trim_start().starts_with('{'),
-            "{id}: {input:?}"
-        );
-        assert!(
-            !input.eq_ignore_ascii_case("what you say next"),
-            "{id}: {input:?}"
-        );
-    }
+    let trials: Vec<String> = ids.iter().map(|id| format!("s::{id}")).collect();
+    named_outcomes(&run, &trials);
+    agent_got_what_the_report_shows(&s, &run, |id| format!("s::{id}"));
     // The per-case endpoint took the schema-constrained form: the server accepted it (no
     // refusal), and what it sent was the verdict's schema with the assertion's merged in.
     let structured = run.case("structured-judge");
@@ -240,7 +199,7 @@ fn whatever_the_model_says_agentest_keeps_its_guarantees() -> Needs {
         .env("AGENTEST_LLM_BASE_URL", "http://127.0.0.1:9/v1")
         .run();
     assert_eq!(again.code, run.code, "{again:?}");
-    assert_eq!(verdicts(&again, &ids), verdicts(&run, &ids));
+    assert_eq!(verdicts(&again, &trials), verdicts(&run, &trials));
     // Nothing was spent offline: every token is reported as replayed.
     for id in ids {
         let c = again.case(id);
@@ -252,8 +211,203 @@ fn whatever_the_model_says_agentest_keeps_its_guarantees() -> Needs {
     Ok(())
 }
 
+/// Every case ended in a named status, with a reason when it did not pass; nothing
+/// panicked.
+#[track_caller]
+fn named_outcomes(run: &ReportedRun, trials: &[String]) {
+    assert!(!run.stderr.contains("panicked"), "{run:?}");
+    for id in trials {
+        let c = run.record(id);
+        let status = c["status"].as_str().unwrap_or_default();
+        assert!(
+            ["passed", "failed", "error", "skipped", "timeout"].contains(&status),
+            "{id}: {c}"
+        );
+        if status != "passed" {
+            let why = c["error"].as_str().unwrap_or_default();
+            assert!(
+                !why.trim().is_empty(),
+                "{id} is {status} without a reason: {c}"
+            );
+        }
+    }
+}
+
+/// Garbage never reaches the agent: what it received (`suites/agent.log`) is what the
+/// report shows as the user's turns (of the trial `trial` names for a case id), and
+/// none of it is empty, cut-off JSON or the prompt's placeholder.
+#[track_caller]
+fn agent_got_what_the_report_shows(s: &Scratch, run: &ReportedRun, trial: fn(&str) -> String) {
+    let received: Vec<Value> = s
+        .read("suites/agent.log")
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("a logged request is JSON"))
+        .collect();
+    assert!(
+        !received.is_empty(),
+        "the agent was asked nothing:\n{run:?}"
+    );
+    for q in &received {
+        let (id, input) = (q["test_id"].as_str().unwrap(), q["input"].as_str().unwrap());
+        let shown: Vec<String> = run.record(&trial(id))["turns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["input"].as_str().unwrap_or_default().to_string())
+            .collect();
+        assert!(
+            shown.iter().any(|s| s == input),
+            "{id}: the agent got {input:?}, the report shows {shown:?}"
+        );
+        assert!(
+            !input.trim().is_empty() && !input.trim_start().starts_with('{'),
+            "{id}: {input:?}"
+        );
+        assert!(
+            !input.eq_ignore_ascii_case("what you say next"),
+            "{id}: {input:?}"
+        );
+    }
+}
+
+/// ElizaOS scenarios whose simulated user, termination judge and judged evaluators run
+/// on the real model: whatever it answers, each conversation ends for a named reason
+/// (recorded on its last turn) or the case is an error naming the role whose answer was
+/// unusable, every judged evaluation keeps the judge's score and reason, and the offline
+/// replay decides the same. `chat` asks the judge after every turn whether to stop;
+/// `talk` leaves the conversation to the simulator, then judges it.
+fn scenario_conversations_on_a_real_model_keep_the_guarantees() -> Needs {
+    real_model()?;
+    let url = std::env::var(URL_VAR).unwrap_or_default();
+    let s = Scratch::named("realllm", "scenario");
+    // `cwd` keeps the agent (and its log) beside the config rather than in the
+    // scenario's environment folder.
+    s.write(
+        "suites/agentest.toml",
+        &format!(
+            "[agent]\ntype = \"process\"\ncommand = [\"sh\", \"-c\", {}, {}]\ncwd = \".\"\n\n\
+             [llm]\nbase_url = {}\nmodel = \"smollm2\"\nmax_tokens = 64\ntimeout = \"60s\"\nmax_retries = 1\nmax_in_flight = 1\n\n\
+             [run]\ntimeout = \"240s\"\n",
+            toml_str("tee -a agent.log | exec python3 \"$0\""),
+            toml_str(EXPENSE_AGENT),
+            toml_str(&url),
+        ),
+    );
+    let scenario = |name: &str, conditions: &str| {
+        format!(
+            r"name: {name}
+description: 'A conversation with a simulated user and judges on a real model'
+environment: {{type: local}}
+run:
+  - input: 'Hi, I need to file an expense'
+    conversation:
+      max_turns: 3
+      user_simulator:
+        persona: 'A new employee'
+        objective: 'Submit a $500 travel expense'
+        max_tokens: 64
+      termination_conditions:
+{conditions}
+      turn_evaluations:
+        - type: regex_match
+          pattern: '\S'
+      final_evaluations:
+        - type: llm_judge
+          prompt: 'Did the assistant help the user file the expense?'
+          expected: 'yes'
+        - type: user_satisfaction
+          measurement_method: llm_judge
+        - type: conversation_flow
+          required_patterns: [question_then_answer]
+        - type: context_retention
+          test_memory_of: ['travel']
+judgment: {{strategy: all_pass}}
+"
+        )
+    };
+    s.write(
+        "suites/chat.scenario.yaml",
+        &scenario(
+            "chat",
+            "        - type: custom_condition\n          llm_judge: {prompt: 'Has the expense been submitted?', threshold: 0.8}",
+        ),
+    );
+    s.write(
+        "suites/talk.scenario.yaml",
+        &scenario(
+            "talk",
+            "        - type: goal_achieved\n        - type: max_turns_reached",
+        ),
+    );
+    let trial = |id: &str| format!("{id}::{id}");
+    let trials = vec![trial("chat"), trial("talk")];
+    let run = project::agentest(s.path(), ("AGENTEST_REALLLM_UNUSED_KEY", "unused"))
+        .env("AGENTEST_CASSETTES", "record")
+        .run();
+    assert!(run.code == 0 || run.code == 1, "{run:?}");
+    named_outcomes(&run, &trials);
+    agent_got_what_the_report_shows(&s, &run, trial);
+    for t in &trials {
+        let c = run.record(t);
+        let turns = c["turns"].as_array().expect("turns");
+        assert!(!turns.is_empty(), "{c}");
+        assert_eq!(turns[0]["input_source"], "initial", "{c}");
+        assert!(
+            turns[1..].iter().all(|t| t["input_source"] == "simulated"),
+            "{c}"
+        );
+        assert!(turns.iter().all(|t| t["step"]["index"] == 1), "{c}");
+        let last = turns.last().unwrap();
+        if c["status"] == "error" {
+            // An answer that is no verdict or no user message: which role, in its words.
+            let why = c["error"].as_str().unwrap();
+            assert!(why.contains("simulator") || why.contains("judge"), "{c}");
+            continue;
+        }
+        let e = &last["ending"];
+        assert!(
+            [
+                "custom_condition",
+                "goal_achieved",
+                "max_turns_reached",
+                "max_turns"
+            ]
+            .contains(&e["termination"].as_str().unwrap()),
+            "{c}"
+        );
+        assert_eq!(e["turns"].as_u64().unwrap() as usize, turns.len(), "{c}");
+        // Every judged evaluation has the judge's reason and, but for llm_judge (which
+        // may answer without one), its score within 0..1.
+        let judged: Vec<&Value> = last["assertions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a["type"] != "regex_match")
+            .collect();
+        assert_eq!(judged.len(), 4, "{last}");
+        for a in judged {
+            let score = a["judgment"]["score"].as_f64();
+            assert!(
+                a["type"] == "llm_judge" || score.is_some_and(|v| (0.0..=1.0).contains(&v)),
+                "{a}"
+            );
+            assert!(a["judgment"]["reason"].is_string(), "{a}");
+        }
+    }
+    // Offline, from the cassettes: the same verdicts.
+    let again = project::agentest(s.path(), ("AGENTEST_REALLLM_UNUSED_KEY", "unused"))
+        .env("AGENTEST_CASSETTES", "replay")
+        .env("AGENTEST_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+        .run();
+    assert_eq!(again.code, run.code, "{again:?}");
+    assert_eq!(verdicts(&again, &trials), verdicts(&run, &trials));
+    Ok(())
+}
+
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         whatever_the_model_says_agentest_keeps_its_guarantees(needs real_model),
+        scenario_conversations_on_a_real_model_keep_the_guarantees(needs real_model),
     ]
 }

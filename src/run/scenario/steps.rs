@@ -61,89 +61,95 @@ pub(crate) async fn run(
         let at = step_ref.to_string();
         let first_turn = next_turn;
         // The step's last reply and its time; a conversation's whole history.
-        let (reply, took, conversation) = match &step.action {
-            Action::Message(input) => {
-                history.push(Message::user(input.clone()));
-                let request = Request {
-                    session_id: session_id.clone(),
-                    test_id: r.case.id.clone(),
-                    turn: next_turn,
-                    input: input.clone(),
-                    messages: history.clone(),
-                    options: Value::Object(Map::new()),
-                    metadata: r.env.metadata.clone(),
-                    attachments: Vec::new(),
-                    setup: setup.clone(),
-                };
-                let (reply, took) = exchange(session, &request, "static", report, phase).await?;
-                history.push(reply.to_message());
-                let record =
-                    replied_turn(next_turn, input, "static", &reply, took, &r.ctx.input_tools);
-                report.turns.push(record);
-                next_turn += 1;
-                (reply, took, None)
-            }
-            Action::Code { lang, code } => {
-                *phase = format!("running the {} code of {at}", lang.name());
-                let out = super::code::run(*lang, code, r.workdir.path(), r.env.deadline)
-                    .await
-                    .map_err(|e| Stop::step(&at, e))?;
-                report.turns.push(TurnReport {
-                    turn: next_turn,
-                    input: code.clone(),
-                    input_source: "code".into(),
-                    output: Value::String(out.stdout.clone()),
-                    code: Some(CodeRun {
-                        lang: lang.name().into(),
-                        exit_code: out.exit_code,
-                        stderr: out.stderr.clone(),
-                        files: r.workdir.files(),
-                    }),
-                    duration_ms: out.duration_ms,
-                    ..TurnReport::default()
-                });
-                next_turn += 1;
-                (Reply::text(out.stdout), out.duration_ms, None)
-            }
-            Action::Conversation {
-                input,
-                conversation: conv,
-            } => {
-                let talk = Talk {
-                    case_id: &r.case.id,
-                    session_id: &session_id,
-                    at: &at,
-                    ctx: r.ctx,
-                    scope: r.scope,
-                    env: r.env,
-                    simulator: r.simulator,
-                    setup: setup.clone(),
-                    workdir: r.workdir.path(),
-                };
-                let started = std::time::Instant::now();
-                let ended = conversation::run(
-                    &talk,
-                    conv,
-                    input.as_deref(),
-                    session,
-                    &mut history,
-                    &mut next_turn,
-                    report,
-                    phase,
-                )
-                .await?;
-                report.termination = Some(ended.reason.clone());
-                if let Some(last) = report.turns.last_mut() {
-                    last.ending = Some(conversation::ending(&ended, conv.max_turns));
+        let outcome: Result<(Reply, u64, Option<u32>), Stop> = async {
+            Ok(match &step.action {
+                Action::Message(input) => {
+                    history.push(Message::user(input.clone()));
+                    let request = Request {
+                        session_id: session_id.clone(),
+                        test_id: r.case.id.clone(),
+                        turn: next_turn,
+                        input: input.clone(),
+                        messages: history.clone(),
+                        options: Value::Object(Map::new()),
+                        metadata: r.env.metadata.clone(),
+                        attachments: Vec::new(),
+                        setup: setup.clone(),
+                    };
+                    let (reply, took) =
+                        exchange(session, &request, "static", report, phase).await?;
+                    history.push(reply.to_message());
+                    let record =
+                        replied_turn(next_turn, input, "static", &reply, took, &r.ctx.input_tools);
+                    report.turns.push(record);
+                    next_turn += 1;
+                    (reply, took, None)
                 }
-                let took = started.elapsed().as_millis() as u64;
-                let turns = ended.turns;
-                (ended.last, took, Some(turns))
-            }
-        };
+                Action::Code { lang, code } => {
+                    *phase = format!("running the {} code of {at}", lang.name());
+                    let out = super::code::run(*lang, code, r.workdir.path(), r.env.deadline)
+                        .await
+                        .map_err(|e| Stop::step(&at, e))?;
+                    report.turns.push(TurnReport {
+                        turn: next_turn,
+                        input: code.clone(),
+                        input_source: "code".into(),
+                        output: Value::String(out.stdout.clone()),
+                        code: Some(CodeRun {
+                            lang: lang.name().into(),
+                            exit_code: out.exit_code,
+                            stderr: out.stderr.clone(),
+                            files: r.workdir.files(),
+                        }),
+                        duration_ms: out.duration_ms,
+                        ..TurnReport::default()
+                    });
+                    next_turn += 1;
+                    (Reply::text(out.stdout), out.duration_ms, None)
+                }
+                Action::Conversation {
+                    input,
+                    conversation: conv,
+                } => {
+                    let talk = Talk {
+                        case_id: &r.case.id,
+                        session_id: &session_id,
+                        at: &at,
+                        ctx: r.ctx,
+                        scope: r.scope,
+                        env: r.env,
+                        simulator: r.simulator,
+                        setup: setup.clone(),
+                        workdir: r.workdir.path(),
+                    };
+                    let started = std::time::Instant::now();
+                    let ended = conversation::run(
+                        &talk,
+                        conv,
+                        input.as_deref(),
+                        session,
+                        &mut history,
+                        &mut next_turn,
+                        report,
+                        phase,
+                    )
+                    .await?;
+                    report.termination = Some(ended.reason.clone());
+                    if let Some(last) = report.turns.last_mut() {
+                        last.ending = Some(conversation::ending(&ended, conv.max_turns));
+                    }
+                    let took = started.elapsed().as_millis() as u64;
+                    let turns = ended.turns;
+                    (ended.last, took, Some(turns))
+                }
+            })
+        }
+        .await;
+        // Every turn the step played is its, also when the step broke off.
         for t in report.turns.iter_mut().filter(|t| t.turn >= first_turn) {
             t.step = Some(step_ref.clone());
         }
+        let (reply, took, conversation) = outcome?;
         // The step's evaluations (a conversation's final ones first), on its last
         // reply; they join the step's last turn in the report.
         *phase = format!("evaluating {at}");

@@ -48,15 +48,20 @@ impl ReportedRun {
     /// The record of case `id` (trial `s::ID`); exactly one must exist.
     #[track_caller]
     pub fn case(&self, id: &str) -> serde_json::Value {
+        self.record(&format!("s::{id}"))
+    }
+
+    /// The record of `trial`; exactly one must exist.
+    #[track_caller]
+    pub fn record(&self, trial: &str) -> serde_json::Value {
         let text = self
             .report
             .as_deref()
             .unwrap_or_else(|| panic!("no report:\n{self:?}"));
-        let trial = format!("s::{id}");
         let found: Vec<Value> = text
             .lines()
             .map(|l| serde_json::from_str::<Value>(l).expect("report line is JSON"))
-            .filter(|v| v["trial"] == trial.as_str())
+            .filter(|v| v["trial"] == trial)
             .collect();
         assert_eq!(found.len(), 1, "one record for {trial}:\n{self:?}");
         found.into_iter().next().expect("one record")
