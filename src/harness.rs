@@ -149,7 +149,7 @@ impl Harness {
         let problems = engine.contexts.setup_problems(&plan.cases);
         let cases: Vec<Arc<Loaded>> = plan.cases.into_iter().map(Arc::new).collect();
         let run = TrialRun {
-            engine,
+            engine: engine.clone(),
             recorder: recorder.clone(),
             parallel,
         };
@@ -159,6 +159,7 @@ impl Harness {
             Trial::test(p.trial(), move || Err(Failed::from(message.clone())))
         }));
         let conclusion = libtest_mimic::run(&args, trials);
+        engine.finish_environments();
         if recorder.has_report() {
             record_listed_skips(&args, &cases, &started_cases, &recorder);
             if settings.nextest.is_none() {

@@ -660,6 +660,23 @@ fn scenarios(b: &Bench, _notes: &mut Vec<String>) -> Vec<Row> {
             last.requests
         ));
     }
+    // The same 100 exchanges as one-turn JSONL cases: the engine's own overhead at this
+    // size, without environment folders.
+    fixtures::write(
+        &dir,
+        "j/cases.jsonl",
+        &fixtures::suite((0..n).map(|i| fixtures::single(&format!("T{i:04}"), i))),
+    );
+    let jsonl_args = [
+        "test",
+        "-i",
+        "j",
+        "--parallel",
+        &parallel,
+        "--color",
+        "never",
+    ];
+    let (jsonl_walls, jsonl_failure, _) = against_server(b, &dir, &jsonl_args);
     rows.push(Row {
         figure: "scenarios: 100 one-step scenarios, 100 ms agent, 64 in flight".into(),
         unit: Unit::Seconds,
@@ -670,6 +687,17 @@ fn scenarios(b: &Bench, _notes: &mut Vec<String>) -> Vec<Row> {
             spread(&walls, Unit::Seconds)
         ),
         invalid: failure,
+    });
+    rows.push(Row {
+        figure: "scenarios: the same 100 exchanges as JSONL cases (baseline)".into(),
+        unit: Unit::Seconds,
+        value: median(jsonl_walls.clone()),
+        goal: Goal::Ideal { ideal, max: 1.15 },
+        detail: format!(
+            "no environment folders: what the scenario figure adds is theirs; {}",
+            spread(&jsonl_walls, Unit::Seconds)
+        ),
+        invalid: jsonl_failure,
     });
     rows
 }

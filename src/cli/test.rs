@@ -105,6 +105,8 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
         progress.show(&recorder);
     }));
     progress.clear();
+    // The environment folders of the last cases are removed in the background.
+    engine.finish_environments();
     let mut summary = recorder.summary();
     summary.duration_ms = started.elapsed().as_millis() as u64;
     summary.stopped_early = ending.stopped;

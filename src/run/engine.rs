@@ -1,8 +1,12 @@
 //! The engine: runs one loaded case to its report. The scheduler (for the binary and the
 //! libtest harness alike) drives it, one task per case.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use crate::case::scenario::Environment;
+use crate::case::{Case, Mode};
+use crate::run::scenario::{wait_for_removals, Job, Preparer, Workdir};
 
 use crate::config::UpdateMode;
 use crate::record::golden;
@@ -38,14 +42,68 @@ pub(crate) struct RunOptions {
 pub(crate) struct Engine {
     pub(crate) contexts: Contexts,
     pub(crate) options: RunOptions,
+    /// Scenario environment folders made ahead of their cases, for the run under way.
+    environments: Mutex<Option<Arc<Preparer>>>,
 }
+
+/// How long the end of a run waits for scenario environment folders to be removed.
+const REMOVAL_WAIT: Duration = Duration::from_secs(30);
 
 impl Engine {
     pub(crate) fn new(registry: Registry, options: RunOptions) -> Self {
         Engine {
             contexts: Contexts::new(registry, options.agent_name.clone()),
             options,
+            environments: Mutex::new(None),
         }
+    }
+
+    /// Starts making the environment folders of `cases`' local scenarios, in order, up
+    /// to `ahead` beyond the cases that started (see [`Preparer`]).
+    pub(crate) fn prepare_environments(&self, cases: &[Arc<Loaded>], ahead: usize) {
+        let jobs: Vec<Job> = cases
+            .iter()
+            .filter_map(|l| match &l.entry {
+                Ok(Case {
+                    mode: Mode::Scenario(sc),
+                    ..
+                }) if sc.environment == Environment::Local => Some(Job {
+                    trial: l.trial.clone(),
+                    files: sc.virtual_fs.clone(),
+                }),
+                _ => None,
+            })
+            .collect();
+        if jobs.is_empty() {
+            return;
+        }
+        let preparer = Preparer::start(jobs, ahead.max(1), self.options.keep_env);
+        *self.environments.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(preparer));
+    }
+
+    /// The environment folder made ahead for `trial`, if one was planned.
+    pub(crate) async fn prepared_environment(
+        &self,
+        trial: &str,
+    ) -> Option<std::io::Result<Workdir>> {
+        let preparer = self
+            .environments
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()?;
+        preparer.take(trial).await
+    }
+
+    /// The end of a run: no more folders are made, the ones no case took are removed,
+    /// and every removal under way is waited for (up to 30 s).
+    pub(crate) fn finish_environments(&self) {
+        let preparer = self
+            .environments
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        drop(preparer);
+        wait_for_removals(REMOVAL_WAIT);
     }
 
     /// Runs a case as its own task on the current runtime, so that a panic anywhere in it

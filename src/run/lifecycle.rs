@@ -62,11 +62,18 @@ pub(crate) async fn run_case(
             let status = crate::run::outcome::status_of(&why, crate::settings::on_ci());
             return fail(report, status, why.to_string());
         }
-        match crate::run::scenario::Workdir::create(
-            &loaded.trial,
-            &sc.virtual_fs,
-            engine.options.keep_env,
-        ) {
+        let made = match engine.prepared_environment(&loaded.trial).await {
+            Some(made) => made,
+            None => {
+                crate::run::scenario::Workdir::create_off_thread(
+                    loaded.trial.clone(),
+                    sc.virtual_fs.clone(),
+                    engine.options.keep_env,
+                )
+                .await
+            }
+        };
+        match made {
             Ok(dir) => {
                 setup.scope.workdir = Some(dir.path().to_path_buf());
                 setup.workdir = Some(dir);

@@ -53,6 +53,8 @@ impl Scheduler {
     /// report (recorded already) as it finishes. Returns the dispatcher, the running
     /// cases (for Ctrl-C), the stop flag and the receiver of finished cases.
     fn dispatch(&self, cases: Arc<Vec<Arc<Loaded>>>) -> Dispatch {
+        // The next wave's environment folders are made while this one runs.
+        self.engine.prepare_environments(&cases, self.parallel);
         let semaphore = Arc::new(Semaphore::new(self.parallel));
         let stop = Arc::new(AtomicBool::new(false));
         let running = Arc::new(Mutex::new(HashMap::<usize, AbortHandle>::new()));

@@ -987,6 +987,53 @@ fn the_example_scenarios_cover_every_evaluator_and_ending() {
     }
 }
 
+/// Environment folders are made ahead of their cases; when `--fail-fast` stops the run,
+/// the ones made for cases that never ran are removed, `--keep-env` or not, and only
+/// the folder of a case that ran is kept.
+fn folders_made_ahead_for_cases_that_never_ran_are_removed() {
+    let s = project("ahead");
+    for i in 0..6 {
+        // The first fails; the rest would pass.
+        let want = if i == 0 { "nowhere" } else { "said" };
+        s.write(
+            &format!("suites/s{i}.scenario.yaml"),
+            &format!("name: n{i}\ndescription: d\nenvironment: {{type: local}}\nsetup:\n  virtual_fs: {{'a.txt': 'x'}}\nrun:\n  - input: 'hi'\n    evaluations:\n      - type: string_contains\n        value: {want}\njudgment: {{strategy: all_pass}}\n"),
+        );
+    }
+    let tmp = s.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let tmp_str = tmp.to_str().unwrap();
+    let left = || std::fs::read_dir(&tmp).unwrap().count();
+    let args = ["test", "-i", "suites", "--fail-fast", "--parallel", "1"];
+    let r = run(s.path(), &args, &[("TMPDIR", tmp_str)]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stdout.contains("--fail-fast stopped the run"), "{r:?}");
+    assert_eq!(left(), 0, "every folder removed: {r:?}");
+    let kept = run(
+        s.path(),
+        &[&args[..], &["--keep-env"]].concat(),
+        &[("TMPDIR", tmp_str)],
+    );
+    assert_eq!(kept.code, 1, "{kept:?}");
+    let names: Vec<String> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names.len(),
+        1,
+        "only the case that ran keeps its folder: {names:?}"
+    );
+    assert!(names[0].starts_with("agentest-env-s0--n0-"), "{names:?}");
+    assert_eq!(
+        kept.stderr
+            .matches("agentest: kept the environment at ")
+            .count(),
+        1,
+        "{kept:?}"
+    );
+}
+
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         steps_run_in_a_fresh_environment_and_every_evaluator_holds,
@@ -999,5 +1046,6 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         judged_conditions_and_evaluators_go_by_the_judge_score,
         the_elizaos_examples_run_offline_from_cassettes,
         the_example_scenarios_cover_every_evaluator_and_ending,
+        folders_made_ahead_for_cases_that_never_ran_are_removed,
     ]
 }

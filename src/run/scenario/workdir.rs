@@ -4,6 +4,14 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, OnceLock};
+use std::time::Duration;
+
+/// Folders being removed in the background: their count, and a signal when it drops.
+/// Removing a folder is file-system work (a fraction of a millisecond each on ext4),
+/// so it happens on a thread of its own after the case has reported and freed its slot,
+/// not before; the run waits for the last ones before it exits ([`wait_for_removals`]).
+static REMOVING: (Mutex<usize>, Condvar) = (Mutex::new(0), Condvar::new());
 
 /// The folder, removed on drop unless kept.
 #[derive(Debug)]
@@ -31,17 +39,41 @@ impl Workdir {
             std::process::id(),
             N.fetch_add(1, Ordering::Relaxed)
         ));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path)?;
+        if let Err(e) = std::fs::create_dir(&path) {
+            // A folder left by an earlier process with the same id: start afresh.
+            if e.kind() != std::io::ErrorKind::AlreadyExists {
+                return Err(e);
+            }
+            std::fs::remove_dir_all(&path)?;
+            std::fs::create_dir(&path)?;
+        }
         let dir = Workdir { path, keep };
         for (rel, text) in files {
             let file = dir.path.join(rel);
-            if let Some(parent) = file.parent() {
-                std::fs::create_dir_all(parent)?;
+            match file.parent() {
+                Some(parent) if parent != dir.path => std::fs::create_dir_all(parent)?,
+                _ => {}
             }
             std::fs::write(&file, text)?;
         }
         Ok(dir)
+    }
+
+    /// [`Workdir::create`] on the blocking pool, so that one case's file-system work
+    /// does not hold up the others' requests on the runtime's threads.
+    pub(crate) async fn create_off_thread(
+        trial: String,
+        files: Vec<(String, String)>,
+        keep: bool,
+    ) -> std::io::Result<Workdir> {
+        tokio::task::spawn_blocking(move || Workdir::create(&trial, &files, keep))
+            .await
+            .unwrap_or_else(|e| Err(std::io::Error::other(e)))
+    }
+
+    /// Removes the folder, even under `--keep-env` (no case ran in it).
+    pub(crate) fn discard(mut self) {
+        self.keep = false;
     }
 
     /// The folder.
@@ -83,10 +115,53 @@ impl Drop for Workdir {
     fn drop(&mut self) {
         if self.keep {
             eprintln!("agentest: kept the environment at {}", self.path.display());
-        } else {
-            let _ = std::fs::remove_dir_all(&self.path);
+            return;
+        }
+        let path = std::mem::take(&mut self.path);
+        *REMOVING.0.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        if let Err(back) = remover().send(path) {
+            // No removal thread: removed here.
+            let _ = std::fs::remove_dir_all(back.0);
+            removed();
         }
     }
+}
+
+/// The thread that removes dropped folders, one at a time: removals in parallel would
+/// only contend for the temp folder's lock (spinning on both cores while the cases'
+/// requests wait for a thread).
+fn remover() -> &'static std::sync::mpsc::Sender<PathBuf> {
+    static REMOVER: OnceLock<std::sync::mpsc::Sender<PathBuf>> = OnceLock::new();
+    REMOVER.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<PathBuf>();
+        let started = std::thread::Builder::new()
+            .name("agentest-rm".into())
+            .spawn(move || {
+                for path in rx {
+                    let _ = std::fs::remove_dir_all(&path);
+                    removed();
+                }
+            });
+        // Without the thread, the receiver is gone and every send fails: removed in place.
+        drop(started);
+        tx
+    })
+}
+
+/// One folder fewer to wait for.
+fn removed() {
+    let mut n = REMOVING.0.lock().unwrap_or_else(|e| e.into_inner());
+    *n = n.saturating_sub(1);
+    REMOVING.1.notify_all();
+}
+
+/// Waits (up to `limit`) until every environment folder dropped so far is removed.
+pub(crate) fn wait_for_removals(limit: Duration) {
+    let n = REMOVING.0.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = REMOVING
+        .1
+        .wait_timeout_while(n, limit, |n| *n > 0)
+        .unwrap_or_else(|e| e.into_inner());
 }
 
 #[cfg(test)]
@@ -107,6 +182,7 @@ mod tests {
         );
         assert_eq!(dir.files(), ["config.json", "src/main.py"]);
         drop(dir);
+        wait_for_removals(Duration::from_secs(10));
         assert!(!path.exists(), "removed at the end");
     }
 }
