@@ -408,12 +408,9 @@ impl Contexts {
     pub(crate) fn setup_problems(&self, loaded: &[Loaded]) -> Vec<SetupProblem> {
         let mut problems: Vec<SetupProblem> = Vec::new();
         let mut checked = HashSet::new();
+        let mut labels: HashMap<PathBuf, String> = HashMap::new();
         for l in loaded {
             let Ok(case) = &l.entry else { continue };
-            let dir = l.file.parent().map(Path::to_path_buf).unwrap_or_default();
-            let label = crate::util::display_path(&Config::locate(&dir).unwrap_or(dir.clone()))
-                .display()
-                .to_string();
             let error = match self.of(&l.file) {
                 Err(e) => Some(e),
                 Ok(ctx) => {
@@ -427,6 +424,17 @@ impl Contexts {
                 }
             };
             let Some(error) = error else { continue };
+            // Looked up once per folder, and only for cases with a problem: it reads the
+            // file system.
+            let dir = l.file.parent().map(Path::to_path_buf).unwrap_or_default();
+            let label = labels
+                .entry(dir.clone())
+                .or_insert_with(|| {
+                    crate::util::display_path(&Config::locate(&dir).unwrap_or(dir))
+                        .display()
+                        .to_string()
+                })
+                .clone();
             let at = match problems.iter().position(|p| p.label == label) {
                 Some(i) => i,
                 None => {
