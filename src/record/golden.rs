@@ -31,7 +31,12 @@ pub fn path_for(suite_file: &Path, id: &str) -> PathBuf {
 fn builtin_redactions() -> &'static [(Regex, &'static str)] {
     static BUILTIN: std::sync::OnceLock<Vec<(Regex, &'static str)>> = std::sync::OnceLock::new();
     BUILTIN.get_or_init(|| {
+        // A scenario's environment folder (`Workdir`), with the temp folder it is in.
+        let temp = regex::escape(&std::env::temp_dir().display().to_string());
+        let temp = temp.trim_end_matches('/');
+        let environment = format!(r"(?:{temp}/)?agentest-env-[A-Za-z0-9-]*?-\d+-\d+");
         vec![
+            (Regex::new(&environment).expect("valid"), "[environment]"),
             (Regex::new(r"agentest-\d+-\d+").expect("valid"), "[session]"),
             (
                 Regex::new(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?")
@@ -79,8 +84,32 @@ pub fn render(r: &CaseReport) -> String {
     if let Some(sim) = &r.simulator {
         let _ = writeln!(s, "simulator: {sim}");
     }
+    let mut step = None;
     for t in &r.turns {
+        if t.step.is_some() && t.step != step {
+            step = t.step.clone();
+            if let Some(st) = &step {
+                let _ = writeln!(s, "\n=== {st}: {}", st.kind);
+            }
+        }
         let _ = writeln!(s, "\n--- turn {} ({})", t.turn, t.input_source);
+        if let Some(code) = &t.code {
+            // A code step: its code, output, exit code and the files it left.
+            block(&mut s, &format!("code ({})", code.lang), &t.input);
+            block(&mut s, "stdout", &value_text(&t.output));
+            let _ = writeln!(s, "{}", code.exit_text());
+            if !code.stderr.is_empty() {
+                block(&mut s, "stderr", &code.stderr);
+            }
+            if !code.files.is_empty() {
+                let _ = writeln!(s, "files: {}", code.files.join(", "));
+            }
+            verdicts(&mut s, &t.assertions);
+            if let Some(e) = &t.error {
+                let _ = writeln!(s, "error: {e}");
+            }
+            continue;
+        }
         block(&mut s, "user", &t.input);
         for c in &t.tool_calls {
             let mut line = format!("tool {}({})", c.name, c.arguments_json());
@@ -101,6 +130,9 @@ pub fn render(r: &CaseReport) -> String {
         }
         verdicts(&mut s, &t.assertions);
         verdicts(&mut s, &t.checkpoints);
+        if let Some(e) = &t.ending {
+            let _ = writeln!(s, "ended: {e}");
+        }
         if let Some(e) = &t.error {
             let _ = writeln!(s, "error: {e}");
         }

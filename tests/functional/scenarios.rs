@@ -1034,6 +1034,58 @@ fn folders_made_ahead_for_cases_that_never_ran_are_removed() {
     );
 }
 
+/// A scenario pinned as a golden transcript: its steps, a code step's code, output,
+/// exit code and files are in the file (the environment folder's path, different in
+/// every run, as `[environment]`), and a changed output fails with the diff.
+fn a_scenario_transcript_is_pinned_as_a_golden_file() {
+    let s = project("golden");
+    s.write(
+        "agentest.toml",
+        &format!(
+            "[agent]\ntype = \"process\"\ncommand = [\"python3\", {}]\n\n[golden]\nsuites = [\"g\"]\n",
+            toml_str("agent.py")
+        ),
+    );
+    let scenario = |word: &str| {
+        format!("name: pinned\ndescription: d\nenvironment: {{type: local}}\nrun:\n  - name: greet\n    input: 'hi'\n    evaluations: []\n  - lang: bash\n    code: 'echo {word} > out.txt; cat out.txt'\n    evaluations:\n      - type: file_exists\n        path: out.txt\njudgment: {{strategy: all_pass}}\n")
+    };
+    s.write("suites/g.scenario.yaml", &scenario("first"));
+    let wrote = run(
+        s.path(),
+        &["test", "-i", "suites"],
+        &[("AGENTEST_UPDATE", "always")],
+    );
+    assert_eq!(wrote.code, 0, "{wrote:?}");
+    let golden = std::fs::read_to_string(s.join("suites/g.scenario.golden/pinned.txt")).unwrap();
+    for part in [
+        "case: g::pinned\nmode: scenario\n\n=== step 1 (greet): message\n\n--- turn 1 (static)\nuser: hi\nagent: cwd=[environment] env=[environment] said=hi mocks=0\n",
+        "\n=== step 2: code\n\n--- turn 2 (code)\ncode (shell): echo first > out.txt; cat out.txt\nstdout: first\nexit code 0\nfiles: out.txt\n✓ file_exists \"out.txt\"\n",
+    ] {
+        assert!(golden.contains(part), "{part:?} not in\n{golden}");
+    }
+    let same = run(
+        s.path(),
+        &["test", "-i", "suites"],
+        &[("AGENTEST_UPDATE", "no")],
+    );
+    assert_eq!(same.code, 0, "{same:?}");
+    s.write("suites/g.scenario.yaml", &scenario("second"));
+    let changed = run(
+        s.path(),
+        &["test", "-i", "suites"],
+        &[("AGENTEST_UPDATE", "no")],
+    );
+    assert_eq!(changed.code, 1, "{changed:?}");
+    assert!(
+        changed
+            .stdout
+            .contains("the transcript differs from the golden file")
+            && changed.stdout.contains("-stdout: first")
+            && changed.stdout.contains("+stdout: second"),
+        "{changed:?}"
+    );
+}
+
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         steps_run_in_a_fresh_environment_and_every_evaluator_holds,
@@ -1047,5 +1099,6 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         the_elizaos_examples_run_offline_from_cassettes,
         the_example_scenarios_cover_every_evaluator_and_ending,
         folders_made_ahead_for_cases_that_never_ran_are_removed,
+        a_scenario_transcript_is_pinned_as_a_golden_file,
     ]
 }
