@@ -1116,6 +1116,39 @@ pub(crate) enum SelectError {
 
 // Reports, golden files and freezing.
 
+/// The run store cannot be used. Every message ends with how to run without it.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum StoreError {
+    /// Its folder cannot be made (or its thread started).
+    #[error("failed to create the run store {path}: {source}; set AGENTEST_STORE to another file, or AGENTEST_STORE=off to run without the store")]
+    Folder {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// SQLite cannot open it: not a database, corrupt, unreadable.
+    #[error("failed to open the run store {path}: {source}; if the file is damaged, move it away (a new store is made), or set AGENTEST_STORE=off to run without the store")]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// A newer agentest wrote it.
+    #[error("the run store {path} has schema version {found}, newer than this agentest's ({supported}): it was written by a newer agentest; use that version, set AGENTEST_STORE to another file, or AGENTEST_STORE=off to run without the store")]
+    Newer {
+        path: PathBuf,
+        found: i64,
+        supported: i64,
+    },
+    /// A write failed.
+    #[error("failed to write to the run store {path}: {source}; set AGENTEST_STORE=off to run without the store")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+}
+
 /// A report that cannot be written or read back.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {

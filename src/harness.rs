@@ -15,6 +15,7 @@ use crate::config::Config;
 use crate::errors::PlanError;
 use crate::errors::ReportError;
 use crate::plan::{Input, Plan};
+use crate::record::store::ExecutionInfo;
 use crate::record::{failure_message, CaseReport, Recorder, ReportSink, RunInfo, Status};
 use crate::run::context::{Registry, SetupProblem};
 use crate::run::engine::{Engine, RunOptions};
@@ -148,6 +149,26 @@ impl Harness {
         // the cases it stops fail with a pointer to it: said once, not once per case.
         let problems = engine.contexts.setup_problems(&plan.cases);
         let cases: Vec<Arc<Loaded>> = plan.cases.into_iter().map(Arc::new).collect();
+        // The run store, when anything will run (a listing opens nothing).
+        let will_run = selected(&args, &cases, &problems);
+        if !will_run.is_empty() {
+            let from = root_config
+                .as_ref()
+                .map_or_else(|| self.root.clone(), |c| c.dir.clone());
+            let configured = root_config.as_ref().and_then(Config::store_path);
+            if let Some(path) = crate::record::store::location(&from, configured, true) {
+                let info = ExecutionInfo {
+                    command: std::env::args().collect(),
+                    root: self.root.display().to_string(),
+                    nextest_run_id: settings.nextest.as_ref().and_then(|n| n.run_id.clone()),
+                    git_from: self.root.clone(),
+                };
+                let list: Vec<&Loaded> = will_run.iter().map(|l| l.as_ref()).collect();
+                if let Err(e) = recorder.open_store(&path, &info, &list) {
+                    return setup_failure(&args, "store", e.to_string());
+                }
+            }
+        }
         let run = TrialRun {
             engine: engine.clone(),
             recorder: recorder.clone(),
@@ -160,6 +181,7 @@ impl Harness {
         }));
         let conclusion = libtest_mimic::run(&args, trials);
         engine.finish_environments();
+        recorder.close_store();
         if recorder.has_report() {
             record_listed_skips(&args, &cases, &started_cases, &recorder);
             if settings.nextest.is_none() {
@@ -235,20 +257,7 @@ impl TrialRun {
             .iter()
             .flat_map(|p| p.trials.iter().map(move |t| (t.as_str(), p)))
             .collect();
-        let selected: Vec<Arc<Loaded>> = if args.list {
-            Vec::new()
-        } else {
-            cases
-                .iter()
-                .filter(|l| {
-                    let t = probe(l);
-                    !args.is_filtered_out(&t)
-                        && !args.is_ignored(&t)
-                        && !stopped.contains_key(l.trial.as_str())
-                })
-                .cloned()
-                .collect()
-        };
+        let selected: Vec<Arc<Loaded>> = selected(args, cases, problems);
         let started: HashSet<String> = selected.iter().map(|l| l.trial.clone()).collect();
         // A listing (nextest lists every test binary) starts no runtime at all.
         let tickets = if selected.is_empty() {
@@ -342,6 +351,30 @@ fn listed_ignored(l: &Loaded) -> bool {
 
 /// A run that cannot start: one failing trial that says why (so `cargo test` and
 /// nextest show it), or exit code 2 where no trial can carry it.
+/// The cases libtest will run: not a listing, not filtered out, not ignored, not
+/// stopped by a setup problem.
+fn selected(
+    args: &Arguments,
+    cases: &[Arc<Loaded>],
+    problems: &[SetupProblem],
+) -> Vec<Arc<Loaded>> {
+    if args.list {
+        return Vec::new();
+    }
+    let stopped: HashSet<&str> = problems
+        .iter()
+        .flat_map(|p| p.trials.iter().map(String::as_str))
+        .collect();
+    cases
+        .iter()
+        .filter(|l| {
+            let t = probe(l);
+            !args.is_filtered_out(&t) && !args.is_ignored(&t) && !stopped.contains(l.trial.as_str())
+        })
+        .cloned()
+        .collect()
+}
+
 fn setup_failure(args: &Arguments, what: &str, message: String) -> ExitCode {
     let trial = Trial::test(format!("agentest::{what}"), move || {
         Err(Failed::from(message.clone()))

@@ -68,6 +68,20 @@ pub(crate) struct Settings {
     pub(crate) test_threads: Option<usize>,
     /// Running under nextest (`NEXTEST` or `NEXTEST_EXECUTION_MODE`), with its run id.
     pub(crate) nextest: Option<Nextest>,
+    /// `AGENTEST_STORE`: the run store's file, or `off`.
+    pub(crate) store: StoreChoice,
+}
+
+/// Where runs are recorded, as `AGENTEST_STORE` says.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) enum StoreChoice {
+    /// Unset: the config's `[store] path`, else the default place.
+    #[default]
+    Default,
+    /// `off` (or `0`, `false`, `no`): no store.
+    Off,
+    /// A file.
+    Path(PathBuf),
 }
 
 /// A config file chosen by name rather than found, and who chose it (for messages).
@@ -160,6 +174,13 @@ impl Settings {
                     run_id: get("NEXTEST_RUN_ID").map(str::to_string),
                 }
             });
+        let store = match get("AGENTEST_STORE") {
+            None => StoreChoice::Default,
+            Some(v) if ["off", "0", "false", "no"].contains(&v.to_ascii_lowercase().as_str()) => {
+                StoreChoice::Off
+            }
+            Some(v) => StoreChoice::Path(PathBuf::from(v)),
+        };
         Ok(Settings {
             report: get("AGENTEST_REPORT").map(PathBuf::from),
             agent: get("AGENTEST_AGENT").map(str::to_string),
@@ -183,6 +204,7 @@ impl Settings {
             no_color: get("NO_COLOR").is_some(),
             test_threads,
             nextest,
+            store,
         })
     }
 

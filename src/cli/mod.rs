@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 mod commands;
 pub(crate) mod init;
+mod runs;
 mod test;
 
 /// Exit code for usage and config errors.
@@ -50,6 +51,8 @@ enum Command {
     Report(ReportArgs),
     /// ElizaOS's scenario command: `agentest scenario run FILE [--live] [--env-file PATH]`.
     Scenario(ScenarioArgs),
+    /// What the run store holds: `runs list`, `runs show ID`, `runs delete`.
+    Runs(runs::RunsArgs),
 }
 
 #[derive(clap::Args)]
@@ -323,6 +326,7 @@ pub fn main() -> ExitCode {
             .map_err(|e| e.to_string()),
         Command::Freeze(args) => commands::freeze(args),
         Command::Report(args) => commands::report(args),
+        Command::Runs(args) => runs::runs(args),
         Command::Scenario(ScenarioArgs {
             command: ScenarioCommand::Run(run),
         }) => test::test(TestArgs {

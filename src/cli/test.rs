@@ -10,6 +10,7 @@ use super::{use_color, MissingInput, TestArgs};
 use crate::config::Config;
 use crate::plan::{Input, Plan};
 use crate::record::console::{self, Style};
+use crate::record::store::ExecutionInfo;
 use crate::record::{Recorder, ReportSink, RunInfo};
 use crate::run::context::Registry;
 use crate::run::engine::{Engine, RunOptions};
@@ -76,6 +77,18 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
         None => None,
     };
     let recorder = Arc::new(Recorder::new(sink));
+    if let Some(path) = crate::record::store::location(&config.dir, config.store_path(), false) {
+        let info = ExecutionInfo {
+            command: std::env::args().collect(),
+            root: plan.label.clone(),
+            nextest_run_id: None,
+            git_from: plan.root.clone(),
+        };
+        let cases: Vec<&Loaded> = plan.cases.iter().collect();
+        recorder
+            .open_store(&path, &info, &cases)
+            .map_err(|e| e.to_string())?;
+    }
     let scheduler = Scheduler::new(engine.clone(), recorder.clone(), parallel, args.fail_fast);
     let style = Style {
         color: use_color(args.color),
@@ -107,6 +120,7 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
     progress.clear();
     // The environment folders of the last cases are removed in the background.
     engine.finish_environments();
+    recorder.close_store();
     let mut summary = recorder.summary();
     summary.duration_ms = started.elapsed().as_millis() as u64;
     summary.stopped_early = ending.stopped;

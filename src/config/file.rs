@@ -43,6 +43,17 @@ pub struct ConfigFile {
     /// Golden transcripts: which suites are pinned, and redactions.
     #[serde(default)]
     pub golden: GoldenConfig,
+    /// The run store.
+    #[serde(default)]
+    pub store: StoreConfig,
+}
+
+/// `[store]`: where runs are recorded.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreConfig {
+    /// The store's file, relative to the config file (`AGENTEST_STORE` wins).
+    pub path: Option<String>,
 }
 
 /// `[run]`: how cases are run.
@@ -84,6 +95,11 @@ pub struct Config {
 }
 
 impl Config {
+    /// `[store] path`, resolved against the config's folder.
+    pub(crate) fn store_path(&self) -> Option<PathBuf> {
+        self.file.store.path.as_ref().map(|p| self.dir.join(p))
+    }
+
     /// The `agentest.toml` in `start` or its nearest ancestor, if there is one.
     pub fn locate(start: &Path) -> Option<PathBuf> {
         if let Some(chosen) = &crate::settings::get().config {

@@ -10,6 +10,7 @@ mod model;
 mod recorder;
 pub(crate) mod review;
 mod sink;
+pub(crate) mod store;
 
 pub use format::{failure_message, Format};
 pub use jsonl::JsonlWriter;

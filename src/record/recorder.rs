@@ -1,13 +1,18 @@
-//! Recording a run as its cases finish: the report file (when there is one) and the
-//! summary. The binary and the harness record through the same [`Recorder`].
+//! Recording a run as its cases finish: the report file (when there is one), the run
+//! store (unless it is off) and the summary. The binary and the harness record through
+//! the same [`Recorder`].
 
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
+use crate::errors::StoreError;
+use crate::record::store::{ExecutionInfo, Planned, StoreWriter};
 use crate::record::{CaseReport, ReportSink, RunInfo, Summary};
+use crate::source::Loaded;
 
-/// A run's report file and summary, fed one case at a time, from any thread.
+/// A run's report file, store and summary, fed one case at a time, from any thread.
 pub(crate) struct Recorder {
     sink: Option<ReportSink>,
+    store: OnceLock<StoreWriter>,
     summary: Mutex<Summary>,
 }
 
@@ -15,7 +20,49 @@ impl Recorder {
     pub(crate) fn new(sink: Option<ReportSink>) -> Recorder {
         Recorder {
             sink,
+            store: OnceLock::new(),
             summary: Mutex::new(Summary::new()),
+        }
+    }
+
+    /// Opens the run store at `path` (see [`crate::record::store::location`]) for an execution that
+    /// will run `cases`. Called once, before any case starts.
+    pub(crate) fn open_store(
+        &self,
+        path: &std::path::Path,
+        info: &ExecutionInfo,
+        cases: &[&Loaded],
+    ) -> Result<(), StoreError> {
+        let files: Vec<String> = cases.iter().map(|l| l.file.display().to_string()).collect();
+        let planned: Vec<Planned<'_>> = cases
+            .iter()
+            .zip(&files)
+            .map(|(l, file)| Planned {
+                trial: &l.trial,
+                suite: &l.suite,
+                case_id: match &l.entry {
+                    Ok(c) => &c.id,
+                    Err(_) => l.trial.rsplit("::").next().unwrap_or(&l.trial),
+                },
+                file,
+            })
+            .collect();
+        let writer = StoreWriter::begin(path, info, &planned)?;
+        let _ = self.store.set(writer);
+        Ok(())
+    }
+
+    /// The case of `trial` starts.
+    pub(crate) fn started(&self, trial: &str) {
+        if let Some(s) = self.store.get() {
+            s.started(trial);
+        }
+    }
+
+    /// Waits for the store's last writes and closes its execution.
+    pub(crate) fn close_store(&self) {
+        if let Some(s) = self.store.get() {
+            s.finish();
         }
     }
 
@@ -26,6 +73,9 @@ impl Recorder {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .add(report);
+        if let Some(s) = self.store.get() {
+            s.done(report);
+        }
         if let Some(sink) = &self.sink {
             if let Err(e) = sink.record(report) {
                 eprintln!(

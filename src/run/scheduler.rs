@@ -84,6 +84,7 @@ impl Scheduler {
                         tx.clone(),
                         l.clone(),
                     );
+                    recorder.started(&l.trial);
                     let task = tokio::spawn(async move {
                         let report = engine.run_guarded(l).await;
                         if fail_fast

@@ -38,8 +38,8 @@ impl Scratch {
         Scratch::named("golden", tag)
     }
 
-    /// Every file under the root except the config, the report and the helper scripts,
-    /// relative and sorted.
+    /// Every file under the root except the config, the report, the helper scripts and
+    /// the run store (`.agentest/`), relative and sorted.
     fn written(&self) -> Vec<String> {
         let mut found = Vec::new();
         let mut stack = vec![self.root.clone()];
@@ -55,7 +55,11 @@ impl Scratch {
                     .expect("under the root")
                     .to_string_lossy()
                     .into_owned();
-                if !rel.ends_with(".toml") && !rel.ends_with(".py") && !rel.starts_with("report") {
+                if !rel.ends_with(".toml")
+                    && !rel.ends_with(".py")
+                    && !rel.starts_with("report")
+                    && !rel.starts_with(".agentest/")
+                {
                     found.push(rel);
                 }
             }

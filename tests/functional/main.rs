@@ -74,6 +74,7 @@ mod readme;
 mod real_model;
 mod reports;
 mod scenarios;
+mod store;
 
 /// What a test function may return.
 pub(crate) trait TestResult {
@@ -157,6 +158,7 @@ fn main() {
     trials.extend(real_model::tests());
     trials.extend(reports::tests());
     trials.extend(scenarios::tests());
+    trials.extend(store::tests());
     let mut names: Vec<&str> = trials.iter().map(Trial::name).collect();
     names.sort_unstable();
     if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {

@@ -1,0 +1,237 @@
+//! `agentest runs`: what the run store holds. `list` the runs (newest first), `show` one
+//! with its transcript and result, `delete` runs.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Subcommand;
+
+use crate::config::Config;
+use crate::record::store::{self, Doomed, Filter, RunRow, LIFECYCLE, VERDICTS};
+use crate::record::CaseReport;
+
+#[derive(clap::Args)]
+pub(super) struct RunsArgs {
+    #[command(subcommand)]
+    command: RunsCommand,
+    /// The store (default: as `agentest test` finds it from the current folder:
+    /// AGENTEST_STORE, `[store] path`, target/agentest/runs.db or .agentest/runs.db).
+    #[arg(long, global = true)]
+    store: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum RunsCommand {
+    /// The runs, newest first: id, execution, status, verdict, trial, start, time, reason.
+    List {
+        /// A status (queued, pending, running, completed, error) or a verdict (passed,
+        /// failed, skipped, timeout).
+        #[arg(long)]
+        status: Option<String>,
+        /// A suite, with the suites under it.
+        #[arg(long)]
+        suite: Option<String>,
+        /// An execution's id.
+        #[arg(long)]
+        execution: Option<i64>,
+        /// At most this many (default 50).
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+    /// One run: its result and transcript.
+    Show {
+        /// The run's id (from `runs list`).
+        id: i64,
+    },
+    /// Delete a run, an execution's runs, or every run of executions that started
+    /// before a date.
+    Delete {
+        /// The run's id.
+        id: Option<i64>,
+        /// Every run of this execution, and the execution.
+        #[arg(long, conflicts_with = "id")]
+        execution: Option<i64>,
+        /// Every execution that started before this date (YYYY-MM-DD, or RFC 3339).
+        #[arg(long, conflicts_with_all = ["id", "execution"])]
+        before: Option<String>,
+    },
+}
+
+/// Runs `agentest runs ...`.
+pub(super) fn runs(args: RunsArgs) -> Result<ExitCode, String> {
+    let path = match args.store {
+        Some(p) => p,
+        None => default_store()?,
+    };
+    if !path.is_file() {
+        return Err(format!(
+            "no run store at {}: it is made by the first `agentest test` or `cargo test` run (AGENTEST_STORE=off turns it off)",
+            path.display()
+        ));
+    }
+    let mut conn = store::open(&path).map_err(|e| e.to_string())?;
+    let failed =
+        |e: rusqlite::Error| format!("failed to read the run store {}: {e}", path.display());
+    let mut out = std::io::stdout().lock();
+    match args.command {
+        RunsCommand::List {
+            status,
+            suite,
+            execution,
+            limit,
+        } => {
+            if let Some(s) = &status {
+                if !LIFECYCLE.contains(&s.as_str()) && !VERDICTS.contains(&s.as_str()) {
+                    return Err(format!(
+                        "--status {s}: expected a status ({}) or a verdict ({})",
+                        LIFECYCLE.join(", "),
+                        VERDICTS.join(", ")
+                    ));
+                }
+            }
+            let filter = Filter {
+                status,
+                suite,
+                execution,
+                limit,
+            };
+            let rows = store::list(&conn, &filter).map_err(failed)?;
+            let _ = write_rows(&mut out, &rows);
+        }
+        RunsCommand::Show { id } => {
+            let Some((row, record)) = store::show(&conn, id).map_err(failed)? else {
+                return Err(format!("no run {id} in {}", path.display()));
+            };
+            let _ =
+                std::io::Write::write_all(&mut out, show_text(&row, record.as_deref()).as_bytes());
+        }
+        RunsCommand::Delete {
+            id,
+            execution,
+            before,
+        } => {
+            let doomed = match (id, execution, before) {
+                (Some(id), _, _) => Doomed::Run(id),
+                (_, Some(e), _) => Doomed::Execution(e),
+                (_, _, Some(date)) => Doomed::Before(date_bound(&date)?),
+                _ => {
+                    return Err(
+                        "say what to delete: a run's id, --execution N or --before DATE".into(),
+                    )
+                }
+            };
+            let n = store::delete(&mut conn, &doomed).map_err(failed)?;
+            eprintln!("deleted {n} run{}", if n == 1 { "" } else { "s" });
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The store `agentest test` would use from the current folder.
+fn default_store() -> Result<PathBuf, String> {
+    let here = Path::new(".");
+    let config = Config::discover(here).map_err(|e| e.to_string())?;
+    store::location(&config.dir, config.store_path(), false)
+        .ok_or_else(|| "the run store is off (AGENTEST_STORE=off)".to_string())
+}
+
+/// `YYYY-MM-DD` as the start of that day (UTC), or an RFC 3339 time as given.
+fn date_bound(date: &str) -> Result<String, String> {
+    let d = date.trim();
+    let day = d.len() == 10
+        && d.bytes().enumerate().all(|(i, b)| {
+            if i == 4 || i == 7 {
+                b == b'-'
+            } else {
+                b.is_ascii_digit()
+            }
+        });
+    let full = d.len() >= 20 && d.as_bytes().get(10) == Some(&b'T');
+    if day {
+        Ok(format!("{d}T00:00:00Z"))
+    } else if full {
+        Ok(d.to_string())
+    } else {
+        Err(format!(
+            "--before {date}: expected a date (2026-11-01) or an RFC 3339 time (2026-11-01T12:00:00Z)"
+        ))
+    }
+}
+
+fn write_rows(out: &mut impl std::io::Write, rows: &[RunRow]) -> std::io::Result<()> {
+    if rows.is_empty() {
+        return writeln!(out, "no runs");
+    }
+    let width = rows
+        .iter()
+        .map(|r| r.trial.chars().count())
+        .max()
+        .unwrap_or(5)
+        .max(5);
+    writeln!(
+        out,
+        "{:>6}  {:>5}  {:<9}  {:<7}  {:<width$}  {:<20}  {:>8}  REASON",
+        "ID", "EXEC", "STATUS", "VERDICT", "TRIAL", "STARTED", "TIME"
+    )?;
+    for r in rows {
+        let reason = r
+            .reason
+            .as_deref()
+            .and_then(|t| t.lines().next())
+            .unwrap_or("")
+            .chars()
+            .take(80)
+            .collect::<String>();
+        let time = r
+            .latency_ms
+            .map(|ms| format!("{:.2}s", ms as f64 / 1000.0))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "{:>6}  {:>5}  {:<9}  {:<7}  {:<width$}  {:<20}  {:>8}  {reason}",
+            r.id,
+            r.execution,
+            r.status,
+            r.verdict.as_deref().unwrap_or("-"),
+            r.trial,
+            r.started_at.as_deref().unwrap_or("-"),
+            time,
+        )?;
+    }
+    Ok(())
+}
+
+/// A run: its row's facts, then its case's transcript as the reports show it.
+fn show_text(r: &RunRow, record: Option<&str>) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "run {} (execution {}): {}", r.id, r.execution, r.trial);
+    let _ = writeln!(
+        s,
+        "status: {}{}",
+        r.status,
+        r.verdict
+            .as_deref()
+            .map(|v| format!(" ({v})"))
+            .unwrap_or_default()
+    );
+    if let Some(t) = &r.started_at {
+        let _ = writeln!(s, "started: {t}");
+    }
+    if let Some(t) = &r.completed_at {
+        let _ = writeln!(s, "completed: {t}");
+    }
+    if let Some(id) = r.retry_of {
+        let _ = writeln!(s, "retries run {id}");
+    }
+    match record.and_then(|j| serde_json::from_str::<CaseReport>(j).ok()) {
+        Some(report) => {
+            let _ = writeln!(s);
+            s.push_str(&crate::record::format::common::transcript(&report));
+        }
+        None => {
+            let _ = writeln!(s, "\n(no transcript: the run has not ended)");
+        }
+    }
+    s
+}

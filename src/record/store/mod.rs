@@ -1,0 +1,12 @@
+//! The run store: every run of agentest (binary, `cargo test`, nextest) recorded in an
+//! embedded SQLite database, with the executions they belong to. See the README's
+//! "Run store" section for where it is and what it holds.
+
+mod open;
+mod read;
+mod schema;
+mod write;
+
+pub(crate) use open::{location, open};
+pub(crate) use read::{delete, list, show, Doomed, Filter, RunRow, LIFECYCLE, VERDICTS};
+pub(crate) use write::{ExecutionInfo, Planned, StoreWriter};

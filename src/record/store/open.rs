@@ -1,0 +1,106 @@
+//! Where the store is, and opening it: WAL mode, a busy timeout for the many processes
+//! of a nextest run, the schema migrated or a newer one refused.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+
+use super::schema::{self, Found};
+use crate::errors::StoreError;
+
+/// How long a write waits for another process's transaction before it gives up. Every
+/// transaction is a few statements, so this is only reached by a stuck process.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The store's file name in its folder.
+pub(crate) const FILE: &str = "runs.db";
+
+/// Where the store of a run is: `AGENTEST_STORE`, else the config's `[store] path`, else
+/// `agentest/runs.db` in the Cargo target directory (`CARGO_TARGET_DIR`; under `cargo
+/// test`, the one the test binary was built in; else `target/` of the crate around
+/// `from`, the config's folder or the current one), else `.agentest/runs.db` in `from`.
+/// `None`: the store is off.
+pub(crate) fn location(from: &Path, configured: Option<PathBuf>, harness: bool) -> Option<PathBuf> {
+    use crate::settings::StoreChoice;
+    match &crate::settings::get().store {
+        StoreChoice::Off => return None,
+        StoreChoice::Path(p) => return Some(p.clone()),
+        StoreChoice::Default => {}
+    }
+    if let Some(p) = configured {
+        return Some(p);
+    }
+    Some(target_dir(from, harness).map_or_else(
+        || from.join(".agentest").join(FILE),
+        |t| t.join("agentest").join(FILE),
+    ))
+}
+
+/// The Cargo target directory of the project the run belongs to.
+fn target_dir(from: &Path, harness: bool) -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(dir));
+    }
+    if harness {
+        // The test binary lives in `<target>/<profile>/deps/`; Cargo marks `<target>`
+        // with CACHEDIR.TAG.
+        let exe = std::env::current_exe().ok()?;
+        if let Some(t) = exe.ancestors().find(|d| d.join("CACHEDIR.TAG").is_file()) {
+            return Some(t.to_path_buf());
+        }
+    }
+    let from = std::path::absolute(from).unwrap_or_else(|_| from.to_path_buf());
+    let crate_dir = from.ancestors().find(|d| d.join("Cargo.toml").is_file())?;
+    Some(crate_dir.join("target"))
+}
+
+/// Opens (creating it and its folder when missing) the store at `path`.
+pub(crate) fn open(path: &Path) -> Result<Connection, StoreError> {
+    let fail = |source| StoreError::Open {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| StoreError::Folder {
+            path: path.to_path_buf(),
+            source: e,
+        })?;
+    }
+    let mut conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(fail)?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
+    // A newer agentest's store is refused before anything here writes to it (switching
+    // to WAL rewrites the header).
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(fail)?;
+    if version > schema::VERSION {
+        return Err(StoreError::Newer {
+            path: path.to_path_buf(),
+            found: version,
+            supported: schema::VERSION,
+        });
+    }
+    // WAL: readers never wait for the writer, and a commit is an append. NORMAL: a
+    // commit survives the process being killed (not a power cut before a checkpoint).
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(fail)?;
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .map_err(fail)?;
+    conn.pragma_update(None, "foreign_keys", "ON")
+        .map_err(fail)?;
+    match schema::migrate(&mut conn).map_err(fail)? {
+        Found::Current { .. } => Ok(conn),
+        Found::Newer(found) => Err(StoreError::Newer {
+            path: path.to_path_buf(),
+            found,
+            supported: schema::VERSION,
+        }),
+    }
+}

@@ -1,0 +1,86 @@
+//! The store's schema and its migrations. The version is SQLite's `user_version`; each
+//! migration takes the store from one version to the next, in one transaction. A store
+//! whose version is above [`VERSION`] was written by a newer agentest and is refused:
+//! this one cannot know what it would break.
+
+use rusqlite::Connection;
+
+/// The schema version this agentest writes.
+pub(crate) const VERSION: i64 = 1;
+
+/// The migrations, in order: `MIGRATIONS[i]` takes version `i` to `i + 1`.
+const MIGRATIONS: [&str; VERSION as usize] = [r#"
+CREATE TABLE executions (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    started_at    TEXT NOT NULL,
+    finished_at   TEXT,
+    command       TEXT NOT NULL,
+    version       TEXT NOT NULL,
+    git_commit    TEXT,
+    -- Every process of one `cargo nextest run` shares its run id, and so its execution.
+    nextest_run_id TEXT UNIQUE,
+    root          TEXT NOT NULL
+);
+CREATE TABLE runs (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    execution_id  INTEGER NOT NULL REFERENCES executions(id) ON DELETE CASCADE,
+    trial         TEXT NOT NULL,
+    suite         TEXT NOT NULL,
+    case_id       TEXT NOT NULL,
+    file          TEXT NOT NULL,
+    persona       TEXT,
+    parameters    TEXT,
+    -- The seed's lifecycle; a failed verdict is `completed` with result.success = 0.
+    status        TEXT NOT NULL DEFAULT 'queued'
+                  CHECK (status IN ('queued', 'pending', 'running', 'completed', 'error')),
+    -- agentest's own status: passed, failed, error, skipped or timeout.
+    verdict       TEXT,
+    started_at    TEXT,
+    completed_at  TEXT,
+    owner_pid     INTEGER,
+    owner_host    TEXT,
+    heartbeat_at  TEXT,
+    success       INTEGER,
+    score         REAL,
+    reason        TEXT,
+    error         TEXT,
+    messages      TEXT,
+    metadata      TEXT,
+    record        TEXT,
+    retry_of      INTEGER REFERENCES runs(id) ON DELETE SET NULL,
+    UNIQUE (execution_id, trial)
+);
+CREATE INDEX runs_by_status ON runs (status, id);
+CREATE INDEX runs_by_suite ON runs (suite, id);
+CREATE INDEX runs_by_execution ON runs (execution_id, id);
+"#];
+
+/// What opening found about the schema.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Found {
+    /// At [`VERSION`], migrated from `from` if that was lower.
+    Current { from: i64 },
+    /// Written by a newer agentest, at this version.
+    Newer(i64),
+}
+
+/// Brings the store to [`VERSION`], unless it is newer.
+pub(crate) fn migrate(conn: &mut Connection) -> rusqlite::Result<Found> {
+    let from: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if from > VERSION {
+        return Ok(Found::Newer(from));
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(from.max(0) as usize) {
+        // IMMEDIATE: two processes opening a new store at once migrate it once; the
+        // second sees the version the first wrote.
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let now: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if now > i as i64 {
+            continue;
+        }
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", i as i64 + 1)?;
+        tx.commit()?;
+    }
+    Ok(Found::Current { from })
+}

@@ -1,0 +1,244 @@
+//! The run store through the real binary: every run recorded with the seed's statuses,
+//! `agentest runs list|show|delete`, turned off, a store from a newer agentest refused
+//! and a damaged one named.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::common::{finish, toml_str, Run, Scratch, BIN, EXPENSE_AGENT};
+
+/// A project with the example agent and a suite of four cases: one passes, one fails,
+/// one errors (the agent crashes), one is skipped.
+fn project(tag: &str) -> Scratch {
+    let s = Scratch::named("store", tag);
+    s.write(
+        "agentest.toml",
+        &format!(
+            "[agent]\ntype = \"process\"\ncommand = [\"python3\", {}]\n",
+            toml_str(EXPENSE_AGENT)
+        ),
+    );
+    s.write(
+        "suites/s.jsonl",
+        concat!(
+            r#"{"id": "ok", "input": "hello", "assert": {"type": "contains", "value": "Hello"}}"#,
+            "\n",
+            r#"{"id": "bad", "input": "hello", "assert": {"type": "contains", "value": "refund"}}"#,
+            "\n",
+            r#"{"id": "crash", "input": "CRASH now"}"#,
+            "\n",
+            r#"{"id": "later", "input": "hello", "skip": true}"#,
+            "\n",
+        ),
+    );
+    s
+}
+
+fn agentest(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Run {
+    let mut cmd = Command::new(BIN);
+    cmd.current_dir(dir)
+        .args(args)
+        .env_remove("AGENTEST_STORE")
+        .env_remove("CARGO_TARGET_DIR")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null());
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    finish(&mut cmd)
+}
+
+/// The rows of `runs list` below its header, as (status, verdict, trial).
+fn listed(run: &Run) -> Vec<(String, String, String)> {
+    run.stdout
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            (
+                cols[2].to_string(),
+                cols[3].to_string(),
+                cols[4].to_string(),
+            )
+        })
+        .collect()
+}
+
+fn row(status: &str, verdict: &str, trial: &str) -> (String, String, String) {
+    (status.into(), verdict.into(), trial.into())
+}
+
+/// Every case of a run is a run in the store, in the seed's lifecycle (a failed verdict
+/// is `completed`, a crash is `error`), with its transcript; two invocations are two
+/// executions; `runs delete` removes an execution's runs.
+fn every_run_is_recorded_and_listed() {
+    let s = project("record");
+    let first = agentest(s.path(), &["test", "-i", "suites"], &[]);
+    assert_eq!(first.code, 1, "{first:?}");
+    assert!(
+        s.join(".agentest/runs.db").is_file(),
+        "the default place without a crate"
+    );
+    let list = agentest(s.path(), &["runs", "list"], &[]);
+    assert_eq!(list.code, 0, "{list:?}");
+    let mut rows = listed(&list);
+    rows.sort();
+    assert_eq!(
+        rows,
+        [
+            row("completed", "failed", "s::bad"),
+            row("completed", "passed", "s::ok"),
+            row("completed", "skipped", "s::later"),
+            row("error", "error", "s::crash"),
+        ]
+    );
+    // Filters: a verdict, a status, the execution.
+    let failed = agentest(s.path(), &["runs", "list", "--status", "failed"], &[]);
+    assert_eq!(listed(&failed), [row("completed", "failed", "s::bad")]);
+    let errors = agentest(s.path(), &["runs", "list", "--status", "error"], &[]);
+    assert_eq!(listed(&errors), [row("error", "error", "s::crash")]);
+    assert!(
+        errors
+            .stdout
+            .contains("agent process exited before replying"),
+        "the reason is shown: {errors:?}"
+    );
+    // `show`: the result and the transcript.
+    let id = failed
+        .stdout
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    let shown = agentest(s.path(), &["runs", "show", &id], &[]);
+    assert_eq!(shown.code, 0, "{shown:?}");
+    assert!(
+        shown.stdout.starts_with(&format!(
+            "run {id} (execution 1): s::bad\nstatus: completed (failed)\n"
+        )),
+        "{shown:?}"
+    );
+    assert!(
+        shown
+            .stdout
+            .contains("expected the reply to contain \"refund\""),
+        "{shown:?}"
+    );
+    // A second invocation is a second execution.
+    agentest(s.path(), &["test", "-i", "suites"], &[]);
+    let second = agentest(s.path(), &["runs", "list", "--execution", "2"], &[]);
+    assert_eq!(listed(&second).len(), 4, "{second:?}");
+    let all = agentest(s.path(), &["runs", "list", "--limit", "100"], &[]);
+    assert_eq!(listed(&all).len(), 8, "{all:?}");
+    let deleted = agentest(s.path(), &["runs", "delete", "--execution", "1"], &[]);
+    assert_eq!(deleted.code, 0, "{deleted:?}");
+    assert_eq!(deleted.stderr, "deleted 4 runs\n");
+    let left = agentest(s.path(), &["runs", "list", "--limit", "100"], &[]);
+    assert_eq!(listed(&left).len(), 4, "{left:?}");
+    let missing = agentest(s.path(), &["runs", "show", "1"], &[]);
+    assert_eq!(missing.code, 2, "{missing:?}");
+    assert!(missing.stderr.contains("no run 1 in "), "{missing:?}");
+}
+
+/// `AGENTEST_STORE=off` records nothing; `AGENTEST_STORE=FILE` and `[store] path` say
+/// where; a crate's store is in its target directory.
+fn the_store_goes_where_it_is_told() {
+    let s = project("where");
+    let off = agentest(
+        s.path(),
+        &["test", "-i", "suites"],
+        &[("AGENTEST_STORE", "off")],
+    );
+    assert_eq!(off.code, 1, "{off:?}");
+    assert!(!s.join(".agentest").exists());
+    agentest(
+        s.path(),
+        &["test", "-i", "suites"],
+        &[("AGENTEST_STORE", "elsewhere/my.db")],
+    );
+    assert!(s.join("elsewhere/my.db").is_file());
+    s.write(
+        "agentest.toml",
+        &format!(
+            "[agent]\ntype = \"process\"\ncommand = [\"python3\", {}]\n\n[store]\npath = \"runs/store.db\"\n",
+            toml_str(EXPENSE_AGENT)
+        ),
+    );
+    agentest(s.path(), &["test", "-i", "suites"], &[]);
+    assert!(s.join("runs/store.db").is_file());
+    // In a crate: target/agentest/runs.db.
+    let c = project("crate");
+    c.write(
+        "Cargo.toml",
+        "[package]\nname = \"x\"\nversion = \"0.1.0\"\n",
+    );
+    agentest(c.path(), &["test", "-i", "suites"], &[]);
+    assert!(c.join("target/agentest/runs.db").is_file());
+    let list = agentest(c.path(), &["runs", "list"], &[]);
+    assert_eq!(listed(&list).len(), 4, "{list:?}");
+}
+
+/// A store written by a newer agentest is refused, untouched; a file that is no
+/// database is named with the way out; either way nothing runs, and with the store off
+/// the run goes on.
+fn a_newer_or_damaged_store_is_refused_with_the_way_out() {
+    let s = project("refused");
+    let db = s.join("future.db");
+    {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute_batch("CREATE TABLE later (x); PRAGMA user_version = 99;")
+            .unwrap();
+    }
+    let before = std::fs::read(&db).unwrap();
+    let db_str = db.to_str().unwrap();
+    let r = agentest(
+        s.path(),
+        &["test", "-i", "suites"],
+        &[("AGENTEST_STORE", db_str)],
+    );
+    assert_eq!(r.code, 2, "{r:?}");
+    assert_eq!(
+        r.stderr.trim_end(),
+        format!("error: the run store {db_str} has schema version 99, newer than this agentest's (1): it was written by a newer agentest; use that version, set AGENTEST_STORE to another file, or AGENTEST_STORE=off to run without the store")
+    );
+    assert!(r.stdout.is_empty(), "nothing ran: {r:?}");
+    assert_eq!(
+        std::fs::read(&db).unwrap(),
+        before,
+        "the store is untouched"
+    );
+    let junk = s.join("junk.db");
+    std::fs::write(&junk, "this is not a database, just some text that is long enough to be read as a header by SQLite; it is not one").unwrap();
+    let junk_str = junk.to_str().unwrap();
+    let r = agentest(
+        s.path(),
+        &["test", "-i", "suites"],
+        &[("AGENTEST_STORE", junk_str)],
+    );
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr.starts_with(&format!(
+            "error: failed to open the run store {junk_str}: file is not a database"
+        )) && r
+            .stderr
+            .contains("AGENTEST_STORE=off to run without the store"),
+        "{r:?}"
+    );
+    let off = agentest(
+        s.path(),
+        &["test", "-i", "suites"],
+        &[("AGENTEST_STORE", "off")],
+    );
+    assert_eq!(off.code, 1, "runs (and fails on its failing case): {off:?}");
+}
+
+pub fn tests() -> Vec<libtest_mimic::Trial> {
+    crate::trials![
+        every_run_is_recorded_and_listed,
+        the_store_goes_where_it_is_told,
+        a_newer_or_damaged_store_is_refused_with_the_way_out,
+    ]
+}
