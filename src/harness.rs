@@ -165,7 +165,18 @@ impl Harness {
                 };
                 let list: Vec<&Loaded> = will_run.iter().map(|l| l.as_ref()).collect();
                 if let Err(e) = recorder.open_store(&path, &info, &list) {
-                    return setup_failure(&args, "store", e.to_string());
+                    // Every trial that would run fails with the reason: under nextest's
+                    // `--exact NAME` a trial of another name would be filtered out, and
+                    // the case would pass unrun.
+                    let message = e.to_string();
+                    let trials = will_run
+                        .iter()
+                        .map(|l| {
+                            let message = message.clone();
+                            Trial::test(l.trial.clone(), move || Err(Failed::from(message)))
+                        })
+                        .collect();
+                    return libtest_mimic::run(&args, trials).exit_code();
                 }
             }
         }

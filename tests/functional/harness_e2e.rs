@@ -1382,6 +1382,66 @@ fn nextest_runs_start_the_report_afresh() -> Needs {
     Ok(())
 }
 
+/// The run store under nextest: every process of one `cargo nextest run` (one per
+/// test) records into one execution, each case once, with its verdict; a second run is
+/// a second execution; a plain `cargo test` run is one more.
+fn a_nextest_run_is_one_execution_in_the_store() -> Needs {
+    nextest()?;
+    let fx = fixture();
+    let scratch = Scratch::new("store-nextest");
+    let db = scratch.path("runs.db");
+    let env = [("AGENTEST_STORE", db.as_os_str())];
+    fx.nextest("run", &["--no-fail-fast"], &env)
+        .expect_code(100);
+    fx.nextest("run", &["--no-fail-fast"], &env)
+        .expect_code(100);
+    fx.cargo_test_with(&["billing/"], &env).expect_code(0);
+    let conn = rusqlite::Connection::open(&db).expect("the store");
+    let executions: Vec<(i64, Option<String>)> = conn
+        .prepare("SELECT id, nextest_run_id FROM executions ORDER BY id")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(executions.len(), 3, "{executions:?}");
+    assert!(executions[0].1.is_some() && executions[1].1.is_some());
+    assert_ne!(executions[0].1, executions[1].1);
+    assert_eq!(executions[2].1, None, "cargo test is not nextest");
+    for (id, _) in &executions[..2] {
+        let runs: Vec<(String, String, Option<String>)> = conn
+            .prepare(
+                "SELECT trial, status, verdict FROM runs WHERE execution_id = ?1 ORDER BY trial",
+            )
+            .unwrap()
+            .query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let trials: Vec<&str> = runs.iter().map(|r| r.0.as_str()).collect();
+        assert_eq!(trials, NEXTEST_RUNS, "execution {id}: one run per case");
+        for (trial, status, verdict) in &runs {
+            let want = expected_status(trial);
+            assert_eq!(verdict.as_deref(), Some(want), "{trial}");
+            let lifecycle = if want == "error" {
+                "error"
+            } else {
+                "completed"
+            };
+            assert_eq!(status, lifecycle, "{trial}");
+        }
+    }
+    let billing: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM runs WHERE execution_id = ?1 AND status = 'completed'",
+            [executions[2].0],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(billing, 2);
+    Ok(())
+}
+
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         an_invalid_setting_is_one_failing_trial_naming_it,
@@ -1406,6 +1466,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         empty_suites_root_is_an_error_naming_the_root,
         nextest_lists_the_trials (needs nextest),
         nextest_run_fails_and_appends_a_record_per_case (needs nextest),
+        a_nextest_run_is_one_execution_in_the_store (needs nextest),
         nextest_runs_start_the_report_afresh (needs nextest),
     ]
 }

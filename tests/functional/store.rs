@@ -235,10 +235,55 @@ fn a_newer_or_damaged_store_is_refused_with_the_way_out() {
     assert_eq!(off.code, 1, "runs (and fails on its failing case): {off:?}");
 }
 
+/// Processes started together on one new store (as nextest starts them): each is an
+/// execution of its own with every case recorded once, and none sees "database is
+/// locked" or loses a write.
+fn processes_at_once_share_one_store() {
+    let s = project("together");
+    let db = s.join("shared/runs.db");
+    let db_str = db.to_str().unwrap().to_string();
+    let children: Vec<std::process::Child> = (0..8)
+        .map(|_| {
+            Command::new(BIN)
+                .current_dir(s.path())
+                .args(["test", "-i", "suites"])
+                .env_remove("CARGO_TARGET_DIR")
+                .env("AGENTEST_STORE", &db_str)
+                .env("NO_COLOR", "1")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("start agentest")
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().expect("agentest ends");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(!stderr.contains("store"), "{stderr}");
+    }
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let count = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
+    assert_eq!(count("SELECT COUNT(*) FROM executions"), 8);
+    assert_eq!(count("SELECT COUNT(*) FROM runs"), 32);
+    assert_eq!(
+        count("SELECT COUNT(*) FROM runs WHERE status IN ('completed', 'error')"),
+        32,
+        "every run ended"
+    );
+    assert_eq!(
+        count("SELECT COUNT(DISTINCT execution_id || trial) FROM runs"),
+        32,
+        "each case once per execution"
+    );
+}
+
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         every_run_is_recorded_and_listed,
         the_store_goes_where_it_is_told,
         a_newer_or_damaged_store_is_refused_with_the_way_out,
+        processes_at_once_share_one_store,
     ]
 }

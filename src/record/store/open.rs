@@ -55,18 +55,41 @@ fn target_dir(from: &Path, harness: bool) -> Option<PathBuf> {
     Some(crate_dir.join("target"))
 }
 
-/// Opens (creating it and its folder when missing) the store at `path`.
+/// Opens (creating it and its folder when missing) the store at `path`. Processes that
+/// open a new store at the same moment (nextest starts several) may find it locked
+/// while another switches it to WAL or migrates it: they try again for a while.
 pub(crate) fn open(path: &Path) -> Result<Connection, StoreError> {
-    let fail = |source| StoreError::Open {
-        path: path.to_path_buf(),
-        source,
-    };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| StoreError::Folder {
             path: path.to_path_buf(),
             source: e,
         })?;
     }
+    let until = std::time::Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match open_once(path) {
+            Err(StoreError::Open { source, .. })
+                if is_busy(&source) && std::time::Instant::now() < until =>
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            other => return other,
+        }
+    }
+}
+
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
+fn open_once(path: &Path) -> Result<Connection, StoreError> {
+    let fail = |source| StoreError::Open {
+        path: path.to_path_buf(),
+        source,
+    };
     let mut conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE
