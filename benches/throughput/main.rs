@@ -10,7 +10,9 @@
 //! cargo bench -- throughput replay # only the groups named
 //! ```
 //!
-//! Groups: `startup`, `throughput`, `replay`, `nextest`, `memory`. The table is printed
+//! Groups: `startup`, `throughput`, `replay`, `nextest`, `memory`, `scenarios`, `store`.
+//! Every `agentest` run records into a run store in the group's own folder (as users'
+//! runs do; `store` measures what that costs). The table is printed
 //! and saved to `target/agentest-bench.txt`.
 //!
 //! `AGENTEST_BENCH_WRAP="valgrind --tool=massif"` runs every `agentest` under that
@@ -71,13 +73,14 @@ fn main() -> ExitCode {
     let mut rows = Vec::new();
     let mut notes = Vec::new();
     type Group = fn(&Bench, &mut Vec<String>) -> Vec<Row>;
-    let groups: [(&str, Group); 6] = [
+    let groups: [(&str, Group); 7] = [
         ("throughput", throughput),
         ("startup", startup),
         ("replay", replay),
         ("nextest", nextest),
         ("memory", memory),
         ("scenarios", scenarios),
+        ("store", store),
     ];
     for (name, group) in groups {
         if wanted(name) {
@@ -338,6 +341,8 @@ fn command(program: &Path, cwd: &Path) -> Command {
         }
     }
     cmd.env("NO_COLOR", "1");
+    // The run store in the figure's own folder, not in agentest's target directory.
+    cmd.env("AGENTEST_STORE", cwd.join(".agentest/runs.db"));
     cmd
 }
 
@@ -700,6 +705,127 @@ fn scenarios(b: &Bench, _notes: &mut Vec<String>) -> Vec<Row> {
         invalid: jsonl_failure,
     });
     rows
+}
+
+/// The run store: what recording costs the 1,000-case run (on against off), and
+/// `runs list` over 100,000 stored runs.
+fn store(b: &Bench, _notes: &mut Vec<String>) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let dir = fixtures::fresh(&b.work.join("store"));
+    fixtures::write(
+        &dir,
+        "agentest.toml",
+        &fixtures::http_config(&b.server.url(LATENCY)),
+    );
+    let n = 1000;
+    let cases = (0..n).map(|c| fixtures::single(&format!("T{c:05}"), c));
+    fixtures::write(&dir, "cases.jsonl", &fixtures::suite(cases));
+    let parallel = CONCURRENCY.to_string();
+    let args = [
+        "test",
+        "-i",
+        "cases.jsonl",
+        "--parallel",
+        &parallel,
+        "--color",
+        "never",
+    ];
+    // Alternately off and on, so that a drift of the machine hits both alike.
+    let mut off = Vec::new();
+    let mut on = Vec::new();
+    let mut failure = None;
+    for _ in 0..3 {
+        for (store, walls) in [("off", &mut off), ("on", &mut on)] {
+            let mut cmd = agentest(&dir, &args);
+            if store == "off" {
+                cmd.env("AGENTEST_STORE", "off");
+            }
+            let r = run(cmd, &dir.join("logs"), false);
+            walls.push(r.wall.as_secs_f64());
+            failure = failure.or_else(|| r.failure());
+        }
+    }
+    let reference = median(off.clone());
+    rows.push(Row {
+        figure: "store: 1,000 single-turn cases, recorded (against off)".into(),
+        unit: Unit::Seconds,
+        value: median(on.clone()),
+        goal: Goal::Near {
+            reference,
+            max: 1.05,
+            what: "store off",
+        },
+        detail: format!(
+            "100 ms agent, --parallel {CONCURRENCY}; on: {}; off: {}",
+            spread(&on, Unit::Seconds),
+            spread(&off, Unit::Seconds)
+        ),
+        invalid: failure,
+    });
+
+    // 100,000 runs: the store the runs above made, filled up to 100 executions of 1,000.
+    let db = dir.join(".agentest/runs.db");
+    let filled = fill_store(&db, 100_000);
+    let mut walls = Vec::new();
+    let mut failure = filled.err();
+    for list in [
+        vec!["runs", "list"],
+        vec!["runs", "list", "--status", "failed"],
+        vec!["runs", "list", "--suite", "cases", "--limit", "200"],
+    ] {
+        for _ in 0..3 {
+            let r = run(agentest(&dir, &list), &dir.join("logs"), false);
+            walls.push(r.wall.as_secs_f64());
+            failure = failure.or_else(|| r.failure());
+        }
+    }
+    rows.push(Row {
+        figure: "store: runs list over 100,000 stored runs".into(),
+        unit: Unit::Seconds,
+        value: walls.iter().copied().fold(0.0, f64::max),
+        goal: Goal::Below { limit: 0.2 },
+        detail: format!(
+            "the slowest of runs list, --status failed, --suite cases (3 each); {}",
+            spread(&walls, Unit::Seconds)
+        ),
+        invalid: failure,
+    });
+    rows
+}
+
+/// Copies the runs in the store at `db` until it holds `total`, each copy a new
+/// execution, one in ten failed.
+fn fill_store(db: &Path, total: i64) -> Result<(), String> {
+    let mut conn = rusqlite::Connection::open(db).map_err(|e| e.to_string())?;
+    let tx = conn.transaction().map_err(|e| e.to_string())?;
+    let have: i64 = tx
+        .query_row("SELECT COUNT(*) FROM runs", [], |r| r.get(0))
+        .map_err(|e| e.to_string())?;
+    let per: i64 = tx
+        .query_row("SELECT COUNT(*) FROM runs WHERE execution_id = (SELECT MIN(id) FROM executions)", [], |r| r.get(0))
+        .map_err(|e| e.to_string())?;
+    let mut left = total - have;
+    while left > 0 && per > 0 {
+        tx.execute(
+            "INSERT INTO executions (started_at, finished_at, command, version, root)
+             SELECT started_at, finished_at, command, version, root FROM executions ORDER BY id LIMIT 1",
+            [],
+        )
+        .map_err(|e| e.to_string())?;
+        let exec = tx.last_insert_rowid();
+        tx.execute(
+            "INSERT INTO runs (execution_id, trial, suite, case_id, file, status, verdict, started_at,
+                               completed_at, success, reason, messages, metadata, record)
+             SELECT ?1, trial, suite, case_id, file, status,
+                    CASE WHEN id % 10 = 0 THEN 'failed' ELSE verdict END, started_at, completed_at,
+                    CASE WHEN id % 10 = 0 THEN 0 ELSE success END, reason, messages, metadata, record
+             FROM runs WHERE execution_id = (SELECT MIN(id) FROM executions) LIMIT ?2",
+            rusqlite::params![exec, left.min(per)],
+        )
+        .map_err(|e| e.to_string())?;
+        left -= per;
+    }
+    tx.commit().map_err(|e| e.to_string())
 }
 
 /// The binary on a one-case suite against an agent that answers at once.
