@@ -802,7 +802,11 @@ fn fill_store(db: &Path, total: i64) -> Result<(), String> {
         .query_row("SELECT COUNT(*) FROM runs", [], |r| r.get(0))
         .map_err(|e| e.to_string())?;
     let per: i64 = tx
-        .query_row("SELECT COUNT(*) FROM runs WHERE execution_id = (SELECT MIN(id) FROM executions)", [], |r| r.get(0))
+        .query_row(
+            "SELECT COUNT(*) FROM runs WHERE execution_id = (SELECT MIN(id) FROM executions)",
+            [],
+            |r| r.get(0),
+        )
         .map_err(|e| e.to_string())?;
     let mut left = total - have;
     while left > 0 && per > 0 {
