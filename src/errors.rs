@@ -1140,6 +1140,9 @@ pub(crate) enum StoreError {
         found: i64,
         supported: i64,
     },
+    /// `--resume` with no execution to resume.
+    #[error("nothing to resume in the run store {path}: every execution there finished; run without --resume")]
+    NothingToResume { path: PathBuf },
     /// A write failed.
     #[error("failed to write to the run store {path}: {source}; set AGENTEST_STORE=off to run without the store")]
     Write {

@@ -205,6 +205,10 @@ struct TestArgs {
     /// said on stderr; also AGENTEST_KEEP_ENV=1).
     #[arg(long = "keep-env", help_heading = "Less common")]
     keep_env: bool,
+    /// Continue the last execution in the run store that did not finish (Ctrl-C, a
+    /// crash, a cancelled CI job): its ended runs are kept and reported, the rest run.
+    #[arg(long = "resume", help_heading = "Less common")]
+    resume: bool,
     /// Colour the console output.
     #[arg(
         long = "color",
@@ -342,6 +346,7 @@ pub fn main() -> ExitCode {
             parallel: None,
             compact: false,
             keep_env: false,
+            resume: false,
             color: run.color,
             message: false,
             live: run.live,

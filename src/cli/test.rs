@@ -77,18 +77,35 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
         None => None,
     };
     let recorder = Arc::new(Recorder::new(sink));
-    if let Some(path) = crate::record::store::location(&config.dir, config.store_path(), false) {
-        let info = ExecutionInfo {
-            command: std::env::args().collect(),
-            root: plan.label.clone(),
-            nextest_run_id: None,
-            git_from: plan.root.clone(),
-        };
-        let cases: Vec<&Loaded> = plan.cases.iter().collect();
-        recorder
-            .open_store(&path, &info, &cases)
-            .map_err(|e| e.to_string())?;
+    let store = crate::record::store::location(&config.dir, config.store_path(), false);
+    let mut kept = Vec::new();
+    match &store {
+        Some(path) => {
+            let info = ExecutionInfo {
+                command: std::env::args().collect(),
+                root: plan.label.clone(),
+                nextest_run_id: None,
+                git_from: plan.root.clone(),
+            };
+            let cases: Vec<&Loaded> = plan.cases.iter().collect();
+            kept = recorder
+                .open_store(path, &info, &cases, args.resume)
+                .map_err(|e| e.to_string())?;
+        }
+        None if args.resume => {
+            return Err("--resume needs the run store, which is off (AGENTEST_STORE=off)".into())
+        }
+        None => {}
     }
+    // A resumed execution runs only what did not end.
+    let ended: std::collections::HashSet<&str> = kept.iter().map(|r| r.trial.as_str()).collect();
+    let total = plan.cases.len();
+    let to_run: Vec<Loaded> = plan
+        .cases
+        .iter()
+        .filter(|l| !ended.contains(l.trial.as_str()))
+        .cloned()
+        .collect();
     let scheduler = Scheduler::new(engine.clone(), recorder.clone(), parallel, args.fail_fast);
     let style = Style {
         color: use_color(args.color),
@@ -104,13 +121,34 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
         console::header(&agent, &config.label(), &plan.label, plan.cases.len())
     );
 
+    let mut printer = console::Console::new(style);
+    let mut failed = Vec::new();
+    if args.resume {
+        let _ = writeln!(
+            out,
+            "ℹ Resumed: execution {}, {} of {total} cases had ended and are kept; {} to run\n",
+            recorder.execution().unwrap_or_default(),
+            kept.len(),
+            to_run.len()
+        );
+        // What ended before, in trial order, as if it had just run.
+        let order: std::collections::HashMap<&str, usize> = plan
+            .cases
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (l.trial.as_str(), i))
+            .collect();
+        kept.sort_by_key(|r| order.get(r.trial.as_str()).copied().unwrap_or(usize::MAX));
+        for r in &kept {
+            failed.extend(console::failure_line(r));
+            let _ = write!(out, "{}", printer.case(r));
+        }
+    }
     let _ = out.flush();
 
     let started = Instant::now();
-    let progress = Progress::new(plan.cases.len());
-    let mut printer = console::Console::new(style);
-    let mut failed = Vec::new();
-    let ending = runtime().block_on(scheduler.run_all(plan.cases, |report| {
+    let progress = Progress::new(to_run.len());
+    let ending = runtime().block_on(scheduler.run_all(to_run, |report| {
         failed.extend(console::failure_line(report));
         progress.clear();
         let _ = write!(out, "{}", printer.case(report));

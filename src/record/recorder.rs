@@ -25,14 +25,17 @@ impl Recorder {
         }
     }
 
-    /// Opens the run store at `path` (see [`crate::record::store::location`]) for an execution that
-    /// will run `cases`. Called once, before any case starts.
+    /// Opens the run store at `path` (see [`crate::record::store::location`]) for an
+    /// execution that will run `cases`: a new one, or with `resume` the newest one that
+    /// did not finish, whose ended runs are returned (already counted and reported).
+    /// Called once, before any case starts.
     pub(crate) fn open_store(
         &self,
         path: &std::path::Path,
         info: &ExecutionInfo,
         cases: &[&Loaded],
-    ) -> Result<(), StoreError> {
+        resume: bool,
+    ) -> Result<Vec<CaseReport>, StoreError> {
         let files: Vec<String> = cases.iter().map(|l| l.file.display().to_string()).collect();
         let planned: Vec<Planned<'_>> = cases
             .iter()
@@ -47,15 +50,30 @@ impl Recorder {
                 file,
             })
             .collect();
-        let writer = StoreWriter::begin(path, info, &planned)?;
+        let (writer, ended) = if resume {
+            let (writer, resumed) = StoreWriter::resume(path, &planned)?;
+            (writer, resumed.ended)
+        } else {
+            (StoreWriter::begin(path, info, &planned)?, Vec::new())
+        };
         let _ = self.store.set(writer);
-        Ok(())
+        for r in &ended {
+            self.count_and_report(r);
+        }
+        Ok(ended)
     }
 
-    /// The case of `trial` starts.
-    pub(crate) fn started(&self, trial: &str) {
-        if let Some(s) = self.store.get() {
-            s.started(trial);
+    /// The run store's execution, when there is a store.
+    pub(crate) fn execution(&self) -> Option<i64> {
+        self.store.get().map(StoreWriter::execution)
+    }
+
+    /// Claims the case of `trial` for this process (always, without a store): `false`
+    /// when another process of the execution runs it, or it already ended.
+    pub(crate) async fn claim(&self, trial: &str) -> bool {
+        match self.store.get() {
+            Some(s) => s.claim(trial).await,
+            None => true,
         }
     }
 
@@ -66,16 +84,27 @@ impl Recorder {
         }
     }
 
-    /// Counts a finished case and writes it to the report. A report that cannot be
-    /// written is a warning on stderr: the case's own result stands.
+    /// Counts a finished case, writes it to the report and records its end in the store.
+    /// A report that cannot be written is a warning on stderr: the case's own result
+    /// stands.
     pub(crate) fn record(&self, report: &CaseReport) {
+        self.count_and_report(report);
+        if let Some(s) = self.store.get() {
+            s.done(report);
+        }
+    }
+
+    /// A case that did not run (Ctrl-C, `--fail-fast`, another process has it): counted
+    /// and reported, but its run stays as it is in the store (`queued`, for `--resume`).
+    pub(crate) fn record_unrun(&self, report: &CaseReport) {
+        self.count_and_report(report);
+    }
+
+    fn count_and_report(&self, report: &CaseReport) {
         self.summary
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .add(report);
-        if let Some(s) = self.store.get() {
-            s.done(report);
-        }
         if let Some(sink) = &self.sink {
             if let Err(e) = sink.record(report) {
                 eprintln!(

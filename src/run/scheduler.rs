@@ -73,7 +73,7 @@ impl Scheduler {
                     if stop.load(Ordering::SeqCst) {
                         let reason = "not run: --fail-fast stopped the run after a failure";
                         let report = not_run(l, reason.into());
-                        recorder.record(&report);
+                        recorder.record_unrun(&report);
                         let _ = tx.send((i, report));
                         continue;
                     }
@@ -84,8 +84,19 @@ impl Scheduler {
                         tx.clone(),
                         l.clone(),
                     );
-                    recorder.started(&l.trial);
                     let task = tokio::spawn(async move {
+                        // The run store's claim: another process resuming the same
+                        // execution may have this case.
+                        if !recorder.claim(&l.trial).await {
+                            drop(permit);
+                            let report = not_run(
+                                &l,
+                                "not run here: another process of this execution ran it".into(),
+                            );
+                            recorder.record_unrun(&report);
+                            let _ = tx.send((i, report));
+                            return;
+                        }
                         let report = engine.run_guarded(l).await;
                         if fail_fast
                             && matches!(
@@ -168,7 +179,7 @@ impl Scheduler {
             }
             for (i, l) in cases.iter().enumerate().filter(|(i, _)| !seen[*i]) {
                 let report = not_run(l, "not run: the run was interrupted (Ctrl-C)".into());
-                self.recorder.record(&report);
+                self.recorder.record_unrun(&report);
                 pending.insert(i, report);
             }
             for (_, r) in std::mem::take(&mut pending) {

@@ -2,8 +2,11 @@
 //! `agentest runs list|show|delete`, turned off, a store from a newer agentest refused
 //! and a damaged one named.
 
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use crate::common::{finish, toml_str, Run, Scratch, BIN, EXPENSE_AGENT};
 
@@ -279,11 +282,229 @@ fn processes_at_once_share_one_store() {
     );
 }
 
+/// An HTTP agent that takes 100 ms per reply and logs each request's case id.
+const SLOW_AGENT: &str = r#"
+import json, sys, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+log = open(sys.argv[1], "a", buffering=1)
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_POST(self):
+        req = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        log.write(req["test_id"] + "\n")
+        time.sleep(0.1)
+        body = json.dumps({"content": "done " + req["input"]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+ThreadingHTTPServer.daemon_threads = True
+server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+print("listening on %d" % server.server_address[1], flush=True)
+server.serve_forever()
+"#;
+
+/// The slow agent, killed with the test.
+struct SlowAgent(Child);
+
+impl Drop for SlowAgent {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A project of `n` one-turn cases against the slow agent; the agent's log is
+/// `agent.log`.
+fn slow_project(tag: &str, n: usize) -> (Scratch, SlowAgent) {
+    let s = Scratch::named("store", tag);
+    s.write("agent.py", SLOW_AGENT);
+    let mut child = Command::new("python3")
+        .arg(s.join("agent.py"))
+        .arg(s.join("agent.log"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the slow agent");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .expect("the agent's port");
+    let agent = SlowAgent(child);
+    let port: u16 = line
+        .trim()
+        .trim_start_matches("listening on ")
+        .parse()
+        .expect("a port");
+    s.write(
+        "agentest.toml",
+        &format!("[agent]\ntype = \"http\"\nurl = \"http://127.0.0.1:{port}/\"\n"),
+    );
+    let cases: String = (0..n)
+        .map(|i| format!("{{\"id\": \"c{i:03}\", \"input\": \"case {i}\", \"assert\": {{\"type\": \"contains\", \"value\": \"done case {i}\"}}}}\n"))
+        .collect();
+    s.write("suites/s.jsonl", &cases);
+    (s, agent)
+}
+
+/// Starts `agentest test -i suites --parallel 16 <extra>` in `s`, with the store in it.
+fn start(s: &Scratch, extra: &[&str]) -> Child {
+    Command::new(BIN)
+        .current_dir(s.path())
+        .args(["test", "-i", "suites", "--parallel", "16", "--compact"])
+        .args(extra)
+        .env_remove("CARGO_TARGET_DIR")
+        .env("AGENTEST_STORE", s.join("runs.db"))
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start agentest")
+}
+
+/// Kills `agentest` with SIGKILL once the agent has seen `requests` requests.
+fn kill_after(s: &Scratch, mut child: Child, requests: usize) {
+    let until = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < until {
+        let seen = std::fs::read_to_string(s.join("agent.log"))
+            .unwrap_or_default()
+            .lines()
+            .count();
+        if seen >= requests {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+}
+
+/// How many requests the agent got for each case.
+fn requests(s: &Scratch) -> BTreeMap<String, usize> {
+    let mut by = BTreeMap::new();
+    for id in std::fs::read_to_string(s.join("agent.log"))
+        .unwrap()
+        .lines()
+    {
+        *by.entry(id.to_string()).or_insert(0) += 1;
+    }
+    by
+}
+
+/// The store's runs of its one execution: (trial, status, how many rows).
+fn stored(s: &Scratch) -> (i64, Vec<(String, String)>) {
+    let conn = rusqlite::Connection::open(s.join("runs.db")).unwrap();
+    let executions: i64 = conn
+        .query_row("SELECT COUNT(*) FROM executions", [], |r| r.get(0))
+        .unwrap();
+    let runs = conn
+        .prepare("SELECT trial, status FROM runs ORDER BY trial")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    (executions, runs)
+}
+
+/// `kill -9` in the middle of a 200-case run, then `--resume`: one execution, every
+/// case completed exactly once in the store, the resumed run's report covering all
+/// 200; only the cases in flight at the kill reached the agent twice.
+fn a_killed_run_resumes_with_every_case_once() {
+    let (s, _agent) = slow_project("resume", 200);
+    kill_after(&s, start(&s, &[]), 60);
+    let (_, before) = stored(&s);
+    let ended = before.iter().filter(|(_, st)| st == "completed").count();
+    assert!(ended > 0 && ended < 200, "killed mid-run: {ended} ended");
+    assert!(
+        before.iter().any(|(_, st)| st == "running"),
+        "in flight at the kill"
+    );
+    let resumed = start(&s, &["--resume", "-o", "r.jsonl"])
+        .wait_with_output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&resumed.stdout);
+    assert_eq!(
+        resumed.status.code(),
+        Some(0),
+        "{out}\n{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    assert!(
+        out.contains(&format!(
+            "ℹ Resumed: execution 1, {ended} of 200 cases had ended and are kept; {} to run",
+            200 - ended
+        )),
+        "{out}"
+    );
+    let (executions, runs) = stored(&s);
+    assert_eq!(executions, 1);
+    assert_eq!(runs.len(), 200);
+    assert!(runs.iter().all(|(_, st)| st == "completed"), "{runs:?}");
+    // The report covers the whole execution.
+    let report = crate::common::Report::read(&s.join("r.jsonl"));
+    assert_eq!(report.cases.len(), 200);
+    assert_eq!(report.summary["passed"], 200);
+    let asked = requests(&s);
+    assert_eq!(asked.len(), 200, "every case reached the agent");
+    let twice = asked.values().filter(|n| **n == 2).count();
+    assert!(
+        asked.values().all(|n| *n <= 2) && twice <= 16,
+        "only those in flight: {asked:?}"
+    );
+}
+
+/// Two `--resume` processes at once on one interrupted execution: each unfinished case
+/// runs in exactly one of them.
+fn two_resumes_at_once_run_each_case_once() {
+    let (s, _agent) = slow_project("resume-twice", 200);
+    kill_after(&s, start(&s, &[]), 40);
+    let first = requests(&s);
+    let a = start(&s, &["--resume"]);
+    let b = start(&s, &["--resume"]);
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    for out in [&a, &b] {
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let (executions, runs) = stored(&s);
+    assert_eq!(executions, 1);
+    assert!(
+        runs.len() == 200 && runs.iter().all(|(_, st)| st == "completed"),
+        "{runs:?}"
+    );
+    // Cases the first run never sent went to the agent once, from one of the two.
+    let asked = requests(&s);
+    for (id, n) in &asked {
+        let want = if first.contains_key(id) { 1..=2 } else { 1..=1 };
+        assert!(want.contains(n), "{id} asked {n} times");
+    }
+    assert_eq!(asked.len(), 200);
+    let here = |o: &std::process::Output| {
+        String::from_utf8_lossy(&o.stdout)
+            .matches("another process of this execution ran it")
+            .count()
+    };
+    assert!(here(&a) + here(&b) > 0, "the two shared the work");
+}
+
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         every_run_is_recorded_and_listed,
         the_store_goes_where_it_is_told,
         a_newer_or_damaged_store_is_refused_with_the_way_out,
         processes_at_once_share_one_store,
+        a_killed_run_resumes_with_every_case_once,
+        two_resumes_at_once_run_each_case_once,
     ]
 }

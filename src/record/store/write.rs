@@ -35,8 +35,21 @@ pub(crate) struct Planned<'a> {
 }
 
 enum Op {
-    Started(String),
+    /// Claim the run of a trial; the answer says whether this process runs it.
+    Claim(String, tokio::sync::oneshot::Sender<bool>),
     Done(Box<CaseReport>),
+}
+
+/// How often a process marks its running runs alive.
+const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(5);
+/// A `running` run whose process has not marked it alive for this long (on any host)
+/// is taken to be abandoned.
+const LEASE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// What a resumed execution already holds.
+pub(crate) struct Resumed {
+    /// The records of its runs that ended (`completed` or `error`), by trial.
+    pub(crate) ended: Vec<CaseReport>,
 }
 
 /// The store of one run, written in the background.
@@ -60,39 +73,96 @@ impl StoreWriter {
             path: path.to_path_buf(),
             source,
         };
+        recover(&conn).map_err(sql)?;
         let execution = start_execution(&mut conn, info).map_err(sql)?;
-        let tx = conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        queue(&mut conn, execution, planned).map_err(sql)?;
+        StoreWriter::start(path, conn, execution)
+    }
+
+    /// Opens the store at `path` and joins its newest execution that did not finish
+    /// (`--resume`): runs left `running` by a process that is gone are queued again,
+    /// `planned` trials it lacks are queued, and the runs that ended are returned.
+    pub(crate) fn resume(
+        path: &Path,
+        planned: &[Planned<'_>],
+    ) -> Result<(StoreWriter, Resumed), StoreError> {
+        let mut conn = super::open::open(path)?;
+        let sql = |source| StoreError::Write {
+            path: path.to_path_buf(),
+            source,
+        };
+        recover(&conn).map_err(sql)?;
+        let execution: Option<i64> = conn
+            .query_row(
+                "SELECT MAX(id) FROM executions WHERE finished_at IS NULL AND nextest_run_id IS NULL",
+                [],
+                |r| r.get(0),
+            )
             .map_err(sql)?;
-        {
-            let mut insert = tx
+        let Some(execution) = execution else {
+            return Err(StoreError::NothingToResume {
+                path: path.to_path_buf(),
+            });
+        };
+        queue(&mut conn, execution, planned).map_err(sql)?;
+        let ended = {
+            let mut stmt = conn
                 .prepare(
-                    "INSERT INTO runs (execution_id, trial, suite, case_id, file) VALUES (?1, ?2, ?3, ?4, ?5)
-                     ON CONFLICT (execution_id, trial) DO NOTHING",
+                    "SELECT record FROM runs WHERE execution_id = ?1 AND status IN ('completed', 'error')
+                     AND record IS NOT NULL ORDER BY id",
                 )
                 .map_err(sql)?;
-            for p in planned {
-                insert
-                    .execute(params![execution, p.trial, p.suite, p.case_id, p.file])
-                    .map_err(sql)?;
-            }
-        }
-        tx.commit().map_err(sql)?;
+            let records = stmt
+                .query_map([execution], |r| r.get::<_, String>(0))
+                .map_err(sql)?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(sql)?;
+            records
+                .iter()
+                .filter_map(|r| serde_json::from_str::<CaseReport>(r).ok())
+                .collect()
+        };
+        let writer = StoreWriter::start(path, conn, execution)?;
+        Ok((writer, Resumed { ended }))
+    }
+
+    /// Hands `conn` to the writing thread.
+    fn start(path: &Path, conn: Connection, execution: i64) -> Result<StoreWriter, StoreError> {
         let (sender, receiver) = mpsc::channel::<Op>();
         let shown = path.to_path_buf();
         let thread = std::thread::Builder::new()
             .name("agentest-store".into())
             .spawn(move || {
-                for op in receiver {
-                    let written = match op {
-                        Op::Started(trial) => started(&conn, execution, &trial),
-                        Op::Done(report) => done(&conn, execution, &report),
-                    };
-                    if let Err(e) = written {
-                        eprintln!(
-                            "warning: failed to write to the run store {}: {e}",
-                            shown.display()
-                        );
+                let warn = |e: rusqlite::Error| {
+                    eprintln!(
+                        "warning: failed to write to the run store {}: {e}",
+                        shown.display()
+                    );
+                };
+                let mut beat = std::time::Instant::now();
+                loop {
+                    match receiver.recv_timeout(HEARTBEAT) {
+                        Ok(Op::Claim(trial, answer)) => {
+                            let claimed = claim(&conn, execution, &trial).unwrap_or_else(|e| {
+                                warn(e);
+                                // The store cannot say: the case runs, as without one.
+                                true
+                            });
+                            let _ = answer.send(claimed);
+                        }
+                        Ok(Op::Done(report)) => {
+                            if let Err(e) = done(&conn, execution, &report) {
+                                warn(e);
+                            }
+                        }
+                        Err(mpsc::RecvTimeoutError::Timeout) => {}
+                        Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                    }
+                    if beat.elapsed() >= HEARTBEAT {
+                        beat = std::time::Instant::now();
+                        if let Err(e) = heartbeat(&conn, execution) {
+                            warn(e);
+                        }
                     }
                 }
                 conn
@@ -109,15 +179,24 @@ impl StoreWriter {
         })
     }
 
+    /// The execution's id.
+    pub(crate) fn execution(&self) -> i64 {
+        self.execution
+    }
+
     fn send(&self, op: Op) {
         if let Some(tx) = &*self.tx.lock().unwrap_or_else(|e| e.into_inner()) {
             let _ = tx.send(op);
         }
     }
 
-    /// The case of `trial` started.
-    pub(crate) fn started(&self, trial: &str) {
-        self.send(Op::Started(trial.to_string()));
+    /// Claims the run of `trial` for this process: `false` when another process of the
+    /// execution has it (or it already ended), and the case must not run here.
+    pub(crate) async fn claim(&self, trial: &str) -> bool {
+        let (answer, claimed) = tokio::sync::oneshot::channel();
+        self.send(Op::Claim(trial.to_string(), answer));
+        // No writer (it stopped): the case runs, as without a store.
+        claimed.await.unwrap_or(true)
     }
 
     /// A case ended (any status).
@@ -125,8 +204,9 @@ impl StoreWriter {
         self.send(Op::Done(Box::new(report.clone())));
     }
 
-    /// Waits for every write, then marks the execution finished (a nextest run's
-    /// execution stays open: its processes finish one by one).
+    /// Waits for every write, then marks the execution finished when none of its runs
+    /// is left to run (a run that was interrupted, or stopped by `--fail-fast`, stays
+    /// `queued` for `--resume`; a nextest run's execution stays open).
     pub(crate) fn finish(&self) {
         drop(self.tx.lock().unwrap_or_else(|e| e.into_inner()).take());
         let thread = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
@@ -135,7 +215,9 @@ impl StoreWriter {
         };
         let now = rfc3339(std::time::SystemTime::now());
         let finished = conn.execute(
-            "UPDATE executions SET finished_at = ?1 WHERE id = ?2 AND nextest_run_id IS NULL",
+            "UPDATE executions SET finished_at = ?1 WHERE id = ?2 AND nextest_run_id IS NULL
+             AND NOT EXISTS (SELECT 1 FROM runs WHERE execution_id = ?2
+                             AND status IN ('queued', 'pending', 'running'))",
             params![now, self.execution],
         );
         if let Err(e) = finished {
@@ -183,14 +265,84 @@ fn start_execution(conn: &mut Connection, info: &ExecutionInfo) -> rusqlite::Res
     Ok(id)
 }
 
-fn started(conn: &Connection, execution: i64, trial: &str) -> rusqlite::Result<()> {
+/// Queues a run for each of `planned` the execution lacks.
+fn queue(conn: &mut Connection, execution: i64, planned: &[Planned<'_>]) -> rusqlite::Result<()> {
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    {
+        let mut insert = tx.prepare(
+            "INSERT INTO runs (execution_id, trial, suite, case_id, file) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (execution_id, trial) DO NOTHING",
+        )?;
+        for p in planned {
+            insert.execute(params![execution, p.trial, p.suite, p.case_id, p.file])?;
+        }
+    }
+    tx.commit()
+}
+
+/// The atomic claim of the seed's run processor: `queued` to `running` in one
+/// conditional UPDATE, so two processes never run the same run.
+fn claim(conn: &Connection, execution: i64, trial: &str) -> rusqlite::Result<bool> {
     let now = rfc3339(std::time::SystemTime::now());
-    conn.execute(
+    let n = conn.execute(
         "UPDATE runs SET status = 'running', started_at = ?1, heartbeat_at = ?1, owner_pid = ?2, owner_host = ?3
          WHERE execution_id = ?4 AND trial = ?5 AND status IN ('queued', 'pending')",
         params![now, std::process::id(), host(), execution, trial],
     )?;
+    Ok(n == 1)
+}
+
+/// Marks this process's running runs alive.
+fn heartbeat(conn: &Connection, execution: i64) -> rusqlite::Result<()> {
+    let now = rfc3339(std::time::SystemTime::now());
+    conn.execute(
+        "UPDATE runs SET heartbeat_at = ?1
+         WHERE execution_id = ?2 AND status = 'running' AND owner_pid = ?3 AND owner_host = ?4",
+        params![now, execution, std::process::id(), host()],
+    )?;
     Ok(())
+}
+
+/// Queues again the runs a dead process left `running`: on this host, its process is
+/// gone; on any host, it has not marked them alive within the lease.
+fn recover(conn: &Connection) -> rusqlite::Result<usize> {
+    let cutoff = rfc3339(std::time::SystemTime::now() - LEASE);
+    let here = host();
+    let me = std::process::id() as i64;
+    // Each running run's id, owner (pid, host) and last heartbeat.
+    type Owned = (i64, Option<i64>, Option<String>, Option<String>);
+    let running: Vec<Owned> = {
+        let mut stmt = conn.prepare(
+            "SELECT id, owner_pid, owner_host, heartbeat_at FROM runs WHERE status = 'running'",
+        )?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
+        rows.collect::<Result<_, _>>()?
+    };
+    let mut recovered = 0;
+    for (id, pid, owner_host, beat) in running {
+        let stale = beat.as_deref().is_none_or(|b| b < cutoff.as_str());
+        let gone = owner_host.as_deref() == Some(here.as_str())
+            && pid.is_some_and(|p| p != me && !alive(p));
+        if stale || gone {
+            recovered += conn.execute(
+                "UPDATE runs SET status = 'queued', owner_pid = NULL, owner_host = NULL,
+                        heartbeat_at = NULL, started_at = NULL
+                 WHERE id = ?1 AND status = 'running'",
+                [id],
+            )?;
+        }
+    }
+    Ok(recovered)
+}
+
+/// Whether a process with this id runs on this machine.
+fn alive(pid: i64) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: signal 0 only checks that the process exists and may be signalled.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 fn done(conn: &Connection, execution: i64, r: &CaseReport) -> rusqlite::Result<()> {
