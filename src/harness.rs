@@ -159,12 +159,16 @@ impl Harness {
             if let Some(path) = crate::record::store::location(&from, configured, true) {
                 let info = ExecutionInfo {
                     command: std::env::args().collect(),
-                    root: self.root.display().to_string(),
+                    root: std::path::absolute(&self.root)
+                        .unwrap_or_else(|_| self.root.clone())
+                        .display()
+                        .to_string(),
                     nextest_run_id: settings.nextest.as_ref().and_then(|n| n.run_id.clone()),
                     git_from: self.root.clone(),
                 };
                 let list: Vec<&Loaded> = will_run.iter().map(|l| l.as_ref()).collect();
-                if let Err(e) = recorder.open_store(&path, &info, &list, false) {
+                if let Err(e) = recorder.open_store(&path, &info, &list, false, &Default::default())
+                {
                     // Every trial that would run fails with the reason: under nextest's
                     // `--exact NAME` a trial of another name would be filtered out, and
                     // the case would pass unrun.
@@ -192,7 +196,7 @@ impl Harness {
         }));
         let conclusion = libtest_mimic::run(&args, trials);
         engine.finish_environments();
-        recorder.close_store();
+        recorder.close_store(started.elapsed().as_millis() as u64);
         if recorder.has_report() {
             record_listed_skips(&args, &cases, &started_cases, &recorder);
             if settings.nextest.is_none() {

@@ -19,12 +19,34 @@ pub(super) fn report(args: ReportArgs) -> Result<ExitCode, String> {
         }
         .to_string()
     })?;
-    let (cases, summary) = crate::record::read_reports(&args.input).map_err(|e| e.to_string())?;
-    let mut run = RunInfo::new(
-        "(from a report)",
-        args.input.display().to_string(),
-        std::env::args().collect(),
-    );
+    let (cases, summary, mut run) = match (&args.input, args.execution) {
+        (Some(input), _) => {
+            let (cases, summary) = crate::record::read_reports(input).map_err(|e| e.to_string())?;
+            let run = RunInfo::new(
+                "(from a report)",
+                input.display().to_string(),
+                std::env::args().collect(),
+            );
+            (cases, summary, run)
+        }
+        (None, execution) => {
+            let path = super::runs::existing_store(args.store.clone())?;
+            let conn = crate::record::store::open(&path).map_err(|e| e.to_string())?;
+            let stored = super::runs::stored_execution(&conn, execution, &path)?;
+            let mut summary = crate::record::Summary::new();
+            for c in &stored.cases {
+                summary.add(c);
+            }
+            summary.duration_ms = stored.duration_ms;
+            let mut run = RunInfo::new(
+                format!("(execution {} from the run store)", stored.execution),
+                stored.root,
+                stored.command,
+            );
+            run.started_at = stored.started_at;
+            (stored.cases, summary, run)
+        }
+    };
     run.duration_ms = summary.duration_ms;
     let text = format.render(&run, &summary, &cases);
     write_atomically(&args.output, &text)

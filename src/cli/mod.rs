@@ -61,6 +61,36 @@ struct ScenarioArgs {
     command: ScenarioCommand,
 }
 
+impl TestArgs {
+    /// `agentest test -i INPUT` with every other flag at its default.
+    fn plain(input: String) -> TestArgs {
+        TestArgs {
+            input,
+            name: None,
+            output: None,
+            verbose: false,
+            run: None,
+            dry_run: false,
+            fail_fast: false,
+            timeout: None,
+            parallel: None,
+            compact: false,
+            keep_env: false,
+            resume: false,
+            retry_errors: false,
+            retry_execution: None,
+            store: None,
+            color: ColorChoice::Auto,
+            message: false,
+            live: false,
+            simulator: None,
+            interactive: false,
+            skip_interactive: false,
+            on_missing_input: MissingInput::Skip,
+        }
+    }
+}
+
 #[derive(Subcommand)]
 enum ScenarioCommand {
     /// Run one scenario (or matrix) file, as `elizaos scenario run` does: exit 0 when it
@@ -97,7 +127,14 @@ struct InitArgs {
 #[derive(clap::Args)]
 struct ReportArgs {
     /// A JSONL report, or a folder of them.
-    input: PathBuf,
+    #[arg(required_unless_present = "execution")]
+    input: Option<PathBuf>,
+    /// Render an execution from the run store instead (its ended runs).
+    #[arg(long, conflicts_with = "input")]
+    execution: Option<i64>,
+    /// The run store, with --execution (default: as `agentest test` finds it).
+    #[arg(long, requires = "execution")]
+    store: Option<PathBuf>,
     /// The report to write; the extension picks the format.
     #[arg(short = 'o', long = "output")]
     output: PathBuf,
@@ -209,6 +246,20 @@ struct TestArgs {
     /// crash, a cancelled CI job): its ended runs are kept and reported, the rest run.
     #[arg(long = "resume", help_heading = "Less common")]
     resume: bool,
+    /// Run only the cases whose last run in the run store was an error (a crash, a
+    /// timeout, a judge with no verdict), as new runs linked to those.
+    #[arg(
+        long = "retry-errors",
+        help_heading = "Less common",
+        conflicts_with = "resume"
+    )]
+    retry_errors: bool,
+    /// Set by `agentest runs retry`: the execution whose error runs to run again.
+    #[arg(skip)]
+    retry_execution: Option<i64>,
+    /// Set by `agentest runs retry --store FILE`: the store, instead of finding it.
+    #[arg(skip)]
+    store: Option<PathBuf>,
     /// Colour the console output.
     #[arg(
         long = "color",
@@ -334,26 +385,11 @@ pub fn main() -> ExitCode {
         Command::Scenario(ScenarioArgs {
             command: ScenarioCommand::Run(run),
         }) => test::test(TestArgs {
-            input: run.file.display().to_string(),
-            name: None,
-            output: None,
             // The transcript and every evaluation, as ElizaOS prints them.
             verbose: true,
-            run: None,
-            dry_run: false,
-            fail_fast: false,
-            timeout: None,
-            parallel: None,
-            compact: false,
-            keep_env: false,
-            resume: false,
             color: run.color,
-            message: false,
             live: run.live,
-            simulator: None,
-            interactive: false,
-            skip_interactive: false,
-            on_missing_input: MissingInput::Skip,
+            ..TestArgs::plain(run.file.display().to_string())
         }),
     };
     match result {

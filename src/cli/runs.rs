@@ -44,6 +44,27 @@ enum RunsCommand {
         /// The run's id (from `runs list`).
         id: i64,
     },
+    /// An execution's ended runs as EvalStudio's `runs.json` (a JSON array its UI reads)
+    /// or as agentest's JSONL report (for `agentest report`).
+    Export {
+        /// `evalstudio` or `jsonl`.
+        #[arg(long, value_parser = ["evalstudio", "jsonl"])]
+        format: String,
+        /// The execution (default: the newest).
+        #[arg(long)]
+        execution: Option<i64>,
+        /// The file to write (default: stdout).
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+    },
+    /// Run again the runs of an execution that ended in error (a crash, a timeout, a
+    /// judge with no verdict), as new runs linked to them; passed and failed runs are
+    /// not retried.
+    Retry {
+        /// The execution (default: the newest).
+        #[arg(long)]
+        execution: Option<i64>,
+    },
     /// Delete a run, an execution's runs, or every run of executions that started
     /// before a date.
     Delete {
@@ -60,16 +81,7 @@ enum RunsCommand {
 
 /// Runs `agentest runs ...`.
 pub(super) fn runs(args: RunsArgs) -> Result<ExitCode, String> {
-    let path = match args.store {
-        Some(p) => p,
-        None => default_store()?,
-    };
-    if !path.is_file() {
-        return Err(format!(
-            "no run store at {}: it is made by the first `agentest test` or `cargo test` run (AGENTEST_STORE=off turns it off)",
-            path.display()
-        ));
-    }
+    let path = existing_store(args.store)?;
     let mut conn = store::open(&path).map_err(|e| e.to_string())?;
     let failed =
         |e: rusqlite::Error| format!("failed to read the run store {}: {e}", path.display());
@@ -106,6 +118,56 @@ pub(super) fn runs(args: RunsArgs) -> Result<ExitCode, String> {
             let _ =
                 std::io::Write::write_all(&mut out, show_text(&row, record.as_deref()).as_bytes());
         }
+        RunsCommand::Export {
+            format,
+            execution,
+            output,
+        } => {
+            let stored = stored_execution(&conn, execution, &path)?;
+            let text = if format == "evalstudio" {
+                let mut t =
+                    serde_json::to_string_pretty(&store::evalstudio(&stored)).unwrap_or_default();
+                t.push('\n');
+                t
+            } else {
+                let mut t = String::new();
+                for c in &stored.cases {
+                    t.push_str(&serde_json::to_string(c).unwrap_or_default());
+                    t.push('\n');
+                }
+                t
+            };
+            match output {
+                Some(file) => {
+                    crate::util::write_atomically(&file, &text)
+                        .map_err(|e| format!("failed to write {}: {e}", file.display()))?;
+                    eprintln!("wrote {} ({} runs)", file.display(), stored.cases.len());
+                }
+                None => {
+                    let _ = std::io::Write::write_all(&mut out, text.as_bytes());
+                }
+            }
+        }
+        RunsCommand::Retry { execution } => {
+            let Some((id, root)) = store::execution_root(&conn, execution).map_err(failed)? else {
+                return Err(match execution {
+                    Some(e) => format!("no execution {e} in {}", path.display()),
+                    None => format!("no execution in {}", path.display()),
+                });
+            };
+            if !Path::new(&root).exists() {
+                return Err(format!(
+                    "execution {id} ran {root}, which is no file or folder (a message, or moved); run it again with agentest test"
+                ));
+            }
+            drop(conn);
+            let args = super::TestArgs {
+                retry_execution: Some(id),
+                store: Some(path.clone()),
+                ..super::TestArgs::plain(root)
+            };
+            return super::test::test(args);
+        }
         RunsCommand::Delete {
             id,
             execution,
@@ -126,6 +188,36 @@ pub(super) fn runs(args: RunsArgs) -> Result<ExitCode, String> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Execution `id` (the newest without one) with its ended runs.
+pub(super) fn stored_execution(
+    conn: &rusqlite::Connection,
+    id: Option<i64>,
+    path: &Path,
+) -> Result<store::Stored, String> {
+    store::stored(conn, id)
+        .map_err(|e| format!("failed to read the run store {}: {e}", path.display()))?
+        .ok_or_else(|| match id {
+            Some(e) => format!("no execution {e} in {}", path.display()),
+            None => format!("no execution in {}", path.display()),
+        })
+}
+
+/// The store `--store` names, else the one `agentest test` would use from the current
+/// folder; it must exist.
+pub(super) fn existing_store(given: Option<PathBuf>) -> Result<PathBuf, String> {
+    let path = match given {
+        Some(p) => p,
+        None => default_store()?,
+    };
+    if !path.is_file() {
+        return Err(format!(
+            "no run store at {}: it is made by the first `agentest test` or `cargo test` run (AGENTEST_STORE=off turns it off)",
+            path.display()
+        ));
+    }
+    Ok(path)
 }
 
 /// The store `agentest test` would use from the current folder.

@@ -77,23 +77,46 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
         None => None,
     };
     let recorder = Arc::new(Recorder::new(sink));
-    let store = crate::record::store::location(&config.dir, config.store_path(), false);
+    let store = match &args.store {
+        Some(p) => Some(p.clone()),
+        None => crate::record::store::location(&config.dir, config.store_path(), false),
+    };
     let mut kept = Vec::new();
     match &store {
         Some(path) => {
+            let retry_of = if args.retry_errors || args.retry_execution.is_some() {
+                let errored = errored_runs(path, args.retry_execution)?;
+                plan.cases.retain(|l| errored.contains_key(&l.trial));
+                if plan.cases.is_empty() {
+                    eprintln!("nothing to retry: no case's run to retry ended in error");
+                    return Ok(ExitCode::SUCCESS);
+                }
+                errored
+            } else {
+                Default::default()
+            };
             let info = ExecutionInfo {
                 command: std::env::args().collect(),
-                root: plan.label.clone(),
+                // A folder or file as an absolute path, for `agentest runs retry`.
+                root: match &input {
+                    Input::Dir(p) | Input::File(p) => std::path::absolute(p)
+                        .unwrap_or_else(|_| p.clone())
+                        .display()
+                        .to_string(),
+                    Input::Message(_) => plan.label.clone(),
+                },
                 nextest_run_id: None,
                 git_from: plan.root.clone(),
             };
             let cases: Vec<&Loaded> = plan.cases.iter().collect();
             kept = recorder
-                .open_store(path, &info, &cases, args.resume)
+                .open_store(path, &info, &cases, args.resume, &retry_of)
                 .map_err(|e| e.to_string())?;
         }
-        None if args.resume => {
-            return Err("--resume needs the run store, which is off (AGENTEST_STORE=off)".into())
+        None if args.resume || args.retry_errors || args.retry_execution.is_some() => {
+            return Err(
+                "--resume and retries need the run store, which is off (AGENTEST_STORE=off)".into(),
+            )
         }
         None => {}
     }
@@ -158,7 +181,7 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
     progress.clear();
     // The environment folders of the last cases are removed in the background.
     engine.finish_environments();
-    recorder.close_store();
+    recorder.close_store(started.elapsed().as_millis() as u64);
     let mut summary = recorder.summary();
     summary.duration_ms = started.elapsed().as_millis() as u64;
     summary.stopped_early = ending.stopped;
@@ -203,6 +226,19 @@ fn warn_if_inside(root: &std::path::Path, report: &std::path::Path) {
 
 /// The agent the header names: the run's agent, or, when every case names its own
 /// agent (and no `-n` overrides them), those agents.
+/// The runs to retry (see [`crate::record::store::errored`]), by trial.
+fn errored_runs(
+    path: &std::path::Path,
+    execution: Option<i64>,
+) -> Result<std::collections::HashMap<String, i64>, String> {
+    if !path.is_file() {
+        return Err(format!("no run store at {} to retry from", path.display()));
+    }
+    let conn = crate::record::store::open(path).map_err(|e| e.to_string())?;
+    crate::record::store::errored(&conn, execution)
+        .map_err(|e| format!("failed to read the run store {}: {e}", path.display()))
+}
+
 fn header_agent(engine: &Engine, cases: &[Loaded]) -> String {
     let named: Option<std::collections::BTreeSet<&str>> = cases
         .iter()

@@ -35,8 +35,18 @@ impl Recorder {
         info: &ExecutionInfo,
         cases: &[&Loaded],
         resume: bool,
+        retry_of: &std::collections::HashMap<String, i64>,
     ) -> Result<Vec<CaseReport>, StoreError> {
-        let files: Vec<String> = cases.iter().map(|l| l.file.display().to_string()).collect();
+        // Absolute, so that `runs retry` finds the files from anywhere.
+        let files: Vec<String> = cases
+            .iter()
+            .map(|l| {
+                std::path::absolute(&l.file)
+                    .unwrap_or_else(|_| l.file.clone())
+                    .display()
+                    .to_string()
+            })
+            .collect();
         let planned: Vec<Planned<'_>> = cases
             .iter()
             .zip(&files)
@@ -48,6 +58,7 @@ impl Recorder {
                     Err(_) => l.trial.rsplit("::").next().unwrap_or(&l.trial),
                 },
                 file,
+                retry_of: retry_of.get(&l.trial).copied(),
             })
             .collect();
         let (writer, ended) = if resume {
@@ -77,10 +88,11 @@ impl Recorder {
         }
     }
 
-    /// Waits for the store's last writes and closes its execution.
-    pub(crate) fn close_store(&self) {
+    /// Waits for the store's last writes and closes its execution, which took
+    /// `duration_ms` in this process.
+    pub(crate) fn close_store(&self, duration_ms: u64) {
         if let Some(s) = self.store.get() {
-            s.finish();
+            s.finish(duration_ms);
         }
     }
 

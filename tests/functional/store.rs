@@ -205,7 +205,7 @@ fn a_newer_or_damaged_store_is_refused_with_the_way_out() {
     assert_eq!(r.code, 2, "{r:?}");
     assert_eq!(
         r.stderr.trim_end(),
-        format!("error: the run store {db_str} has schema version 99, newer than this agentest's (1): it was written by a newer agentest; use that version, set AGENTEST_STORE to another file, or AGENTEST_STORE=off to run without the store")
+        format!("error: the run store {db_str} has schema version 99, newer than this agentest's (2): it was written by a newer agentest; use that version, set AGENTEST_STORE to another file, or AGENTEST_STORE=off to run without the store")
     );
     assert!(r.stdout.is_empty(), "nothing ran: {r:?}");
     assert_eq!(
@@ -498,6 +498,134 @@ fn two_resumes_at_once_run_each_case_once() {
     assert!(here(&a) + here(&b) > 0, "the two shared the work");
 }
 
+/// `runs retry` runs again exactly the error runs of an execution, as new runs linked
+/// to them; `--retry-errors` the cases whose last run was an error; a passed or failed
+/// run is never retried.
+fn retries_run_again_exactly_the_error_runs() {
+    let s = project("retry");
+    let first = agentest(s.path(), &["test", "-i", "suites"], &[]);
+    assert_eq!(first.code, 1, "{first:?}");
+    let retried = agentest(s.path(), &["runs", "retry"], &[]);
+    assert_eq!(retried.code, 1, "the agent still crashes: {retried:?}");
+    let conn = rusqlite::Connection::open(s.join(".agentest/runs.db")).unwrap();
+    let runs_of = |execution: i64| -> Vec<(String, String, Option<i64>)> {
+        conn.prepare(
+            "SELECT trial, status, retry_of FROM runs WHERE execution_id = ?1 ORDER BY trial",
+        )
+        .unwrap()
+        .query_map([execution], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+    };
+    let crash_id: i64 = conn
+        .query_row(
+            "SELECT id FROM runs WHERE execution_id = 1 AND trial = 's::crash'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(
+        runs_of(2),
+        [("s::crash".to_string(), "error".to_string(), Some(crash_id))]
+    );
+    // The agent recovers; --retry-errors runs what last ended in error, and only that.
+    let suite = std::fs::read_to_string(s.join("suites/s.jsonl")).unwrap();
+    s.write("suites/s.jsonl", &suite.replace("CRASH now", "hello"));
+    let again = agentest(s.path(), &["test", "-i", "suites", "--retry-errors"], &[]);
+    assert_eq!(again.code, 0, "{again:?}");
+    let third = runs_of(3);
+    assert_eq!(third.len(), 1, "{third:?}");
+    assert_eq!(third[0].0, "s::crash");
+    assert_eq!(third[0].1, "completed");
+    assert!(
+        third[0].2.is_some_and(|id| id != crash_id),
+        "links the last error run"
+    );
+    let nothing = agentest(s.path(), &["test", "-i", "suites", "--retry-errors"], &[]);
+    assert_eq!(nothing.code, 0, "{nothing:?}");
+    assert!(nothing.stderr.contains("nothing to retry"), "{nothing:?}");
+    let executions: i64 = conn
+        .query_row("SELECT COUNT(*) FROM executions", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(executions, 3, "no execution for nothing");
+}
+
+/// An execution exported as EvalStudio's `runs.json` and as a JSONL report, and
+/// rendered as a report straight from the store.
+fn an_execution_exports_and_renders_from_the_store() {
+    let s = project("export");
+    agentest(s.path(), &["test", "-i", "suites"], &[]);
+    let exported = agentest(
+        s.path(),
+        &[
+            "runs",
+            "export",
+            "--format",
+            "evalstudio",
+            "-o",
+            "runs.json",
+        ],
+        &[],
+    );
+    assert_eq!(exported.code, 0, "{exported:?}");
+    assert_eq!(exported.stderr, "wrote runs.json (4 runs)\n");
+    let runs: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(s.join("runs.json")).unwrap()).unwrap();
+    let by: BTreeMap<String, &serde_json::Value> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["scenarioId"].as_str().unwrap().to_string(), r))
+        .collect();
+    assert_eq!(by.len(), 4);
+    let bad = by["s::bad"];
+    assert_eq!(bad["status"], "completed");
+    assert_eq!(bad["executionId"], 1);
+    assert_eq!(bad["result"]["success"], false);
+    assert!(
+        bad["id"].is_string() && bad["startedAt"].is_string() && bad["completedAt"].is_string()
+    );
+    assert_eq!(
+        bad["messages"][0],
+        serde_json::json!({"role": "user", "content": "hello"})
+    );
+    assert_eq!(bad["output"]["messageCount"], 2);
+    assert_eq!(by["s::ok"]["result"]["success"], true);
+    let crash = by["s::crash"];
+    assert_eq!(crash["status"], "error");
+    assert!(
+        crash.get("result").is_none(),
+        "only completed runs have a result"
+    );
+    assert!(
+        crash["error"]
+            .as_str()
+            .unwrap()
+            .contains("agent process exited"),
+        "{crash}"
+    );
+    assert!(crash.get("personaId").is_none(), "absent, not null");
+    // JSONL: agentest's own records, which `agentest report` reads.
+    let jsonl = agentest(
+        s.path(),
+        &["runs", "export", "--format", "jsonl", "--execution", "1"],
+        &[],
+    );
+    assert_eq!(jsonl.stdout.lines().count(), 4, "{jsonl:?}");
+    // A report from the store.
+    let md = agentest(s.path(), &["report", "--execution", "1", "-o", "r.md"], &[]);
+    assert_eq!(md.code, 0, "{md:?}");
+    let text = std::fs::read_to_string(s.join("r.md")).unwrap();
+    assert!(
+        text.contains("1 passed, 1 failed, 1 error, 1 skipped of 4 cases"),
+        "{text}"
+    );
+    let none = agentest(s.path(), &["report", "--execution", "9", "-o", "r.md"], &[]);
+    assert_eq!(none.code, 2, "{none:?}");
+    assert!(none.stderr.contains("no execution 9 in "), "{none:?}");
+}
+
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         every_run_is_recorded_and_listed,
@@ -506,5 +634,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         processes_at_once_share_one_store,
         a_killed_run_resumes_with_every_case_once,
         two_resumes_at_once_run_each_case_once,
+        retries_run_again_exactly_the_error_runs,
+        an_execution_exports_and_renders_from_the_store,
     ]
 }

@@ -2,11 +2,16 @@
 //! embedded SQLite database, with the executions they belong to. See the README's
 //! "Run store" section for where it is and what it holds.
 
+mod export;
 mod open;
 mod read;
 mod schema;
 mod write;
 
+pub(crate) use export::evalstudio;
 pub(crate) use open::{location, open};
-pub(crate) use read::{delete, list, show, Doomed, Filter, RunRow, LIFECYCLE, VERDICTS};
+pub(crate) use read::{
+    delete, errored, execution_root, list, show, stored, Doomed, Filter, RunRow, Stored, LIFECYCLE,
+    VERDICTS,
+};
 pub(crate) use write::{ExecutionInfo, Planned, StoreWriter};

@@ -105,6 +105,121 @@ pub(crate) fn show(
     .optional()
 }
 
+/// The runs to retry, by trial, with their ids: of execution `execution`, its runs
+/// that ended in `error`; without one, each trial's last run that ended, when that was
+/// an `error`.
+pub(crate) fn errored(
+    conn: &Connection,
+    execution: Option<i64>,
+) -> rusqlite::Result<std::collections::HashMap<String, i64>> {
+    // -1 matches no execution: the second form then decides.
+    let mut stmt = conn.prepare(
+        "SELECT trial, id FROM runs WHERE status = 'error' AND (
+             execution_id = ?1 OR (?1 = -1 AND id IN (
+                 SELECT MAX(id) FROM runs WHERE status IN ('completed', 'error') GROUP BY trial)))",
+    )?;
+    let rows = stmt.query_map([execution.unwrap_or(-1)], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    rows.collect()
+}
+
+/// An execution's input (the suites it ran), `None` when there is no such execution.
+pub(crate) fn execution_root(
+    conn: &Connection,
+    id: Option<i64>,
+) -> rusqlite::Result<Option<(i64, String)>> {
+    conn.query_row(
+        "SELECT id, root FROM executions WHERE id = ?1
+             OR (?1 = -1 AND id = (SELECT MAX(id) FROM executions WHERE nextest_run_id IS NULL))",
+        [id.unwrap_or(-1)],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+    .optional()
+}
+
+/// An execution's ended runs, for reports rendered from the store.
+pub(crate) struct Stored {
+    pub(crate) execution: i64,
+    /// What it ran (the input).
+    pub(crate) root: String,
+    /// Its command line.
+    pub(crate) command: Vec<String>,
+    /// When it started (RFC 3339).
+    pub(crate) started_at: String,
+    pub(crate) duration_ms: u64,
+    /// The records of its runs that ended, in trial order.
+    pub(crate) cases: Vec<crate::record::CaseReport>,
+    /// Each run as stored, in the same order as `cases`.
+    pub(crate) runs: Vec<StoredRun>,
+}
+
+/// A run's columns an export needs.
+pub(crate) struct StoredRun {
+    pub(crate) id: i64,
+    pub(crate) status: String,
+    pub(crate) started_at: Option<String>,
+    pub(crate) completed_at: Option<String>,
+    pub(crate) success: Option<bool>,
+    pub(crate) reason: Option<String>,
+    pub(crate) error: Option<String>,
+    pub(crate) messages: Option<String>,
+    pub(crate) latency_ms: Option<i64>,
+    pub(crate) persona: Option<String>,
+    pub(crate) case_id: String,
+}
+
+/// Execution `id` (the newest without one) and its ended runs.
+pub(crate) fn stored(conn: &Connection, id: Option<i64>) -> rusqlite::Result<Option<Stored>> {
+    let Some((execution, root)) = execution_root(conn, id)? else {
+        return Ok(None);
+    };
+    let (command, duration, started_at): (String, Option<i64>, String) = conn.query_row(
+        "SELECT command, duration_ms, started_at FROM executions WHERE id = ?1",
+        [execution],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?;
+    let mut stmt = conn.prepare(
+        "SELECT id, status, started_at, completed_at, success, reason, error, messages,
+                json_extract(metadata, '$.latency_ms'), persona, case_id, record
+         FROM runs WHERE execution_id = ?1 AND status IN ('completed', 'error') ORDER BY trial",
+    )?;
+    let mut cases = Vec::new();
+    let mut runs = Vec::new();
+    let rows = stmt.query_map([execution], |r| {
+        Ok((
+            StoredRun {
+                id: r.get(0)?,
+                status: r.get(1)?,
+                started_at: r.get(2)?,
+                completed_at: r.get(3)?,
+                success: r.get(4)?,
+                reason: r.get(5)?,
+                error: r.get(6)?,
+                messages: r.get(7)?,
+                latency_ms: r.get(8)?,
+                persona: r.get(9)?,
+                case_id: r.get(10)?,
+            },
+            r.get::<_, Option<String>>(11)?,
+        ))
+    })?;
+    for row in rows {
+        let (run, record) = row?;
+        if let Some(case) = record.and_then(|j| serde_json::from_str(&j).ok()) {
+            cases.push(case);
+            runs.push(run);
+        }
+    }
+    Ok(Some(Stored {
+        execution,
+        root,
+        command: serde_json::from_str(&command).unwrap_or_default(),
+        started_at,
+        duration_ms: duration.unwrap_or(0).max(0) as u64,
+        cases,
+        runs,
+    }))
+}
+
 /// What `runs delete` removes.
 #[derive(Debug, Clone)]
 pub(crate) enum Doomed {

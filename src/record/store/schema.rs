@@ -6,10 +6,11 @@
 use rusqlite::Connection;
 
 /// The schema version this agentest writes.
-pub(crate) const VERSION: i64 = 1;
+pub(crate) const VERSION: i64 = 2;
 
 /// The migrations, in order: `MIGRATIONS[i]` takes version `i` to `i + 1`.
-const MIGRATIONS: [&str; VERSION as usize] = [r#"
+const MIGRATIONS: [&str; VERSION as usize] = [
+    r#"
 CREATE TABLE executions (
     id            INTEGER PRIMARY KEY AUTOINCREMENT,
     started_at    TEXT NOT NULL,
@@ -53,7 +54,10 @@ CREATE TABLE runs (
 CREATE INDEX runs_by_status ON runs (status, id);
 CREATE INDEX runs_by_suite ON runs (suite, id);
 CREATE INDEX runs_by_execution ON runs (execution_id, id);
-"#];
+"#,
+    // 2: an execution's wall time, for reports rendered from the store.
+    "ALTER TABLE executions ADD COLUMN duration_ms INTEGER;",
+];
 
 /// What opening found about the schema.
 #[derive(Debug, PartialEq, Eq)]

@@ -32,6 +32,8 @@ pub(crate) struct Planned<'a> {
     pub(crate) suite: &'a str,
     pub(crate) case_id: &'a str,
     pub(crate) file: &'a str,
+    /// The run this one retries.
+    pub(crate) retry_of: Option<i64>,
 }
 
 enum Op {
@@ -207,19 +209,27 @@ impl StoreWriter {
     /// Waits for every write, then marks the execution finished when none of its runs
     /// is left to run (a run that was interrupted, or stopped by `--fail-fast`, stays
     /// `queued` for `--resume`; a nextest run's execution stays open).
-    pub(crate) fn finish(&self) {
+    pub(crate) fn finish(&self, duration_ms: u64) {
         drop(self.tx.lock().unwrap_or_else(|e| e.into_inner()).take());
         let thread = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
         let Some(conn) = thread.and_then(|t| t.join().ok()) else {
             return;
         };
         let now = rfc3339(std::time::SystemTime::now());
-        let finished = conn.execute(
-            "UPDATE executions SET finished_at = ?1 WHERE id = ?2 AND nextest_run_id IS NULL
-             AND NOT EXISTS (SELECT 1 FROM runs WHERE execution_id = ?2
-                             AND status IN ('queued', 'pending', 'running'))",
-            params![now, self.execution],
-        );
+        // A resumed execution adds this invocation's time to the earlier ones'.
+        let finished = conn
+            .execute(
+                "UPDATE executions SET duration_ms = COALESCE(duration_ms, 0) + ?1 WHERE id = ?2",
+                params![duration_ms as i64, self.execution],
+            )
+            .and_then(|_| {
+                conn.execute(
+                    "UPDATE executions SET finished_at = ?1 WHERE id = ?2 AND nextest_run_id IS NULL
+                     AND NOT EXISTS (SELECT 1 FROM runs WHERE execution_id = ?2
+                                     AND status IN ('queued', 'pending', 'running'))",
+                    params![now, self.execution],
+                )
+            });
         if let Err(e) = finished {
             eprintln!(
                 "warning: failed to write to the run store {}: {e}",
@@ -270,11 +280,14 @@ fn queue(conn: &mut Connection, execution: i64, planned: &[Planned<'_>]) -> rusq
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     {
         let mut insert = tx.prepare(
-            "INSERT INTO runs (execution_id, trial, suite, case_id, file) VALUES (?1, ?2, ?3, ?4, ?5)
+            "INSERT INTO runs (execution_id, trial, suite, case_id, file, retry_of)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
              ON CONFLICT (execution_id, trial) DO NOTHING",
         )?;
         for p in planned {
-            insert.execute(params![execution, p.trial, p.suite, p.case_id, p.file])?;
+            insert.execute(params![
+                execution, p.trial, p.suite, p.case_id, p.file, p.retry_of
+            ])?;
         }
     }
     tx.commit()
