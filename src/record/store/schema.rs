@@ -88,3 +88,32 @@ pub(crate) fn migrate(conn: &mut Connection) -> rusqlite::Result<Found> {
     }
     Ok(Found::Current { from })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A store at version 1 with an execution in it: migrated to the current version,
+    /// the execution kept, the new column there; migrating again changes nothing.
+    #[test]
+    fn an_old_store_is_migrated_in_place() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(MIGRATIONS[0]).unwrap();
+        conn.pragma_update(None, "user_version", 1).unwrap();
+        conn.execute(
+            "INSERT INTO executions (started_at, command, version, root) VALUES ('t', '[]', 'v', 'r')",
+            [],
+        )
+        .unwrap();
+        assert_eq!(migrate(&mut conn).unwrap(), Found::Current { from: 1 });
+        let (n, d): (i64, Option<i64>) = conn
+            .query_row("SELECT COUNT(*), MAX(duration_ms) FROM executions", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        assert_eq!((n, d), (1, None));
+        assert_eq!(migrate(&mut conn).unwrap(), Found::Current { from: VERSION });
+        conn.pragma_update(None, "user_version", VERSION + 1).unwrap();
+        assert_eq!(migrate(&mut conn).unwrap(), Found::Newer(VERSION + 1));
+    }
+}
