@@ -107,13 +107,19 @@ mod tests {
         .unwrap();
         assert_eq!(migrate(&mut conn).unwrap(), Found::Current { from: 1 });
         let (n, d): (i64, Option<i64>) = conn
-            .query_row("SELECT COUNT(*), MAX(duration_ms) FROM executions", [], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
+            .query_row(
+                "SELECT COUNT(*), MAX(duration_ms) FROM executions",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
             .unwrap();
         assert_eq!((n, d), (1, None));
-        assert_eq!(migrate(&mut conn).unwrap(), Found::Current { from: VERSION });
-        conn.pragma_update(None, "user_version", VERSION + 1).unwrap();
+        assert_eq!(
+            migrate(&mut conn).unwrap(),
+            Found::Current { from: VERSION }
+        );
+        conn.pragma_update(None, "user_version", VERSION + 1)
+            .unwrap();
         assert_eq!(migrate(&mut conn).unwrap(), Found::Newer(VERSION + 1));
     }
 }
