@@ -763,6 +763,66 @@ fn store(b: &Bench, _notes: &mut Vec<String>) -> Vec<Row> {
         invalid: failure,
     });
 
+    // 64 processes at once on one new store, as a nextest run with 64 test threads.
+    let crowd = fixtures::fresh(&b.work.join("store-crowd"));
+    fixtures::write(
+        &crowd,
+        "agentest.toml",
+        &fixtures::http_config(&b.server.url(LATENCY)),
+    );
+    fixtures::write(
+        &crowd,
+        "one.jsonl",
+        &fixtures::suite([fixtures::single("T1", 1)]),
+    );
+    let started = std::time::Instant::now();
+    let children: Vec<_> = (0..64)
+        .map(|_| {
+            let mut cmd = agentest(&crowd, &["test", "-i", "one.jsonl", "--color", "never"]);
+            cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+            cmd.spawn()
+        })
+        .collect();
+    let mut crowd_failure = None;
+    for child in children {
+        match child.and_then(|c| c.wait_with_output()) {
+            Ok(out) if out.status.success() && out.stderr.is_empty() => {}
+            Ok(out) => {
+                crowd_failure.get_or_insert_with(|| {
+                    format!(
+                        "a process failed ({}): {}",
+                        out.status,
+                        String::from_utf8_lossy(&out.stderr)
+                    )
+                });
+            }
+            Err(e) => {
+                crowd_failure.get_or_insert_with(|| format!("failed to start agentest: {e}"));
+            }
+        }
+    }
+    let crowd_wall = started.elapsed().as_secs_f64();
+    let recorded: i64 = rusqlite::Connection::open(crowd.join(".agentest/runs.db"))
+        .and_then(|c| {
+            c.query_row(
+                "SELECT COUNT(*) FROM runs WHERE status = 'completed'",
+                [],
+                |r| r.get(0),
+            )
+        })
+        .unwrap_or(0);
+    if crowd_failure.is_none() && recorded != 64 {
+        crowd_failure = Some(format!("{recorded} of 64 runs recorded"));
+    }
+    rows.push(Row {
+        figure: "store: 64 processes at once on one new store".into(),
+        unit: Unit::Seconds,
+        value: crowd_wall,
+        goal: Goal::Below { limit: 5.0 },
+        detail: "each a one-case run (100 ms agent), all started together; none may fail or warn (no \"database is locked\"), every run recorded".into(),
+        invalid: crowd_failure,
+    });
+
     // 100,000 runs: the store the runs above made, filled up to 100 executions of 1,000.
     let db = dir.join(".agentest/runs.db");
     let filled = fill_store(&db, 100_000);

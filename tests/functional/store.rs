@@ -626,6 +626,52 @@ fn an_execution_exports_and_renders_from_the_store() {
     assert!(none.stderr.contains("no execution 9 in "), "{none:?}");
 }
 
+/// Runs another host's process left `running`: taken back (queued, then run by
+/// `--resume`) once their heartbeat is older than the lease, left alone while it is
+/// fresh, since that process may still be at work.
+fn runs_of_a_silent_process_elsewhere_are_taken_back_after_the_lease() {
+    let (s, _agent) = slow_project("lease", 4);
+    kill_after(&s, start(&s, &[]), 1);
+    let conn = rusqlite::Connection::open(s.join("runs.db")).unwrap();
+    // Whatever the killed run did, two runs now belong to processes elsewhere: one
+    // silent for two minutes, one that marked itself alive just now.
+    conn.execute_batch(
+        "UPDATE runs SET status = 'queued', owner_pid = NULL, owner_host = NULL, heartbeat_at = NULL;
+         UPDATE runs SET status = 'running', owner_pid = 1, owner_host = 'elsewhere',
+                         heartbeat_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now', '-120 seconds')
+         WHERE trial = 's::c000';
+         UPDATE runs SET status = 'running', owner_pid = 1, owner_host = 'elsewhere',
+                         heartbeat_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now')
+         WHERE trial = 's::c001';",
+    )
+    .unwrap();
+    let resumed = start(&s, &["--resume"]).wait_with_output().unwrap();
+    assert_eq!(
+        resumed.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&resumed.stdout)
+    );
+    let (_, runs) = stored(&s);
+    let status = |t: &str| runs.iter().find(|(trial, _)| trial == t).unwrap().1.clone();
+    assert_eq!(
+        status("s::c000"),
+        "completed",
+        "silent past the lease: run here"
+    );
+    assert_eq!(
+        status("s::c001"),
+        "running",
+        "alive elsewhere: left to its process"
+    );
+    assert_eq!(status("s::c002"), "completed");
+    assert!(
+        String::from_utf8_lossy(&resumed.stdout)
+            .contains("another process of this execution ran it"),
+        "the live one is not run here"
+    );
+}
+
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         every_run_is_recorded_and_listed,
@@ -636,5 +682,6 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         two_resumes_at_once_run_each_case_once,
         retries_run_again_exactly_the_error_runs,
         an_execution_exports_and_renders_from_the_store,
+        runs_of_a_silent_process_elsewhere_are_taken_back_after_the_lease,
     ]
 }
