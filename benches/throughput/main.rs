@@ -637,12 +637,7 @@ fn scenarios(b: &Bench, _notes: &mut Vec<String>) -> Vec<Row> {
         invalid: failure,
     });
 
-    let dir = fixtures::fresh(&b.work.join("scenarios-run"));
-    fixtures::write(
-        &dir,
-        "agentest.toml",
-        &fixtures::http_config(&b.server.url(LATENCY)),
-    );
+    let dir = project(b, "scenarios-run", LATENCY);
     let n = 100;
     for i in 0..n {
         fixtures::write(&dir, &format!("s/{i:04}.scenario.yaml"), &scenario(i));
@@ -707,16 +702,23 @@ fn scenarios(b: &Bench, _notes: &mut Vec<String>) -> Vec<Row> {
     rows
 }
 
+/// A fresh folder `name` with a config whose agent is the bench's, answering after
+/// `latency`.
+fn project(b: &Bench, name: &str, latency: Duration) -> PathBuf {
+    let dir = fixtures::fresh(&b.work.join(name));
+    fixtures::write(
+        &dir,
+        "agentest.toml",
+        &fixtures::http_config(&b.server.url(latency)),
+    );
+    dir
+}
+
 /// The run store: what recording costs the 1,000-case run (on against off), and
 /// `runs list` over 100,000 stored runs.
 fn store(b: &Bench, _notes: &mut Vec<String>) -> Vec<Row> {
     let mut rows = Vec::new();
-    let dir = fixtures::fresh(&b.work.join("store"));
-    fixtures::write(
-        &dir,
-        "agentest.toml",
-        &fixtures::http_config(&b.server.url(LATENCY)),
-    );
+    let dir = project(b, "store", LATENCY);
     let n = 1000;
     let cases = (0..n).map(|c| fixtures::single(&format!("T{c:05}"), c));
     fixtures::write(&dir, "cases.jsonl", &fixtures::suite(cases));
@@ -764,12 +766,7 @@ fn store(b: &Bench, _notes: &mut Vec<String>) -> Vec<Row> {
     });
 
     // 64 processes at once on one new store, as a nextest run with 64 test threads.
-    let crowd = fixtures::fresh(&b.work.join("store-crowd"));
-    fixtures::write(
-        &crowd,
-        "agentest.toml",
-        &fixtures::http_config(&b.server.url(LATENCY)),
-    );
+    let crowd = project(b, "store-crowd", LATENCY);
     fixtures::write(
         &crowd,
         "one.jsonl",

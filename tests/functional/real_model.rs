@@ -193,13 +193,7 @@ fn whatever_the_model_says_agentest_keeps_its_guarantees() -> Needs {
     );
     assert_eq!(reported_tokens(&run, &ids), recorded, "{run:?}");
 
-    // Offline, from the cassettes (the endpoint moved to a closed port): the same verdicts.
-    let again = project::agentest(s.path(), ("AGENTEST_REALLLM_UNUSED_KEY", "unused"))
-        .env("AGENTEST_CASSETTES", "replay")
-        .env("AGENTEST_LLM_BASE_URL", "http://127.0.0.1:9/v1")
-        .run();
-    assert_eq!(again.code, run.code, "{again:?}");
-    assert_eq!(verdicts(&again, &trials), verdicts(&run, &trials));
+    let again = replayed_alike(&s, &run, &trials);
     // Nothing was spent offline: every token is reported as replayed.
     for id in ids {
         let c = again.case(id);
@@ -209,6 +203,19 @@ fn whatever_the_model_says_agentest_keeps_its_guarantees() -> Needs {
         );
     }
     Ok(())
+}
+
+/// The project run again offline, from the cassettes `run` recorded (the endpoint moved
+/// to a closed port): the same exit code and the same verdicts for `trials`.
+#[track_caller]
+fn replayed_alike(s: &Scratch, run: &ReportedRun, trials: &[String]) -> ReportedRun {
+    let again = project::agentest(s.path(), ("AGENTEST_REALLLM_UNUSED_KEY", "unused"))
+        .env("AGENTEST_CASSETTES", "replay")
+        .env("AGENTEST_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+        .run();
+    assert_eq!(again.code, run.code, "{again:?}");
+    assert_eq!(verdicts(&again, trials), verdicts(run, trials));
+    again
 }
 
 /// Every case ended in a named status, with a reason when it did not pass; nothing
@@ -395,13 +402,7 @@ judgment: {{strategy: all_pass}}
             assert!(a["judgment"]["reason"].is_string(), "{a}");
         }
     }
-    // Offline, from the cassettes: the same verdicts.
-    let again = project::agentest(s.path(), ("AGENTEST_REALLLM_UNUSED_KEY", "unused"))
-        .env("AGENTEST_CASSETTES", "replay")
-        .env("AGENTEST_LLM_BASE_URL", "http://127.0.0.1:9/v1")
-        .run();
-    assert_eq!(again.code, run.code, "{again:?}");
-    assert_eq!(verdicts(&again, &trials), verdicts(&run, &trials));
+    replayed_alike(&s, &run, &trials);
     Ok(())
 }
 

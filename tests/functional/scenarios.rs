@@ -763,20 +763,24 @@ fn the_elizaos_examples_run_offline_from_cassettes() {
 fn the_example_scenarios_cover_every_evaluator_and_ending() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = Scratch::named("scenarios", "examples");
-    let report_path = out.join("r.jsonl");
-    let r = run(
-        root,
-        &[
-            "test",
-            "-i",
-            "agent-tests/eliza",
-            "-o",
-            report_path.to_str().unwrap(),
-        ],
-        &[("AGENTEST_CASSETTES", "strict")],
-    );
-    assert_eq!(r.code, 0, "{r:?}");
-    let report = read_report(&report_path);
+    // The examples, offline and strict, with a report of the format `name` asks for.
+    let run_examples = |name: &str| {
+        let path = out.join(name);
+        let r = run(
+            root,
+            &[
+                "test",
+                "-i",
+                "agent-tests/eliza",
+                "-o",
+                path.to_str().unwrap(),
+            ],
+            &[("AGENTEST_CASSETTES", "strict")],
+        );
+        assert_eq!(r.code, 0, "{r:?}");
+        path
+    };
+    let report = read_report(&run_examples("r.jsonl"));
     // In the order they ended; sorted here.
     let mut trials: Vec<&str> = report
         .cases
@@ -797,7 +801,8 @@ fn the_example_scenarios_cover_every_evaluator_and_ending() {
     );
     assert!(
         report.cases.iter().all(|c| c["status"] == "passed"),
-        "{r:?}"
+        "{}",
+        report.text
     );
     // Every evaluator type and every termination condition is used.
     let mut evaluators = std::collections::BTreeSet::new();
@@ -961,20 +966,7 @@ fn the_example_scenarios_cover_every_evaluator_and_ending() {
     assert_eq!(s["model_calls"], s["replayed_calls"], "{}", report.text);
     // The HTML report shows the steps, the code step's result, how each conversation
     // ended and the judge's reason for a pass.
-    let html_path = out.join("r.html");
-    let r = run(
-        root,
-        &[
-            "test",
-            "-i",
-            "agent-tests/eliza",
-            "-o",
-            html_path.to_str().unwrap(),
-        ],
-        &[("AGENTEST_CASSETTES", "strict")],
-    );
-    assert_eq!(r.code, 0, "{r:?}");
-    let html = std::fs::read_to_string(&html_path).unwrap();
+    let html = std::fs::read_to_string(run_examples("r.html")).unwrap();
     for part in [
         "<span class=\"step-name\">step 2 (checks a receipt)</span><span class=\"pill\">code</span>",
         "<div class=\"who\">Code (python)</div>",
