@@ -118,6 +118,15 @@ fn open_once(path: &Path) -> Result<Connection, StoreError> {
         .map_err(fail)?;
     conn.pragma_update(None, "foreign_keys", "ON")
         .map_err(fail)?;
+    // No checkpoint when the connection closes: that is a run's last work (an fsync of
+    // the database, the WAL file removed and made again by the next run, with an fsync
+    // of its folder). SQLite checkpoints as the WAL grows instead, during writes, on the
+    // writer thread.
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+        true,
+    )
+    .map_err(fail)?;
     match schema::migrate(&mut conn).map_err(fail)? {
         Found::Current { .. } => Ok(conn),
         Found::Newer(found) => Err(StoreError::Newer {

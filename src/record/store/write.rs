@@ -132,6 +132,7 @@ impl StoreWriter {
     fn start(path: &Path, conn: Connection, execution: i64) -> Result<StoreWriter, StoreError> {
         let (sender, receiver) = mpsc::channel::<Op>();
         let shown = path.to_path_buf();
+        let mut conn = conn;
         let thread = std::thread::Builder::new()
             .name("agentest-store".into())
             .spawn(move || {
@@ -143,22 +144,19 @@ impl StoreWriter {
                 };
                 let mut beat = std::time::Instant::now();
                 loop {
-                    match receiver.recv_timeout(HEARTBEAT) {
-                        Ok(Op::Claim(trial, answer)) => {
-                            let claimed = claim(&conn, execution, &trial).unwrap_or_else(|e| {
-                                warn(e);
-                                // The store cannot say: the case runs, as without one.
-                                true
-                            });
-                            let _ = answer.send(claimed);
-                        }
-                        Ok(Op::Done(report)) => {
-                            if let Err(e) = done(&conn, execution, &report) {
-                                warn(e);
-                            }
-                        }
-                        Err(mpsc::RecvTimeoutError::Timeout) => {}
+                    let first = match receiver.recv_timeout(HEARTBEAT) {
+                        Ok(op) => Some(op),
+                        Err(mpsc::RecvTimeoutError::Timeout) => None,
                         Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                    };
+                    // What queued up meanwhile (a wave of cases starting or ending
+                    // together) goes in the same transaction: one commit, not one each.
+                    let batch: Vec<Op> = first
+                        .into_iter()
+                        .chain(std::iter::from_fn(|| receiver.try_recv().ok()).take(BATCH))
+                        .collect();
+                    if !batch.is_empty() {
+                        write_batch(&mut conn, execution, batch, &warn);
                     }
                     if beat.elapsed() >= HEARTBEAT {
                         beat = std::time::Instant::now();
@@ -275,6 +273,57 @@ fn start_execution(conn: &mut Connection, info: &ExecutionInfo) -> rusqlite::Res
     Ok(id)
 }
 
+/// The most writes one transaction takes.
+const BATCH: usize = 256;
+
+/// Applies `batch` in one transaction, then answers its claims (only once committed).
+/// If the transaction cannot be had or committed, each write is tried on its own.
+fn write_batch(
+    conn: &mut Connection,
+    execution: i64,
+    batch: Vec<Op>,
+    warn: &dyn Fn(rusqlite::Error),
+) {
+    let apply = |conn: &Connection, op: &Op| -> rusqlite::Result<Option<bool>> {
+        match op {
+            Op::Claim(trial, _) => claim(conn, execution, trial).map(Some),
+            Op::Done(report) => done(conn, execution, report).map(|()| None),
+        }
+    };
+    let together = match conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate) {
+        Ok(tx) => {
+            let results: Vec<_> = batch.iter().map(|op| apply(&tx, op)).collect();
+            match tx.commit() {
+                Ok(()) => Some(results),
+                // Rolled back: nothing of it holds, each write is tried on its own.
+                Err(e) => {
+                    warn(e);
+                    None
+                }
+            }
+        }
+        Err(e) => {
+            warn(e);
+            None
+        }
+    };
+    let results = together.unwrap_or_else(|| batch.iter().map(|op| apply(conn, op)).collect());
+    let answers = batch.into_iter().zip(results);
+    for (op, r) in answers {
+        let claimed = match r {
+            Ok(c) => c,
+            Err(e) => {
+                warn(e);
+                // The store cannot say: the case runs, as without one.
+                Some(true)
+            }
+        };
+        if let (Op::Claim(_, answer), Some(claimed)) = (op, claimed) {
+            let _ = answer.send(claimed);
+        }
+    }
+}
+
 /// Queues a run for each of `planned` the execution lacks.
 fn queue(conn: &mut Connection, execution: i64, planned: &[Planned<'_>]) -> rusqlite::Result<()> {
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
@@ -297,11 +346,12 @@ fn queue(conn: &mut Connection, execution: i64, planned: &[Planned<'_>]) -> rusq
 /// conditional UPDATE, so two processes never run the same run.
 fn claim(conn: &Connection, execution: i64, trial: &str) -> rusqlite::Result<bool> {
     let now = rfc3339(std::time::SystemTime::now());
-    let n = conn.execute(
-        "UPDATE runs SET status = 'running', started_at = ?1, heartbeat_at = ?1, owner_pid = ?2, owner_host = ?3
-         WHERE execution_id = ?4 AND trial = ?5 AND status IN ('queued', 'pending')",
-        params![now, std::process::id(), host(), execution, trial],
-    )?;
+    let n = conn
+        .prepare_cached(
+            "UPDATE runs SET status = 'running', started_at = ?1, heartbeat_at = ?1, owner_pid = ?2, owner_host = ?3
+             WHERE execution_id = ?4 AND trial = ?5 AND status IN ('queued', 'pending')",
+        )?
+        .execute(params![now, std::process::id(), host(), execution, trial])?;
     Ok(n == 1)
 }
 
@@ -334,8 +384,7 @@ fn recover(conn: &Connection) -> rusqlite::Result<usize> {
     let mut recovered = 0;
     for (id, pid, owner_host, beat) in running {
         let stale = beat.as_deref().is_none_or(|b| b < cutoff.as_str());
-        let gone = owner_host.as_deref() == Some(here.as_str())
-            && pid.is_some_and(|p| p != me && !alive(p));
+        let gone = owner_host.as_deref() == Some(here) && pid.is_some_and(|p| p != me && !alive(p));
         if stale || gone {
             recovered += conn.execute(
                 "UPDATE runs SET status = 'queued', owner_pid = NULL, owner_host = NULL,
@@ -380,7 +429,7 @@ fn done(conn: &Connection, execution: i64, r: &CaseReport) -> rusqlite::Result<(
     let parameters =
         (!r.parameters.is_empty()).then(|| Value::Object(r.parameters.clone()).to_string());
     // A case the plan did not queue (one that failed to load) gets its row here.
-    conn.execute(
+    conn.prepare_cached(
         "INSERT INTO runs (execution_id, trial, suite, case_id, file, status, verdict, started_at,
                            completed_at, success, reason, error, messages, metadata, record, parameters)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
@@ -391,7 +440,8 @@ fn done(conn: &Connection, execution: i64, r: &CaseReport) -> rusqlite::Result<(
              reason = excluded.reason, error = excluded.error, messages = excluded.messages,
              metadata = excluded.metadata, record = excluded.record,
              parameters = excluded.parameters",
-        params![
+    )?
+    .execute(params![
             execution,
             r.trial,
             r.suite,
@@ -407,8 +457,7 @@ fn done(conn: &Connection, execution: i64, r: &CaseReport) -> rusqlite::Result<(
             metadata,
             record,
             parameters
-        ],
-    )?;
+        ])?;
     Ok(())
 }
 
@@ -450,11 +499,14 @@ fn messages(r: &CaseReport) -> Vec<Value> {
 }
 
 /// This machine's name, to tell whose `running` runs a dead process left.
-fn host() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .or_else(|_| std::env::var("HOSTNAME"))
-        .unwrap_or_default()
+fn host() -> &'static str {
+    static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HOST.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_string())
+            .or_else(|_| std::env::var("HOSTNAME"))
+            .unwrap_or_default()
+    })
 }
 
 /// The commit checked out in the repository around `from`, read from `.git` (no `git`
