@@ -10,6 +10,6 @@ pub use assertion::{
 };
 pub use mock::{Mock, MockAnswer};
 pub use model::{
-    Case, Checkpoint, Input, Interactive, Location, Mode, ModelSettings, ScriptRule, Simulator,
-    Turn,
+    Case, Checkpoint, Criteria, FailureMode, Input, Interactive, Location, Mode, ModelSettings,
+    ScriptRule, Simulator, Turn,
 };

@@ -53,6 +53,35 @@ pub struct Turn {
     pub attachments: Vec<Value>,
 }
 
+/// EvalStudio's evaluation loop for a dynamic case: after every reply a judge says
+/// whether the success criteria and the failure criteria are met.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Criteria {
+    /// `success_criteria`: met, the case passes.
+    pub success: Option<String>,
+    /// `failure_criteria`: met, the case fails (at once under `every_turn`).
+    pub failure: Option<String>,
+    /// `failure_criteria_mode`.
+    pub mode: FailureMode,
+    /// `max_messages`: user and assistant messages at most, seed messages included
+    /// (default 10).
+    pub max_messages: u32,
+    /// `instructions`: what the simulated user wants.
+    pub instructions: Option<String>,
+    /// `messages`: the conversation so far, sent before the first generated turn.
+    pub seed: Vec<crate::protocol::Message>,
+}
+
+/// When the failure criteria end a conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FailureMode {
+    /// Only the last evaluation counts, when `max_messages` is reached (the default).
+    #[default]
+    OnMaxMessages,
+    /// Any evaluation that finds them met fails the case at once.
+    EveryTurn,
+}
+
 /// A checkpoint of a dynamic case.
 #[derive(Debug, Clone)]
 pub struct Checkpoint {
@@ -172,10 +201,13 @@ pub enum Mode {
         input: Option<Input>,
         /// Who plays the user.
         simulator: Box<Simulator>,
-        /// What must be reached.
+        /// What must be reached (none when `criteria` decide).
         checkpoints: Vec<Checkpoint>,
         /// Turn limit (default 20).
         max_turns: u32,
+        /// EvalStudio's success and failure criteria, judged after every reply, instead
+        /// of checkpoints.
+        criteria: Option<Box<Criteria>>,
     },
     /// An ElizaOS scenario: steps in order, evaluations, a judgment.
     Scenario(Box<crate::case::scenario::Scenario>),

@@ -373,6 +373,20 @@ fn turn_lines(s: &mut String, t: &TurnReport, style: &Style) {
         .cloned()
         .collect();
     assertion_lines(s, &shown, style, pad);
+    if let Some(c) = &t.criteria {
+        // The judge's evaluation: always with -v; a failing one explains the verdict.
+        if style.verbose || c.failure_met {
+            let met = |m: bool| if m { "met" } else { "not met" };
+            let _ = writeln!(
+                s,
+                "{pad}Criteria: success {}, failure {} (confidence {}): {}",
+                met(c.success_met),
+                met(c.failure_met),
+                c.confidence,
+                c.reasoning
+            );
+        }
+    }
     if let Some(e) = &t.ending {
         let _ = writeln!(s, "{pad}Ended: {e}");
     }

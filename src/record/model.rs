@@ -120,12 +120,42 @@ pub struct TurnReport {
     /// Scenarios: the `run[]` step this turn belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<StepRef>,
+    /// Cases with criteria: the judge's evaluation of the conversation after this reply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub criteria: Option<CriteriaEvaluation>,
     /// Scenarios: a code step's result (the turn's `output` is its stdout).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<CodeRun>,
     /// Scenarios: on a conversation step's last turn, how the conversation ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ending: Option<Ending>,
+}
+
+/// EvalStudio's `evaluateCriteria` answer: whether the success and the failure criteria
+/// are met by the conversation so far, how sure the judge is, and why.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct CriteriaEvaluation {
+    /// The success criteria are met.
+    pub success_met: bool,
+    /// The failure criteria are met.
+    pub failure_met: bool,
+    /// From 0 to 1.
+    pub confidence: f64,
+    /// The judge's reasons.
+    pub reasoning: String,
+}
+
+/// EvalStudio's run result: the verdict, its score and why.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct RunResult {
+    /// The case passed.
+    pub success: bool,
+    /// From 0 to 1: the last evaluation's confidence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
+    /// Why: the judge's reasoning, prefixed with what ended the conversation.
+    pub reason: String,
 }
 
 /// A scenario's `run[]` step, as the turns that belong to it name it.
@@ -283,6 +313,9 @@ pub struct CaseReport {
     /// The golden-transcript comparison, when the case is pinned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub golden: Option<crate::record::golden::GoldenCheck>,
+    /// Cases with criteria: the result `{success, score, reason}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<RunResult>,
     /// Dynamic cases: why the conversation ended (`all_checkpoints_reached`,
     /// `agent_completed`, `goal_achieved`, `max_turns`, `forbidden_checkpoint`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -182,6 +182,24 @@ async fn body(
     };
     let people = engine.options.people;
     let result = match &case.mode {
+        Mode::Dynamic {
+            input,
+            simulator,
+            criteria: Some(criteria),
+            ..
+        } => {
+            let l = crate::run::conversation::criteria::Loop {
+                case,
+                criteria,
+                input: input.as_ref(),
+                spec: simulator,
+                chosen: engine.options.simulator.as_deref(),
+                ctx,
+                scope: &setup.scope,
+                env: &env,
+            };
+            crate::run::conversation::criteria::run(&l, &mut session, report, phase).await
+        }
         Mode::Dynamic { simulator, .. } => {
             *phase = "starting the simulator".into();
             let chosen = simulator

@@ -293,6 +293,7 @@ fn yao_engine_dynamic_inputs_parse() -> Needs {
             simulator,
             checkpoints,
             max_turns,
+            ..
         } = &case.mode
         else {
             panic!("{}: expected dynamic, got {}", case.id, case.mode.name());

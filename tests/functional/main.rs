@@ -61,6 +61,7 @@ mod common;
 mod agent_faults;
 mod cli;
 mod corpus;
+mod criteria;
 mod discovery;
 mod dynamic;
 #[cfg(unix)]
@@ -145,6 +146,7 @@ fn main() {
     trials.extend(agent_faults::tests());
     trials.extend(cli::tests());
     trials.extend(corpus::tests());
+    trials.extend(criteria::tests());
     trials.extend(discovery::tests());
     trials.extend(dynamic::tests());
     #[cfg(unix)]

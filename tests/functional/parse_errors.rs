@@ -826,6 +826,42 @@ const ROWS: &[Row] = &[
         Some("max_turns"),
         "expected a whole number, found a string",
     ),
+    // EvalStudio's criteria on a dynamic case.
+    exact(
+        "criteria_with_checkpoints::both",
+        r#"{"id": "d", "input": "hi", "success_criteria": "helps", "checkpoints": [{"id": "c", "assert": "tool_called"}]}"#,
+        At::Key("checkpoints", 0),
+        Some("checkpoints"),
+        "a case is decided by `checkpoints` or by `success_criteria`/`failure_criteria`, not both; split it into two cases",
+    ),
+    exact(
+        "criteria_mode_unknown::always",
+        r#"{"id": "d", "input": "hi", "success_criteria": "helps", "failure_criteria_mode": "always"}"#,
+        At::Key("failure_criteria_mode", 0),
+        Some("failure_criteria_mode"),
+        "unknown mode \"always\"; expected \"on_max_messages\" (the default: the last evaluation decides) or \"every_turn\" (failure met at any turn fails the case)",
+    ),
+    exact(
+        "criteria_max_messages::one",
+        r#"{"id": "d", "input": "hi", "success_criteria": "helps", "max_messages": 1}"#,
+        At::Key("max_messages", 0),
+        Some("max_messages"),
+        "expected a whole number from 2 to 1000 (user and assistant messages), found 1",
+    ),
+    exact(
+        "criteria_without_criteria::instructions_only",
+        r#"{"id": "d", "input": "hi", "instructions": "cancel a booking"}"#,
+        At::Key("instructions", 0),
+        Some("instructions"),
+        "give `success_criteria` (what the agent must achieve), `failure_criteria`, or both",
+    ),
+    exact(
+        "criteria_with_max_turns::max_turns",
+        r#"{"id": "d", "input": "hi", "success_criteria": "helps", "max_turns": 3}"#,
+        At::Key("max_turns", 0),
+        Some("max_turns"),
+        "a case with criteria ends by `max_messages` (user and assistant messages, default 10)",
+    ),
     // Not a dynamic case: `max_turns` has no meaning.
     exact(
         "max_turns_zero::not_dynamic",
@@ -1077,6 +1113,7 @@ fn dynamic_case_defaults() {
         checkpoints,
         max_turns,
         simulator,
+        ..
     } = &case.mode
     else {
         panic!("expected dynamic");

@@ -77,6 +77,10 @@ fn project(url: &str) -> Scratch {
                               "required": ["judgment"]}}}),
         json!({"id": "tools", "agent": "llm-agent", "input": "What is the meal limit? Call get_policy.",
                "assert": {"type": "tool_called", "name": "get_policy"}}),
+        json!({"id": "criteria", "input": "Hi, I need to file an expense",
+               "instructions": "Submit a $500 travel expense",
+               "success_criteria": "The assistant drafts a $500 travel expense",
+               "failure_criteria": "The assistant refuses to help", "max_messages": 4}),
     ];
     let lines: Vec<String> = cases.iter().map(Value::to_string).collect();
     s.write(project::SUITE, &(lines.join("\n") + "\n"));
@@ -154,6 +158,7 @@ fn whatever_the_model_says_agentest_keeps_its_guarantees() -> Needs {
         "agent-judge",
         "structured-judge",
         "tools",
+        "criteria",
     ];
     let s = project(&url);
     let run = project::agentest(s.path(), ("AGENTEST_REALLLM_UNUSED_KEY", "unused"))

@@ -40,13 +40,21 @@ pub(crate) fn evalstudio(stored: &Stored) -> Value {
                 let latency = run.latency_ms.unwrap_or(0);
                 r.insert("latencyMs".into(), json!(latency));
                 let turns = case.turns.len().max(1) as i64;
-                r.insert(
-                    "output".into(),
-                    json!({"avgLatencyMs": latency / turns, "totalLatencyMs": latency, "messageCount": count}),
-                );
+                let mut output = json!({"avgLatencyMs": latency / turns, "totalLatencyMs": latency, "messageCount": count});
+                // A case with criteria: its last evaluation, as EvalStudio keeps it.
+                if let Some(e) = case.turns.iter().rev().find_map(|t| t.criteria.as_ref()) {
+                    output["evaluation"] = json!(e);
+                }
+                if case.termination.as_deref() == Some("max_messages") {
+                    output["maxMessagesReached"] = json!(true);
+                }
+                r.insert("output".into(), output);
                 let mut result = Map::new();
                 // A skipped case has no verdict: EvalStudio's result needs one.
                 result.insert("success".into(), json!(run.success.unwrap_or(false)));
+                if let Some(score) = case.result.as_ref().and_then(|r| r.score) {
+                    result.insert("score".into(), json!(score));
+                }
                 if let Some(reason) = &run.reason {
                     result.insert("reason".into(), json!(reason));
                 }

@@ -410,10 +410,13 @@ fn alive(pid: i64) -> bool {
 fn done(conn: &Connection, execution: i64, r: &CaseReport) -> rusqlite::Result<()> {
     let now = rfc3339(std::time::SystemTime::now());
     let (status, success) = lifecycle(r.status);
-    let reason = match r.status {
-        Status::Passed => Some("passed".to_string()),
-        _ => r.error.clone(),
+    // A case with criteria has EvalStudio's result: its score and reason.
+    let reason = match (&r.result, r.status) {
+        (Some(res), _) => Some(res.reason.clone()),
+        (None, Status::Passed) => Some("passed".to_string()),
+        (None, _) => r.error.clone(),
     };
+    let score = r.result.as_ref().and_then(|res| res.score);
     let error = matches!(status, "error").then(|| r.error.clone()).flatten();
     let messages = serde_json::to_string(&messages(r)).unwrap_or_default();
     let metadata = json!({
@@ -431,15 +434,16 @@ fn done(conn: &Connection, execution: i64, r: &CaseReport) -> rusqlite::Result<(
     // A case the plan did not queue (one that failed to load) gets its row here.
     conn.prepare_cached(
         "INSERT INTO runs (execution_id, trial, suite, case_id, file, status, verdict, started_at,
-                           completed_at, success, reason, error, messages, metadata, record, parameters)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
+                           completed_at, success, reason, error, messages, metadata, record, parameters,
+                           score)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)
          ON CONFLICT (execution_id, trial) DO UPDATE SET
              status = excluded.status, verdict = excluded.verdict,
              started_at = COALESCE(runs.started_at, excluded.started_at),
              completed_at = excluded.completed_at, success = excluded.success,
              reason = excluded.reason, error = excluded.error, messages = excluded.messages,
              metadata = excluded.metadata, record = excluded.record,
-             parameters = excluded.parameters",
+             parameters = excluded.parameters, score = excluded.score",
     )?
     .execute(params![
             execution,
@@ -456,7 +460,8 @@ fn done(conn: &Connection, execution: i64, r: &CaseReport) -> rusqlite::Result<(
             messages,
             metadata,
             record,
-            parameters
+            parameters,
+            score
         ])?;
     Ok(())
 }

@@ -73,6 +73,7 @@ pub(crate) async fn run(
         simulator: spec,
         checkpoints,
         max_turns,
+        ..
     } = &case.mode
     else {
         return Ok(());

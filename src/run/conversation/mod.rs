@@ -1,6 +1,7 @@
-//! The conversation loops: scripted (single and static) and dynamic, and the turn they
-//! share.
+//! The conversation loops: scripted (single and static), dynamic (checkpoints, or
+//! EvalStudio's criteria), and the turn they share.
 
+pub(crate) mod criteria;
 pub(crate) mod dynamic;
 pub(crate) mod scripted;
 pub(crate) mod turn;

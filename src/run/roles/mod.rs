@@ -2,6 +2,7 @@
 //! and who judges. Every role that answers in JSON is asked through [`ask`].
 
 pub(crate) mod ask;
+pub(crate) mod criteria;
 pub(crate) mod judge;
 pub(crate) mod person;
 pub(crate) mod simulator;

@@ -18,7 +18,7 @@ use crate::util::parse_timeout;
 use crate::util::type_of;
 
 /// Every key a case line may have.
-pub const CASE_KEYS: [&str; 26] = [
+pub const CASE_KEYS: [&str; 32] = [
     "id",
     "name",
     "description",
@@ -45,6 +45,12 @@ pub const CASE_KEYS: [&str; 26] = [
     "interactive",
     "setup",
     "golden",
+    "success_criteria",
+    "failure_criteria",
+    "failure_criteria_mode",
+    "max_messages",
+    "instructions",
+    "messages",
 ];
 
 /// Parses one line of a suite file. `location` is the line's start (column 1).
@@ -286,7 +292,16 @@ fn parse_mode(obj: &Map<String, Value>) -> Result<Mode, FieldError> {
             ))
         }
     }
-    if has_sim || has_cps || mode.as_deref() == Some("dynamic") {
+    let has_criteria = super::dynamic::CRITERIA_KEYS
+        .iter()
+        .any(|k| obj.contains_key(*k));
+    if has_turns && has_criteria {
+        return Err(FieldError::new(
+            "turns",
+            "a case with success or failure criteria is a dynamic conversation; it takes no `turns`",
+        ));
+    }
+    if has_sim || has_cps || has_criteria || mode.as_deref() == Some("dynamic") {
         if mode.as_deref().is_some_and(|m| m != "dynamic") {
             return Err(FieldError::new("mode", format!("`mode` is \"{}\" but the case has `simulator`/`checkpoints`; dynamic cases take `mode: \"dynamic\"` or no mode", mode.unwrap_or_default())));
         }

@@ -2,8 +2,8 @@
 
 use serde_json::{Map, Value};
 
-use super::turn::parse_input;
-use crate::case::{Checkpoint, Mode, ModelSettings, ScriptRule, Simulator};
+use super::turn::{parse_input, parse_message};
+use crate::case::{Checkpoint, Criteria, FailureMode, Mode, ModelSettings, ScriptRule, Simulator};
 use crate::errors::FieldError;
 use crate::source::fields::{
     check_keys, index, join, model_settings, opt_bool, opt_object, opt_str,
@@ -24,11 +24,24 @@ const CHECKPOINT_KEYS: [&str; 8] = [
 /// The keys of `simulator` besides its profile ([`Simulator::PROFILE_KEYS`]).
 const SIMULATOR_KEYS: [&str; 5] = ["use", "options", "show_checkpoints", "script", "metadata"];
 
+/// The keys of EvalStudio's evaluation loop on a dynamic case.
+pub(super) const CRITERIA_KEYS: [&str; 6] = [
+    "success_criteria",
+    "failure_criteria",
+    "failure_criteria_mode",
+    "max_messages",
+    "instructions",
+    "messages",
+];
+
 pub(super) fn parse_dynamic(
     obj: &Map<String, Value>,
     sim: Option<&Value>,
     cps: Option<&Value>,
 ) -> Result<Mode, FieldError> {
+    if CRITERIA_KEYS.iter().any(|k| obj.contains_key(*k)) {
+        return parse_criteria_case(obj, sim, cps);
+    }
     let Some(sim) = sim else {
         return Err(FieldError::new(
             "simulator",
@@ -132,6 +145,128 @@ pub(super) fn parse_dynamic(
         simulator: Box::new(sim),
         checkpoints,
         max_turns,
+        criteria: None,
+    })
+}
+
+/// A dynamic case decided by EvalStudio's criteria: no checkpoints; the simulator is
+/// optional (the built-in one, told the `instructions`).
+fn parse_criteria_case(
+    obj: &Map<String, Value>,
+    sim: Option<&Value>,
+    cps: Option<&Value>,
+) -> Result<Mode, FieldError> {
+    if cps.is_some() {
+        return Err(FieldError::new(
+            "checkpoints",
+            "a case is decided by `checkpoints` or by `success_criteria`/`failure_criteria`, not both; split it into two cases",
+        ));
+    }
+    for key in ["assertions", "assert", "final_assertions", "max_turns"] {
+        if obj.contains_key(key) {
+            let why = if key == "max_turns" {
+                "a case with criteria ends by `max_messages` (user and assistant messages, default 10)".to_string()
+            } else {
+                format!("a case with criteria takes no `{key}`; say what must hold in `success_criteria`")
+            };
+            return Err(FieldError::new(key, why));
+        }
+    }
+    let success = opt_str(obj, "success_criteria", "")?.filter(|t| !t.trim().is_empty());
+    let failure = opt_str(obj, "failure_criteria", "")?.filter(|t| !t.trim().is_empty());
+    if success.is_none() && failure.is_none() {
+        // Located at what made it a case with criteria.
+        let at = CRITERIA_KEYS
+            .iter()
+            .find(|k| obj.contains_key(**k))
+            .copied()
+            .unwrap_or("success_criteria");
+        return Err(FieldError::new(
+            at,
+            "give `success_criteria` (what the agent must achieve), `failure_criteria`, or both",
+        ));
+    }
+    let mode = match opt_str(obj, "failure_criteria_mode", "")?.as_deref() {
+        None | Some("on_max_messages") => FailureMode::OnMaxMessages,
+        Some("every_turn") => FailureMode::EveryTurn,
+        Some(other) => {
+            return Err(FieldError::new(
+                "failure_criteria_mode",
+                format!("unknown mode \"{other}\"; expected \"on_max_messages\" (the default: the last evaluation decides) or \"every_turn\" (failure met at any turn fails the case)"),
+            ))
+        }
+    };
+    let max_messages = match obj.get("max_messages") {
+        None | Some(Value::Null) => 10,
+        Some(Value::Number(n)) => match n.as_u64() {
+            Some(v) if (2..=1000).contains(&v) => v as u32,
+            _ => {
+                return Err(FieldError::new(
+                    "max_messages",
+                    format!("expected a whole number from 2 to 1000 (user and assistant messages), found {n}"),
+                ))
+            }
+        },
+        Some(other) => {
+            return Err(FieldError::new(
+                "max_messages",
+                format!("expected a whole number, found {}", type_of(other)),
+            ))
+        }
+    };
+    let seed = match obj.get("messages") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, m)| parse_message(m, &index("messages", i)))
+            .collect::<Result<Vec<_>, _>>()?,
+        Some(other) => {
+            return Err(FieldError::new(
+                "messages",
+                format!(
+                    "expected an array of messages {{\"role\", \"content\"}}, found {}",
+                    type_of(other)
+                ),
+            ))
+        }
+    };
+    let instructions = opt_str(obj, "instructions", "")?;
+    let mut simulator = match sim {
+        Some(v) => parse_simulator(v)?,
+        None => Simulator {
+            use_: None,
+            script: Vec::new(),
+            show_checkpoints: false,
+            profile: Map::new(),
+            model: ModelSettings::default(),
+            raw: Value::Null,
+        },
+    };
+    // The simulated user pursues the instructions, unless its profile says otherwise.
+    if let Some(text) = &instructions {
+        simulator
+            .profile
+            .entry("goal".to_string())
+            .or_insert_with(|| Value::String(text.clone()));
+    }
+    let input = match obj.get("input") {
+        Some(v) => Some(parse_input(v, "input")?),
+        None => None,
+    };
+    Ok(Mode::Dynamic {
+        input,
+        simulator: Box::new(simulator),
+        checkpoints: Vec::new(),
+        max_turns: max_messages.div_ceil(2),
+        criteria: Some(Box::new(Criteria {
+            success,
+            failure,
+            mode,
+            max_messages,
+            instructions,
+            seed,
+        })),
     })
 }
 
