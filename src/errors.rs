@@ -508,6 +508,14 @@ pub(crate) enum SetupError {
         /// Where the config is.
         config: String,
     },
+    /// A case names a persona the config does not define.
+    #[error("the persona \"{name}\" is not defined; add [personas.\"{name}\"] with system_prompt (and description) to {config}, or write the persona on the case")]
+    UndefinedPersona {
+        /// The persona's name.
+        name: String,
+        /// Where the config is.
+        config: String,
+    },
     /// A role's endpoint names an `[llms.NAME]` that does not exist.
     #[error(
         "the {role}'s model endpoint `{name}` is not defined; add [llms.\"{name}\"] to {config}"

@@ -11,5 +11,5 @@ pub use assertion::{
 pub use mock::{Mock, MockAnswer};
 pub use model::{
     Case, Checkpoint, Criteria, FailureMode, Input, Interactive, Location, Mode, ModelSettings,
-    ScriptRule, Simulator, Turn,
+    PersonaRef, ScriptRule, Simulator, Turn,
 };

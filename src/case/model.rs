@@ -53,6 +53,20 @@ pub struct Turn {
     pub attachments: Vec<Value>,
 }
 
+/// A persona a simulated user impersonates: written on the case, or the name of a
+/// `[personas.NAME]` in the config (resolved when the case runs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PersonaRef {
+    /// Its name (the trial's last part).
+    pub name: String,
+    /// What it is like.
+    pub description: Option<String>,
+    /// The instructions that make the simulated user this persona.
+    pub system_prompt: Option<String>,
+    /// Written on the case (`false`: a name to look up in the config).
+    pub inline: bool,
+}
+
 /// EvalStudio's evaluation loop for a dynamic case: after every reply a judge says
 /// whether the success criteria and the failure criteria are met.
 #[derive(Debug, Clone, PartialEq)]
@@ -262,6 +276,10 @@ pub struct Case {
     pub interactive: Option<Interactive>,
     /// Tool mocks from `setup.mocks`, checked before the agent's own.
     pub mocks: Vec<crate::case::Mock>,
+    /// `personas`, as written: the case runs once per persona (see [`Case::persona`]).
+    pub personas: Vec<PersonaRef>,
+    /// The persona this trial's simulated user impersonates.
+    pub persona: Option<PersonaRef>,
     /// Where the case was written.
     pub location: Location,
     /// The line as written, given to hooks and scripts.

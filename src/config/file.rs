@@ -46,6 +46,19 @@ pub struct ConfigFile {
     /// The run store.
     #[serde(default)]
     pub store: StoreConfig,
+    /// Personas cases name in `personas`.
+    #[serde(default)]
+    pub personas: BTreeMap<String, PersonaConfig>,
+}
+
+/// `[personas.NAME]`: a persona the simulated user impersonates.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PersonaConfig {
+    /// What the persona is like.
+    pub description: Option<String>,
+    /// The instructions that make the simulated user this persona.
+    pub system_prompt: Option<String>,
 }
 
 /// `[store]`: where runs are recorded.

@@ -265,6 +265,9 @@ pub struct CaseReport {
     pub final_assertions: Vec<AssertionReport>,
     /// Number of turns run.
     pub total_turns: u32,
+    /// The persona the simulated user impersonated (`personas` on the case).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persona: Option<String>,
     /// A scenario matrix combination's values, by the field each axis sets.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub parameters: serde_json::Map<String, serde_json::Value>,

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::agent::{Agent, AgentDef};
-use crate::case::{Case, Kind, Mode};
+use crate::case::{Case, Kind, Mode, PersonaRef};
 use crate::check::{ScriptFn, Scripts};
 use crate::config::CassetteMode;
 use crate::config::Redaction;
@@ -178,8 +178,32 @@ impl Context {
     /// hooks and scripts that are not defined, model endpoints that are not there. Each
     /// problem is said with where the case uses the name. `simulator` is the run's
     /// `--simulator`.
+    /// `persona` with what the config says of it, when it is a name.
+    pub(crate) fn persona(&self, persona: &PersonaRef) -> Result<PersonaRef, SetupError> {
+        if persona.inline {
+            return Ok(persona.clone());
+        }
+        let found = self
+            .config
+            .file
+            .personas
+            .get(&persona.name)
+            .ok_or_else(|| SetupError::UndefinedPersona {
+                name: persona.name.clone(),
+                config: self.config.describe(),
+            })?;
+        Ok(PersonaRef {
+            description: found.description.clone(),
+            system_prompt: found.system_prompt.clone(),
+            ..persona.clone()
+        })
+    }
+
     pub(crate) fn unresolved(&self, case: &Case, simulator: Option<&str>) -> Vec<String> {
         let mut problems = Vec::new();
+        if let Some(Err(e)) = case.persona.as_ref().map(|p| self.persona(p)) {
+            problems.push(e.to_string());
+        }
         if let Err(e) = self.agent(case.agent.as_deref()) {
             problems.push(e.to_string());
         }
@@ -190,6 +214,14 @@ impl Context {
         }
         // Who plays the user: a dynamic case's simulator, a scenario's user simulators.
         let simulators: Vec<(Option<&str>, Option<&str>)> = match &case.mode {
+            // Criteria without a model fall back to one exchange: no simulator needed.
+            Mode::Dynamic {
+                simulator: sim,
+                criteria: Some(_),
+                ..
+            } if sim.use_.is_none() && simulator.is_none() && self.config.file.llm.is_none() => {
+                Vec::new()
+            }
             Mode::Dynamic { simulator: sim, .. } => {
                 vec![(sim.use_.as_deref(), sim.model.llm.as_deref())]
             }

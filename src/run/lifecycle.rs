@@ -181,6 +181,17 @@ async fn body(
         judges: Some(&judges),
     };
     let people = engine.options.people;
+    // A persona: the simulated user impersonates it.
+    let impersonating = match (&case.mode, &case.persona) {
+        (Mode::Dynamic { simulator, .. }, Some(p)) => {
+            let persona = ctx
+                .persona(p)
+                .map_err(|e| Stop::step("persona", StepError::from(e)))?;
+            report.persona = Some(persona.name.clone());
+            Some(impersonate(simulator, &persona))
+        }
+        _ => None,
+    };
     let result = match &case.mode {
         Mode::Dynamic {
             input,
@@ -192,7 +203,7 @@ async fn body(
                 case,
                 criteria,
                 input: input.as_ref(),
-                spec: simulator,
+                spec: impersonating.as_ref().unwrap_or(simulator),
                 chosen: engine.options.simulator.as_deref(),
                 ctx,
                 scope: &setup.scope,
@@ -201,6 +212,7 @@ async fn body(
             crate::run::conversation::criteria::run(&l, &mut session, report, phase).await
         }
         Mode::Dynamic { simulator, .. } => {
+            let simulator = impersonating.as_ref().unwrap_or(simulator);
             *phase = "starting the simulator".into();
             let chosen = simulator
                 .use_
@@ -244,6 +256,27 @@ async fn body(
     };
     session.close().await;
     result
+}
+
+/// `spec` playing `persona`: its system prompt (else its description) becomes the
+/// simulated user's `persona`, over what the case's simulator says.
+fn impersonate(
+    spec: &crate::case::Simulator,
+    persona: &crate::case::PersonaRef,
+) -> crate::case::Simulator {
+    let mut spec = spec.clone();
+    let text = persona
+        .system_prompt
+        .clone()
+        .or_else(|| persona.description.clone())
+        .unwrap_or_else(|| persona.name.clone());
+    spec.profile
+        .insert("persona".into(), serde_json::Value::String(text));
+    spec.profile.insert(
+        "persona_name".into(),
+        serde_json::Value::String(persona.name.clone()),
+    );
+    spec
 }
 
 /// The case's status once its deadline-bound part ended (`None`: the deadline passed).

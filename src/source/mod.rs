@@ -20,3 +20,4 @@ pub(crate) use jsonl::{column_of_path, steps as path_steps, Step as PathStep};
 pub use jsonl::{parse_case, parse_suite, parse_suite_bytes, CASE_KEYS};
 pub use loaded::Loaded;
 pub use mocks::{parse_config_mocks, parse_mocks};
+pub(crate) use yaml::slug;

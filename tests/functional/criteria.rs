@@ -278,6 +278,94 @@ fn without_a_model_one_exchange_decides() {
     assert_eq!(c["result"]["success"], true);
 }
 
+/// `personas` make a trial per persona (`suite::case::persona`), each simulated user
+/// impersonating its persona (written on the case, or a `[personas.NAME]` of the
+/// config); a persona the config lacks is that trial's error, named.
+fn personas_make_a_trial_each() {
+    let server = ChatServer::routed(route);
+    server.answer(
+        "judge",
+        &[
+            evaluation(false, false, 0.3, "not yet"),
+            evaluation(true, false, 0.9, "done"),
+            evaluation(false, false, 0.3, "not yet"),
+            evaluation(true, false, 0.9, "done"),
+        ],
+    );
+    server.answer("user", &[says("Hurry up"), says("Take your time")]);
+    let s = project(
+        "personas",
+        Some(&server),
+        &[
+            json!({"id": "files", "input": "I want to submit an expense",
+                 "success_criteria": "The assistant helps",
+                 "personas": ["impatient", {"name": "Calm Customer", "system_prompt": "You are a calm customer."}, "ghost"]}),
+        ],
+    );
+    let config = s.read("suites/agentest.toml");
+    s.write(
+        "suites/agentest.toml",
+        &format!("{config}\n[personas.impatient]\ndescription = \"wants it now\"\nsystem_prompt = \"You are an impatient user.\"\n"),
+    );
+    let mut cmd = std::process::Command::new(crate::common::BIN);
+    cmd.current_dir(s.path())
+        .args([
+            "test",
+            "-i",
+            "suites",
+            "-o",
+            "r.jsonl",
+            "--parallel",
+            "1",
+            "--color",
+            "never",
+        ])
+        .env("AGENTEST_STORE", "off")
+        .stdin(std::process::Stdio::null());
+    let r = crate::common::finish(&mut cmd);
+    assert_eq!(r.code, 1, "the ghost is an error: {r:?}");
+    let report = Report::read(&s.join("r.jsonl"));
+    let by: std::collections::BTreeMap<&str, &Value> = report
+        .cases
+        .iter()
+        .map(|c| (c["trial"].as_str().unwrap(), c))
+        .collect();
+    assert_eq!(
+        by.keys().copied().collect::<Vec<_>>(),
+        [
+            "s::files::calm-customer",
+            "s::files::ghost",
+            "s::files::impatient"
+        ]
+    );
+    assert_eq!(by["s::files::calm-customer"]["status"], "passed");
+    assert_eq!(by["s::files::calm-customer"]["persona"], "Calm Customer");
+    assert_eq!(by["s::files::impatient"]["status"], "passed");
+    assert_eq!(by["s::files::impatient"]["persona"], "impatient");
+    let ghost = by["s::files::ghost"];
+    assert_eq!(ghost["status"], "error");
+    assert!(
+        ghost["error"]
+            .as_str()
+            .unwrap()
+            .contains("the persona \"ghost\" is not defined; add [personas.\"ghost\"]"),
+        "{ghost}"
+    );
+    // Each simulated user was told its persona (trials run in name order here).
+    let asked: Vec<String> = server.bodies("user").iter().map(Value::to_string).collect();
+    assert_eq!(asked.len(), 2);
+    assert!(
+        asked[0].contains("You are a calm customer."),
+        "{}",
+        asked[0]
+    );
+    assert!(
+        asked[1].contains("You are an impatient user."),
+        "{}",
+        asked[1]
+    );
+}
+
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         success_criteria_met_pass_the_case,
@@ -285,5 +373,6 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         seed_messages_start_the_conversation,
         an_answer_that_is_no_evaluation_is_an_error,
         without_a_model_one_exchange_decides,
+        personas_make_a_trial_each,
     ]
 }

@@ -862,6 +862,27 @@ const ROWS: &[Row] = &[
         Some("max_turns"),
         "a case with criteria ends by `max_messages` (user and assistant messages, default 10)",
     ),
+    exact(
+        "personas_on_a_single_case::single",
+        r#"{"id": "d", "input": "hi", "personas": ["impatient"]}"#,
+        At::Key("personas", 0),
+        Some("personas"),
+        "`personas` apply to dynamic cases, where a simulated user impersonates each; this case has no simulated user",
+    ),
+    exact(
+        "personas_twice::same_name",
+        r#"{"id": "d", "input": "hi", "success_criteria": "helps", "personas": ["Calm", {"name": "calm"}]}"#,
+        At::Find("{\"name\": \"calm\"}", 0),
+        Some("personas[1]"),
+        "two personas named \"calm\": each names a trial, so names must differ",
+    ),
+    exact(
+        "personas_unnamed::object",
+        r#"{"id": "d", "input": "hi", "success_criteria": "helps", "personas": [{"system_prompt": "You are calm"}]}"#,
+        At::Find("{\"system_prompt\"", 0),
+        Some("personas[0]"),
+        "a persona needs a `name` (it names the trial)",
+    ),
     // Not a dynamic case: `max_turns` has no meaning.
     exact(
         "max_turns_zero::not_dynamic",

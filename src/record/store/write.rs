@@ -435,15 +435,16 @@ fn done(conn: &Connection, execution: i64, r: &CaseReport) -> rusqlite::Result<(
     conn.prepare_cached(
         "INSERT INTO runs (execution_id, trial, suite, case_id, file, status, verdict, started_at,
                            completed_at, success, reason, error, messages, metadata, record, parameters,
-                           score)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)
+                           score, persona)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
          ON CONFLICT (execution_id, trial) DO UPDATE SET
              status = excluded.status, verdict = excluded.verdict,
              started_at = COALESCE(runs.started_at, excluded.started_at),
              completed_at = excluded.completed_at, success = excluded.success,
              reason = excluded.reason, error = excluded.error, messages = excluded.messages,
              metadata = excluded.metadata, record = excluded.record,
-             parameters = excluded.parameters, score = excluded.score",
+             parameters = excluded.parameters, score = excluded.score,
+             persona = excluded.persona",
     )?
     .execute(params![
             execution,
@@ -461,7 +462,8 @@ fn done(conn: &Connection, execution: i64, r: &CaseReport) -> rusqlite::Result<(
             metadata,
             record,
             parameters,
-            score
+            score,
+            r.persona
         ])?;
     Ok(())
 }

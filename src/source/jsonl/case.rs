@@ -9,7 +9,7 @@ use super::json::{parse_line, LineError};
 use super::locate::{column_of_duplicate, column_of_path};
 use super::turn::{parse_input, parse_turn};
 use crate::case::Assertion;
-use crate::case::{Case, Location, Mode};
+use crate::case::{Case, Location, Mode, PersonaRef};
 use crate::errors::CaseError;
 use crate::errors::FieldError;
 use crate::source::fields::{check_keys, index, join, opt_bool, opt_object, opt_str};
@@ -18,7 +18,7 @@ use crate::util::parse_timeout;
 use crate::util::type_of;
 
 /// Every key a case line may have.
-pub const CASE_KEYS: [&str; 32] = [
+pub const CASE_KEYS: [&str; 33] = [
     "id",
     "name",
     "description",
@@ -51,6 +51,7 @@ pub const CASE_KEYS: [&str; 32] = [
     "max_messages",
     "instructions",
     "messages",
+    "personas",
 ];
 
 /// Parses one line of a suite file. `location` is the line's start (column 1).
@@ -202,6 +203,7 @@ fn build(obj: &Map<String, Value>, id: String, location: Location) -> Result<Cas
     }
     opt_str(obj, "description", "")?;
     let mode = parse_mode(obj)?;
+    let personas = parse_personas(obj, &mode)?;
     Ok(Case {
         id,
         name: opt_str(obj, "name", "")?,
@@ -220,9 +222,86 @@ fn build(obj: &Map<String, Value>, id: String, location: Location) -> Result<Cas
         golden: opt_bool(obj, "golden", "")?,
         interactive,
         mocks: parse_setup(obj)?,
+        personas,
+        persona: None,
         location,
         raw: Arc::new(Value::Null),
     })
+}
+
+/// `personas`: inline `{name, description, system_prompt}` objects, or names of
+/// `[personas.NAME]` tables in the config.
+fn parse_personas(obj: &Map<String, Value>, mode: &Mode) -> Result<Vec<PersonaRef>, FieldError> {
+    let items = match obj.get("personas") {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(items)) if !items.is_empty() => items,
+        Some(Value::Array(_)) => {
+            return Err(FieldError::new(
+                "personas",
+                "`personas` is empty; give at least one, or leave it out",
+            ))
+        }
+        Some(other) => {
+            return Err(FieldError::new(
+                "personas",
+                format!(
+                    "expected an array of personas (objects {{\"name\", \"description\", \"system_prompt\"}} or names of [personas.NAME] in agentest.toml), found {}",
+                    type_of(other)
+                ),
+            ))
+        }
+    };
+    if !matches!(mode, Mode::Dynamic { .. }) {
+        return Err(FieldError::new(
+            "personas",
+            "`personas` apply to dynamic cases, where a simulated user impersonates each; this case has no simulated user",
+        ));
+    }
+    let mut out: Vec<PersonaRef> = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let path = index("personas", i);
+        let p = match item {
+            Value::String(name) if !name.trim().is_empty() => PersonaRef {
+                name: name.trim().to_string(),
+                description: None,
+                system_prompt: None,
+                inline: false,
+            },
+            Value::Object(m) => {
+                check_keys(m, &["name", "description", "system_prompt"], &path, "a persona")?;
+                let name = opt_str(m, "name", &path)?
+                    .filter(|n| !n.trim().is_empty())
+                    .ok_or_else(|| FieldError::new(&path, "a persona needs a `name` (it names the trial)"))?;
+                PersonaRef {
+                    name,
+                    description: opt_str(m, "description", &path)?,
+                    system_prompt: opt_str(m, "system_prompt", &path)?,
+                    inline: true,
+                }
+            }
+            other => {
+                return Err(FieldError::new(
+                    &path,
+                    format!(
+                        "expected a persona {{\"name\", \"description\", \"system_prompt\"}} or a persona's name, found {}",
+                        type_of(other)
+                    ),
+                ))
+            }
+        };
+        let slug = crate::source::slug(&p.name);
+        if out.iter().any(|q| crate::source::slug(&q.name) == slug) {
+            return Err(FieldError::new(
+                &path,
+                format!(
+                    "two personas named \"{}\": each names a trial, so names must differ",
+                    p.name
+                ),
+            ));
+        }
+        out.push(p);
+    }
+    Ok(out)
 }
 
 /// `setup: {"mocks": [...]}`: tool mocks for `openai` agents, checked before the agent's own.

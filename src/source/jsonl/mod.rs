@@ -117,6 +117,26 @@ pub fn parse_suite_bytes(
             Some(id) => format!("{suite}{SEPARATOR}{id}"),
             None => String::new(),
         };
+        // A case with personas is a trial per persona: `suite::id::persona`.
+        if let (Ok(case), false) = (&entry, trial.is_empty()) {
+            if !case.personas.is_empty() {
+                for p in &case.personas {
+                    let mut one = case.clone();
+                    one.personas = Vec::new();
+                    one.persona = Some(p.clone());
+                    out.push((
+                        n,
+                        Loaded {
+                            suite: suite.to_string(),
+                            trial: format!("{trial}{SEPARATOR}{}", crate::source::slug(&p.name)),
+                            file: file.to_path_buf(),
+                            entry: Ok(one),
+                        },
+                    ));
+                }
+                continue;
+            }
+        }
         out.push((
             n,
             Loaded {

@@ -274,6 +274,8 @@ fn scenario_case(
         golden: None,
         interactive: None,
         mocks: Vec::new(),
+        personas: Vec::new(),
+        persona: None,
         location: Location {
             file: Arc::new(PathBuf::new()),
             line: 1,
