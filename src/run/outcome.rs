@@ -148,3 +148,13 @@ pub(crate) fn broken(loaded: &Loaded, e: &CaseError) -> CaseReport {
 pub(crate) fn skip_reason(case: &Case) -> Option<String> {
     case.skip.then(|| "skip: true in the case".to_string())
 }
+
+/// The simulator failed at `at` (`turn 3`): a model that cannot be reached reads as for
+/// the agent's own calls (skipped off CI); anything else is a simulator error.
+pub(crate) fn simulator_stop(at: &str, e: StepError) -> Stop {
+    let what = match e {
+        StepError::Unavailable(_) => at.to_string(),
+        _ => format!("{at}: simulator error"),
+    };
+    Stop::step(&what, e).by(Party::Simulator)
+}

@@ -56,9 +56,15 @@ fn project(tag: &str, server: Option<&ChatServer>, cases: &[Value]) -> Scratch {
 }
 
 fn run(s: &Scratch) -> (crate::common::Run, Report) {
+    run_with(s, &[])
+}
+
+/// `agentest test -i suites -o r.jsonl <extra>` in `s`, the run store in it.
+fn run_with(s: &Scratch, extra: &[&str]) -> (crate::common::Run, Report) {
     let mut cmd = std::process::Command::new(crate::common::BIN);
     cmd.current_dir(s.path())
         .args(["test", "-i", "suites", "-o", "r.jsonl", "--color", "never"])
+        .args(extra)
         .env("AGENTEST_STORE", s.join("runs.db"))
         .stdin(std::process::Stdio::null());
     let r = crate::common::finish(&mut cmd);
@@ -163,24 +169,8 @@ fn failure_criteria_and_max_messages_fail_the_case() {
         ],
     );
     // One case at a time, so that the judge's answers go in order.
-    let mut cmd = std::process::Command::new(crate::common::BIN);
-    cmd.current_dir(s.path())
-        .args([
-            "test",
-            "-i",
-            "suites",
-            "-o",
-            "r.jsonl",
-            "--parallel",
-            "1",
-            "--color",
-            "never",
-        ])
-        .env("AGENTEST_STORE", "off")
-        .stdin(std::process::Stdio::null());
-    let r = crate::common::finish(&mut cmd);
+    let (r, report) = run_with(&s, &["--parallel", "1"]);
     assert_eq!(r.code, 1, "{r:?}");
-    let report = Report::read(&s.join("r.jsonl"));
     let strict = case(&report, "a-strict");
     assert_eq!(strict["termination"], "failure_criteria_met");
     assert_eq!(strict["turns"].as_array().unwrap().len(), 1);
@@ -307,24 +297,8 @@ fn personas_make_a_trial_each() {
         "suites/agentest.toml",
         &format!("{config}\n[personas.impatient]\ndescription = \"wants it now\"\nsystem_prompt = \"You are an impatient user.\"\n"),
     );
-    let mut cmd = std::process::Command::new(crate::common::BIN);
-    cmd.current_dir(s.path())
-        .args([
-            "test",
-            "-i",
-            "suites",
-            "-o",
-            "r.jsonl",
-            "--parallel",
-            "1",
-            "--color",
-            "never",
-        ])
-        .env("AGENTEST_STORE", "off")
-        .stdin(std::process::Stdio::null());
-    let r = crate::common::finish(&mut cmd);
+    let (r, report) = run_with(&s, &["--parallel", "1"]);
     assert_eq!(r.code, 1, "the ghost is an error: {r:?}");
-    let report = Report::read(&s.join("r.jsonl"));
     let by: std::collections::BTreeMap<&str, &Value> = report
         .cases
         .iter()

@@ -13,7 +13,7 @@ use crate::protocol::{Message, Request, Role};
 use crate::record::{CaseReport, CriteriaEvaluation, RunResult, Status};
 use crate::run::context::Context;
 use crate::run::conversation::turn::{exchange, merged_options, new_session_id, replied_turn};
-use crate::run::outcome::{Party, Stop};
+use crate::run::outcome::{simulator_stop, Party, Stop};
 use crate::run::roles::criteria::evaluate;
 use crate::run::roles::simulator::{SimInput, Simulator};
 
@@ -127,13 +127,10 @@ async fn play(
                     pending: None,
                     profile: &l.spec.profile,
                 };
-                let next = sim.next(&input, l.env.deadline).await.map_err(|e| {
-                    let at = match e {
-                        StepError::Unavailable(_) => format!("turn {turn}"),
-                        _ => format!("turn {turn}: simulator error"),
-                    };
-                    Stop::step(&at, e).by(Party::Simulator)
-                })?;
+                let next = sim
+                    .next(&input, l.env.deadline)
+                    .await
+                    .map_err(|e| simulator_stop(&format!("turn {turn}"), e))?;
                 match next.message {
                     Some(m) => (vec![Message::user(m)], "simulated", next.reasoning),
                     // The user has nothing more to say: the last evaluation decides.

@@ -8,14 +8,13 @@ use serde_json::{Map, Value};
 use crate::agent::Session;
 use crate::case::{Case, Checkpoint, Input, Mode};
 use crate::check::{EvalEnv, Subject};
-use crate::errors::StepError;
 use crate::protocol::{Message, Request};
 use crate::record::{AssertionReport, CaseReport, CheckpointReport, Status};
 use crate::run::context::Context;
 use crate::run::conversation::turn::{
     check_all, exchange, merged_options, new_session_id, replied_turn,
 };
-use crate::run::outcome::{Party, Stop};
+use crate::run::outcome::{simulator_stop, Party, Stop};
 use crate::run::roles::person::Person;
 use crate::run::roles::simulator::{SimInput, Simulator};
 
@@ -232,14 +231,7 @@ impl Dialogue<'_> {
         let next = simulator
             .next(&input, self.env.deadline)
             .await
-            .map_err(|e| {
-                // A model that cannot be reached reads as for the agent's own calls.
-                let at = match e {
-                    StepError::Unavailable(_) => format!("turn {turn}"),
-                    _ => format!("turn {turn}: simulator error"),
-                };
-                Stop::step(&at, e).by(Party::Simulator)
-            })?;
+            .map_err(|e| simulator_stop(&format!("turn {turn}"), e))?;
         match next.message {
             Some(m) if !next.goal_achieved => Ok(UserTurn::Says(
                 vec![Message::user(m)],

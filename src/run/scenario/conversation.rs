@@ -16,7 +16,7 @@ use crate::protocol::{Message, Reply, Request};
 use crate::record::{CaseReport, TurnReport};
 use crate::run::context::Context;
 use crate::run::conversation::turn::{exchange, replied_turn};
-use crate::run::outcome::{Party, Stop};
+use crate::run::outcome::{simulator_stop, Party, Stop};
 use crate::run::roles::simulator::{SimInput, Simulator};
 
 use super::evaluators::Verdict;
@@ -166,13 +166,10 @@ async fn play(
                     pending: None,
                     profile,
                 };
-                let next = sim.next(&input, deadline).await.map_err(|e| {
-                    let what = match e {
-                        StepError::Unavailable(_) => format!("{at}: turn {k}"),
-                        _ => format!("{at}: turn {k}: simulator error"),
-                    };
-                    Stop::step(&what, e).by(Party::Simulator)
-                })?;
+                let next = sim
+                    .next(&input, deadline)
+                    .await
+                    .map_err(|e| simulator_stop(&format!("{at}: turn {k}"), e))?;
                 match next.message {
                     Some(m) => (m, "simulated", next.goal_achieved, next.reasoning),
                     // The user has nothing more to say: their goal is met.
