@@ -196,17 +196,25 @@ fn whatever_the_model_says_agentest_keeps_its_guarantees() -> Needs {
         recorded.len() >= 4,
         "the model was called by every role: {recorded:?}"
     );
-    assert_eq!(reported_tokens(&run, &ids), recorded, "{run:?}");
+    // Only the `openai` agent's tokens are model calls; the process agent reports its
+    // own usage (the example agent does when the simulated user gets it to draft an
+    // expense), which no cassette holds.
+    let reported: Tokens = reported_tokens(&run, &ids)
+        .into_iter()
+        .filter(|((id, role), _)| role != "agent" || id == "tools")
+        .collect();
+    assert_eq!(reported, recorded, "{run:?}");
 
     let again = replayed_alike(&s, &run, &trials);
-    // Nothing was spent offline: every token is reported as replayed.
-    for id in ids {
-        let c = again.case(id);
-        assert!(
-            c.get("usage").is_none() || c["usage"] == json!({}),
-            "{id}: {c}"
-        );
-    }
+    // Nothing was spent offline: every model token is reported as replayed (what the
+    // process agent says it used is its own).
+    let spent = reported_tokens(&again, &ids);
+    assert!(
+        spent
+            .keys()
+            .all(|(id, role)| role == "agent" && id != "tools"),
+        "{spent:?}"
+    );
     Ok(())
 }
 
