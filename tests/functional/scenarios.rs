@@ -453,6 +453,27 @@ fn with_user(tag: &str, extra: &str) -> Scratch {
     s
 }
 
+/// `agentest test -i suites --simulator user -o r.jsonl` in `s`, which must fail (some
+/// scenario does), and its report.
+#[track_caller]
+fn run_with_user(s: &Scratch) -> Report {
+    let r = run(
+        s.path(),
+        &[
+            "test",
+            "-i",
+            "suites",
+            "--simulator",
+            "user",
+            "-o",
+            "r.jsonl",
+        ],
+        &[],
+    );
+    assert_eq!(r.code, 1, "{r:?}");
+    read_report(&s.join("r.jsonl"))
+}
+
 fn conversation_steps_end_by_their_conditions() {
     let s = with_user("conversation", "");
     let scenario = |persona: &str, condition: &str| {
@@ -476,21 +497,7 @@ fn conversation_steps_end_by_their_conditions() {
         "suites/counter.scenario.yaml",
         &scenario("counter", "escalation_needed"),
     );
-    let r = run(
-        s.path(),
-        &[
-            "test",
-            "-i",
-            "suites",
-            "--simulator",
-            "user",
-            "-o",
-            "r.jsonl",
-        ],
-        &[],
-    );
-    assert_eq!(r.code, 1, "{r:?}");
-    let report = read_report(&s.join("r.jsonl"));
+    let report = run_with_user(&s);
     let by = |t: &str| record(&report, t);
     for (trial, status, termination, turns, early) in [
         (
@@ -584,21 +591,7 @@ fn judged_conditions_and_evaluators_go_by_the_judge_score() {
         "suites/judged.scenario.yaml",
         "name: Judged\ndescription: d\nenvironment: {type: local}\nrun:\n  - input: 'Teach me'\n    conversation:\n      max_turns: 4\n      user_simulator: {persona: counter, objective: learn}\n      termination_conditions:\n        - type: custom_condition\n          llm_judge: {prompt: 'Does the user understand?', threshold: 0.8}\n      final_evaluations:\n        - type: conversation_flow\n          required_patterns: [question_then_answer]\n        - type: user_satisfaction\n          measurement_method: llm_judge\n        - type: context_retention\n          test_memory_of: ['Teach me']\n          memory_accuracy_threshold: 0.85\njudgment: {strategy: all_pass}\n",
     );
-    let r = run(
-        s.path(),
-        &[
-            "test",
-            "-i",
-            "suites",
-            "--simulator",
-            "user",
-            "-o",
-            "r.jsonl",
-        ],
-        &[],
-    );
-    assert_eq!(r.code, 1, "{r:?}");
-    let report = read_report(&s.join("r.jsonl"));
+    let report = run_with_user(&s);
     let c = &report.cases[0];
     assert_eq!(c["termination"], "custom_condition", "{c}");
     let turns = c["turns"].as_array().unwrap();
