@@ -182,6 +182,15 @@ pub enum ConfigError {
         #[source]
         source: Box<AgentSetupError>,
     },
+    /// The `personas_file` cannot be used.
+    #[error("invalid config {path}: personas_file: {source}")]
+    PersonasFile {
+        /// The config file.
+        path: PathBuf,
+        /// What is wrong in the personas file, located there.
+        #[source]
+        source: CaseError,
+    },
     /// A value the schema allows but agentest cannot use.
     #[error("invalid config {path}: {source}")]
     Invalid {
@@ -509,7 +518,7 @@ pub(crate) enum SetupError {
         config: String,
     },
     /// A case names a persona the config does not define.
-    #[error("the persona \"{name}\" is not defined; add [personas.\"{name}\"] with system_prompt (and description) to {config}, or write the persona on the case")]
+    #[error("the persona \"{name}\" is not defined; add [personas.\"{name}\"] with system_prompt (and description) to {config} or a persona of that name to its personas_file, or write the persona on the case")]
     UndefinedPersona {
         /// The persona's name.
         name: String,

@@ -70,6 +70,12 @@ pub(crate) struct Settings {
     pub(crate) nextest: Option<Nextest>,
     /// `AGENTEST_STORE`: the run store's file, or `off`.
     pub(crate) store: StoreChoice,
+    /// `OPENAI_BASE_URL`: where an EvalStudio project's `openai` models are called
+    /// (as OpenAI's SDKs honour it; default `https://api.openai.com/v1`).
+    pub(crate) openai_base_url: Option<String>,
+    /// `ANTHROPIC_BASE_URL`: the same for `anthropic` (default
+    /// `https://api.anthropic.com`).
+    pub(crate) anthropic_base_url: Option<String>,
 }
 
 /// Where runs are recorded, as `AGENTEST_STORE` says.
@@ -205,6 +211,8 @@ impl Settings {
             test_threads,
             nextest,
             store,
+            openai_base_url: get("OPENAI_BASE_URL").map(str::to_string),
+            anthropic_base_url: get("ANTHROPIC_BASE_URL").map(str::to_string),
         })
     }
 

@@ -46,6 +46,8 @@ def simulate_user(system, said):
     goal = re.search(r"Goal: (.*)", system)
     goal = goal.group(1) if goal else ""
     said = said.lower()
+    if "cancel" in goal.lower():
+        return {"content": json.dumps(booking_user(system, said))}
     amount = re.search(r"\$\s?[\d,]+", goal)
     kind = next((t for t in TYPES if t in goal.lower()), "travel")
     if "submitted" in said:
@@ -58,6 +60,40 @@ def simulate_user(system, said):
     else:
         reply = {"message": "Hi, I need to file an expense", "goal_achieved": False, "reasoning": "opening"}
     return {"content": json.dumps(reply)}
+
+
+def booking_user(system, said):
+    """The customer of the booking example: terse when the persona is impatient."""
+    terse = "impatient" in system.lower()
+    ref = re.search(r"\b[A-Z]{3}\d{3}\b", system)
+    ref = ref.group(0) if ref else "ABC123"
+    if "is cancelled" in said:
+        message = "Good." if terse else "Thank you, that is all I needed."
+        return {"message": message, "goal_achieved": True, "reasoning": "the booking is cancelled"}
+    if "shall i cancel" in said:
+        message = "Yes. Do it." if terse else "Yes, please cancel it."
+        return {"message": message, "goal_achieved": False, "reasoning": "the agent found my booking"}
+    if "reference" in said:
+        message = ref if terse else f"Sure, it is {ref}."
+        return {"message": message, "goal_achieved": False, "reasoning": "the agent asked for the reference"}
+    message = "Cancel my appointment." if terse else "Hi, I need to cancel my haircut appointment for tomorrow."
+    return {"message": message, "goal_achieved": False, "reasoning": "opening"}
+
+
+def evaluate_criteria(prompt):
+    """Plays EvalStudio's criteria judge: success when the assistant's last message says
+    the booking is cancelled or the expense submitted; failure when it apologises."""
+    said = [line for line in prompt.splitlines() if line.startswith("assistant: ")]
+    last = said[-1].lower() if said else ""
+    success = any(w in last for w in ("is cancelled", "submitted"))
+    failure = any(w in last for w in ("sorry", "cannot", "failed"))
+    return {"content": json.dumps({
+        "successMet": success,
+        "failureMet": failure,
+        "confidence": 0.9 if success or failure else 0.6,
+        "reasoning": "the assistant's last message " + (
+            "completes the request" if success else "gives up" if failure else "does not complete the request yet"),
+    })}
 
 
 def judge(prompt):
@@ -78,6 +114,8 @@ def answer(req):
     system = text_of(messages[0]) if messages and messages[0].get("role") == "system" else ""
     if system.startswith("You are simulating a user"):
         return simulate_user(system, text_of(messages[-1]))
+    if "successMet" in system:
+        return evaluate_criteria(text_of(messages[-1]))
     if system.startswith("You are a strict, fair evaluator"):
         return judge(text_of(messages[-1]))
     last = messages[-1] if messages else {"role": "user", "content": ""}

@@ -27,6 +27,9 @@ pub(crate) struct CaseScope {
     /// The case's environment folder (an ElizaOS scenario's `local` environment): the
     /// working directory of a process agent whose config sets no `cwd`.
     pub(crate) workdir: Option<std::path::PathBuf>,
+    /// The model endpoints the case's source gives (an EvalStudio project's
+    /// `llmSettings`), used where `agentest.toml` sets none.
+    pub(crate) source_llms: Option<Arc<crate::config::SourceLlms>>,
 }
 
 /// The case's process agent's trace, once the agent has started.

@@ -248,6 +248,7 @@ mod tests {
             role: crate::protocol::Role::Agent,
             trace: Default::default(),
             workdir: None,
+            source_llms: None,
         };
         def.start(&scope).await.unwrap_or_else(|_| panic!("start"))
     }

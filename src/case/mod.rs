@@ -10,6 +10,7 @@ pub use assertion::{
 };
 pub use mock::{Mock, MockAnswer};
 pub use model::{
+    EvalStudioRef,
     Case, Checkpoint, Criteria, FailureMode, Input, Interactive, Location, Mode, ModelSettings,
     PersonaRef, ScriptRule, Simulator, Turn,
 };

@@ -67,6 +67,25 @@ pub struct PersonaRef {
     pub inline: bool,
 }
 
+/// What an EvalStudio project says of one of its runs: the records' ids (kept so
+/// that exported runs point at them), the connector the eval names (mapped to an agent
+/// by `[connectors]`), and the project's model endpoints.
+#[derive(Debug, Clone)]
+pub struct EvalStudioRef {
+    /// The eval's `id` (absent for a scenario read without an eval).
+    pub eval_id: Option<String>,
+    /// The scenario's `id`.
+    pub scenario_id: Option<String>,
+    /// The persona's `id`.
+    pub persona_id: Option<String>,
+    /// The eval's `connectorId`.
+    pub connector_id: Option<String>,
+    /// That connector's `name`, when `connectors.json` has it.
+    pub connector_name: Option<String>,
+    /// The project's `llmSettings`, as endpoints.
+    pub llms: Option<Arc<crate::config::SourceLlms>>,
+}
+
 /// EvalStudio's evaluation loop for a dynamic case: after every reply a judge says
 /// whether the success criteria and the failure criteria are met.
 #[derive(Debug, Clone, PartialEq)]
@@ -280,6 +299,9 @@ pub struct Case {
     pub personas: Vec<PersonaRef>,
     /// The persona this trial's simulated user impersonates.
     pub persona: Option<PersonaRef>,
+    /// The EvalStudio eval, scenario and persona this case is, when it came from an
+    /// EvalStudio project.
+    pub evalstudio: Option<Arc<EvalStudioRef>>,
     /// Where the case was written.
     pub location: Location,
     /// The line as written, given to hooks and scripts.
@@ -310,6 +332,22 @@ impl Case {
             }
             Mode::Scenario(s) => Box::new(s.assertions()),
         }
+    }
+
+    /// The case as its trial names it within its file: the id, and the persona's name
+    /// when the case runs once per persona (`T001::impatient-user`). Cassettes and
+    /// golden files are named after it, so that each persona keeps its own.
+    pub fn trial_id(&self) -> String {
+        match &self.persona {
+            Some(p) => format!("{}::{}", self.id, crate::source::slug(&p.name)),
+            None => self.id.clone(),
+        }
+    }
+
+    /// The model endpoints the case's source gives its judge and simulator, used where
+    /// `agentest.toml` sets none.
+    pub fn source_llms(&self) -> Option<&crate::config::SourceLlms> {
+        self.evalstudio.as_ref().and_then(|e| e.llms.as_deref())
     }
 
     /// The number of turns the case scripts (dynamic cases: 0, they are open-ended).

@@ -49,6 +49,12 @@ pub struct ConfigFile {
     /// Personas cases name in `personas`.
     #[serde(default)]
     pub personas: BTreeMap<String, PersonaConfig>,
+    /// A JSON file of more personas (EvalStudio's `personas.json` shape, or agentest's
+    /// `{name, description, system_prompt}`), relative to the config file.
+    pub personas_file: Option<String>,
+    /// EvalStudio connectors (by id or name) and the agents that stand for them.
+    #[serde(default)]
+    pub connectors: BTreeMap<String, String>,
 }
 
 /// `[personas.NAME]`: a persona the simulated user impersonates.
@@ -105,6 +111,8 @@ pub struct Config {
     pub agent: Option<AgentConfig>,
     /// `[agents.NAME]`, checked.
     pub agents: BTreeMap<String, AgentConfig>,
+    /// The personas of `personas_file`.
+    pub(crate) file_personas: Vec<crate::case::PersonaRef>,
 }
 
 impl Config {
@@ -196,12 +204,34 @@ impl Config {
             .map(|(name, a)| Ok((name.clone(), check(a, format!("[agents.\"{name}\"]"))?)))
             .collect::<Result<_, ConfigError>>()?;
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let file_personas = match &file.personas_file {
+            None => Vec::new(),
+            Some(p) => {
+                let personas = crate::source::read_personas_file(&dir.join(p)).map_err(
+                    |source| ConfigError::PersonasFile {
+                        path: path.to_path_buf(),
+                        source,
+                    },
+                )?;
+                if let Some(twice) = personas.iter().find(|q| file.personas.contains_key(&q.name)) {
+                    return Err(ConfigError::Parse {
+                        path: path.to_path_buf(),
+                        message: format!(
+                            "persona \"{}\" is both a [personas.\"{0}\"] table and in {p}; keep one of them",
+                            twice.name
+                        ),
+                    });
+                }
+                personas
+            }
+        };
         let config = Config {
             path: Some(path.to_path_buf()),
             dir,
             file,
             agent,
             agents,
+            file_personas,
         };
         config
             .check_values()

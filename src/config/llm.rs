@@ -58,3 +58,43 @@ pub enum StructuredOutput {
     /// No `response_format`: the instructions alone ask for JSON.
     Off,
 }
+
+/// An API key read from a file another tool wrote (EvalStudio's `llmSettings.apiKey`):
+/// kept in memory only, sent as a sensitive header, never shown. Its `Debug` says
+/// nothing of it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// Wraps a key.
+    pub fn new(key: String) -> ApiKey {
+        ApiKey(key)
+    }
+
+    /// The key, for the one header that carries it.
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiKey([redacted])")
+    }
+}
+
+/// The model endpoints a case's source gives its built-in judge and simulator, used
+/// where `agentest.toml` sets none: an EvalStudio project's `llmSettings`.
+#[derive(Debug, Clone)]
+pub struct SourceLlms {
+    /// Where they were written, as messages name it (`shop/evalstudio.config.json
+    /// llmSettings`); also what tells two projects' endpoints apart.
+    pub label: String,
+    /// The judge's endpoint (EvalStudio's `evaluation` model).
+    pub judge: LlmConfig,
+    /// The simulated user's endpoint (EvalStudio's `persona` model).
+    pub simulator: LlmConfig,
+    /// The key written in the file, when there is one (else `api_key_env` names a
+    /// variable).
+    pub api_key: Option<ApiKey>,
+}

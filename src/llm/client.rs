@@ -85,6 +85,35 @@ impl Endpoint {
         };
         let settings = crate::settings::get();
         let env = |key: &str| settings.llm_override(name, key).map(str::to_string);
+        Endpoint::build(cfg, what, &env)
+    }
+
+    /// Builds an endpoint another tool's file describes (EvalStudio's `llmSettings`,
+    /// `what` naming it in messages), with the API key written there, if any, sent as a
+    /// sensitive bearer token. `AGENTEST_LLM_*` do not apply: they override `[llm]`.
+    pub(crate) fn from_source(
+        cfg: &LlmConfig,
+        what: &str,
+        key: Option<&crate::config::ApiKey>,
+    ) -> Result<Endpoint, AgentSetupError> {
+        let mut endpoint = Endpoint::build(cfg, what.to_string(), &|_| None)?;
+        if let Some(key) = key {
+            let mut value = HeaderValue::from_str(&format!("Bearer {}", key.expose()))
+                .map_err(|_| AgentSetupError::HeaderValue {
+                    table: what.to_string(),
+                    name: "apiKey".into(),
+                })?;
+            value.set_sensitive(true);
+            endpoint.headers.insert(AUTHORIZATION, value);
+        }
+        Ok(endpoint)
+    }
+
+    fn build(
+        cfg: &LlmConfig,
+        what: String,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Endpoint, AgentSetupError> {
         let base = env("BASE_URL")
             .or_else(|| cfg.base_url.clone())
             .unwrap_or_else(|| DEFAULT_BASE_URL.to_string());

@@ -131,6 +131,24 @@ pub struct TurnReport {
     pub ending: Option<Ending>,
 }
 
+/// The ids of the EvalStudio records a case came from, as EvalStudio names them.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct EvalStudioIds {
+    /// The eval's `id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval_id: Option<String>,
+    /// The scenario's `id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario_id: Option<String>,
+    /// The persona's `id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persona_id: Option<String>,
+    /// The eval's `connectorId`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connector_id: Option<String>,
+}
+
 /// EvalStudio's `evaluateCriteria` answer: whether the success and the failure criteria
 /// are met by the conversation so far, how sure the judge is, and why.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -268,6 +286,10 @@ pub struct CaseReport {
     /// The persona the simulated user impersonated (`personas` on the case).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub persona: Option<String>,
+    /// The EvalStudio records the case came from, by id, so that exported runs point
+    /// at them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evalstudio: Option<EvalStudioIds>,
     /// A scenario matrix combination's values, by the field each axis sets.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub parameters: serde_json::Map<String, serde_json::Value>,

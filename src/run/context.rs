@@ -11,7 +11,7 @@ use crate::case::{Case, Kind, Mode, PersonaRef};
 use crate::check::{ScriptFn, Scripts};
 use crate::config::CassetteMode;
 use crate::config::Redaction;
-use crate::config::{Config, LlmConfig};
+use crate::config::{Config, LlmConfig, SourceLlms};
 use crate::errors::SetupError;
 use crate::llm::Endpoint;
 use crate::protocol::Role;
@@ -117,16 +117,32 @@ impl Context {
 
     /// The model endpoint of a built-in role: the case's `llm` (`chosen`), else
     /// `AGENTEST_SIMULATOR_LLM` / `AGENTEST_JUDGE_LLM`, else `[run] simulator_llm` /
-    /// `judge_llm` (each an `[llms.NAME]`), else `[llm]`.
+    /// `judge_llm` (each an `[llms.NAME]`), else `[llm]`, else what the case's source
+    /// gives (`source`: an EvalStudio project's `llmSettings`).
     pub(crate) fn llm(
         &self,
         role: Role,
         chosen: Option<&str>,
+        source: Option<&SourceLlms>,
     ) -> Result<Arc<Endpoint>, SetupError> {
         let named = self.llm_name(role, chosen);
+        let from_source = source.filter(|_| named.is_none() && self.config.file.llm.is_none());
+        // Two projects' settings are two endpoints: keyed by where they were written.
+        let key = match from_source {
+            Some(s) => Some(format!("\0{}", s.label)),
+            None => named.clone(),
+        };
         let mut llms = self.llms.lock().unwrap_or_else(|e| e.into_inner());
-        llms.entry((role, named.clone()))
+        llms.entry((role, key))
             .or_insert_with(|| {
+                if let Some(s) = from_source {
+                    let cfg = if role == Role::Simulator { &s.simulator } else { &s.judge };
+                    return Ok(Arc::new(Endpoint::from_source(
+                        cfg,
+                        &s.label,
+                        s.api_key.as_ref(),
+                    )?));
+                }
                 let cfg = self.llm_config(role, named.as_deref())?;
                 Ok(Arc::new(Endpoint::from_config(cfg, named.as_deref())?))
             })
@@ -183,20 +199,23 @@ impl Context {
         if persona.inline {
             return Ok(persona.clone());
         }
-        let found = self
-            .config
-            .file
-            .personas
-            .get(&persona.name)
-            .ok_or_else(|| SetupError::UndefinedPersona {
+        if let Some(found) = self.config.file.personas.get(&persona.name) {
+            return Ok(PersonaRef {
+                description: found.description.clone(),
+                system_prompt: found.system_prompt.clone(),
+                ..persona.clone()
+            });
+        }
+        match self.config.file_personas.iter().find(|p| p.name == persona.name) {
+            Some(found) => Ok(PersonaRef {
+                inline: false,
+                ..found.clone()
+            }),
+            None => Err(SetupError::UndefinedPersona {
                 name: persona.name.clone(),
                 config: self.config.describe(),
-            })?;
-        Ok(PersonaRef {
-            description: found.description.clone(),
-            system_prompt: found.system_prompt.clone(),
-            ..persona.clone()
-        })
+            }),
+        }
     }
 
     pub(crate) fn unresolved(&self, case: &Case, simulator: Option<&str>) -> Vec<String> {
@@ -204,7 +223,7 @@ impl Context {
         if let Some(Err(e)) = case.persona.as_ref().map(|p| self.persona(p)) {
             problems.push(e.to_string());
         }
-        if let Err(e) = self.agent(case.agent.as_deref()) {
+        if let Err(e) = self.case_agent(case) {
             problems.push(e.to_string());
         }
         for (when, hook) in [("before", &case.before), ("after", &case.after)] {
@@ -219,7 +238,11 @@ impl Context {
                 simulator: sim,
                 criteria: Some(_),
                 ..
-            } if sim.use_.is_none() && simulator.is_none() && self.config.file.llm.is_none() => {
+            } if sim.use_.is_none()
+                && simulator.is_none()
+                && self.config.file.llm.is_none()
+                && case.source_llms().is_none() =>
+            {
                 Vec::new()
             }
             Mode::Dynamic { simulator: sim, .. } => {
@@ -235,7 +258,9 @@ impl Context {
             let problem = match use_.or(simulator) {
                 Some("script") => None,
                 Some(name) => self.agent(Some(name)).err(),
-                None => self.llm_choice(Role::Simulator, llm).err(),
+                None => self
+                    .llm_choice(Role::Simulator, llm, case.source_llms())
+                    .err(),
             };
             if let Some(e) = problem {
                 let p = format!("simulator: {e}");
@@ -247,7 +272,7 @@ impl Context {
         // A scenario's judged conversation checks and conditions use the built-in judge.
         if let Mode::Scenario(sc) = &case.mode {
             if sc.needs_judge() {
-                if let Err(e) = self.llm_choice(Role::Judge, None) {
+                if let Err(e) = self.llm_choice(Role::Judge, None, case.source_llms()) {
                     problems.push(format!("judged conversation checks: {e}"));
                 }
             }
@@ -260,7 +285,7 @@ impl Context {
                 Kind::Judge { spec, .. } => match &spec.agent {
                     Some(name) => self.agent(Some(name)).err().map(|e| e.to_string()),
                     None => self
-                        .llm_choice(Role::Judge, spec.model.llm.as_deref())
+                        .llm_choice(Role::Judge, spec.model.llm.as_deref(), case.source_llms())
                         .err()
                         .map(|e| e.to_string()),
                 },
@@ -278,9 +303,34 @@ impl Context {
 
     /// Whether a role's endpoint is configured, without building it (that needs the
     /// environment a dry run may not have).
-    fn llm_choice(&self, role: Role, chosen: Option<&str>) -> Result<(), SetupError> {
+    fn llm_choice(
+        &self,
+        role: Role,
+        chosen: Option<&str>,
+        source: Option<&SourceLlms>,
+    ) -> Result<(), SetupError> {
         let named = self.llm_name(role, chosen);
+        if named.is_none() && self.config.file.llm.is_none() && source.is_some() {
+            return Ok(());
+        }
         self.llm_config(role, named.as_deref()).map(|_| ())
+    }
+
+    /// The agent a case runs against: its `agent`; for a case from an EvalStudio eval,
+    /// the agent `[connectors]` maps the eval's connector to (by id, else by name);
+    /// else the run's agent.
+    pub(crate) fn case_agent(&self, case: &Case) -> AgentSlot {
+        if case.agent.is_some() {
+            return self.agent(case.agent.as_deref());
+        }
+        let connectors = &self.config.file.connectors;
+        let mapped = case.evalstudio.as_ref().and_then(|e| {
+            e.connector_id
+                .as_ref()
+                .and_then(|id| connectors.get(id))
+                .or_else(|| e.connector_name.as_ref().and_then(|n| connectors.get(n)))
+        });
+        self.agent(mapped.map(String::as_str))
     }
 
     /// The agent named `name` (a case's `agent`, a simulator or a judge), or for `None`

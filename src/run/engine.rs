@@ -178,7 +178,7 @@ impl Engine {
             return;
         }
         let text = golden::normalise(&golden::render(report), &names, &ctx.redactions);
-        let path = golden::path_for(&loaded.file, &case.id);
+        let path = golden::path_for(&loaded.file, &case.trial_id());
         let (check, result) = golden::check(&path, &text, self.options.update);
         report.golden = Some(check);
         if let Err(e) = result {

@@ -101,11 +101,11 @@ pub(crate) async fn run_case(
 /// Resolves the case's context, agent (and its label), timeout and model-call scope.
 fn prepare(engine: &Engine, case: &Case, loaded: &Loaded) -> Result<(Setup, String), SetupError> {
     let ctx = engine.contexts.of(&loaded.file)?;
-    let (agent, label) = ctx.agent(case.agent.as_deref())?;
+    let (agent, label) = ctx.case_agent(case)?;
     let timeout = ctx.timeout(case, engine.options.timeout)?;
     let deadline = Instant::now() + timeout;
     let calls = Arc::new(ModelCalls::new(
-        cassette::path_for(&loaded.file, &case.id),
+        cassette::path_for(&loaded.file, &case.trial_id()),
         ctx.cassettes,
     ));
     let scope = CaseScope {
@@ -118,6 +118,7 @@ fn prepare(engine: &Engine, case: &Case, loaded: &Loaded) -> Result<(Setup, Stri
         role: Role::Agent,
         trace: Default::default(),
         workdir: None,
+        source_llms: case.evalstudio.as_ref().and_then(|e| e.llms.clone()),
     };
     let setup = Setup {
         ctx,

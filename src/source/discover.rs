@@ -7,8 +7,10 @@ use std::path::{Path, PathBuf};
 /// The separator between suite and case id in trial names.
 pub const SEPARATOR: &str = "::";
 
-/// Finds every suite file under `root`, sorted: `*.jsonl`, and ElizaOS scenarios
-/// (`*.scenario.yaml`, `*.scenario.yml`).
+/// Finds every suite file under `root`, sorted: `*.jsonl`, ElizaOS scenarios
+/// (`*.scenario.yaml`, `*.scenario.yml`) and matrices, and EvalStudio projects (their
+/// `evalstudio.config.json`, else a store's `evals.json`, else a `scenarios.json` alone)
+/// and conversation seeds (`*conversation-seed.json`).
 ///
 /// Not searched: hidden directories (`.cassettes`), golden-file folders (`*.golden`),
 /// build and dependency folders named `target` or `node_modules` (a report written to
@@ -63,10 +65,16 @@ pub fn discover_excluding(root: &Path, exclude: &[PathBuf]) -> Result<Vec<PathBu
                 continue;
             };
             if kind.is_dir() {
-                if !name.ends_with(".golden") && name != "target" && name != "node_modules" {
+                if !name.ends_with(".golden")
+                    && name != "target"
+                    && name != "node_modules"
+                    && !crate::source::evalstudio::skipped(&dir, &name)
+                {
                     stack.push(path);
                 }
-            } else if (name.ends_with(".jsonl") || crate::source::yaml::is_scenario(&name))
+            } else if (name.ends_with(".jsonl")
+                || crate::source::yaml::is_scenario(&name)
+                || crate::source::evalstudio::listed_in(&dir, &name))
                 && !(kind.is_symlink() && path.is_dir())
             {
                 // A file, or a link that does not lead to a directory: a dangling one is
@@ -117,4 +125,5 @@ pub fn file_for_trial(root: &Path, trial: &str) -> Option<PathBuf> {
         .chain(&crate::source::yaml::SCENARIO_ENDINGS)
         .map(|e| root.join(format!("{suite}{e}")))
         .find(|p| p.is_file())
+        .or_else(|| crate::source::evalstudio::file_for_suite(root, suite))
 }

@@ -32,6 +32,13 @@ pub fn load_file(root: &Path, file: &Path) -> Vec<Loaded> {
             }),
         }]
     };
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    if let Some(what) = crate::source::evalstudio::kind_of(&name) {
+        return crate::source::evalstudio::load(root, file, what);
+    }
     let bytes = match std::fs::read(file) {
         Ok(bytes) => bytes,
         Err(e) => {
@@ -41,10 +48,6 @@ pub fn load_file(root: &Path, file: &Path) -> Vec<Loaded> {
             )
         }
     };
-    let name = file
-        .file_name()
-        .map(|n| n.to_string_lossy().to_lowercase())
-        .unwrap_or_default();
     if crate::source::yaml::is_scenario(&name) {
         return match String::from_utf8(bytes) {
             Ok(text) if crate::source::yaml::is_matrix(&name) => {

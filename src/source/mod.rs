@@ -4,6 +4,7 @@
 
 mod assertion;
 mod discover;
+mod evalstudio;
 pub(crate) mod fields;
 mod file;
 mod foreign;
@@ -20,4 +21,5 @@ pub(crate) use jsonl::{column_of_path, steps as path_steps, Step as PathStep};
 pub use jsonl::{parse_case, parse_suite, parse_suite_bytes, CASE_KEYS};
 pub use loaded::Loaded;
 pub use mocks::{parse_config_mocks, parse_mocks};
+pub(crate) use evalstudio::read_personas_file;
 pub(crate) use yaml::slug;

@@ -15,9 +15,21 @@ pub(crate) fn evalstudio(stored: &Stored) -> Value {
         .map(|(run, case)| {
             let mut r = Map::new();
             r.insert("id".into(), json!(run.id.to_string()));
-            r.insert("scenarioId".into(), json!(case.trial));
-            if let Some(p) = &run.persona {
+            // A case read from an EvalStudio project points at its records; any other
+            // names its trial and persona where the ids would be.
+            let ids = case.evalstudio.clone().unwrap_or_default();
+            if let Some(e) = &ids.eval_id {
+                r.insert("evalId".into(), json!(e));
+            }
+            r.insert(
+                "scenarioId".into(),
+                json!(ids.scenario_id.as_deref().unwrap_or(&case.trial)),
+            );
+            if let Some(p) = ids.persona_id.as_ref().or(run.persona.as_ref()) {
                 r.insert("personaId".into(), json!(p));
+            }
+            if let Some(c) = &ids.connector_id {
+                r.insert("connectorId".into(), json!(c));
             }
             r.insert("executionId".into(), json!(stored.execution));
             r.insert("status".into(), json!(run.status));

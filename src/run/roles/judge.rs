@@ -126,7 +126,11 @@ impl Judges for CaseJudges<'_> {
             match agent {
                 Some(name) => self.agent_judge(name, request).await,
                 None => {
-                    let endpoint = self.ctx.llm(Role::Judge, request.model.llm.as_deref())?;
+                    let endpoint = self.ctx.llm(
+                        Role::Judge,
+                        request.model.llm.as_deref(),
+                        self.scope.source_llms.as_deref(),
+                    )?;
                     model_judge(&endpoint, &self.scope.calls, request, self.scope.deadline).await
                 }
             }

@@ -119,7 +119,11 @@ impl Simulator {
                 })
             }
             None => Ok(Simulator::Model {
-                endpoint: ctx.llm(Role::Simulator, spec.model.llm.as_deref())?,
+                endpoint: ctx.llm(
+                    Role::Simulator,
+                    spec.model.llm.as_deref(),
+                    scope.source_llms.as_deref(),
+                )?,
                 calls: scope.calls.clone(),
                 show_checkpoints: spec.show_checkpoints,
                 settings: spec.model.clone(),

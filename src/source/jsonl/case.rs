@@ -141,6 +141,18 @@ fn parse_id(obj: &Map<String, Value>) -> Result<String, FieldError> {
     }
 }
 
+/// A case from a JSON object another format was translated into (an EvalStudio
+/// scenario): checked as a suite line is, with `raw` the object itself.
+pub(crate) fn case_from_object(
+    obj: Map<String, Value>,
+    id: String,
+    location: Location,
+) -> Result<Case, FieldError> {
+    let mut case = build(&obj, id, location)?;
+    case.raw = Arc::new(Value::Object(obj));
+    Ok(case)
+}
+
 fn build(obj: &Map<String, Value>, id: String, location: Location) -> Result<Case, FieldError> {
     check_keys(obj, &CASE_KEYS, "", "a case")?;
     let timeout = match obj.get("timeout") {
@@ -224,6 +236,7 @@ fn build(obj: &Map<String, Value>, id: String, location: Location) -> Result<Cas
         mocks: parse_setup(obj)?,
         personas,
         persona: None,
+        evalstudio: None,
         location,
         raw: Arc::new(Value::Null),
     })

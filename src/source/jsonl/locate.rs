@@ -43,6 +43,26 @@ pub(crate) fn column_of_duplicate(line: &str, path: &str) -> usize {
     find(line, path, true)
 }
 
+/// The 1-based line and character column of the field `path` in a JSON document over
+/// many lines (as [`column_of_path`] finds it); `second`: of a repeated key's second
+/// member (as [`column_of_duplicate`]).
+pub(crate) fn position_of_path(text: &str, path: &str, second: bool) -> (usize, usize) {
+    let bytes = text.as_bytes();
+    let mut best = None;
+    locate(bytes, skip_ws(bytes, 0), &steps(path), second, &mut best);
+    // Nothing matched: the document's first value.
+    let at = best.unwrap_or_else(|| skip_ws(bytes, 0).min(text.len()));
+    position_of_offset(text, at)
+}
+
+/// The 1-based line and character column of byte `at` in `text`.
+pub(crate) fn position_of_offset(text: &str, at: usize) -> (usize, usize) {
+    let before = text.get(..at).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, before[line_start..].chars().count() + 1)
+}
+
 fn find(line: &str, path: &str, second: bool) -> usize {
     let bytes = line.as_bytes();
     let mut best = None;
@@ -196,6 +216,17 @@ mod tests {
         assert_eq!(column_of_path(line, "input"), 35);
         let line = r#"{"id": "é", "tags": ["a", 3]}"#;
         assert_eq!(column_of_path(line, "tags[1]"), 27);
+    }
+
+    #[test]
+    fn finds_fields_in_a_document_over_many_lines() {
+        use super::position_of_path;
+        let text = "[\n  {\n    \"id\": \"a\",\n    \"name\": \"é\", \"x\": 1\n  },\n  {\"name\": 2}\n]\n";
+        assert_eq!(position_of_path(text, "[0].name", false), (4, 5));
+        assert_eq!(position_of_path(text, "[0].x", false), (4, 18));
+        assert_eq!(position_of_path(text, "[1].name", false), (6, 4));
+        assert_eq!(position_of_path(text, "[1]", false), (6, 3));
+        assert_eq!(position_of_path(text, "[7].name", false), (1, 1));
     }
 
     #[test]

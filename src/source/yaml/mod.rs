@@ -276,6 +276,7 @@ fn scenario_case(
         mocks: Vec::new(),
         personas: Vec::new(),
         persona: None,
+        evalstudio: None,
         location: Location {
             file: Arc::new(PathBuf::new()),
             line: 1,

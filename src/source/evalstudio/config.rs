@@ -1,0 +1,295 @@
+//! `evalstudio.config.json`: a project (EvalStudio's version 2, one file per project,
+//! its store in `data/`) or a workspace (version 3: `projects`, each stored in
+//! `projects/<id>/data/`), and what `llmSettings` says about the judge's and the
+//! simulated user's models.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::document::Document;
+use super::records::{provider, records};
+use crate::config::{ApiKey, LlmConfig, SourceLlms};
+use crate::errors::CaseError;
+use crate::source::fields::suggest;
+use crate::util::type_of;
+
+const CONFIG_KEYS: [&str; 6] = [
+    "version",
+    "name",
+    "projects",
+    "llmSettings",
+    "maxConcurrency",
+    "storage",
+];
+const PROJECT_KEYS: [&str; 4] = ["id", "name", "llmSettings", "maxConcurrency"];
+
+/// One project of a config file.
+pub(super) struct ProjectEntry {
+    /// The project's name, when the workspace holds several (it then names a level of
+    /// the trials).
+    pub(super) level: Option<String>,
+    /// Its filesystem store.
+    pub(super) store: PathBuf,
+    /// Its `llmSettings` (the project's own, else the workspace's), as endpoints.
+    pub(super) llms: Option<Result<Arc<SourceLlms>, CaseError>>,
+}
+
+/// The projects `doc` (an `evalstudio.config.json` in `dir`) describes.
+pub(super) fn projects(doc: &Document, dir: &Path) -> Result<Vec<ProjectEntry>, CaseError> {
+    let Value::Object(m) = &doc.value else {
+        return Err(doc.error(
+            "",
+            format!("expected a JSON object, found {}", type_of(&doc.value)),
+        ));
+    };
+    known_keys(doc, m, "", &CONFIG_KEYS, "an EvalStudio config")?;
+    if let Some(storage) = m.get("storage") {
+        let kind = storage.get("type").and_then(Value::as_str);
+        if kind != Some("filesystem") {
+            return Err(doc.error(
+                "storage",
+                format!(
+                    "this workspace keeps its records in {} storage; agentest reads EvalStudio's filesystem store only (`data/*.json`)",
+                    kind.unwrap_or("an unknown")
+                ),
+            ));
+        }
+    }
+    let Some(list) = m.get("projects") else {
+        // Version 2: the config is the project's, beside its `data/`.
+        return Ok(vec![ProjectEntry {
+            level: None,
+            store: dir.join("data"),
+            llms: m
+                .get("llmSettings")
+                .map(|s| llms(doc, "llmSettings", s, &dir.join("data"))),
+        }]);
+    };
+    let Value::Array(list) = list else {
+        return Err(doc.error(
+            "projects",
+            format!(
+                "expected an array of projects {{\"id\", \"name\"}}, found {}",
+                type_of(list)
+            ),
+        ));
+    };
+    let several = list.len() > 1;
+    let mut out = Vec::new();
+    for (i, p) in list.iter().enumerate() {
+        let at = format!("projects[{i}]");
+        let Value::Object(p) = p else {
+            return Err(doc.error(&at, "expected a project {\"id\", \"name\"}"));
+        };
+        known_keys(doc, p, &at, &PROJECT_KEYS, "a project")?;
+        let field = |key: &str| -> Result<String, CaseError> {
+            p.get(key)
+                .and_then(Value::as_str)
+                .filter(|s| !s.trim().is_empty() && !s.contains(['/', '\\']))
+                .map(str::to_string)
+                .ok_or_else(|| {
+                    doc.error(
+                        &at,
+                        format!("a project needs `{key}` (a string; the id names its folder under projects/)"),
+                    )
+                })
+        };
+        let id = field("id")?;
+        let name = field("name")?;
+        let store = dir.join("projects").join(&id).join("data");
+        // The project's own settings replace the workspace's whole.
+        let settings = match p.get("llmSettings") {
+            Some(s) => Some((format!("{at}.llmSettings"), s)),
+            None => m.get("llmSettings").map(|s| ("llmSettings".to_string(), s)),
+        };
+        out.push(ProjectEntry {
+            level: several.then_some(name),
+            llms: settings.map(|(path, s)| llms(doc, &path, s, &store)),
+            store,
+        });
+    }
+    Ok(out)
+}
+
+fn known_keys(
+    doc: &Document,
+    m: &Map<String, Value>,
+    at: &str,
+    known: &[&str],
+    what: &str,
+) -> Result<(), CaseError> {
+    for key in m.keys() {
+        if !known.contains(&key.as_str()) {
+            let hint = match suggest(key, known) {
+                Some(s) => format!("did you mean `{s}`?"),
+                None => format!("known keys are: {}", known.join(", ")),
+            };
+            let path = if at.is_empty() {
+                key.clone()
+            } else {
+                format!("{at}.{key}")
+            };
+            return Err(doc.error(&path, format!("unknown key `{key}` in {what}; {hint}")));
+        }
+    }
+    Ok(())
+}
+
+/// The endpoint a provider's calls go to: its API (EvalStudio calls the provider's
+/// own), or what `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL` say, as the providers' SDKs
+/// honour them. Anthropic is called through its OpenAI-compatible API.
+fn endpoint(provider: &str) -> Option<(String, &'static str, &'static str)> {
+    let settings = crate::settings::get();
+    match provider {
+        "openai" => Some((
+            settings
+                .openai_base_url
+                .clone()
+                .unwrap_or_else(|| "https://api.openai.com/v1".into()),
+            "gpt-4o-mini",
+            "OPENAI_API_KEY",
+        )),
+        "anthropic" => Some((
+            format!(
+                "{}/v1",
+                settings
+                    .anthropic_base_url
+                    .as_deref()
+                    .unwrap_or("https://api.anthropic.com")
+                    .trim_end_matches('/')
+            ),
+            "claude-3-5-haiku-20241022",
+            "ANTHROPIC_API_KEY",
+        )),
+        _ => None,
+    }
+}
+
+/// `llmSettings` at `path` of `doc`: EvalStudio's current shape `{provider, apiKey,
+/// models: {evaluation, persona}}`, or the older `{evaluation: {providerId, model},
+/// persona: {...}}` whose providers are in the store's `llm-providers.json`.
+fn llms(
+    doc: &Document,
+    path: &str,
+    settings: &Value,
+    store: &Path,
+) -> Result<Arc<SourceLlms>, CaseError> {
+    let Value::Object(s) = settings else {
+        return Err(doc.error(
+            path,
+            format!(
+                "expected an object {{\"provider\", \"apiKey\", \"models\"}}, found {}",
+                type_of(settings)
+            ),
+        ));
+    };
+    let text = |m: &Map<String, Value>, key: &str, at: &str| -> Result<Option<String>, CaseError> {
+        match m.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(v)) => Ok(Some(v.clone())),
+            Some(other) => Err(doc.error(
+                &format!("{at}.{key}"),
+                format!("expected a string, found {}", type_of(other)),
+            )),
+        }
+    };
+    // (provider, key, judge model, simulator model)
+    let (provider, key, judge, simulator) = if s.contains_key("evaluation") && !s.contains_key("provider") {
+        known_keys(doc, s, path, &["evaluation", "persona"], "`llmSettings`")?;
+        let pick = |role: &str| -> Result<Option<(String, Option<String>)>, CaseError> {
+            let at = format!("{path}.{role}");
+            match s.get(role) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::Object(r)) => {
+                    known_keys(doc, r, &at, &["providerId", "model"], "a model choice")?;
+                    let id = text(r, "providerId", &at)?.ok_or_else(|| {
+                        doc.error(&at, "needs `providerId`: the id of a provider in llm-providers.json")
+                    })?;
+                    Ok(Some((id, text(r, "model", &at)?)))
+                }
+                Some(other) => Err(doc.error(
+                    &at,
+                    format!("expected an object {{\"providerId\", \"model\"}}, found {}", type_of(other)),
+                )),
+            }
+        };
+        let evaluation = pick("evaluation")?.ok_or_else(|| {
+            doc.error(path, "needs `evaluation`: {\"providerId\", \"model\"}")
+        })?;
+        let persona = pick("persona")?;
+        let file = store.join("llm-providers.json");
+        let providers = match Document::read(&file)? {
+            Some(d) => records(&d, provider)?,
+            None => Vec::new(),
+        };
+        let found = providers
+            .iter()
+            .filter_map(|p| p.as_ref().ok())
+            .find(|p| p.id.as_deref() == Some(evaluation.0.as_str()))
+            .ok_or_else(|| {
+                doc.error(
+                    &format!("{path}.evaluation.providerId"),
+                    format!(
+                        "\"{}\" is no provider's id in {}",
+                        evaluation.0,
+                        crate::util::display_path(&file).display()
+                    ),
+                )
+            })?;
+        let persona_model = persona.and_then(|p| p.1);
+        (
+            found.provider.clone(),
+            found.api_key.clone(),
+            evaluation.1.clone(),
+            persona_model.or(evaluation.1),
+        )
+    } else {
+        known_keys(doc, s, path, &["provider", "apiKey", "models"], "`llmSettings`")?;
+        let provider = text(s, "provider", path)?.ok_or_else(|| {
+            doc.error(path, "needs `provider`: \"openai\" or \"anthropic\"")
+        })?;
+        let (mut judge, mut simulator) = (None, None);
+        match s.get("models") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(m)) => {
+                let at = format!("{path}.models");
+                known_keys(doc, m, &at, &["evaluation", "persona"], "`models`")?;
+                judge = text(m, "evaluation", &at)?;
+                simulator = text(m, "persona", &at)?;
+            }
+            Some(other) => {
+                return Err(doc.error(
+                    &format!("{path}.models"),
+                    format!("expected an object {{\"evaluation\", \"persona\"}}, found {}", type_of(other)),
+                ))
+            }
+        }
+        let simulator = simulator.or_else(|| judge.clone());
+        (provider, text(s, "apiKey", path)?, judge, simulator)
+    };
+    let (base_url, default_model, key_var) = endpoint(&provider).ok_or_else(|| {
+        doc.error(
+            &format!("{path}.provider"),
+            format!("unknown provider \"{provider}\"; EvalStudio has \"openai\" and \"anthropic\""),
+        )
+    })?;
+    // EvalStudio's API shows keys shortened (`sk-1...cdef`): such a key, or none, means
+    // the provider's variable.
+    let api_key = key
+        .filter(|k| !k.trim().is_empty() && !k.contains("..."))
+        .map(ApiKey::new);
+    let endpoint = |model: Option<String>| LlmConfig {
+        base_url: Some(base_url.clone()),
+        model: Some(model.unwrap_or_else(|| default_model.to_string())),
+        api_key_env: api_key.is_none().then(|| key_var.to_string()),
+        ..LlmConfig::default()
+    };
+    Ok(Arc::new(SourceLlms {
+        label: format!("{} {path}", doc.shown.display()),
+        judge: endpoint(judge),
+        simulator: endpoint(simulator),
+        api_key,
+    }))
+}

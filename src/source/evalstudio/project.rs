@@ -1,0 +1,602 @@
+//! An EvalStudio project as trials: for each eval, each of its scenarios, each of the
+//! scenario's personas (one run without a persona when it names none), one trial
+//! `eval::scenario::persona`, named by the records' names, as EvalStudio's
+//! `createRuns` makes one run each.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::config::{projects, ProjectEntry};
+use super::document::Document;
+use super::records::{self, records, Connector, Eval, Persona, Record, Scenario, MESSAGE_EXTRAS};
+use super::Listed;
+use crate::case::{Case, EvalStudioRef, Location, PersonaRef};
+use crate::config::SourceLlms;
+use crate::errors::{CaseError, FieldError};
+use crate::source::jsonl::case_from_object;
+use crate::source::{slug, Loaded, SEPARATOR};
+
+/// EvalStudio's scenario keys and the case keys they become.
+const CASE_KEYS: [(&str, &str); 6] = [
+    ("instructions", "instructions"),
+    ("messages", "messages"),
+    ("maxMessages", "max_messages"),
+    ("successCriteria", "success_criteria"),
+    ("failureCriteria", "failure_criteria"),
+    ("failureCriteriaMode", "failure_criteria_mode"),
+];
+
+/// Loads what `file` (listed by [`super::listed`]) holds, trials named under `root`.
+pub(crate) fn load(root: &Path, file: &Path, what: Listed) -> Vec<Loaded> {
+    let out = Out {
+        file,
+        prefix: prefix(root, project_dir(file, what)),
+    };
+    match what {
+        Listed::Config => match Document::read(file) {
+            Ok(Some(doc)) => {
+                let dir = file.parent().unwrap_or(Path::new("."));
+                match projects(&doc, dir) {
+                    Ok(list) => list.iter().flat_map(|p| out.project(p)).collect(),
+                    Err(e) => vec![out.broken("evalstudio", "config", e)],
+                }
+            }
+            Ok(None) => Vec::new(),
+            Err(e) => vec![out.broken("evalstudio", "config", e)],
+        },
+        Listed::Evals => out.project(&ProjectEntry {
+            level: None,
+            store: file.parent().unwrap_or(Path::new(".")).to_path_buf(),
+            llms: None,
+        }),
+        Listed::Scenarios => out.lone_scenarios(root),
+        Listed::Seed => out.seed(root),
+    }
+}
+
+/// The folder whose path names the trials: a project's (the parent of `data/`).
+fn project_dir(file: &Path, what: Listed) -> &Path {
+    let parent = file.parent().unwrap_or(Path::new(""));
+    match what {
+        Listed::Config => parent,
+        Listed::Evals if parent.file_name().is_some_and(|n| n == "data") => {
+            parent.parent().unwrap_or(parent)
+        }
+        _ => parent,
+    }
+}
+
+/// `dir` under `root` as the start of trial names: `shop/`, or nothing at the root.
+fn prefix(root: &Path, dir: &Path) -> String {
+    let rel = dir.strip_prefix(root).unwrap_or(dir);
+    let mut s = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .filter(|c| c != ".")
+        .collect::<Vec<_>>()
+        .join("/");
+    if !s.is_empty() {
+        s.push('/');
+    }
+    s
+}
+
+struct Out<'a> {
+    file: &'a Path,
+    prefix: String,
+}
+
+/// The records of a project's store.
+struct Store {
+    scenarios: Vec<Record<Scenario>>,
+    scenarios_doc: Option<Document>,
+    personas: Vec<Record<Persona>>,
+    connectors: Vec<Record<Connector>>,
+}
+
+impl Out<'_> {
+    fn loaded(&self, suite: &str, id: &str, entry: Result<Case, CaseError>) -> Loaded {
+        Loaded {
+            suite: suite.to_string(),
+            trial: format!("{suite}{SEPARATOR}{id}"),
+            file: self.file.to_path_buf(),
+            entry,
+        }
+    }
+
+    /// A problem with a whole file: one trial, `<project>/evalstudio::<what>`.
+    fn broken(&self, level: &str, what: &str, e: CaseError) -> Loaded {
+        self.loaded(&format!("{}{level}", self.prefix), what, Err(e))
+    }
+
+    fn project(&self, p: &ProjectEntry) -> Vec<Loaded> {
+        let level = match &p.level {
+            Some(name) => format!("{}{}/", self.prefix, slug(name)),
+            None => self.prefix.clone(),
+        };
+        let llms = match &p.llms {
+            None => None,
+            Some(Ok(l)) => Some(l.clone()),
+            Some(Err(e)) => {
+                return vec![self.loaded(&format!("{level}evalstudio"), "llm-settings", Err(e.clone()))]
+            }
+        };
+        let mut out = Vec::new();
+        let store = match self.store(&p.store, &level, &mut out) {
+            Some(s) => s,
+            None => return out,
+        };
+        let evals_file = p.store.join("evals.json");
+        let evals_doc = match Document::read(&evals_file) {
+            Ok(d) => d,
+            Err(e) => {
+                out.push(self.loaded(&format!("{level}evalstudio"), "evals", Err(e)));
+                return out;
+            }
+        };
+        let Some(evals_doc) = evals_doc else {
+            out.push(self.loaded(
+                &format!("{level}evalstudio"),
+                "evals",
+                Err(CaseError {
+                    location: Location {
+                        file: Arc::new(crate::util::display_path(&evals_file)),
+                        line: 1,
+                        column: 1,
+                    },
+                    id: None,
+                    field: None,
+                    message: "the project has no evals: create one in EvalStudio (an eval names the scenarios to run and the connector), or put `scenarios.json` alone in a folder to run each scenario".into(),
+                }),
+            ));
+            return out;
+        };
+        let evals = match records(&evals_doc, records::eval) {
+            Ok(e) => e,
+            Err(e) => {
+                out.push(self.loaded(&format!("{level}evalstudio"), "evals", Err(e)));
+                return out;
+            }
+        };
+        let mut taken = HashSet::new();
+        for (i, eval) in evals.into_iter().enumerate() {
+            let eval = match eval {
+                Ok(e) => e,
+                Err(e) => {
+                    out.push(self.loaded(&format!("{level}evalstudio"), &format!("evals-{}", i + 1), Err(e)));
+                    continue;
+                }
+            };
+            let suite = match slug(&eval.name) {
+                s if s.is_empty() => format!("{level}eval-{}", i + 1),
+                s => format!("{level}{s}"),
+            };
+            let connector_name = eval.connector_id.as_ref().and_then(|id| {
+                store
+                    .connectors
+                    .iter()
+                    .filter_map(|c| c.as_ref().ok())
+                    .find(|c| c.id.as_deref() == Some(id))
+                    .map(|c| c.name.clone())
+            });
+            for (j, scenario_id) in eval.scenario_ids.iter().enumerate() {
+                let scenario = store
+                    .scenarios
+                    .iter()
+                    .find(|s| match s {
+                        Ok(s) => s.id.as_deref() == Some(scenario_id.as_str()),
+                        Err(e) => e.id.as_deref() == Some(scenario_id.as_str()),
+                    });
+                let context = Context {
+                    eval: Some(&eval),
+                    eval_slug: Some(suite.rsplit('/').next().unwrap_or(&suite).to_string()),
+                    evals_doc: Some(&evals_doc),
+                    connector_name: connector_name.clone(),
+                    llms: llms.clone(),
+                };
+                let produced = match scenario {
+                    None => {
+                        let known: Vec<String> = store
+                            .scenarios
+                            .iter()
+                            .filter_map(|s| s.as_ref().ok())
+                            .filter_map(|s| s.id.as_ref().map(|id| format!("{id} ({})", s.name)))
+                            .collect();
+                        let e = evals_doc.error(
+                            &format!("[{}].scenarioIds[{j}]", eval.index),
+                            format!(
+                                "\"{scenario_id}\" is no scenario's id in {}; {}",
+                                store.scenarios_file_name(&p.store),
+                                if known.is_empty() {
+                                    "it has none".to_string()
+                                } else {
+                                    format!("known: {}", known.join(", "))
+                                }
+                            ),
+                        );
+                        vec![(slug(scenario_id), Err(e))]
+                    }
+                    Some(Err(e)) => vec![(slug(scenario_id), Err(e.clone()))],
+                    Some(Ok(s)) => self.scenario_trials(s, &store, &context),
+                };
+                for (id, entry) in produced {
+                    let trial = format!("{suite}{SEPARATOR}{id}");
+                    if taken.insert(trial.clone()) {
+                        out.push(self.loaded(&suite, &id, entry));
+                    } else {
+                        // Eval names need not be unique in EvalStudio; trial names must.
+                        let e = evals_doc.error(
+                            &format!("[{}].name", eval.index),
+                            format!("another eval (or scenario) gives the same trial name, {trial}; rename one of them"),
+                        );
+                        let mut k = 2;
+                        while !taken.insert(format!("{trial}-{k}")) {
+                            k += 1;
+                        }
+                        out.push(self.loaded(&suite, &format!("{id}-{k}"), Err(e)));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The scenarios, personas and connectors of `dir`; a file that cannot be read is
+    /// one broken trial in `out`.
+    fn store(&self, dir: &Path, level: &str, out: &mut Vec<Loaded>) -> Option<Store> {
+        let suite = format!("{level}evalstudio");
+        let mut scenarios_doc = None;
+        let scenarios = self.store_file(dir, "scenarios", records::scenario, &suite, out, Some(&mut scenarios_doc))?;
+        let personas = self.store_file(dir, "personas", records::persona, &suite, out, None)?;
+        let connectors = self.store_file(dir, "connectors", records::connector, &suite, out, None)?;
+        Some(Store {
+            scenarios,
+            scenarios_doc,
+            personas,
+            connectors,
+        })
+    }
+
+    /// The records of `<dir>/<name>.json` (none when there is no such file); a broken
+    /// record keeps its `id`, so what refers to it gets its error.
+    #[allow(clippy::too_many_arguments)]
+    fn store_file<T>(
+        &self,
+        dir: &Path,
+        name: &str,
+        read: impl Fn(&Document, usize, &Map<String, Value>) -> Record<T>,
+        suite: &str,
+        out: &mut Vec<Loaded>,
+        keep: Option<&mut Option<Document>>,
+    ) -> Option<Vec<Record<T>>> {
+        let doc = match Document::read(&dir.join(format!("{name}.json"))) {
+            Ok(Some(d)) => d,
+            Ok(None) => return Some(Vec::new()),
+            Err(e) => {
+                out.push(self.loaded(suite, name, Err(e)));
+                return None;
+            }
+        };
+        let list = match records(&doc, read) {
+            Ok(list) => list
+                .into_iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    r.map_err(|mut e| {
+                        e.id = doc.value[i].get("id").and_then(Value::as_str).map(str::to_string);
+                        e
+                    })
+                })
+                .collect(),
+            Err(e) => {
+                out.push(self.loaded(suite, name, Err(e)));
+                return None;
+            }
+        };
+        if let Some(keep) = keep {
+            *keep = Some(doc);
+        }
+        Some(list)
+    }
+
+    /// A `scenarios.json` read alone: each scenario a trial (per persona, from a
+    /// `personas.json` beside it), run against the default agent.
+    fn lone_scenarios(&self, root: &Path) -> Vec<Loaded> {
+        let suite = suite_of(root, self.file);
+        let dir = self.file.parent().unwrap_or(Path::new("."));
+        let mut out = Vec::new();
+        let Some(store) = self.store(dir, &format!("{suite}/"), &mut out) else {
+            return out;
+        };
+        let context = Context {
+            eval: None,
+            eval_slug: None,
+            evals_doc: None,
+            connector_name: None,
+            llms: None,
+        };
+        let mut taken = HashSet::new();
+        for s in &store.scenarios {
+            let produced = match s {
+                Ok(s) => self.scenario_trials(s, &store, &context),
+                Err(e) => vec![(
+                    e.id.as_deref().map(slug).unwrap_or_else(|| format!("scenario-line-{}", e.location.line)),
+                    Err(e.clone()),
+                )],
+            };
+            for (id, entry) in produced {
+                let id = if taken.insert(id.clone()) {
+                    id
+                } else {
+                    format!("{id}-{}", taken.len())
+                };
+                out.push(self.loaded(&suite, &id, entry));
+            }
+        }
+        out
+    }
+
+    /// A conversation seed file: the messages EvalStudio's `scenario create -m` takes,
+    /// sent as one exchange that passes when the agent answers.
+    fn seed(&self, root: &Path) -> Vec<Loaded> {
+        let suite = suite_of(root, self.file);
+        let entry = match Document::read(self.file) {
+            Ok(Some(doc)) => {
+                let messages = match &doc.value {
+                    Value::Array(items) => Ok(items.iter().map(strip_message).collect::<Vec<_>>()),
+                    other => Err(doc.error(
+                        "",
+                        format!(
+                            "expected a JSON array of messages {{\"role\", \"content\"}}, found {}",
+                            crate::util::type_of(other)
+                        ),
+                    )),
+                };
+                messages.and_then(|m| {
+                    let mut obj = Map::new();
+                    obj.insert("id".into(), "seed".into());
+                    obj.insert("input".into(), Value::Array(m));
+                    case_from_object(obj, "seed".into(), doc.location("")).map_err(|e| {
+                        let field = e.path.strip_prefix("input").unwrap_or(&e.path).to_string();
+                        doc.error(&field, e.message)
+                    })
+                })
+            }
+            Ok(None) => return Vec::new(),
+            Err(e) => Err(e),
+        };
+        vec![self.loaded(&suite, "seed", entry)]
+    }
+
+    /// The trials of one scenario: one per persona, or one without.
+    fn scenario_trials(
+        &self,
+        s: &Scenario,
+        store: &Store,
+        context: &Context<'_>,
+    ) -> Vec<(String, Result<Case, CaseError>)> {
+        let id = match slug(&s.name) {
+            x if x.is_empty() => format!("scenario-{}", s.index + 1),
+            x => x,
+        };
+        let doc = store
+            .scenarios_doc
+            .as_ref()
+            .expect("a scenario was read from its document");
+        // The case's id names its cassettes and golden files: with the eval's name, so
+        // that two evals running one scenario keep theirs apart.
+        let case_id = match &context.eval_slug {
+            Some(e) => format!("{e}{SEPARATOR}{id}"),
+            None => id.clone(),
+        };
+        let case = match build_case(s, &case_id, doc, context) {
+            Ok(c) => c,
+            Err(e) => return vec![(id, Err(e))],
+        };
+        if s.persona_ids.is_empty() {
+            let mut case = case;
+            case.evalstudio = Some(Arc::new(context.reference(s, None)));
+            return vec![(id, Ok(case))];
+        }
+        let by_id: HashMap<&str, &Record<Persona>> = store
+            .personas
+            .iter()
+            .filter_map(|p| {
+                let id = match p {
+                    Ok(q) => q.id.as_deref(),
+                    Err(e) => e.id.as_deref(),
+                };
+                id.map(|i| (i, p))
+            })
+            .collect();
+        s.persona_ids
+            .iter()
+            .enumerate()
+            .map(|(j, pid)| match by_id.get(pid.as_str()) {
+                Some(Ok(p)) => {
+                    let mut one = case.clone();
+                    one.name = Some(format!("{} as {}", s.name, p.name));
+                    one.persona = Some(PersonaRef {
+                        name: p.name.clone(),
+                        description: p.description.clone(),
+                        system_prompt: p.system_prompt.clone(),
+                        inline: true,
+                    });
+                    one.evalstudio = Some(Arc::new(context.reference(s, Some(pid.clone()))));
+                    (format!("{id}{SEPARATOR}{}", slug(&p.name)), Ok(one))
+                }
+                Some(Err(e)) => (format!("{id}{SEPARATOR}{}", slug(pid)), Err(e.clone())),
+                None => {
+                    let e = doc.error(
+                        &format!("[{}].personaIds[{j}]", s.index),
+                        format!("\"{pid}\" is no persona's id in the personas.json beside it"),
+                    );
+                    (format!("{id}{SEPARATOR}{}", slug(pid)), Err(e))
+                }
+            })
+            .collect()
+    }
+}
+impl Store {
+    fn scenarios_file_name(&self, dir: &Path) -> String {
+        crate::util::display_path(&dir.join("scenarios.json"))
+            .display()
+            .to_string()
+    }
+}
+
+/// What an eval adds to its scenarios' cases.
+struct Context<'a> {
+    eval: Option<&'a Eval>,
+    /// The eval's name in trial names.
+    eval_slug: Option<String>,
+    evals_doc: Option<&'a Document>,
+    connector_name: Option<String>,
+    llms: Option<Arc<SourceLlms>>,
+}
+
+impl Context<'_> {
+    fn reference(&self, s: &Scenario, persona_id: Option<String>) -> EvalStudioRef {
+        EvalStudioRef {
+            eval_id: self.eval.and_then(|e| e.id.clone()),
+            scenario_id: s.id.clone(),
+            persona_id,
+            connector_id: self.eval.and_then(|e| e.connector_id.clone()),
+            connector_name: self.connector_name.clone(),
+            llms: self.llms.clone(),
+        }
+    }
+}
+
+/// A message as a case takes it: without the `id` and `metadata` EvalStudio keeps.
+fn strip_message(m: &Value) -> Value {
+    match m {
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .filter(|(k, _)| !MESSAGE_EXTRAS.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// The scenario as a case with criteria, checked by the case parser; its errors are
+/// located at the scenario's (or the eval's) own fields, named as EvalStudio names them.
+fn build_case(s: &Scenario, id: &str, doc: &Document, context: &Context<'_>) -> Result<Case, CaseError> {
+    let at = format!("[{}]", s.index);
+    if !["successCriteria", "failureCriteria"]
+        .iter()
+        .any(|k| s.fields.get(*k).and_then(Value::as_str).is_some_and(|t| !t.trim().is_empty()))
+    {
+        return Err(CaseError {
+            id: s.id.clone(),
+            ..doc.error(&at, format!("scenario \"{}\" has no `successCriteria` or `failureCriteria`, so nothing can decide its runs (EvalStudio puts them in error too); say in `successCriteria` what the agent must achieve", s.name))
+        });
+    }
+    let mut obj = Map::new();
+    obj.insert("id".into(), Value::String(id.to_string()));
+    obj.insert("name".into(), Value::String(s.name.clone()));
+    for (from, to) in CASE_KEYS {
+        if let Some(v) = s.fields.get(from) {
+            let v = match (from, v) {
+                ("messages", Value::Array(items)) => Value::Array(items.iter().map(strip_message).collect()),
+                _ => v.clone(),
+            };
+            obj.insert(to.into(), v);
+        }
+    }
+    // The older evals' `input`: sent after the scenario's messages.
+    let own = s.fields.get("messages").and_then(Value::as_array).map_or(0, Vec::len);
+    let input: Vec<Value> = context.eval.map(|e| e.input.iter().map(strip_message).collect()).unwrap_or_default();
+    if !input.is_empty() {
+        let mut all = obj.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
+        all.extend(input);
+        obj.insert("messages".into(), Value::Array(all));
+    }
+    let location = doc.location(&at);
+    case_from_object(obj, id.to_string(), location).map_err(|e: FieldError| {
+        let (doc, field) = evalstudio_field(&e.path, s.index, own, doc, context);
+        CaseError {
+            id: s.id.clone(),
+            ..doc.error(&field, evalstudio_words(&e.message))
+        }
+    })
+}
+
+/// Where a case field's error belongs: the scenario's field of that name, or for a
+/// message past the scenario's own, the eval's `input`.
+fn evalstudio_field<'d>(
+    path: &str,
+    scenario: usize,
+    own: usize,
+    doc: &'d Document,
+    context: &Context<'d>,
+) -> (&'d Document, String) {
+    if let Some(rest) = path.strip_prefix("messages[") {
+        let (n, tail) = rest.split_once(']').unwrap_or((rest, ""));
+        if let (Ok(n), Some(eval), Some(evals)) = (n.parse::<usize>(), context.eval, context.evals_doc) {
+            if n >= own {
+                return (evals, format!("[{}].input[{}]{tail}", eval.index, n - own));
+            }
+        }
+    }
+    let mut field = path.to_string();
+    for (from, to) in CASE_KEYS {
+        if let Some(rest) = field.strip_prefix(to) {
+            field = format!("{from}{rest}");
+            break;
+        }
+    }
+    (doc, format!("[{scenario}].{field}"))
+}
+
+/// A case parser's message in EvalStudio's words (`maxMessages`, not `max_messages`).
+fn evalstudio_words(message: &str) -> String {
+    let mut out = message.to_string();
+    for (from, to) in CASE_KEYS {
+        out = out.replace(&format!("`{to}`"), &format!("`{from}`"));
+    }
+    out
+}
+
+/// The suite of a file read alone: its path under `root` without `.json`.
+fn suite_of(root: &Path, file: &Path) -> String {
+    let p = prefix(root, file);
+    let p = p.trim_end_matches('/');
+    p.strip_suffix(".json").unwrap_or(p).to_string()
+}
+
+/// The personas of a personas file (`personas_file` in `agentest.toml`).
+pub(crate) fn read_personas_file(path: &Path) -> Result<Vec<PersonaRef>, CaseError> {
+    let doc = Document::read(path)?.ok_or_else(|| CaseError {
+        location: Location {
+            file: Arc::new(crate::util::display_path(path)),
+            line: 1,
+            column: 1,
+        },
+        id: None,
+        field: None,
+        message: "no such file; `personas_file` is relative to agentest.toml".into(),
+    })?;
+    let mut out: Vec<PersonaRef> = Vec::new();
+    for (i, p) in records(&doc, records::any_persona)?.into_iter().enumerate() {
+        let p = p?;
+        if out.iter().any(|q| q.name == p.name) {
+            return Err(doc.error(
+                &format!("[{i}].name"),
+                format!("a second persona named \"{}\"; names must differ", p.name),
+            ));
+        }
+        out.push(PersonaRef {
+            name: p.name,
+            description: p.description,
+            system_prompt: p.system_prompt,
+            inline: true,
+        });
+    }
+    Ok(out)
+}
