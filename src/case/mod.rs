@@ -10,7 +10,6 @@ pub use assertion::{
 };
 pub use mock::{Mock, MockAnswer};
 pub use model::{
-    EvalStudioRef,
-    Case, Checkpoint, Criteria, FailureMode, Input, Interactive, Location, Mode, ModelSettings,
-    PersonaRef, ScriptRule, Simulator, Turn,
+    Case, Checkpoint, Criteria, EvalStudioRef, FailureMode, Input, Interactive, Location, Mode,
+    ModelSettings, PersonaRef, ScriptRule, Simulator, Turn,
 };

@@ -207,13 +207,17 @@ impl Config {
         let file_personas = match &file.personas_file {
             None => Vec::new(),
             Some(p) => {
-                let personas = crate::source::read_personas_file(&dir.join(p)).map_err(
-                    |source| ConfigError::PersonasFile {
-                        path: path.to_path_buf(),
-                        source,
-                    },
-                )?;
-                if let Some(twice) = personas.iter().find(|q| file.personas.contains_key(&q.name)) {
+                let personas =
+                    crate::source::read_personas_file(&dir.join(p)).map_err(|source| {
+                        ConfigError::PersonasFile {
+                            path: path.to_path_buf(),
+                            source,
+                        }
+                    })?;
+                if let Some(twice) = personas
+                    .iter()
+                    .find(|q| file.personas.contains_key(&q.name))
+                {
                     return Err(ConfigError::Parse {
                         path: path.to_path_buf(),
                         message: format!(

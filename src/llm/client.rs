@@ -98,10 +98,12 @@ impl Endpoint {
     ) -> Result<Endpoint, AgentSetupError> {
         let mut endpoint = Endpoint::build(cfg, what.to_string(), &|_| None)?;
         if let Some(key) = key {
-            let mut value = HeaderValue::from_str(&format!("Bearer {}", key.expose()))
-                .map_err(|_| AgentSetupError::HeaderValue {
-                    table: what.to_string(),
-                    name: "apiKey".into(),
+            let mut value =
+                HeaderValue::from_str(&format!("Bearer {}", key.expose())).map_err(|_| {
+                    AgentSetupError::HeaderValue {
+                        table: what.to_string(),
+                        name: "apiKey".into(),
+                    }
                 })?;
             value.set_sensitive(true);
             endpoint.headers.insert(AUTHORIZATION, value);

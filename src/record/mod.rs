@@ -16,7 +16,8 @@ pub use format::{failure_message, Format};
 pub use jsonl::JsonlWriter;
 pub use model::{
     rfc3339, AssertionReport, AwaitReason, CaseReport, CassetteStats, CheckpointReport, CodeRun,
-    CriteriaEvaluation, Ending, EvalStudioIds, Judgment, RunInfo, RunResult, Status, StepRef, Summary, TurnReport,
+    CriteriaEvaluation, Ending, EvalStudioIds, Judgment, RunInfo, RunResult, Status, StepRef,
+    Summary, TurnReport,
 };
 pub(crate) use recorder::Recorder;
 pub use sink::{parse_jsonl, read_reports, ReportSink};

@@ -136,7 +136,11 @@ impl Context {
         llms.entry((role, key))
             .or_insert_with(|| {
                 if let Some(s) = from_source {
-                    let cfg = if role == Role::Simulator { &s.simulator } else { &s.judge };
+                    let cfg = if role == Role::Simulator {
+                        &s.simulator
+                    } else {
+                        &s.judge
+                    };
                     return Ok(Arc::new(Endpoint::from_source(
                         cfg,
                         &s.label,
@@ -206,7 +210,12 @@ impl Context {
                 ..persona.clone()
             });
         }
-        match self.config.file_personas.iter().find(|p| p.name == persona.name) {
+        match self
+            .config
+            .file_personas
+            .iter()
+            .find(|p| p.name == persona.name)
+        {
             Some(found) => Ok(PersonaRef {
                 inline: false,
                 ..found.clone()

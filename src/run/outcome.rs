@@ -106,12 +106,15 @@ pub(crate) fn new_report(loaded: &Loaded, case: &Case) -> CaseReport {
             crate::case::Mode::Scenario(sc) => sc.parameters.iter().cloned().collect(),
             _ => serde_json::Map::new(),
         },
-        evalstudio: case.evalstudio.as_ref().map(|e| crate::record::EvalStudioIds {
-            eval_id: e.eval_id.clone(),
-            scenario_id: e.scenario_id.clone(),
-            persona_id: e.persona_id.clone(),
-            connector_id: e.connector_id.clone(),
-        }),
+        evalstudio: case
+            .evalstudio
+            .as_ref()
+            .map(|e| crate::record::EvalStudioIds {
+                eval_id: e.eval_id.clone(),
+                scenario_id: e.scenario_id.clone(),
+                persona_id: e.persona_id.clone(),
+                connector_id: e.connector_id.clone(),
+            }),
         ..CaseReport::default()
     }
 }

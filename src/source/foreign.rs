@@ -1,7 +1,8 @@
-//! Files that are not suites: an ElizaOS scenario, a JSON document spread over many
-//! lines (an EvalStudio store, a tau2-bench task file, a pretty-printed case), or a
-//! report agentest wrote. Read line by line, each would be dozens of "invalid JSON"
-//! trials; recognised, it is one error that says what the file is.
+//! Files that are not suites: a YAML file, a JSON document spread over many lines (an
+//! EvalStudio store under a name EvalStudio does not give it, a tau2-bench task file, a
+//! pretty-printed case), or a report agentest wrote. Read line by line, each would be
+//! dozens of "invalid JSON" trials; recognised, it is one error that says what the file
+//! is.
 
 use std::path::Path;
 
@@ -54,21 +55,26 @@ pub(crate) fn not_a_suite(file: &Path, bytes: &[u8]) -> Option<String> {
             .and_then(Value::as_object)
             .is_some_and(|o| names.iter().any(|k| o.contains_key(*k)))
     };
-    let known = if keys(&["successCriteria", "failureCriteria", "maxMessages"]) {
-        Some("an EvalStudio scenario store")
-    } else if keys(&["personaIds", "scenarioIds"]) {
-        Some("an EvalStudio eval store")
-    } else if keys(&["evalId", "personaId", "executionId"]) {
-        Some("an EvalStudio run store")
+    let evalstudio = "agentest reads EvalStudio projects from `evalstudio.config.json` or a store's `evals.json` (with `scenarios.json` and `personas.json` beside it), and a `scenarios.json` alone: run `-i` on the folder, or name the file as EvalStudio does";
+    let known = if keys(&["evalId", "executionId"]) {
+        Some(format!("an EvalStudio run store (results, not cases): `agentest runs export --format evalstudio` writes this shape; {evalstudio}"))
+    } else if keys(&["successCriteria", "failureCriteria", "maxMessages"]) {
+        Some(format!(
+            "an EvalStudio scenario store, not a suite: {evalstudio}"
+        ))
+    } else if keys(&["scenarioIds"]) {
+        Some(format!(
+            "an EvalStudio eval store, not a suite: {evalstudio}"
+        ))
+    } else if keys(&["systemPrompt"]) {
+        Some(format!("an EvalStudio persona store, not a suite: it is read with its project's scenarios, or named by `personas_file` in agentest.toml; {evalstudio}"))
     } else if keys(&["user_scenario", "evaluation_criteria"]) {
-        Some("a tau2-bench task file")
+        Some("a tau2-bench task file, not a suite: agentest does not read that format yet; suites are JSON Lines files (.jsonl), one case per line".to_string())
     } else {
         None
     };
     if let Some(what) = known {
-        return Some(format!(
-            "this is {what}, not a suite: agentest does not read that format yet; suites are JSON Lines files (.jsonl), one case per line"
-        ));
+        return Some(format!("this is {what}"));
     }
     Some(match whole {
         Value::Array(items) => format!(
@@ -120,6 +126,16 @@ mod tests {
                 "scenarios.json",
                 "[\n {\"id\": \"1\", \"maxMessages\": 4}\n]\n",
                 "an EvalStudio scenario store",
+            ),
+            (
+                "runs.json",
+                "[\n {\"id\": \"r\", \"evalId\": \"e\", \"executionId\": 1}\n]\n",
+                "an EvalStudio run store (results, not cases)",
+            ),
+            (
+                "people.json",
+                "[\n {\"name\": \"p\", \"systemPrompt\": \"x\"}\n]\n",
+                "an EvalStudio persona store",
             ),
             (
                 "tasks.json",

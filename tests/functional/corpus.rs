@@ -583,5 +583,177 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         assert_vectors_cover_the_upstream_table (needs corpus_present),
         eliza_scenarios_load_and_the_invalid_one_names_each_missing_field (needs corpus_present),
         eliza_matrix_expands_to_sixteen_trials (needs corpus_present),
+        evalstudio_files_load_as_evalstudio_wrote_them (needs corpus_present),
+        evalstudio_export_has_the_corpus_run_shape (needs corpus_present),
     ]
+}
+
+/// `agentest <args>` with the store off, in the repository.
+fn agentest(args: &[&str]) -> crate::common::Run {
+    let mut cmd = std::process::Command::new(crate::common::BIN);
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(args)
+        .env("AGENTEST_STORE", "off")
+        .stdin(std::process::Stdio::null());
+    crate::common::finish(&mut cmd)
+}
+
+/// The EvalStudio corpus: the lone scenarios file is one case with criteria; the
+/// folder (its `evals.json` names scenarios that are not there) gives one located error
+/// per missing scenario and the conversation seed one exchange; the personas file names
+/// personas; the runs file is said to be no cases.
+fn evalstudio_files_load_as_evalstudio_wrote_them() -> Needs {
+    let dir = corpus()?.join("evalstudio");
+    let shown = |f: &str| dir.join(f).display().to_string();
+    let scenarios = shown("scenarios.json");
+    let out = crate::common::Scratch::named("corpus", "evalstudio");
+    let cases = out.join("cases.jsonl");
+    let cases_arg = cases.display().to_string();
+    let first_case = || -> Value {
+        let text = std::fs::read_to_string(&cases).expect("the validated cases");
+        serde_json::from_str(text.lines().next().unwrap_or_default()).expect("a case line")
+    };
+    let r = agentest(&["test", "-i", &scenarios, "--dry-run", "-o", &cases_arg]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let case = first_case();
+    assert!(
+        r.stdout.contains("scenarios::booking-cancellation "),
+        "{r:?}"
+    );
+    // The validated case, in agentest's own JSON Lines shape.
+    assert_eq!(case["id"], "booking-cancellation");
+    assert_eq!(case["success_criteria"], "Agent confirms cancellation");
+    assert_eq!(case["max_messages"], 10);
+    assert_eq!(case["failure_criteria_mode"], "on_max_messages");
+
+    let r = agentest(&[
+        "test",
+        "-i",
+        &dir.display().to_string(),
+        "--dry-run",
+        "--color",
+        "never",
+    ]);
+    assert_eq!(r.code, 1, "{r:?}");
+    // Paths are shown relative to the working directory: compare from `corpus/` on.
+    let evals = "corpus/evalstudio/evals.json";
+    let scenarios = "corpus/evalstudio/scenarios.json";
+    for (n, col) in [(1, 21), (2, 40)] {
+        let line = r
+            .stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("booking-cancellation-test::scenario-uuid-{n} ")))
+            .unwrap_or_else(|| panic!("{r:?}"));
+        let expected = [
+            format!("{evals}:6:{col}: field `[0].scenarioIds[{}]`: \"scenario-uuid-{n}\" is no scenario's id in ", n - 1),
+            format!("{scenarios}; known: 987fcdeb-51a2-3bc4-d567-890123456789 (booking-cancellation)"),
+        ];
+        for part in expected {
+            assert!(line.contains(&part), "{line}\nexpected {part}");
+        }
+    }
+    assert!(
+        r.stdout
+            .lines()
+            .any(|l| l.starts_with("conversation-seed::seed ") && l.ends_with("single")),
+        "{r:?}"
+    );
+    assert!(r.stdout.contains("3 cases, 2 with errors"), "{r:?}");
+
+    let seed = shown("conversation-seed.json");
+    let r = agentest(&["test", "-i", &seed, "--dry-run", "-o", &cases_arg]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let case = first_case();
+    let input = case["input"].as_array().expect("the seed as input");
+    assert_eq!(input.len(), 3);
+    assert_eq!(input[2]["content"], "It's ABC123");
+
+    let r = agentest(&["test", "-i", &shown("runs.json")]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stdout.contains("EvalStudio run store"), "{r:?}");
+
+    // The personas file, named by a config, gives the persona to a case.
+    let s = crate::common::Scratch::named("corpus", "personas");
+    s.write(
+        "agentest.toml",
+        &format!(
+            "personas_file = {}\n\n[agent]\ntype = \"process\"\ncommand = [\"python3\", {}]\n",
+            crate::common::toml_str(&shown("personas.json")),
+            crate::common::toml_str(crate::common::EXPENSE_AGENT)
+        ),
+    );
+    s.write_suite(
+        "s.jsonl",
+        &[r#"{"id": "c", "input": "hello", "success_criteria": "greets", "personas": ["impatient-user"]}"#],
+    );
+    let r = agentest(&[
+        "test",
+        "-i",
+        &s.join("s.jsonl").display().to_string(),
+        "--dry-run",
+    ]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stdout.contains("s::c::impatient-user"), "{r:?}");
+    Ok(())
+}
+
+/// What `runs export --format evalstudio` writes for a completed run has every field
+/// of the corpus's run, each of the same JSON type.
+fn evalstudio_export_has_the_corpus_run_shape() -> Needs {
+    let corpus_run: Value = serde_json::from_str(
+        &std::fs::read_to_string(corpus()?.join("evalstudio/runs.json")).expect("runs.json"),
+    )
+    .expect("runs.json is JSON");
+    let corpus_run = &corpus_run[0];
+    let s = crate::common::Scratch::named("corpus", "export");
+    let store = s.join("runs.db");
+    let store = store.to_str().unwrap();
+    let run = |args: &[&str]| {
+        let mut cmd = std::process::Command::new(crate::common::BIN);
+        cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(args)
+            .env("AGENTEST_STORE", store)
+            .env("AGENTEST_CASSETTES", "strict")
+            .stdin(std::process::Stdio::null());
+        crate::common::finish(&mut cmd)
+    };
+    let r = run(&["test", "-i", "agent-tests/evalstudio"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let r = run(&["runs", "export", "--format", "evalstudio"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let ours: Value = serde_json::from_str(&r.stdout).expect("an array of runs");
+    let kind = |v: &Value| match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    };
+    for run in ours.as_array().expect("an array") {
+        for (key, theirs) in corpus_run.as_object().expect("a run") {
+            // A run without a persona has no `personaId`, as EvalStudio writes it.
+            if key == "personaId" && run.get("personaId").is_none() {
+                continue;
+            }
+            let mine = run
+                .get(key)
+                .unwrap_or_else(|| panic!("no `{key}` in {run}"));
+            assert_eq!(kind(mine), kind(theirs), "`{key}`: {mine} vs {theirs}");
+        }
+        for key in ["success", "score", "reason"] {
+            assert_eq!(
+                kind(&run["result"][key]),
+                kind(&corpus_run["result"][key]),
+                "result.{key}"
+            );
+        }
+        let first = &run["messages"][0];
+        assert!(
+            first["role"].is_string() && first["content"].is_string(),
+            "{first}"
+        );
+    }
+    Ok(())
 }

@@ -64,6 +64,7 @@ mod corpus;
 mod criteria;
 mod discovery;
 mod dynamic;
+mod evalstudio;
 #[cfg(unix)]
 mod faults;
 mod fuzz;
@@ -149,6 +150,7 @@ fn main() {
     trials.extend(criteria::tests());
     trials.extend(discovery::tests());
     trials.extend(dynamic::tests());
+    trials.extend(evalstudio::tests());
     #[cfg(unix)]
     trials.extend(faults::tests());
     trials.extend(fuzz::tests());

@@ -44,10 +44,11 @@ pub(crate) async fn run(
     report: &mut CaseReport,
     phase: &mut String,
 ) -> Result<(), Stop> {
-    let endpoint = match l
-        .ctx
-        .llm(Role::Judge, l.spec.model.llm.as_deref(), l.case.source_llms())
-    {
+    let endpoint = match l.ctx.llm(
+        Role::Judge,
+        l.spec.model.llm.as_deref(),
+        l.case.source_llms(),
+    ) {
         Ok(e) => e,
         // No model at all: one exchange, as EvalStudio's documentation says.
         Err(SetupError::NoLlm { .. }) => return fallback(l, session, report, phase).await,

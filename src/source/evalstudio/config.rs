@@ -196,7 +196,9 @@ fn llms(
         }
     };
     // (provider, key, judge model, simulator model)
-    let (provider, key, judge, simulator) = if s.contains_key("evaluation") && !s.contains_key("provider") {
+    let (provider, key, judge, simulator) = if s.contains_key("evaluation")
+        && !s.contains_key("provider")
+    {
         known_keys(doc, s, path, &["evaluation", "persona"], "`llmSettings`")?;
         let pick = |role: &str| -> Result<Option<(String, Option<String>)>, CaseError> {
             let at = format!("{path}.{role}");
@@ -205,19 +207,24 @@ fn llms(
                 Some(Value::Object(r)) => {
                     known_keys(doc, r, &at, &["providerId", "model"], "a model choice")?;
                     let id = text(r, "providerId", &at)?.ok_or_else(|| {
-                        doc.error(&at, "needs `providerId`: the id of a provider in llm-providers.json")
+                        doc.error(
+                            &at,
+                            "needs `providerId`: the id of a provider in llm-providers.json",
+                        )
                     })?;
                     Ok(Some((id, text(r, "model", &at)?)))
                 }
                 Some(other) => Err(doc.error(
                     &at,
-                    format!("expected an object {{\"providerId\", \"model\"}}, found {}", type_of(other)),
+                    format!(
+                        "expected an object {{\"providerId\", \"model\"}}, found {}",
+                        type_of(other)
+                    ),
                 )),
             }
         };
-        let evaluation = pick("evaluation")?.ok_or_else(|| {
-            doc.error(path, "needs `evaluation`: {\"providerId\", \"model\"}")
-        })?;
+        let evaluation = pick("evaluation")?
+            .ok_or_else(|| doc.error(path, "needs `evaluation`: {\"providerId\", \"model\"}"))?;
         let persona = pick("persona")?;
         let file = store.join("llm-providers.json");
         let providers = match Document::read(&file)? {
@@ -246,10 +253,15 @@ fn llms(
             persona_model.or(evaluation.1),
         )
     } else {
-        known_keys(doc, s, path, &["provider", "apiKey", "models"], "`llmSettings`")?;
-        let provider = text(s, "provider", path)?.ok_or_else(|| {
-            doc.error(path, "needs `provider`: \"openai\" or \"anthropic\"")
-        })?;
+        known_keys(
+            doc,
+            s,
+            path,
+            &["provider", "apiKey", "models"],
+            "`llmSettings`",
+        )?;
+        let provider = text(s, "provider", path)?
+            .ok_or_else(|| doc.error(path, "needs `provider`: \"openai\" or \"anthropic\""))?;
         let (mut judge, mut simulator) = (None, None);
         match s.get("models") {
             None | Some(Value::Null) => {}
@@ -262,7 +274,10 @@ fn llms(
             Some(other) => {
                 return Err(doc.error(
                     &format!("{path}.models"),
-                    format!("expected an object {{\"evaluation\", \"persona\"}}, found {}", type_of(other)),
+                    format!(
+                        "expected an object {{\"evaluation\", \"persona\"}}, found {}",
+                        type_of(other)
+                    ),
                 ))
             }
         }

@@ -67,11 +67,7 @@ impl Document {
                     .take_while(|(i, _)| *i < e.column().max(1) - 1)
                     .count()
                     + 1;
-                return Err(at(
-                    e.line().max(1),
-                    column,
-                    format!("invalid JSON: {msg}"),
-                ));
+                return Err(at(e.line().max(1), column, format!("invalid JSON: {msg}")));
             }
             Err(LineError::Duplicate { path: field, key }) => {
                 let (line, column) = position_of_path(&text, &field, true);

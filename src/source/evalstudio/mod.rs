@@ -85,3 +85,60 @@ pub(crate) fn file_for_suite(root: &Path, suite: &str) -> Option<PathBuf> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_trial_leads_back_to_its_project_file() {
+        let root = std::env::temp_dir().join(format!("agentest-es-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        for f in [
+            "shop/evalstudio.config.json",
+            "shop/data/evals.json",
+            "plain/data/evals.json",
+            "flat/evals.json",
+            "loose/scenarios.json",
+            "talk/conversation-seed.json",
+        ] {
+            let p = root.join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, "[]").unwrap();
+        }
+        let found = |suite: &str| {
+            file_for_suite(&root, suite)
+                .map(|p| p.strip_prefix(&root).unwrap().display().to_string())
+        };
+        assert_eq!(
+            found("shop/booking-test").as_deref(),
+            Some("shop/evalstudio.config.json")
+        );
+        // A workspace's project level sits between the config and the eval.
+        assert_eq!(
+            found("shop/alpha/booking-test").as_deref(),
+            Some("shop/evalstudio.config.json")
+        );
+        assert_eq!(
+            found("plain/eval").as_deref(),
+            Some("plain/data/evals.json")
+        );
+        assert_eq!(found("flat/eval").as_deref(), Some("flat/evals.json"));
+        assert_eq!(
+            found("loose/scenarios").as_deref(),
+            Some("loose/scenarios.json")
+        );
+        assert_eq!(
+            found("talk/conversation-seed").as_deref(),
+            Some("talk/conversation-seed.json")
+        );
+        assert_eq!(found("nowhere/eval"), None);
+        // Discovery lists each project once: the config, not its store.
+        assert!(listed_in(&root.join("shop"), CONFIG_FILE));
+        assert!(skipped(&root.join("shop"), "data"));
+        assert!(!listed_in(&root.join("flat"), "scenarios.json"));
+        assert!(listed_in(&root.join("loose"), "scenarios.json"));
+        assert!(!listed_in(&root.join("loose"), "personas.json"));
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}

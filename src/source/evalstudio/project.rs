@@ -121,7 +121,11 @@ impl Out<'_> {
             None => None,
             Some(Ok(l)) => Some(l.clone()),
             Some(Err(e)) => {
-                return vec![self.loaded(&format!("{level}evalstudio"), "llm-settings", Err(e.clone()))]
+                return vec![self.loaded(
+                    &format!("{level}evalstudio"),
+                    "llm-settings",
+                    Err(e.clone()),
+                )]
             }
         };
         let mut out = Vec::new();
@@ -166,7 +170,11 @@ impl Out<'_> {
             let eval = match eval {
                 Ok(e) => e,
                 Err(e) => {
-                    out.push(self.loaded(&format!("{level}evalstudio"), &format!("evals-{}", i + 1), Err(e)));
+                    out.push(self.loaded(
+                        &format!("{level}evalstudio"),
+                        &format!("evals-{}", i + 1),
+                        Err(e),
+                    ));
                     continue;
                 }
             };
@@ -183,13 +191,10 @@ impl Out<'_> {
                     .map(|c| c.name.clone())
             });
             for (j, scenario_id) in eval.scenario_ids.iter().enumerate() {
-                let scenario = store
-                    .scenarios
-                    .iter()
-                    .find(|s| match s {
-                        Ok(s) => s.id.as_deref() == Some(scenario_id.as_str()),
-                        Err(e) => e.id.as_deref() == Some(scenario_id.as_str()),
-                    });
+                let scenario = store.scenarios.iter().find(|s| match s {
+                    Ok(s) => s.id.as_deref() == Some(scenario_id.as_str()),
+                    Err(e) => e.id.as_deref() == Some(scenario_id.as_str()),
+                });
                 let context = Context {
                     eval: Some(&eval),
                     eval_slug: Some(suite.rsplit('/').next().unwrap_or(&suite).to_string()),
@@ -219,7 +224,8 @@ impl Out<'_> {
                         );
                         vec![(slug(scenario_id), Err(e))]
                     }
-                    Some(Err(e)) => vec![(slug(scenario_id), Err(e.clone()))],
+                    // A broken scenario is named as a good one would be, when it can be.
+                    Some(Err(e)) => vec![(store.scenario_name(scenario_id), Err(e.clone()))],
                     Some(Ok(s)) => self.scenario_trials(s, &store, &context),
                 };
                 for (id, entry) in produced {
@@ -249,9 +255,17 @@ impl Out<'_> {
     fn store(&self, dir: &Path, level: &str, out: &mut Vec<Loaded>) -> Option<Store> {
         let suite = format!("{level}evalstudio");
         let mut scenarios_doc = None;
-        let scenarios = self.store_file(dir, "scenarios", records::scenario, &suite, out, Some(&mut scenarios_doc))?;
+        let scenarios = self.store_file(
+            dir,
+            "scenarios",
+            records::scenario,
+            &suite,
+            out,
+            Some(&mut scenarios_doc),
+        )?;
         let personas = self.store_file(dir, "personas", records::persona, &suite, out, None)?;
-        let connectors = self.store_file(dir, "connectors", records::connector, &suite, out, None)?;
+        let connectors =
+            self.store_file(dir, "connectors", records::connector, &suite, out, None)?;
         Some(Store {
             scenarios,
             scenarios_doc,
@@ -286,7 +300,10 @@ impl Out<'_> {
                 .enumerate()
                 .map(|(i, r)| {
                     r.map_err(|mut e| {
-                        e.id = doc.value[i].get("id").and_then(Value::as_str).map(str::to_string);
+                        e.id = doc.value[i]
+                            .get("id")
+                            .and_then(Value::as_str)
+                            .map(str::to_string);
                         e
                     })
                 })
@@ -323,7 +340,9 @@ impl Out<'_> {
             let produced = match s {
                 Ok(s) => self.scenario_trials(s, &store, &context),
                 Err(e) => vec![(
-                    e.id.as_deref().map(slug).unwrap_or_else(|| format!("scenario-line-{}", e.location.line)),
+                    e.id.as_deref()
+                        .map(slug)
+                        .unwrap_or_else(|| format!("scenario-line-{}", e.location.line)),
                     Err(e.clone()),
                 )],
             };
@@ -441,6 +460,21 @@ impl Out<'_> {
     }
 }
 impl Store {
+    /// The trial id of scenario `id` as written: its name's slug, else the id's.
+    fn scenario_name(&self, id: &str) -> String {
+        self.scenarios_doc
+            .as_ref()
+            .and_then(|d| d.value.as_array())
+            .and_then(|a| {
+                a.iter()
+                    .find(|v| v.get("id").and_then(Value::as_str) == Some(id))
+            })
+            .and_then(|v| v.get("name").and_then(Value::as_str))
+            .map(slug)
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| slug(id))
+    }
+
     fn scenarios_file_name(&self, dir: &Path) -> String {
         crate::util::display_path(&dir.join("scenarios.json"))
             .display()
@@ -486,12 +520,19 @@ fn strip_message(m: &Value) -> Value {
 
 /// The scenario as a case with criteria, checked by the case parser; its errors are
 /// located at the scenario's (or the eval's) own fields, named as EvalStudio names them.
-fn build_case(s: &Scenario, id: &str, doc: &Document, context: &Context<'_>) -> Result<Case, CaseError> {
+fn build_case(
+    s: &Scenario,
+    id: &str,
+    doc: &Document,
+    context: &Context<'_>,
+) -> Result<Case, CaseError> {
     let at = format!("[{}]", s.index);
-    if !["successCriteria", "failureCriteria"]
-        .iter()
-        .any(|k| s.fields.get(*k).and_then(Value::as_str).is_some_and(|t| !t.trim().is_empty()))
-    {
+    if !["successCriteria", "failureCriteria"].iter().any(|k| {
+        s.fields
+            .get(*k)
+            .and_then(Value::as_str)
+            .is_some_and(|t| !t.trim().is_empty())
+    }) {
         return Err(CaseError {
             id: s.id.clone(),
             ..doc.error(&at, format!("scenario \"{}\" has no `successCriteria` or `failureCriteria`, so nothing can decide its runs (EvalStudio puts them in error too); say in `successCriteria` what the agent must achieve", s.name))
@@ -503,17 +544,30 @@ fn build_case(s: &Scenario, id: &str, doc: &Document, context: &Context<'_>) -> 
     for (from, to) in CASE_KEYS {
         if let Some(v) = s.fields.get(from) {
             let v = match (from, v) {
-                ("messages", Value::Array(items)) => Value::Array(items.iter().map(strip_message).collect()),
+                ("messages", Value::Array(items)) => {
+                    Value::Array(items.iter().map(strip_message).collect())
+                }
                 _ => v.clone(),
             };
             obj.insert(to.into(), v);
         }
     }
     // The older evals' `input`: sent after the scenario's messages.
-    let own = s.fields.get("messages").and_then(Value::as_array).map_or(0, Vec::len);
-    let input: Vec<Value> = context.eval.map(|e| e.input.iter().map(strip_message).collect()).unwrap_or_default();
+    let own = s
+        .fields
+        .get("messages")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    let input: Vec<Value> = context
+        .eval
+        .map(|e| e.input.iter().map(strip_message).collect())
+        .unwrap_or_default();
     if !input.is_empty() {
-        let mut all = obj.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
+        let mut all = obj
+            .get("messages")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         all.extend(input);
         obj.insert("messages".into(), Value::Array(all));
     }
@@ -538,7 +592,9 @@ fn evalstudio_field<'d>(
 ) -> (&'d Document, String) {
     if let Some(rest) = path.strip_prefix("messages[") {
         let (n, tail) = rest.split_once(']').unwrap_or((rest, ""));
-        if let (Ok(n), Some(eval), Some(evals)) = (n.parse::<usize>(), context.eval, context.evals_doc) {
+        if let (Ok(n), Some(eval), Some(evals)) =
+            (n.parse::<usize>(), context.eval, context.evals_doc)
+        {
             if n >= own {
                 return (evals, format!("[{}].input[{}]{tail}", eval.index, n - own));
             }
@@ -546,9 +602,12 @@ fn evalstudio_field<'d>(
     }
     let mut field = path.to_string();
     for (from, to) in CASE_KEYS {
-        if let Some(rest) = field.strip_prefix(to) {
-            field = format!("{from}{rest}");
-            break;
+        match field.strip_prefix(to) {
+            Some(rest) if rest.is_empty() || rest.starts_with(['.', '[']) => {
+                field = format!("{from}{rest}");
+                break;
+            }
+            _ => {}
         }
     }
     (doc, format!("[{scenario}].{field}"))

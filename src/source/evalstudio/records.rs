@@ -108,14 +108,23 @@ pub(super) fn records<T>(
             Value::Object(m) => read(doc, i, m),
             other => Err(doc.error(
                 &format!("[{i}]"),
-                format!("expected a record (a JSON object), found {}", type_of(other)),
+                format!(
+                    "expected a record (a JSON object), found {}",
+                    type_of(other)
+                ),
             )),
         })
         .collect())
 }
 
 /// Checks the keys of record `i`: `known`, or one EvalStudio adds.
-fn keys(doc: &Document, i: usize, m: &Map<String, Value>, known: &[&str], what: &str) -> Record<()> {
+fn keys(
+    doc: &Document,
+    i: usize,
+    m: &Map<String, Value>,
+    known: &[&str],
+    what: &str,
+) -> Record<()> {
     for key in m.keys() {
         if !known.contains(&key.as_str()) && !ADDED.contains(&key.as_str()) {
             let hint = match suggest(key, known) {
@@ -166,7 +175,10 @@ fn strings(doc: &Document, i: usize, m: &Map<String, Value>, key: &str) -> Recor
                 Value::String(s) if !s.is_empty() => Ok(s.clone()),
                 other => Err(doc.error(
                     &format!("[{i}].{key}[{j}]"),
-                    format!("expected an id (a non-empty string), found {}", type_of(other)),
+                    format!(
+                        "expected an id (a non-empty string), found {}",
+                        type_of(other)
+                    ),
                 )),
             })
             .collect(),
@@ -257,7 +269,13 @@ pub(super) fn any_persona(doc: &Document, i: usize, m: &Map<String, Value>) -> R
     if !m.contains_key("system_prompt") {
         return persona(doc, i, m);
     }
-    keys(doc, i, m, &["name", "description", "system_prompt"], "persona")?;
+    keys(
+        doc,
+        i,
+        m,
+        &["name", "description", "system_prompt"],
+        "persona",
+    )?;
     Ok(Persona {
         id: None,
         name: name(doc, i, m, "persona")?,

@@ -221,7 +221,8 @@ mod tests {
     #[test]
     fn finds_fields_in_a_document_over_many_lines() {
         use super::position_of_path;
-        let text = "[\n  {\n    \"id\": \"a\",\n    \"name\": \"é\", \"x\": 1\n  },\n  {\"name\": 2}\n]\n";
+        let text =
+            "[\n  {\n    \"id\": \"a\",\n    \"name\": \"é\", \"x\": 1\n  },\n  {\"name\": 2}\n]\n";
         assert_eq!(position_of_path(text, "[0].name", false), (4, 5));
         assert_eq!(position_of_path(text, "[0].x", false), (4, 18));
         assert_eq!(position_of_path(text, "[1].name", false), (6, 4));
