@@ -10,7 +10,7 @@ use crate::common::chat::ChatServer;
 use crate::common::{toml_str, Report, Scratch, EXPENSE_AGENT};
 
 /// Routes the criteria judge's and the simulator's requests by their instructions.
-fn route(body: &Value) -> String {
+pub(crate) fn route(body: &Value) -> String {
     let system = body["messages"][0]["content"].as_str().unwrap_or_default();
     if system.contains("successMet") {
         "judge".into()

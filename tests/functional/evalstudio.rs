@@ -200,17 +200,7 @@ fn the_example_project_runs_offline_one_trial_per_eval_scenario_and_persona() {
     );
 }
 
-/// Routes the criteria judge's and the simulator's requests by their instructions.
-fn route(body: &Value) -> String {
-    let system = body["messages"][0]["content"].as_str().unwrap_or_default();
-    if system.contains("successMet") {
-        "judge".into()
-    } else if system.starts_with("You are simulating a user") {
-        "user".into()
-    } else {
-        "other".into()
-    }
-}
+use crate::criteria::route;
 
 const SECRET: &str = "sk-test-SECRET-4242";
 

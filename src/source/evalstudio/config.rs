@@ -12,7 +12,7 @@ use super::document::Document;
 use super::records::{provider, records};
 use crate::config::{ApiKey, LlmConfig, SourceLlms};
 use crate::errors::CaseError;
-use crate::source::fields::suggest;
+use crate::source::fields::check_keys;
 use crate::util::type_of;
 
 const CONFIG_KEYS: [&str; 6] = [
@@ -120,21 +120,7 @@ fn known_keys(
     known: &[&str],
     what: &str,
 ) -> Result<(), CaseError> {
-    for key in m.keys() {
-        if !known.contains(&key.as_str()) {
-            let hint = match suggest(key, known) {
-                Some(s) => format!("did you mean `{s}`?"),
-                None => format!("known keys are: {}", known.join(", ")),
-            };
-            let path = if at.is_empty() {
-                key.clone()
-            } else {
-                format!("{at}.{key}")
-            };
-            return Err(doc.error(&path, format!("unknown key `{key}` in {what}; {hint}")));
-        }
-    }
-    Ok(())
+    check_keys(m, known, at, what).map_err(|e| doc.error(&e.path, e.message))
 }
 
 /// The endpoint a provider's calls go to: its API (EvalStudio calls the provider's
