@@ -428,6 +428,11 @@ fn mistakes_are_located_in_evalstudio_terms_and_fail_only_their_trials() {
 ]
 "#,
     );
+    // Two scenarios of a lone scenarios file whose names make one trial name.
+    s.write(
+        "suites/loose/scenarios.json",
+        "[\n  {\"id\": \"x\", \"name\": \"A b\", \"successCriteria\": \"helps\", \"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]},\n  {\"id\": \"y\", \"name\": \"a-b\", \"successCriteria\": \"helps\"}\n]\n",
+    );
     // A broken file is one error; a storage agentest cannot read is one too.
     s.write(
         "suites/torn/data/evals.json",
@@ -445,6 +450,7 @@ fn mistakes_are_located_in_evalstudio_terms_and_fail_only_their_trials() {
     let scenarios = "suites/shop/data/scenarios.json";
     let evals = "suites/shop/data/evals.json";
     assert_eq!(rep.status("shop/eval-a::ok::terse-tom"), "passed");
+    assert_eq!(rep.status("loose/scenarios::a-b"), "passed");
     for (trial, expected) in [
         ("shop/eval-a::ok::ghost", format!("{scenarios}:2:81: field `[0].personaIds[1]`: \"ghost\" is no persona's id")),
         ("shop/eval-a::typo", format!("{scenarios}:3:33: field `[1].sucessCriteria`: unknown key `sucessCriteria` in a scenario; did you mean `successCriteria`?")),
@@ -452,7 +458,8 @@ fn mistakes_are_located_in_evalstudio_terms_and_fail_only_their_trials() {
         ("shop/eval-b::count", format!("{scenarios}:4:62: field `[2].maxMessages`: expected a whole number, found a string")),
         ("shop/eval-b::mode", format!("{scenarios}:5:61: field `[3].failureCriteriaMode`: unknown mode \"always\"")),
         ("shop/eval-b::nothing", format!("{scenarios}:6:3: field `[4]`: scenario \"nothing\" has no `successCriteria` or `failureCriteria`")),
-        ("shop/eval-a::ok::terse-tom-2", format!("{evals}:4:17: field `[2].name`: another eval (or scenario) gives the same trial name, shop/eval-a::ok::terse-tom; rename one of them")),
+        ("shop/eval-a::ok::terse-tom-2", format!("{evals}:4:17: field `[2].name`: another record gives the same trial name, shop/eval-a::ok::terse-tom; rename one of them")),
+        ("loose/scenarios::a-b-2", "suites/loose/scenarios.json:3:15: field `[1].name`: another record gives the same trial name, loose/scenarios::a-b; rename one of them".to_string()),
         ("torn/evalstudio::evals", "suites/torn/data/evals.json:3:13: invalid JSON: expected value".to_string()),
         ("pg/evalstudio::config", "suites/pg/evalstudio.config.json:1:30: field `storage`: this workspace keeps its records in postgres storage; agentest reads EvalStudio's filesystem store only".to_string()),
     ] {
@@ -460,7 +467,7 @@ fn mistakes_are_located_in_evalstudio_terms_and_fail_only_their_trials() {
         let e = rep.error(trial);
         assert!(e.contains(&expected), "{trial}:\nexpected {expected}\n     got {e}");
     }
-    assert_eq!(rep.cases.len(), 11, "{}", rep.text);
+    assert_eq!(rep.cases.len(), 13, "{}", rep.text);
 }
 
 fn a_personas_file_names_personas_for_jsonl_cases() {

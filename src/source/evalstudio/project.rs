@@ -71,17 +71,12 @@ fn project_dir(file: &Path, what: Listed) -> &Path {
 
 /// `dir` under `root` as the start of trial names: `shop/`, or nothing at the root.
 fn prefix(root: &Path, dir: &Path) -> String {
-    let rel = dir.strip_prefix(root).unwrap_or(dir);
-    let mut s = rel
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .filter(|c| c != ".")
-        .collect::<Vec<_>>()
-        .join("/");
-    if !s.is_empty() {
-        s.push('/');
+    let s = crate::source::suite_name(root, dir);
+    if s.is_empty() || s == "." {
+        String::new()
+    } else {
+        format!("{s}/")
     }
-    s
 }
 
 struct Out<'a> {
@@ -229,21 +224,10 @@ impl Out<'_> {
                     Some(Ok(s)) => self.scenario_trials(s, &store, &context),
                 };
                 for (id, entry) in produced {
-                    let trial = format!("{suite}{SEPARATOR}{id}");
-                    if taken.insert(trial.clone()) {
-                        out.push(self.loaded(&suite, &id, entry));
-                    } else {
-                        // Eval names need not be unique in EvalStudio; trial names must.
-                        let e = evals_doc.error(
-                            &format!("[{}].name", eval.index),
-                            format!("another eval (or scenario) gives the same trial name, {trial}; rename one of them"),
-                        );
-                        let mut k = 2;
-                        while !taken.insert(format!("{trial}-{k}")) {
-                            k += 1;
-                        }
-                        out.push(self.loaded(&suite, &format!("{id}-{k}"), Err(e)));
-                    }
+                    // Eval names need not be unique in EvalStudio; trial names must.
+                    self.push_unique(&mut out, &mut taken, &suite, &id, entry, || {
+                        (&evals_doc, format!("[{}].name", eval.index))
+                    });
                 }
             }
         }
@@ -341,21 +325,55 @@ impl Out<'_> {
                 Ok(s) => self.scenario_trials(s, &store, &context),
                 Err(e) => vec![(
                     e.id.as_deref()
-                        .map(slug)
+                        .map(|id| store.scenario_name(id))
                         .unwrap_or_else(|| format!("scenario-line-{}", e.location.line)),
                     Err(e.clone()),
                 )],
             };
+            let index = match s {
+                Ok(s) => Some(s.index),
+                Err(_) => None,
+            };
             for (id, entry) in produced {
-                let id = if taken.insert(id.clone()) {
-                    id
-                } else {
-                    format!("{id}-{}", taken.len())
-                };
-                out.push(self.loaded(&suite, &id, entry));
+                self.push_unique(&mut out, &mut taken, &suite, &id, entry, || {
+                    let doc = store.scenarios_doc.as_ref().expect("scenarios were read");
+                    (
+                        doc,
+                        index.map_or_else(String::new, |i| format!("[{i}].name")),
+                    )
+                });
             }
         }
         out
+    }
+
+    /// Adds the trial `suite::id`, or when an earlier one has that name, an error
+    /// located where `blame` says (`suite::id-2`, ...): two trials never share a name, and
+    /// neither is dropped.
+    fn push_unique<'d>(
+        &self,
+        out: &mut Vec<Loaded>,
+        taken: &mut HashSet<String>,
+        suite: &str,
+        id: &str,
+        entry: Result<Case, CaseError>,
+        blame: impl FnOnce() -> (&'d Document, String),
+    ) {
+        let trial = format!("{suite}{SEPARATOR}{id}");
+        if taken.insert(trial.clone()) {
+            out.push(self.loaded(suite, id, entry));
+            return;
+        }
+        let (doc, field) = blame();
+        let e = doc.error(
+            &field,
+            format!("another record gives the same trial name, {trial}; rename one of them"),
+        );
+        let mut k = 2;
+        while !taken.insert(format!("{trial}-{k}")) {
+            k += 1;
+        }
+        out.push(self.loaded(suite, &format!("{id}-{k}"), Err(e)));
     }
 
     /// A conversation seed file: the messages EvalStudio's `scenario create -m` takes,
@@ -624,9 +642,8 @@ fn evalstudio_words(message: &str) -> String {
 
 /// The suite of a file read alone: its path under `root` without `.json`.
 fn suite_of(root: &Path, file: &Path) -> String {
-    let p = prefix(root, file);
-    let p = p.trim_end_matches('/');
-    p.strip_suffix(".json").unwrap_or(p).to_string()
+    let s = crate::source::suite_name(root, file);
+    s.strip_suffix(".json").map(str::to_string).unwrap_or(s)
 }
 
 /// The personas of a personas file (`personas_file` in `agentest.toml`).
