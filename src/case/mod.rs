@@ -3,12 +3,14 @@
 mod assertion;
 mod mock;
 mod model;
+mod repeat;
 pub mod scenario;
 
 pub use assertion::{
     Assertion, JsonPath, JsonType, JudgeSpec, Kind, ValueMatcher, ASSERTION_TYPES,
 };
 pub use mock::{Mock, MockAnswer};
+pub use repeat::{check_cost, check_runs, Budget, Gate, Repeats, MAX_RUNS};
 pub use model::{
     Case, Checkpoint, Criteria, EvalStudioRef, FailureMode, Input, Interactive, Location, Mode,
     ModelSettings, PersonaRef, ScriptRule, Simulator, Turn,

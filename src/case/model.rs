@@ -302,6 +302,8 @@ pub struct Case {
     /// The EvalStudio eval, scenario and persona this case is, when it came from an
     /// EvalStudio project.
     pub evalstudio: Option<Arc<EvalStudioRef>>,
+    /// `runs`, the gate over them and the case's budget, as written.
+    pub repeats: crate::case::Repeats,
     /// Where the case was written.
     pub location: Location,
     /// The line as written, given to hooks and scripts.

@@ -1,6 +1,7 @@
 //! Checking replies: assertions, script assertions and judges.
 
 mod assertion;
+pub mod gate;
 pub mod judge;
 mod scripts;
 

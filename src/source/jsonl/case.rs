@@ -9,6 +9,7 @@ use super::json::{parse_line, LineError};
 use super::locate::{column_of_duplicate, column_of_path};
 use super::turn::{parse_input, parse_turn};
 use crate::case::Assertion;
+use crate::case::{check_cost, check_runs, Budget, Gate, Repeats};
 use crate::case::{Case, Location, Mode, PersonaRef};
 use crate::errors::CaseError;
 use crate::errors::FieldError;
@@ -18,7 +19,7 @@ use crate::util::parse_timeout;
 use crate::util::type_of;
 
 /// Every key a case line may have.
-pub const CASE_KEYS: [&str; 33] = [
+pub const CASE_KEYS: [&str; 39] = [
     "id",
     "name",
     "description",
@@ -52,6 +53,12 @@ pub const CASE_KEYS: [&str; 33] = [
     "instructions",
     "messages",
     "personas",
+    "runs",
+    "min_pass",
+    "pass_rate",
+    "confidence",
+    "max_cost",
+    "max_tokens",
 ];
 
 /// Parses one line of a suite file. `location` is the line's start (column 1).
@@ -237,8 +244,68 @@ fn build(obj: &Map<String, Value>, id: String, location: Location) -> Result<Cas
         personas,
         persona: None,
         evalstudio: None,
+        repeats: parse_repeats(obj)?,
         location,
         raw: Arc::new(Value::Null),
+    })
+}
+
+/// `runs`, the gate (`min_pass`, or `pass_rate` with `confidence`) and the budget
+/// (`max_cost`, `max_tokens`).
+fn parse_repeats(obj: &Map<String, Value>) -> Result<Repeats, FieldError> {
+    let whole = |key: &str| -> Result<Option<u64>, FieldError> {
+        match obj.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Number(n)) => n.as_u64().map(Some).ok_or_else(|| {
+                FieldError::new(key, format!("expected a whole number, found {n}"))
+            }),
+            Some(other) => Err(FieldError::new(
+                key,
+                format!("expected a whole number, found {}", type_of(other)),
+            )),
+        }
+    };
+    let number = |key: &str| -> Result<Option<f64>, FieldError> {
+        match obj.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Number(n)) => Ok(n.as_f64()),
+            Some(other) => Err(FieldError::new(
+                key,
+                format!("expected a number, found {}", type_of(other)),
+            )),
+        }
+    };
+    let runs = whole("runs")?
+        .map(check_runs)
+        .transpose()
+        .map_err(|m| FieldError::new("runs", m))?;
+    let gate = Gate::from_fields(
+        whole("min_pass")?,
+        number("pass_rate")?,
+        number("confidence")?,
+        runs,
+    )
+    .map_err(|(field, m)| FieldError::new(field, m))?;
+    let max_cost = number("max_cost")?
+        .map(check_cost)
+        .transpose()
+        .map_err(|m| FieldError::new("max_cost", m))?;
+    let max_tokens = match whole("max_tokens")? {
+        Some(0) => {
+            return Err(FieldError::new(
+                "max_tokens",
+                "expected a whole number of tokens above 0, found 0",
+            ))
+        }
+        t => t,
+    };
+    Ok(Repeats {
+        runs,
+        gate,
+        budget: Budget {
+            max_cost,
+            max_tokens,
+        },
     })
 }
 

@@ -277,6 +277,7 @@ fn scenario_case(
         personas: Vec::new(),
         persona: None,
         evalstudio: None,
+        repeats: Default::default(),
         location: Location {
             file: Arc::new(PathBuf::new()),
             line: 1,
