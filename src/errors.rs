@@ -240,6 +240,22 @@ pub enum ConfigValueError {
     /// `[run].concurrency = 0`.
     #[error("[run].concurrency: must be at least 1")]
     ZeroConcurrency,
+    /// A repeat count, gate or budget that cannot be used.
+    #[error("{key}: {message}")]
+    Repeats {
+        /// The setting, like `[run].min_pass`.
+        key: String,
+        /// What is wrong and the fix.
+        message: String,
+    },
+    /// A `pricing` table that cannot be used.
+    #[error("{table}.pricing: {message}")]
+    Pricing {
+        /// `[llm]`, `[llms."NAME"]` or `[agents."NAME"]`.
+        table: String,
+        /// What is wrong and the fix.
+        message: String,
+    },
     /// `max_in_flight = 0` on an endpoint.
     #[error("{table}.max_in_flight must be at least 1")]
     ZeroInFlight {
@@ -649,6 +665,9 @@ pub enum LlmError {
     /// A cassette file could not be read or written.
     #[error("{0}")]
     Cassette(String),
+    /// The case's or the run's budget is spent: the call was not made.
+    #[error("{0}")]
+    OverBudget(String),
 }
 
 impl From<LlmError> for StepError {
@@ -657,6 +676,7 @@ impl From<LlmError> for StepError {
         match e {
             LlmError::Unavailable(m) => StepError::Unavailable(m),
             LlmError::NotRecorded(m) => StepError::Failed(m),
+            LlmError::OverBudget(m) => StepError::Broken(m),
             LlmError::Failed(m) | LlmError::Refused(m) | LlmError::Cassette(m) => {
                 StepError::Broken(format!("model call failed: {m}"))
             }

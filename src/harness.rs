@@ -248,6 +248,7 @@ fn run_options(settings: &Settings, builder_agent: Option<String>, args: &Argume
         },
         update: settings.update,
         keep_env: settings.keep_env,
+        runs: settings.runs,
     }
 }
 
@@ -321,7 +322,10 @@ impl TrialRun {
                     // A case libtest runs that was not started (it cannot happen, but a
                     // hang would be worse than a wrong guess) runs here.
                     let report = report.unwrap_or_else(|| {
-                        let r = runtime().block_on(engine.clone().run_guarded(l.clone()));
+                        let r = runtime().block_on(engine.clone().run_guarded(
+                            l.clone(),
+                            crate::run::repeats::Repeat::once(Default::default()),
+                        ));
                         recorder.record(&r);
                         r
                     });

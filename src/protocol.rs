@@ -420,6 +420,14 @@ pub struct TokenUsage {
     /// Completion tokens.
     #[serde(default, alias = "output_tokens")]
     pub completion_tokens: u64,
+    /// Of the prompt tokens, those the provider served from its prompt cache
+    /// (`prompt_tokens_details.cached_tokens`).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub cached_tokens: u64,
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
 }
 
 impl TokenUsage {
@@ -427,5 +435,11 @@ impl TokenUsage {
     pub fn add(&mut self, other: TokenUsage) {
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
+        self.cached_tokens += other.cached_tokens;
+    }
+
+    /// Input and output tokens together.
+    pub fn total(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
     }
 }

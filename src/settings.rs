@@ -41,6 +41,8 @@ pub(crate) struct Settings {
     pub(crate) cassettes: Option<CassetteMode>,
     /// `AGENTEST_SEED`: overrides `[run] seed`.
     pub(crate) seed: Option<u64>,
+    /// `AGENTEST_RUNS`: repeats of cases that set no `runs` (overrides `[run] runs`).
+    pub(crate) runs: Option<u32>,
     /// `AGENTEST_LIVE`: tool calls go to `tools_url`.
     pub(crate) live: bool,
     /// `AGENTEST_KEEP_ENV`: keep scenarios' environment folders after the run.
@@ -153,6 +155,20 @@ impl Settings {
                     .map_err(|_| invalid("AGENTEST_SEED", "a whole number from 0 to 2^64-1"))?,
             ),
         };
+        let runs = match get("AGENTEST_RUNS") {
+            None => None,
+            Some(v) => Some(
+                v.parse::<u64>()
+                    .ok()
+                    .and_then(|n| crate::case::check_runs(n).ok())
+                    .ok_or_else(|| {
+                        invalid(
+                            "AGENTEST_RUNS",
+                            &format!("a whole number of runs from 1 to {}", crate::case::MAX_RUNS),
+                        )
+                    })?,
+            ),
+        };
         let on_missing_input = match get("AGENTEST_ON_MISSING_INPUT") {
             None | Some("skip") => MissingInput::Skip,
             Some("fail") => MissingInput::Fail,
@@ -197,6 +213,7 @@ impl Settings {
             update,
             cassettes,
             seed,
+            runs,
             live: flag("AGENTEST_LIVE")?,
             keep_env: flag("AGENTEST_KEEP_ENV")?,
             simulator: get("AGENTEST_SIMULATOR").map(str::to_string),

@@ -10,8 +10,8 @@ pub use assertion::{
     Assertion, JsonPath, JsonType, JudgeSpec, Kind, ValueMatcher, ASSERTION_TYPES,
 };
 pub use mock::{Mock, MockAnswer};
-pub use repeat::{check_cost, check_runs, Budget, Gate, Repeats, MAX_RUNS};
 pub use model::{
     Case, Checkpoint, Criteria, EvalStudioRef, FailureMode, Input, Interactive, Location, Mode,
     ModelSettings, PersonaRef, ScriptRule, Simulator, Turn,
 };
+pub use repeat::{check_cost, check_runs, Budget, Gate, Repeats, MAX_RUNS};

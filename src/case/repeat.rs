@@ -79,7 +79,10 @@ impl Gate {
     ) -> Result<Option<Gate>, (&'static str, String)> {
         if let Some(c) = confidence {
             if !(c > 0.0 && c < 1.0) {
-                return Err(("confidence", format!("expected a number between 0 and 1 (exclusive), like 0.95, found {c}")));
+                return Err((
+                    "confidence",
+                    format!("expected a number between 0 and 1 (exclusive), like 0.95, found {c}"),
+                ));
             }
         }
         match (min_pass, pass_rate) {

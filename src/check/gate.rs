@@ -2,8 +2,6 @@
 //! score interval, and the stability figures of a case's repeats. Pure arithmetic, so
 //! every number here can be checked by hand.
 
-use serde::{Deserialize, Serialize};
-
 use crate::case::Gate;
 
 /// How a case's repeats ended so far. `error` and `timeout` repeats are `errors`: they
@@ -130,7 +128,18 @@ pub fn wilson(passed: u32, n: u32, confidence: f64) -> (f64, f64) {
     let denominator = 1.0 + z2 / n;
     let centre = (p + z2 / (2.0 * n)) / denominator;
     let half = z / denominator * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
-    ((centre - half).max(0.0), (centre + half).min(1.0))
+    // At the ends the bounds are exact: no rounding above 1 or below 0.
+    let lower = if passed == 0 {
+        0.0
+    } else {
+        (centre - half).max(0.0)
+    };
+    let upper = if f64::from(passed) == n {
+        1.0
+    } else {
+        (centre + half).min(1.0)
+    };
+    (lower, upper)
 }
 
 /// The standard normal quantile for a two-sided `confidence`: Φ⁻¹(1 − (1 − c) / 2).
@@ -183,80 +192,6 @@ fn inverse_normal(p: f64) -> f64 {
             / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
     } else {
         -inverse_normal(1.0 - p)
-    }
-}
-
-/// Yao's stability classes, by pass rate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StabilityClass {
-    /// 100 %.
-    Stable,
-    /// 80–99 %.
-    MostlyStable,
-    /// 50–79 %.
-    Unstable,
-    /// Below 50 %.
-    HighlyUnstable,
-}
-
-impl StabilityClass {
-    /// The class of a pass rate in [0, 1].
-    pub fn of(pass_rate: f64) -> StabilityClass {
-        if pass_rate >= 1.0 {
-            StabilityClass::Stable
-        } else if pass_rate >= 0.8 {
-            StabilityClass::MostlyStable
-        } else if pass_rate >= 0.5 {
-            StabilityClass::Unstable
-        } else {
-            StabilityClass::HighlyUnstable
-        }
-    }
-
-    /// `stable`, `mostly_stable`, ...
-    pub fn name(self) -> &'static str {
-        match self {
-            StabilityClass::Stable => "stable",
-            StabilityClass::MostlyStable => "mostly_stable",
-            StabilityClass::Unstable => "unstable",
-            StabilityClass::HighlyUnstable => "highly_unstable",
-        }
-    }
-}
-
-/// Minimum, mean, maximum and (population) standard deviation of durations.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct DurationStats {
-    /// Shortest, in milliseconds.
-    pub min_ms: u64,
-    /// Mean, in milliseconds.
-    pub avg_ms: f64,
-    /// Longest, in milliseconds.
-    pub max_ms: u64,
-    /// Standard deviation, in milliseconds.
-    pub stddev_ms: f64,
-}
-
-impl DurationStats {
-    /// The statistics of `durations`; all zero when there are none.
-    pub fn of(durations: &[u64]) -> DurationStats {
-        if durations.is_empty() {
-            return DurationStats::default();
-        }
-        let n = durations.len() as f64;
-        let avg = durations.iter().map(|&d| d as f64).sum::<f64>() / n;
-        let var = durations
-            .iter()
-            .map(|&d| (d as f64 - avg).powi(2))
-            .sum::<f64>()
-            / n;
-        DurationStats {
-            min_ms: durations.iter().copied().min().unwrap_or(0),
-            avg_ms: avg,
-            max_ms: durations.iter().copied().max().unwrap_or(0),
-            stddev_ms: var.sqrt(),
-        }
     }
 }
 
@@ -320,7 +255,10 @@ mod tests {
         assert_eq!(decide(&Gate::All, 5, t(5, 0, 0)), Some(Verdict::Passed));
         assert_eq!(decide(&Gate::All, 5, t(1, 1, 0)), Some(Verdict::Failed));
         // An error before any failure: five passes are out of reach, no failure shown.
-        assert_eq!(decide(&Gate::All, 5, t(1, 0, 1)), Some(Verdict::Undecidable));
+        assert_eq!(
+            decide(&Gate::All, 5, t(1, 0, 1)),
+            Some(Verdict::Undecidable)
+        );
     }
 
     #[test]
@@ -376,23 +314,7 @@ mod tests {
     }
 
     #[test]
-    fn stability_classes_follow_yao() {
-        assert_eq!(StabilityClass::of(1.0), StabilityClass::Stable);
-        assert_eq!(StabilityClass::of(0.99), StabilityClass::MostlyStable);
-        assert_eq!(StabilityClass::of(0.8), StabilityClass::MostlyStable);
-        assert_eq!(StabilityClass::of(0.79), StabilityClass::Unstable);
-        assert_eq!(StabilityClass::of(0.5), StabilityClass::Unstable);
-        assert_eq!(StabilityClass::of(0.49), StabilityClass::HighlyUnstable);
-        assert_eq!(StabilityClass::of(0.0), StabilityClass::HighlyUnstable);
-    }
-
-    #[test]
-    fn duration_statistics_and_consistency() {
-        let d = DurationStats::of(&[100, 200, 300, 400]);
-        assert_eq!((d.min_ms, d.max_ms), (100, 400));
-        assert!(close(d.avg_ms, 250.0));
-        // Population variance: (150² + 50² + 50² + 150²) / 4 = 12500.
-        assert!(close(d.stddev_ms, 12_500_f64.sqrt()));
+    fn consistency_is_the_share_of_the_most_common_transcript() {
         let s = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert!(close(consistency(&s(&["a", "a", "b", "a"])), 0.75));
         assert!(close(consistency(&s(&["a"])), 1.0));

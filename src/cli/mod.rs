@@ -74,6 +74,7 @@ impl TestArgs {
             fail_fast: false,
             timeout: None,
             parallel: None,
+            runs: None,
             compact: false,
             keep_env: false,
             resume: false,
@@ -235,6 +236,11 @@ struct TestArgs {
     /// Cases in flight at once (default: [run] concurrency, else 32).
     #[arg(long = "parallel", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
     parallel: Option<u32>,
+    /// Run each case N times, as independent conversations; its verdict comes from all
+    /// of them through its gate (default: all must pass). A case's own `runs` wins;
+    /// default: AGENTEST_RUNS, else [run] runs, else 1.
+    #[arg(long = "runs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::case::MAX_RUNS)))]
+    runs: Option<u32>,
     /// One line per passing case (the default above 20 cases); failures keep their tree.
     #[arg(long = "compact", help_heading = "Less common")]
     compact: bool,

@@ -186,6 +186,7 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
     summary.duration_ms = started.elapsed().as_millis() as u64;
     summary.stopped_early = ending.stopped;
     summary.interrupted = ending.interrupted;
+    summary.over_budget = ending.over_budget;
     let mut run = RunInfo::new(&agent, &plan.label, std::env::args().collect());
     run.duration_ms = summary.duration_ms;
     recorder.finish(&run, &summary);
@@ -275,6 +276,7 @@ fn options(args: &TestArgs, interactive: bool) -> RunOptions {
         },
         update: settings.update,
         keep_env: args.keep_env || settings.keep_env,
+        runs: args.runs.or(settings.runs),
     }
 }
 

@@ -96,6 +96,36 @@ pub struct RunConfig {
     pub simulator_llm: Option<String>,
     /// The endpoint (`[llms.NAME]`) the built-in judge calls (default `[llm]`).
     pub judge_llm: Option<String>,
+    /// Repeats of every case that sets no `runs` (`--runs` / `AGENTEST_RUNS` win; default 1).
+    pub runs: Option<u64>,
+    /// The gate of cases that set none: k of the runs must pass.
+    pub min_pass: Option<u64>,
+    /// The gate of cases that set none: the share of runs that must pass.
+    pub pass_rate: Option<f64>,
+    /// With `pass_rate`: judge the rate by the Wilson interval at this confidence.
+    pub confidence: Option<f64>,
+    /// The run's budget: no case starts, and no model is called, once the run has spent
+    /// this much (in the pricing currency).
+    pub max_cost: Option<f64>,
+    /// The run's token budget, over every case and role.
+    pub max_tokens: Option<u64>,
+}
+
+impl RunConfig {
+    /// `[run]`'s gate, once [`Config::load`] checked it.
+    pub(crate) fn gate(&self) -> Option<crate::case::Gate> {
+        crate::case::Gate::from_fields(self.min_pass, self.pass_rate, self.confidence, None)
+            .ok()
+            .flatten()
+    }
+
+    /// `[run]`'s budget, once checked.
+    pub(crate) fn budget(&self) -> crate::case::Budget {
+        crate::case::Budget {
+            max_cost: self.max_cost,
+            max_tokens: self.max_tokens,
+        }
+    }
 }
 
 /// A loaded config with the directory relative paths resolve against.
@@ -300,6 +330,8 @@ impl Config {
         if self.file.run.concurrency == Some(0) {
             return Err(ConfigValueError::ZeroConcurrency);
         }
+        self.check_repeats()?;
+        crate::config::Pricing::check_all(&self.file)?;
         let named = self.agent.iter().map(|a| ("[agent]".to_string(), a));
         let named = named.chain(
             self.agents
@@ -345,6 +377,32 @@ impl Config {
                     });
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// `[run]`'s runs, gate and budget.
+    fn check_repeats(&self) -> Result<(), ConfigValueError> {
+        let run = &self.file.run;
+        let bad = |key: &str, message: String| ConfigValueError::Repeats {
+            key: format!("[run].{key}"),
+            message,
+        };
+        let runs = run
+            .runs
+            .map(crate::case::check_runs)
+            .transpose()
+            .map_err(|m| bad("runs", m))?;
+        crate::case::Gate::from_fields(run.min_pass, run.pass_rate, run.confidence, runs)
+            .map_err(|(key, m)| bad(key, m))?;
+        if let Some(c) = run.max_cost {
+            crate::case::check_cost(c).map_err(|m| bad("max_cost", m))?;
+        }
+        if run.max_tokens == Some(0) {
+            return Err(bad(
+                "max_tokens",
+                "expected a whole number of tokens above 0, found 0".into(),
+            ));
         }
         Ok(())
     }

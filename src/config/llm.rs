@@ -40,6 +40,94 @@ pub struct LlmConfig {
     pub requests_per_minute: Option<u32>,
     /// How the built-in judge and simulator ask for JSON (default `json_object`).
     pub structured_output: Option<StructuredOutput>,
+    /// What the endpoint's tokens cost, so cases' costs and budgets can be counted.
+    pub pricing: Option<Pricing>,
+}
+
+/// `[llm.pricing]` / `[llms.NAME.pricing]`: the price of an endpoint's tokens.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Pricing {
+    /// The price of a million input (prompt) tokens.
+    pub input_per_million: f64,
+    /// The price of a million output (completion) tokens.
+    pub output_per_million: f64,
+    /// The price of a million input tokens the provider served from its prompt cache
+    /// (default: the input price).
+    pub cached_input_per_million: Option<f64>,
+    /// What the prices are in, as a label (default `USD`).
+    #[serde(default = "default_currency")]
+    pub currency: String,
+}
+
+fn default_currency() -> String {
+    "USD".into()
+}
+
+impl Pricing {
+    /// What `usage` costs at these prices.
+    pub fn cost(&self, usage: crate::protocol::TokenUsage) -> f64 {
+        let cached = usage.cached_tokens.min(usage.prompt_tokens);
+        let fresh = usage.prompt_tokens - cached;
+        let cached_price = self
+            .cached_input_per_million
+            .unwrap_or(self.input_per_million);
+        (fresh as f64 * self.input_per_million
+            + cached as f64 * cached_price
+            + usage.completion_tokens as f64 * self.output_per_million)
+            / 1_000_000.0
+    }
+
+    /// Checks every pricing table of a config: prices are amounts of at least 0, and
+    /// one currency throughout (costs of different currencies cannot be added up).
+    pub(crate) fn check_all(
+        file: &crate::config::ConfigFile,
+    ) -> Result<(), crate::errors::ConfigValueError> {
+        let tables = file
+            .llm
+            .iter()
+            .map(|l| ("[llm]".to_string(), l))
+            .chain(
+                file.llms
+                    .iter()
+                    .map(|(n, l)| (format!("[llms.\"{n}\"]"), l)),
+            )
+            .filter_map(|(t, l)| l.pricing.as_ref().map(|p| (t, p)));
+        let mut first: Option<(String, String)> = None;
+        for (table, p) in tables {
+            let bad = |message: String| crate::errors::ConfigValueError::Pricing {
+                table: table.clone(),
+                message,
+            };
+            for (key, v) in [
+                ("input_per_million", Some(p.input_per_million)),
+                ("output_per_million", Some(p.output_per_million)),
+                ("cached_input_per_million", p.cached_input_per_million),
+            ] {
+                if let Some(v) = v.filter(|v| !(v.is_finite() && *v >= 0.0)) {
+                    return Err(bad(format!(
+                        "{key} {v} is not a price; give the price of a million tokens, 0 or more, like 2.5"
+                    )));
+                }
+            }
+            if p.currency.trim().is_empty() {
+                return Err(bad(
+                    "currency is empty; leave it out for USD, or name one like \"EUR\"".into(),
+                ));
+            }
+            match &first {
+                None => first = Some((table.clone(), p.currency.clone())),
+                Some((t, c)) if c != &p.currency => {
+                    return Err(bad(format!(
+                        "currency \"{}\" differs from {t}'s \"{c}\"; costs in two currencies cannot be added up, so convert the prices to one",
+                        p.currency
+                    )))
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(())
+    }
 }
 
 /// `structured_output`: the `response_format` the built-in judge and simulator send.

@@ -17,5 +17,5 @@ pub use golden::GoldenConfig;
 pub(crate) use golden::Redaction;
 #[cfg(test)]
 pub(crate) use golden::RedactionConfig;
-pub use llm::{ApiKey, LlmConfig, SourceLlms, StructuredOutput};
+pub use llm::{ApiKey, LlmConfig, Pricing, SourceLlms, StructuredOutput};
 pub use modes::{CassetteMode, UpdateMode};

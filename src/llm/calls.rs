@@ -11,16 +11,17 @@ use tokio::time::Instant;
 
 use super::cassette::{canonical, key_of, Cassette, Entry};
 use super::limiter::SlotWait;
+use super::spend::Meters;
 use super::{ChatOutcome, ChatRequest, Endpoint};
 use crate::config::CassetteMode;
 use crate::errors::LlmError;
 use crate::protocol::{Role, TokenUsage};
-use crate::record::CassetteStats;
+use crate::record::{CassetteStats, RoleCost};
 use crate::settings::on_ci;
 use crate::util::clip;
 
 /// Counters of a case's model calls, for the report.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CallStats {
     /// Calls made (replayed ones included).
     pub calls: u32,
@@ -32,6 +33,8 @@ pub struct CallStats {
     pub replayed_calls: u32,
     /// Token usage by role of the calls answered from the cassette (not spent).
     pub replayed: BTreeMap<Role, TokenUsage>,
+    /// What the calls cost by role, spent and replayed (unknown where one had no price).
+    pub cost: BTreeMap<Role, RoleCost>,
 }
 
 /// The model calls of one case.
@@ -43,6 +46,11 @@ pub struct ModelCalls {
     stats: Mutex<CallStats>,
     /// Time these calls waited for a slot at their endpoints.
     slot_wait: SlotWait,
+    /// The budgets the calls spend under.
+    meters: Meters,
+    /// Which repeat of its case this is, from 1: a built-in simulator's sampling seed
+    /// is offset by it, so each repeat is its own conversation.
+    repeat: u32,
 }
 
 impl ModelCalls {
@@ -55,7 +63,26 @@ impl ModelCalls {
             cassette: Mutex::new(None),
             stats: Mutex::new(CallStats::default()),
             slot_wait: SlotWait::default(),
+            meters: Meters::default(),
+            repeat: 1,
         }
+    }
+
+    /// The same calls spending under `meters`, as repeat `repeat` (from 1) of its case.
+    pub(crate) fn spending(mut self, meters: Meters, repeat: u32) -> Self {
+        self.meters = meters;
+        self.repeat = repeat.max(1);
+        self
+    }
+
+    /// Checks the budgets before something else spends for the case (an agent's turn).
+    pub(crate) fn check_budget(&self, priced: bool, what: &str) -> Result<(), String> {
+        self.meters.check(priced, what)
+    }
+
+    /// Counts what something else spent for the case (an agent's reported usage).
+    pub(crate) fn spend(&self, usage: TokenUsage, cost: Option<f64>) {
+        self.meters.add(usage, cost);
     }
 
     /// How long these calls waited for a slot at an endpoint (one under way included),
@@ -73,6 +100,17 @@ impl ModelCalls {
         request: &ChatRequest,
         deadline: Instant,
     ) -> Result<ChatOutcome, LlmError> {
+        // Each repeat's simulated user samples with its own seed.
+        let reseeded;
+        let request = match request.seed {
+            Some(seed) if role == Role::Simulator && self.repeat > 1 => {
+                let mut r = request.clone();
+                r.seed = Some(seed.wrapping_add(u64::from(self.repeat - 1)));
+                reseeded = r;
+                &reseeded
+            }
+            _ => request,
+        };
         let normalised =
             canonical(&serde_json::to_value(request).map_err(|e| LlmError::Failed(e.to_string()))?);
         let key = key_of(&normalised);
@@ -84,7 +122,7 @@ impl ModelCalls {
                         response,
                         retries: 0,
                     };
-                    self.count(role, &outcome, true);
+                    self.count(endpoint, role, &outcome, true);
                     return Ok(outcome);
                 }
                 // The endpoint refused this call when it was recorded: so it does again.
@@ -122,6 +160,9 @@ impl ModelCalls {
                 )));
             }
         }
+        self.meters
+            .check(endpoint.pricing().is_some(), endpoint.what())
+            .map_err(LlmError::OverBudget)?;
         let on_retry = || self.stats.lock().unwrap_or_else(|e| e.into_inner()).retries += 1;
         let outcome = match endpoint
             .call_counting(request, deadline, &on_retry, &self.slot_wait)
@@ -161,7 +202,7 @@ impl ModelCalls {
             }
             Err(e) => return Err(e),
         };
-        self.count(role, &outcome, false);
+        self.count(endpoint, role, &outcome, false);
         if self.mode != CassetteMode::Off {
             let entry = Entry {
                 key,
@@ -189,15 +230,22 @@ impl ModelCalls {
         f(slot.as_mut().expect("opened above"))
     }
 
-    fn count(&self, role: Role, outcome: &ChatOutcome, replayed: bool) {
+    fn count(&self, endpoint: &Endpoint, role: Role, outcome: &ChatOutcome, replayed: bool) {
+        let usage = outcome.usage();
+        let cost = endpoint.pricing().map(|p| p.cost(usage));
         let mut s = self.stats.lock().unwrap_or_else(|e| e.into_inner());
         // Retries are counted as they happen (see `chat`), failed calls' included.
         s.calls += 1;
+        let priced = s.cost.entry(role).or_default();
         if replayed {
+            priced.add_replayed(cost);
             s.replayed_calls += 1;
-            s.replayed.entry(role).or_default().add(outcome.usage());
+            s.replayed.entry(role).or_default().add(usage);
         } else {
-            s.usage.entry(role).or_default().add(outcome.usage());
+            priced.add_spent(cost);
+            s.usage.entry(role).or_default().add(usage);
+            drop(s);
+            self.meters.add(usage, cost);
         }
     }
 

@@ -49,7 +49,12 @@ impl ChatOutcome {
 
     /// The token usage the endpoint reported.
     pub fn usage(&self) -> TokenUsage {
-        serde_json::from_value(self.response["usage"].clone()).unwrap_or_default()
+        let usage = &self.response["usage"];
+        let mut u: TokenUsage = serde_json::from_value(usage.clone()).unwrap_or_default();
+        if let Some(cached) = usage["prompt_tokens_details"]["cached_tokens"].as_u64() {
+            u.cached_tokens = cached;
+        }
+        u
     }
 }
 
@@ -72,6 +77,8 @@ pub struct Endpoint {
     headers: HeaderMap,
     max_retries: u32,
     limiter: Arc<Limiter>,
+    /// What its tokens cost, when the config says.
+    pricing: Option<crate::config::Pricing>,
     client: reqwest::Client,
 }
 
@@ -185,8 +192,19 @@ impl Endpoint {
             timeout,
             headers,
             max_retries: cfg.max_retries.unwrap_or(DEFAULT_RETRIES),
+            pricing: cfg.pricing.clone(),
             client,
         })
+    }
+
+    /// The endpoint as messages name it: `[llm]`, `[llms."judge"]`.
+    pub fn what(&self) -> &str {
+        &self.what
+    }
+
+    /// What the endpoint's tokens cost, when the config says.
+    pub fn pricing(&self) -> Option<&crate::config::Pricing> {
+        self.pricing.as_ref()
     }
 
     /// The model name.

@@ -7,9 +7,11 @@ mod client;
 mod limiter;
 mod request;
 mod rng;
+mod spend;
 
 pub use calls::ModelCalls;
 pub use client::{ChatOutcome, Endpoint};
 pub(crate) use limiter::set_parallelism;
 pub use request::ChatRequest;
 pub use rng::SeededRng;
+pub use spend::{money, Meter, Meters};

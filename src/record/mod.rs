@@ -10,14 +10,16 @@ mod model;
 mod recorder;
 pub(crate) mod review;
 mod sink;
+mod stability;
 pub(crate) mod store;
 
 pub use format::{failure_message, Format};
 pub use jsonl::JsonlWriter;
 pub use model::{
     rfc3339, AssertionReport, AwaitReason, CaseReport, CassetteStats, CheckpointReport, CodeRun,
-    CriteriaEvaluation, Ending, EvalStudioIds, Judgment, RunInfo, RunResult, Status, StepRef,
-    Summary, TurnReport,
+    Cost, CriteriaEvaluation, Ending, EvalStudioIds, Judgment, RoleCost, RunInfo, RunResult,
+    Status, StepRef, Summary, TurnReport,
 };
 pub(crate) use recorder::Recorder;
 pub use sink::{parse_jsonl, read_reports, ReportSink};
+pub use stability::{DurationStats, Stability, StabilityClass};

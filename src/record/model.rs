@@ -345,6 +345,26 @@ pub struct CaseReport {
     /// `agent_completed`, `goal_achieved`, `max_turns`, `forbidden_checkpoint`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub termination: Option<String>,
+    /// What the case's model calls cost, by role (over all its repeats).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
+    /// A repeat's record: which repeat it is, from 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<u32>,
+    /// A repeated case: how its repeats ended and how steady they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stability: Option<crate::record::Stability>,
+    /// A repeated case: each counted repeat's own record. The case's `turns` are those
+    /// of the repeat that shows its verdict (the first failing one of a failed case).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repeats: Vec<CaseReport>,
+}
+
+impl CaseReport {
+    /// Whether some repeats passed and others failed.
+    pub fn flaky(&self) -> bool {
+        self.stability.as_ref().is_some_and(|s| s.flaky)
+    }
 }
 
 /// A checkpoint of a dynamic case, at the end of the conversation.
@@ -369,12 +389,104 @@ pub struct CheckpointReport {
     pub message: String,
 }
 
+/// What one role's model calls cost a case: spent by this run, and what the replayed
+/// ones cost when they were recorded. `None` (`null`) is unknown: a call with tokens had
+/// no price in the config. Never shown as 0.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RoleCost {
+    /// Spent by this run.
+    pub spent: Option<f64>,
+    /// Replayed from cassettes: not spent.
+    pub replayed: Option<f64>,
+}
+
+impl Default for RoleCost {
+    fn default() -> Self {
+        RoleCost {
+            spent: Some(0.0),
+            replayed: Some(0.0),
+        }
+    }
+}
+
+impl RoleCost {
+    /// Adds a spent call's cost (`None`: it had no price).
+    pub fn add_spent(&mut self, cost: Option<f64>) {
+        self.spent = self.spent.zip(cost).map(|(a, b)| a + b);
+    }
+
+    /// Adds a replayed call's cost.
+    pub fn add_replayed(&mut self, cost: Option<f64>) {
+        self.replayed = self.replayed.zip(cost).map(|(a, b)| a + b);
+    }
+
+    /// Adds another's costs.
+    pub fn add(&mut self, other: RoleCost) {
+        self.spent = self.spent.zip(other.spent).map(|(a, b)| a + b);
+        self.replayed = self.replayed.zip(other.replayed).map(|(a, b)| a + b);
+    }
+}
+
+/// What a case (or a run) cost, by role, in the config's pricing currency.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Cost {
+    /// The pricing currency (`USD` unless the config's pricing names another).
+    pub currency: String,
+    /// Spent by this run over every role; `null` when unknown.
+    pub spent: Option<f64>,
+    /// What the replayed calls cost when recorded; `null` when unknown.
+    pub replayed: Option<f64>,
+    /// By role.
+    pub by_role: BTreeMap<Role, RoleCost>,
+}
+
+impl Cost {
+    /// The cost of `by_role`, in `currency`.
+    pub fn of(currency: &str, by_role: BTreeMap<Role, RoleCost>) -> Cost {
+        let mut total = RoleCost::default();
+        for c in by_role.values() {
+            total.add(*c);
+        }
+        Cost {
+            currency: currency.to_string(),
+            spent: total.spent,
+            replayed: total.replayed,
+            by_role,
+        }
+    }
+
+    /// Adds another case's cost (a currency that differs makes the total unknown).
+    pub fn add(&mut self, other: &Cost) {
+        if self.currency.is_empty() {
+            self.currency = other.currency.clone();
+        }
+        let same = self.currency == other.currency;
+        for (role, c) in &other.by_role {
+            let mine = self.by_role.entry(*role).or_default();
+            if same {
+                mine.add(*c);
+            } else {
+                *mine = RoleCost {
+                    spent: None,
+                    replayed: None,
+                };
+            }
+        }
+        let mut total = RoleCost::default();
+        for c in self.by_role.values() {
+            total.add(*c);
+        }
+        self.spent = total.spent;
+        self.replayed = total.replayed;
+    }
+}
+
 fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
 /// Counts over a run.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Summary {
     /// Always `"summary"`, so the line can be told from case records.
     #[serde(rename = "type")]
@@ -416,6 +528,38 @@ pub struct Summary {
     /// Whether the run stopped early (`--fail-fast`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stopped_early: bool,
+    /// Whether the run's budget stopped it: cases it did not start are reported not run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub over_budget: bool,
+    /// What the run's model calls cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
+    /// Repeated cases (`runs` above 1) whose pass rate was 100 %.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub stable_cases: u64,
+    /// Repeated cases whose pass rate was below 100 %.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub unstable_cases: u64,
+    /// Repeated cases that both passed and failed.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub flaky_cases: u64,
+    /// Passed over passed and failed repeats of every case (a case run once is one
+    /// repeat); `null` when nothing passed or failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overall_pass_rate: Option<f64>,
+    /// Repeats counted over all cases.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub repeats_run: u64,
+    /// Repeats early stopping saved over all cases.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub repeats_saved: u64,
+    /// Passed and failed repeats, for `overall_pass_rate`.
+    #[serde(skip)]
+    decided_repeats: (u64, u64),
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Summary {
@@ -440,6 +584,30 @@ impl Summary {
         self.model_calls += r.model_calls;
         self.replayed_calls += r.replayed_calls;
         self.retries += r.retries;
+        if let Some(c) = &r.cost {
+            self.cost.get_or_insert_with(Cost::default).add(c);
+        }
+        match &r.stability {
+            Some(s) => {
+                self.decided_repeats.0 += u64::from(s.passed);
+                self.decided_repeats.1 += u64::from(s.failed);
+                self.repeats_run += u64::from(s.runs);
+                self.repeats_saved += u64::from(s.saved);
+                match s.class {
+                    Some(crate::record::StabilityClass::Stable) => self.stable_cases += 1,
+                    Some(_) => self.unstable_cases += 1,
+                    None => {}
+                }
+                self.flaky_cases += u64::from(s.flaky);
+            }
+            None => match r.status {
+                Status::Passed => self.decided_repeats.0 += 1,
+                Status::Failed => self.decided_repeats.1 += 1,
+                _ => {}
+            },
+        }
+        let (p, f) = self.decided_repeats;
+        self.overall_pass_rate = (p + f > 0).then(|| p as f64 / (p + f) as f64);
         match r.status {
             Status::Passed => self.passed += 1,
             Status::Failed => self.failed += 1,

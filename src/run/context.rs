@@ -75,6 +75,10 @@ pub(crate) struct Context {
     pub(crate) input_tools: Vec<String>,
     /// `[[golden.redactions]]`, compiled.
     pub(crate) redactions: Vec<Redaction>,
+    /// The pricing currency of the config's endpoints (`USD` when none names one).
+    pub(crate) currency: String,
+    /// `[run] max_cost` / `max_tokens`: what every case under this config spends.
+    pub(crate) run_meter: Option<Arc<crate::llm::Meter>>,
     registry: Arc<Registry>,
     /// `-n NAME` / `AGENTEST_AGENT` / `Harness::use_agent`, for cases that name none.
     run_agent: Option<String>,
@@ -100,7 +104,20 @@ impl Context {
             .seed
             .or(config.file.run.seed)
             .unwrap_or(0);
+        let currency = config
+            .file
+            .llm
+            .iter()
+            .chain(config.file.llms.values())
+            .find_map(|l| l.pricing.as_ref().map(|p| p.currency.clone()))
+            .unwrap_or_else(|| "USD".into());
+        let budget = config.file.run.budget();
+        let run_meter = budget
+            .is_set()
+            .then(|| crate::llm::Meter::new("the run's", budget, Some(&currency)));
         Ok(Context {
+            currency,
+            run_meter,
             cassettes,
             seed,
             input_tools: config.file.run.input_tools.clone().unwrap_or_default(),

@@ -8,11 +8,13 @@ use crate::case::scenario::Environment;
 use crate::case::{Case, Mode};
 use crate::run::scenario::{wait_for_removals, Job, Preparer, Workdir};
 
+use crate::case::Gate;
 use crate::config::UpdateMode;
 use crate::record::golden;
 use crate::record::{CaseReport, Status};
 use crate::run::context::{Contexts, Registry};
 use crate::run::outcome::{broken, fail, new_report, not_run, skip_reason};
+use crate::run::repeats::{Plan, Repeat};
 use crate::run::roles::person::People;
 use crate::source::Loaded;
 use crate::util::panic_text;
@@ -36,6 +38,8 @@ pub(crate) struct RunOptions {
     pub(crate) update: UpdateMode,
     /// `--keep-env` / `AGENTEST_KEEP_ENV`: keep scenarios' environment folders.
     pub(crate) keep_env: bool,
+    /// `--runs` / `AGENTEST_RUNS`: repeats of cases that set no `runs`.
+    pub(crate) runs: Option<u32>,
 }
 
 /// Runs cases. Configs and agents are resolved once and shared by all cases.
@@ -108,10 +112,14 @@ impl Engine {
 
     /// Runs a case as its own task on the current runtime, so that a panic anywhere in it
     /// (an in-process agent, a bug of ours) becomes an `error` record instead of a lost case.
-    pub(crate) async fn run_guarded(self: Arc<Self>, loaded: Arc<Loaded>) -> CaseReport {
+    pub(crate) async fn run_guarded(
+        self: Arc<Self>,
+        loaded: Arc<Loaded>,
+        repeat: Repeat,
+    ) -> CaseReport {
         let task = {
             let loaded = loaded.clone();
-            tokio::spawn(async move { self.run(&loaded).await })
+            tokio::spawn(async move { self.run(&loaded, &repeat).await })
         };
         // Dropped (a cancelled run), the case's task goes too, and with it its agents.
         let _abort_on_drop = AbortOnDrop(task.abort_handle());
@@ -130,7 +138,7 @@ impl Engine {
     }
 
     /// Runs one loaded case to its report. Never panics on bad input; every failure is a status.
-    pub(crate) async fn run(&self, loaded: &Loaded) -> CaseReport {
+    pub(crate) async fn run(&self, loaded: &Loaded, repeat: &Repeat) -> CaseReport {
         let started = Instant::now();
         let case = match &loaded.entry {
             Ok(c) => c,
@@ -148,7 +156,10 @@ impl Engine {
             report.error = Some(reason);
             return report;
         }
-        crate::run::lifecycle::run_case(self, case, loaded, &mut report).await;
+        if repeat.of > 1 {
+            report.repeat = Some(repeat.index);
+        }
+        crate::run::lifecycle::run_case(self, case, loaded, repeat, &mut report).await;
         report.total_turns = report.turns.len() as u32;
         if let crate::case::Mode::Static { turns, .. } = &case.mode {
             // "(1 turn)" would misdescribe a 3-turn script that stopped at turn 1.
@@ -158,6 +169,59 @@ impl Engine {
         self.pin(loaded, &mut report);
         report.duration_ms = started.elapsed().as_millis() as u64;
         report
+    }
+
+    /// How a case is repeated: its `runs`, else `--runs` / `AGENTEST_RUNS`, else
+    /// `[run] runs`, else once; its gate, else `[run]`'s, else all must pass; and the
+    /// budgets it spends under. A gate the runs cannot meet is the case's error.
+    pub(crate) fn plan(&self, loaded: &Loaded) -> Result<Plan, String> {
+        let (Ok(case), Ok(ctx)) = (&loaded.entry, self.contexts.of(&loaded.file)) else {
+            return Ok(Plan::single());
+        };
+        if !self.options.run_skipped && skip_reason(case).is_some() {
+            return Ok(Plan::single());
+        }
+        let run = &ctx.config.file.run;
+        let runs = case
+            .repeats
+            .runs
+            .or(self.options.runs)
+            .or(run.runs.map(|n| n as u32))
+            .unwrap_or(1);
+        let gate = case
+            .repeats
+            .gate
+            .or_else(|| run.gate())
+            .unwrap_or(Gate::All);
+        if let Gate::MinPass(k) = gate {
+            if k > runs {
+                let from = if case.repeats.gate.is_some() {
+                    "the case's"
+                } else {
+                    "[run]"
+                };
+                return Err(format!(
+                    "{from} min_pass {k} is more than the {runs} runs; lower min_pass or raise runs (the case's `runs`, --runs / AGENTEST_RUNS, or [run] runs)"
+                ));
+            }
+        }
+        Ok(Plan {
+            runs,
+            gate,
+            case_meter: Plan::case_meter(case.repeats.budget, &ctx.currency),
+            run_meter: ctx.run_meter.clone(),
+        })
+    }
+
+    /// A repeat's transcript as its golden file would hold it, so repeats can be
+    /// compared whatever their session ids and timestamps.
+    pub(crate) fn transcript(&self, loaded: &Loaded, report: &CaseReport) -> String {
+        let Ok(ctx) = self.contexts.of(&loaded.file) else {
+            return golden::render(report);
+        };
+        let from_config = ctx.suite_name(loaded);
+        let names = [from_config.as_str(), loaded.suite.as_str()];
+        golden::normalise(&golden::render(report), &names, &ctx.redactions)
     }
 
     /// Compares a passing case's transcript with its golden file, when it is pinned (the

@@ -19,6 +19,7 @@ use crate::run::context::Context;
 use crate::run::conversation::{dynamic, scripted, turn::request_metadata};
 use crate::run::engine::Engine;
 use crate::run::outcome::{add_error, fail, Stop};
+use crate::run::repeats::Repeat;
 use crate::run::roles::judge::CaseJudges;
 use crate::run::roles::simulator::Simulator;
 use crate::source::Loaded;
@@ -37,6 +38,8 @@ struct Setup {
     scope: CaseScope,
     /// An ElizaOS scenario's `local` environment, removed when the case ends.
     workdir: Option<crate::run::scenario::Workdir>,
+    /// Which repeat this is, when the case runs more than once.
+    repeat: Option<u32>,
 }
 
 /// Runs a loaded case into `report`. Every problem ends as a status on the report.
@@ -44,9 +47,10 @@ pub(crate) async fn run_case(
     engine: &Engine,
     case: &Case,
     loaded: &Loaded,
+    repeat: &Repeat,
     report: &mut CaseReport,
 ) {
-    let setup = match prepare(engine, case, loaded) {
+    let setup = match prepare(engine, case, loaded, repeat) {
         Ok(s) => s,
         Err(e) => return fail(report, Status::Error, e.to_string()),
     };
@@ -94,25 +98,32 @@ pub(crate) async fn run_case(
     let work = body(engine, case, &setup, report, &mut phase, &mut before_ran);
     let outcome = tokio::time::timeout_at(setup.deadline, work).await;
     settle(outcome.ok(), &setup, &phase, report);
-    account(&setup.calls, report);
+    account(&setup.calls, &setup.ctx.currency, report);
     after_hook(case, &setup, before_ran, report).await;
 }
 
 /// Resolves the case's context, agent (and its label), timeout and model-call scope.
-fn prepare(engine: &Engine, case: &Case, loaded: &Loaded) -> Result<(Setup, String), SetupError> {
+fn prepare(
+    engine: &Engine,
+    case: &Case,
+    loaded: &Loaded,
+    repeat: &Repeat,
+) -> Result<(Setup, String), SetupError> {
     let ctx = engine.contexts.of(&loaded.file)?;
     let (agent, label) = ctx.case_agent(case)?;
     let timeout = ctx.timeout(case, engine.options.timeout)?;
     let deadline = Instant::now() + timeout;
-    let calls = Arc::new(ModelCalls::new(
-        cassette::path_for(&loaded.file, &case.trial_id()),
-        ctx.cassettes,
-    ));
+    // Each repeat has its own recording, so a replay reproduces each one.
+    let key = repeat.key(&case.trial_id());
+    let calls = Arc::new(
+        ModelCalls::new(cassette::path_for(&loaded.file, &key), ctx.cassettes)
+            .spending(repeat.meters.clone(), repeat.index),
+    );
     let scope = CaseScope {
         calls: calls.clone(),
         mocks: case.mocks.clone(),
         seed: ctx.seed,
-        salt: loaded.trial.clone(),
+        salt: repeat.key(&loaded.trial),
         live: engine.options.live,
         deadline,
         role: Role::Agent,
@@ -128,6 +139,7 @@ fn prepare(engine: &Engine, case: &Case, loaded: &Loaded) -> Result<(Setup, Stri
         calls,
         scope,
         workdir: None,
+        repeat: (repeat.of > 1).then_some(repeat.index),
     };
     Ok((setup, label))
 }
@@ -168,6 +180,10 @@ async fn body(
         scope: &setup.scope,
     };
     let mut metadata = request_metadata(case);
+    if let (Some(n), Value::Object(m)) = (setup.repeat, &mut metadata) {
+        // Which repeat this is, from 1: an agent may seed its own randomness with it.
+        m.insert("repeat".into(), Value::from(n));
+    }
     if let (Some(dir), Value::Object(m)) = (&setup.workdir, &mut metadata) {
         // Where the scenario's files are: the agent may read and write there.
         m.insert(
@@ -320,7 +336,7 @@ fn settle(outcome: Option<Result<(), Stop>>, setup: &Setup, phase: &str, report:
 
 /// Puts a case's model calls into its record: usage by role, calls, retries, and
 /// the cassette (written now). In strict mode unused recordings fail a passing case.
-fn account(calls: &ModelCalls, report: &mut CaseReport) {
+fn account(calls: &ModelCalls, currency: &str, report: &mut CaseReport) {
     let stats = calls.stats();
     let mut usage = stats.usage;
     // An `openai` agent's usage is every model call it made, failed turns included (its
@@ -335,11 +351,25 @@ fn account(calls: &ModelCalls, report: &mut CaseReport) {
             agent.add(TokenUsage {
                 prompt_tokens: u.input_tokens,
                 completion_tokens: u.output_tokens,
+                cached_tokens: 0,
             });
         }
         if agent != TokenUsage::default() {
+            // What the agent reported counts toward `max_tokens`; its price is unknown.
+            calls.spend(agent, None);
             slot.insert(agent);
         }
+    }
+    let mut by_role = stats.cost.clone();
+    for role in usage.keys() {
+        // Tokens no call of ours priced (an agent's own report): unknown, never 0.
+        by_role.entry(*role).or_insert(crate::record::RoleCost {
+            spent: None,
+            replayed: Some(0.0),
+        });
+    }
+    if !by_role.is_empty() {
+        report.cost = Some(crate::record::Cost::of(currency, by_role));
     }
     report.usage = usage;
     report.replayed_usage = stats.replayed;

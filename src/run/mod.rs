@@ -8,6 +8,7 @@ pub(crate) mod engine;
 pub(crate) mod hooks;
 mod lifecycle;
 pub(crate) mod outcome;
+pub(crate) mod repeats;
 pub(crate) mod roles;
 mod runtime;
 pub(crate) mod scenario;

@@ -6,12 +6,13 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 use tokio::task::AbortHandle;
 
 use crate::record::{CaseReport, Recorder, Status};
 use crate::run::engine::Engine;
 use crate::run::outcome::not_run;
+use crate::run::repeats::{Finished, Group, Plan, Repeat};
 use crate::source::Loaded;
 
 /// How a run ended early, if it did.
@@ -21,6 +22,8 @@ pub(crate) struct Ending {
     pub(crate) stopped: bool,
     /// Ctrl-C stopped it.
     pub(crate) interrupted: bool,
+    /// A budget stopped cases from starting.
+    pub(crate) over_budget: bool,
 }
 
 /// Runs cases on the engine, at most `parallel` at once.
@@ -57,64 +60,85 @@ impl Scheduler {
         self.engine.prepare_environments(&cases, self.parallel);
         let semaphore = Arc::new(Semaphore::new(self.parallel));
         let stop = Arc::new(AtomicBool::new(false));
-        let running = Arc::new(Mutex::new(HashMap::<usize, AbortHandle>::new()));
+        let running: Running = Arc::new(Mutex::new(HashMap::new()));
         let (tx, rx) = mpsc::unbounded_channel::<Done>();
         let (engine, recorder, fail_fast) =
             (self.engine.clone(), self.recorder.clone(), self.fail_fast);
+        let over_budget = Arc::new(AtomicBool::new(false));
         let dispatcher = {
-            let (stop, running) = (stop.clone(), running.clone());
+            let (stop, running, over_budget) = (stop.clone(), running.clone(), over_budget.clone());
             // One dispatcher takes the permits in trial order, so cases start in that
             // order and `--fail-fast` sees a failure before it starts anything after it.
+            // A repeated case's repeats each take a permit, so they run side by side.
             tokio::spawn(async move {
+                let d = Dispatcher {
+                    engine,
+                    recorder,
+                    stop,
+                    running,
+                    tx,
+                    fail_fast,
+                    over_budget,
+                };
                 for (i, l) in cases.iter().enumerate() {
-                    let Ok(permit) = semaphore.clone().acquire_owned().await else {
-                        break;
+                    let plan = match d.engine.plan(l) {
+                        Ok(p) => p,
+                        Err(why) => {
+                            let mut report = not_run(l, String::new());
+                            crate::run::outcome::fail(&mut report, Status::Error, why);
+                            d.finish(i, report);
+                            continue;
+                        }
                     };
-                    if stop.load(Ordering::SeqCst) {
-                        let reason = "not run: --fail-fast stopped the run after a failure";
-                        let report = not_run(l, reason.into());
-                        recorder.record_unrun(&report);
-                        let _ = tx.send((i, report));
+                    if plan.runs <= 1 {
+                        let Ok(permit) = semaphore.clone().acquire_owned().await else {
+                            break;
+                        };
+                        if let Some(why) = d.stopped(&plan) {
+                            d.unrun(i, l, why);
+                            continue;
+                        }
+                        d.start_single(i, l.clone(), plan, permit);
                         continue;
                     }
-                    let (engine, recorder, stop, tx, l) = (
-                        engine.clone(),
-                        recorder.clone(),
-                        stop.clone(),
-                        tx.clone(),
-                        l.clone(),
-                    );
-                    let task = tokio::spawn(async move {
-                        // The run store's claim: another process resuming the same
-                        // execution may have this case.
-                        if !recorder.claim(&l.trial).await {
-                            drop(permit);
-                            let report = not_run(
-                                &l,
-                                "not run here: another process of this execution ran it".into(),
-                            );
-                            recorder.record_unrun(&report);
-                            let _ = tx.send((i, report));
+                    let group = Arc::new(Group::new(l.clone(), plan));
+                    // The run store's claim, once for all of the case's repeats.
+                    if !d.recorder.claim(&l.trial).await {
+                        d.unrun(
+                            i,
+                            l,
+                            "not run here: another process of this execution ran it".into(),
+                        );
+                        continue;
+                    }
+                    for index in 1..=group.plan.runs {
+                        if !group.open() {
+                            break;
+                        }
+                        let Ok(permit) = semaphore.clone().acquire_owned().await else {
                             return;
+                        };
+                        if !group.open() {
+                            break;
                         }
-                        let report = engine.run_guarded(l).await;
-                        if fail_fast
-                            && matches!(
-                                report.status,
-                                Status::Failed | Status::Error | Status::Timeout
-                            )
-                        {
-                            stop.store(true, Ordering::SeqCst);
+                        if let Some(why) = d.stopped(&group.plan) {
+                            let status = if group
+                                .plan
+                                .case_meter
+                                .as_ref()
+                                .is_some_and(|m| m.exhausted().is_some())
+                            {
+                                Status::Error
+                            } else {
+                                Status::Skipped
+                            };
+                            if let Some(report) = group.halt(status, why) {
+                                d.finish(i, report);
+                            }
+                            break;
                         }
-                        // The permit is released only after the stop flag is set.
-                        drop(permit);
-                        recorder.record(&report);
-                        let _ = tx.send((i, report));
-                    });
-                    running
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .insert(i, task.abort_handle());
+                        d.start_repeat(i, group.clone(), index, permit);
+                    }
                 }
             })
         };
@@ -122,6 +146,7 @@ impl Scheduler {
             dispatcher,
             running,
             stop,
+            over_budget,
             rx,
         }
     }
@@ -189,6 +214,7 @@ impl Scheduler {
         Ending {
             stopped: d.stop.load(Ordering::SeqCst),
             interrupted,
+            over_budget: d.over_budget.load(Ordering::SeqCst),
         }
     }
 
@@ -237,12 +263,148 @@ fn shared(cases: Vec<Loaded>) -> Arc<Vec<Arc<Loaded>>> {
     Arc::new(v)
 }
 
+/// What the dispatcher starts cases with.
+struct Dispatcher {
+    engine: Arc<Engine>,
+    recorder: Arc<Recorder>,
+    stop: Arc<AtomicBool>,
+    running: Running,
+    tx: mpsc::UnboundedSender<Done>,
+    fail_fast: bool,
+    over_budget: Arc<AtomicBool>,
+}
+
+/// The repeats in flight (a case run once is its repeat 1), so Ctrl-C can stop them.
+type Running = Arc<Mutex<HashMap<(usize, u32), AbortHandle>>>;
+
+impl Dispatcher {
+    /// Why nothing more may start: `--fail-fast` stopped the run, or a budget is spent.
+    fn stopped(&self, plan: &Plan) -> Option<String> {
+        if self.stop.load(Ordering::SeqCst) {
+            return Some("not run: --fail-fast stopped the run after a failure".into());
+        }
+        let why = plan.exhausted()?;
+        self.over_budget.store(true, Ordering::SeqCst);
+        Some(format!("not run: {why}"))
+    }
+
+    /// Records and sends a case that did not run.
+    fn unrun(&self, i: usize, l: &Loaded, reason: String) {
+        let report = not_run(l, reason);
+        self.recorder.record_unrun(&report);
+        let _ = self.tx.send((i, report));
+    }
+
+    /// Records and sends a case's report, stopping the run after a failure with
+    /// `--fail-fast`.
+    fn finish(&self, i: usize, report: CaseReport) {
+        if self.fail_fast
+            && matches!(
+                report.status,
+                Status::Failed | Status::Error | Status::Timeout
+            )
+        {
+            self.stop.store(true, Ordering::SeqCst);
+        }
+        self.recorder.record(&report);
+        let _ = self.tx.send((i, report));
+    }
+
+    fn track(&self, key: (usize, u32), task: &tokio::task::JoinHandle<()>) {
+        self.running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, task.abort_handle());
+    }
+
+    /// Runs a case once.
+    fn start_single(&self, i: usize, l: Arc<Loaded>, plan: Plan, permit: OwnedSemaphorePermit) {
+        let (engine, recorder, stop, tx, fail_fast) = (
+            self.engine.clone(),
+            self.recorder.clone(),
+            self.stop.clone(),
+            self.tx.clone(),
+            self.fail_fast,
+        );
+        let task = tokio::spawn(async move {
+            // The run store's claim: another process resuming the same execution may
+            // have this case.
+            if !recorder.claim(&l.trial).await {
+                drop(permit);
+                let report = not_run(
+                    &l,
+                    "not run here: another process of this execution ran it".into(),
+                );
+                recorder.record_unrun(&report);
+                let _ = tx.send((i, report));
+                return;
+            }
+            let report = engine.run_guarded(l, Repeat::once(plan.meters())).await;
+            if fail_fast
+                && matches!(
+                    report.status,
+                    Status::Failed | Status::Error | Status::Timeout
+                )
+            {
+                stop.store(true, Ordering::SeqCst);
+            }
+            // The permit is released only after the stop flag is set.
+            drop(permit);
+            recorder.record(&report);
+            let _ = tx.send((i, report));
+        });
+        self.track((i, 1), &task);
+    }
+
+    /// Runs repeat `index` of a repeated case; the repeat that decides its gate sends
+    /// the case's report.
+    fn start_repeat(&self, i: usize, group: Arc<Group>, index: u32, permit: OwnedSemaphorePermit) {
+        let (engine, recorder, stop, tx, fail_fast) = (
+            self.engine.clone(),
+            self.recorder.clone(),
+            self.stop.clone(),
+            self.tx.clone(),
+            self.fail_fast,
+        );
+        let repeat = Repeat {
+            index,
+            of: group.plan.runs,
+            meters: group.plan.meters(),
+        };
+        let task = {
+            let group = group.clone();
+            tokio::spawn(async move {
+                let l = group.loaded.clone();
+                let report = engine.clone().run_guarded(l.clone(), repeat).await;
+                let transcript = engine.transcript(&l, &report);
+                let done = group.finish(index, Finished { report, transcript });
+                if let Some(report) = done {
+                    if fail_fast
+                        && matches!(
+                            report.status,
+                            Status::Failed | Status::Error | Status::Timeout
+                        )
+                    {
+                        stop.store(true, Ordering::SeqCst);
+                    }
+                    drop(permit);
+                    recorder.record(&report);
+                    let _ = tx.send((i, report));
+                }
+            })
+        };
+        group.started(index, task.abort_handle());
+        self.track((i, index), &task);
+    }
+}
+
 /// A dispatch in progress.
 struct Dispatch {
     dispatcher: tokio::task::JoinHandle<()>,
-    /// The cases in flight, so Ctrl-C can stop them; a finished case leaves the map.
-    running: Arc<Mutex<HashMap<usize, AbortHandle>>>,
+    /// The repeats in flight, so Ctrl-C can stop them; a finished case leaves the map.
+    running: Running,
     stop: Arc<AtomicBool>,
+    over_budget: Arc<AtomicBool>,
     rx: mpsc::UnboundedReceiver<Done>,
 }
 
@@ -251,7 +413,7 @@ impl Dispatch {
         self.running
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .remove(&i);
+            .retain(|(case, _), _| *case != i);
     }
 
     fn abort(&self) {

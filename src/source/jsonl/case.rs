@@ -256,9 +256,10 @@ fn parse_repeats(obj: &Map<String, Value>) -> Result<Repeats, FieldError> {
     let whole = |key: &str| -> Result<Option<u64>, FieldError> {
         match obj.get(key) {
             None | Some(Value::Null) => Ok(None),
-            Some(Value::Number(n)) => n.as_u64().map(Some).ok_or_else(|| {
-                FieldError::new(key, format!("expected a whole number, found {n}"))
-            }),
+            Some(Value::Number(n)) => n
+                .as_u64()
+                .map(Some)
+                .ok_or_else(|| FieldError::new(key, format!("expected a whole number, found {n}"))),
             Some(other) => Err(FieldError::new(
                 key,
                 format!("expected a whole number, found {}", type_of(other)),

@@ -1,0 +1,179 @@
+//! Spending against budgets: a case's `max_cost` / `max_tokens` (over all its repeats)
+//! and the run's `[run] max_cost` / `max_tokens`. Every model call sent (not replayed)
+//! adds what it spent to the meters above it, and each call first checks them, so a
+//! case stops at the first call after its budget is gone.
+
+use std::sync::{Arc, Mutex};
+
+use crate::case::Budget;
+use crate::protocol::TokenUsage;
+
+/// What has been spent under one budget.
+#[derive(Debug, Default, Clone, Copy)]
+struct Spent {
+    tokens: u64,
+    cost: f64,
+}
+
+/// One budget and what has been spent against it, shared by everything under it.
+#[derive(Debug)]
+pub struct Meter {
+    /// `the case's` or `the run's`, for messages.
+    owner: &'static str,
+    budget: Budget,
+    /// The pricing currency, for messages.
+    currency: String,
+    spent: Mutex<Spent>,
+}
+
+impl Meter {
+    /// A meter for `budget`; `owner` names whose it is in messages.
+    pub(crate) fn new(owner: &'static str, budget: Budget, currency: Option<&str>) -> Arc<Meter> {
+        Arc::new(Meter {
+            owner,
+            budget,
+            currency: currency.unwrap_or("USD").to_string(),
+            spent: Mutex::new(Spent::default()),
+        })
+    }
+
+    /// Why no more may be spent, when the budget is gone.
+    pub(crate) fn exhausted(&self) -> Option<String> {
+        let spent = *self.spent.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(max) = self.budget.max_cost.filter(|m| spent.cost >= *m) {
+            return Some(format!(
+                "{} budget max_cost {max} {c} is spent ({} {c} so far)",
+                self.owner,
+                money(spent.cost),
+                c = self.currency
+            ));
+        }
+        if let Some(max) = self.budget.max_tokens.filter(|m| spent.tokens >= *m) {
+            return Some(format!(
+                "{} budget max_tokens {max} is spent ({} tokens so far)",
+                self.owner, spent.tokens
+            ));
+        }
+        None
+    }
+
+    /// Whether the budget limits money (then every call needs a price).
+    pub(crate) fn limits_cost(&self) -> bool {
+        self.budget.max_cost.is_some()
+    }
+
+    fn add(&self, usage: TokenUsage, cost: Option<f64>) {
+        let mut s = self.spent.lock().unwrap_or_else(|e| e.into_inner());
+        s.tokens += usage.total();
+        s.cost += cost.unwrap_or(0.0);
+    }
+}
+
+/// The meters a case's calls spend under: its own and the run's.
+#[derive(Debug, Clone, Default)]
+pub struct Meters(Vec<Arc<Meter>>);
+
+impl Meters {
+    /// Spending under each of `meters`.
+    pub(crate) fn new(meters: impl IntoIterator<Item = Arc<Meter>>) -> Meters {
+        Meters(meters.into_iter().collect())
+    }
+
+    /// Why no more may be spent, or whether a call without a price would be spent
+    /// under a money budget: checked before each call.
+    pub(crate) fn check(&self, priced: bool, endpoint: &str) -> Result<(), String> {
+        for m in &self.0 {
+            if let Some(why) = m.exhausted() {
+                return Err(format!("budget: {why}; raise it, or lower `runs`"));
+            }
+            if !priced && m.limits_cost() {
+                return Err(format!(
+                    "budget: {} budget sets max_cost, but model endpoint {endpoint} has no price, so what it spends cannot be counted; add its pricing table (input_per_million, output_per_million)",
+                    m.owner
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Counts a call's spending (or an agent turn's reported usage).
+    pub(crate) fn add(&self, usage: TokenUsage, cost: Option<f64>) {
+        for m in &self.0 {
+            m.add(usage, cost);
+        }
+    }
+}
+
+/// An amount for messages: up to six decimals, no trailing zeros (`0.0125`).
+pub fn money(amount: f64) -> String {
+    let s = format!("{amount:.6}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s.is_empty() || s == "-" {
+        "0".into()
+    } else {
+        s.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_budget_is_gone_once_reached_and_says_so() {
+        let case = Meter::new(
+            "the case's",
+            Budget {
+                max_cost: Some(0.01),
+                max_tokens: None,
+            },
+            Some("EUR"),
+        );
+        let run = Meter::new(
+            "the run's",
+            Budget {
+                max_cost: None,
+                max_tokens: Some(1000),
+            },
+            None,
+        );
+        let meters = Meters::new([case.clone(), run.clone()]);
+        let usage = |p, c| TokenUsage {
+            prompt_tokens: p,
+            completion_tokens: c,
+            cached_tokens: 0,
+        };
+        assert_eq!(meters.check(true, "[llm]"), Ok(()));
+        meters.add(usage(300, 100), Some(0.004));
+        assert_eq!(meters.check(true, "[llm]"), Ok(()));
+        meters.add(usage(500, 200), Some(0.007));
+        assert_eq!(
+            meters.check(true, "[llm]").unwrap_err(),
+            "budget: the case's budget max_cost 0.01 EUR is spent (0.011 EUR so far); raise it, or lower `runs`"
+        );
+        assert_eq!(
+            Meters::new([run]).check(true, "[llm]").unwrap_err(),
+            "budget: the run's budget max_tokens 1000 is spent (1100 tokens so far); raise it, or lower `runs`"
+        );
+        let fresh = Meters::new([Meter::new(
+            "the case's",
+            Budget {
+                max_cost: Some(1.0),
+                max_tokens: None,
+            },
+            None,
+        )]);
+        assert!(fresh
+            .check(false, "[llms.\"judge\"]")
+            .unwrap_err()
+            .contains("model endpoint [llms.\"judge\"] has no price"));
+    }
+
+    #[test]
+    fn money_reads_well() {
+        assert_eq!(money(0.0125), "0.0125");
+        assert_eq!(money(2.0), "2");
+        assert_eq!(money(0.0), "0");
+        assert_eq!(money(0.000_000_4), "0");
+    }
+}

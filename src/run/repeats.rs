@@ -1,0 +1,394 @@
+//! A case run more than once: its plan (runs, gate, budgets), the repeats in flight, the
+//! gate decided on them as they finish (stopping the rest early), and the one record
+//! the case's trial reports.
+//!
+//! The gate is decided on the repeats in index order (1, 2, 3, ...): a repeat that
+//! finishes before an earlier one waits for it to count. So the verdict, the repeats
+//! counted and what early stopping saved are the same however the repeats overlap,
+//! with `--parallel 1` or 64, live or replayed.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use tokio::task::AbortHandle;
+
+use crate::case::{Budget, Gate};
+use crate::check::gate::{consistency, decide, needed, wilson, Tally, Verdict};
+use crate::llm::{Meter, Meters};
+use crate::record::{CaseReport, Cost, DurationStats, Stability, StabilityClass, Status};
+use crate::source::Loaded;
+
+/// The confidence of the Wilson interval reported when the gate names none.
+const DEFAULT_CONFIDENCE: f64 = 0.95;
+
+/// Which repeat of its case a run is, and the budgets it spends under.
+#[derive(Clone, Debug)]
+pub(crate) struct Repeat {
+    /// From 1.
+    pub(crate) index: u32,
+    /// The case's `runs`.
+    pub(crate) of: u32,
+    /// The case's and the run's budgets.
+    pub(crate) meters: Meters,
+}
+
+impl Repeat {
+    /// The only run of a case run once.
+    pub(crate) fn once(meters: Meters) -> Repeat {
+        Repeat {
+            index: 1,
+            of: 1,
+            meters,
+        }
+    }
+
+    /// The name the repeat's cassette and session salt take: the case's trial id for
+    /// the first, `<id>@<n>` for the others (so going from 1 run to 5 keeps the first
+    /// recording).
+    pub(crate) fn key(&self, trial_id: &str) -> String {
+        if self.index <= 1 {
+            trial_id.to_string()
+        } else {
+            format!("{trial_id}@{}", self.index)
+        }
+    }
+}
+
+/// How a case is repeated.
+#[derive(Clone, Debug)]
+pub(crate) struct Plan {
+    /// `runs`.
+    pub(crate) runs: u32,
+    /// What the repeats must show.
+    pub(crate) gate: Gate,
+    /// The case's budget meter, when it has a budget.
+    pub(crate) case_meter: Option<Arc<Meter>>,
+    /// The run's budget meter (`[run] max_cost`), when there is one.
+    pub(crate) run_meter: Option<Arc<Meter>>,
+}
+
+impl Plan {
+    /// A case run once, under no budget: a line that did not load, a skipped case.
+    pub(crate) fn single() -> Plan {
+        Plan {
+            runs: 1,
+            gate: Gate::All,
+            case_meter: None,
+            run_meter: None,
+        }
+    }
+
+    /// A case's budget meter for `budget` in `currency`, when it limits anything.
+    pub(crate) fn case_meter(budget: Budget, currency: &str) -> Option<Arc<Meter>> {
+        budget
+            .is_set()
+            .then(|| Meter::new("the case's", budget, Some(currency)))
+    }
+
+    /// The meters a repeat spends under.
+    pub(crate) fn meters(&self) -> Meters {
+        Meters::new(self.case_meter.iter().chain(&self.run_meter).cloned())
+    }
+
+    /// Why no more repeats of the case may start, when a budget is gone.
+    pub(crate) fn exhausted(&self) -> Option<String> {
+        self.case_meter
+            .iter()
+            .chain(&self.run_meter)
+            .find_map(|m| m.exhausted())
+    }
+}
+
+/// One case's repeats while they run.
+pub(crate) struct Group {
+    pub(crate) loaded: Arc<Loaded>,
+    pub(crate) plan: Plan,
+    state: Mutex<State>,
+}
+
+/// A finished repeat: its record and its transcript as golden files normalise it.
+pub(crate) struct Finished {
+    pub(crate) report: CaseReport,
+    pub(crate) transcript: String,
+}
+
+#[derive(Default)]
+struct State {
+    finished: HashMap<u32, Finished>,
+    running: HashMap<u32, AbortHandle>,
+    /// Repeats 1..=counted are counted in `tally`.
+    counted: u32,
+    tally: Tally,
+    decided: Option<Verdict>,
+    /// Why no more repeats start (a budget, `--fail-fast`, another process's claim).
+    halted: Option<(Status, String)>,
+    /// The case's record was made: nothing more happens.
+    done: bool,
+    cancelled: u32,
+    started: u32,
+    first_start: Option<Instant>,
+}
+
+impl Group {
+    pub(crate) fn new(loaded: Arc<Loaded>, plan: Plan) -> Group {
+        Group {
+            loaded,
+            plan,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether another repeat may start: the gate is not decided and nothing halted it.
+    pub(crate) fn open(&self) -> bool {
+        let s = self.state();
+        !s.done && s.decided.is_none() && s.halted.is_none()
+    }
+
+    /// Notes that repeat `index` started, so a decision can stop it.
+    pub(crate) fn started(&self, index: u32, handle: AbortHandle) {
+        let mut s = self.state();
+        s.started += 1;
+        s.first_start.get_or_insert_with(Instant::now);
+        if s.done {
+            handle.abort();
+        } else {
+            s.running.insert(index, handle);
+        }
+    }
+
+    /// Counts a finished repeat; the case's record when this decides the gate (the
+    /// repeats still running are stopped) or was the last one a halt waited for.
+    pub(crate) fn finish(&self, index: u32, finished: Finished) -> Option<CaseReport> {
+        let mut s = self.state();
+        if s.done {
+            return None;
+        }
+        s.running.remove(&index);
+        s.finished.insert(index, finished);
+        while s.decided.is_none() {
+            let next = s.counted + 1;
+            let Some(f) = s.finished.get(&next) else {
+                break;
+            };
+            match f.report.status {
+                Status::Passed => s.tally.passed += 1,
+                Status::Failed => s.tally.failed += 1,
+                // A skipped repeat (no model to be had) says nothing either way.
+                _ => s.tally.errors += 1,
+            }
+            s.counted = next;
+            s.decided = decide(&self.plan.gate, self.plan.runs, s.tally);
+        }
+        if s.decided.is_some() {
+            s.cancelled = s.running.len() as u32;
+            for (_, h) in s.running.drain() {
+                h.abort();
+            }
+            s.done = true;
+            return Some(self.record(&mut s));
+        }
+        if s.halted.is_some() && s.running.is_empty() {
+            s.done = true;
+            return Some(self.record(&mut s));
+        }
+        None
+    }
+
+    /// Stops starting repeats, for `why`; the case's record when none is running.
+    pub(crate) fn halt(&self, status: Status, why: String) -> Option<CaseReport> {
+        let mut s = self.state();
+        if s.done || s.decided.is_some() {
+            return None;
+        }
+        s.halted.get_or_insert((status, why));
+        if s.running.is_empty() {
+            s.done = true;
+            return Some(self.record(&mut s));
+        }
+        None
+    }
+
+    /// The case's record: the counted repeats, their figures and the verdict.
+    fn record(&self, s: &mut State) -> CaseReport {
+        let counted: Vec<Finished> = (1..=s.counted)
+            .filter_map(|i| s.finished.remove(&i))
+            .collect();
+        let plan = &self.plan;
+        let Tally {
+            passed,
+            failed,
+            errors,
+        } = s.tally;
+        let (status, reason) = match (s.decided, &s.halted) {
+            (Some(v), _) => verdict(v, plan, s.tally, &counted),
+            (None, Some((status, why))) => (
+                *status,
+                Some(format!(
+                    "{why} ({} of {} repeats counted: {passed} passed, {failed} failed, {errors} errors)",
+                    s.counted, plan.runs
+                )),
+            ),
+            (None, None) => unreachable!("a record is made once decided or halted"),
+        };
+        // The turns shown are those of the first repeat that ended as the case did.
+        let shown = counted
+            .iter()
+            .position(|f| f.report.status == status)
+            .or_else(|| {
+                counted
+                    .iter()
+                    .position(|f| !matches!(f.report.status, Status::Passed))
+            })
+            .unwrap_or(0);
+        let mut record = match counted.get(shown) {
+            Some(f) => f.report.clone(),
+            None => crate::run::outcome::not_run(&self.loaded, String::new()),
+        };
+        record.repeat = None;
+        record.status = status;
+        record.error = reason;
+        let decided = passed + failed;
+        let pass_rate = (decided > 0).then(|| f64::from(passed) / f64::from(decided));
+        let confidence = match plan.gate {
+            Gate::PassRate {
+                confidence: Some(c),
+                ..
+            } => c,
+            _ => DEFAULT_CONFIDENCE,
+        };
+        let durations: Vec<u64> = counted.iter().map(|f| f.report.duration_ms).collect();
+        let transcripts: Vec<String> = counted.iter().map(|f| f.transcript.clone()).collect();
+        record.stability = Some(Stability {
+            gate: plan.gate.describe(plan.runs),
+            planned: plan.runs,
+            runs: s.counted,
+            saved: plan.runs - s.counted,
+            cancelled: s.cancelled,
+            passed,
+            failed,
+            errors,
+            pass_rate,
+            wilson: (decided > 0).then(|| {
+                let (lo, hi) = wilson(passed, decided, confidence);
+                [lo, hi]
+            }),
+            confidence,
+            class: pass_rate.map(StabilityClass::of),
+            consistency: consistency(&transcripts),
+            duration: DurationStats::of(&durations),
+            flaky: passed > 0 && failed > 0,
+        });
+        // What the case used is what its counted repeats used.
+        record.usage.clear();
+        record.replayed_usage.clear();
+        record.model_calls = 0;
+        record.replayed_calls = 0;
+        record.retries = 0;
+        record.cost = None;
+        record.total_turns = 0;
+        for f in &counted {
+            let r = &f.report;
+            for (role, u) in &r.usage {
+                record.usage.entry(*role).or_default().add(*u);
+            }
+            for (role, u) in &r.replayed_usage {
+                record.replayed_usage.entry(*role).or_default().add(*u);
+            }
+            record.model_calls += r.model_calls;
+            record.replayed_calls += r.replayed_calls;
+            record.retries += r.retries;
+            record.total_turns += r.total_turns;
+            if let Some(c) = &r.cost {
+                record.cost.get_or_insert_with(Cost::default).add(c);
+            }
+        }
+        record.duration_ms = s.first_start.map_or(0, |t| t.elapsed().as_millis() as u64);
+        record.repeats = counted.into_iter().map(|f| f.report).collect();
+        record
+    }
+}
+
+/// The case's status and message for the gate's verdict.
+fn verdict(
+    v: Verdict,
+    plan: &Plan,
+    tally: Tally,
+    counted: &[Finished],
+) -> (Status, Option<String>) {
+    let Tally {
+        passed,
+        failed,
+        errors,
+    } = tally;
+    let gate = plan.gate.describe(plan.runs);
+    let counts = format!("{passed} passed, {failed} failed, {errors} errors");
+    // The first repeat that did not pass says why, as a lone run would.
+    let first = |status: &[Status]| {
+        counted
+            .iter()
+            .find(|f| status.contains(&f.report.status))
+            .map(|f| {
+                format!(
+                    "; repeat {}: {}",
+                    f.report.repeat.unwrap_or(1),
+                    f.report.error.as_deref().unwrap_or("did not pass")
+                )
+            })
+            .unwrap_or_default()
+    };
+    let interval = || {
+        let n = passed + failed;
+        match plan.gate {
+            Gate::PassRate {
+                confidence: Some(c),
+                ..
+            } if n > 0 => {
+                let (lo, hi) = wilson(passed, n, c);
+                format!(", Wilson interval [{lo:.3}, {hi:.3}]")
+            }
+            _ => String::new(),
+        }
+    };
+    match v {
+        Verdict::Passed => (Status::Passed, None),
+        Verdict::Failed => (
+            Status::Failed,
+            Some(format!(
+                "gate {gate} failed: {counts}{}{}",
+                interval(),
+                first(&[Status::Failed])
+            )),
+        ),
+        Verdict::Undecidable => {
+            let need = match needed(&plan.gate, plan.runs) {
+                Some(k) => format!("the gate needs {k} passes"),
+                None => "the interval cannot settle".into(),
+            };
+            (
+                Status::Error,
+                Some(format!(
+                    "gate {gate} cannot be decided: {counts}; {need}, and errors are not failures, so fix what errored{}{}",
+                    interval(),
+                    first(&[Status::Error, Status::Timeout, Status::Skipped])
+                )),
+            )
+        }
+        Verdict::Inconclusive => (
+            Status::Failed,
+            Some(format!(
+                "gate {gate} is inconclusive: {counts}{}, which still contains {}; raise `runs` for a narrower interval{}",
+                interval(),
+                match plan.gate {
+                    Gate::PassRate { rate, .. } => rate.to_string(),
+                    _ => String::new(),
+                },
+                first(&[Status::Failed])
+            )),
+        ),
+    }
+}
