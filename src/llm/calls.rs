@@ -75,11 +75,6 @@ impl ModelCalls {
         self
     }
 
-    /// Checks the budgets before something else spends for the case (an agent's turn).
-    pub(crate) fn check_budget(&self, priced: bool, what: &str) -> Result<(), String> {
-        self.meters.check(priced, what)
-    }
-
     /// Counts what something else spent for the case (an agent's reported usage).
     pub(crate) fn spend(&self, usage: TokenUsage, cost: Option<f64>) {
         self.meters.add(usage, cost);

@@ -14,4 +14,4 @@ pub use client::{ChatOutcome, Endpoint};
 pub(crate) use limiter::set_parallelism;
 pub use request::ChatRequest;
 pub use rng::SeededRng;
-pub use spend::{money, Meter, Meters};
+pub use spend::{Meter, Meters};

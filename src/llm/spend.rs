@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::case::Budget;
 use crate::protocol::TokenUsage;
+use crate::record::format::common::money;
 
 /// What has been spent under one budget.
 #[derive(Debug, Default, Clone, Copy)]
@@ -104,17 +105,6 @@ impl Meters {
     }
 }
 
-/// An amount for messages: up to six decimals, no trailing zeros (`0.0125`).
-pub fn money(amount: f64) -> String {
-    let s = format!("{amount:.6}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    if s.is_empty() || s == "-" {
-        "0".into()
-    } else {
-        s.to_string()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,13 +157,5 @@ mod tests {
             .check(false, "[llms.\"judge\"]")
             .unwrap_err()
             .contains("model endpoint [llms.\"judge\"] has no price"));
-    }
-
-    #[test]
-    fn money_reads_well() {
-        assert_eq!(money(0.0125), "0.0125");
-        assert_eq!(money(2.0), "2");
-        assert_eq!(money(0.0), "0");
-        assert_eq!(money(0.000_000_4), "0");
     }
 }

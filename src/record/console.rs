@@ -145,7 +145,16 @@ fn title(r: &CaseReport, style: &Style) -> String {
 /// A passing or skipped case in the compact layout.
 fn compact_line(r: &CaseReport, style: &Style) -> String {
     let (mark, tail) = match r.status {
-        Status::Passed => ("✓", format!("PASSED ({})", secs(r.duration_ms))),
+        Status::Passed => {
+            let repeats = match &r.stability {
+                Some(st) if st.flaky => {
+                    format!(", FLAKY: {} of {} runs passed", st.passed, st.runs)
+                }
+                Some(st) => format!(", {} of {} runs passed", st.passed, st.runs),
+                None => String::new(),
+            };
+            ("✓", format!("PASSED ({}{repeats})", secs(r.duration_ms)))
+        }
         _ => (
             "○",
             format!(
@@ -193,6 +202,26 @@ fn tree_block(r: &CaseReport, style: &Style) -> String {
             let _ = writeln!(s, "     {line}");
         }
         return s;
+    }
+    if let Some(line) = crate::record::format::common::stability_line(r) {
+        let flaky = if r.flaky() {
+            format!("{} ", style.paint(Status::Failed, "FLAKY"))
+        } else {
+            String::new()
+        };
+        let _ = writeln!(s, "  ├─ {flaky}Repeats: {line}");
+        if let Some(shown) = r
+            .repeats
+            .iter()
+            .find(|x| x.turns == r.turns)
+            .and_then(|x| x.repeat)
+        {
+            let _ = writeln!(
+                s,
+                "  ├─ {}",
+                style.dim(&format!("Turns of repeat {shown}:"))
+            );
+        }
     }
     // A start that took no noticeable time is not worth a line.
     if let (true, Some(ms @ 10..)) = (style.verbose, r.startup_ms) {
@@ -487,6 +516,16 @@ pub(crate) fn summary(sum: &Summary) -> String {
     if let Some(tokens) = crate::record::format::common::tokens_line(&sum.replayed_usage) {
         let _ = writeln!(s, "  Replayed from cassettes (not spent): {tokens}");
     }
+    if let Some(cost) = &sum.cost {
+        let _ = writeln!(
+            s,
+            "  Cost: {}",
+            crate::record::format::common::cost_line(cost)
+        );
+    }
+    if let Some(line) = crate::record::format::common::stability_summary(sum) {
+        let _ = writeln!(s, "  Stability: {line}");
+    }
     if sum.model_calls > 0 {
         let replayed = if sum.replayed_calls > 0 {
             format!(", {} replayed", sum.replayed_calls)
@@ -509,6 +548,12 @@ pub(crate) fn summary(sum: &Summary) -> String {
         let _ = writeln!(
             s,
             "\n  Stopped early (--fail-fast): cases after the first failure were not run"
+        );
+    }
+    if sum.over_budget {
+        let _ = writeln!(
+            s,
+            "\n  Stopped by the run's budget ([run] max_cost / max_tokens): cases not started are reported as not run"
         );
     }
     s

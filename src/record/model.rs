@@ -574,7 +574,11 @@ impl Summary {
     /// Counts one case.
     pub fn add(&mut self, r: &CaseReport) {
         self.total += 1;
-        self.total_turns += u64::from(r.total_turns);
+        // A repeated case's turns are those of every repeat.
+        self.total_turns += match r.repeats.is_empty() {
+            true => u64::from(r.total_turns),
+            false => r.repeats.iter().map(|x| u64::from(x.total_turns)).sum(),
+        };
         for (role, u) in &r.usage {
             self.usage.entry(*role).or_default().add(*u);
         }

@@ -290,7 +290,6 @@ impl Group {
         record.replayed_calls = 0;
         record.retries = 0;
         record.cost = None;
-        record.total_turns = 0;
         for f in &counted {
             let r = &f.report;
             for (role, u) in &r.usage {
@@ -302,7 +301,6 @@ impl Group {
             record.model_calls += r.model_calls;
             record.replayed_calls += r.replayed_calls;
             record.retries += r.retries;
-            record.total_turns += r.total_turns;
             if let Some(c) = &r.cost {
                 record.cost.get_or_insert_with(Cost::default).add(c);
             }

@@ -521,3 +521,113 @@ mod tests {
         ));
     }
 }
+
+/// A percentage for people: `60%`, `83.9%`.
+pub(crate) fn percent(share: f64) -> String {
+    let p = share * 100.0;
+    if (p - p.round()).abs() < 0.05 {
+        format!("{}%", p.round())
+    } else {
+        format!("{p:.1}%")
+    }
+}
+
+/// A repeated case in one line: `5 runs, min_pass 3 of 5: 3 passed, 2 failed, 0
+/// errors; pass rate 60% (95% Wilson 23.1%–88.2%), unstable, consistency 60%`.
+pub(crate) fn stability_line(r: &CaseReport) -> Option<String> {
+    let st = r.stability.as_ref()?;
+    let mut s = format!(
+        "{} of {} runs ({}): {} passed, {} failed, {} errors",
+        st.runs, st.planned, st.gate, st.passed, st.failed, st.errors
+    );
+    if let Some(rate) = st.pass_rate {
+        s.push_str(&format!("; pass rate {}", percent(rate)));
+        if let Some([lo, hi]) = st.wilson {
+            s.push_str(&format!(
+                " ({} Wilson {}–{})",
+                percent(st.confidence),
+                percent(lo),
+                percent(hi)
+            ));
+        }
+    }
+    if let Some(class) = st.class {
+        s.push_str(&format!(", {}", class.name()));
+    }
+    s.push_str(&format!(", consistency {}", percent(st.consistency)));
+    if st.saved > 0 {
+        s.push_str(&format!("; {} saved by early stopping", st.saved));
+    }
+    Some(s)
+}
+
+/// What a case or run cost: `0.0123 USD spent (simulator 0.01, judge 0.0023, agent
+/// unknown); 0.05 USD replayed, not spent`.
+pub(crate) fn cost_line(cost: &crate::record::Cost) -> String {
+    let amount = |a: Option<f64>| match a {
+        Some(a) => money(a),
+        None => "unknown".into(),
+    };
+    let roles: Vec<String> = cost
+        .by_role
+        .iter()
+        .filter(|(_, c)| c.spent != Some(0.0))
+        .map(|(role, c)| format!("{} {}", role.name(), amount(c.spent)))
+        .collect();
+    let mut s = format!("{} {} spent", amount(cost.spent), cost.currency);
+    if !roles.is_empty() {
+        s.push_str(&format!(" ({})", roles.join(", ")));
+    }
+    if cost.replayed != Some(0.0) {
+        s.push_str(&format!(
+            "; {} {} replayed, not spent",
+            amount(cost.replayed),
+            cost.currency
+        ));
+    }
+    s
+}
+
+/// The run's repeats in one line, when some case was repeated: `2 stable, 3 unstable
+/// (1 flaky); overall pass rate 83.9%; 31 repeats run, 19 saved by early stopping`.
+pub(crate) fn stability_summary(sum: &Summary) -> Option<String> {
+    if sum.repeats_run == 0 {
+        return None;
+    }
+    let mut s = format!(
+        "{} stable, {} unstable ({} flaky)",
+        sum.stable_cases, sum.unstable_cases, sum.flaky_cases
+    );
+    if let Some(rate) = sum.overall_pass_rate {
+        s.push_str(&format!("; overall pass rate {}", percent(rate)));
+    }
+    s.push_str(&format!("; {} repeats run", sum.repeats_run));
+    if sum.repeats_saved > 0 {
+        s.push_str(&format!(", {} saved by early stopping", sum.repeats_saved));
+    }
+    Some(s)
+}
+
+/// An amount for messages: up to six decimals, no trailing zeros (`0.0125`).
+pub fn money(amount: f64) -> String {
+    let s = format!("{amount:.6}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s.is_empty() || s == "-" {
+        "0".into()
+    } else {
+        s.to_string()
+    }
+}
+
+#[cfg(test)]
+mod money_tests {
+    use super::money;
+
+    #[test]
+    fn money_reads_well() {
+        assert_eq!(money(0.0125), "0.0125");
+        assert_eq!(money(2.0), "2");
+        assert_eq!(money(0.0), "0");
+        assert_eq!(money(0.000_000_4), "0");
+    }
+}

@@ -18,6 +18,9 @@ use crate::record::{CaseReport, Status, Summary};
 ///       <failure message="..." type="failed|timeout">transcript</failure>   failed, timeout
 ///       <error message="..." type="error">transcript</error>                error
 ///       <skipped message="reason"/>                                         skipped
+///       <flakyFailure message="repeat N: ...">transcript</flakyFailure>     a passing
+///                                           repeated case's failed repeats (nextest's form)
+///       <rerunFailure message="repeat N: ...">transcript</rerunFailure>     a failing one's
 ///     </testcase>
 ///   </testsuite>
 /// </testsuites>
@@ -91,10 +94,42 @@ fn testcase(s: &mut String, c: &CaseReport) {
         let e = c.error.as_deref().unwrap_or_default();
         first_line(e, 500)
     };
+    // A repeated case's repeats that did not pass, as nextest writes retried tests: a
+    // passing case's are `flakyFailure` / `flakyError`, a failing case's (after the
+    // first, which is the `failure` itself) `rerunFailure` / `rerunError`.
+    let others: Vec<&CaseReport> = c
+        .repeats
+        .iter()
+        .filter(|r| r.status != Status::Passed && r.status != Status::Skipped)
+        .collect();
+    let reruns = |s: &mut String, prefix: &str, skip_first: bool| {
+        for r in others.iter().skip(usize::from(skip_first)) {
+            let (tag, kind) = match r.status {
+                Status::Error => ("Error", "error"),
+                Status::Timeout => ("Failure", "timeout"),
+                _ => ("Failure", "failed"),
+            };
+            let message = format!(
+                "repeat {}: {}",
+                r.repeat.unwrap_or(1),
+                first_line(r.error.as_deref().unwrap_or(kind), 500)
+            );
+            let _ = writeln!(
+                s,
+                "      <{prefix}{tag} message=\"{}\" type=\"{kind}\">{}</{prefix}{tag}>",
+                attr(&message),
+                text(&transcript(r))
+            );
+        }
+    };
     match c.status {
-        Status::Passed => {
+        Status::Passed if others.is_empty() => {
             s.push_str("/>\n");
             return;
+        }
+        Status::Passed => {
+            s.push_str(">\n");
+            reruns(s, "flaky", false);
         }
         Status::Skipped => {
             let _ = writeln!(s, ">\n      <skipped message=\"{}\"/>", attr(&reason()));
@@ -115,6 +150,7 @@ fn testcase(s: &mut String, c: &CaseReport) {
                 attr(&message),
                 text(&transcript(c))
             );
+            reruns(s, "rerun", true);
         }
     }
     s.push_str("    </testcase>\n");

@@ -91,10 +91,26 @@ pub fn render(run: &RunInfo, summary: &Summary, cases: &[CaseReport]) -> String 
             sum.model_calls, sum.retries
         );
     }
+    if let Some(cost) = &sum.cost {
+        let _ = writeln!(
+            s,
+            "Cost: {}\n",
+            crate::record::format::common::cost_line(cost)
+        );
+    }
+    if let Some(line) = crate::record::format::common::stability_summary(&sum) {
+        let _ = writeln!(s, "Stability: {line}\n");
+    }
     if sum.stopped_early {
         let _ = writeln!(
             s,
             "Stopped early (`--fail-fast`): cases after the first failure were not run.\n"
+        );
+    }
+    if sum.over_budget {
+        let _ = writeln!(
+            s,
+            "Stopped by the run's budget: cases not started are reported as not run.\n"
         );
     }
 
@@ -115,7 +131,11 @@ pub fn render(run: &RunInfo, summary: &Summary, cases: &[CaseReport]) -> String 
                 "| {} {} | {} | {name} | {} | {} | {} |",
                 icon(c.status),
                 status_name(c.status),
-                cell(&c.trial),
+                if c.flaky() {
+                    format!("{} (flaky)", cell(&c.trial))
+                } else {
+                    cell(&c.trial)
+                },
                 c.mode.as_deref().map(cell).unwrap_or_else(|| "—".into()),
                 c.total_turns,
                 secs(c.duration_ms)
@@ -144,6 +164,9 @@ pub fn render(run: &RunInfo, summary: &Summary, cases: &[CaseReport]) -> String 
             let _ = writeln!(s, "{}\n", facts.join(" · "));
             if let Some(e) = &c.error {
                 let _ = writeln!(s, "> {}\n", inline(&first_line(e, 300)));
+            }
+            if let Some(line) = crate::record::format::common::stability_line(c) {
+                let _ = writeln!(s, "Repeats: {}\n", inline(&line));
             }
             let _ = writeln!(s, "{}\n", fenced(&transcript(c)));
         }

@@ -176,7 +176,13 @@ fn counts(s: &mut String, sum: &Summary) {
         }
         s.push_str("</div>\n");
     }
-    if !sum.usage.is_empty() || sum.model_calls > 0 || sum.stopped_early {
+    if !sum.usage.is_empty()
+        || sum.model_calls > 0
+        || sum.stopped_early
+        || sum.over_budget
+        || sum.cost.is_some()
+        || sum.repeats_run > 0
+    {
         s.push_str("<div class=\"extra\">");
         if !sum.usage.is_empty() {
             s.push_str(
@@ -200,6 +206,21 @@ fn counts(s: &mut String, sum: &Summary) {
                 s,
                 "<p class=\"muted\">Model calls: {} ({} retried)</p>",
                 sum.model_calls, sum.retries
+            );
+        }
+        if let Some(cost) = &sum.cost {
+            let _ = write!(
+                s,
+                "<p class=\"cost\">Cost: {}</p>",
+                esc(&crate::record::format::common::cost_line(cost))
+            );
+        }
+        if let Some(line) = crate::record::format::common::stability_summary(sum) {
+            let _ = write!(s, "<p class=\"stability\">Stability: {}</p>", esc(&line));
+        }
+        if sum.over_budget {
+            s.push_str(
+                "<p class=\"warn\">Stopped by the run's budget: cases not started are reported as not run.</p>",
             );
         }
         if sum.stopped_early {

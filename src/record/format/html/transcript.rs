@@ -35,6 +35,13 @@ pub(super) fn case_detail(s: &mut String, id: &str, c: &CaseReport) {
     if let Some(tokens) = crate::record::format::common::tokens_line(&c.replayed_usage) {
         fact("Replayed (not spent)", esc(&tokens));
     }
+    if let Some(cost) = &c.cost {
+        fact("Cost", esc(&crate::record::format::common::cost_line(cost)));
+    }
+    if let Some(line) = crate::record::format::common::stability_line(c) {
+        let flaky = if c.flaky() { "FLAKY · " } else { "" };
+        fact("Repeats", esc(&format!("{flaky}{line}")));
+    }
     if c.model_calls > 0 {
         fact(
             "Model calls",
