@@ -13,9 +13,12 @@ per repeat (the request's `metadata.repeat`, 1 when absent) by the case's `optio
   Python's `random.Random(f"{seed}:{test_id}:{repeat}").random() < p`, so it is the
   same for the same case and repeat on every machine.
 - `sleep_ms`: wait this long before answering (a slow agent, for benchmarks).
+- The environment variable RANDOM_AGENT_PATTERN, when set, is the pattern of every case
+  (to make the same cases pass in one execution and fail in the next).
 - `usage`: report these tokens with the reply (`{"input_tokens": .., "output_tokens": ..}`).
 """
 import json
+import os
 import random
 import sys
 import time
@@ -24,7 +27,7 @@ import time
 def outcome(req):
     options = req.get("options") or {}
     repeat = int((req.get("metadata") or {}).get("repeat") or 1)
-    pattern = options.get("pattern")
+    pattern = os.environ.get("RANDOM_AGENT_PATTERN") or options.get("pattern")
     if pattern:
         return pattern[(repeat - 1) % len(pattern)]
     p = float(options.get("p", 1.0))

@@ -39,6 +39,13 @@ enum RunsCommand {
         #[arg(long, default_value_t = 50)]
         limit: usize,
     },
+    /// Cases whose verdict changed between executions on the same inputs (the case
+    /// as written unchanged), with their pass rate in each, oldest first.
+    Flaky {
+        /// Look at the last N executions (default 10).
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(2..))]
+        last: u32,
+    },
     /// One run: its result and transcript.
     Show {
         /// The run's id (from `runs list`).
@@ -110,6 +117,10 @@ pub(super) fn runs(args: RunsArgs) -> Result<ExitCode, String> {
             };
             let rows = store::list(&conn, &filter).map_err(failed)?;
             let _ = write_rows(&mut out, &rows);
+        }
+        RunsCommand::Flaky { last } => {
+            let cases = store::flaky(&conn, last as usize).map_err(failed)?;
+            let _ = std::io::Write::write_all(&mut out, flaky_text(&cases, last).as_bytes());
         }
         RunsCommand::Show { id } => {
             let Some((row, record)) = store::show(&conn, id).map_err(failed)? else {
@@ -188,6 +199,40 @@ pub(super) fn runs(args: RunsArgs) -> Result<ExitCode, String> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `runs flaky`: a line per case, its verdicts and pass rates oldest first.
+fn flaky_text(cases: &[store::FlakyCase], last: u32) -> String {
+    if cases.is_empty() {
+        return format!(
+            "no case changed its verdict on the same inputs in the last {last} executions\n"
+        );
+    }
+    let width = cases.iter().map(|c| c.trial.len()).max().unwrap_or(0);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<width$}  {:>6}  {:>9}  history (execution: verdict pass-rate, oldest first)",
+        "trial", "passed", "pass rate"
+    );
+    for c in cases {
+        let passed = c.history.iter().filter(|(_, v, _)| v == "passed").count();
+        let rate = c.history.iter().map(|(_, _, r)| r).sum::<f64>() / c.history.len() as f64;
+        let history: Vec<String> = c
+            .history
+            .iter()
+            .map(|(e, v, r)| format!("#{e}: {v} {}", crate::record::format::common::percent(*r)))
+            .collect();
+        let _ = writeln!(
+            s,
+            "{:<width$}  {:>6}  {:>9}  {}",
+            c.trial,
+            format!("{passed}/{}", c.history.len()),
+            crate::record::format::common::percent(rate),
+            history.join(", ")
+        );
+    }
+    s
 }
 
 /// Execution `id` (the newest without one) with its ended runs.

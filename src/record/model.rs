@@ -348,6 +348,10 @@ pub struct CaseReport {
     /// What the case's model calls cost, by role (over all its repeats).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<Cost>,
+    /// A fingerprint of the case as written (SHA-256 of its definition, 16 hex digits),
+    /// so that runs on the same inputs can be compared across executions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_hash: Option<String>,
     /// A repeat's record: which repeat it is, from 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat: Option<u32>,

@@ -106,6 +106,7 @@ pub(crate) fn new_report(loaded: &Loaded, case: &Case) -> CaseReport {
             crate::case::Mode::Scenario(sc) => sc.parameters.iter().cloned().collect(),
             _ => serde_json::Map::new(),
         },
+        input_hash: Some(input_hash(case)),
         evalstudio: case
             .evalstudio
             .as_ref()
@@ -117,6 +118,16 @@ pub(crate) fn new_report(loaded: &Loaded, case: &Case) -> CaseReport {
             }),
         ..CaseReport::default()
     }
+}
+
+/// The case's fingerprint: its definition as written, and the persona it plays.
+fn input_hash(case: &Case) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(case.raw.to_string().as_bytes());
+    h.update(case.trial_id().as_bytes());
+    let digest = h.finalize();
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The record of a case that was not run: a load error, or `skipped` with `reason`.

@@ -11,7 +11,7 @@ mod write;
 pub(crate) use export::evalstudio;
 pub(crate) use open::{location, open};
 pub(crate) use read::{
-    delete, errored, execution_root, list, show, stored, Doomed, Filter, RunRow, Stored, LIFECYCLE,
-    VERDICTS,
+    delete, errored, execution_root, flaky, list, show, stored, Doomed, Filter, FlakyCase, RunRow,
+    Stored, LIFECYCLE, VERDICTS,
 };
 pub(crate) use write::{ExecutionInfo, Planned, StoreWriter};

@@ -251,3 +251,51 @@ pub(crate) fn delete(conn: &mut Connection, d: &Doomed) -> rusqlite::Result<usiz
     tx.commit()?;
     Ok(n)
 }
+
+/// A case whose verdict changed between executions on the same inputs.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct FlakyCase {
+    pub(crate) trial: String,
+    /// Oldest first: the execution, its verdict, and the case's pass rate in it (a
+    /// repeated case's share of passing repeats; 1 or 0 for a case run once).
+    pub(crate) history: Vec<(i64, String, f64)>,
+}
+
+/// The cases of the last `last` executions whose verdict was `passed` in some and
+/// `failed` in others, with the same definition (the record's `input_hash`).
+pub(crate) fn flaky(conn: &Connection, last: usize) -> rusqlite::Result<Vec<FlakyCase>> {
+    let mut stmt = conn.prepare(
+        "SELECT execution_id, trial, json_extract(metadata, '$.input_hash'), verdict,
+                json_extract(metadata, '$.stability.pass_rate')
+         FROM runs
+         WHERE execution_id IN (SELECT id FROM executions ORDER BY id DESC LIMIT ?1)
+           AND verdict IN ('passed', 'failed')
+         ORDER BY trial, execution_id",
+    )?;
+    let rows = stmt.query_map([last as i64], |r| {
+        Ok((
+            r.get::<_, i64>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, Option<String>>(2)?,
+            r.get::<_, String>(3)?,
+            r.get::<_, Option<f64>>(4)?,
+        ))
+    })?;
+    let mut by_case: std::collections::BTreeMap<(String, Option<String>), Vec<(i64, String, f64)>> =
+        Default::default();
+    for row in rows {
+        let (execution, trial, input, verdict, rate) = row?;
+        let rate = rate.unwrap_or(if verdict == "passed" { 1.0 } else { 0.0 });
+        by_case
+            .entry((trial, input))
+            .or_default()
+            .push((execution, verdict, rate));
+    }
+    Ok(by_case
+        .into_iter()
+        .filter(|(_, h)| {
+            h.iter().any(|(_, v, _)| v == "passed") && h.iter().any(|(_, v, _)| v == "failed")
+        })
+        .map(|((trial, _), history)| FlakyCase { trial, history })
+        .collect())
+}

@@ -426,6 +426,9 @@ fn done(conn: &Connection, execution: i64, r: &CaseReport) -> rusqlite::Result<(
         "model_calls": r.model_calls,
         "replayed_calls": r.replayed_calls,
         "cassette": r.cassette,
+        "cost": r.cost,
+        "stability": r.stability,
+        "input_hash": r.input_hash,
     })
     .to_string();
     let record = serde_json::to_string(r).unwrap_or_default();
