@@ -281,7 +281,8 @@ pub(crate) fn flaky(conn: &Connection, last: usize) -> rusqlite::Result<Vec<Flak
             r.get::<_, Option<f64>>(4)?,
         ))
     })?;
-    let mut by_case: std::collections::BTreeMap<(String, Option<String>), Vec<(i64, String, f64)>> =
+    type History = Vec<(i64, String, f64)>;
+    let mut by_case: std::collections::BTreeMap<(String, Option<String>), History> =
         Default::default();
     for row in rows {
         let (execution, trial, input, verdict, rate) = row?;
