@@ -114,10 +114,12 @@ fn prepare(
     let timeout = ctx.timeout(case, engine.options.timeout)?;
     let deadline = Instant::now() + timeout;
     // Each repeat has its own recording, so a replay reproduces each one.
-    let key = repeat.key(&case.trial_id());
     let calls = Arc::new(
-        ModelCalls::new(cassette::path_for(&loaded.file, &key), ctx.cassettes)
-            .spending(repeat.meters.clone(), repeat.index),
+        ModelCalls::new(
+            repeat.cassette(&loaded.file, &case.trial_id()),
+            ctx.cassettes,
+        )
+        .spending(repeat.meters.clone(), repeat.index),
     );
     let scope = CaseScope {
         calls: calls.clone(),

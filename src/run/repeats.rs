@@ -43,15 +43,33 @@ impl Repeat {
         }
     }
 
-    /// The name the repeat's cassette and session salt take: the case's trial id for
-    /// the first, `<id>@<n>` for the others (so going from 1 run to 5 keeps the first
-    /// recording).
-    pub(crate) fn key(&self, trial_id: &str) -> String {
+    /// The seed salt of the repeat: the case's trial name for the first, `<trial>@<n>`
+    /// for the others.
+    pub(crate) fn key(&self, trial: &str) -> String {
         if self.index <= 1 {
-            trial_id.to_string()
+            trial.to_string()
         } else {
-            format!("{trial_id}@{}", self.index)
+            format!("{trial}@{}", self.index)
         }
+    }
+
+    /// The repeat's cassette: the case's for the first (so going from 1 run to 5 keeps
+    /// the first recording), `<case file name>@<n>.jsonl` beside it for the others. An
+    /// `@` in an id is escaped in file names, so no id can take another's repeat's file.
+    pub(crate) fn cassette(
+        &self,
+        suite_file: &std::path::Path,
+        trial_id: &str,
+    ) -> std::path::PathBuf {
+        let first = crate::llm::cassette::path_for(suite_file, trial_id);
+        if self.index <= 1 {
+            return first;
+        }
+        let stem = first
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        first.with_file_name(format!("{stem}@{}.jsonl", self.index))
     }
 }
 

@@ -74,6 +74,7 @@ mod llm;
 mod parse_errors;
 mod readme;
 mod real_model;
+mod repeats;
 mod reports;
 mod scenarios;
 mod store;
@@ -160,6 +161,7 @@ fn main() {
     trials.extend(parse_errors::tests());
     trials.extend(readme::tests());
     trials.extend(real_model::tests());
+    trials.extend(repeats::tests());
     trials.extend(reports::tests());
     trials.extend(scenarios::tests());
     trials.extend(store::tests());
