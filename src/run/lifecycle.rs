@@ -12,7 +12,7 @@ use crate::agent::{AgentDef, CaseScope};
 use crate::case::{Case, Mode};
 use crate::check::EvalEnv;
 use crate::errors::{SetupError, StepError};
-use crate::llm::{cassette, ModelCalls};
+use crate::llm::ModelCalls;
 use crate::protocol::{Role, TokenUsage};
 use crate::record::{CaseReport, Status};
 use crate::run::context::Context;
