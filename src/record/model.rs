@@ -548,7 +548,7 @@ pub struct Summary {
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub flaky_cases: u64,
     /// Passed over passed and failed repeats of every case (a case run once is one
-    /// repeat); `null` when nothing passed or failed.
+    /// repeat), when some case was repeated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overall_pass_rate: Option<f64>,
     /// Repeats counted over all cases.
@@ -557,9 +557,24 @@ pub struct Summary {
     /// Repeats early stopping saved over all cases.
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub repeats_saved: u64,
-    /// Passed and failed repeats, for `overall_pass_rate`.
+    /// Passed and failed repeats so far, for `overall_pass_rate`.
     #[serde(skip)]
-    decided_repeats: (u64, u64),
+    tallies: Tallies,
+}
+
+/// The passed and failed repeats a summary has counted: bookkeeping for
+/// `overall_pass_rate`, not part of what a summary says (two summaries that say the
+/// same are equal whatever they counted from).
+#[derive(Debug, Clone, Copy, Default)]
+struct Tallies {
+    passed: u64,
+    failed: u64,
+}
+
+impl PartialEq for Tallies {
+    fn eq(&self, _: &Tallies) -> bool {
+        true
+    }
 }
 
 fn is_zero_u64(n: &u64) -> bool {
@@ -597,8 +612,8 @@ impl Summary {
         }
         match &r.stability {
             Some(s) => {
-                self.decided_repeats.0 += u64::from(s.passed);
-                self.decided_repeats.1 += u64::from(s.failed);
+                self.tallies.passed += u64::from(s.passed);
+                self.tallies.failed += u64::from(s.failed);
                 self.repeats_run += u64::from(s.runs);
                 self.repeats_saved += u64::from(s.saved);
                 match s.class {
@@ -609,13 +624,14 @@ impl Summary {
                 self.flaky_cases += u64::from(s.flaky);
             }
             None => match r.status {
-                Status::Passed => self.decided_repeats.0 += 1,
-                Status::Failed => self.decided_repeats.1 += 1,
+                Status::Passed => self.tallies.passed += 1,
+                Status::Failed => self.tallies.failed += 1,
                 _ => {}
             },
         }
-        let (p, f) = self.decided_repeats;
-        self.overall_pass_rate = (p + f > 0).then(|| p as f64 / (p + f) as f64);
+        let (p, f) = (self.tallies.passed, self.tallies.failed);
+        self.overall_pass_rate =
+            (self.repeats_run > 0 && p + f > 0).then(|| p as f64 / (p + f) as f64);
         match r.status {
             Status::Passed => self.passed += 1,
             Status::Failed => self.failed += 1,
