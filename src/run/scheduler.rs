@@ -298,14 +298,7 @@ impl Dispatcher {
     /// Records and sends a case's report, stopping the run after a failure with
     /// `--fail-fast`.
     fn finish(&self, i: usize, report: CaseReport) {
-        if self.fail_fast
-            && matches!(
-                report.status,
-                Status::Failed | Status::Error | Status::Timeout
-            )
-        {
-            self.stop.store(true, Ordering::SeqCst);
-        }
+        note_failure(self.fail_fast, &self.stop, &report);
         self.recorder.record(&report);
         let _ = self.tx.send((i, report));
     }
@@ -340,14 +333,7 @@ impl Dispatcher {
                 return;
             }
             let report = engine.run_guarded(l, Repeat::once(plan.meters())).await;
-            if fail_fast
-                && matches!(
-                    report.status,
-                    Status::Failed | Status::Error | Status::Timeout
-                )
-            {
-                stop.store(true, Ordering::SeqCst);
-            }
+            note_failure(fail_fast, &stop, &report);
             // The permit is released only after the stop flag is set.
             drop(permit);
             recorder.record(&report);
@@ -379,14 +365,7 @@ impl Dispatcher {
                 let transcript = engine.transcript(&l, &report);
                 let done = group.finish(index, Finished { report, transcript });
                 if let Some(report) = done {
-                    if fail_fast
-                        && matches!(
-                            report.status,
-                            Status::Failed | Status::Error | Status::Timeout
-                        )
-                    {
-                        stop.store(true, Ordering::SeqCst);
-                    }
+                    note_failure(fail_fast, &stop, &report);
                     drop(permit);
                     recorder.record(&report);
                     let _ = tx.send((i, report));
@@ -395,6 +374,18 @@ impl Dispatcher {
         };
         group.started(index, task.abort_handle());
         self.track((i, index), &task);
+    }
+}
+
+/// With `--fail-fast`, a case that did not pass stops the run from starting more.
+fn note_failure(fail_fast: bool, stop: &AtomicBool, report: &CaseReport) {
+    if fail_fast
+        && matches!(
+            report.status,
+            Status::Failed | Status::Error | Status::Timeout
+        )
+    {
+        stop.store(true, Ordering::SeqCst);
     }
 }
 
