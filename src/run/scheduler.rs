@@ -263,7 +263,8 @@ fn shared(cases: Vec<Loaded>) -> Arc<Vec<Arc<Loaded>>> {
     Arc::new(v)
 }
 
-/// What the dispatcher starts cases with.
+/// What the dispatcher starts cases with; each case's task has its own handle.
+#[derive(Clone)]
 struct Dispatcher {
     engine: Arc<Engine>,
     recorder: Arc<Recorder>,
@@ -312,32 +313,27 @@ impl Dispatcher {
 
     /// Runs a case once.
     fn start_single(&self, i: usize, l: Arc<Loaded>, plan: Plan, permit: OwnedSemaphorePermit) {
-        let (engine, recorder, stop, tx, fail_fast) = (
-            self.engine.clone(),
-            self.recorder.clone(),
-            self.stop.clone(),
-            self.tx.clone(),
-            self.fail_fast,
-        );
+        let d = self.clone();
         let task = tokio::spawn(async move {
             // The run store's claim: another process resuming the same execution may
             // have this case.
-            if !recorder.claim(&l.trial).await {
+            if !d.recorder.claim(&l.trial).await {
                 drop(permit);
-                let report = not_run(
+                d.unrun(
+                    i,
                     &l,
                     "not run here: another process of this execution ran it".into(),
                 );
-                recorder.record_unrun(&report);
-                let _ = tx.send((i, report));
                 return;
             }
-            let report = engine.run_guarded(l, Repeat::once(plan.meters())).await;
-            note_failure(fail_fast, &stop, &report);
-            // The permit is released only after the stop flag is set.
+            let report = d
+                .engine
+                .clone()
+                .run_guarded(l, Repeat::once(plan.meters()))
+                .await;
+            // The permit is released only after `finish` set the stop flag.
+            d.finish(i, report);
             drop(permit);
-            recorder.record(&report);
-            let _ = tx.send((i, report));
         });
         self.track((i, 1), &task);
     }
@@ -345,31 +341,21 @@ impl Dispatcher {
     /// Runs repeat `index` of a repeated case; the repeat that decides its gate sends
     /// the case's report.
     fn start_repeat(&self, i: usize, group: Arc<Group>, index: u32, permit: OwnedSemaphorePermit) {
-        let (engine, recorder, stop, tx, fail_fast) = (
-            self.engine.clone(),
-            self.recorder.clone(),
-            self.stop.clone(),
-            self.tx.clone(),
-            self.fail_fast,
-        );
         let repeat = Repeat {
             index,
             of: group.plan.runs,
             meters: group.plan.meters(),
         };
         let task = {
-            let group = group.clone();
+            let (d, group) = (self.clone(), group.clone());
             tokio::spawn(async move {
                 let l = group.loaded.clone();
-                let report = engine.clone().run_guarded(l.clone(), repeat).await;
-                let transcript = engine.transcript(&l, &report);
-                let done = group.finish(index, Finished { report, transcript });
-                if let Some(report) = done {
-                    note_failure(fail_fast, &stop, &report);
-                    drop(permit);
-                    recorder.record(&report);
-                    let _ = tx.send((i, report));
+                let report = d.engine.clone().run_guarded(l.clone(), repeat).await;
+                let transcript = d.engine.transcript(&l, &report);
+                if let Some(report) = group.finish(index, Finished { report, transcript }) {
+                    d.finish(i, report);
                 }
+                drop(permit);
             })
         };
         group.started(index, task.abort_handle());
