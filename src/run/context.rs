@@ -75,8 +75,9 @@ pub(crate) struct Context {
     pub(crate) input_tools: Vec<String>,
     /// `[[golden.redactions]]`, compiled.
     pub(crate) redactions: Vec<Redaction>,
-    /// The pricing currency of the config's endpoints (`USD` when none names one).
-    pub(crate) currency: String,
+    /// The pricing currency of the config's endpoints; `None` when no endpoint has a
+    /// price (then cases report no cost at all rather than an unknown one).
+    pub(crate) currency: Option<String>,
     /// `[run] max_cost` / `max_tokens`: what every case under this config spends.
     pub(crate) run_meter: Option<Arc<crate::llm::Meter>>,
     registry: Arc<Registry>,
@@ -109,12 +110,11 @@ impl Context {
             .llm
             .iter()
             .chain(config.file.llms.values())
-            .find_map(|l| l.pricing.as_ref().map(|p| p.currency.clone()))
-            .unwrap_or_else(|| "USD".into());
+            .find_map(|l| l.pricing.as_ref().map(|p| p.currency.clone()));
         let budget = config.file.run.budget();
         let run_meter = budget
             .is_set()
-            .then(|| crate::llm::Meter::new("the run's", budget, Some(&currency)));
+            .then(|| crate::llm::Meter::new("the run's", budget, currency.as_deref()));
         Ok(Context {
             currency,
             run_meter,

@@ -208,7 +208,7 @@ impl Engine {
         Ok(Plan {
             runs,
             gate,
-            case_meter: Plan::case_meter(case.repeats.budget, &ctx.currency),
+            case_meter: Plan::case_meter(case.repeats.budget, ctx.currency.as_deref()),
             run_meter: ctx.run_meter.clone(),
         })
     }

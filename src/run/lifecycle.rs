@@ -98,7 +98,7 @@ pub(crate) async fn run_case(
     let work = body(engine, case, &setup, report, &mut phase, &mut before_ran);
     let outcome = tokio::time::timeout_at(setup.deadline, work).await;
     settle(outcome.ok(), &setup, &phase, report);
-    account(&setup.calls, &setup.ctx.currency, report);
+    account(&setup.calls, setup.ctx.currency.as_deref(), report);
     after_hook(case, &setup, before_ran, report).await;
 }
 
@@ -338,7 +338,7 @@ fn settle(outcome: Option<Result<(), Stop>>, setup: &Setup, phase: &str, report:
 
 /// Puts a case's model calls into its record: usage by role, calls, retries, and
 /// the cassette (written now). In strict mode unused recordings fail a passing case.
-fn account(calls: &ModelCalls, currency: &str, report: &mut CaseReport) {
+fn account(calls: &ModelCalls, currency: Option<&str>, report: &mut CaseReport) {
     let stats = calls.stats();
     let mut usage = stats.usage;
     // An `openai` agent's usage is every model call it made, failed turns included (its
@@ -370,7 +370,8 @@ fn account(calls: &ModelCalls, currency: &str, report: &mut CaseReport) {
             replayed: Some(0.0),
         });
     }
-    if !by_role.is_empty() {
+    // Without a price anywhere in the config there is no cost to tell, not an unknown one.
+    if let (false, Some(currency)) = (by_role.is_empty(), currency) {
         report.cost = Some(crate::record::Cost::of(currency, by_role));
     }
     report.usage = usage;

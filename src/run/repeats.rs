@@ -98,10 +98,10 @@ impl Plan {
     }
 
     /// A case's budget meter for `budget` in `currency`, when it limits anything.
-    pub(crate) fn case_meter(budget: Budget, currency: &str) -> Option<Arc<Meter>> {
+    pub(crate) fn case_meter(budget: Budget, currency: Option<&str>) -> Option<Arc<Meter>> {
         budget
             .is_set()
-            .then(|| Meter::new("the case's", budget, Some(currency)))
+            .then(|| Meter::new("the case's", budget, currency))
     }
 
     /// The meters a repeat spends under.
