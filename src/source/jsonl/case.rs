@@ -272,7 +272,7 @@ fn parse_repeats(obj: &Map<String, Value>) -> Result<Repeats, FieldError> {
             Some(Value::Number(n)) => Ok(n.as_f64()),
             Some(other) => Err(FieldError::new(
                 key,
-                format!("expected a number, found {}", type_of(other)),
+                format!("expected a number like 0.8, found {}", type_of(other)),
             )),
         }
     };
