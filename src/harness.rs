@@ -398,7 +398,17 @@ fn setup_failure(args: &Arguments, what: &str, message: String) -> ExitCode {
     let trial = Trial::test(format!("agentest::{what}"), move || {
         Err(Failed::from(message.clone()))
     });
-    libtest_mimic::run(args, vec![trial]).exit_code()
+    // A run that cannot start must not pass because a filter (`cargo test smoke`,
+    // nextest's `--exact NAME`) left out the trial that says why: it runs whatever
+    // was asked for. A listing still lists only what matches.
+    let mut args = args.clone();
+    if !args.list {
+        args.filter = None;
+        args.skip.clear();
+        args.exact = false;
+        args.ignored = false;
+    }
+    libtest_mimic::run(&args, vec![trial]).exit_code()
 }
 
 fn outcome(report: &CaseReport) -> Result<Completion, Failed> {

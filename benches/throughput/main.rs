@@ -10,7 +10,8 @@
 //! cargo bench -- throughput replay # only the groups named
 //! ```
 //!
-//! Groups: `startup`, `throughput`, `replay`, `nextest`, `memory`, `scenarios`, `store`.
+//! Groups: `startup`, `throughput`, `repeats`, `replay`, `nextest`, `memory`, `scenarios`,
+//! `store`.
 //! Every `agentest` run records into a run store in the group's own folder (as users'
 //! runs do; `store` measures what that costs). The table is printed
 //! and saved to `target/agentest-bench.txt`.
@@ -73,8 +74,9 @@ fn main() -> ExitCode {
     let mut rows = Vec::new();
     let mut notes = Vec::new();
     type Group = fn(&Bench, &mut Vec<String>) -> Vec<Row>;
-    let groups: [(&str, Group); 7] = [
+    let groups: [(&str, Group); 8] = [
         ("throughput", throughput),
+        ("repeats", repeats),
         ("startup", startup),
         ("replay", replay),
         ("nextest", nextest),
@@ -121,6 +123,8 @@ enum Unit {
     Seconds,
     Millis,
     Megabytes,
+    /// A count (repeats, requests).
+    Count,
 }
 
 impl Unit {
@@ -129,6 +133,7 @@ impl Unit {
             Unit::Seconds => format!("{v:.3} s"),
             Unit::Millis => format!("{v:.1} ms"),
             Unit::Megabytes => format!("{v:.1} MB"),
+            Unit::Count => thousands(v.round() as usize),
         }
     }
 }
@@ -518,7 +523,7 @@ fn in_unit(d: Duration, unit: Unit) -> f64 {
     match unit {
         Unit::Seconds => d.as_secs_f64(),
         Unit::Millis => d.as_secs_f64() * 1000.0,
-        Unit::Megabytes => f64::NAN,
+        Unit::Megabytes | Unit::Count => f64::NAN,
     }
 }
 
@@ -600,6 +605,173 @@ fn throughput(b: &Bench, _notes: &mut Vec<String>) -> Vec<Row> {
         });
     }
     rows
+}
+
+/// Repeated runs. Every repeat run: 100 one-turn cases × 10 repeats against the 100 ms
+/// agent at 64 in flight, held to the same 1.15× of ideal as single runs. Early
+/// stopping: 100 cases × 20 repeats gated on `pass_rate = 0.8` at 95 % confidence,
+/// where 45 cases always pass, 45 always fail and 10 pass 80 % of their repeats (the
+/// bench's agent says which repeat it answers): the repeats started and the wall, against
+/// running every repeat.
+fn repeats(b: &Bench, _notes: &mut Vec<String>) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let parallel = CONCURRENCY.to_string();
+
+    let (n, runs): (usize, usize) = (100, 10);
+    let dir = project(b, "repeats-all", LATENCY);
+    let cases = (0..n).map(|i| fixtures::single(&format!("R{i:04}"), i));
+    fixtures::write(&dir, "cases.jsonl", &fixtures::suite(cases));
+    let runs_text = runs.to_string();
+    let args = [
+        "test",
+        "-i",
+        "cases.jsonl",
+        "--runs",
+        &runs_text,
+        "--parallel",
+        &parallel,
+        "--color",
+        "never",
+        "-o",
+        "report.jsonl",
+    ];
+    let (walls, mut failure, last) = against_server(b, &dir, &args);
+    let total = n * runs;
+    if failure.is_none() && last.requests != total as u64 {
+        failure = Some(format!(
+            "the agent saw {} requests, expected {total}",
+            last.requests
+        ));
+    }
+    let summary = report_summary(&dir.join("report.jsonl"));
+    if failure.is_none() && summary["repeats_run"] != total {
+        failure = Some(format!(
+            "the summary counts {} repeats run, expected {total}",
+            summary["repeats_run"]
+        ));
+    }
+    let ideal = total.div_ceil(CONCURRENCY) as f64 * LATENCY.as_secs_f64();
+    rows.push(Row {
+        figure: format!("repeats: {n} cases × {runs} repeats, 100 ms agent, 64 in flight"),
+        unit: Unit::Seconds,
+        value: median(walls.clone()),
+        goal: Goal::Ideal { ideal, max: 1.15 },
+        detail: format!(
+            "every repeat its own conversation and session; ideal ceil({total}/{CONCURRENCY}) × 100 ms; {}; agent saw {} connections, {} in flight at most",
+            spread(&walls, Unit::Seconds),
+            last.connections,
+            last.max_in_flight
+        ),
+        invalid: failure,
+    });
+
+    let (n, runs): (usize, usize) = (100, 20);
+    let dir = project(b, "repeats-early", LATENCY);
+    fixtures::write(
+        &dir,
+        "agentest.toml",
+        &format!(
+            "{}\n[run]\npass_rate = 0.8\nconfidence = 0.95\n",
+            fixtures::http_config(&b.server.url(LATENCY))
+        ),
+    );
+    let (passing, failing) = (45, 45);
+    let cases = (0..n).map(|i| {
+        let id = format!("E{i:04}");
+        let input = format!("hello {i}");
+        let check = if i < passing {
+            serde_json::json!({"type": "contains", "value": input})
+        } else if i < passing + failing {
+            serde_json::json!({"type": "contains", "value": "goodbye"})
+        } else {
+            // Fails on repeats 5, 10, 15 and 20: a pass rate of exactly 0.8.
+            serde_json::json!({"type": "regex", "pattern": "repeat [0-9]*[1-46-9]\\)$"})
+        };
+        serde_json::json!({"id": id, "input": input, "assert": check})
+    });
+    fixtures::write(&dir, "cases.jsonl", &fixtures::suite(cases));
+    let runs_text = runs.to_string();
+    let args = [
+        "test",
+        "-i",
+        "cases.jsonl",
+        "--runs",
+        &runs_text,
+        "--parallel",
+        &parallel,
+        "--color",
+        "never",
+        "-o",
+        "report.jsonl",
+    ];
+    let mut walls = Vec::new();
+    let mut started = Vec::new();
+    let mut failure = None;
+    let mut summary = serde_json::Value::Null;
+    for _ in 0..3 {
+        b.server.reset();
+        let r = run(agentest(&dir, &args), &dir.join("logs"), false);
+        walls.push(r.wall.as_secs_f64());
+        started.push(b.server.seen().requests as f64);
+        summary = report_summary(&dir.join("report.jsonl"));
+        // The failing cases fail the run (exit 1): what must hold is their number.
+        let expected = (passing as u64, (n - passing) as u64);
+        let got = (
+            summary["passed"].as_u64().unwrap_or(0),
+            summary["failed"].as_u64().unwrap_or(0),
+        );
+        if failure.is_none() && (r.code != Some(1) || got != expected) {
+            failure = Some(format!(
+                "expected exit 1 with {expected:?} passed/failed, got exit {:?} with {got:?}",
+                r.code
+            ));
+        }
+    }
+    let planned = n * runs;
+    let every_repeat = planned.div_ceil(CONCURRENCY) as f64 * LATENCY.as_secs_f64();
+    let counted = summary["repeats_run"].as_u64().unwrap_or(0);
+    let saved = summary["repeats_saved"].as_u64().unwrap_or(0);
+    rows.push(Row {
+        figure: format!("repeats: early stopping, repeats started of {planned} planned"),
+        unit: Unit::Count,
+        value: median(started.clone()),
+        goal: Goal::Near {
+            reference: planned as f64,
+            max: 0.6,
+            what: "planned",
+        },
+        detail: format!(
+            "{n} cases × {runs} repeats, pass_rate 0.8 at 95 %: {passing} always pass, {failing} always fail, {} pass 4 in 5; {counted} repeats counted in verdicts, {saved} saved (not started, or stopped once decided); median of 3",
+            n - passing - failing
+        ),
+        invalid: failure.clone(),
+    });
+    rows.push(Row {
+        figure: "repeats: early stopping, wall".into(),
+        unit: Unit::Seconds,
+        value: median(walls.clone()),
+        goal: Goal::Near {
+            reference: every_repeat,
+            max: 0.6,
+            what: "every repeat's ideal",
+        },
+        detail: format!(
+            "the same run; every repeat's ideal ceil({planned}/{CONCURRENCY}) × 100 ms; {}",
+            spread(&walls, Unit::Seconds)
+        ),
+        invalid: failure,
+    });
+    rows
+}
+
+/// The summary line of a JSON Lines report (`Null` when there is none).
+fn report_summary(path: &Path) -> serde_json::Value {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["type"] == "summary")
+        .unwrap_or(serde_json::Value::Null)
 }
 
 /// ElizaOS scenarios: 1,000 files loaded and checked (`--dry-run`), and 100 one-step

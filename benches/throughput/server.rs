@@ -1,6 +1,8 @@
 //! The agent under test: an async HTTP/1.1 server on 127.0.0.1 with keep-alive that
 //! speaks the agentest protocol. `POST /delay/<ms>` waits `<ms>` milliseconds, then
-//! answers `{"content": "turn <n>: <input>", "awaiting_input": true, "data": {"turn": <n>}}`.
+//! answers `{"content": "turn <n>: <input>", "awaiting_input": true, "data": {"turn": <n>}}`;
+//! a repeated case's request (`metadata.repeat`) gets ` (repeat <r>)` after the input,
+//! so a case can pass on some repeats and fail on others.
 //!
 //! It counts connections and requests and the most requests it held at once, so a
 //! bench can tell whether the client reused its connections and reached the
@@ -157,8 +159,12 @@ fn answer(body: &[u8]) -> String {
     let request: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
     let turn = request["turn"].as_u64().unwrap_or(0);
     let input = request["input"].as_str().unwrap_or("");
+    let content = match request["metadata"]["repeat"].as_u64() {
+        Some(r) => format!("turn {turn}: {input} (repeat {r})"),
+        None => format!("turn {turn}: {input}"),
+    };
     json!({
-        "content": format!("turn {turn}: {input}"),
+        "content": content,
         "awaiting_input": true,
         "data": {"turn": turn},
     })

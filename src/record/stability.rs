@@ -12,6 +12,9 @@ pub struct Stability {
     pub planned: u32,
     /// Repeats counted in the verdict.
     pub runs: u32,
+    /// Repeats started: the counted ones, and any that were already running or had
+    /// finished out of order when the gate was decided.
+    pub started: u32,
     /// Repeats not counted because the gate was decided first (not started, or stopped
     /// while running): what early stopping saved.
     pub saved: u32,

@@ -134,7 +134,10 @@ pub(crate) struct Finished {
 #[derive(Default)]
 struct State {
     finished: HashMap<u32, Finished>,
-    running: HashMap<u32, AbortHandle>,
+    /// The repeats started and not finished: each one's task, once it is known. A
+    /// repeat is entered before its task is spawned, so one that ends at once is never
+    /// left behind as running.
+    running: HashMap<u32, Option<AbortHandle>>,
     /// Repeats 1..=counted are counted in `tally`.
     counted: u32,
     tally: Tally,
@@ -167,15 +170,27 @@ impl Group {
         !s.done && s.decided.is_none() && s.halted.is_none()
     }
 
-    /// Notes that repeat `index` started, so a decision can stop it.
-    pub(crate) fn started(&self, index: u32, handle: AbortHandle) {
+    /// Repeats started and not yet finished.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.state().running.len()
+    }
+
+    /// Notes that repeat `index` is about to start (before its task is spawned).
+    pub(crate) fn starting(&self, index: u32) {
         let mut s = self.state();
         s.started += 1;
         s.first_start.get_or_insert_with(Instant::now);
+        s.running.insert(index, None);
+    }
+
+    /// Notes repeat `index`'s task, so a decision can stop it: at once when the case was
+    /// decided meanwhile; not at all when the repeat already finished.
+    pub(crate) fn spawned(&self, index: u32, handle: AbortHandle) {
+        let mut s = self.state();
         if s.done {
             handle.abort();
-        } else {
-            s.running.insert(index, handle);
+        } else if let Some(slot) = s.running.get_mut(&index) {
+            *slot = Some(handle);
         }
     }
 
@@ -204,7 +219,7 @@ impl Group {
         }
         if s.decided.is_some() {
             s.cancelled = s.running.len() as u32;
-            for (_, h) in s.running.drain() {
+            for h in s.running.drain().filter_map(|(_, h)| h) {
                 h.abort();
             }
             s.done = true;
@@ -285,6 +300,7 @@ impl Group {
             gate: plan.gate.describe(plan.runs),
             planned: plan.runs,
             runs: s.counted,
+            started: s.started,
             saved: plan.runs - s.counted,
             cancelled: s.cancelled,
             passed,

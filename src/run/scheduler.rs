@@ -1,6 +1,8 @@
-//! The scheduler: runs a plan's cases with at most N in flight, starting them in trial
-//! order, for the binary and the libtest harness alike. It stops starting cases after a
-//! failure (`--fail-fast`) and stops the run cleanly on Ctrl-C (the binary).
+//! The scheduler: runs a plan's cases with at most N in flight, opening them in trial
+//! order, for the binary and the libtest harness alike. A repeated case's repeats share
+//! the slots with the cases after it (see [`Window`]). It stops starting cases after a
+//! failure (`--fail-fast`) or when a budget is spent, and stops the run cleanly on
+//! Ctrl-C (the binary).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -65,11 +67,11 @@ impl Scheduler {
         let (engine, recorder, fail_fast) =
             (self.engine.clone(), self.recorder.clone(), self.fail_fast);
         let over_budget = Arc::new(AtomicBool::new(false));
+        let parallel = self.parallel;
         let dispatcher = {
             let (stop, running, over_budget) = (stop.clone(), running.clone(), over_budget.clone());
-            // One dispatcher takes the permits in trial order, so cases start in that
-            // order and `--fail-fast` sees a failure before it starts anything after it.
-            // A repeated case's repeats each take a permit, so they run side by side.
+            // One dispatcher takes the permits, so cases open in trial order and
+            // `--fail-fast` sees a failure before it starts anything after it.
             tokio::spawn(async move {
                 let d = Dispatcher {
                     engine,
@@ -80,64 +82,68 @@ impl Scheduler {
                     fail_fast,
                     over_budget,
                 };
-                for (i, l) in cases.iter().enumerate() {
-                    let plan = match d.engine.plan(l) {
-                        Ok(p) => p,
-                        Err(why) => {
-                            let mut report = not_run(l, String::new());
-                            crate::run::outcome::fail(&mut report, Status::Error, why);
-                            d.finish(i, report);
-                            continue;
-                        }
+                let mut window = Window::new(parallel);
+                let mut next_case = 0;
+                'permits: loop {
+                    if next_case == cases.len() && window.is_empty() {
+                        break;
+                    }
+                    let Ok(permit) = semaphore.clone().acquire_owned().await else {
+                        return;
                     };
-                    if plan.runs <= 1 {
-                        let Ok(permit) = semaphore.clone().acquire_owned().await else {
-                            break;
-                        };
-                        if let Some(why) = d.stopped(&plan) {
-                            d.unrun(i, l, why);
-                            continue;
-                        }
-                        d.start_single(i, l.clone(), plan, permit);
-                        continue;
-                    }
-                    let group = Arc::new(Group::new(l.clone(), plan));
-                    // The run store's claim, once for all of the case's repeats.
-                    if !d.recorder.claim(&l.trial).await {
-                        d.unrun(
-                            i,
-                            l,
-                            "not run here: another process of this execution ran it".into(),
-                        );
-                        continue;
-                    }
-                    for index in 1..=group.plan.runs {
-                        if !group.open() {
-                            break;
-                        }
-                        let Ok(permit) = semaphore.clone().acquire_owned().await else {
-                            return;
-                        };
-                        if !group.open() {
-                            break;
-                        }
-                        if let Some(why) = d.stopped(&group.plan) {
-                            let status = if group
-                                .plan
-                                .case_meter
-                                .as_ref()
-                                .is_some_and(|m| m.exhausted().is_some())
-                            {
-                                Status::Error
-                            } else {
-                                Status::Skipped
-                            };
-                            if let Some(report) = group.halt(status, why) {
-                                d.finish(i, report);
+                    // Until the permit starts something: a case that does not run
+                    // (a plan error, a stop, another process's claim) leaves it free.
+                    loop {
+                        let more = next_case < cases.len();
+                        match window.pick(more) {
+                            Pick::Repeat(k) => {
+                                let (i, group, index) = window.take(k);
+                                if let Some(why) = d.stopped(&group.plan) {
+                                    // Halted, it leaves the window at the next pick.
+                                    d.halt(i, &group, why);
+                                    continue;
+                                }
+                                d.start_repeat(i, group, index, permit);
+                                break;
                             }
-                            break;
+                            Pick::Case => {
+                                let i = next_case;
+                                next_case += 1;
+                                let l = &cases[i];
+                                let plan = match d.engine.plan(l) {
+                                    Ok(p) => p,
+                                    Err(why) => {
+                                        let mut report = not_run(l, String::new());
+                                        crate::run::outcome::fail(&mut report, Status::Error, why);
+                                        d.finish(i, report);
+                                        continue;
+                                    }
+                                };
+                                if let Some(why) = d.stopped(&plan) {
+                                    d.unrun(i, l, why);
+                                    continue;
+                                }
+                                if plan.runs <= 1 {
+                                    d.start_single(i, l.clone(), plan, permit);
+                                    break;
+                                }
+                                // The run store's claim, once for all of the repeats.
+                                if !d.recorder.claim(&l.trial).await {
+                                    d.unrun(
+                                        i,
+                                        l,
+                                        "not run here: another process of this execution ran it"
+                                            .into(),
+                                    );
+                                    continue;
+                                }
+                                let group = Arc::new(Group::new(l.clone(), plan));
+                                d.start_repeat(i, group.clone(), 1, permit);
+                                window.open(i, group);
+                                break;
+                            }
+                            Pick::Nothing => break 'permits,
                         }
-                        d.start_repeat(i, group.clone(), index, permit);
                     }
                 }
             })
@@ -289,6 +295,24 @@ impl Dispatcher {
         Some(format!("not run: {why}"))
     }
 
+    /// Stops starting a repeated case's repeats, for `why`: an error when its own budget
+    /// is spent, else skipped. Its record goes out now if none of them is running.
+    fn halt(&self, i: usize, group: &Group, why: String) {
+        let own_budget = group
+            .plan
+            .case_meter
+            .as_ref()
+            .is_some_and(|m| m.exhausted().is_some());
+        let status = if own_budget {
+            Status::Error
+        } else {
+            Status::Skipped
+        };
+        if let Some(report) = group.halt(status, why) {
+            self.finish(i, report);
+        }
+    }
+
     /// Records and sends a case that did not run.
     fn unrun(&self, i: usize, l: &Loaded, reason: String) {
         let report = not_run(l, reason);
@@ -346,6 +370,7 @@ impl Dispatcher {
             of: group.plan.runs,
             meters: group.plan.meters(),
         };
+        group.starting(index);
         let task = {
             let (d, group) = (self.clone(), group.clone());
             tokio::spawn(async move {
@@ -358,7 +383,7 @@ impl Dispatcher {
                 drop(permit);
             })
         };
-        group.started(index, task.abort_handle());
+        group.spawned(index, task.abort_handle());
         self.track((i, index), &task);
     }
 }
@@ -372,6 +397,84 @@ fn note_failure(fail_fast: bool, stop: &AtomicBool, report: &CaseReport) {
         )
     {
         stop.store(true, Ordering::SeqCst);
+    }
+}
+
+/// The repeated cases with repeats still to start, in trial order, at most `limit` of
+/// them (the `--parallel` limit, which bounds how many cases' repeats are held at once).
+///
+/// A free slot goes first to an open case with no repeat running, then to the next
+/// case, and only then to another repeat of a case already running one. So with more
+/// cases than slots each case runs about one repeat at a time, and a gate decided
+/// early saves the repeats it did not start, not only the ones it cancels; with slots
+/// to spare (few cases, the end of a run), the spare slots run further repeats at once.
+struct Window {
+    open: Vec<Opened>,
+    limit: usize,
+}
+
+struct Opened {
+    /// The case's index in the plan.
+    i: usize,
+    group: Arc<Group>,
+    /// The next repeat to start.
+    next: u32,
+}
+
+/// What a free slot is for.
+enum Pick {
+    /// The next repeat of the window's case at this position.
+    Repeat(usize),
+    /// The next case in trial order.
+    Case,
+    /// No case is left and every opened case has started all it will.
+    Nothing,
+}
+
+impl Window {
+    fn new(limit: usize) -> Window {
+        Window {
+            open: Vec::new(),
+            limit: limit.max(1),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.open.is_empty()
+    }
+
+    /// Adds a repeated case whose repeat 1 started.
+    fn open(&mut self, i: usize, group: Arc<Group>) {
+        self.open.push(Opened { i, group, next: 2 });
+    }
+
+    fn pick(&mut self, more_cases: bool) -> Pick {
+        // Cases decided or halted meanwhile start nothing more.
+        self.open.retain(|o| o.group.open());
+        let in_flight: Vec<usize> = self.open.iter().map(|o| o.group.in_flight()).collect();
+        if let Some(k) = in_flight.iter().position(|&n| n == 0) {
+            return Pick::Repeat(k);
+        }
+        if more_cases && self.open.len() < self.limit {
+            return Pick::Case;
+        }
+        match in_flight.iter().enumerate().min_by_key(|(_, &n)| n) {
+            Some((k, _)) => Pick::Repeat(k),
+            None if more_cases => Pick::Case,
+            None => Pick::Nothing,
+        }
+    }
+
+    /// The case at `k` and its next repeat's index; a case whose last repeat this is
+    /// leaves the window.
+    fn take(&mut self, k: usize) -> (usize, Arc<Group>, u32) {
+        let o = &mut self.open[k];
+        let taken = (o.i, o.group.clone(), o.next);
+        o.next += 1;
+        if o.next > o.group.plan.runs {
+            self.open.remove(k);
+        }
+        taken
     }
 }
 

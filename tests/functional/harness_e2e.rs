@@ -1135,6 +1135,18 @@ fn an_invalid_setting_is_one_failing_trial_naming_it() {
         RUN_LIMIT,
     );
     assert_eq!(listed.stdout, "agentest::settings: test\n", "{listed}");
+    // A filter that leaves the trial out (nextest runs `--exact NAME`) does not make
+    // the run pass: it fails the same way.
+    let filtered = fx.binary(
+        &["--exact", "smoke::hello"],
+        &[("AGENTEST_ON_MISSING_INPUT", bogus)],
+        RUN_LIMIT,
+    );
+    assert_eq!(filtered.code, Some(101), "{filtered}");
+    assert!(
+        failure_of(&filtered, "agentest::settings").contains("AGENTEST_ON_MISSING_INPUT"),
+        "{filtered}"
+    );
 }
 
 /// A config that cannot be used is said once, in a trial of its own; every case it
@@ -1442,6 +1454,107 @@ fn a_nextest_run_is_one_execution_in_the_store() -> Needs {
     Ok(())
 }
 
+/// The trials `AGENTEST_RUNS` is tried on: two that pass and one that fails.
+const REPEATED: [&str; 3] = [
+    "billing/refunds::R1",
+    "billing/refunds::R2",
+    "smoke::wrong-reply",
+];
+
+/// The records of [`REPEATED`] in a report: each passing one ran its 3 repeats, and
+/// the failing one stopped after its first (the default gate needs every repeat).
+#[track_caller]
+fn check_repeated(text: &str) {
+    let mut lines = json_lines(text);
+    lines.retain(|l| l["type"] != "summary");
+    let records = records_by_trial(&lines);
+    assert_eq!(
+        records.keys().map(String::as_str).collect::<Vec<_>>(),
+        REPEATED,
+        "one record per trial, not per repeat\n{text}"
+    );
+    for t in &REPEATED[..2] {
+        let r = records[*t];
+        assert_eq!(r["status"], "passed", "{t}\n{text}");
+        assert_eq!(
+            pick(&r["stability"], &["planned", "runs", "passed", "saved"]),
+            json!({"planned": 3, "runs": 3, "passed": 3, "saved": 0}),
+            "{t}\n{text}"
+        );
+        assert_eq!(
+            r["repeats"].as_array().map(Vec::len),
+            Some(3),
+            "{t}\n{text}"
+        );
+    }
+    let r = records["smoke::wrong-reply"];
+    assert_eq!(r["status"], "failed", "{text}");
+    assert_eq!(
+        pick(&r["stability"], &["planned", "runs", "failed", "saved"]),
+        json!({"planned": 3, "runs": 1, "failed": 1, "saved": 2}),
+        "{text}"
+    );
+}
+
+/// `AGENTEST_RUNS=3` under `cargo test` and `cargo nextest run`: each case stays one
+/// trial (its repeats run inside it), its failure message says what the gate saw, and
+/// the report has one record per case with its repeats. A value out of range is one
+/// failing trial naming the variable.
+fn agentest_runs_repeats_each_case_inside_its_trial() -> Needs {
+    let fx = fixture();
+    let scratch = Scratch::new("runs-env");
+    let report = scratch.path("report.jsonl");
+    let three = OsStr::new("3");
+    let env = [
+        ("AGENTEST_REPORT", report.as_os_str()),
+        ("AGENTEST_RUNS", three),
+    ];
+    // libtest takes one filter: `re` is in the names of [`REPEATED`] and no others.
+    let filter = "re";
+
+    let out = fx.cargo_test_with(&[filter], &env);
+    out.expect_code(101);
+    assert_eq!(out.names_run(), REPEATED, "{out}");
+    expect_counts(&out, 2, 1, 0, Some(7));
+    assert!(
+        failure_of(&out, "smoke::wrong-reply")
+            .contains("gate all 3 runs pass failed: 0 passed, 1 failed, 0 errors; repeat 1: "),
+        "{out}"
+    );
+    let text = std::fs::read_to_string(&report).expect("no report written");
+    check_repeated(&text);
+    let summary = json_lines(&text).pop().expect("a summary");
+    assert_eq!(
+        pick(&summary, &["total", "repeats_run", "repeats_saved"]),
+        json!({"total": 3, "repeats_run": 7, "repeats_saved": 2}),
+        "{text}"
+    );
+
+    nextest()?;
+    let out = fx.nextest("run", &["--no-fail-fast", filter], &env);
+    out.expect_code(100);
+    let all = out.both();
+    assert!(all.contains("3 tests run: 2 passed, 1 failed"), "{out}");
+    assert!(
+        all.contains("gate all 3 runs pass failed: 0 passed, 1 failed, 0 errors"),
+        "{out}"
+    );
+    let (text, _) = nextest_report(&report);
+    check_repeated(&text);
+
+    let zero = OsStr::new("0");
+    let out = fx.binary(&["billing/"], &[("AGENTEST_RUNS", zero)], RUN_LIMIT);
+    assert_eq!(out.code, Some(101), "{out}");
+    expect_counts(&out, 0, 1, 0, None);
+    assert!(
+        failure_of(&out, "agentest::settings").contains(
+            "environment variable AGENTEST_RUNS=\"0\" is not valid; use a whole number of runs from 1 to 10000"
+        ),
+        "{out}"
+    );
+    Ok(())
+}
+
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         an_invalid_setting_is_one_failing_trial_naming_it,
@@ -1468,5 +1581,6 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         nextest_run_fails_and_appends_a_record_per_case (needs nextest),
         a_nextest_run_is_one_execution_in_the_store (needs nextest),
         nextest_runs_start_the_report_afresh (needs nextest),
+        agentest_runs_repeats_each_case_inside_its_trial (needs nextest),
     ]
 }

@@ -16,6 +16,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         gates_early_stops_and_classes_match_hand_computed_values,
         the_verdicts_are_the_same_however_many_repeats_run_at_once,
+        with_more_cases_than_slots_a_decided_case_starts_no_more_repeats,
         a_seeded_random_agent_gives_the_verdicts_its_draws_imply,
         flaky_cases_are_labelled_in_every_report,
         cost_is_tokens_times_prices_by_role_and_replays_cost_nothing,
@@ -208,14 +209,7 @@ fn gates_early_stops_and_classes_match_hand_computed_values() {
 
     // The summary: stable are steady, err, errors-apart and wilson (100 % of what
     // passed or failed); `once` is not repeated.
-    let summary: Value = r
-        .report
-        .as_deref()
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).expect("JSON"))
-        .find(|v| v["type"] == "summary")
-        .expect("a summary");
+    let summary = r.summary();
     assert_eq!(summary["stable_cases"], 4, "{summary}");
     assert_eq!(summary["unstable_cases"], 4, "{summary}");
     // Flaky: flaky, inconclusive (P P P P F) and rate (F P F P P).
@@ -243,6 +237,44 @@ fn the_verdicts_are_the_same_however_many_repeats_run_at_once() {
         eight.case("wilson")["stability"]["cancelled"].as_u64() > Some(0),
         "{eight:?}"
     );
+}
+
+/// With more cases than slots, each case runs one repeat at a time: a case that fails
+/// its first repeat never starts a second, though slots were free for one. (Starting a
+/// case's repeats all at once would start two of each here, and cancel one.)
+fn with_more_cases_than_slots_a_decided_case_starts_no_more_repeats() {
+    // `steady` passes 20 slow repeats, one at a time; the three failing cases, each
+    // slower still, run and decide beside it, one after another.
+    let mut cases = vec![patterned(
+        "steady",
+        "P",
+        json!({"runs": 20, "options": {"pattern": "P", "sleep_ms": 100}}),
+    )];
+    for id in ["f1", "f2", "f3"] {
+        cases.push(patterned(
+            id,
+            "F",
+            json!({"runs": 6, "options": {"pattern": "F", "sleep_ms": 300}}),
+        ));
+    }
+    let s = project("window", "", &cases);
+    let r = agentest(s.path(), KEY).arg("--parallel").arg("2").run();
+    assert_eq!(r.code, 1, "{r:?}");
+    let steady = r.case("steady");
+    assert_eq!(steady["status"], "passed", "{r:?}");
+    assert_eq!(steady["stability"]["started"], 20, "{r:?}");
+    assert_eq!(steady["stability"]["saved"], 0, "{r:?}");
+    for id in ["f1", "f2", "f3"] {
+        let rec = r.case(id);
+        assert_eq!(rec["status"], "failed", "{id}: {r:?}");
+        assert_eq!(rec["stability"]["runs"], 1, "{id}: {r:?}");
+        assert_eq!(rec["stability"]["started"], 1, "{id}: {r:?}");
+        assert_eq!(rec["stability"]["saved"], 5, "{id}: {r:?}");
+        assert_eq!(rec["stability"].get("cancelled"), None, "{id}: {r:?}");
+    }
+    let summary = r.summary();
+    assert_eq!(summary["repeats_run"], 23, "{r:?}");
+    assert_eq!(summary["repeats_saved"], 15, "{r:?}");
 }
 
 /// The draws the agent makes, as Python makes them: pass when

@@ -557,6 +557,10 @@ pub(crate) fn stability_line(r: &CaseReport) -> Option<String> {
     s.push_str(&format!(", consistency {}", percent(st.consistency)));
     if st.saved > 0 {
         s.push_str(&format!("; {} saved by early stopping", st.saved));
+        let early = st.started.saturating_sub(st.runs);
+        if early > 0 {
+            s.push_str(&format!(" ({early} of them already started)"));
+        }
     }
     Some(s)
 }

@@ -44,12 +44,21 @@ pub fn failure_message(r: &CaseReport) -> String {
         .flat_map(|t| &t.assertions)
         .chain(&r.final_assertions)
         .any(|a| !a.passed);
+    // A repeated case's error is its gate's verdict, which no turn shows.
     let said_below = |e: &str| {
-        (r.status == Status::Failed && assertion_failed)
-            || crate::record::format::common::shown_with_its_turn(r, e)
+        r.stability.is_none()
+            && ((r.status == Status::Failed && assertion_failed)
+                || crate::record::format::common::shown_with_its_turn(r, e))
     };
     if let Some(e) = r.error.as_deref().filter(|e| !said_below(e)) {
         let _ = writeln!(s, "  {e}");
+    }
+    if let Some(line) = crate::record::format::common::stability_line(r) {
+        let flaky = if r.flaky() { "FLAKY " } else { "" };
+        let _ = writeln!(s, "  {flaky}repeats: {line}");
+        if let Some(shown) = r.repeats.iter().find(|x| x.turns == r.turns) {
+            let _ = writeln!(s, "  turns of repeat {}:", shown.repeat.unwrap_or(1));
+        }
     }
     if let Some(t) = failing {
         write_turn(&mut s, t);

@@ -67,6 +67,18 @@ impl ReportedRun {
         found.into_iter().next().expect("one record")
     }
 
+    /// The report's summary line.
+    #[track_caller]
+    pub fn summary(&self) -> Value {
+        self.report
+            .as_deref()
+            .unwrap_or_else(|| panic!("no report:\n{self:?}"))
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).expect("report line is JSON"))
+            .find(|v| v["type"] == "summary")
+            .unwrap_or_else(|| panic!("no summary line:\n{self:?}"))
+    }
+
     #[track_caller]
     pub fn error(&self, id: &str) -> String {
         self.case(id)["error"]
