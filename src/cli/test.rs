@@ -120,28 +120,37 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
         }
         None => {}
     }
-    // A resumed execution runs only what did not end.
-    let ended: std::collections::HashSet<&str> = kept.iter().map(|r| r.trial.as_str()).collect();
     let total = plan.cases.len();
-    let to_run: Vec<Loaded> = plan
-        .cases
-        .iter()
-        .filter(|l| !ended.contains(l.trial.as_str()))
-        .cloned()
-        .collect();
     let scheduler = Scheduler::new(engine.clone(), recorder.clone(), parallel, args.fail_fast);
     let style = Style {
         color: use_color(args.color),
         verbose: args.verbose,
         qualified: plan.qualified,
-        compact: !args.verbose && (args.compact || plan.cases.len() > console::COMPACT_ABOVE),
+        compact: !args.verbose && (args.compact || total > console::COMPACT_ABOVE),
     };
     let agent = header_agent(&engine, &plan.cases);
+    if !kept.is_empty() {
+        // What ended before, in trial order, as if it had just run.
+        let order: std::collections::HashMap<&str, usize> = plan
+            .cases
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (l.trial.as_str(), i))
+            .collect();
+        kept.sort_by_key(|r| order.get(r.trial.as_str()).copied().unwrap_or(usize::MAX));
+    }
+    // A resumed execution runs only what did not end. The cases are moved, not copied:
+    // on a large suite a second copy of every case is most of the run's memory.
+    let ended: std::collections::HashSet<&str> = kept.iter().map(|r| r.trial.as_str()).collect();
+    let to_run: Vec<Loaded> = std::mem::take(&mut plan.cases)
+        .into_iter()
+        .filter(|l| !ended.contains(l.trial.as_str()))
+        .collect();
     let mut out = std::io::stdout().lock();
     let _ = write!(
         out,
         "{}",
-        console::header(&agent, &config.label(), &plan.label, plan.cases.len())
+        console::header(&agent, &config.label(), &plan.label, total)
     );
 
     let mut printer = console::Console::new(style);
@@ -154,14 +163,6 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
             kept.len(),
             to_run.len()
         );
-        // What ended before, in trial order, as if it had just run.
-        let order: std::collections::HashMap<&str, usize> = plan
-            .cases
-            .iter()
-            .enumerate()
-            .map(|(i, l)| (l.trial.as_str(), i))
-            .collect();
-        kept.sort_by_key(|r| order.get(r.trial.as_str()).copied().unwrap_or(usize::MAX));
         for r in &kept {
             failed.extend(console::failure_line(r));
             let _ = write!(out, "{}", printer.case(r));
