@@ -622,19 +622,7 @@ fn repeats(b: &Bench, _notes: &mut Vec<String>) -> Vec<Row> {
     let cases = (0..n).map(|i| fixtures::single(&format!("R{i:04}"), i));
     fixtures::write(&dir, "cases.jsonl", &fixtures::suite(cases));
     let runs_text = runs.to_string();
-    let args = [
-        "test",
-        "-i",
-        "cases.jsonl",
-        "--runs",
-        &runs_text,
-        "--parallel",
-        &parallel,
-        "--color",
-        "never",
-        "-o",
-        "report.jsonl",
-    ];
+    let args = repeat_args(&runs_text, &parallel);
     let (walls, mut failure, last) = against_server(b, &dir, &args);
     let total = n * runs;
     if failure.is_none() && last.requests != total as u64 {
@@ -691,19 +679,7 @@ fn repeats(b: &Bench, _notes: &mut Vec<String>) -> Vec<Row> {
     });
     fixtures::write(&dir, "cases.jsonl", &fixtures::suite(cases));
     let runs_text = runs.to_string();
-    let args = [
-        "test",
-        "-i",
-        "cases.jsonl",
-        "--runs",
-        &runs_text,
-        "--parallel",
-        &parallel,
-        "--color",
-        "never",
-        "-o",
-        "report.jsonl",
-    ];
+    let args = repeat_args(&runs_text, &parallel);
     let mut walls = Vec::new();
     let mut started = Vec::new();
     let mut failure = None;
@@ -762,6 +738,23 @@ fn repeats(b: &Bench, _notes: &mut Vec<String>) -> Vec<Row> {
         invalid: failure,
     });
     rows
+}
+
+/// `agentest test` on `cases.jsonl` with `--runs`, at `parallel`, into `report.jsonl`.
+fn repeat_args<'a>(runs: &'a str, parallel: &'a str) -> [&'a str; 11] {
+    [
+        "test",
+        "-i",
+        "cases.jsonl",
+        "--runs",
+        runs,
+        "--parallel",
+        parallel,
+        "--color",
+        "never",
+        "-o",
+        "report.jsonl",
+    ]
 }
 
 /// The summary line of a JSON Lines report (`Null` when there is none).
