@@ -114,6 +114,14 @@ pub(crate) enum PlanError {
         /// A file or folder beside it with a close name.
         suggestion: Option<String>,
     },
+    /// A generator reference (`agents:NAME?...`) that cannot be read.
+    #[error("failed to read the generator `{input}`: {why}")]
+    Generator {
+        /// The input.
+        input: String,
+        /// What is wrong and what to write.
+        why: String,
+    },
     /// The suites cannot be found.
     #[error(transparent)]
     Suites(#[from] SuiteError),

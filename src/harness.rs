@@ -85,6 +85,19 @@ impl Harness {
         self
     }
 
+    /// Registers a case generator for `-i scripts:NAME` and suite lines
+    /// `{"generate": "scripts:NAME?k=v"}`: it receives the parameters as a JSON object
+    /// (`count` a number, the rest strings) and returns the cases, each as a suite line
+    /// would be written. A registered generator wins over `[scripts.NAME]`.
+    pub fn generator(
+        mut self,
+        name: impl Into<String>,
+        f: impl Fn(&Value) -> Result<Vec<Value>, String> + Send + Sync + 'static,
+    ) -> Self {
+        self.registry.generators.insert(name.into(), Arc::new(f));
+        self
+    }
+
     /// Registers a script for `script` assertions (`use: "scripts:NAME"`); it receives
     /// `{output, input, response, conversation, value, metadata}`.
     pub fn script(
@@ -114,13 +127,18 @@ impl Harness {
         crate::util::invocation::set(crate::util::invocation::cargo_test_for_this_binary());
         let root_config = Config::discover(&self.root).ok();
         let report = report_path(settings, root_config.as_ref());
-        let plan = match self.plan(&args, report.as_slice()) {
+        let mut plan = match self.plan(&args, report.as_slice()) {
             Ok(p) => p,
             Err(e) => {
                 eprintln!("error: {e}");
                 return ExitCode::from(2);
             }
         };
+        let options = run_options(settings, self.agent_name, &args);
+        let engine = Arc::new(Engine::new(self.registry, options));
+        // Suite lines `{"generate": ...}` make their cases now: listing them is running
+        // the generator (a recorded one replays from its cassette).
+        plan.cases = crate::run::runtime().block_on(engine.expand(std::mem::take(&mut plan.cases)));
         let parallel = args
             .test_threads
             .or(settings.test_threads)
@@ -142,8 +160,6 @@ impl Harness {
             None => None,
         };
         let recorder = Arc::new(Recorder::new(sink));
-        let options = run_options(settings, self.agent_name, &args);
-        let engine = Arc::new(Engine::new(self.registry, options));
         let started = std::time::Instant::now();
         // A config (or the agent it gives) that cannot be used is one failing trial, and
         // the cases it stops fail with a pointer to it: said once, not once per case.

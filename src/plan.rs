@@ -20,6 +20,8 @@ pub(crate) enum Input {
     File(PathBuf),
     /// A message sent as a one-turn case (`agentest test -i "Hello there"`).
     Message(String),
+    /// Cases a generator makes (`-i "agents:NAME?count=10"`, `-i scripts:NAME`).
+    Generator(crate::source::GeneratorSpec),
 }
 
 impl Input {
@@ -32,6 +34,14 @@ impl Input {
         }
         if force_message {
             return Ok(Input::Message(input.to_string()));
+        }
+        if let Some(spec) = crate::source::GeneratorSpec::parse(input) {
+            return spec
+                .map(Input::Generator)
+                .map_err(|why| PlanError::Generator {
+                    input: input.to_string(),
+                    why,
+                });
         }
         let path = Path::new(input);
         if path.is_dir() {
@@ -122,6 +132,15 @@ impl Plan {
                     qualified: false,
                 }
             }
+            Input::Generator(spec) => {
+                let cwd = std::env::current_dir().map_err(PlanError::Cwd)?;
+                Plan {
+                    cases: vec![generator_entry(spec, &cwd)],
+                    root: cwd,
+                    label: spec.label(),
+                    qualified: true,
+                }
+            }
             Input::Message(msg) => {
                 let cwd = std::env::current_dir().map_err(PlanError::Cwd)?;
                 Plan {
@@ -151,11 +170,27 @@ fn message_case(msg: &str, cwd: &Path) -> Loaded {
         column: 1,
     };
     Loaded {
+        generation: None,
         suite: "input".into(),
         trial: "input::message".into(),
         file: cwd.join("(command line)"),
         entry: parse_case(&line, location),
     }
+}
+
+/// `-i agents:NAME` before the run expands it: one entry the generator's cases replace.
+fn generator_entry(spec: &crate::source::GeneratorSpec, cwd: &Path) -> Loaded {
+    let origin = crate::source::generate::command_line_origin(spec, cwd);
+    let mut entry = crate::source::generate::broken(
+        &origin,
+        "generator".into(),
+        format!(
+            "the cases of {} are generated when the run starts",
+            spec.label()
+        ),
+    );
+    entry.generation = Some(crate::source::Generation::Pending(Arc::new(spec.clone())));
+    entry
 }
 
 /// A file's folder (`.` for a bare file name).

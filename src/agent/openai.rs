@@ -33,6 +33,12 @@ pub(crate) struct OpenAiSpec {
 }
 
 impl OpenAiSpec {
+    /// What a case generator is told of this agent: its instructions (the system
+    /// prompt) and its tools.
+    pub(crate) fn described(&self) -> (Option<String>, Vec<Value>) {
+        (self.system.clone(), self.tools.clone())
+    }
+
     pub(crate) fn new(
         cfg: &OpenAiAgentConfig,
         config: &Config,

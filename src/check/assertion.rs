@@ -370,7 +370,8 @@ pub(crate) fn structured(reply: &Reply) -> Option<Value> {
     }
 }
 
-fn parse_json_text(text: &str) -> Option<Value> {
+/// JSON in a text: the whole text, else a fenced ```json block in it.
+pub(crate) fn parse_json_text(text: &str) -> Option<Value> {
     let trimmed = text.trim();
     if let Ok(v) = serde_json::from_str::<Value>(trimmed) {
         return Some(v);

@@ -5,5 +5,6 @@ pub mod gate;
 pub mod judge;
 mod scripts;
 
+pub(crate) use assertion::parse_json_text;
 pub use assertion::{evaluate, EvalEnv, Subject};
 pub use scripts::{Check, ScriptFn, Scripts};

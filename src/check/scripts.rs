@@ -127,12 +127,39 @@ impl Scripts {
                     .unwrap_or_else(|| format!("script `{name}` rejected the reply")),
             ));
         }
+        let out = self.command(name, &input, env.deadline).await?;
+        parse_answer(&out.stdout).map_err(|source| ScriptError::BadAnswer {
+            name: name.to_string(),
+            source,
+            stderr: out.stderr_tail,
+        })
+    }
+
+    /// Runs `[scripts.NAME]` with `input` as JSON on stdin, to its end; its stdout
+    /// (a generator's cases). Only configured scripts: a registered function answers
+    /// assertions, not this.
+    pub(crate) async fn run_raw(
+        &self,
+        name: &str,
+        input: &Value,
+        deadline: tokio::time::Instant,
+    ) -> Result<String, ScriptError> {
+        Ok(self.command(name, input, deadline).await?.stdout)
+    }
+
+    /// Runs the command of `[scripts.NAME]`; a non-zero exit is an error with its stderr.
+    async fn command(
+        &self,
+        name: &str,
+        input: &Value,
+        deadline: tokio::time::Instant,
+    ) -> Result<crate::util::command::CommandOutput, ScriptError> {
         let Some(cmd) = self.commands.get(name) else {
             return Err(self.undefined(name));
         };
         let what = format!("[scripts.\"{name}\"]");
         let spec = command_spec(&self.config, cmd, &what)?;
-        let deadline = own_deadline(cmd, env.deadline, &format!("{what}.timeout"))?;
+        let deadline = own_deadline(cmd, deadline, &format!("{what}.timeout"))?;
         let out = spec
             .run(input.to_string().as_bytes(), deadline)
             .await
@@ -147,11 +174,7 @@ impl Scripts {
                 stderr: out.stderr_tail,
             });
         }
-        parse_answer(&out.stdout).map_err(|source| ScriptError::BadAnswer {
-            name: name.to_string(),
-            source,
-            stderr: out.stderr_tail,
-        })
+        Ok(out)
     }
 }
 

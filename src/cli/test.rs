@@ -34,17 +34,6 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
     if let (Input::Dir(root), Some(out)) = (&input, &args.output) {
         warn_if_inside(root, out);
     }
-    if let Some(f) = &filter {
-        plan.retain(f);
-    }
-    if plan.cases.is_empty() {
-        let why = if filter.is_some() {
-            " matching --run"
-        } else {
-            ""
-        };
-        return Err(format!("no test cases{why} found in {}", args.input));
-    }
     let config = Config::discover(&plan.root).map_err(|e| e.to_string())?;
     // A person answers one question at a time, in order.
     let interactive =
@@ -57,12 +46,26 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
             .or(config.file.run.concurrency)
             .unwrap_or(DEFAULT_CONCURRENCY)
     };
-    // What can run at once: no more cases than there are.
-    crate::llm::set_parallelism(parallel.min(plan.cases.len()));
     let engine = Arc::new(Engine::new(
         Registry::default(),
         options(&args, interactive),
     ));
+    // Generators (`-i agents:NAME`, suite lines `{"generate": ...}`) make their cases
+    // now, so `--run` and the rest see them as any other.
+    plan.cases = runtime().block_on(engine.expand(std::mem::take(&mut plan.cases)));
+    if let Some(f) = &filter {
+        plan.retain(f);
+    }
+    if plan.cases.is_empty() {
+        let why = if filter.is_some() {
+            " matching --run"
+        } else {
+            ""
+        };
+        return Err(format!("no test cases{why} found in {}", args.input));
+    }
+    // What can run at once: no more cases than there are.
+    crate::llm::set_parallelism(parallel.min(plan.cases.len()));
     if args.dry_run {
         return dry_run(
             &engine,
@@ -103,7 +106,7 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
                         .unwrap_or_else(|_| p.clone())
                         .display()
                         .to_string(),
-                    Input::Message(_) => plan.label.clone(),
+                    Input::Message(_) | Input::Generator(_) => plan.label.clone(),
                 },
                 nextest_run_id: None,
                 git_from: plan.root.clone(),

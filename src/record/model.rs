@@ -290,6 +290,10 @@ pub struct CaseReport {
     /// at them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evalstudio: Option<EvalStudioIds>,
+    /// What planning changed about the case: a generated case whose id was taken runs
+    /// under a new one, and this says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// A scenario matrix combination's values, by the field each axis sets.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub parameters: serde_json::Map<String, serde_json::Value>,

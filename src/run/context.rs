@@ -57,7 +57,13 @@ pub(crate) struct Registry {
     pub(crate) default_agent: Option<Arc<dyn Agent>>,
     pub(crate) hooks: HashMap<String, HookFn>,
     pub(crate) scripts: HashMap<String, ScriptFn>,
+    /// Case generators registered with `Harness::generator` (`-i scripts:NAME`).
+    pub(crate) generators: HashMap<String, GeneratorFn>,
 }
+
+/// A case generator registered from Rust: given the parameters, the cases as JSON.
+pub(crate) type GeneratorFn =
+    Arc<dyn Fn(&serde_json::Value) -> Result<Vec<serde_json::Value>, String> + Send + Sync>;
 
 /// A resolved agent and its label for reports, or why it cannot be used.
 pub(crate) type AgentSlot = Result<(AgentDef, String), SetupError>;
@@ -67,6 +73,8 @@ pub(crate) struct Context {
     pub(crate) config: Arc<Config>,
     pub(crate) hooks: Hooks,
     pub(crate) scripts: Scripts,
+    /// Case generators registered in the harness.
+    pub(crate) generators: HashMap<String, GeneratorFn>,
     /// `AGENTEST_CASSETTES`, else `[run] cassettes`, else auto.
     pub(crate) cassettes: CassetteMode,
     /// `AGENTEST_SEED`, else `[run] seed`, else 0.
@@ -124,6 +132,7 @@ impl Context {
             redactions: Redaction::compile_all(&config.file.golden)?,
             hooks: Hooks::new(config.clone(), registry.hooks.clone()),
             scripts: Scripts::new(config.clone(), registry.scripts.clone()),
+            generators: registry.generators.clone(),
             config,
             registry,
             run_agent,

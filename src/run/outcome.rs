@@ -107,6 +107,7 @@ pub(crate) fn new_report(loaded: &Loaded, case: &Case) -> CaseReport {
             _ => serde_json::Map::new(),
         },
         input_hash: Some(input_hash(case)),
+        note: note_of(loaded),
         evalstudio: case
             .evalstudio
             .as_ref()
@@ -117,6 +118,14 @@ pub(crate) fn new_report(loaded: &Loaded, case: &Case) -> CaseReport {
                 connector_id: e.connector_id.clone(),
             }),
         ..CaseReport::default()
+    }
+}
+
+/// What planning changed about the case, for its record.
+fn note_of(loaded: &Loaded) -> Option<String> {
+    match &loaded.generation {
+        Some(crate::source::Generation::Renamed(note)) => Some(note.clone()),
+        _ => None,
     }
 }
 
@@ -160,6 +169,7 @@ pub(crate) fn broken(loaded: &Loaded, e: &CaseError) -> CaseReport {
         turns: Vec::new(),
         error: Some(e.to_string()),
         location: e.location.to_string(),
+        note: note_of(loaded),
         ..CaseReport::default()
     }
 }

@@ -17,6 +17,7 @@ pub fn load_file(root: &Path, file: &Path) -> Vec<Loaded> {
     let shown = Arc::new(display_path(file));
     let whole_file = |trial: &str, message: String| {
         vec![Loaded {
+            generation: None,
             trial: format!("{suite}{SEPARATOR}{trial}"),
             suite: suite.clone(),
             file: file.to_path_buf(),

@@ -1,8 +1,10 @@
 //! What loading a suite yields: one entry per case, read or broken.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::case::Case;
+use crate::source::generate::GeneratorSpec;
 use crate::source::CaseError;
 
 /// One line of a suite, read: a case, or the error that stopped it.
@@ -16,4 +18,18 @@ pub struct Loaded {
     pub file: PathBuf,
     /// The case, or why it could not be read.
     pub entry: Result<Case, CaseError>,
+    /// What a generator has to do with the entry, if anything.
+    pub generation: Option<Generation>,
+}
+
+/// An entry's part in case generation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Generation {
+    /// A generator line (`{"generate": "agents:NAME?count=5"}`, or `-i agents:NAME`): the
+    /// run replaces it with the generator's cases when it plans. Its `entry` says so, for
+    /// a reader that does not expand generators.
+    Pending(Arc<GeneratorSpec>),
+    /// A generated case whose id was taken: it runs under a new one, and its record
+    /// says so with this note.
+    Renamed(String),
 }

@@ -95,6 +95,7 @@ struct Store {
 impl Out<'_> {
     fn loaded(&self, suite: &str, id: &str, entry: Result<Case, CaseError>) -> Loaded {
         Loaded {
+            generation: None,
             suite: suite.to_string(),
             trial: format!("{suite}{SEPARATOR}{id}"),
             file: self.file.to_path_buf(),

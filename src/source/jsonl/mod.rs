@@ -75,6 +75,7 @@ pub fn parse_suite_bytes(
                 out.push((
                     n,
                     Loaded {
+                        generation: None,
                         suite: suite.to_string(),
                         trial: String::new(),
                         file: file.to_path_buf(),
@@ -94,6 +95,10 @@ pub fn parse_suite_bytes(
         };
         let trimmed = line.trim();
         if trimmed.is_empty() || trimmed.starts_with("//") {
+            continue;
+        }
+        if let Some(generator) = generator_line(suite, file, line, &location, n) {
+            out.push((n, generator));
             continue;
         }
         let mut entry = parse_case(line, location.clone());
@@ -129,6 +134,7 @@ pub fn parse_suite_bytes(
                     out.push((
                         n,
                         Loaded {
+                            generation: None,
                             suite: suite.to_string(),
                             trial: format!("{trial}{SEPARATOR}{}", crate::source::slug(&p.name)),
                             file: file.to_path_buf(),
@@ -142,6 +148,7 @@ pub fn parse_suite_bytes(
         out.push((
             n,
             Loaded {
+                generation: None,
                 suite: suite.to_string(),
                 trial,
                 file: file.to_path_buf(),
@@ -232,4 +239,73 @@ mod tests {
         );
         assert_eq!(file_for_trial(root, "../x::T1"), None);
     }
+}
+
+/// A line asking a generator for cases (`{"generate": "agents:NAME?count=5"}`), as an
+/// entry the run replaces with the generated cases (trial `SUITE::generate-LINE` until
+/// then); `None` for any other line.
+fn generator_line(
+    suite: &str,
+    file: &Path,
+    line: &str,
+    location: &Location,
+    n: usize,
+) -> Option<Loaded> {
+    // Cheap first: most lines are cases.
+    if !line.contains("\"generate\"") {
+        return None;
+    }
+    let serde_json::Value::Object(obj) = serde_json::from_str(line).ok()? else {
+        return None;
+    };
+    let value = obj.get("generate")?;
+    let at = |path: &str| Location {
+        column: column_of_path(line, path),
+        ..location.clone()
+    };
+    let error = |field: &str, message: String| CaseError {
+        location: at(field),
+        id: None,
+        field: Some(field.to_string()),
+        message,
+    };
+    let spec = match value.as_str().map(crate::source::GeneratorSpec::parse) {
+        Some(Some(Ok(spec))) => Ok(spec),
+        Some(Some(Err(why))) => Err(error("generate", why)),
+        _ => Err(error(
+            "generate",
+            "expected a generator like \"agents:NAME?count=5\" or \"scripts:NAME\"".into(),
+        )),
+    };
+    let spec = spec.and_then(|spec| match obj.keys().find(|k| *k != "generate") {
+        Some(other) => Err(error(
+            other,
+            "a generator line holds only `generate`; the generated cases carry their own fields"
+                .into(),
+        )),
+        None => Ok(spec),
+    });
+    let trial = format!("{suite}{SEPARATOR}generate-{n}");
+    Some(match spec {
+        Ok(spec) => Loaded {
+            generation: Some(crate::source::Generation::Pending(Arc::new(spec.clone()))),
+            suite: suite.to_string(),
+            trial,
+            file: file.to_path_buf(),
+            entry: Err(error(
+                "generate",
+                format!(
+                    "the cases of {} are generated when a run plans its cases; run them with `agentest test` or `cargo test`",
+                    spec.label()
+                ),
+            )),
+        },
+        Err(e) => Loaded {
+            generation: None,
+            suite: suite.to_string(),
+            trial,
+            file: file.to_path_buf(),
+            entry: Err(e),
+        },
+    })
 }

@@ -40,6 +40,7 @@ pub(crate) fn load_scenario(suite: &str, file: &Path, shown: Arc<PathBuf>, text:
     };
     let broken =
         |trial: String, location: Location, field: Option<String>, message: String| Loaded {
+            generation: None,
             suite: suite.to_string(),
             trial,
             file: file.to_path_buf(),
@@ -80,6 +81,7 @@ pub(crate) fn load_scenario(suite: &str, file: &Path, shown: Arc<PathBuf>, text:
             broken(trial, located(pos.line, pos.column), field, e.message)
         }
         Ok((name, scenario, mocks)) => Loaded {
+            generation: None,
             suite: suite.to_string(),
             trial,
             file: file.to_path_buf(),
@@ -108,6 +110,7 @@ pub(crate) fn load_matrix(
                   field: Option<String>,
                   message: String| {
         vec![Loaded {
+            generation: None,
             suite: suite.to_string(),
             trial: format!("{suite}{SEPARATOR}matrix"),
             file: file.to_path_buf(),
@@ -240,6 +243,7 @@ pub(crate) fn load_matrix(
                 }
             };
             out.push(Loaded {
+                generation: None,
                 suite: suite.to_string(),
                 trial,
                 file: file.to_path_buf(),

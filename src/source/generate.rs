@@ -1,0 +1,363 @@
+//! Cases that a generator makes: `-i "agents:NAME?count=10&focus=edge-cases"`,
+//! `-i "scripts:NAME?scenario=x"`, and a suite line `{"generate": "agents:NAME?count=5"}`.
+//!
+//! This is the source side: reading a generator reference, and turning what a generator
+//! answered into cases through the same validation as a suite's lines. Calling the
+//! generator is the run stage's (`crate::run::generate`).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::{Generation, Loaded, SEPARATOR};
+use crate::case::Location;
+use crate::errors::CaseError;
+
+/// The most cases one generator may be asked for.
+pub const MAX_COUNT: u64 = 10_000;
+
+/// Who generates the cases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GeneratorKind {
+    /// `agents:NAME`: an agent of any kind, sent the seed's `GeneratorInput`.
+    Agent,
+    /// `scripts:NAME`: `[scripts.NAME]` or a generator registered in the harness, given
+    /// the parameters as JSON on stdin.
+    Script,
+}
+
+impl GeneratorKind {
+    /// `agents` or `scripts`, as written before the colon.
+    pub fn prefix(self) -> &'static str {
+        match self {
+            GeneratorKind::Agent => "agents",
+            GeneratorKind::Script => "scripts",
+        }
+    }
+}
+
+/// A generator reference: `agents:NAME?count=10&focus=edge-cases`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GeneratorSpec {
+    /// Agent or script.
+    pub kind: GeneratorKind,
+    /// The agent's or script's name.
+    pub name: String,
+    /// The query parameters, in order, percent-decoded.
+    pub params: Vec<(String, String)>,
+    /// `count`, when given (checked: 1 to [`MAX_COUNT`]).
+    pub count: Option<u64>,
+}
+
+impl GeneratorSpec {
+    /// Reads `text` when it starts with `agents:` or `scripts:`; `None` when it does not
+    /// (a path or a message), `Some(Err)` with what is wrong when it does but is malformed.
+    pub fn parse(text: &str) -> Option<Result<GeneratorSpec, String>> {
+        let text = text.trim();
+        let (kind, rest) = if let Some(rest) = text.strip_prefix("agents:") {
+            (GeneratorKind::Agent, rest)
+        } else if let Some(rest) = text.strip_prefix("scripts:") {
+            (GeneratorKind::Script, rest)
+        } else {
+            return None;
+        };
+        Some(Self::parse_rest(kind, rest))
+    }
+
+    fn parse_rest(kind: GeneratorKind, rest: &str) -> Result<GeneratorSpec, String> {
+        let prefix = kind.prefix();
+        let (name, query) = rest.split_once('?').unwrap_or((rest, ""));
+        if name.is_empty() || name.contains(char::is_whitespace) {
+            return Err(format!(
+                "`{prefix}:` needs a name without spaces, like `{prefix}:generator?count=5`"
+            ));
+        }
+        let mut params = Vec::new();
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            let (k, v) = (decode(k)?, decode(v)?);
+            if k.is_empty() {
+                return Err(format!(
+                    "the parameter `{pair}` has no name; write `key=value`"
+                ));
+            }
+            if params.iter().any(|(seen, _)| *seen == k) {
+                return Err(format!("the parameter `{k}` is given twice"));
+            }
+            params.push((k, v));
+        }
+        let count = match params.iter().find(|(k, _)| k == "count") {
+            None => None,
+            Some((_, v)) => match v.parse::<u64>() {
+                Ok(n @ 1..=MAX_COUNT) => Some(n),
+                _ => {
+                    return Err(format!(
+                        "`count={v}` is not a number of cases from 1 to {MAX_COUNT}"
+                    ))
+                }
+            },
+        };
+        Ok(GeneratorSpec {
+            kind,
+            name: name.to_string(),
+            params,
+            count,
+        })
+    }
+
+    /// `agents:NAME`, for messages.
+    pub fn label(&self) -> String {
+        format!("{}:{}", self.kind.prefix(), self.name)
+    }
+
+    /// The parameters as JSON: `count` as a number, the rest as the strings given.
+    pub fn params_json(&self) -> Map<String, Value> {
+        self.params
+            .iter()
+            .map(|(k, v)| {
+                let value = match (k.as_str(), self.count) {
+                    ("count", Some(n)) => Value::from(n),
+                    _ => Value::String(v.clone()),
+                };
+                (k.clone(), value)
+            })
+            .collect()
+    }
+}
+
+/// `%XX` and `+` (a space) decoded, as in a URL's query.
+fn decode(s: &str) -> Result<String, String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' => {
+                let hex = bytes
+                    .get(i + 1..i + 3)
+                    .and_then(|h| std::str::from_utf8(h).ok())
+                    .and_then(|h| u8::from_str_radix(h, 16).ok())
+                    .ok_or_else(|| format!("`{s}` has a `%` not followed by two hex digits"))?;
+                out.push(hex);
+                i += 2;
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8(out).map_err(|_| format!("`{s}` does not decode to UTF-8"))
+}
+
+/// Where generated cases belong: the suite they join and how they are located.
+#[derive(Debug, Clone)]
+pub(crate) struct Origin {
+    /// The suite (`generated/NAME` for `-i`, the suite file's own for a suite line).
+    pub(crate) suite: String,
+    /// The suite file (for `-i`, a name in the working directory: configs and
+    /// cassettes are found from its folder).
+    pub(crate) file: PathBuf,
+    /// What errors name as the file: the suite file, or `agents:NAME`.
+    pub(crate) shown: Arc<PathBuf>,
+    /// The suite line that asked (1 for `-i`): errors of a suite line's cases point at it.
+    pub(crate) line: usize,
+    /// Ids already taken in the suite (a suite line's neighbours), never reused.
+    pub(crate) taken: Vec<String>,
+    /// `-i agents:NAME`: errors are located `agents:NAME:<case index>:<column>`, the
+    /// column in the case's JSON as `--dry-run -o` writes it. Otherwise at the suite line.
+    pub(crate) command_line: bool,
+}
+
+/// What became of a generator's answer.
+pub(crate) struct Generated {
+    /// One entry per generated case, valid or not, in the order given.
+    pub(crate) loaded: Vec<Loaded>,
+    /// Said on stderr and in the report: renamed ids, fewer cases than asked.
+    pub(crate) notes: Vec<String>,
+}
+
+/// Reads a generator's cases (each a JSON value, as a suite line would be) through the
+/// same validation as a file's lines. A bad case is one located error; ids that collide
+/// are made unique (`G1-2`) and said; fewer cases than `count` is a note, none an error.
+pub(crate) fn read_generated(
+    spec: &GeneratorSpec,
+    origin: &Origin,
+    cases: Vec<Value>,
+) -> Generated {
+    let label = spec.label();
+    let mut notes = Vec::new();
+    let mut loaded = Vec::new();
+    if cases.is_empty() {
+        loaded.push(broken(
+            origin,
+            generator_id(origin),
+            format!("{label} generated no cases; check what it was asked (its parameters) and what it answered"),
+        ));
+        return Generated { loaded, notes };
+    }
+    if let Some(n) = spec.count.filter(|n| (cases.len() as u64) < *n) {
+        notes.push(format!(
+            "{label} generated {} cases of the {n} asked (count={n})",
+            cases.len()
+        ));
+    }
+    let mut used: HashMap<String, usize> = origin.taken.iter().map(|t| (t.clone(), 0)).collect();
+    for (i, mut value) in cases.into_iter().enumerate() {
+        let index = i + 1;
+        let location = Location {
+            file: origin.shown.clone(),
+            line: if origin.command_line {
+                index
+            } else {
+                origin.line
+            },
+            column: 1,
+        };
+        // An id taken already (by an earlier case, or the suite's own) gets a suffix.
+        let mut renamed = None;
+        if let Some(id) = value.get("id").and_then(Value::as_str).map(str::to_string) {
+            if used.contains_key(&id) {
+                let mut n = 2;
+                while used.contains_key(&format!("{id}-{n}")) {
+                    n += 1;
+                }
+                let unique = format!("{id}-{n}");
+                let note = format!(
+                    "{label}: generated case {index} has the id \"{id}\", which is taken; it runs as \"{unique}\""
+                );
+                notes.push(note.clone());
+                renamed = Some(Generation::Renamed(note));
+                value["id"] = Value::String(unique);
+            }
+        }
+        let line = value.to_string();
+        let entry = match &value {
+            Value::Object(_) => super::parse_case(&line, location),
+            other => Err(CaseError {
+                location,
+                id: None,
+                field: None,
+                message: format!(
+                    "expected a case object, found {}",
+                    crate::util::type_of(other)
+                ),
+            }),
+        };
+        // Which case of the generator's answer, and by whom, whatever went wrong.
+        let entry = entry.map_err(|mut e| {
+            e.message = if origin.command_line {
+                format!("generated case {index}: {}", e.message)
+            } else {
+                format!("{label}, generated case {index}: {}", e.message)
+            };
+            e
+        });
+        let id = match &entry {
+            Ok(c) => Some(c.id.clone()),
+            Err(e) => e.id.clone(),
+        };
+        let trial_id = id.clone().unwrap_or_else(|| format!("generated-{index}"));
+        used.insert(trial_id.clone(), index);
+        loaded.push(Loaded {
+            suite: origin.suite.clone(),
+            trial: format!("{}{SEPARATOR}{trial_id}", origin.suite),
+            file: origin.file.clone(),
+            entry,
+            generation: renamed,
+        });
+    }
+    Generated { loaded, notes }
+}
+
+/// A generator that could not give cases, as one failing trial `SUITE::generator`
+/// (or `SUITE::generate-LINE` for a suite line).
+pub(crate) fn broken(origin: &Origin, id: String, message: String) -> Loaded {
+    Loaded {
+        suite: origin.suite.clone(),
+        trial: format!("{}{SEPARATOR}{id}", origin.suite),
+        file: origin.file.clone(),
+        entry: Err(CaseError {
+            location: Location {
+                file: origin.shown.clone(),
+                line: origin.line,
+                column: 1,
+            },
+            id: None,
+            field: None,
+            message,
+        }),
+        generation: None,
+    }
+}
+
+/// The trial id of a generator that gave no cases: `generator` for `-i`,
+/// `generate-LINE` for a suite line (the name it had before it ran).
+pub(crate) fn generator_id(origin: &Origin) -> String {
+    if origin.command_line {
+        "generator".into()
+    } else {
+        format!("generate-{}", origin.line)
+    }
+}
+
+/// The origin of `-i agents:NAME`: suite `generated/NAME`, its file a name in `cwd`.
+pub(crate) fn command_line_origin(spec: &GeneratorSpec, cwd: &Path) -> Origin {
+    Origin {
+        suite: format!("generated/{}", spec.name),
+        file: cwd.join(format!("generated-{}", spec.name)),
+        shown: Arc::new(PathBuf::from(spec.label())),
+        line: 1,
+        taken: Vec::new(),
+        command_line: true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_are_read_with_their_parameters() {
+        let s = GeneratorSpec::parse("agents:workers.test.generator?count=10&focus=edge-cases")
+            .expect("a generator")
+            .expect("valid");
+        assert_eq!(s.kind, GeneratorKind::Agent);
+        assert_eq!(s.name, "workers.test.generator");
+        assert_eq!(s.count, Some(10));
+        assert_eq!(
+            Value::Object(s.params_json()),
+            serde_json::json!({"count": 10, "focus": "edge-cases"})
+        );
+        let s = GeneratorSpec::parse("scripts:gen?scenario=approval%20flow&note=a+b")
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.kind, GeneratorKind::Script);
+        assert_eq!(
+            s.params,
+            vec![
+                ("scenario".into(), "approval flow".into()),
+                ("note".into(), "a b".into())
+            ]
+        );
+        assert!(GeneratorSpec::parse("agent-tests/x.jsonl").is_none());
+        assert!(GeneratorSpec::parse("Hello there").is_none());
+    }
+
+    #[test]
+    fn malformed_references_say_what_to_write() {
+        let err = |t: &str| GeneratorSpec::parse(t).unwrap().unwrap_err();
+        assert!(
+            err("agents:").contains("needs a name"),
+            "{}",
+            err("agents:")
+        );
+        assert!(
+            err("agents:g?count=0").contains("`count=0` is not a number of cases from 1 to 10000")
+        );
+        assert!(err("agents:g?count=ten").contains("`count=ten`"));
+        assert!(err("agents:g?a=1&a=2").contains("`a` is given twice"));
+        assert!(err("agents:g?x=%zz").contains("two hex digits"));
+    }
+}
