@@ -110,8 +110,8 @@ impl Engine {
         let deadline = Instant::now() + timeout;
         let work = async {
             match spec.kind {
-                GeneratorKind::Agent => self.from_agent(spec, origin, &ctx, deadline).await,
-                GeneratorKind::Script => from_script(spec, &ctx, deadline).await,
+                GeneratorKind::Agent => self.ask_generator(spec, origin, &ctx, deadline).await,
+                GeneratorKind::Script => run_generator_script(spec, &ctx, deadline).await,
             }
         };
         match tokio::time::timeout_at(deadline, work).await {
@@ -123,7 +123,7 @@ impl Engine {
         }
     }
 
-    async fn from_agent(
+    async fn ask_generator(
         &self,
         spec: &GeneratorSpec,
         origin: &Origin,
@@ -322,7 +322,7 @@ fn read_cases(answer: &Answer) -> Result<Vec<Value>, String> {
 
 /// A script generator's cases: a registered one, else `[scripts.NAME]` run with the
 /// parameters as JSON on stdin, printing a JSON array or JSON Lines.
-async fn from_script(
+async fn run_generator_script(
     spec: &GeneratorSpec,
     ctx: &crate::run::context::Context,
     deadline: Instant,

@@ -199,48 +199,6 @@ fn lines(bytes: &[u8]) -> Vec<Line<'_>> {
         .collect()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::source::{file_for_trial, suite_name};
-
-    fn names(text: &str) -> Vec<(String, bool)> {
-        parse_suite(
-            "s",
-            Path::new("s.jsonl"),
-            Arc::new(PathBuf::from("s.jsonl")),
-            text,
-        )
-        .into_iter()
-        .map(|l| (l.trial, l.entry.is_ok()))
-        .collect()
-    }
-
-    #[test]
-    fn bad_lines_become_named_broken_entries_and_others_still_load() {
-        let text = "{\"id\":\"a\",\"input\":\"x\"}\n\n// comment\n{oops\n{\"id\":\"a\",\"input\":\"y\"}\n{\"id\":\"b\",\"imput\":\"z\"}\n";
-        assert_eq!(
-            names(text),
-            vec![
-                ("s::a".into(), true),
-                ("s::line-4".into(), false),
-                ("s::line-5".into(), false),
-                ("s::b".into(), false)
-            ]
-        );
-    }
-
-    #[test]
-    fn suite_names_and_trial_files() {
-        let root = Path::new("/r");
-        assert_eq!(
-            suite_name(root, Path::new("/r/billing/refunds.jsonl")),
-            "billing/refunds"
-        );
-        assert_eq!(file_for_trial(root, "../x::T1"), None);
-    }
-}
-
 /// A line asking a generator for cases (`{"generate": "agents:NAME?count=5"}`), as an
 /// entry the run replaces with the generated cases (trial `SUITE::generate-LINE` until
 /// then); `None` for any other line.
@@ -308,4 +266,46 @@ fn generator_line(
             entry: Err(e),
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::{file_for_trial, suite_name};
+
+    fn names(text: &str) -> Vec<(String, bool)> {
+        parse_suite(
+            "s",
+            Path::new("s.jsonl"),
+            Arc::new(PathBuf::from("s.jsonl")),
+            text,
+        )
+        .into_iter()
+        .map(|l| (l.trial, l.entry.is_ok()))
+        .collect()
+    }
+
+    #[test]
+    fn bad_lines_become_named_broken_entries_and_others_still_load() {
+        let text = "{\"id\":\"a\",\"input\":\"x\"}\n\n// comment\n{oops\n{\"id\":\"a\",\"input\":\"y\"}\n{\"id\":\"b\",\"imput\":\"z\"}\n";
+        assert_eq!(
+            names(text),
+            vec![
+                ("s::a".into(), true),
+                ("s::line-4".into(), false),
+                ("s::line-5".into(), false),
+                ("s::b".into(), false)
+            ]
+        );
+    }
+
+    #[test]
+    fn suite_names_and_trial_files() {
+        let root = Path::new("/r");
+        assert_eq!(
+            suite_name(root, Path::new("/r/billing/refunds.jsonl")),
+            "billing/refunds"
+        );
+        assert_eq!(file_for_trial(root, "../x::T1"), None);
+    }
 }
