@@ -68,6 +68,7 @@ mod evalstudio;
 #[cfg(unix)]
 mod faults;
 mod fuzz;
+mod generators;
 mod golden;
 mod harness_e2e;
 mod llm;
@@ -157,6 +158,7 @@ fn main() {
     trials.extend(fuzz::tests());
     trials.extend(golden::tests());
     trials.extend(harness_e2e::tests());
+    trials.extend(generators::tests());
     trials.extend(llm::tests());
     trials.extend(parse_errors::tests());
     trials.extend(readme::tests());
