@@ -1555,6 +1555,41 @@ fn agentest_runs_repeats_each_case_inside_its_trial() -> Needs {
     Ok(())
 }
 
+/// A suite line `{"generate": "scripts:echo-cases?count=2"}` under the harness: the
+/// generator the demo registers (`Harness::generator`) makes its cases when the suites
+/// load, so they are listed, filtered and run as trials of the suite, by `cargo test`
+/// and by nextest (whose every test process expands the line again).
+fn a_generator_line_expands_into_trials_under_cargo_test_and_nextest() -> Needs {
+    let fx = fixture();
+    let scratch = Scratch::new("generator-line");
+    let root = scratch.path("suites");
+    std::fs::create_dir_all(&root).expect("create the suites root");
+    std::fs::write(
+        root.join("gen.jsonl"),
+        "{\"id\": \"own\", \"input\": \"x\", \"assert\": {\"type\": \"contains\", \"value\": \"echo: x\"}}\n\
+         {\"generate\": \"scripts:echo-cases?count=2\"}\n",
+    )
+    .expect("write the suite");
+    let env = [("DEMO_SUITES", root.as_os_str())];
+    let listed = fx.binary(&["--list"], &env, RUN_LIMIT);
+    assert_eq!(
+        listed.stdout,
+        list_lines(&["gen::E1", "gen::E2", "gen::own"]),
+        "{listed}"
+    );
+    let out = fx.binary(&[], &env, RUN_LIMIT);
+    assert_eq!(out.code, Some(0), "{out}");
+    expect_counts(&out, 3, 0, 0, None);
+    let out = fx.binary(&["--exact", "gen::E2"], &env, RUN_LIMIT);
+    assert_eq!(out.names_run(), ["gen::E2"], "{out}");
+
+    nextest()?;
+    let out = fx.nextest("run", &[], &env);
+    out.expect_code(0);
+    assert!(out.both().contains("3 tests run: 3 passed"), "{out}");
+    Ok(())
+}
+
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         an_invalid_setting_is_one_failing_trial_naming_it,
@@ -1582,5 +1617,6 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         a_nextest_run_is_one_execution_in_the_store (needs nextest),
         nextest_runs_start_the_report_afresh (needs nextest),
         agentest_runs_repeats_each_case_inside_its_trial (needs nextest),
+        a_generator_line_expands_into_trials_under_cargo_test_and_nextest (needs nextest),
     ]
 }
