@@ -386,11 +386,15 @@ fn recover(conn: &Connection) -> rusqlite::Result<usize> {
         let stale = beat.as_deref().is_none_or(|b| b < cutoff.as_str());
         let gone = owner_host.as_deref() == Some(here) && pid.is_some_and(|p| p != me && !alive(p));
         if stale || gone {
+            // Only if it is still the dead owner's run as read: another process that
+            // recovered it meanwhile may have claimed it (a new owner and heartbeat),
+            // and queuing that claim again would run the case twice.
             recovered += conn.execute(
                 "UPDATE runs SET status = 'queued', owner_pid = NULL, owner_host = NULL,
                         heartbeat_at = NULL, started_at = NULL
-                 WHERE id = ?1 AND status = 'running'",
-                [id],
+                 WHERE id = ?1 AND status = 'running' AND owner_pid IS ?2
+                   AND owner_host IS ?3 AND heartbeat_at IS ?4",
+                params![id, pid, owner_host, beat],
             )?;
         }
     }
