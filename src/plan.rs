@@ -58,6 +58,15 @@ impl Input {
                 suggestion: near(path),
             });
         }
+        // `agent:gen` or `script:gen`: a generator with its kind misspelt.
+        if let Some((kind, _)) = input.split_once(':').filter(|_| !looks_like_path) {
+            if let Some(meant) = crate::util::suggest(kind, &["agents", "scripts"]) {
+                return Err(PlanError::Generator {
+                    input: input.to_string(),
+                    why: format!("`{kind}:` is no kind of generator; did you mean `{meant}:`?"),
+                });
+            }
+        }
         if !input.trim().contains(char::is_whitespace) {
             return Err(PlanError::NotAPath {
                 input: input.to_string(),
@@ -189,7 +198,10 @@ fn generator_entry(spec: &crate::source::GeneratorSpec, cwd: &Path) -> Loaded {
             spec.label()
         ),
     );
-    entry.generation = Some(crate::source::Generation::Pending(Arc::new(spec.clone())));
+    entry.generation = Some(crate::source::Generation::Pending {
+        spec: Arc::new(spec.clone()),
+        command_line: true,
+    });
     entry
 }
 

@@ -450,7 +450,19 @@ impl Context {
         case: &Case,
         run_timeout: Option<Duration>,
     ) -> Result<Duration, SetupError> {
-        if let Some(t) = case.timeout.or(run_timeout) {
+        match case.timeout {
+            Some(t) => Ok(t),
+            None => self.run_timeout(run_timeout),
+        }
+    }
+
+    /// The timeout of what names none (a case without `timeout`, a generator):
+    /// `--timeout`, else `[run] timeout`, else 5 minutes.
+    pub(crate) fn run_timeout(
+        &self,
+        run_timeout: Option<Duration>,
+    ) -> Result<Duration, SetupError> {
+        if let Some(t) = run_timeout {
             return Ok(t);
         }
         match &self.config.file.run.timeout {

@@ -26,9 +26,6 @@ use crate::run::roles::ask::{ask, Answer, Question, Respondent};
 use crate::source::generate::{broken, generator_id, read_generated, Origin};
 use crate::source::{Generation, GeneratorKind, GeneratorSpec, Loaded, SEPARATOR};
 
-/// How long a generator may take when neither `--timeout` nor `[run] timeout` says.
-const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
-
 impl Engine {
     /// Replaces each pending generator entry of `cases` with what its generator made,
     /// in place; a generator that fails is one failing trial with the reason. Notes
@@ -36,7 +33,7 @@ impl Engine {
     pub(crate) async fn expand(&self, cases: Vec<Loaded>) -> Vec<Loaded> {
         if !cases
             .iter()
-            .any(|l| matches!(l.generation, Some(Generation::Pending(_))))
+            .any(|l| matches!(l.generation, Some(Generation::Pending { .. })))
         {
             return cases;
         }
@@ -51,7 +48,7 @@ impl Engine {
         };
         let mut generated = Vec::new();
         for l in &cases {
-            let Some(Generation::Pending(spec)) = &l.generation else {
+            let Some(Generation::Pending { spec, command_line }) = &l.generation else {
                 continue;
             };
             let location = match &l.entry {
@@ -64,7 +61,7 @@ impl Engine {
                 shown: location.file.clone(),
                 line: location.line,
                 taken: taken(&l.suite),
-                command_line: l.trial.ends_with(&format!("{SEPARATOR}generator")),
+                command_line: *command_line,
             };
             let id = generator_id(&origin);
             match self.generate(spec, &origin).await {
@@ -81,7 +78,7 @@ impl Engine {
         out.extend(
             cases
                 .into_iter()
-                .filter(|l| !matches!(l.generation, Some(Generation::Pending(_)))),
+                .filter(|l| !matches!(l.generation, Some(Generation::Pending { .. }))),
         );
         out.extend(generated);
         out.sort_by(|a, b| a.trial.cmp(&b.trial));
@@ -95,18 +92,9 @@ impl Engine {
             .contexts
             .of(&origin.file)
             .map_err(|e| format!("{label}: {e}"))?;
-        let timeout = self
-            .options
-            .timeout
-            .or_else(|| {
-                ctx.config
-                    .file
-                    .run
-                    .timeout
-                    .as_deref()
-                    .and_then(|t| crate::util::parse_duration(t).ok())
-            })
-            .unwrap_or(DEFAULT_TIMEOUT);
+        let timeout = ctx
+            .run_timeout(self.options.timeout)
+            .map_err(|e| format!("{label}: {e}"))?;
         let deadline = Instant::now() + timeout;
         let work = async {
             match spec.kind {

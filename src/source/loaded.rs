@@ -28,7 +28,13 @@ pub enum Generation {
     /// A generator line (`{"generate": "agents:NAME?count=5"}`, or `-i agents:NAME`): the
     /// run replaces it with the generator's cases when it plans. Its `entry` says so, for
     /// a reader that does not expand generators.
-    Pending(Arc<GeneratorSpec>),
+    Pending {
+        /// The generator.
+        spec: Arc<GeneratorSpec>,
+        /// It came from `-i` (its cases are the suite `generated/NAME`, located by
+        /// their index), not from a suite line.
+        command_line: bool,
+    },
     /// A generated case whose id was taken: it runs under a new one, and its record
     /// says so with this note.
     Renamed(String),

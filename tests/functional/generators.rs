@@ -268,6 +268,46 @@ fn bad_generator_references_say_what_to_write() {
         ),
         "{r:?}"
     );
+    let (r, _) = run(&s, "agent:generator", &[]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr
+            .contains("`agent:` is no kind of generator; did you mean `agents:`?"),
+        "{r:?}"
+    );
+    // Generator lines in a suite: each mistake located at its line and field; the
+    // suite's case still runs.
+    s.write(
+        "bad.jsonl",
+        "{\"id\": \"ok\", \"input\": \"What is the expense policy?\", \"assert\": {\"type\": \"contains\", \"value\": \"reimbursed\"}}\n\
+         {\"generate\": \"agent:generator\"}\n\
+         {\"generate\": \"agents:generator?count=2\", \"id\": \"x\"}\n\
+         {\"generate\": 5}\n",
+    );
+    let (r, report) = run(&s, "bad.jsonl", &[]);
+    assert_eq!(r.code, 1, "{r:?}");
+    let report = report.expect("a report");
+    let error = |t: &str| {
+        record(&report, t)["error"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(
+        error("bad::generate-2"),
+        "bad.jsonl:2:2: field `generate`: expected a generator like \"agents:NAME?count=5\" or \"scripts:NAME\", found \"agent:generator\""
+    );
+    assert_eq!(
+        error("bad::generate-3"),
+        "bad.jsonl:3:42: field `id`: a generator line holds only `generate`; the generated cases carry their own fields"
+    );
+    assert!(
+        error("bad::generate-4").ends_with("found a number"),
+        "{}",
+        error("bad::generate-4")
+    );
+    assert_eq!(record(&report, "bad::ok")["status"], "passed");
+
     let (r, report) = run(&s, "agents:generater", &[]);
     assert_eq!(r.code, 1, "{r:?}");
     let report = report.expect("a report");

@@ -24,15 +24,16 @@ const CHECKPOINT_KEYS: [&str; 8] = [
 /// The keys of `simulator` besides its profile ([`Simulator::PROFILE_KEYS`]).
 const SIMULATOR_KEYS: [&str; 5] = ["use", "options", "show_checkpoints", "script", "metadata"];
 
-/// The keys of EvalStudio's evaluation loop on a dynamic case.
-pub(super) const CRITERIA_KEYS: [&str; 6] = [
-    "success_criteria",
-    "failure_criteria",
-    "failure_criteria_mode",
-    "max_messages",
-    "instructions",
-    "messages",
-];
+/// The keys of EvalStudio's evaluation loop on a dynamic case: their run in
+/// [`CASE_KEYS`](super::CASE_KEYS), from `success_criteria` to `messages`.
+pub(super) const CRITERIA_KEYS: &[&str] = super::CASE_KEYS.split_at(26).1.split_at(6).0;
+
+// The run above is where the criteria keys are.
+const _: () = {
+    assert!(CRITERIA_KEYS.len() == 6);
+    assert!(matches!(CRITERIA_KEYS[0].as_bytes(), b"success_criteria"));
+    assert!(matches!(CRITERIA_KEYS[5].as_bytes(), b"messages"));
+};
 
 pub(super) fn parse_dynamic(
     obj: &Map<String, Value>,

@@ -232,7 +232,13 @@ fn generator_line(
         Some(Some(Err(why))) => Err(error("generate", why)),
         _ => Err(error(
             "generate",
-            "expected a generator like \"agents:NAME?count=5\" or \"scripts:NAME\"".into(),
+            format!(
+                "expected a generator like \"agents:NAME?count=5\" or \"scripts:NAME\", found {}",
+                match value {
+                    serde_json::Value::String(s) => format!("\"{s}\""),
+                    other => crate::util::type_of(other).to_string(),
+                }
+            ),
         )),
     };
     let spec = spec.and_then(|spec| match obj.keys().find(|k| *k != "generate") {
@@ -246,7 +252,10 @@ fn generator_line(
     let trial = format!("{suite}{SEPARATOR}generate-{n}");
     Some(match spec {
         Ok(spec) => Loaded {
-            generation: Some(crate::source::Generation::Pending(Arc::new(spec.clone()))),
+            generation: Some(crate::source::Generation::Pending {
+                spec: Arc::new(spec.clone()),
+                command_line: false,
+            }),
             suite: suite.to_string(),
             trial,
             file: file.to_path_buf(),
