@@ -72,7 +72,17 @@ impl Engine {
                     }
                     generated.extend(g.loaded);
                 }
-                Err(why) => generated.push(broken(&origin, id, why)),
+                Err(why) => {
+                    // `-i agents:NAME` errors are located at `agents:NAME` already.
+                    let why = match origin.command_line {
+                        true => why
+                            .strip_prefix(&format!("{}: ", spec.label()))
+                            .map(str::to_string)
+                            .unwrap_or(why),
+                        false => why,
+                    };
+                    generated.push(broken(&origin, id, why))
+                }
             }
         }
         out.extend(

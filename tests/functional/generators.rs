@@ -315,11 +315,13 @@ fn bad_generator_references_say_what_to_write() {
         .as_str()
         .unwrap_or_default()
         .to_string();
-    assert!(error.contains("agents:generater"), "{error}");
     assert!(
-        error.contains("generator"),
-        "the known agent is suggested: {error}"
+        error.starts_with(
+            "agents:generater:1:1: agent `generater` is not defined; add [agents.\"generater\"]"
+        ),
+        "{error}"
     );
+    assert!(error.ends_with("did you mean `generator`?"), "{error}");
     let (r, report) = run(&s, "scripts:nothing", &[]);
     assert_eq!(r.code, 1, "{r:?}");
     let error = record(
@@ -329,7 +331,12 @@ fn bad_generator_references_say_what_to_write() {
         .as_str()
         .unwrap_or_default()
         .to_string();
-    assert!(error.contains("nothing"), "{error}");
+    assert!(
+        error.starts_with(
+            "scripts:nothing:1:1: script `nothing` is not defined; add [scripts.\"nothing\"]"
+        ),
+        "{error}"
+    );
 }
 
 /// A suite line `{"generate": ...}` naming a model-backed generator (`type = "openai"`):
