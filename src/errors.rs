@@ -519,6 +519,19 @@ pub(crate) enum SetupError {
         /// Every known name.
         known: Vec<String>,
     },
+    /// `-c/--connector` names no `[llms.NAME]`, and the agent under test is an `openai`
+    /// agent, whose connector is its model endpoint.
+    #[error("the connector `{connector}` (-c/--connector) is not an [llms.\"{connector}\"] in {config}, and the agent `{agent}` is an `openai` agent, whose connector is the model endpoint it calls; {}", if .known.is_empty() { format!("add [llms.\"{connector}\"] with its base_url and model") } else { format!("use one of: {}, or add [llms.\"{connector}\"]", .known.join(", ")) })]
+    UnknownConnector {
+        /// The `-c` value.
+        connector: String,
+        /// The agent under test.
+        agent: String,
+        /// Where the config is.
+        config: String,
+        /// The `[llms.NAME]` names there are.
+        known: Vec<String>,
+    },
     /// No agent for cases that name none.
     #[error("no agent to test: {where_}. {}:\n\n    [agent]\n    type = \"process\"\n    command = [\"python3\", \"agent.py\"]\n\nor give each case an `agent`, or {}", match .create { None => "Add an [agent] section to it, for example".to_string(), Some(file) => format!("Create {file} with, for example") }, if *.harness { "set AGENTEST_AGENT=NAME for an [agents.NAME], or register an agent in Rust with Harness::agent / Harness::default_agent" } else { "pass -n NAME for an [agents.NAME]" })]
     NoAgent {

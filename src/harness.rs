@@ -265,6 +265,8 @@ fn run_options(settings: &Settings, builder_agent: Option<String>, args: &Argume
         update: settings.update,
         keep_env: settings.keep_env,
         runs: settings.runs,
+        // The Yao flags belong to the command line; a harness sets them in its cases.
+        overrides: Default::default(),
     }
 }
 

@@ -39,6 +39,21 @@ impl OpenAiSpec {
         (self.system.clone(), self.tools.clone())
     }
 
+    /// The same agent on another model endpoint: `-c/--connector NAME` naming an
+    /// `[llms.NAME]`. The endpoint's own model is used, not the agent's `model`.
+    pub(crate) fn on_endpoint(&self, endpoint: Endpoint) -> OpenAiSpec {
+        OpenAiSpec {
+            shown: format!("{} via {}", endpoint.model(), endpoint.shown()),
+            endpoint,
+            system: self.system.clone(),
+            tools: self.tools.clone(),
+            tools_url: self.tools_url.clone(),
+            max_rounds: self.max_rounds,
+            mocks: self.mocks.clone(),
+            client: self.client.clone(),
+        }
+    }
+
     pub(crate) fn new(
         cfg: &OpenAiAgentConfig,
         config: &Config,

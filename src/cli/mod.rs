@@ -88,6 +88,10 @@ impl TestArgs {
             interactive: false,
             skip_interactive: false,
             on_missing_input: MissingInput::Skip,
+            connector: None,
+            user: None,
+            team: None,
+            reporter: None,
         }
     }
 }
@@ -214,9 +218,33 @@ struct TestArgs {
     name: Option<String>,
     /// Write a report; the extension picks the format: .jsonl (one object per case as it
     /// ends, then a summary line), .json, .md, .xml (JUnit) or .html. With --dry-run, a
-    /// .jsonl of the validated cases.
+    /// .jsonl of the validated cases. Without -o no report file is written (Yao writes
+    /// output-TIMESTAMP.jsonl beside the input); the run store keeps every run, and
+    /// `agentest report --execution N -o FILE` writes one afterwards.
     #[arg(short = 'o', long = "output")]
     output: Option<PathBuf>,
+    /// Override the connector of the agent under test: sent as `options.connector` in
+    /// every request; an `openai` agent calls the [llms.NAME] it names instead.
+    #[arg(short = 'c', long = "connector", value_name = "NAME", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    connector: Option<String>,
+    /// The test user, sent as `metadata.user` in every request (over the cases' `user`).
+    #[arg(short = 'u', long = "user", value_name = "ID", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    user: Option<String>,
+    /// The test team, sent as `metadata.team` in every request (over the cases' `team`).
+    #[arg(short = 't', long = "team", value_name = "ID", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    team: Option<String>,
+    /// A reporter agent ([agents.NAME]) that writes the report: it receives
+    /// `{report: {summary, results, metadata}, format, options}` and its answer is
+    /// written to -o (required), whose extension names the format.
+    #[arg(
+        short = 'r',
+        long = "reporter",
+        value_name = "NAME",
+        requires = "output",
+        conflicts_with = "dry_run",
+        value_parser = clap::builder::NonEmptyStringValueParser::new()
+    )]
+    reporter: Option<String>,
     /// Show every case's tree with every reply and every assertion.
     #[arg(short = 'v', long = "verbose", conflicts_with = "compact")]
     verbose: bool,

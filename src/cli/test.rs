@@ -75,10 +75,12 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
         );
     }
     engine.contexts.check_setup(&plan.cases)?;
-    let sink = match &args.output {
-        Some(p) => Some(ReportSink::create(p, true).map_err(|e| e.to_string())?),
-        None => None,
+    // With a reporter agent, -o is its answer, not a built-in report.
+    let sink = match (&args.output, &args.reporter) {
+        (Some(p), None) => Some(ReportSink::create(p, true).map_err(|e| e.to_string())?),
+        _ => None,
     };
+    let first_suite = plan.cases[0].file.clone();
     let recorder = Arc::new(Recorder::new(sink));
     let store = match &args.store {
         Some(p) => Some(p.clone()),
@@ -158,6 +160,11 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
 
     let mut printer = console::Console::new(style);
     let mut failed = Vec::new();
+    // What a reporter agent is given: every case's record, kept ones included.
+    let mut reported: Vec<crate::record::CaseReport> = Vec::new();
+    if args.reporter.is_some() {
+        reported.extend(kept.iter().cloned());
+    }
     if args.resume {
         let _ = writeln!(
             out,
@@ -177,6 +184,9 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
     let progress = Progress::new(to_run.len());
     let ending = runtime().block_on(scheduler.run_all(to_run, |report| {
         failed.extend(console::failure_line(report));
+        if args.reporter.is_some() {
+            reported.push(report.clone());
+        }
         progress.clear();
         let _ = write!(out, "{}", printer.case(report));
         let _ = out.flush();
@@ -197,9 +207,29 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
     let _ = write!(out, "{}", console::summary(&summary));
     let _ = write!(out, "{}", console::failures(&failed));
     let _ = out.flush();
+    if let (Some(name), Some(output)) = (&args.reporter, &args.output) {
+        let request = crate::run::reporter::ReportRequest {
+            name,
+            suite: &first_suite,
+            output,
+            run: &run,
+            summary: &summary,
+            cases: &reported,
+            verbose: args.verbose,
+        };
+        let text = runtime()
+            .block_on(engine.report_with(&request))
+            .map_err(|e| format!("the report was not written: {e}"))?;
+        crate::util::write_atomically(output, &text)
+            .map_err(|e| format!("failed to write the report {}: {e}", output.display()))?;
+    }
     if let Some(path) = &args.output {
         let cases = if summary.total == 1 { "case" } else { "cases" };
-        eprintln!("wrote {} ({} {cases})", path.display(), summary.total);
+        let by = match &args.reporter {
+            Some(name) => format!(" by the reporter `{name}`"),
+            None => String::new(),
+        };
+        eprintln!("wrote {}{by} ({} {cases})", path.display(), summary.total);
     }
     Ok(if summary.interrupted {
         // The shell's convention for a run stopped by SIGINT.
@@ -281,6 +311,11 @@ fn options(args: &TestArgs, interactive: bool) -> RunOptions {
         update: settings.update,
         keep_env: args.keep_env || settings.keep_env,
         runs: args.runs.or(settings.runs),
+        overrides: crate::run::engine::Overrides {
+            connector: args.connector.clone(),
+            user: args.user.clone(),
+            team: args.team.clone(),
+        },
     }
 }
 

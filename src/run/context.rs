@@ -91,7 +91,11 @@ pub(crate) struct Context {
     registry: Arc<Registry>,
     /// `-n NAME` / `AGENTEST_AGENT` / `Harness::use_agent`, for cases that name none.
     run_agent: Option<String>,
+    /// `-c/--connector`: for an `openai` agent under test, the `[llms.NAME]` it calls.
+    connector: Option<String>,
     agents: Mutex<HashMap<Option<String>, AgentSlot>>,
+    /// Agents under test moved onto the connector's endpoint, by name.
+    connected: Mutex<HashMap<String, AgentSlot>>,
     /// The model endpoints of the built-in roles, built on first use.
     /// Endpoints by role and `[llms.NAME]` (`None`: `[llm]`).
     #[allow(clippy::type_complexity)]
@@ -103,6 +107,7 @@ impl Context {
         dir: &Path,
         registry: Arc<Registry>,
         run_agent: Option<String>,
+        connector: Option<String>,
     ) -> Result<Context, SetupError> {
         let config = Arc::new(Config::discover(dir)?);
         let cassettes = CassetteMode::resolve(
@@ -136,7 +141,9 @@ impl Context {
             config,
             registry,
             run_agent,
+            connector,
             agents: Mutex::new(HashMap::new()),
+            connected: Mutex::new(HashMap::new()),
             llms: Mutex::new(HashMap::new()),
         })
     }
@@ -356,7 +363,7 @@ impl Context {
     /// else the run's agent.
     pub(crate) fn case_agent(&self, case: &Case) -> AgentSlot {
         if case.agent.is_some() {
-            return self.agent(case.agent.as_deref());
+            return self.under_test(self.agent(case.agent.as_deref()));
         }
         let connectors = &self.config.file.connectors;
         let mapped = case.evalstudio.as_ref().and_then(|e| {
@@ -365,7 +372,36 @@ impl Context {
                 .and_then(|id| connectors.get(id))
                 .or_else(|| e.connector_name.as_ref().and_then(|n| connectors.get(n)))
         });
-        self.agent(mapped.map(String::as_str))
+        self.under_test(self.agent(mapped.map(String::as_str)))
+    }
+
+    /// An agent as the agent under test: with `-c/--connector`, an `openai` agent calls
+    /// the connector's `[llms.NAME]` instead of its own endpoint. Other kinds receive
+    /// the connector as `options.connector` (see [`crate::run::engine::Overrides`]).
+    pub(crate) fn under_test(&self, slot: AgentSlot) -> AgentSlot {
+        let (Some(connector), Ok((AgentDef::OpenAi(spec), name))) = (&self.connector, &slot) else {
+            return slot;
+        };
+        let mut cache = self.connected.lock().unwrap_or_else(|e| e.into_inner());
+        cache
+            .entry(name.clone())
+            .or_insert_with(|| {
+                let Some(llm) = self.config.file.llms.get(connector) else {
+                    return Err(SetupError::UnknownConnector {
+                        connector: connector.clone(),
+                        agent: name.clone(),
+                        config: self.config.describe(),
+                        known: self.config.file.llms.keys().cloned().collect(),
+                    });
+                };
+                let endpoint = crate::llm::Endpoint::from_config(llm, Some(connector))
+                    .map_err(|e| SetupError::Agent(Arc::new(e)))?;
+                Ok((
+                    AgentDef::OpenAi(Arc::new(spec.on_endpoint(endpoint))),
+                    name.clone(),
+                ))
+            })
+            .clone()
     }
 
     /// The agent named `name` (a case's `agent`, a simulator or a judge), or for `None`
@@ -492,14 +528,20 @@ impl Context {
 pub(crate) struct Contexts {
     registry: Arc<Registry>,
     run_agent: Option<String>,
+    connector: Option<String>,
     by_dir: Mutex<HashMap<PathBuf, Result<Arc<Context>, SetupError>>>,
 }
 
 impl Contexts {
-    pub(crate) fn new(registry: Registry, run_agent: Option<String>) -> Contexts {
+    pub(crate) fn new(
+        registry: Registry,
+        run_agent: Option<String>,
+        connector: Option<String>,
+    ) -> Contexts {
         Contexts {
             registry: Arc::new(registry),
             run_agent,
+            connector,
             by_dir: Mutex::new(HashMap::new()),
         }
     }
@@ -510,7 +552,13 @@ impl Contexts {
         let mut map = self.by_dir.lock().unwrap_or_else(|e| e.into_inner());
         map.entry(dir.clone())
             .or_insert_with(|| {
-                Context::new(&dir, self.registry.clone(), self.run_agent.clone()).map(Arc::new)
+                Context::new(
+                    &dir,
+                    self.registry.clone(),
+                    self.run_agent.clone(),
+                    self.connector.clone(),
+                )
+                .map(Arc::new)
             })
             .clone()
     }
@@ -544,7 +592,7 @@ impl Contexts {
                 Err(e) => Some(e),
                 Ok(ctx) => {
                     let named = case.agent.as_deref();
-                    match ctx.agent(named) {
+                    match ctx.under_test(ctx.agent(named)) {
                         Ok(_) => None,
                         // A case naming an agent that does not exist is that case's error.
                         Err(SetupError::UndefinedAgent { .. }) if named.is_some() => None,
@@ -586,7 +634,7 @@ impl Contexts {
 
     /// The agent a run without a case-level choice uses, for headers.
     pub(crate) fn describe_agent(&self, file: &Path) -> String {
-        match self.of(file).and_then(|ctx| ctx.agent(None)) {
+        match self.of(file).and_then(|ctx| ctx.under_test(ctx.agent(None))) {
             Ok((def, name)) => format!("{name} ({})", def.describe()),
             Err(_) => self
                 .run_agent

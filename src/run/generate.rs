@@ -17,12 +17,12 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 
-use crate::agent::{AgentDef, CaseScope};
+use crate::agent::AgentDef;
 use crate::case::ModelSettings;
 use crate::llm::ModelCalls;
-use crate::protocol::{Message, Request, Role};
+use crate::protocol::Message;
 use crate::run::engine::Engine;
-use crate::run::roles::ask::{ask, Answer, Question, Respondent};
+use crate::run::roles::ask::{ask, helper_session, Answer, Question, Respondent};
 use crate::source::generate::{broken, generator_id, read_generated, Origin};
 use crate::source::{Generation, GeneratorKind, GeneratorSpec, Loaded, SEPARATOR};
 
@@ -129,46 +129,20 @@ impl Engine {
         deadline: Instant,
     ) -> Result<Vec<Value>, String> {
         let label = spec.label();
-        let (def, name) = ctx
-            .agent(Some(&spec.name))
-            .map_err(|e| format!("{label}: {e}"))?;
         let cassette_id = format!("generate-{}-{}", origin.line, spec.name);
         let calls = Arc::new(ModelCalls::new(
             crate::llm::cassette::path_for(&origin.file, &cassette_id),
             ctx.cassettes,
         ));
-        let scope = CaseScope {
-            calls: calls.clone(),
-            mocks: Vec::new(),
-            seed: ctx.seed,
-            salt: cassette_id.clone(),
-            live: false,
-            deadline,
-            role: Role::Agent,
-            trace: Default::default(),
-            workdir: None,
-            source_llms: None,
-        };
-        let mut session = def
-            .start(&scope)
-            .await
-            .map_err(|e| format!("{label}: failed to start the agent `{name}`: {e}"))?;
+        let (mut session, template, _) =
+            helper_session(ctx, &spec.name, &cassette_id, calls.clone(), deadline)
+                .await
+                .map_err(|e| format!("{label}: {e}"))?;
         let input = generator_input(spec, self.target(ctx));
         let question = question(&input);
-        let template = Request {
-            session_id: format!("{cassette_id}-{}", std::process::id()),
-            test_id: cassette_id.clone(),
-            turn: 1,
-            input: String::new(),
-            messages: Vec::new(),
-            options: json!({}),
-            metadata: Value::Null,
-            attachments: Vec::new(),
-            setup: None,
-        };
         let mut respondent = Respondent::Agent {
             session: &mut session,
-            template: Box::new(template),
+            template,
         };
         let who = format!("generator `{label}`");
         let found = ask(&mut respondent, &who, &question, read_cases).await;

@@ -50,6 +50,8 @@ pub(crate) async fn run_case(
     repeat: &Repeat,
     report: &mut CaseReport,
 ) {
+    // `-c`, `-u`, `-t`: the case as the agent under test is to see it.
+    let case = &*engine.options.overrides.apply(case);
     let setup = match prepare(engine, case, loaded, repeat) {
         Ok(s) => s,
         Err(e) => return fail(report, Status::Error, e.to_string()),

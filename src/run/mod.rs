@@ -10,6 +10,7 @@ pub(crate) mod hooks;
 mod lifecycle;
 pub(crate) mod outcome;
 pub(crate) mod repeats;
+pub(crate) mod reporter;
 pub(crate) mod roles;
 mod runtime;
 pub(crate) mod scenario;

@@ -79,6 +79,7 @@ mod repeats;
 mod reports;
 mod scenarios;
 mod store;
+mod yao_flags;
 
 /// What a test function may return.
 pub(crate) trait TestResult {
@@ -159,6 +160,7 @@ fn main() {
     trials.extend(golden::tests());
     trials.extend(harness_e2e::tests());
     trials.extend(generators::tests());
+    trials.extend(yao_flags::tests());
     trials.extend(llm::tests());
     trials.extend(parse_errors::tests());
     trials.extend(readme::tests());

@@ -20,26 +20,39 @@ use crate::record::{CaseReport, Summary};
 /// `summary` deserialises back into [`Summary`] and each result into [`CaseReport`]. The
 /// summary's `duration_ms` is the run's when the summary has none.
 pub fn render(run: &RunInfo, summary: &Summary, cases: &[CaseReport]) -> String {
-    let results: Vec<Value> = sorted(cases)
-        .into_iter()
-        .map(|c| serde_json::to_value(c).unwrap_or(Value::Null))
-        .collect();
+    let (summary, environment, results) = parts(run, summary, cases);
     let doc = json!({
-        "summary": summary_for(run, summary, cases),
-        "environment": {
-            "version": run.agentest_version,
-            "os": std::env::consts::OS,
-            "arch": std::env::consts::ARCH,
-            "started_at": run.started_at,
-            "command": run.command,
-            "agent": run.agent,
-            "input": run.input,
-        },
+        "summary": summary,
+        "environment": environment,
         "results": results,
     });
     let mut s = serde_json::to_string_pretty(&doc).unwrap_or_default();
     s.push('\n');
     s
+}
+
+/// The report's three parts: the summary, the environment and the sorted results. A
+/// reporter agent (`-r`) receives them as `{summary, metadata, results}`.
+pub(crate) fn parts(
+    run: &RunInfo,
+    summary: &Summary,
+    cases: &[CaseReport],
+) -> (Value, Value, Value) {
+    let results: Vec<Value> = sorted(cases)
+        .into_iter()
+        .map(|c| serde_json::to_value(c).unwrap_or(Value::Null))
+        .collect();
+    let summary = serde_json::to_value(summary_for(run, summary, cases)).unwrap_or(Value::Null);
+    let environment = json!({
+        "version": run.agentest_version,
+        "os": std::env::consts::OS,
+        "arch": std::env::consts::ARCH,
+        "started_at": run.started_at,
+        "command": run.command,
+        "agent": run.agent,
+        "input": run.input,
+    });
+    (summary, environment, Value::Array(results))
 }
 
 #[cfg(test)]

@@ -147,6 +147,47 @@ pub(crate) async fn ask<T>(
     )))
 }
 
+/// An agent asked outside any case (a generator, a reporter): a session with the agent
+/// `name` whose model calls go through `calls`, the request fields that are not the
+/// question (`id` is its test id), and the agent's label.
+pub(crate) async fn helper_session(
+    ctx: &crate::run::context::Context,
+    name: &str,
+    id: &str,
+    calls: std::sync::Arc<ModelCalls>,
+    deadline: Instant,
+) -> Result<(Session, Box<Request>, String), String> {
+    let (def, label) = ctx.agent(Some(name)).map_err(|e| e.to_string())?;
+    let scope = crate::agent::CaseScope {
+        calls,
+        mocks: Vec::new(),
+        seed: ctx.seed,
+        salt: id.to_string(),
+        live: false,
+        deadline,
+        role: Role::Agent,
+        trace: Default::default(),
+        workdir: None,
+        source_llms: None,
+    };
+    let session = def
+        .start(&scope)
+        .await
+        .map_err(|e| format!("failed to start the agent `{label}`: {e}"))?;
+    let template = Request {
+        session_id: format!("{id}-{}", std::process::id()),
+        test_id: id.to_string(),
+        turn: 1,
+        input: String::new(),
+        messages: Vec::new(),
+        options: json!({}),
+        metadata: Value::Null,
+        attachments: Vec::new(),
+        setup: None,
+    };
+    Ok((session, Box::new(template), label))
+}
+
 /// A message as the chat-completions API takes it.
 fn model_message(m: &Message) -> Value {
     let mut v = Map::new();

@@ -60,7 +60,7 @@ pub(super) struct Ended {
 
 /// What the conversation step needs from the scenario runner.
 pub(super) struct Talk<'a> {
-    pub(super) case_id: &'a str,
+    pub(super) case: &'a crate::case::Case,
     pub(super) session_id: &'a str,
     pub(super) at: &'a str,
     pub(super) ctx: &'a Context,
@@ -156,7 +156,7 @@ async fn play(
             None => {
                 *phase = format!("waiting for the simulator's message for turn {k} of {at}");
                 let input = SimInput {
-                    test_id: talk.case_id,
+                    test_id: &talk.case.id,
                     session_id: talk.session_id,
                     conversation: history,
                     last_response: replies.last().map(String::as_str).unwrap_or(""),
@@ -184,11 +184,11 @@ async fn play(
         let turn = *next_turn;
         let request = Request {
             session_id: talk.session_id.to_string(),
-            test_id: talk.case_id.to_string(),
+            test_id: talk.case.id.clone(),
             turn,
             input: said.clone(),
             messages: history.clone(),
-            options: Value::Object(Map::new()),
+            options: crate::run::conversation::turn::merged_options(&talk.case.options, &None),
             metadata: talk.env.metadata.clone(),
             attachments: Vec::new(),
             setup: talk.setup.clone(),

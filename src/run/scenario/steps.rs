@@ -71,7 +71,10 @@ pub(crate) async fn run(
                         turn: next_turn,
                         input: input.clone(),
                         messages: history.clone(),
-                        options: Value::Object(Map::new()),
+                        options: crate::run::conversation::turn::merged_options(
+                            &r.case.options,
+                            &None,
+                        ),
                         metadata: r.env.metadata.clone(),
                         attachments: Vec::new(),
                         setup: setup.clone(),
@@ -112,7 +115,7 @@ pub(crate) async fn run(
                     conversation: conv,
                 } => {
                     let talk = Talk {
-                        case_id: &r.case.id,
+                        case: r.case,
                         session_id: &session_id,
                         at: &at,
                         ctx: r.ctx,
