@@ -34,7 +34,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run test cases against an agent.
-    Test(TestArgs),
+    Test(Box<TestArgs>),
     /// Write a starter project: a ten-line agent (agent.py), agent-tests/agentest.toml
     /// and a smoke suite; in a Rust crate also tests/agent_tests.rs.
     Init(InitArgs),
@@ -396,7 +396,7 @@ pub fn main() -> ExitCode {
         return ExitCode::from(USAGE_ERROR);
     }
     let result = match cli.command {
-        Command::Test(args) => test::test(args),
+        Command::Test(args) => test::test(*args),
         Command::Init(args) => init::init(args),
         Command::Review(args) => {
             crate::record::review::review(&args.root(), use_color(args.color), args.all)
