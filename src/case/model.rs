@@ -142,6 +142,9 @@ pub struct Simulator {
     /// Whether the simulator may see the pending checkpoints (default: it may not, so it
     /// cannot coach the agent).
     pub show_checkpoints: bool,
+    /// Whether the built-in simulator is told tau2-bench's stop signals (`###STOP###`,
+    /// `###TRANSFER###`, `###OUT-OF-SCOPE###`); they are understood from any simulator.
+    pub stop_signals: bool,
     /// Who the simulator plays: `simulator.options.metadata`, then `simulator.metadata`,
     /// then the [`Simulator::PROFILE_KEYS`] written directly on `simulator`.
     pub profile: serde_json::Map<String, Value>,
@@ -180,7 +183,7 @@ impl ModelSettings {
 
 impl Simulator {
     /// The seed's persona fields a simulator may carry directly.
-    pub const PROFILE_KEYS: [&'static str; 7] = [
+    pub const PROFILE_KEYS: [&'static str; 11] = [
         "persona",
         "goal",
         "objective",
@@ -188,6 +191,10 @@ impl Simulator {
         "constraints",
         "emotional_state",
         "knowledge_level",
+        "task_instructions",
+        "known_info",
+        "unknown_info",
+        "domain",
     ];
 }
 

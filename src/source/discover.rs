@@ -74,6 +74,7 @@ pub fn discover_excluding(root: &Path, exclude: &[PathBuf]) -> Result<Vec<PathBu
                 }
             } else if (name.ends_with(".jsonl")
                 || crate::source::yaml::is_scenario(&name)
+                || crate::source::tau2::is_task_file(&name.to_lowercase())
                 || crate::source::evalstudio::listed_in(&dir, &name))
                 && !(kind.is_symlink() && path.is_dir())
             {
@@ -99,7 +100,7 @@ pub fn suite_name(root: &Path, file: &Path) -> String {
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
         .collect::<Vec<_>>()
         .join("/");
-    [".jsonl"]
+    [".jsonl", ".json"]
         .iter()
         .chain(&crate::source::yaml::SCENARIO_ENDINGS)
         .find_map(|e| s.strip_suffix(e))
@@ -125,5 +126,11 @@ pub fn file_for_trial(root: &Path, trial: &str) -> Option<PathBuf> {
         .chain(&crate::source::yaml::SCENARIO_ENDINGS)
         .map(|e| root.join(format!("{suite}{e}")))
         .find(|p| p.is_file())
+        .or_else(|| {
+            // A tau2 tasks file (`domain/tasks.json`).
+            let tasks = root.join(format!("{suite}.json"));
+            let name = tasks.file_name()?.to_string_lossy().to_lowercase();
+            (crate::source::tau2::is_task_file(&name) && tasks.is_file()).then_some(tasks)
+        })
         .or_else(|| crate::source::evalstudio::file_for_suite(root, suite))
 }

@@ -40,6 +40,9 @@ pub fn load_file(root: &Path, file: &Path) -> Vec<Loaded> {
     if let Some(what) = crate::source::evalstudio::kind_of(&name) {
         return crate::source::evalstudio::load(root, file, what);
     }
+    if crate::source::tau2::is_task_file(&name) {
+        return tau2_file(&suite, file);
+    }
     let bytes = match std::fs::read(file) {
         Ok(bytes) => bytes,
         Err(e) => {
@@ -69,8 +72,42 @@ pub fn load_file(root: &Path, file: &Path) -> Vec<Loaded> {
             ),
         };
     }
+    // A tau2 task file under another name, named by `-i`.
+    if name.ends_with(".json")
+        && serde_json::from_slice::<serde_json::Value>(&bytes)
+            .is_ok_and(|v| crate::source::tau2::looks_like_tasks(&v))
+    {
+        return tau2_file(&suite, file);
+    }
     match crate::source::foreign::not_a_suite(file, &bytes) {
         Some(what) => whole_file("not-a-suite", what),
         None => crate::source::parse_suite_bytes(&suite, file, shown.clone(), &bytes),
+    }
+}
+
+/// A tau2-bench tasks file: one case per task.
+fn tau2_file(suite: &str, file: &Path) -> Vec<Loaded> {
+    let broken = |e: CaseError| {
+        vec![Loaded {
+            generation: None,
+            trial: format!("{suite}{SEPARATOR}tasks"),
+            suite: suite.to_string(),
+            file: file.to_path_buf(),
+            entry: Err(e),
+        }]
+    };
+    match crate::source::document::Document::read(file) {
+        Ok(Some(doc)) => crate::source::tau2::load(suite, file, &doc),
+        Ok(None) => broken(CaseError {
+            location: Location {
+                file: Arc::new(display_path(file)),
+                line: 1,
+                column: 1,
+            },
+            id: None,
+            field: None,
+            message: "the tasks file does not exist".into(),
+        }),
+        Err(e) => broken(e),
     }
 }

@@ -69,7 +69,7 @@ pub(crate) fn not_a_suite(file: &Path, bytes: &[u8]) -> Option<String> {
     } else if keys(&["systemPrompt"]) {
         Some(format!("an EvalStudio persona store, not a suite: it is read with its project's scenarios, or named by `personas_file` in agentest.toml; {evalstudio}"))
     } else if keys(&["user_scenario", "evaluation_criteria"]) {
-        Some("a tau2-bench task file, not a suite: agentest does not read that format yet; suites are JSON Lines files (.jsonl), one case per line".to_string())
+        Some(format!("a tau2-bench task file under a name that is not a suite's: agentest reads tau2 tasks from `.json` files (found in folders when named tasks.json, tasks_*.json or task_*.json); rename it, or convert it with `agentest import tau2 {} -o suite.jsonl`", file.display()))
     } else {
         None
     };

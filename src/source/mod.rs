@@ -4,6 +4,7 @@
 
 mod assertion;
 mod discover;
+mod document;
 mod evalstudio;
 pub(crate) mod fields;
 mod file;
@@ -12,6 +13,7 @@ pub(crate) mod generate;
 mod jsonl;
 mod loaded;
 mod mocks;
+pub(crate) mod tau2;
 mod yaml;
 
 pub use crate::errors::CaseError;

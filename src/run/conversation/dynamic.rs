@@ -16,7 +16,7 @@ use crate::run::conversation::turn::{
 };
 use crate::run::outcome::{simulator_stop, Party, Stop};
 use crate::run::roles::person::Person;
-use crate::run::roles::simulator::{SimInput, Simulator};
+use crate::run::roles::simulator::{SimInput, Simulator, UserEnding};
 
 /// Where a checkpoint stands.
 #[derive(Default, Clone)]
@@ -52,6 +52,8 @@ enum UserTurn {
     Says(Vec<Message>, &'static str, Option<String>),
     /// The simulator says its goal is achieved.
     Done(Option<String>),
+    /// The simulated user left short of its goal (tau2's `###TRANSFER###`, ...).
+    Left(UserEnding, Option<String>),
 }
 
 /// Runs the loop; the report gets every turn, every checkpoint and the termination
@@ -137,6 +139,13 @@ impl Dialogue<'_> {
                         reasoning,
                     })
                 }
+                UserTurn::Left(how, reasoning) => {
+                    return Ok(Ending::UserLeft {
+                        how,
+                        turn: turn - 1,
+                        reasoning,
+                    })
+                }
             };
             // 2. The agent's reply.
             self.history.extend(messages.iter().cloned());
@@ -183,11 +192,14 @@ impl Dialogue<'_> {
             if let Some(id) = forbidden {
                 return Ok(Ending::Forbidden { id, turn });
             }
-            if missing(self.checkpoints, &self.states).is_empty() {
-                return Ok(Ending::AllReached);
-            }
-            if finished {
-                return Ok(Ending::AgentCompleted { turn });
+            // With no checkpoint required, the simulated user decides when it is over.
+            if !self.user_decides() {
+                if missing(self.checkpoints, &self.states).is_empty() {
+                    return Ok(Ending::AllReached);
+                }
+                if finished {
+                    return Ok(Ending::AgentCompleted { turn });
+                }
             }
         }
         Ok(Ending::MaxTurns)
@@ -232,6 +244,9 @@ impl Dialogue<'_> {
             .next(&input, self.env.deadline)
             .await
             .map_err(|e| simulator_stop(&format!("turn {turn}"), e))?;
+        if let Some(how) = next.ending {
+            return Ok(UserTurn::Left(how, next.reasoning));
+        }
         match next.message {
             Some(m) if !next.goal_achieved => Ok(UserTurn::Says(
                 vec![Message::user(m)],
@@ -265,9 +280,23 @@ impl Dialogue<'_> {
             .collect()
     }
 
+    /// Whether no checkpoint is required (all are reported only, as a tau2 task's
+    /// outside its `reward_basis`): then the simulated user's goal decides the case.
+    fn user_decides(&self) -> bool {
+        !self.checkpoints.iter().any(|c| c.required && !c.forbidden)
+    }
+
     /// The termination and, unless every required checkpoint was reached, the failure.
     fn conclude(&self, ending: Ending, report: &mut CaseReport) {
         let missing_text = || describe_missing(self.checkpoints, &self.states);
+        let user_decides = self.user_decides();
+        let short_of_goal = |what: String| {
+            if user_decides {
+                format!("{what}; no checkpoint is required, so the case passes only when the simulated user reaches its goal")
+            } else {
+                format!("{what} with required checkpoints missing: {}", missing_text())
+            }
+        };
         let (termination, message) = match ending {
             Ending::AllReached => ("all_checkpoints_reached", None),
             Ending::Forbidden { id, turn } => (
@@ -278,6 +307,9 @@ impl Dialogue<'_> {
                 "agent_completed",
                 Some(format!("the agent completed at turn {turn} (it is not awaiting input) with required checkpoints missing: {}", missing_text())),
             ),
+            Ending::GoalAchieved { .. } if missing(self.checkpoints, &self.states).is_empty() => {
+                ("goal_achieved", None)
+            }
             Ending::GoalAchieved { turn, reasoning } => (
                 "goal_achieved",
                 Some(format!(
@@ -285,6 +317,21 @@ impl Dialogue<'_> {
                     reasoning.map(|r| format!(" ({r})")).unwrap_or_default(),
                     missing_text()
                 )),
+            ),
+            Ending::UserLeft { how, turn, reasoning } => (
+                how.termination(),
+                Some(short_of_goal(format!(
+                    "the simulated user ended the conversation with {} after turn {turn}{}",
+                    how.signal(),
+                    reasoning.map(|r| format!(" ({r})")).unwrap_or_default(),
+                ))),
+            ),
+            Ending::MaxTurns if user_decides => (
+                "max_turns",
+                Some(short_of_goal(format!(
+                    "max turns ({}) exceeded without the simulated user reaching its goal",
+                    self.max_turns
+                ))),
             ),
             Ending::MaxTurns => (
                 "max_turns",
@@ -310,6 +357,11 @@ enum Ending {
         turn: u32,
     },
     GoalAchieved {
+        turn: u32,
+        reasoning: Option<String>,
+    },
+    UserLeft {
+        how: UserEnding,
         turn: u32,
         reasoning: Option<String>,
     },

@@ -62,6 +62,69 @@ pub(crate) struct SimTurn {
     pub(crate) message: Option<String>,
     pub(crate) goal_achieved: bool,
     pub(crate) reasoning: Option<String>,
+    /// The user ended the conversation without reaching its goal (then `message` is
+    /// `None`).
+    pub(crate) ending: Option<UserEnding>,
+}
+
+/// How a simulated user ends a conversation short of its goal: tau2-bench's signals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum UserEnding {
+    /// `###TRANSFER###`: the user was handed to another agent.
+    Transfer,
+    /// `###OUT-OF-SCOPE###`: the scenario does not tell the user how to go on.
+    OutOfScope,
+}
+
+impl UserEnding {
+    /// The case's termination reason.
+    pub(crate) fn termination(self) -> &'static str {
+        match self {
+            UserEnding::Transfer => "transfer",
+            UserEnding::OutOfScope => "out_of_scope",
+        }
+    }
+
+    /// The signal as the user writes it.
+    pub(crate) fn signal(self) -> &'static str {
+        match self {
+            UserEnding::Transfer => TRANSFER,
+            UserEnding::OutOfScope => OUT_OF_SCOPE,
+        }
+    }
+}
+
+/// tau2-bench's stop signals, understood in any simulator's message.
+const STOP: &str = "###STOP###";
+const TRANSFER: &str = "###TRANSFER###";
+const OUT_OF_SCOPE: &str = "###OUT-OF-SCOPE###";
+
+/// `turn` with tau2's signals read: `###STOP###` is the goal achieved (with whatever
+/// else was said), `###TRANSFER###` and `###OUT-OF-SCOPE###` end the conversation.
+fn signals(mut turn: SimTurn) -> SimTurn {
+    let Some(message) = &turn.message else {
+        return turn;
+    };
+    if !message.contains("###") {
+        return turn;
+    }
+    if message.contains(TRANSFER) {
+        turn.ending = Some(UserEnding::Transfer);
+    } else if message.contains(OUT_OF_SCOPE) {
+        turn.ending = Some(UserEnding::OutOfScope);
+    }
+    if message.contains(STOP) {
+        turn.goal_achieved = true;
+    }
+    let rest = [STOP, TRANSFER, OUT_OF_SCOPE]
+        .iter()
+        .fold(message.clone(), |m, s| m.replace(s, ""));
+    turn.message = match rest.trim() {
+        _ if turn.ending.is_some() => None,
+        "" => None,
+        said => Some(said.to_string()),
+    };
+    turn
 }
 
 /// Who plays the user.
@@ -74,11 +137,14 @@ pub(crate) enum Simulator {
         name: String,
         session: Box<Session>,
         options: Value,
+        stop_signals: bool,
     },
     Model {
         endpoint: Arc<Endpoint>,
         calls: Arc<ModelCalls>,
         show_checkpoints: bool,
+        /// Whether its instructions name tau2's stop signals.
+        stop_signals: bool,
         /// The case's model settings.
         settings: ModelSettings,
     },
@@ -116,6 +182,7 @@ impl Simulator {
                     name: label,
                     session: Box::new(session),
                     options: spec.raw.get("options").cloned().unwrap_or(Value::Null),
+                    stop_signals: spec.stop_signals,
                 })
             }
             None => Ok(Simulator::Model {
@@ -126,6 +193,7 @@ impl Simulator {
                 )?,
                 calls: scope.calls.clone(),
                 show_checkpoints: spec.show_checkpoints,
+                stop_signals: spec.stop_signals,
                 settings: spec.model.clone(),
             }),
         }
@@ -147,12 +215,17 @@ impl Simulator {
         input: &SimInput<'_>,
         deadline: Instant,
     ) -> Result<SimTurn, StepError> {
+        self.answer(input, deadline).await.map(signals)
+    }
+
+    async fn answer(&mut self, input: &SimInput<'_>, deadline: Instant) -> Result<SimTurn, StepError> {
         match self {
             Simulator::Script { rules, used } => script_next(rules, used, input.last_response),
             Simulator::Agent {
                 name,
                 session,
                 options,
+                stop_signals,
             } => {
                 let who = format!("simulator agent `{name}`");
                 let template = Request {
@@ -173,7 +246,7 @@ impl Simulator {
                 // A model-backed agent must answer JSON like the built-in simulator;
                 // another agent may answer with plain text, which is its message.
                 let plain_text = !respondent.is_model();
-                ask(&mut respondent, &who, &question(input, true), |a| {
+                ask(&mut respondent, &who, &question(input, true, *stop_signals), |a| {
                     read_answer(a, plain_text)
                 })
                 .await
@@ -182,6 +255,7 @@ impl Simulator {
                 endpoint,
                 calls,
                 show_checkpoints,
+                stop_signals,
                 settings,
             } => {
                 let mut respondent = Respondent::Model {
@@ -190,7 +264,7 @@ impl Simulator {
                     role: Role::Simulator,
                     deadline,
                 };
-                let mut question = question(input, *show_checkpoints);
+                let mut question = question(input, *show_checkpoints, *stop_signals);
                 question.model = settings.clone();
                 ask(&mut respondent, "simulator", &question, |a| {
                     read_answer(a, false)
@@ -224,6 +298,7 @@ fn script_next(rules: &[ScriptRule], used: &mut [bool], last: &str) -> Result<Si
                     Some(w) => format!("script rule {} (when /{}/)", i + 1, w.as_str()),
                     None => format!("script rule {}", i + 1),
                 }),
+                ending: None,
             })
         }
         None => Err(StepError::Broken(format!(
@@ -253,6 +328,7 @@ pub(crate) fn read_answer(answer: &Answer, plain_text: bool) -> Result<SimTurn, 
                     message: Some(s.trim().to_string()),
                     goal_achieved: false,
                     reasoning: None,
+                    ending: None,
                 })
             }
             _ => return Err("the answer is not a JSON object".into()),
@@ -284,6 +360,7 @@ pub(crate) fn read_answer(answer: &Answer, plain_text: bool) -> Result<SimTurn, 
         message,
         goal_achieved,
         reasoning: parsed.get("reasoning").map(value_text),
+        ending: None,
     })
 }
 
@@ -292,6 +369,7 @@ fn system_prompt(
     profile: &Map<String, Value>,
     pending: Option<&[String]>,
     turn: (u32, u32),
+    stop_signals: bool,
 ) -> String {
     let field = |names: &[&str]| names.iter().find_map(|n| profile.get(*n)).map(value_text);
     let mut s = String::from(
@@ -304,14 +382,27 @@ fn system_prompt(
         ("Constraints", &["constraints"][..]),
         ("Emotional state", &["emotional_state"][..]),
         ("Knowledge level", &["knowledge_level"][..]),
+        ("Instructions", &["task_instructions"][..]),
+        ("What you know", &["known_info"][..]),
     ] {
         if let Some(v) = field(names) {
             s.push_str(&format!("{label}: {v}\n"));
         }
     }
+    // Kept apart from what the user knows: the user must not make it up.
+    if let Some(v) = field(&["unknown_info"]) {
+        s.push_str(&format!(
+            "What you do not know (if the assistant asks for it, say you do not know; never invent it): {v}\n"
+        ));
+    }
     s.push_str(
         "\nRules:\n- Write only the user's next message, as that user would.\n- Reveal facts from your persona and goal only when the assistant asks for them, and never invent facts you were not given.\n- When your goal has been achieved, set goal_achieved to true.\n",
     );
+    if stop_signals {
+        s.push_str(&format!(
+            "- When your goal is reached, your message is {STOP}. If you are transferred to another agent, your message is {TRANSFER}. If the scenario does not tell you enough to go on, your message is {OUT_OF_SCOPE}.\n"
+        ));
+    }
     if let Some(p) = pending.filter(|p| !p.is_empty()) {
         s.push_str(&format!(
             "- The test still expects the assistant to: {}\n",
@@ -360,14 +451,19 @@ fn user_side(input: &SimInput<'_>) -> Vec<Message> {
 /// simulator input.
 /// Pending checkpoints are shown only with `show_checkpoints`, so that the simulator
 /// cannot coach the agent.
-fn question(input: &SimInput<'_>, show_checkpoints: bool) -> Question {
+fn question(input: &SimInput<'_>, show_checkpoints: bool, stop_signals: bool) -> Question {
     let pending = if show_checkpoints {
         input.pending.as_deref()
     } else {
         None
     };
     Question {
-        instructions: system_prompt(input.profile, pending, (input.turn_number, input.max_turns)),
+        instructions: system_prompt(
+            input.profile,
+            pending,
+            (input.turn_number, input.max_turns),
+            stop_signals,
+        ),
         messages: user_side(input),
         input: input.last_response.to_string(),
         metadata: input.to_json(),
@@ -554,10 +650,62 @@ mod tests {
         let mut profile = Map::new();
         profile.insert("persona".into(), json!("New employee"));
         profile.insert("objective".into(), json!("Submit a $500 expense"));
-        let p = system_prompt(&profile, None, (1, 5));
+        let p = system_prompt(&profile, None, (1, 5), false);
         assert!(p.contains("Persona: New employee") && p.contains("Goal: Submit a $500 expense"));
         assert!(!p.contains("still expects"));
-        let p = system_prompt(&profile, Some(&["ask for the type".to_string()]), (1, 5));
+        assert!(!p.contains("###"), "no stop signals unless asked: {p}");
+        let p = system_prompt(
+            &profile,
+            Some(&["ask for the type".to_string()]),
+            (1, 5),
+            false,
+        );
         assert!(p.contains("still expects the assistant to: ask for the type"));
+    }
+
+    #[test]
+    fn known_and_unknown_information_are_told_apart_with_the_stop_signals() {
+        let mut profile = Map::new();
+        profile.insert("goal".into(), json!("Cancel reservation EHGLP3"));
+        profile.insert("known_info".into(), json!("You are Emma Kim."));
+        profile.insert("unknown_info".into(), json!("Your booking date."));
+        profile.insert("task_instructions".into(), json!("Insist on a refund."));
+        let p = system_prompt(&profile, None, (1, 30), true);
+        assert!(p.contains("Goal: Cancel reservation EHGLP3\n"), "{p}");
+        assert!(p.contains("Instructions: Insist on a refund.\n"), "{p}");
+        assert!(p.contains("What you know: You are Emma Kim.\n"), "{p}");
+        assert!(
+            p.contains("What you do not know (if the assistant asks for it, say you do not know; never invent it): Your booking date.\n"),
+            "{p}"
+        );
+        assert!(
+            p.contains("your message is ###STOP###. If you are transferred to another agent, your message is ###TRANSFER###. If the scenario does not tell you enough to go on, your message is ###OUT-OF-SCOPE###."),
+            "{p}"
+        );
+    }
+
+    #[test]
+    fn stop_signals_end_the_conversation_their_own_way() {
+        let said = |m: &str| {
+            signals(SimTurn {
+                message: Some(m.into()),
+                goal_achieved: false,
+                reasoning: None,
+                ending: None,
+            })
+        };
+        let t = said("###STOP###");
+        assert!(t.goal_achieved && t.message.is_none() && t.ending.is_none());
+        let t = said("Thanks, that is all. ###STOP###");
+        assert!(t.goal_achieved);
+        assert_eq!(t.message.as_deref(), Some("Thanks, that is all."));
+        let t = said("###TRANSFER###");
+        assert_eq!(
+            (t.ending, t.message, t.goal_achieved),
+            (Some(UserEnding::Transfer), None, false)
+        );
+        let t = said("I give up ###OUT-OF-SCOPE###");
+        assert_eq!((t.ending, t.message), (Some(UserEnding::OutOfScope), None));
+        assert_eq!(said("Use ### for headings").message.as_deref(), Some("Use ### for headings"));
     }
 }

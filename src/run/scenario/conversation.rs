@@ -91,6 +91,7 @@ pub(super) async fn run(
         use_: None,
         script: Vec::new(),
         show_checkpoints: false,
+        stop_signals: false,
         profile: profile(conv),
         model: conv.simulator.model.clone(),
         raw: Value::Null,

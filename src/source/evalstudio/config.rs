@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::document::Document;
+use crate::source::document::Document;
 use super::records::{provider, records};
 use crate::config::{ApiKey, LlmConfig, SourceLlms};
 use crate::errors::CaseError;

@@ -3,7 +3,6 @@
 //! `scenarios.json` alone, and conversation seed files (`*conversation-seed.json`).
 
 mod config;
-mod document;
 mod project;
 mod records;
 

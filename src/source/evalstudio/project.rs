@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::config::{projects, ProjectEntry};
-use super::document::Document;
+use crate::source::document::Document;
 use super::records::{self, records, Connector, Eval, Persona, Record, Scenario, MESSAGE_EXTRAS};
 use super::Listed;
 use crate::case::{Case, EvalStudioRef, Location, PersonaRef};

@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value};
 
-use super::document::Document;
+use crate::source::document::Document;
 use crate::errors::CaseError;
 use crate::source::fields::suggest;
 use crate::util::type_of;

@@ -22,7 +22,14 @@ const CHECKPOINT_KEYS: [&str; 8] = [
     "forbidden",
 ];
 /// The keys of `simulator` besides its profile ([`Simulator::PROFILE_KEYS`]).
-const SIMULATOR_KEYS: [&str; 5] = ["use", "options", "show_checkpoints", "script", "metadata"];
+const SIMULATOR_KEYS: [&str; 6] = [
+    "use",
+    "options",
+    "show_checkpoints",
+    "stop_signals",
+    "script",
+    "metadata",
+];
 
 /// The keys of EvalStudio's evaluation loop on a dynamic case: their run in
 /// [`CASE_KEYS`](super::CASE_KEYS), from `success_criteria` to `messages`.
@@ -239,6 +246,7 @@ fn parse_criteria_case(
             use_: None,
             script: Vec::new(),
             show_checkpoints: false,
+            stop_signals: false,
             profile: Map::new(),
             model: ModelSettings::default(),
             raw: Value::Null,
@@ -438,6 +446,7 @@ fn parse_simulator(v: &Value) -> Result<Simulator, FieldError> {
             check_keys(m, &known, "simulator", "`simulator`")?;
             opt_object(m, "options", "simulator")?;
             opt_bool(m, "show_checkpoints", "simulator")?;
+            opt_bool(m, "stop_signals", "simulator")?;
             let use_ = opt_str(m, "use", "simulator")?;
             let script = match m.get("script") {
                 None | Some(Value::Null) => None,
@@ -486,6 +495,7 @@ fn parse_simulator(v: &Value) -> Result<Simulator, FieldError> {
                 use_,
                 script: script.unwrap_or_default(),
                 show_checkpoints: opt_bool(m, "show_checkpoints", "simulator")?.unwrap_or(false),
+                stop_signals: opt_bool(m, "stop_signals", "simulator")?.unwrap_or(false),
                 profile: profile(v),
                 raw: v.clone(),
             }

@@ -1,4 +1,4 @@
-//! One JSON file of an EvalStudio project, read whole, with every field locatable:
+//! One JSON file read whole (an EvalStudio store, a tau2-bench task file), with every field locatable:
 //! errors point at `file:line:column` of the key they are about.
 
 use std::path::{Path, PathBuf};
@@ -12,20 +12,20 @@ use crate::source::jsonl::{parse_json, position_of_offset, position_of_path, Lin
 use crate::util::display_path;
 
 /// A JSON document and where it came from.
-pub(super) struct Document {
+pub(crate) struct Document {
     /// The file.
-    pub(super) path: PathBuf,
+    pub(crate) path: PathBuf,
     /// The file as messages name it.
-    pub(super) shown: Arc<PathBuf>,
+    pub(crate) shown: Arc<PathBuf>,
     text: String,
     /// Its value.
-    pub(super) value: Value,
+    pub(crate) value: Value,
 }
 
 impl Document {
     /// Reads `path`: `Ok(None)` when there is no such file, an error located in it when
     /// it is not one JSON value (invalid UTF-8, a syntax error, a key given twice).
-    pub(super) fn read(path: &Path) -> Result<Option<Document>, CaseError> {
+    pub(crate) fn read(path: &Path) -> Result<Option<Document>, CaseError> {
         let shown = Arc::new(display_path(path));
         let at = |line: usize, column: usize, message: String| CaseError {
             location: Location {
@@ -91,7 +91,7 @@ impl Document {
     }
 
     /// Where `field` (`[2].maxMessages`) is.
-    pub(super) fn location(&self, field: &str) -> Location {
+    pub(crate) fn location(&self, field: &str) -> Location {
         let (line, column) = position_of_path(&self.text, field, false);
         Location {
             file: self.shown.clone(),
@@ -101,7 +101,7 @@ impl Document {
     }
 
     /// An error about `field`.
-    pub(super) fn error(&self, field: &str, message: impl Into<String>) -> CaseError {
+    pub(crate) fn error(&self, field: &str, message: impl Into<String>) -> CaseError {
         CaseError {
             location: self.location(field),
             id: None,
@@ -111,7 +111,7 @@ impl Document {
     }
 
     /// The file's name (`scenarios.json`), for messages.
-    pub(super) fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         self.path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
