@@ -1,5 +1,6 @@
-//! The subcommands around runs: `report` (other formats from JSONL reports) and
-//! `freeze` (a run's transcript into a regression case).
+//! The subcommands around runs: `report` (other formats from JSONL reports), `freeze`
+//! (a run's transcript into a regression case) and `import` (other tools' files into
+//! suites).
 
 use std::process::ExitCode;
 
@@ -155,4 +156,62 @@ pub(super) fn load_env_file(path: &std::path::Path) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// `agentest import tau2 FILE -o SUITE`: each task's case line, as `-i FILE` reads it,
+/// checked by the suite parser. A task that cannot be converted is said with its place
+/// and left out (exit 1); the others are written.
+pub(super) fn import_tau2(file: &std::path::Path, output: &std::path::Path) -> Result<ExitCode, String> {
+    let doc = match crate::source::document::Document::read(file) {
+        Ok(Some(doc)) => doc,
+        Ok(None) => return Err(format!("no tasks file at {}", file.display())),
+        Err(e) => return Err(e.to_string()),
+    };
+    let converted = crate::source::tau2::convert(&doc).map_err(|e| e.to_string())?;
+    if let Some(note) = converted.ignored_note(&doc) {
+        eprintln!("note: {note}");
+    }
+    let tasks = converted.cases.len();
+    let mut lines = String::new();
+    let mut failed = 0;
+    for (id, location, case) in converted.cases {
+        // Checked as `-i FILE` would read it, so that the suite never holds a line the
+        // tasks file would not run.
+        let checked = case.and_then(|line| {
+            let text = line.to_string();
+            crate::source::parse_case(&text, location)
+                .map(|_| text)
+                .map_err(|mut e| {
+                    e.message = format!("tau2 task \"{id}\": {}", e.message);
+                    e
+                })
+        });
+        match checked {
+            Ok(text) => {
+                lines.push_str(&text);
+                lines.push('\n');
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                failed += 1;
+            }
+        }
+    }
+    write_atomically(output, &lines)
+        .map_err(|e| format!("failed to write {}: {e}", output.display()))?;
+    eprintln!(
+        "wrote {} ({} cases from {tasks} tau2 tasks{})",
+        output.display(),
+        tasks - failed,
+        if failed > 0 {
+            format!("; {failed} left out, see above")
+        } else {
+            String::new()
+        }
+    );
+    Ok(if failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

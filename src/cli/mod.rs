@@ -53,6 +53,31 @@ enum Command {
     Scenario(ScenarioArgs),
     /// What the run store holds: `runs list`, `runs show ID`, `runs delete`.
     Runs(runs::RunsArgs),
+    /// Convert another tool's test files into an agentest suite you can edit:
+    /// `agentest import tau2 tasks.json -o suite.jsonl`.
+    Import(ImportArgs),
+}
+
+#[derive(clap::Args)]
+struct ImportArgs {
+    #[command(subcommand)]
+    format: ImportFormat,
+}
+
+#[derive(Subcommand)]
+enum ImportFormat {
+    /// A tau2-bench tasks file (a JSON array of tasks, or one task): one dynamic case
+    /// per task, the same cases `-i tasks.json` reads.
+    Tau2(ImportTau2Args),
+}
+
+#[derive(clap::Args)]
+struct ImportTau2Args {
+    /// The tasks file.
+    file: PathBuf,
+    /// The suite to write (JSON Lines).
+    #[arg(short = 'o', long = "output")]
+    output: PathBuf,
 }
 
 #[derive(clap::Args)]
@@ -414,6 +439,9 @@ pub fn main() -> ExitCode {
             .map(|_| ExitCode::SUCCESS)
             .map_err(|e| e.to_string()),
         Command::Freeze(args) => commands::freeze(args),
+        Command::Import(ImportArgs {
+            format: ImportFormat::Tau2(args),
+        }) => commands::import_tau2(&args.file, &args.output),
         Command::Report(args) => commands::report(args),
         Command::Runs(args) => runs::runs(args),
         Command::Scenario(ScenarioArgs {

@@ -4,7 +4,7 @@
 
 mod assertion;
 mod discover;
-mod document;
+pub(crate) mod document;
 mod evalstudio;
 pub(crate) mod fields;
 mod file;
