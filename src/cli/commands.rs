@@ -161,7 +161,10 @@ pub(super) fn load_env_file(path: &std::path::Path) -> Result<(), String> {
 /// `agentest import tau2 FILE -o SUITE`: each task's case line, as `-i FILE` reads it,
 /// checked by the suite parser. A task that cannot be converted is said with its place
 /// and left out (exit 1); the others are written.
-pub(super) fn import_tau2(file: &std::path::Path, output: &std::path::Path) -> Result<ExitCode, String> {
+pub(super) fn import_tau2(
+    file: &std::path::Path,
+    output: &std::path::Path,
+) -> Result<ExitCode, String> {
     let doc = match crate::source::document::Document::read(file) {
         Ok(Some(doc)) => doc,
         Ok(None) => return Err(format!("no tasks file at {}", file.display())),

@@ -634,7 +634,10 @@ impl Contexts {
 
     /// The agent a run without a case-level choice uses, for headers.
     pub(crate) fn describe_agent(&self, file: &Path) -> String {
-        match self.of(file).and_then(|ctx| ctx.under_test(ctx.agent(None))) {
+        match self
+            .of(file)
+            .and_then(|ctx| ctx.under_test(ctx.agent(None)))
+        {
             Ok((def, name)) => format!("{name} ({})", def.describe()),
             Err(_) => self
                 .run_agent

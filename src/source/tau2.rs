@@ -34,7 +34,13 @@ use crate::util::type_of;
 pub(crate) const MAX_TURNS: u32 = 30;
 
 /// tau2's reward types.
-const REWARD_TYPES: [&str; 5] = ["DB", "ENV_ASSERTION", "NL_ASSERTION", "ACTION", "COMMUNICATE"];
+const REWARD_TYPES: [&str; 5] = [
+    "DB",
+    "ENV_ASSERTION",
+    "NL_ASSERTION",
+    "ACTION",
+    "COMMUNICATE",
+];
 
 /// The keys read at each level; any other key with a value is reported as ignored.
 const TASK_KEYS: [&str; 8] = [
@@ -70,7 +76,13 @@ const ACTION_KEYS: [&str; 6] = [
     "info",
     "compare_args",
 ];
-const ENV_KEYS: [&str; 5] = ["env_type", "func_name", "arguments", "assert_value", "message"];
+const ENV_KEYS: [&str; 5] = [
+    "env_type",
+    "func_name",
+    "arguments",
+    "assert_value",
+    "message",
+];
 
 /// Whether a file is named as tau2 names task files: `tasks.json`, `tasks_*.json`,
 /// `task_*.json` (`name` lowercased).
@@ -253,7 +265,12 @@ impl Reader<'_> {
     }
 
     /// A list at `path` (absent or null is empty).
-    fn list<'v>(&self, m: &'v Map<String, Value>, path: &str, key: &str) -> Result<&'v [Value], CaseError> {
+    fn list<'v>(
+        &self,
+        m: &'v Map<String, Value>,
+        path: &str,
+        key: &str,
+    ) -> Result<&'v [Value], CaseError> {
         match m.get(key) {
             None | Some(Value::Null) => Ok(&[]),
             Some(Value::Array(items)) => Ok(items),
@@ -265,7 +282,12 @@ impl Reader<'_> {
     }
 
     /// A text at `path`, or none when absent or null.
-    fn text(&self, m: &Map<String, Value>, path: &str, key: &str) -> Result<Option<String>, CaseError> {
+    fn text(
+        &self,
+        m: &Map<String, Value>,
+        path: &str,
+        key: &str,
+    ) -> Result<Option<String>, CaseError> {
         match m.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
@@ -330,7 +352,13 @@ impl Reader<'_> {
 
     /// The simulated user: persona, goal, what it knows and does not know.
     fn simulator(&mut self, path: &str, scenario: &Value) -> Result<Map<String, Value>, CaseError> {
-        let s = self.object(path, scenario, &SCENARIO_KEYS, "user_scenario", "`user_scenario`")?;
+        let s = self.object(
+            path,
+            scenario,
+            &SCENARIO_KEYS,
+            "user_scenario",
+            "`user_scenario`",
+        )?;
         let mut sim = Map::new();
         if let Some(p) = self.text(s, path, "persona")? {
             sim.insert("persona".into(), json!(p));
@@ -391,7 +419,11 @@ impl Reader<'_> {
     /// The checkpoints, in tau2's order (actions, env assertions, communicate_info,
     /// nl_assertions), required as `reward_basis` says; and the env assertions as the
     /// agent is given them.
-    fn checkpoints(&mut self, path: &str, criteria: &Value) -> Result<(Vec<Value>, Vec<Value>), CaseError> {
+    fn checkpoints(
+        &mut self,
+        path: &str,
+        criteria: &Value,
+    ) -> Result<(Vec<Value>, Vec<Value>), CaseError> {
         let c = self.object(
             path,
             criteria,
@@ -414,9 +446,18 @@ impl Reader<'_> {
         };
         for (i, a) in self.list(c, path, "actions")?.iter().enumerate() {
             let at = format!("{}[{i}]", join(path, "actions"));
-            let m = self.object(&at, a, &ACTION_KEYS, "evaluation_criteria.actions[]", "an action")?;
+            let m = self.object(
+                &at,
+                a,
+                &ACTION_KEYS,
+                "evaluation_criteria.actions[]",
+                "an action",
+            )?;
             let Some(name) = self.text(m, &at, "name")? else {
-                return Err(self.doc.error(&join(&at, "name"), "the action has no `name` (the tool to call)"));
+                return Err(self.doc.error(
+                    &join(&at, "name"),
+                    "the action has no `name` (the tool to call)",
+                ));
             };
             let args = match m.get("arguments") {
                 None | Some(Value::Null) => Map::new(),
@@ -424,7 +465,10 @@ impl Reader<'_> {
                 Some(other) => {
                     return Err(self.doc.error(
                         &join(&at, "arguments"),
-                        format!("expected the tool's arguments (an object), found {}", type_of(other)),
+                        format!(
+                            "expected the tool's arguments (an object), found {}",
+                            type_of(other)
+                        ),
                     ))
                 }
             };
@@ -432,12 +476,17 @@ impl Reader<'_> {
                 None | Some(Value::Null) => args,
                 Some(Value::Array(keys)) => {
                     let keys: Vec<&str> = keys.iter().filter_map(Value::as_str).collect();
-                    args.into_iter().filter(|(k, _)| keys.contains(&k.as_str())).collect()
+                    args.into_iter()
+                        .filter(|(k, _)| keys.contains(&k.as_str()))
+                        .collect()
                 }
                 Some(other) => {
                     return Err(self.doc.error(
                         &join(&at, "compare_args"),
-                        format!("expected the names of the arguments to compare (an array), found {}", type_of(other)),
+                        format!(
+                            "expected the names of the arguments to compare (an array), found {}",
+                            type_of(other)
+                        ),
                     ))
                 }
             };
@@ -464,11 +513,22 @@ impl Reader<'_> {
         let mut env_assertions = Vec::new();
         for (i, e) in self.list(c, path, "env_assertions")?.iter().enumerate() {
             let at = format!("{}[{i}]", join(path, "env_assertions"));
-            let m = self.object(&at, e, &ENV_KEYS, "evaluation_criteria.env_assertions[]", "an env assertion")?;
+            let m = self.object(
+                &at,
+                e,
+                &ENV_KEYS,
+                "evaluation_criteria.env_assertions[]",
+                "an env assertion",
+            )?;
             let Some(func) = self.text(m, &at, "func_name")? else {
-                return Err(self.doc.error(&join(&at, "func_name"), "the env assertion has no `func_name`"));
+                return Err(self.doc.error(
+                    &join(&at, "func_name"),
+                    "the env assertion has no `func_name`",
+                ));
             };
-            let env = self.text(m, &at, "env_type")?.unwrap_or_else(|| "assistant".into());
+            let env = self
+                .text(m, &at, "env_type")?
+                .unwrap_or_else(|| "assistant".into());
             let expected = match m.get("assert_value") {
                 None | Some(Value::Null) => json!(true),
                 Some(v @ Value::Bool(_)) => v.clone(),
@@ -497,13 +557,22 @@ impl Reader<'_> {
             } else {
                 "reported only: an assertion on the user's environment, which agentest does not simulate"
             };
-            out.push(checkpoint(unique(format!("env-{}", i + 1)), about, assertion, gating, why_not));
+            out.push(checkpoint(
+                unique(format!("env-{}", i + 1)),
+                about,
+                assertion,
+                gating,
+                why_not,
+            ));
             env_assertions.push(e.clone());
         }
         for (i, info) in self.list(c, path, "communicate_info")?.iter().enumerate() {
             let at = format!("{}[{i}]", join(path, "communicate_info"));
             let Value::String(info) = info else {
-                return Err(self.doc.error(&at, format!("expected a string to communicate, found {}", type_of(info))));
+                return Err(self.doc.error(
+                    &at,
+                    format!("expected a string to communicate, found {}", type_of(info)),
+                ));
             };
             let assertion = json!({"type": "contains", "value": info, "case_sensitive": false});
             out.push(checkpoint(
@@ -517,7 +586,10 @@ impl Reader<'_> {
         for (i, nl) in self.list(c, path, "nl_assertions")?.iter().enumerate() {
             let at = format!("{}[{i}]", join(path, "nl_assertions"));
             let Value::String(nl) = nl else {
-                return Err(self.doc.error(&at, format!("expected an assertion in words, found {}", type_of(nl))));
+                return Err(self.doc.error(
+                    &at,
+                    format!("expected an assertion in words, found {}", type_of(nl)),
+                ));
             };
             let assertion = json!({"type": "llm_judge", "prompt": nl});
             out.push(checkpoint(
@@ -553,7 +625,10 @@ impl Reader<'_> {
                 .collect(),
             Some(other) => Err(self.doc.error(
                 &at,
-                format!("expected an array of reward types, found {}", type_of(other)),
+                format!(
+                    "expected an array of reward types, found {}",
+                    type_of(other)
+                ),
             )),
         }
     }

@@ -585,6 +585,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         eliza_matrix_expands_to_sixteen_trials (needs corpus_present),
         evalstudio_files_load_as_evalstudio_wrote_them (needs corpus_present),
         evalstudio_export_has_the_corpus_run_shape (needs corpus_present),
+        tau2_task_files_load_and_import_to_the_same_cases (needs corpus_present),
     ]
 }
 
@@ -755,5 +756,108 @@ fn evalstudio_export_has_the_corpus_run_shape() -> Needs {
             "{first}"
         );
     }
+    Ok(())
+}
+
+/// What a case is, without where it was read from: for comparing a tau2 tasks file with
+/// the suite `agentest import tau2` made of it.
+fn tau2_shape(case: &Case) -> Value {
+    let Mode::Dynamic {
+        simulator,
+        checkpoints,
+        max_turns,
+        ..
+    } = &case.mode
+    else {
+        panic!(
+            "{}: a tau2 task is a dynamic case, got {}",
+            case.id,
+            case.mode.name()
+        );
+    };
+    json!({
+        "id": case.id,
+        "name": case.name,
+        "metadata": case.metadata,
+        "profile": simulator.profile,
+        "stop_signals": simulator.stop_signals,
+        "max_turns": max_turns,
+        "checkpoints": checkpoints.iter().map(|c| json!({
+            "id": c.id,
+            "required": c.required,
+            "description": c.description,
+            "assertions": c.assertions.iter().map(|a| a.raw.clone()).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// All four tau2-bench files load, every task a case (the array files and the
+/// single-task file); structured instructions keep known and unknown information apart;
+/// `reward_basis` decides what is required (user-side actions never are); and the suite
+/// `agentest import tau2` writes holds the same cases.
+fn tau2_task_files_load_and_import_to_the_same_cases() -> Needs {
+    let root = corpus()?.join("tau2-bench");
+    let out = crate::common::Scratch::named("corpus", "tau2");
+    for (rel, count) in [
+        ("mock/tasks.json", 10),
+        ("airline/tasks.json", 50),
+        ("telecom/tasks_small.json", 20),
+        ("banking_knowledge/task_001.json", 1),
+    ] {
+        let (loaded, cases) = load(&format!("tau2-bench/{rel}"))?;
+        assert_eq!(cases.len(), count, "{rel}");
+        assert!(loaded.iter().all(|l| l
+            .trial
+            .starts_with(&format!("tau2-bench/{}::", rel.trim_end_matches(".json")))));
+        let suite = out.join(&rel.replace('/', "-").replace(".json", ".jsonl"));
+        let r = agentest(&[
+            "import",
+            "tau2",
+            &root.join(rel).display().to_string(),
+            "-o",
+            &suite.display().to_string(),
+        ]);
+        assert_eq!(r.code, 0, "{rel}: {r:?}");
+        let imported = load_file(out.path(), &suite);
+        let imported: Vec<Case> = imported
+            .into_iter()
+            .map(|l| {
+                l.entry
+                    .unwrap_or_else(|e| panic!("{rel}: imported line: {e}"))
+            })
+            .collect();
+        let shapes = |cs: &[Case]| cs.iter().map(tau2_shape).collect::<Vec<_>>();
+        assert_eq!(shapes(&imported), shapes(&cases), "{rel}");
+    }
+    let (_, airline) = load("tau2-bench/airline/tasks.json")?;
+    let first = tau2_shape(&airline[0]);
+    assert_eq!(
+        first["profile"]["known_info"],
+        "You are Emma Kim.\nYour user id is emma_kim_9957."
+    );
+    assert!(first["profile"]["goal"]
+        .as_str()
+        .unwrap_or_default()
+        .starts_with("You want to cancel reservation EHGLP3."));
+    assert_eq!(first["profile"]["domain"], "airline");
+    // DB and COMMUNICATE gate; the nl assertion is reported only.
+    assert_eq!(first["checkpoints"][0]["id"], "nl-1");
+    assert_eq!(first["checkpoints"][0]["required"], false);
+    let (_, telecom) = load("tau2-bench/telecom/tasks_small.json")?;
+    let t = tau2_shape(&telecom[0]);
+    let action = &t["checkpoints"][0];
+    assert_eq!(action["id"], "toggle_roaming_0");
+    assert_eq!(action["required"], false, "a user-side action: {action}");
+    assert!(t["metadata"]["tau2"]["initial_state"]["initialization_actions"].is_array());
+    let (_, banking) = load("tau2-bench/banking_knowledge/task_001.json")?;
+    let b = tau2_shape(&banking[0]);
+    assert_eq!(
+        b["metadata"]["tau2"]["user_tools"],
+        json!(["apply_for_credit_card"])
+    );
+    assert_eq!(
+        b["checkpoints"][0]["assertions"][0]["arguments"]["card_type"],
+        "Gold Rewards Card"
+    );
     Ok(())
 }

@@ -79,6 +79,7 @@ mod repeats;
 mod reports;
 mod scenarios;
 mod store;
+mod tau2;
 mod yao_flags;
 
 /// What a test function may return.
@@ -161,6 +162,7 @@ fn main() {
     trials.extend(harness_e2e::tests());
     trials.extend(generators::tests());
     trials.extend(yao_flags::tests());
+    trials.extend(tau2::tests());
     trials.extend(llm::tests());
     trials.extend(parse_errors::tests());
     trials.extend(readme::tests());

@@ -294,7 +294,10 @@ impl Dialogue<'_> {
             if user_decides {
                 format!("{what}; no checkpoint is required, so the case passes only when the simulated user reaches its goal")
             } else {
-                format!("{what} with required checkpoints missing: {}", missing_text())
+                format!(
+                    "{what} with required checkpoints missing: {}",
+                    missing_text()
+                )
             }
         };
         let (termination, message) = match ending {

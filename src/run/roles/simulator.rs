@@ -218,7 +218,11 @@ impl Simulator {
         self.answer(input, deadline).await.map(signals)
     }
 
-    async fn answer(&mut self, input: &SimInput<'_>, deadline: Instant) -> Result<SimTurn, StepError> {
+    async fn answer(
+        &mut self,
+        input: &SimInput<'_>,
+        deadline: Instant,
+    ) -> Result<SimTurn, StepError> {
         match self {
             Simulator::Script { rules, used } => script_next(rules, used, input.last_response),
             Simulator::Agent {
@@ -246,9 +250,12 @@ impl Simulator {
                 // A model-backed agent must answer JSON like the built-in simulator;
                 // another agent may answer with plain text, which is its message.
                 let plain_text = !respondent.is_model();
-                ask(&mut respondent, &who, &question(input, true, *stop_signals), |a| {
-                    read_answer(a, plain_text)
-                })
+                ask(
+                    &mut respondent,
+                    &who,
+                    &question(input, true, *stop_signals),
+                    |a| read_answer(a, plain_text),
+                )
                 .await
             }
             Simulator::Model {
@@ -706,6 +713,9 @@ mod tests {
         );
         let t = said("I give up ###OUT-OF-SCOPE###");
         assert_eq!((t.ending, t.message), (Some(UserEnding::OutOfScope), None));
-        assert_eq!(said("Use ### for headings").message.as_deref(), Some("Use ### for headings"));
+        assert_eq!(
+            said("Use ### for headings").message.as_deref(),
+            Some("Use ### for headings")
+        );
     }
 }

@@ -8,10 +8,10 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::source::document::Document;
 use super::records::{provider, records};
 use crate::config::{ApiKey, LlmConfig, SourceLlms};
 use crate::errors::CaseError;
+use crate::source::document::Document;
 use crate::source::fields::check_keys;
 use crate::util::type_of;
 

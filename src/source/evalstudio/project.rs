@@ -10,12 +10,12 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::config::{projects, ProjectEntry};
-use crate::source::document::Document;
 use super::records::{self, records, Connector, Eval, Persona, Record, Scenario, MESSAGE_EXTRAS};
 use super::Listed;
 use crate::case::{Case, EvalStudioRef, Location, PersonaRef};
 use crate::config::SourceLlms;
 use crate::errors::{CaseError, FieldError};
+use crate::source::document::Document;
 use crate::source::jsonl::case_from_object;
 use crate::source::{slug, Loaded, SEPARATOR};
 

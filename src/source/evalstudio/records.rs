@@ -5,8 +5,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::source::document::Document;
 use crate::errors::CaseError;
+use crate::source::document::Document;
 use crate::source::fields::suggest;
 use crate::util::type_of;
 
