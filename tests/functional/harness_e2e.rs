@@ -1590,6 +1590,60 @@ fn a_generator_line_expands_into_trials_under_cargo_test_and_nextest() -> Needs 
     Ok(())
 }
 
+/// A tau2-bench tasks file under the suites root is read by the harness: one trial per
+/// task (`tasks::ID`), `--exact` finds the file from the trial name, and the verdicts are
+/// those of `agentest test` (the example mock domain, its judge answers replayed on CI).
+fn a_tau2_tasks_file_runs_under_cargo_test_and_nextest() -> Needs {
+    let fx = fixture();
+    let scratch = Scratch::new("tau2");
+    let root = scratch.path("suites");
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tau2-mock"),
+        &root,
+    );
+    // The harness runs its own registered agent unless told another: name the example's.
+    let config = std::fs::read_to_string(root.join("agentest.toml")).expect("config");
+    std::fs::write(
+        root.join("agentest.toml"),
+        format!(
+            "{config}\n[agents.mock]\ntype = \"process\"\ncommand = [\"python3\", \"agent.py\"]\n"
+        ),
+    )
+    .expect("write the config");
+    let env = [
+        ("DEMO_SUITES", root.as_os_str()),
+        ("AGENTEST_AGENT", OsStr::new("mock")),
+        ("AGENTEST_SIMULATOR", OsStr::new("user")),
+        ("CI", OsStr::new("true")),
+    ];
+    let listed = fx.binary(&["--list"], &env, RUN_LIMIT);
+    assert!(
+        listed.stdout.starts_with("tasks::create_task_1: test\n"),
+        "{listed}"
+    );
+    assert_eq!(listed.stdout.lines().count(), 10, "{listed}");
+    let out = fx.binary(&[], &env, RUN_LIMIT);
+    assert_eq!(out.code, Some(101), "{out}");
+    expect_counts(&out, 9, 1, 0, None);
+    assert!(
+        out.stdout
+            .contains("tasks::update_task_with_initialization_data"),
+        "{out}"
+    );
+    let out = fx.binary(&["--exact", "tasks::update_task_1"], &env, RUN_LIMIT);
+    assert_eq!(out.names_run(), ["tasks::update_task_1"], "{out}");
+    assert_eq!(out.code, Some(0), "{out}");
+
+    nextest()?;
+    let out = fx.nextest("run", &["--no-fail-fast"], &env);
+    out.expect_code(100);
+    assert!(
+        out.both().contains("10 tests run: 9 passed, 1 failed"),
+        "{out}"
+    );
+    Ok(())
+}
+
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         an_invalid_setting_is_one_failing_trial_naming_it,
@@ -1618,5 +1672,6 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         nextest_runs_start_the_report_afresh (needs nextest),
         agentest_runs_repeats_each_case_inside_its_trial (needs nextest),
         a_generator_line_expands_into_trials_under_cargo_test_and_nextest (needs nextest),
+        a_tau2_tasks_file_runs_under_cargo_test_and_nextest (needs nextest),
     ]
 }
