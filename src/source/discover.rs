@@ -10,7 +10,8 @@ pub const SEPARATOR: &str = "::";
 /// Finds every suite file under `root`, sorted: `*.jsonl`, ElizaOS scenarios
 /// (`*.scenario.yaml`, `*.scenario.yml`) and matrices, and EvalStudio projects (their
 /// `evalstudio.config.json`, else a store's `evals.json`, else a `scenarios.json` alone)
-/// and conversation seeds (`*conversation-seed.json`).
+/// and conversation seeds (`*conversation-seed.json`), and tau2-bench task files
+/// (`tasks.json`, `tasks_*.json`, `task_*.json`).
 ///
 /// Not searched: hidden directories (`.cassettes`), golden-file folders (`*.golden`),
 /// build and dependency folders named `target` or `node_modules` (a report written to

@@ -1,5 +1,8 @@
 //! Dynamic mode: a simulated user talks to the agent until every required checkpoint is
-//! reached, or the conversation ends another way (the seed's termination table).
+//! reached, or the conversation ends another way (the seed's termination table). When
+//! no checkpoint is required (a tau2 task whose `reward_basis` gates none of them), the
+//! simulated user decides: the case passes when it reaches its goal, and fails when it
+//! leaves (`###TRANSFER###`, `###OUT-OF-SCOPE###`) or runs out of turns.
 
 use std::collections::HashMap;
 
