@@ -1817,7 +1817,7 @@ fn files_that_are_not_suites_are_one_clear_error() {
         ),
         (
             "array.json",
-            "array.json::not-a-suite",
+            "array::not-a-suite",
             "this file is one JSON array of 2 item(s) over 4 lines, not JSON Lines: a suite has one case per line (`jq -c '.[]' array.json > cases.jsonl` converts it)",
         ),
         (
