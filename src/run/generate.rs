@@ -102,20 +102,35 @@ impl Engine {
             .contexts
             .of(&origin.file)
             .map_err(|e| format!("{label}: {e}"))?;
+        let ctx = &ctx;
+        self.within_timeout(ctx, &label, |deadline| async move {
+            match spec.kind {
+                GeneratorKind::Agent => self.ask_generator(spec, origin, ctx, deadline).await,
+                GeneratorKind::Script => run_generator_script(spec, ctx, deadline).await,
+            }
+        })
+        .await
+    }
+
+    /// Runs `work`, a generator or a reporter (`who`), under the timeout cases have
+    /// (`--timeout`, else `[run] timeout`), giving it the deadline.
+    pub(crate) async fn within_timeout<T, F>(
+        &self,
+        ctx: &crate::run::context::Context,
+        who: &str,
+        work: impl FnOnce(Instant) -> F,
+    ) -> Result<T, String>
+    where
+        F: std::future::Future<Output = Result<T, String>>,
+    {
         let timeout = ctx
             .run_timeout(self.options.timeout)
-            .map_err(|e| format!("{label}: {e}"))?;
+            .map_err(|e| format!("{who}: {e}"))?;
         let deadline = Instant::now() + timeout;
-        let work = async {
-            match spec.kind {
-                GeneratorKind::Agent => self.ask_generator(spec, origin, &ctx, deadline).await,
-                GeneratorKind::Script => run_generator_script(spec, &ctx, deadline).await,
-            }
-        };
-        match tokio::time::timeout_at(deadline, work).await {
+        match tokio::time::timeout_at(deadline, work(deadline)).await {
             Ok(r) => r,
             Err(_) => Err(format!(
-                "{label} did not answer within {}; raise --timeout or [run] timeout",
+                "{who} did not answer within {}; raise --timeout or [run] timeout",
                 crate::util::format_duration(timeout)
             )),
         }

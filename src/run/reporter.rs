@@ -13,7 +13,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
-use tokio::time::Instant;
 
 use crate::config::CassetteMode;
 use crate::llm::ModelCalls;
@@ -46,14 +45,11 @@ impl Engine {
             .contexts
             .of(r.suite)
             .map_err(|e| format!("{who}: {e}"))?;
-        let timeout = ctx
-            .run_timeout(self.options.timeout)
-            .map_err(|e| format!("{who}: {e}"))?;
-        let deadline = Instant::now() + timeout;
-        let work = async {
+        let (ctx, who) = (&ctx, &who);
+        self.within_timeout(ctx, who, |deadline| async move {
             let calls = Arc::new(ModelCalls::new(Default::default(), CassetteMode::Off));
             let (mut session, template, _) =
-                helper_session(&ctx, r.name, "reporter", calls, deadline)
+                helper_session(ctx, r.name, "reporter", calls, deadline)
                     .await
                     .map_err(|e| format!("{who}: {e}"))?;
             let question = question(&self.reporter_input(r));
@@ -61,18 +57,12 @@ impl Engine {
                 session: &mut session,
                 template,
             };
-            let answer = ask(&mut respondent, &who, &question, read_report).await;
+            let answer = ask(&mut respondent, who, &question, read_report).await;
             drop(respondent);
             session.close().await;
             answer.map_err(|e| e.to_string())
-        };
-        match tokio::time::timeout_at(deadline, work).await {
-            Ok(r) => r,
-            Err(_) => Err(format!(
-                "{who} did not answer within {}; raise --timeout or [run] timeout",
-                crate::util::format_duration(timeout)
-            )),
-        }
+        })
+        .await
     }
 
     /// The Yao tool's reporter input: the report (its `metadata` is the JSON report's
