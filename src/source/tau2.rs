@@ -145,6 +145,14 @@ pub(crate) fn convert(doc: &Document) -> Result<Converted, CaseError> {
             ))
         }
     };
+    let id_of = |task: &Value| match task.get("id") {
+        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        _ => None,
+    };
+    // A task without a usable id (none, or one taken) is named after its place, and two
+    // trials never share a name: `task-N` may be a real id too.
+    let mut taken: HashSet<String> = tasks.iter().filter_map(|(_, t)| id_of(t)).collect();
     let mut ignored: BTreeMap<String, usize> = BTreeMap::new();
     let mut seen = HashSet::new();
     let mut cases = Vec::new();
@@ -153,15 +161,21 @@ pub(crate) fn convert(doc: &Document) -> Result<Converted, CaseError> {
             doc,
             ignored: &mut ignored,
         };
-        let id = match task.get("id") {
-            Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
-            Some(Value::Number(n)) => Some(n.to_string()),
-            _ => None,
+        let id = id_of(task);
+        let duplicate = id.as_ref().is_some_and(|id| !seen.insert(id.clone()));
+        let shown_id = match &id {
+            Some(id) if !duplicate => id.clone(),
+            _ => {
+                let mut name = format!("task-{}", i + 1);
+                while !taken.insert(name.clone()) {
+                    name.push_str("-invalid");
+                }
+                name
+            }
         };
-        let shown_id = id.clone().unwrap_or_else(|| format!("task-{}", i + 1));
         let location = doc.location(&base);
         let case = match &id {
-            Some(id) if !seen.insert(id.clone()) => Err(doc.error(
+            Some(id) if duplicate => Err(doc.error(
                 &join(&base, "id"),
                 format!("duplicate task id \"{id}\"; each task needs its own"),
             )),

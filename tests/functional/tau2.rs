@@ -284,7 +284,8 @@ fn bad_task_files_are_located_errors_and_ignored_fields_are_said_once() {
          {\"id\": \"good\", \"annotations\": {\"x\": 1}, \"user_scenario\": {\"instructions\": \"Ask for task_1 to be completed.\"}, \"evaluation_criteria\": {\"nl_assertions\": [\"done\"]}},\n\
          {\"id\": \"basis\", \"annotations\": {\"x\": 2}, \"user_scenario\": {\"instructions\": \"x\"}, \"evaluation_criteria\": {\"nl_assertions\": [\"done\"], \"reward_basis\": [\"DBX\"]}},\n\
          {\"id\": \"nogoal\", \"user_scenario\": {\"persona\": \"p\"}, \"evaluation_criteria\": {\"nl_assertions\": [\"done\"]}},\n\
-         {\"id\": \"empty\", \"user_scenario\": {\"instructions\": \"x\"}, \"evaluation_criteria\": {}}\n\
+         {\"id\": \"empty\", \"user_scenario\": {\"instructions\": \"x\"}, \"evaluation_criteria\": {}},\n\
+         {\"id\": \"good\", \"user_scenario\": {\"instructions\": \"x\"}, \"evaluation_criteria\": {\"nl_assertions\": [\"done\"]}}\n\
          ]\n",
     );
     let r = finish(clean(Command::new(BIN)).current_dir(s.path()).args([
@@ -296,12 +297,13 @@ fn bad_task_files_are_located_errors_and_ignored_fields_are_said_once() {
         "never",
     ]));
     assert_eq!(r.code, 1, "{r:?}");
-    assert!(r.stdout.contains("4 cases, 3 with errors"), "{r:?}");
+    assert!(r.stdout.contains("5 cases, 4 with errors"), "{r:?}");
     for expected in [
         "tasks::basis   error: tasks.json:3:150: field `[1].evaluation_criteria.reward_basis[0]`: tau2 task \"basis\": unknown reward type \"DBX\"; tau2's are DB, ENV_ASSERTION, NL_ASSERTION, ACTION, COMMUNICATE",
         "tasks::nogoal  error: tasks.json:4:18: field `[2].user_scenario.instructions`: tau2 task \"nogoal\": expected the user's instructions (a string, or an object with reason_for_call, known_info, unknown_info, task_instructions), found nothing",
         "tasks::empty   error: tasks.json:5:57: field `[3].evaluation_criteria`: tau2 task \"empty\": the task has nothing to check: its evaluation_criteria list no actions, env_assertions, communicate_info or nl_assertions",
         "tasks::good    dynamic",
+        "tasks::task-5  error: tasks.json:6:2: field `[4].id`: tau2 task \"task-5\": duplicate task id \"good\"; each task needs its own",
     ] {
         assert!(r.stdout.contains(expected), "{expected:?} not in {r:?}");
     }
