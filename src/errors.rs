@@ -1236,9 +1236,26 @@ pub enum ReportError {
         #[source]
         source: std::io::Error,
     },
-    /// A line cannot be appended to a JSONL report.
-    #[error(transparent)]
-    Append(std::io::Error),
+    /// A case's record cannot be appended to a JSONL report; nothing more is written to it.
+    #[error("failed to write the record of `{trial}` to the report {path}: {source}; the report holds only the records written before it, and no summary line")]
+    Append {
+        /// The report.
+        path: PathBuf,
+        /// The case whose record was lost.
+        trial: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The summary line cannot be appended to a JSONL report.
+    #[error("failed to write the summary line of the report {path}: {source}")]
+    Summary {
+        /// The report.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// A rendered report cannot be written.
     #[error("failed to write the report {path}: {source}")]
     Write {
@@ -1392,6 +1409,20 @@ impl std::fmt::Display for NewFile {
             NewFile::Failed { path, source } => {
                 write!(f, "failed to write {}: {source}; ", path.display())
             }
+        }
+    }
+}
+
+impl GoldenError {
+    /// Whether a golden file (or its `.new`) could not be read or written: the case's
+    /// `error`, with the system's reason, rather than a failure of the agent's.
+    pub(crate) fn is_file_error(&self) -> bool {
+        match self {
+            GoldenError::Read { .. } | GoldenError::Write { .. } => true,
+            GoldenError::Mismatch { new_file, .. } | GoldenError::Missing { new_file, .. } => {
+                matches!(new_file, NewFile::Failed { .. })
+            }
+            _ => false,
         }
     }
 }

@@ -182,7 +182,8 @@ fn verdicts(s: &mut String, list: &[AssertionReport]) {
 pub struct GoldenCheck {
     /// The golden file.
     pub file: String,
-    /// `matched`, `updated`, `mismatch` or `missing`.
+    /// `matched`, `updated`, `mismatch`, `missing`, or `error` (the file could not be
+    /// read or written).
     pub outcome: String,
     /// The `.new` file written for review, when one was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -236,10 +237,11 @@ pub fn check(
             });
             // The golden file is current now; an older pending version must not come back.
             let _ = std::fs::remove_file(&new_path);
+            let outcome = if result.is_ok() { "updated" } else { "error" };
             (
                 GoldenCheck {
                     file: shown,
-                    outcome: "updated".into(),
+                    outcome: outcome.into(),
                     pending: None,
                 },
                 result,

@@ -305,7 +305,12 @@ impl Engine {
         let (check, result) = golden::check(&path, &text, self.options.update);
         report.golden = Some(check);
         if let Err(e) = result {
-            fail(report, Status::Failed, e.to_string());
+            let status = if e.is_file_error() {
+                Status::Error
+            } else {
+                Status::Failed
+            };
+            fail(report, status, e.to_string());
         }
     }
 }

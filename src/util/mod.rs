@@ -15,7 +15,7 @@ mod text;
 pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 
 pub use duration::{format_duration, parse_duration, parse_timeout, DurationError};
-pub(crate) use fs::write_atomically;
+pub(crate) use fs::{check_writable, create_parents, write_atomically};
 pub use json::json_subset;
 pub(crate) use json::{json_eq, tool_name_matches, type_of};
 pub(crate) use paths::beside;

@@ -80,6 +80,8 @@ mod reports;
 mod scenarios;
 mod store;
 mod tau2;
+#[cfg(unix)]
+mod writes;
 mod yao_flags;
 
 /// What a test function may return.
@@ -171,6 +173,8 @@ fn main() {
     trials.extend(reports::tests());
     trials.extend(scenarios::tests());
     trials.extend(store::tests());
+    #[cfg(unix)]
+    trials.extend(writes::tests());
     let mut names: Vec<&str> = trials.iter().map(Trial::name).collect();
     names.sort_unstable();
     if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
