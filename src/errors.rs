@@ -1307,7 +1307,10 @@ pub enum ReportError {
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum GoldenError {
     /// The golden file exists but cannot be read.
-    #[error("failed to read the golden file {shown}: {source}")]
+    #[error(
+        "failed to read the golden file {shown}: {source}{}",
+        golden_read_hint(source)
+    )]
     Read {
         /// The golden file, as messages show it.
         shown: String,
@@ -1410,6 +1413,15 @@ impl std::fmt::Display for NewFile {
                 write!(f, "failed to write {}: {source}; ", path.display())
             }
         }
+    }
+}
+
+/// What to do about a golden file that cannot be read, when the reason says.
+fn golden_read_hint(e: &std::io::Error) -> &'static str {
+    match e.kind() {
+        std::io::ErrorKind::InvalidData => "; a golden file is UTF-8 text: fix it, or delete it and accept the transcript the next run writes for review",
+        std::io::ErrorKind::InvalidFilename => "; the case's id makes a file name longer than the system allows: give the case a shorter id",
+        _ => "",
     }
 }
 
