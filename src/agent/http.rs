@@ -207,7 +207,8 @@ impl HttpSession {
             retries += 1;
             self.calls.count_retry();
             eprintln!(
-                "agentest: {error}; retry {retries}/{} in {}",
+                "agentest: {}; retry {retries}/{} in {}",
+                crate::util::scrub(&error.to_string()),
                 spec.retries,
                 crate::util::format_duration(delay)
             );

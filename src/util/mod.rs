@@ -21,6 +21,9 @@ pub(crate) use json::{json_eq, tool_name_matches, type_of};
 pub(crate) use paths::beside;
 pub use paths::display_path;
 pub use secrets::EnvError;
-pub(crate) use secrets::{expand_env, root_cause, shown_url};
+pub(crate) use secrets::{
+    any_secret, expand_env, expand_secret, register_secret, root_cause, scrub, scrub_json,
+    shown_url,
+};
 pub use text::suggest;
 pub(crate) use text::{clip, compact, panic_text, value_text};

@@ -78,6 +78,7 @@ mod real_model;
 mod repeats;
 mod reports;
 mod scenarios;
+mod secrets;
 mod store;
 mod tau2;
 #[cfg(unix)]
@@ -172,6 +173,7 @@ fn main() {
     trials.extend(repeats::tests());
     trials.extend(reports::tests());
     trials.extend(scenarios::tests());
+    trials.extend(secrets::tests());
     trials.extend(store::tests());
     #[cfg(unix)]
     trials.extend(writes::tests());
