@@ -863,6 +863,24 @@ pub(crate) enum AgentError {
         /// The URL as the config writes it, masked.
         shown: String,
     },
+    /// A retry the server asked for (`Retry-After`) that would end past the deadline.
+    #[error("{error}; the server asked to wait {asked} before trying again (Retry-After), longer than the {left} left before the case's deadline, so agentest did not wait: raise the case's `timeout` (or `[run] timeout`) above {asked} to wait for it")]
+    RetryPastDeadline {
+        /// The answer that asked for the wait.
+        error: Box<AgentError>,
+        /// How long the server asked to wait.
+        asked: String,
+        /// What was left of the case's time.
+        left: String,
+    },
+    /// An HTTP agent whose body is compressed.
+    #[error("agent at {shown} answered with a {encoding}-compressed body, which agentest does not decode (it sends no Accept-Encoding, so asks for none): have the server answer with plain JSON")]
+    Compressed {
+        /// The URL as the config writes it, masked.
+        shown: String,
+        /// `gzip`, `br`, ... (Content-Encoding, or `gzip` from the body's first bytes).
+        encoding: String,
+    },
     /// An HTTP agent whose body is not JSON.
     #[error("agent at {shown} answered with a body that is not JSON ({source}): {body}")]
     BodyNotJson {

@@ -76,6 +76,7 @@ mod parse_errors;
 mod readme;
 mod real_model;
 mod repeats;
+mod replies;
 mod reports;
 mod scenarios;
 mod secrets;
@@ -171,6 +172,7 @@ fn main() {
     trials.extend(readme::tests());
     trials.extend(real_model::tests());
     trials.extend(repeats::tests());
+    trials.extend(replies::tests());
     trials.extend(reports::tests());
     trials.extend(scenarios::tests());
     trials.extend(secrets::tests());
