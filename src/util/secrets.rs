@@ -140,19 +140,30 @@ pub(crate) fn scrub_json(value: &mut serde_json::Value) -> bool {
             }
             std::borrow::Cow::Borrowed(_) => false,
         },
-        Value::Array(items) => items.iter_mut().fold(false, |any, v| scrub_json(v) || any),
+        Value::Array(items) => {
+            // Every item, not up to the first masked one.
+            let mut any = false;
+            for v in items {
+                any |= scrub_json(v);
+            }
+            any
+        }
         Value::Object(map) => {
             let dirty: Vec<String> = map
                 .keys()
                 .filter(|k| matches!(scrub(k), std::borrow::Cow::Owned(_)))
                 .cloned()
                 .collect();
+            let mut any = !dirty.is_empty();
             for k in dirty {
                 if let Some(v) = map.remove(&k) {
                     map.insert(scrub(&k).into_owned(), v);
                 }
             }
-            map.values_mut().fold(false, |any, v| scrub_json(v) || any)
+            for v in map.values_mut() {
+                any |= scrub_json(v);
+            }
+            any
         }
         _ => false,
     }
