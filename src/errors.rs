@@ -863,6 +863,24 @@ pub(crate) enum AgentError {
         /// The URL as the config writes it, masked.
         shown: String,
     },
+    /// A retry the server asked for (`Retry-After`) that would end past the deadline.
+    #[error("{error}; the server asked to wait {asked} before trying again (Retry-After), longer than the {left} left before the case's deadline, so agentest did not wait: raise the case's `timeout` (or `[run] timeout`) above {asked} to wait for it")]
+    RetryPastDeadline {
+        /// The answer that asked for the wait.
+        error: Box<AgentError>,
+        /// How long the server asked to wait.
+        asked: String,
+        /// What was left of the case's time.
+        left: String,
+    },
+    /// An HTTP agent whose body is compressed.
+    #[error("agent at {shown} answered with a {encoding}-compressed body, which agentest does not decode (it sends no Accept-Encoding, so asks for none): have the server answer with plain JSON")]
+    Compressed {
+        /// The URL as the config writes it, masked.
+        shown: String,
+        /// `gzip`, `br`, ... (Content-Encoding, or `gzip` from the body's first bytes).
+        encoding: String,
+    },
     /// An HTTP agent whose body is not JSON.
     #[error("agent at {shown} answered with a body that is not JSON ({source}): {body}")]
     BodyNotJson {
@@ -1236,9 +1254,26 @@ pub enum ReportError {
         #[source]
         source: std::io::Error,
     },
-    /// A line cannot be appended to a JSONL report.
-    #[error(transparent)]
-    Append(std::io::Error),
+    /// A case's record cannot be appended to a JSONL report; nothing more is written to it.
+    #[error("failed to write the record of `{trial}` to the report {path}: {source}; the report holds only the records written before it, and no summary line")]
+    Append {
+        /// The report.
+        path: PathBuf,
+        /// The case whose record was lost.
+        trial: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The summary line cannot be appended to a JSONL report.
+    #[error("failed to write the summary line of the report {path}: {source}")]
+    Summary {
+        /// The report.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// A rendered report cannot be written.
     #[error("failed to write the report {path}: {source}")]
     Write {
@@ -1290,7 +1325,10 @@ pub enum ReportError {
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum GoldenError {
     /// The golden file exists but cannot be read.
-    #[error("failed to read the golden file {shown}: {source}")]
+    #[error(
+        "failed to read the golden file {shown}: {source}{}",
+        golden_read_hint(source)
+    )]
     Read {
         /// The golden file, as messages show it.
         shown: String,
@@ -1392,6 +1430,29 @@ impl std::fmt::Display for NewFile {
             NewFile::Failed { path, source } => {
                 write!(f, "failed to write {}: {source}; ", path.display())
             }
+        }
+    }
+}
+
+/// What to do about a golden file that cannot be read, when the reason says.
+fn golden_read_hint(e: &std::io::Error) -> &'static str {
+    match e.kind() {
+        std::io::ErrorKind::InvalidData => "; a golden file is UTF-8 text: fix it, or delete it and accept the transcript the next run writes for review",
+        std::io::ErrorKind::InvalidFilename => "; the case's id makes a file name longer than the system allows: give the case a shorter id",
+        _ => "",
+    }
+}
+
+impl GoldenError {
+    /// Whether a golden file (or its `.new`) could not be read or written: the case's
+    /// `error`, with the system's reason, rather than a failure of the agent's.
+    pub(crate) fn is_file_error(&self) -> bool {
+        match self {
+            GoldenError::Read { .. } | GoldenError::Write { .. } => true,
+            GoldenError::Mismatch { new_file, .. } | GoldenError::Missing { new_file, .. } => {
+                matches!(new_file, NewFile::Failed { .. })
+            }
+            _ => false,
         }
     }
 }

@@ -204,6 +204,7 @@ impl Harness {
             engine: engine.clone(),
             recorder: recorder.clone(),
             parallel,
+            shared_report: settings.nextest.is_some(),
         };
         let (mut trials, started_cases) = run.trials(&args, &cases, &problems);
         trials.extend(problems.iter().map(|p| {
@@ -222,7 +223,10 @@ impl Harness {
                 let mut info =
                     RunInfo::new("(see each case)", self.root.display().to_string(), command);
                 info.duration_ms = s.duration_ms;
-                recorder.finish(&info, &s);
+                if let Err(e) = recorder.finish(&info, &s) {
+                    // The trials have run: the report's failure is one more, after them.
+                    return setup_failure(&args, "report", e.to_string());
+                }
                 if let Some(path) = &report {
                     let cases = if s.total == 1 { "case" } else { "cases" };
                     eprintln!("agentest: wrote {} ({} {cases})", path.display(), s.total);
@@ -275,6 +279,9 @@ struct TrialRun {
     engine: Arc<Engine>,
     recorder: Arc<Recorder>,
     parallel: usize,
+    /// Under nextest: each process writes its own case's record to a shared report, and
+    /// no process ends it, so a record that cannot be written fails its case's trial.
+    shared_report: bool,
 }
 
 impl TrialRun {
@@ -332,6 +339,7 @@ impl TrialRun {
                 }
                 let ticket = tickets.remove(&l.trial);
                 let (l, engine, recorder) = (l.clone(), self.engine.clone(), self.recorder.clone());
+                let shared_report = self.shared_report;
                 Trial::ignorable_test(l.trial.clone(), move || {
                     let report = match &ticket {
                         Some(t) => runtime().block_on(t.wait()),
@@ -347,7 +355,17 @@ impl TrialRun {
                         recorder.record(&r);
                         r
                     });
-                    outcome(&report)
+                    let result = outcome(&report);
+                    match recorder.report_failure().filter(|_| shared_report) {
+                        Some(lost) => {
+                            let verdict = result.err().and_then(|f| f.message().map(String::from));
+                            Err(Failed::from(match verdict {
+                                Some(v) => format!("{lost}\n{v}"),
+                                None => lost,
+                            }))
+                        }
+                        None => result,
+                    }
                 })
                 .with_ignored_flag(ignored)
             })

@@ -285,6 +285,17 @@ fn check_reply_shape(obj: &Map<String, Value>) -> Result<(), String> {
         if !u.is_object() && !u.is_null() {
             return Err("`usage` must be an object {\"input_tokens\", \"output_tokens\"}".into());
         }
+        for field in ["input_tokens", "output_tokens"] {
+            match u.get(field) {
+                None | Some(Value::Null) => {}
+                Some(n) if n.is_u64() => {}
+                Some(other) => {
+                    return Err(format!(
+                        "`usage.{field}` must be a whole number of tokens, 0 or more (got {other}); report the count the model gave, or leave `usage` out"
+                    ))
+                }
+            }
+        }
     }
     Ok(())
 }
@@ -312,6 +323,10 @@ mod tests {
             Reply::from_json(json!({"content": "x", "awaiting_input": "yes"}))
                 .unwrap_err()
                 .contains("awaiting_input")
+        );
+        assert_eq!(
+            Reply::from_json(json!({"content": "x", "usage": {"input_tokens": -5}})).unwrap_err(),
+            "`usage.input_tokens` must be a whole number of tokens, 0 or more (got -5); report the count the model gave, or leave `usage` out"
         );
     }
 

@@ -133,12 +133,27 @@ impl HttpSpec {
                 }));
             }
         }
+        let encoding = response
+            .headers()
+            .get(reqwest::header::CONTENT_ENCODING)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.trim().to_ascii_lowercase())
+            .filter(|v| !v.is_empty() && v != "identity");
         let (body, complete) = read_capped(response, MAX_REPLY_BYTES)
             .await
             .map_err(|e| Attempt::Fail(describe(shown, e, timeout)))?;
         if !complete {
             return Err(Attempt::Fail(AgentError::BodyTooLarge {
                 shown: shown.clone(),
+            }));
+        }
+        // agentest asks for no compression (it sends no Accept-Encoding) and decodes
+        // none: a compressed body is said as such, not shown as binary "not JSON".
+        let encoding = encoding.or_else(|| body.starts_with(&[0x1f, 0x8b]).then(|| "gzip".into()));
+        if let Some(encoding) = encoding {
+            return Err(Attempt::Fail(AgentError::Compressed {
+                shown: shown.clone(),
+                encoding,
             }));
         }
         let value: serde_json::Value = serde_json::from_slice(&body).map_err(|source| {
@@ -201,13 +216,24 @@ impl HttpSession {
                     .saturating_mul(1 << retries.min(10))
                     .min(BACKOFF_CAP)
             });
-            if Instant::now() + delay >= self.deadline {
-                return Err(error);
+            let now = Instant::now();
+            if now + delay >= self.deadline {
+                return Err(match retry_after {
+                    Some(asked) => AgentError::RetryPastDeadline {
+                        error: Box::new(error),
+                        asked: crate::util::format_duration(asked),
+                        left: crate::util::format_duration(
+                            self.deadline.saturating_duration_since(now),
+                        ),
+                    },
+                    None => error,
+                });
             }
             retries += 1;
             self.calls.count_retry();
             eprintln!(
-                "agentest: {error}; retry {retries}/{} in {}",
+                "agentest: {}; retry {retries}/{} in {}",
+                crate::util::scrub(&error.to_string()),
                 spec.retries,
                 crate::util::format_duration(delay)
             );

@@ -128,7 +128,7 @@ impl OpenAiSpec {
         }
         let tools_url = match &cfg.tools_url {
             Some(u) => {
-                let expanded = crate::util::expand_env(u, &format!("{what}.tools_url"))?;
+                let expanded = crate::util::expand_secret(u, &format!("{what}.tools_url"))?;
                 let shown = crate::util::shown_url(u);
                 let url =
                     reqwest::Url::parse(&expanded).map_err(|source| AgentSetupError::Url {

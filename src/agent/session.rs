@@ -6,7 +6,7 @@ use super::{http, openai, process, CaseScope};
 use crate::config::{AgentConfig, Config};
 use crate::errors::{AgentError, AgentSetupError, StepError};
 use crate::protocol::{Reply, Request};
-use crate::util::expand_env;
+use crate::util::{expand_env, expand_secret};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -51,7 +51,7 @@ impl AgentDef {
                     .collect::<Result<Vec<_>, _>>()?;
                 let env = env
                     .iter()
-                    .map(|(k, v)| Ok((k.clone(), expand_env(v, &format!("{what}.env.{k}"))?)))
+                    .map(|(k, v)| Ok((k.clone(), expand_secret(v, &format!("{what}.env.{k}"))?)))
                     .collect::<Result<Vec<_>, AgentSetupError>>()?;
                 let cwd_set = cwd.is_some();
                 let cwd = match cwd {
@@ -85,7 +85,7 @@ impl AgentDef {
                 retries,
             } => {
                 let shown = crate::util::shown_url(url);
-                let url = expand_env(url, &format!("{what}.url"))?;
+                let url = expand_secret(url, &format!("{what}.url"))?;
                 let url = reqwest::Url::parse(&url).map_err(|source| AgentSetupError::Url {
                     key: format!("{what}.url"),
                     shown: shown.clone(),
@@ -93,7 +93,9 @@ impl AgentDef {
                 })?;
                 let headers = headers
                     .iter()
-                    .map(|(k, v)| Ok((k.clone(), expand_env(v, &format!("{what}.headers.{k}"))?)))
+                    .map(|(k, v)| {
+                        Ok((k.clone(), expand_secret(v, &format!("{what}.headers.{k}"))?))
+                    })
                     .collect::<Result<Vec<_>, AgentSetupError>>()?;
                 let timeout = timeout.as_ref().map(duration).transpose()?;
                 Ok(AgentDef::Http(Arc::new(http::HttpSpec::new(

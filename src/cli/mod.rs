@@ -457,7 +457,8 @@ pub fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e}");
+            // A reporter agent's or generator's failure may quote what a server echoed.
+            eprintln!("error: {}", crate::util::scrub(&e));
             ExitCode::from(USAGE_ERROR)
         }
     }

@@ -203,7 +203,9 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
     summary.over_budget = ending.over_budget;
     let mut run = RunInfo::new(&agent, &plan.label, std::env::args().collect());
     run.duration_ms = summary.duration_ms;
-    recorder.finish(&run, &summary);
+    // A report that could not be written is the run's error (exit 2), said after the
+    // console has shown every case, and never announced as written.
+    let report_written = recorder.finish(&run, &summary);
     let _ = write!(out, "{}", console::summary(&summary));
     let _ = write!(out, "{}", console::failures(&failed));
     let _ = out.flush();
@@ -223,6 +225,7 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
         crate::util::write_atomically(output, &text)
             .map_err(|e| format!("failed to write the report {}: {e}", output.display()))?;
     }
+    report_written.map_err(|e| e.to_string())?;
     if let Some(path) = &args.output {
         let cases = if summary.total == 1 { "case" } else { "cases" };
         let by = match &args.reporter {

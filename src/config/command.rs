@@ -47,7 +47,7 @@ pub(crate) fn command_spec(
         .map(|(k, v)| {
             Ok((
                 k.clone(),
-                crate::util::expand_env(v, &format!("{what}.env.{k}"))?,
+                crate::util::expand_secret(v, &format!("{what}.env.{k}"))?,
             ))
         })
         .collect::<Result<BTreeMap<_, _>, SetupError>>()?;

@@ -156,6 +156,7 @@ pub struct ApiKey(String);
 impl ApiKey {
     /// Wraps a key.
     pub fn new(key: String) -> ApiKey {
+        crate::util::register_secret(&key);
         ApiKey(key)
     }
 

@@ -14,7 +14,7 @@ use super::{ChatRequest, SeededRng};
 use crate::config::{LlmConfig, StructuredOutput};
 use crate::errors::{AgentSetupError, LlmError};
 use crate::protocol::TokenUsage;
-use crate::util::expand_env;
+use crate::util::expand_secret;
 use crate::util::format_duration;
 use crate::util::root_cause;
 
@@ -128,7 +128,7 @@ impl Endpoint {
             .unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
         // Messages show the URL as written, credentials and query masked.
         let shown = crate::util::shown_url(&base);
-        let base = expand_env(&base, &format!("{what}.base_url"))?;
+        let base = expand_secret(&base, &format!("{what}.base_url"))?;
         let url = reqwest::Url::parse(&format!("{}/chat/completions", base.trim_end_matches('/')))
             .map_err(|source| AgentSetupError::Url {
                 key: format!("{what}.base_url"),
@@ -152,7 +152,7 @@ impl Endpoint {
         };
         let mut headers = HeaderMap::new();
         for (k, v) in &cfg.headers {
-            let value = expand_env(v, &format!("{what}.headers.{k}"))?;
+            let value = expand_secret(v, &format!("{what}.headers.{k}"))?;
             let name =
                 HeaderName::from_bytes(k.as_bytes()).map_err(|_| AgentSetupError::HeaderName {
                     table: what.clone(),
@@ -297,6 +297,7 @@ impl Endpoint {
         let mut headers = self.headers.clone();
         if let Some(var) = &self.api_key_env {
             let key = std::env::var(var).unwrap_or_default();
+            crate::util::register_secret(&key);
             let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
                 LlmError::Failed(format!(
                     "the API key in `{var}` is not a valid header value"
@@ -369,8 +370,9 @@ impl Endpoint {
             retries += 1;
             on_retry();
             eprintln!(
-                "agentest: model endpoint {}: {reason}; retry {retries}/{} in {}",
+                "agentest: model endpoint {}: {}; retry {retries}/{} in {}",
                 self.shown,
+                crate::util::scrub(&reason),
                 tries - 1,
                 format_duration(delay)
             );

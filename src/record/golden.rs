@@ -182,7 +182,8 @@ fn verdicts(s: &mut String, list: &[AssertionReport]) {
 pub struct GoldenCheck {
     /// The golden file.
     pub file: String,
-    /// `matched`, `updated`, `mismatch` or `missing`.
+    /// `matched`, `updated`, `mismatch`, `missing`, or `error` (the file could not be
+    /// read or written).
     pub outcome: String,
     /// The `.new` file written for review, when one was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -210,7 +211,11 @@ pub fn check(
             return (check, Err(GoldenError::Read { shown, source: e }));
         }
     };
-    if expected.as_deref() == Some(actual) {
+    // Line endings are not compared (as insta does): git's `autocrlf` checks a golden
+    // file out with CRLF, which would otherwise differ on every line, invisibly.
+    let expected = expected.map(|t| lf_only(&t));
+    let lf_actual = lf_only(actual);
+    if expected.as_deref() == Some(lf_actual.as_str()) {
         // A stale `.new` from an earlier mismatch no longer applies.
         let _ = std::fs::remove_file(&new_path);
         return (
@@ -236,10 +241,11 @@ pub fn check(
             });
             // The golden file is current now; an older pending version must not come back.
             let _ = std::fs::remove_file(&new_path);
+            let outcome = if result.is_ok() { "updated" } else { "error" };
             (
                 GoldenCheck {
                     file: shown,
-                    outcome: "updated".into(),
+                    outcome: outcome.into(),
                     pending: None,
                 },
                 result,
@@ -270,7 +276,7 @@ pub fn check(
             let e = match &expected {
                 Some(golden) => GoldenError::Mismatch {
                     shown,
-                    diff: diff(golden, actual),
+                    diff: diff(golden, &lf_actual),
                     new_file,
                 },
                 None => GoldenError::Missing { shown, new_file },
@@ -278,6 +284,11 @@ pub fn check(
             (check, Err(e))
         }
     }
+}
+
+/// `text` with CRLF line endings as LF.
+fn lf_only(text: &str) -> String {
+    text.replace("\r\n", "\n")
 }
 
 /// `<golden>.new`.

@@ -20,9 +20,7 @@ pub struct JsonlWriter {
 impl JsonlWriter {
     /// Opens `path`, creating parent directories; `truncate` starts a new report.
     pub fn open(path: &Path, truncate: bool) -> std::io::Result<Self> {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)?;
-        }
+        crate::util::create_parents(path)?;
         let file = if truncate {
             File::create(path)?;
             OpenOptions::new().append(true).open(path)?
@@ -69,8 +67,7 @@ impl JsonlWriter {
         buf.push('\n');
         let mut f = self.file.lock().unwrap_or_else(|e| e.into_inner());
         let Some(run) = &self.run else {
-            f.write_all(buf.as_bytes())?;
-            return f.flush();
+            return append_whole(&mut f, buf.as_bytes());
         };
         let _lock = FileLock::exclusive(&f)?;
         let marker = self.run_marker();
@@ -78,9 +75,19 @@ impl JsonlWriter {
             f.set_len(0)?;
             std::fs::write(&marker, run)?;
         }
-        f.write_all(buf.as_bytes())?;
-        f.flush()
+        append_whole(&mut f, buf.as_bytes())
     }
+}
+
+/// Appends `bytes` to a file opened for appending, or nothing: a write cut short (a full
+/// disk, a file size limit) is cut off again, so the report holds whole records only.
+fn append_whole(f: &mut File, bytes: &[u8]) -> std::io::Result<()> {
+    let before = f.metadata()?.len();
+    let written = f.write_all(bytes).and_then(|()| f.flush());
+    if written.is_err() {
+        let _ = f.set_len(before);
+    }
+    written
 }
 
 /// An advisory lock on a whole file, released on drop.

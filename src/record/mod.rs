@@ -23,3 +23,33 @@ pub use model::{
 pub(crate) use recorder::Recorder;
 pub use sink::{parse_jsonl, read_reports, ReportSink};
 pub use stability::{DurationStats, Stability, StabilityClass};
+
+/// `report` with every registered secret (see [`crate::util::register_secret`]) masked
+/// in every text it holds: a server that echoes an `Authorization` header in an error
+/// body, an agent printing its API key on stderr. Every record passes here before it is
+/// shown, pinned in a golden file, stored or written to a report.
+pub(crate) fn without_secrets(report: CaseReport) -> CaseReport {
+    if !crate::util::any_secret() {
+        return report;
+    }
+    let Ok(mut value) = serde_json::to_value(&report) else {
+        return report;
+    };
+    if !crate::util::scrub_json(&mut value) {
+        return report;
+    }
+    match serde_json::from_value(value) {
+        Ok(clean) => clean,
+        // A record that does not read back (a bug) must still not carry the secret:
+        // keep what says what happened, without the texts.
+        Err(e) => {
+            let mut bare = report;
+            bare.turns.clear();
+            bare.final_assertions.clear();
+            bare.error = Some(format!(
+                "the case's record held a secret and could not be cleaned ({e}); its turns are left out"
+            ));
+            bare
+        }
+    }
+}

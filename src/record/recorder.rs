@@ -4,7 +4,7 @@
 
 use std::sync::{Mutex, OnceLock};
 
-use crate::errors::StoreError;
+use crate::errors::{ReportError, StoreError};
 use crate::record::store::{ExecutionInfo, Planned, StoreWriter};
 use crate::record::{CaseReport, ReportSink, RunInfo, Summary};
 use crate::source::Loaded;
@@ -12,6 +12,9 @@ use crate::source::Loaded;
 /// A run's report file, store and summary, fed one case at a time, from any thread.
 pub(crate) struct Recorder {
     sink: Option<ReportSink>,
+    /// The first failure to write the report: nothing more is written to it, and the run
+    /// ends in error (a report with holes would pass for a whole one).
+    report_failed: Mutex<Option<ReportError>>,
     store: OnceLock<StoreWriter>,
     summary: Mutex<Summary>,
 }
@@ -20,6 +23,7 @@ impl Recorder {
     pub(crate) fn new(sink: Option<ReportSink>) -> Recorder {
         Recorder {
             sink,
+            report_failed: Mutex::new(None),
             store: OnceLock::new(),
             summary: Mutex::new(Summary::new()),
         }
@@ -97,8 +101,8 @@ impl Recorder {
     }
 
     /// Counts a finished case, writes it to the report and records its end in the store.
-    /// A report that cannot be written is a warning on stderr: the case's own result
-    /// stands.
+    /// A report that cannot be written does not change the case's result; it is the
+    /// run's error, given by [`Recorder::finish`].
     pub(crate) fn record(&self, report: &CaseReport) {
         self.count_and_report(report);
         if let Some(s) = self.store.get() {
@@ -118,14 +122,20 @@ impl Recorder {
             .unwrap_or_else(|e| e.into_inner())
             .add(report);
         if let Some(sink) = &self.sink {
-            if let Err(e) = sink.record(report) {
-                eprintln!(
-                    "warning: failed to write {} to the report {}: {e}",
-                    report.trial,
-                    sink.path().display()
-                );
+            let mut failed = self.report_failed.lock().unwrap_or_else(|e| e.into_inner());
+            if failed.is_none() {
+                *failed = sink.record(report).err();
             }
         }
+    }
+
+    /// Why the report could not be written, when it could not.
+    pub(crate) fn report_failure(&self) -> Option<String> {
+        self.report_failed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map(ToString::to_string)
     }
 
     /// The summary so far.
@@ -141,15 +151,17 @@ impl Recorder {
         self.sink.is_some()
     }
 
-    /// Ends the report with `summary` (the summary line, or the rendered document).
-    pub(crate) fn finish(&self, run: &RunInfo, summary: &Summary) {
-        if let Some(sink) = &self.sink {
-            if let Err(e) = sink.finish(run, summary) {
-                eprintln!(
-                    "warning: failed to finish the report {}: {e}",
-                    sink.path().display()
-                );
-            }
+    /// Ends the report with `summary` (the summary line, or the rendered document). `Err`
+    /// when the report, or a record in it, could not be written: then nothing was
+    /// finished and no temporary file is left.
+    pub(crate) fn finish(&self, run: &RunInfo, summary: &Summary) -> Result<(), ReportError> {
+        let Some(sink) = &self.sink else {
+            return Ok(());
+        };
+        let mut failed = self.report_failed.lock().unwrap_or_else(|e| e.into_inner());
+        match failed.take() {
+            Some(e) => Err(e),
+            None => sink.finish(run, summary),
         }
     }
 }

@@ -38,10 +38,17 @@ impl ReportSink {
                     source,
                 }
             })?),
-            other => Kind::Rendered {
-                format: other,
-                cases: Mutex::new(Vec::new()),
-            },
+            other => {
+                // Rendered at the end: find out now, before a case runs, that it can be.
+                crate::util::check_writable(path).map_err(|source| ReportError::Open {
+                    path: path.to_path_buf(),
+                    source,
+                })?;
+                Kind::Rendered {
+                    format: other,
+                    cases: Mutex::new(Vec::new()),
+                }
+            }
         };
         Ok(ReportSink {
             path: path.to_path_buf(),
@@ -68,15 +75,14 @@ impl ReportSink {
         })
     }
 
-    /// The file.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Records one finished case.
     pub fn record(&self, r: &CaseReport) -> Result<(), ReportError> {
         match &self.kind {
-            Kind::Jsonl(w) => w.write_case(r).map_err(ReportError::Append),
+            Kind::Jsonl(w) => w.write_case(r).map_err(|source| ReportError::Append {
+                path: self.path.clone(),
+                trial: r.trial.clone(),
+                source,
+            }),
             Kind::Rendered { cases, .. } => {
                 cases
                     .lock()
@@ -91,7 +97,12 @@ impl ReportSink {
     /// atomically, so a reader never sees half of it).
     pub fn finish(&self, run: &RunInfo, summary: &Summary) -> Result<(), ReportError> {
         match &self.kind {
-            Kind::Jsonl(w) => w.write_summary(summary).map_err(ReportError::Append),
+            Kind::Jsonl(w) => w
+                .write_summary(summary)
+                .map_err(|source| ReportError::Summary {
+                    path: self.path.clone(),
+                    source,
+                }),
             Kind::Rendered { format, cases } => {
                 let cases = cases.lock().unwrap_or_else(|e| e.into_inner());
                 let text = format.render(run, summary, &cases);

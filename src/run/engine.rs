@@ -225,6 +225,8 @@ impl Engine {
             let planned = turns.len() as u32;
             report.planned_turns = (planned > report.total_turns).then_some(planned);
         }
+        // Before the golden file sees it: nothing written may hold a secret.
+        let mut report = crate::record::without_secrets(report);
         self.pin(loaded, &mut report);
         report.duration_ms = started.elapsed().as_millis() as u64;
         report
@@ -305,7 +307,12 @@ impl Engine {
         let (check, result) = golden::check(&path, &text, self.options.update);
         report.golden = Some(check);
         if let Err(e) = result {
-            fail(report, Status::Failed, e.to_string());
+            let status = if e.is_file_error() {
+                Status::Error
+            } else {
+                Status::Failed
+            };
+            fail(report, status, e.to_string());
         }
     }
 }

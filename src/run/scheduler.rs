@@ -315,7 +315,7 @@ impl Dispatcher {
 
     /// Records and sends a case that did not run.
     fn unrun(&self, i: usize, l: &Loaded, reason: String) {
-        let report = not_run(l, reason);
+        let report = crate::record::without_secrets(not_run(l, reason));
         self.recorder.record_unrun(&report);
         let _ = self.tx.send((i, report));
     }
@@ -323,6 +323,8 @@ impl Dispatcher {
     /// Records and sends a case's report, stopping the run after a failure with
     /// `--fail-fast`.
     fn finish(&self, i: usize, report: CaseReport) {
+        // The one way out for every record (repeats' verdicts and halted cases too).
+        let report = crate::record::without_secrets(report);
         note_failure(self.fail_fast, &self.stop, &report);
         self.recorder.record(&report);
         let _ = self.tx.send((i, report));

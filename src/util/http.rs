@@ -18,7 +18,9 @@ pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<std::t
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<f64>().ok())
         .filter(|s| s.is_finite() && *s >= 0.0)
-        .map(|s| std::time::Duration::from_secs_f64(s.min(3600.0)))
+        // Clamped to a year (what Duration can hold): a wait past the case's deadline is
+        // refused anyway, saying how long the server asked for.
+        .map(|s| std::time::Duration::from_secs_f64(s.min(31_536_000.0)))
 }
 
 fn tls() -> &'static rustls::ClientConfig {

@@ -15,12 +15,15 @@ mod text;
 pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 
 pub use duration::{format_duration, parse_duration, parse_timeout, DurationError};
-pub(crate) use fs::write_atomically;
+pub(crate) use fs::{check_writable, create_parents, write_atomically};
 pub use json::json_subset;
 pub(crate) use json::{json_eq, tool_name_matches, type_of};
 pub(crate) use paths::beside;
 pub use paths::display_path;
 pub use secrets::EnvError;
-pub(crate) use secrets::{expand_env, root_cause, shown_url};
+pub(crate) use secrets::{
+    any_secret, expand_env, expand_secret, register_secret, root_cause, scrub, scrub_json,
+    shown_url,
+};
 pub use text::suggest;
 pub(crate) use text::{clip, compact, panic_text, value_text};

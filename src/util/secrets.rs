@@ -18,11 +18,31 @@ pub enum EnvError {
         /// The setting, like `[agent].url`.
         what: String,
     },
+    /// `${}`, or `${...}` holding something other than a name and an optional default.
+    #[error("`${{{inside}}}` in {what} names no variable; write ${{NAME}}, or ${{NAME:-default}} for a value to use when NAME is unset or empty")]
+    NoName {
+        /// What is between the braces.
+        inside: String,
+        /// The setting, like `[agent].url`.
+        what: String,
+    },
 }
 
-/// Expands `${VAR}` references from the environment. `what` names the setting for errors;
+/// Expands `${VAR}` references from the environment; `${VAR:-default}` gives `default`
+/// when `VAR` is unset or empty, as the shell does. `what` names the setting for errors;
 /// the value itself is never put in an error, since it may be a secret.
 pub(crate) fn expand_env(text: &str, what: &str) -> Result<String, EnvError> {
+    expand_with(text, what, &mut |_| {})
+}
+
+/// [`expand_env`] for a setting that may carry a credential (a URL, a header): every
+/// value taken from the environment is remembered, and [`scrub`] removes it from any
+/// text agentest shows or writes, such as a server's reply that echoes it back.
+pub(crate) fn expand_secret(text: &str, what: &str) -> Result<String, EnvError> {
+    expand_with(text, what, &mut |v| register_secret(v))
+}
+
+fn expand_with(text: &str, what: &str, taken: &mut dyn FnMut(&str)) -> Result<String, EnvError> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("${") {
@@ -33,10 +53,28 @@ pub(crate) fn expand_env(text: &str, what: &str) -> Result<String, EnvError> {
                 what: what.to_string(),
             });
         };
-        let name = &after[..end];
-        match std::env::var(name) {
-            Ok(v) => out.push_str(&v),
-            Err(_) => {
+        let inside = &after[..end];
+        let (name, default) = match inside.split_once(":-") {
+            Some((name, default)) => (name, Some(default)),
+            None => (inside, None),
+        };
+        let is_name = !name.is_empty()
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !is_name {
+            return Err(EnvError::NoName {
+                inside: inside.to_string(),
+                what: what.to_string(),
+            });
+        }
+        match (std::env::var(name), default) {
+            (Ok(v), Some(d)) if v.is_empty() => out.push_str(d),
+            (Ok(v), _) => {
+                taken(&v);
+                out.push_str(&v);
+            }
+            (Err(_), Some(d)) => out.push_str(d),
+            (Err(_), None) => {
                 return Err(EnvError::Unset {
                     name: name.to_string(),
                     what: what.to_string(),
@@ -47,6 +85,96 @@ pub(crate) fn expand_env(text: &str, what: &str) -> Result<String, EnvError> {
     }
     out.push_str(rest);
     Ok(out)
+}
+
+/// Values shorter than this are not scrubbed: replacing every `1` or `v2` in a report
+/// would garble it, and so short a value protects nothing.
+const SHORTEST_SECRET: usize = 4;
+
+/// What a secret is replaced with.
+const MASK: &str = "[secret]";
+
+fn secrets() -> &'static std::sync::RwLock<Vec<String>> {
+    static SECRETS: std::sync::RwLock<Vec<String>> = std::sync::RwLock::new(Vec::new());
+    &SECRETS
+}
+
+/// Remembers a credential (an expanded `${VAR}` of a URL or header, an API key), so that
+/// [`scrub`] keeps it out of everything shown or written.
+pub(crate) fn register_secret(value: &str) {
+    let value = value.trim();
+    if value.len() < SHORTEST_SECRET {
+        return;
+    }
+    let mut list = secrets().write().unwrap_or_else(|e| e.into_inner());
+    if !list.iter().any(|s| s == value) {
+        list.push(value.to_string());
+        // Longest first: a secret that contains another is masked whole.
+        list.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    }
+}
+
+/// `text` with every registered secret replaced by `[secret]`: for agent and model text
+/// (a reply, an error body, a stderr tail) before it is shown or written.
+pub(crate) fn scrub(text: &str) -> std::borrow::Cow<'_, str> {
+    let list = secrets().read().unwrap_or_else(|e| e.into_inner());
+    if !list.iter().any(|s| text.contains(s.as_str())) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = text.to_string();
+    for s in list.iter() {
+        out = out.replace(s.as_str(), MASK);
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// [`scrub`] applied to every string (and object key) in a JSON value, in place; `true`
+/// when anything was masked.
+pub(crate) fn scrub_json(value: &mut serde_json::Value) -> bool {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => match scrub(s) {
+            std::borrow::Cow::Owned(clean) => {
+                *s = clean;
+                true
+            }
+            std::borrow::Cow::Borrowed(_) => false,
+        },
+        Value::Array(items) => {
+            // Every item, not up to the first masked one.
+            let mut any = false;
+            for v in items {
+                any |= scrub_json(v);
+            }
+            any
+        }
+        Value::Object(map) => {
+            let dirty: Vec<String> = map
+                .keys()
+                .filter(|k| matches!(scrub(k), std::borrow::Cow::Owned(_)))
+                .cloned()
+                .collect();
+            let mut any = !dirty.is_empty();
+            for k in dirty {
+                if let Some(v) = map.remove(&k) {
+                    map.insert(scrub(&k).into_owned(), v);
+                }
+            }
+            for v in map.values_mut() {
+                any |= scrub_json(v);
+            }
+            any
+        }
+        _ => false,
+    }
+}
+
+/// Whether any secret is registered (nothing to scrub otherwise).
+pub(crate) fn any_secret() -> bool {
+    !secrets()
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .is_empty()
 }
 
 /// The config's URL text fit for messages: user info becomes `***` and the query `?…`
@@ -79,7 +207,32 @@ pub(crate) fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::shown_url;
+    use super::{expand_env, shown_url, EnvError};
+
+    #[test]
+    fn defaults_and_names_follow_the_shell() {
+        std::env::set_var("AGENTEST_UNIT_EMPTY", "");
+        std::env::remove_var("AGENTEST_UNIT_UNSET");
+        assert_eq!(
+            expand_env(
+                "a${AGENTEST_UNIT_UNSET:-x:-y}b${AGENTEST_UNIT_EMPTY:-z}",
+                "w"
+            )
+            .unwrap(),
+            "ax:-ybz"
+        );
+        assert_eq!(
+            expand_env("${}", "[agent].url").unwrap_err(),
+            EnvError::NoName {
+                inside: String::new(),
+                what: "[agent].url".into()
+            }
+        );
+        assert!(matches!(
+            expand_env("${A B}", "w").unwrap_err(),
+            EnvError::NoName { .. }
+        ));
+    }
 
     #[test]
     fn shown_url_hides_user_info_and_query() {

@@ -1894,9 +1894,49 @@ fn invalid_settings_exit_2_naming_the_variable_and_the_allowed_values() {
     }
 }
 
+/// `${VAR:-default}` takes the default when `VAR` is unset or empty, as in the shell;
+/// `${}` (or anything but a name between the braces) is an error naming the setting and
+/// the forms to write, before any case runs.
+fn variables_take_a_shell_default_and_a_missing_name_is_an_error() {
+    let s = scratch("env-default");
+    s.write(
+        "agentest.toml",
+        &format!(
+            "[agent]\ntype = \"process\"\ncommand = [\"python3\", \"${{CLI_TEST_NO_SUCH_VAR:-{AGENT}}}\"]\n"
+        ),
+    );
+    s.write_suite(
+        "s.jsonl",
+        &[r#"{"id": "hi", "input": "Hello", "assertions": [{"type": "contains", "value": "Hello"}]}"#],
+    );
+    let args = ["test", "-i", "s.jsonl"];
+    for value in [None, Some("")] {
+        let mut envs = vec![("AGENTEST_STORE", "off")];
+        envs.extend(value.map(|v| ("CLI_TEST_NO_SUCH_VAR", v)));
+        let run = run_agentest_env(s.path(), &args, &envs);
+        assert_eq!(run.code, 0, "CLI_TEST_NO_SUCH_VAR={value:?}: {run:?}");
+    }
+    for inside in ["", "TOKEN:=x", "A B"] {
+        s.write(
+            "agentest.toml",
+            &format!(
+                "[agent]\ntype = \"http\"\nurl = \"http://127.0.0.1:1/\"\nheaders = {{ Authorization = \"Bearer ${{{inside}}}\" }}\n"
+            ),
+        );
+        let run = run_agentest_env(s.path(), &args, &[("AGENTEST_STORE", "off")]);
+        assert_eq!(run.code, 2, "{run:?}");
+        assert_eq!(
+            run.stderr.trim(),
+            format!("error: `${{{inside}}}` in [agent].headers.Authorization names no variable; write ${{NAME}}, or ${{NAME:-default}} for a value to use when NAME is unset or empty"),
+            "{run:?}"
+        );
+    }
+}
+
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         a_mistyped_input_gets_a_did_you_mean,
+        variables_take_a_shell_default_and_a_missing_name_is_an_error,
         no_agent_says_where_it_looked_and_what_to_write,
         the_config_is_found_in_agent_tests_or_named_and_the_header_says_which,
         invalid_settings_exit_2_naming_the_variable_and_the_allowed_values,

@@ -588,6 +588,70 @@ fn a_mismatch_fails_with_a_unified_diff_and_says_how_to_update() {
     );
 }
 
+/// A golden file checked out with CRLF line endings (git's `autocrlf`) matches: line
+/// endings are not compared. When it does differ, the diff shows the line that differs,
+/// not every line removed and added again with the same text.
+fn a_golden_file_with_crlf_line_endings_is_compared_line_by_line() {
+    let s = scratch("crlf", "");
+    s.write_suite(
+        "s.jsonl",
+        &[&greet("hello", "Hello", r#", "golden": true"#)],
+    );
+    let crlf = |text: String| text.replace('\n', "\r\n");
+    s.write(
+        "s.golden/hello.txt",
+        &crlf(greet_golden("s", "hello", "Hello")),
+    );
+    let (run, report) = run_suite(&s, "s.jsonl", &[("AGENTEST_UPDATE", "no")]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(report.golden("s::hello")["outcome"], "matched");
+
+    s.write("s.golden/hello.txt", &crlf(edited_hello()));
+    let (run, report) = run_suite(&s, "s.jsonl", &[("AGENTEST_UPDATE", "no")]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(report.status("s::hello"), "failed");
+    assert_eq!(
+        report.error("s::hello"),
+        format!(
+            "the transcript differs from the golden file s.golden/hello.txt:\n{HELLO_DIFF}\n{HOW_TO_UPDATE}"
+        )
+    );
+}
+
+/// A golden file that cannot be read (not UTF-8, or a case id too long for a file name)
+/// is the case's `error`, saying why and what to do, not a failure of the agent's.
+fn a_golden_file_that_cannot_be_read_is_an_error() {
+    let s = scratch("unreadable", "");
+    let long = "x".repeat(300);
+    s.write_suite(
+        "s.jsonl",
+        &[
+            &greet("latin1", "Hello", r#", "golden": true"#),
+            &greet(&long, "Hi", r#", "golden": true"#),
+        ],
+    );
+    std::fs::create_dir_all(s.join("s.golden")).expect("create the golden folder");
+    std::fs::write(s.join("s.golden/latin1.txt"), b"case: s::latin1\ncaf\xe9\n")
+        .expect("write a Latin-1 golden file");
+    let (run, report) = run_suite(&s, "s.jsonl", &[("AGENTEST_UPDATE", "no")]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(report.status("s::latin1"), "error", "{}", report.text);
+    assert_eq!(
+        report.error("s::latin1"),
+        "failed to read the golden file s.golden/latin1.txt: stream did not contain valid UTF-8; a golden file is UTF-8 text: fix it, or delete it and accept the transcript the next run writes for review"
+    );
+    assert_eq!(report.golden("s::latin1")["outcome"], "error");
+    let trial = format!("s::{long}");
+    assert_eq!(report.status(&trial), "error", "{}", report.text);
+    assert!(
+        report.error(&trial).ends_with(
+            ": File name too long (os error 36); the case's id makes a file name longer than the system allows: give the case a shorter id"
+        ),
+        "{}",
+        report.error(&trial)
+    );
+}
+
 fn with_color_always_the_console_diff_is_coloured_and_every_report_stays_plain() {
     let s = mismatching();
     for ext in ["jsonl", "json", "md", "xml", "html"] {
@@ -1907,6 +1971,8 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         a_static_case_renders_as_the_expected_text,
         a_dynamic_case_renders_its_checkpoints_and_termination,
         a_mismatch_fails_with_a_unified_diff_and_says_how_to_update,
+        a_golden_file_with_crlf_line_endings_is_compared_line_by_line,
+        a_golden_file_that_cannot_be_read_is_an_error,
         with_color_always_the_console_diff_is_coloured_and_every_report_stays_plain,
         a_removed_turn_header_is_painted_as_a_removed_line,
         update_new_writes_pending_files_and_fails,

@@ -916,6 +916,43 @@ fn report_under_cargo_test_has_every_case_then_a_summary() {
 // ---------------------------------------------------------------------------------
 // The test binary, run directly
 
+/// A report that cannot be written (here on a full disk) is one more failing trial,
+/// `agentest::report`, after the cases, naming the system's reason; no "wrote" line.
+/// Under nextest, where every case's process appends its own record, the case's trial
+/// fails instead.
+#[cfg(unix)]
+fn a_report_that_cannot_be_written_is_a_failing_trial() {
+    let fx = fixture();
+    let scratch = Scratch::new("report-full-disk");
+    let report = scratch.path("report.jsonl");
+    std::os::unix::fs::symlink("/dev/full", &report).expect("symlink to /dev/full");
+    let env = [("AGENTEST_REPORT", report.as_os_str())];
+    let out = fx.binary(&["--exact", "smoke::hello"], &env, RUN_LIMIT);
+    out.expect_code(101);
+    assert!(out.stdout.contains("test smoke::hello ... ok"), "{out}");
+    assert!(
+        failure_of(&out, "agentest::report").contains(&format!(
+            "failed to write the record of `smoke::hello` to the report {}: No space left on device (os error 28)",
+            report.display()
+        )),
+        "{out}"
+    );
+    assert!(!out.stderr.contains("wrote"), "{out}");
+    let under_nextest = [
+        ("AGENTEST_REPORT", report.as_os_str()),
+        ("NEXTEST_RUN_ID", OsStr::new("full-disk-run")),
+        ("NEXTEST", OsStr::new("1")),
+    ];
+    let out = fx.binary(&["--exact", "smoke::hello"], &under_nextest, RUN_LIMIT);
+    out.expect_code(101);
+    assert!(
+        // Starting a nextest run's report truncates it, which a device refuses (EINVAL).
+        failure_of(&out, "smoke::hello")
+            .contains("failed to write the record of `smoke::hello` to the report"),
+        "{out}"
+    );
+}
+
 /// A suites root beside the fixture's, holding a named pipe `blocker.jsonl`: reading
 /// it blocks until a writer opens it, which nobody does. A discovery that takes any
 /// `*.jsonl` for a suite makes a run that reads every suite hang; one that takes only
@@ -1660,6 +1697,8 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         one_test_thread_runs_in_name_order,
         report_under_cargo_test_has_every_case_then_a_summary,
         the_elizaos_examples_run_under_cargo_test,
+        #[cfg(unix)]
+        a_report_that_cannot_be_written_is_a_failing_trial,
         #[cfg(unix)]
         exact_opens_only_the_named_suite,
         faults_are_error_and_timeout_records_and_no_case_is_lost,

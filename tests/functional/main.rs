@@ -76,10 +76,14 @@ mod parse_errors;
 mod readme;
 mod real_model;
 mod repeats;
+mod replies;
 mod reports;
 mod scenarios;
+mod secrets;
 mod store;
 mod tau2;
+#[cfg(unix)]
+mod writes;
 mod yao_flags;
 
 /// What a test function may return.
@@ -168,9 +172,13 @@ fn main() {
     trials.extend(readme::tests());
     trials.extend(real_model::tests());
     trials.extend(repeats::tests());
+    trials.extend(replies::tests());
     trials.extend(reports::tests());
     trials.extend(scenarios::tests());
+    trials.extend(secrets::tests());
     trials.extend(store::tests());
+    #[cfg(unix)]
+    trials.extend(writes::tests());
     let mut names: Vec<&str> = trials.iter().map(Trial::name).collect();
     names.sort_unstable();
     if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {

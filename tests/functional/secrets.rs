@@ -1,0 +1,142 @@
+//! Secrets echoed back: a real loopback HTTP agent (Python's http.server, in a child
+//! process) that answers with the `Authorization` header it was sent, in error bodies
+//! (401, 500, a retried 503) and in a reply. The token, configured as `${VAR}`, must
+//! reach no output and no file: not stdout, not stderr, not the reports, not the golden
+//! files, not the run store's bytes.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use crate::common::{clean, finish, Scratch, BIN};
+
+const TOKEN: &str = "tok-3f9a7c1e5b2d-never-shown";
+
+/// Answers by the request's input: `deny` a 401, `crash` a 500, `busy` a 503 (retried),
+/// `echo` a 200 reply; each quoting the `Authorization` header.
+const ECHO_SERVER: &str = r#"
+import json
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_POST(self):
+        req = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        auth = self.headers.get("Authorization", "")
+        said = req["input"]
+        if "deny" in said:
+            code, body = 401, "unauthorized: the header was " + auth
+        elif "crash" in said:
+            code, body = 500, json.dumps({"error": "boom", "headers": {"authorization": auth}})
+        elif "busy" in said:
+            code, body = 503, "busy, come back later (" + auth + ")"
+        else:
+            code, body = 200, json.dumps({"content": "your header was " + auth})
+        body = body.encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+ThreadingHTTPServer.daemon_threads = True
+server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+print("listening on %d" % server.server_address[1], flush=True)
+server.serve_forever()
+"#;
+
+/// The echo server, killed with the test.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn echo_server(s: &Scratch) -> (Server, u16) {
+    s.write("server.py", ECHO_SERVER);
+    let mut child = Command::new("python3")
+        .arg(s.join("server.py"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the echo server");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("piped stdout"))
+        .read_line(&mut line)
+        .expect("the server's port");
+    let port = line
+        .trim()
+        .trim_start_matches("listening on ")
+        .parse()
+        .unwrap_or_else(|_| panic!("no port in {line:?}"));
+    (Server(child), port)
+}
+
+/// Every file under `s` whose bytes hold `needle`.
+fn files_holding(s: &Scratch, needle: &str) -> Vec<String> {
+    s.files()
+        .into_iter()
+        .filter(|p| {
+            std::fs::read(p)
+                .map(|b| b.windows(needle.len()).any(|w| w == needle.as_bytes()))
+                .unwrap_or(false)
+        })
+        .map(|p| p.display().to_string())
+        .collect()
+}
+
+fn a_token_echoed_by_the_server_reaches_no_output_and_no_file() {
+    let s = Scratch::named("secrets", "echo");
+    let (_server, port) = echo_server(&s);
+    s.write(
+        "suites/agentest.toml",
+        &format!(
+            "[agent]\ntype = \"http\"\nurl = \"http://127.0.0.1:{port}/\"\nheaders = {{ Authorization = \"Bearer ${{SECRET_TOKEN_FOR_TEST}}\" }}\nretries = 1\n\n[golden]\nenabled = true\n"
+        ),
+    );
+    s.write_suite(
+        "suites/s.jsonl",
+        &[
+            r#"{"id": "deny", "input": "deny me"}"#,
+            r#"{"id": "crash", "input": "crash now"}"#,
+            r#"{"id": "busy", "input": "busy today"}"#,
+            r#"{"id": "echo", "input": "echo it", "assertions": [{"type": "contains", "value": "your header was"}]}"#,
+        ],
+    );
+    for report in ["r.jsonl", "r.html", "r.json"] {
+        let mut cmd = clean(Command::new(BIN));
+        cmd.current_dir(s.path())
+            .args(["test", "-i", "suites", "-v", "-o", report])
+            .env("SECRET_TOKEN_FOR_TEST", TOKEN)
+            .env("AGENTEST_STORE", s.join("store.db"))
+            .env("AGENTEST_UPDATE", "new");
+        let run = finish(&mut cmd);
+        assert_eq!(run.code, 1, "{run:?}");
+        assert!(!run.stdout.contains(TOKEN), "stdout:\n{}", run.stdout);
+        assert!(!run.stderr.contains(TOKEN), "stderr:\n{}", run.stderr);
+        // The echoes happened, masked: the 401 and 500 bodies, the retried 503 (on
+        // stderr too), and the reply.
+        for shown in [
+            "unauthorized: the header was Bearer [secret]",
+            r#""authorization": "Bearer [secret]""#,
+            "busy, come back later (Bearer [secret])",
+            "your header was Bearer [secret]",
+        ] {
+            assert!(run.stdout.contains(shown), "{shown:?} in {run:?}");
+        }
+        assert!(
+            run.stderr
+                .contains("busy, come back later (Bearer [secret])"),
+            "{run:?}"
+        );
+    }
+    assert!(s.exists("suites/s.golden/echo.txt.new"));
+    assert_eq!(files_holding(&s, TOKEN), Vec::<String>::new());
+}
+
+pub fn tests() -> Vec<libtest_mimic::Trial> {
+    crate::trials!(a_token_echoed_by_the_server_reaches_no_output_and_no_file)
+}
