@@ -18,7 +18,8 @@ mod yaml;
 
 pub use crate::errors::CaseError;
 pub(crate) use assertion::{compile_regex, parse_assertions};
-pub use discover::{discover, discover_excluding, file_for_trial, suite_name, SEPARATOR};
+pub(crate) use discover::files_for_trial;
+pub use discover::{discover, discover_excluding, suite_name, SEPARATOR};
 pub(crate) use evalstudio::read_personas_file;
 pub use file::load_file;
 pub use generate::{GeneratorKind, GeneratorSpec};

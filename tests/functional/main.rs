@@ -80,6 +80,7 @@ mod reports;
 mod scenarios;
 mod store;
 mod tau2;
+mod trial_names;
 mod yao_flags;
 
 /// What a test function may return.
@@ -163,6 +164,7 @@ fn main() {
     trials.extend(generators::tests());
     trials.extend(yao_flags::tests());
     trials.extend(tau2::tests());
+    trials.extend(trial_names::tests());
     trials.extend(llm::tests());
     trials.extend(parse_errors::tests());
     trials.extend(readme::tests());
