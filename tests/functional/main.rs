@@ -72,6 +72,7 @@ mod generators;
 mod golden;
 mod harness_e2e;
 mod llm;
+mod output_path;
 mod parse_errors;
 mod readme;
 mod real_model;
@@ -165,6 +166,7 @@ fn main() {
     trials.extend(yao_flags::tests());
     trials.extend(tau2::tests());
     trials.extend(trial_names::tests());
+    trials.extend(output_path::tests());
     trials.extend(llm::tests());
     trials.extend(parse_errors::tests());
     trials.extend(readme::tests());
