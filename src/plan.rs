@@ -165,6 +165,9 @@ impl Plan {
             }
         };
         // Stable: the cases of one name stay in the order they were loaded in.
+        for l in &mut plan.cases {
+            cap_trial_name(l);
+        }
         plan.cases.sort_by(|a, b| a.trial.cmp(&b.trial));
         plan.cases = one_per_trial(std::mem::take(&mut plan.cases));
         Ok(plan)
@@ -173,6 +176,52 @@ impl Plan {
     /// Keeps only the trials whose name matches `filter` (`--run`).
     pub(crate) fn retain(&mut self, filter: &Regex) {
         self.cases.retain(|l| filter.is_match(&l.trial));
+    }
+}
+
+/// The most characters of a trial name after its suite (`SUITE::` is kept whole, so
+/// that nextest's `--exact` still finds the file).
+pub(crate) const TRIAL_ID_MAX: usize = 200;
+
+/// Cuts a trial name whose part after the suite is longer than [`TRIAL_ID_MAX`] (a
+/// scenario's 1 MB `name`) to its start, a `-` and 16 hex digits of a hash of the whole
+/// (stable from run to run, and two long names alike but for their ends stay apart),
+/// and says so on stderr, naming the file and the field to shorten.
+fn cap_trial_name(l: &mut Loaded) {
+    let Some((suite, id)) = l.trial.split_once(SEPARATOR) else {
+        return;
+    };
+    let length = id.chars().count();
+    if length <= TRIAL_ID_MAX {
+        return;
+    }
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(id.as_bytes());
+    let hash: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    let kept: String = id.chars().take(TRIAL_ID_MAX - hash.len() - 1).collect();
+    let capped = format!("{suite}{SEPARATOR}{kept}-{hash}");
+    eprintln!(
+        "agentest: warning: {}: the trial name made from {} is {length} characters after `{suite}{SEPARATOR}`; \
+         it is cut to {TRIAL_ID_MAX} (its start and a hash of the whole): `{capped}`; shorten {} to keep a readable name",
+        location_of(l),
+        naming_field(&l.file),
+        naming_field(&l.file),
+    );
+    l.trial = capped;
+}
+
+/// The field a trial name comes from, by the format of `file`.
+fn naming_field(file: &Path) -> &'static str {
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    if crate::source::is_scenario(&name) {
+        "the scenario's `name`"
+    } else if crate::source::is_evalstudio(&name) {
+        "the eval's, scenario's and persona's `name`s"
+    } else {
+        "the case's `id`"
     }
 }
 

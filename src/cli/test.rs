@@ -441,7 +441,7 @@ fn dry_run(
             (l.trial.clone(), verdict)
         })
         .collect();
-    let width = lines.iter().map(|(t, _)| t.len()).max().unwrap_or(0);
+    let width = console::name_width(lines.iter().map(|(t, _)| t.as_str()));
     let mut out = std::io::stdout().lock();
     let mut broken = 0;
     for (trial, verdict) in &lines {

@@ -13,6 +13,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         a_trial_name_defined_twice_is_one_located_error_and_the_rest_runs,
         a_trial_name_defined_twice_fails_the_run_without_a_store_too,
+        a_long_name_is_cut_with_a_warning_and_pads_no_other_failure,
     ]
 }
 
@@ -151,4 +152,96 @@ fn a_trial_name_defined_twice_fails_the_run_without_a_store_too() {
     let s = project("no-store");
     let r = test_run(s.path(), "off");
     check(&r, &s);
+}
+
+/// A 1 MB scenario `name` and 300-character ids: their trial names are cut to 200
+/// characters after the suite (the start, `-`, 16 hex digits of a hash), the same on
+/// every run and apart when only their ends differ, with a warning naming the file and
+/// the field; and the console's Failures list pads no other entry to their width.
+fn a_long_name_is_cut_with_a_warning_and_pads_no_other_failure() {
+    let s = Scratch::named("names", "long");
+    s.write("suites/agentest.toml", &expense_agent_section());
+    s.write(
+        "suites/big.scenario.yaml",
+        &scenario(&"A".repeat(1 << 20), "NOT IN THE REPLY"),
+    );
+    let failing = |id: &str| {
+        json!({"id": id, "input": "hello", "assert": {"type": "contains", "value": "NOT IN THE REPLY"}}).to_string()
+    };
+    let (long, longer) = ("x".repeat(300), format!("{}y", "x".repeat(299)));
+    s.write(
+        "suites/s.jsonl",
+        &format!(
+            "{}\n{}\n{}\n",
+            failing(&long),
+            failing(&longer),
+            failing("short")
+        ),
+    );
+    let mut names = Vec::new();
+    for _ in 0..2 {
+        let r = test_run(s.path(), "off");
+        assert_eq!(r.code, 1, "{r:?}");
+        assert!(
+            r.stdout.len() < 20_000,
+            "the console shows no 1 MB name: {} bytes",
+            r.stdout.len()
+        );
+        let report = Report::read(&s.join("r.jsonl"));
+        let mut trials: Vec<String> = report
+            .cases
+            .iter()
+            .map(|c| c["trial"].as_str().unwrap().to_string())
+            .collect();
+        trials.sort();
+        assert_eq!(trials.len(), 4, "{trials:?}");
+        let cut = |suite: &str, start: &str, trial: &str| {
+            let id = trial
+                .strip_prefix(&format!("{suite}::"))
+                .unwrap_or_else(|| panic!("{trial}"));
+            let (kept, hash) = id.rsplit_once('-').unwrap();
+            assert_eq!(id.chars().count(), 200, "{trial}");
+            assert_eq!(kept, start.repeat(183), "{trial}");
+            assert!(
+                hash.len() == 16 && hash.chars().all(|c| c.is_ascii_hexdigit()),
+                "{trial}"
+            );
+        };
+        cut("big", "a", &trials[0]);
+        cut("s", "x", &trials[2]);
+        cut("s", "x", &trials[3]);
+        assert_ne!(
+            trials[2], trials[3],
+            "ids alike but for their end stay apart"
+        );
+        assert_eq!(trials[1], "s::short");
+        for (at, field, length, suite, trial) in [
+            (
+                "suites/big.scenario.yaml:1:1",
+                "the scenario's `name`",
+                1 << 20,
+                "big",
+                &trials[0],
+            ),
+            (
+                "suites/s.jsonl:1:1",
+                "the case's `id`",
+                300,
+                "s",
+                &trials[2],
+            ),
+        ] {
+            let warning = format!(
+                "agentest: warning: {at}: the trial name made from {field} is {length} characters after `{suite}::`; it is cut to 200 (its start and a hash of the whole): `{trial}`; shorten {field} to keep a readable name"
+            );
+            assert!(r.stderr.lines().any(|l| l == warning), "{warning}\n{r:?}");
+        }
+        let short = format!(
+            "    {:<48}  turn 1: contains \"NOT IN THE REPLY\": expected the reply to contain \"NOT IN THE REPLY\"",
+            "s::short"
+        );
+        assert!(r.stdout.lines().any(|l| l == short), "{short}\n{r:?}");
+        names.push(trials);
+    }
+    assert_eq!(names[0], names[1], "the same names on every run");
 }
