@@ -136,6 +136,49 @@ pub(crate) enum PlanError {
     },
 }
 
+/// A file `-o` must not write over: the user's cases, or a file agentest did not write.
+/// Refused before anything runs (exit code 2).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum OverwriteError {
+    /// `-o` names the suite file `-i` names (or the tasks file being imported).
+    #[error("refusing to write {what} over {}: it is the file the cases are read from; give -o another path", path.display())]
+    Input {
+        /// What would be written (`the report`).
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+    },
+    /// `-o` names a file the input folder's discovery finds as a suite.
+    #[error("refusing to write {what} over {}: it is a suite file under {} (its cases would be lost); give -o a path outside the suites folder", path.display(), root.display())]
+    Suite {
+        /// What would be written.
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The input folder.
+        root: PathBuf,
+    },
+    /// `-o` names a file that exists and is not a report agentest wrote.
+    #[error("refusing to write the report over {}: the file exists and is not an agentest {format} report (whose {recognised}); give -o another path, or remove the file first if it is not wanted", path.display())]
+    NotReport {
+        /// The file.
+        path: PathBuf,
+        /// The report's format, by the file's extension.
+        format: &'static str,
+        /// How agentest recognises a report of that format.
+        recognised: &'static str,
+    },
+    /// The file exists but cannot be read to tell.
+    #[error("refusing to write the report over {}: the file exists and cannot be read to check that it is an agentest report: {source}", path.display())]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// Why it cannot be read.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 // The environment and `agentest.toml`.
 
 /// An environment variable with a value agentest cannot use.

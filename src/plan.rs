@@ -7,8 +7,11 @@ use std::sync::Arc;
 use regex::Regex;
 
 use crate::case::Location;
+use crate::errors::CaseError;
 use crate::errors::PlanError;
-use crate::source::{discover_excluding, file_for_trial, load_file, parse_case, Loaded, SEPARATOR};
+use crate::source::{
+    discover_excluding, files_for_trial, load_file, parse_case, Loaded, SEPARATOR,
+};
 use crate::util::display_path;
 
 /// What a run's cases come from.
@@ -120,9 +123,10 @@ impl Plan {
             Input::Dir(dir) => {
                 let only = exact
                     .filter(|f| f.contains(SEPARATOR))
-                    .and_then(|f| file_for_trial(dir, f));
+                    .map(|f| files_for_trial(dir, f))
+                    .filter(|files| !files.is_empty());
                 let files = match only {
-                    Some(file) => vec![file],
+                    Some(files) => files,
                     None => discover_excluding(dir, exclude)?,
                 };
                 Plan {
@@ -160,13 +164,167 @@ impl Plan {
                 }
             }
         };
+        // Stable: the cases of one name stay in the order they were loaded in.
+        for l in &mut plan.cases {
+            cap_trial_name(l);
+        }
         plan.cases.sort_by(|a, b| a.trial.cmp(&b.trial));
+        plan.cases = one_per_trial(std::mem::take(&mut plan.cases));
         Ok(plan)
     }
 
     /// Keeps only the trials whose name matches `filter` (`--run`).
     pub(crate) fn retain(&mut self, filter: &Regex) {
         self.cases.retain(|l| filter.is_match(&l.trial));
+    }
+}
+
+/// The most characters of a trial name after its suite (`SUITE::` is kept whole, so
+/// that nextest's `--exact` still finds the file).
+pub(crate) const TRIAL_ID_MAX: usize = 200;
+
+/// Cuts a trial name whose part after the suite is longer than [`TRIAL_ID_MAX`] (a
+/// scenario's 1 MB `name`) to its start, a `-` and 16 hex digits of a hash of the whole
+/// (stable from run to run, and two long names alike but for their ends stay apart),
+/// and says so on stderr, naming the file and the field to shorten.
+fn cap_trial_name(l: &mut Loaded) {
+    let Some((suite, id)) = l.trial.split_once(SEPARATOR) else {
+        return;
+    };
+    let length = id.chars().count();
+    if length <= TRIAL_ID_MAX {
+        return;
+    }
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(id.as_bytes());
+    let hash: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    let kept: String = id.chars().take(TRIAL_ID_MAX - hash.len() - 1).collect();
+    let capped = format!("{suite}{SEPARATOR}{kept}-{hash}");
+    eprintln!(
+        "agentest: warning: {}: the trial name made from {} is {length} characters after `{suite}{SEPARATOR}`; \
+         it is cut to {TRIAL_ID_MAX} (its start and a hash of the whole): `{capped}`; shorten {} to keep a readable name",
+        location_of(l),
+        naming_field(&l.file),
+        naming_field(&l.file),
+    );
+    l.trial = capped;
+}
+
+/// The field a trial name comes from, by the format of `file`.
+fn naming_field(file: &Path) -> &'static str {
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    if crate::source::is_scenario(&name) {
+        "the scenario's `name`"
+    } else if crate::source::is_evalstudio(&name) {
+        "the eval's, scenario's and persona's `name`s"
+    } else {
+        "the case's `id`"
+    }
+}
+
+/// Makes trial names unique, for every format at once: the cases that share one (case
+/// `x` of `foo.jsonl` and the scenario `foo.scenario.yaml` named `x` are both `foo::x`)
+/// become one trial that fails to load, naming every place the name is defined and how
+/// to rename. Neither case runs under a name the other's result could take (in the
+/// report, the run store, libtest's list), and the run cannot pass. `cases` is sorted
+/// by trial name.
+fn one_per_trial(cases: Vec<Loaded>) -> Vec<Loaded> {
+    let mut out: Vec<Loaded> = Vec::with_capacity(cases.len());
+    let mut same: Vec<Loaded> = Vec::new();
+    for l in cases {
+        if same.last().is_some_and(|s| s.trial != l.trial) {
+            out.push(defined_once(std::mem::take(&mut same)));
+        }
+        same.push(l);
+    }
+    if !same.is_empty() {
+        out.push(defined_once(same));
+    }
+    out
+}
+
+/// The one trial of the cases named alike: the case itself when it is alone, else the
+/// load error of [`one_per_trial`], located at the first definition.
+fn defined_once(mut same: Vec<Loaded>) -> Loaded {
+    if same.len() == 1 {
+        return same.remove(0);
+    }
+    let places: Vec<&crate::case::Location> = same.iter().map(location_of).collect();
+    let mut files: Vec<&Path> = Vec::new();
+    for l in &same {
+        if !files.contains(&l.file.as_path()) {
+            files.push(&l.file);
+        }
+    }
+    let (times, none, all) = match same.len() {
+        2 => ("twice".to_string(), "neither runs", "both"),
+        n => (format!("{n} times"), "none of them runs", "all"),
+    };
+    let first = same[0].clone();
+    let trial = &first.trial;
+    let message = if places.iter().all(|p| *p == places[0]) {
+        format!(
+            "the case `{trial}` is loaded {times} from here, so it does not run; \
+             {} lists it more than once (one EvalStudio project id given twice?): \
+             list it once",
+            display_path(&first.file).display()
+        )
+    } else {
+        let others: Vec<String> = places[1..].iter().map(|p| p.to_string()).collect();
+        let fix = if files.len() > 1 {
+            let shown: Vec<String> = files
+                .iter()
+                .map(|f| format!("`{}`", display_path(f).display()))
+                .collect();
+            format!(
+                "{} {all} make the suite `{}`: rename one of the files \
+                 (a suite is named after its file's path without the extension), \
+                 or give one of the cases another id",
+                and_list(&shown),
+                first.suite
+            )
+        } else {
+            "give one of them another id or name".to_string()
+        };
+        format!(
+            "the trial name `{trial}` is defined {times}, here and at {}, \
+             so {none}; {fix}",
+            and_list(&others)
+        )
+    };
+    let id = match &first.entry {
+        Ok(c) => Some(c.id.clone()),
+        Err(e) => e.id.clone(),
+    };
+    Loaded {
+        entry: Err(CaseError {
+            location: places[0].clone(),
+            id,
+            field: None,
+            message,
+        }),
+        generation: None,
+        ..first
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn and_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [head @ .., last] => format!("{} and {last}", head.join(", ")),
+    }
+}
+
+/// Where a loaded entry was written.
+fn location_of(l: &Loaded) -> &crate::case::Location {
+    match &l.entry {
+        Ok(c) => &c.location,
+        Err(e) => &e.location,
     }
 }
 

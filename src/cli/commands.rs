@@ -165,6 +165,8 @@ pub(super) fn import_tau2(
     file: &std::path::Path,
     output: &std::path::Path,
 ) -> Result<ExitCode, String> {
+    // Writing the suite over the tasks file it is made from would lose the tasks.
+    super::overwrite::not_the_input(file, output, "the suite").map_err(|e| e.to_string())?;
     let doc = match crate::source::document::Document::read(file) {
         Ok(Some(doc)) => doc,
         Ok(None) => return Err(format!("no tasks file at {}", file.display())),

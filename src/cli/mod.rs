@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 mod commands;
 pub(crate) mod init;
+mod overwrite;
 mod runs;
 mod test;
 

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::overwrite::Writer;
 use super::{use_color, MissingInput, TestArgs};
 use crate::config::Config;
 use crate::plan::{Input, Plan};
@@ -28,6 +29,16 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
         None => None,
     };
     let input = Input::parse(&args.input, args.message).map_err(|e| e.to_string())?;
+    if let Some(out) = &args.output {
+        let writer = if args.dry_run {
+            Writer::Cases
+        } else if args.reporter.is_some() {
+            Writer::Reporter
+        } else {
+            Writer::Report
+        };
+        super::overwrite::check(&input, out, writer).map_err(|e| e.to_string())?;
+    }
     // The report (`-o`) may be written into the suites folder; never load it.
     let exclude: Vec<_> = args.output.iter().cloned().collect();
     let mut plan = Plan::load(&input, &exclude, None).map_err(|e| e.to_string())?;
@@ -248,18 +259,38 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
 /// other run (`cargo test`) finds it there: say so while it can still be moved.
 fn warn_if_inside(root: &std::path::Path, report: &std::path::Path) {
     let is_jsonl = report.extension().is_some_and(|e| e == "jsonl");
-    let absolute = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     let parent = report
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(std::path::Path::new("."));
-    if is_jsonl && absolute(parent).starts_with(absolute(root)) {
+    // Resolved, not only made absolute: `-i . -o ../x.jsonl` is outside `.`.
+    if is_jsonl && resolved(parent).starts_with(resolved(root)) {
         eprintln!(
             "warning: the report {} is inside the suites folder {}: this run skips it, but other runs (cargo test) will find it there and say it is not a suite; write reports elsewhere",
             report.display(),
             root.display()
         );
     }
+}
+
+/// `path` as the file system resolves it: canonical when it exists, else absolute with
+/// `.` and `..` taken out lexically (a report's folder may not exist yet).
+fn resolved(path: &std::path::Path) -> std::path::PathBuf {
+    if let Ok(p) = std::fs::canonicalize(path) {
+        return p;
+    }
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = std::path::PathBuf::new();
+    for part in absolute.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// The agent the header names: the run's agent, or, when every case names its own
@@ -413,7 +444,7 @@ fn dry_run(
             (l.trial.clone(), verdict)
         })
         .collect();
-    let width = lines.iter().map(|(t, _)| t.len()).max().unwrap_or(0);
+    let width = console::name_width(lines.iter().map(|(t, _)| t.as_str()));
     let mut out = std::io::stdout().lock();
     let mut broken = 0;
     for (trial, verdict) in &lines {

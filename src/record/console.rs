@@ -135,7 +135,8 @@ fn title(r: &CaseReport, style: &Style) -> String {
         (n, None) => format!(" ({n} turns)"),
     };
     let name = if r.name != r.id {
-        format!(" {}", r.name)
+        // Clipped: a name may be as long as a file (a 1 MB scenario `name`).
+        format!(" {}", crate::util::clip(&r.name))
     } else {
         String::new()
     };
@@ -461,11 +462,7 @@ pub(crate) fn failures(failed: &[(String, String)]) -> String {
         return s;
     }
     let _ = writeln!(s, "\n  Failures:");
-    let width = failed
-        .iter()
-        .map(|(t, _)| t.chars().count())
-        .max()
-        .unwrap_or(0);
+    let width = name_width(failed.iter().map(|(t, _)| t.as_str()));
     for (trial, reason) in failed {
         let first = reason.lines().next().unwrap_or_default();
         let clipped: String = first.chars().take(120).collect();
@@ -477,6 +474,19 @@ pub(crate) fn failures(failed: &[(String, String)]) -> String {
         let _ = writeln!(s, "    {trial:<width$}  {clipped}{ell}");
     }
     s
+}
+
+/// The widest a column of trial names is padded to: a longer name is printed whole (it
+/// is what reruns the case) but pushes no other line's text to the right.
+pub(crate) const NAME_COLUMN: usize = 48;
+
+/// The width to pad a column of `names` to: the longest, at most [`NAME_COLUMN`].
+pub(crate) fn name_width<'a>(names: impl Iterator<Item = &'a str>) -> usize {
+    names
+        .map(|t| t.chars().count())
+        .max()
+        .unwrap_or(0)
+        .min(NAME_COLUMN)
 }
 
 /// A failed case's line in [`failures`]: its trial name and first reason.

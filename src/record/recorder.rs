@@ -83,12 +83,11 @@ impl Recorder {
         self.store.get().map(StoreWriter::execution)
     }
 
-    /// Claims the case of `trial` for this process (always, without a store): `false`
-    /// when another process of the execution runs it, or it already ended.
-    pub(crate) async fn claim(&self, trial: &str) -> bool {
+    /// Claims the case of `trial` for this process (always granted without a store).
+    pub(crate) async fn claim(&self, trial: &str) -> crate::record::store::Claim {
         match self.store.get() {
             Some(s) => s.claim(trial).await,
-            None => true,
+            None => crate::record::store::Claim::Granted,
         }
     }
 

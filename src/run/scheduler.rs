@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 use tokio::task::AbortHandle;
 
+use crate::record::store::Claim;
 use crate::record::{CaseReport, Recorder, Status};
 use crate::run::engine::Engine;
 use crate::run::outcome::not_run;
@@ -128,13 +129,7 @@ impl Scheduler {
                                     break;
                                 }
                                 // The run store's claim, once for all of the repeats.
-                                if !d.recorder.claim(&l.trial).await {
-                                    d.unrun(
-                                        i,
-                                        l,
-                                        "not run here: another process of this execution ran it"
-                                            .into(),
-                                    );
+                                if !d.claimed(i, l).await {
                                     continue;
                                 }
                                 let group = Arc::new(Group::new(l.clone(), plan));
@@ -320,6 +315,36 @@ impl Dispatcher {
         let _ = self.tx.send((i, report));
     }
 
+    /// The run store's claim of case `i`: whether it runs here. Another process of the
+    /// same execution (a nextest run, a `--resume` elsewhere) may have it, and then the
+    /// case is skipped here; a claim this process already holds means the trial was
+    /// planned twice, an error of the run (its store row keeps the first's result).
+    async fn claimed(&self, i: usize, l: &Loaded) -> bool {
+        let why = match self.recorder.claim(&l.trial).await {
+            Claim::Granted => return true,
+            Claim::Elsewhere => {
+                self.unrun(
+                    i,
+                    l,
+                    "not run here: another process of this execution ran it".into(),
+                );
+                return false;
+            }
+            Claim::Twice => format!(
+                "not run: this process already ran a case named `{}`; two cases share the \
+                 trial name, which loading should have refused (a bug of agentest's: \
+                 please report it)",
+                l.trial
+            ),
+        };
+        let mut report = not_run(l, String::new());
+        crate::run::outcome::fail(&mut report, Status::Error, why);
+        note_failure(self.fail_fast, &self.stop, &report);
+        self.recorder.record_unrun(&report);
+        let _ = self.tx.send((i, report));
+        false
+    }
+
     /// Records and sends a case's report, stopping the run after a failure with
     /// `--fail-fast`.
     fn finish(&self, i: usize, report: CaseReport) {
@@ -341,15 +366,8 @@ impl Dispatcher {
     fn start_single(&self, i: usize, l: Arc<Loaded>, plan: Plan, permit: OwnedSemaphorePermit) {
         let d = self.clone();
         let task = tokio::spawn(async move {
-            // The run store's claim: another process resuming the same execution may
-            // have this case.
-            if !d.recorder.claim(&l.trial).await {
+            if !d.claimed(i, &l).await {
                 drop(permit);
-                d.unrun(
-                    i,
-                    &l,
-                    "not run here: another process of this execution ran it".into(),
-                );
                 return;
             }
             let report = d

@@ -109,29 +109,38 @@ pub fn suite_name(root: &Path, file: &Path) -> String {
         .unwrap_or(s)
 }
 
-/// The suite file a trial name points at (for nextest's `--exact NAME`):
-/// `root/<suite>.jsonl`, else the scenario file `root/<suite>.scenario.yaml` (`.yml`).
-pub fn file_for_trial(root: &Path, trial: &str) -> Option<PathBuf> {
+/// The suite files a trial name may come from (for nextest's `--exact NAME`), in the
+/// order discovery lists them: `root/<suite>.jsonl`, the scenario files
+/// `root/<suite>.scenario.yaml` and `.yml`, a tau2 tasks file `root/<suite>.json`, and
+/// an EvalStudio project's file. Every one that exists is returned, not the first: two
+/// files making one suite (`foo.jsonl`, `foo.scenario.yaml`) may define the trial twice,
+/// which only loading both can tell.
+pub(crate) fn files_for_trial(root: &Path, trial: &str) -> Vec<PathBuf> {
     // Ids never hold `::` (a matrix's trial ids are `combination::run-N`): the first
     // one ends the suite.
-    let (suite, _) = trial.split_once(SEPARATOR)?;
+    let Some((suite, _)) = trial.split_once(SEPARATOR) else {
+        return Vec::new();
+    };
     if suite.is_empty()
         || suite
             .split('/')
             .any(|p| p.is_empty() || p == "." || p == "..")
     {
-        return None;
+        return Vec::new();
     }
-    [".jsonl"]
+    let tasks = root
+        .join(format!("{suite}.json"))
+        .file_name()
+        .is_some_and(|n| crate::source::tau2::is_task_file(&n.to_string_lossy().to_lowercase()));
+    let mut found: Vec<PathBuf> = [".jsonl"]
         .iter()
         .chain(&crate::source::yaml::SCENARIO_ENDINGS)
+        .chain(tasks.then_some(&".json"))
         .map(|e| root.join(format!("{suite}{e}")))
-        .find(|p| p.is_file())
-        .or_else(|| {
-            // A tau2 tasks file (`domain/tasks.json`).
-            let tasks = root.join(format!("{suite}.json"));
-            let name = tasks.file_name()?.to_string_lossy().to_lowercase();
-            (crate::source::tau2::is_task_file(&name) && tasks.is_file()).then_some(tasks)
-        })
-        .or_else(|| crate::source::evalstudio::file_for_suite(root, suite))
+        .filter(|p| p.is_file())
+        .collect();
+    found.extend(crate::source::evalstudio::file_for_suite(root, suite));
+    found.sort();
+    found.dedup();
+    found
 }

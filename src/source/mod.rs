@@ -18,7 +18,8 @@ mod yaml;
 
 pub use crate::errors::CaseError;
 pub(crate) use assertion::{compile_regex, parse_assertions};
-pub use discover::{discover, discover_excluding, file_for_trial, suite_name, SEPARATOR};
+pub(crate) use discover::files_for_trial;
+pub use discover::{discover, discover_excluding, suite_name, SEPARATOR};
 pub(crate) use evalstudio::read_personas_file;
 pub use file::load_file;
 pub use generate::{GeneratorKind, GeneratorSpec};
@@ -26,4 +27,9 @@ pub(crate) use jsonl::{column_of_path, steps as path_steps, Step as PathStep};
 pub use jsonl::{parse_case, parse_suite, parse_suite_bytes, CASE_KEYS};
 pub use loaded::{Generation, Loaded};
 pub use mocks::{parse_config_mocks, parse_mocks};
-pub(crate) use yaml::slug;
+pub(crate) use yaml::{is_scenario, slug};
+
+/// Whether a file of this (lowercase) name is one of an EvalStudio project's.
+pub(crate) fn is_evalstudio(name: &str) -> bool {
+    evalstudio::kind_of(name).is_some()
+}

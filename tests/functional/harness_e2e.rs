@@ -1681,6 +1681,57 @@ fn a_tau2_tasks_file_runs_under_cargo_test_and_nextest() -> Needs {
     Ok(())
 }
 
+/// Two suite files that make one suite (`foo.jsonl`, `foo.scenario.yaml`) and define the
+/// trial `foo::x` twice: one failing trial naming both places, under `cargo test` and
+/// under nextest, whose process for `--exact foo::x` must read both files to know (the
+/// scenario fails: read alone, `foo.jsonl`'s `x` would pass in its place).
+fn a_trial_name_defined_twice_fails_under_cargo_test_and_nextest() -> Needs {
+    let fx = fixture();
+    let scratch = Scratch::new("twice");
+    let root = scratch.path("suites");
+    std::fs::create_dir_all(&root).expect("create the suites root");
+    std::fs::write(
+        root.join("foo.jsonl"),
+        "{\"id\": \"x\", \"input\": \"hi\", \"assert\": {\"type\": \"contains\", \"value\": \"echo: hi\"}}\n\
+         {\"id\": \"y\", \"input\": \"hi\", \"assert\": {\"type\": \"contains\", \"value\": \"echo: hi\"}}\n",
+    )
+    .expect("write the suite");
+    std::fs::write(
+        root.join("foo.scenario.yaml"),
+        "name: x\ndescription: d\nenvironment: {type: local}\nrun:\n  - input: hi\n    evaluations:\n      - type: string_contains\n        value: 'not echoed'\njudgment: {strategy: all_pass}\n",
+    )
+    .expect("write the scenario");
+    let env = [("DEMO_SUITES", root.as_os_str())];
+    let shown = |f: &str| root.join(f).display().to_string();
+    let error = format!(
+        "{}:1:1: the trial name `foo::x` is defined twice, here and at {}:1:1, so neither runs; `{}` and `{}` both make the suite `foo`",
+        shown("foo.jsonl"),
+        shown("foo.scenario.yaml"),
+        shown("foo.jsonl"),
+        shown("foo.scenario.yaml"),
+    );
+    let out = fx.cargo_test_with(&[], &env);
+    out.expect_code(101);
+    assert_eq!(
+        out.trials_run(),
+        [
+            ("foo::x".to_string(), "FAILED".to_string()),
+            ("foo::y".to_string(), "ok".to_string())
+        ],
+        "{out}"
+    );
+    assert!(failure_of(&out, "foo::x").contains(&error), "{out}");
+    assert!(!out.both().contains("another process"), "{out}");
+
+    nextest()?;
+    let out = fx.nextest("run", &["--no-fail-fast"], &env);
+    out.expect_code(100);
+    let all = out.both();
+    assert!(all.contains("2 tests run: 1 passed, 1 failed"), "{out}");
+    assert!(all.contains(&error), "{out}");
+    Ok(())
+}
+
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         an_invalid_setting_is_one_failing_trial_naming_it,
@@ -1712,5 +1763,6 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         agentest_runs_repeats_each_case_inside_its_trial (needs nextest),
         a_generator_line_expands_into_trials_under_cargo_test_and_nextest (needs nextest),
         a_tau2_tasks_file_runs_under_cargo_test_and_nextest (needs nextest),
+        a_trial_name_defined_twice_fails_under_cargo_test_and_nextest (needs nextest),
     ]
 }

@@ -72,6 +72,7 @@ mod generators;
 mod golden;
 mod harness_e2e;
 mod llm;
+mod output_path;
 mod parse_errors;
 mod readme;
 mod real_model;
@@ -82,6 +83,7 @@ mod scenarios;
 mod secrets;
 mod store;
 mod tau2;
+mod trial_names;
 #[cfg(unix)]
 mod writes;
 mod yao_flags;
@@ -167,6 +169,8 @@ fn main() {
     trials.extend(generators::tests());
     trials.extend(yao_flags::tests());
     trials.extend(tau2::tests());
+    trials.extend(trial_names::tests());
+    trials.extend(output_path::tests());
     trials.extend(llm::tests());
     trials.extend(parse_errors::tests());
     trials.extend(readme::tests());

@@ -38,8 +38,21 @@ pub(crate) struct Planned<'a> {
 
 enum Op {
     /// Claim the run of a trial; the answer says whether this process runs it.
-    Claim(String, tokio::sync::oneshot::Sender<bool>),
+    Claim(String, tokio::sync::oneshot::Sender<Claim>),
     Done(Box<CaseReport>),
+}
+
+/// The store's answer to a claim of a trial's run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Claim {
+    /// The run is this process's: the case runs here.
+    Granted,
+    /// Another process of the execution has the run, or ran it (a nextest run, or a
+    /// `--resume` of the same execution in another terminal).
+    Elsewhere,
+    /// This very process claimed the run before: the trial was planned twice, which
+    /// planning rules out (trial names are unique). A bug, never a skip.
+    Twice,
 }
 
 /// How often a process marks its running runs alive.
@@ -190,13 +203,13 @@ impl StoreWriter {
         }
     }
 
-    /// Claims the run of `trial` for this process: `false` when another process of the
-    /// execution has it (or it already ended), and the case must not run here.
-    pub(crate) async fn claim(&self, trial: &str) -> bool {
+    /// Claims the run of `trial` for this process: anything but [`Claim::Granted`] means
+    /// the case must not run here.
+    pub(crate) async fn claim(&self, trial: &str) -> Claim {
         let (answer, claimed) = tokio::sync::oneshot::channel();
         self.send(Op::Claim(trial.to_string(), answer));
         // No writer (it stopped): the case runs, as without a store.
-        claimed.await.unwrap_or(true)
+        claimed.await.unwrap_or(Claim::Granted)
     }
 
     /// A case ended (any status).
@@ -284,7 +297,7 @@ fn write_batch(
     batch: Vec<Op>,
     warn: &dyn Fn(rusqlite::Error),
 ) {
-    let apply = |conn: &Connection, op: &Op| -> rusqlite::Result<Option<bool>> {
+    let apply = |conn: &Connection, op: &Op| -> rusqlite::Result<Option<Claim>> {
         match op {
             Op::Claim(trial, _) => claim(conn, execution, trial).map(Some),
             Op::Done(report) => done(conn, execution, report).map(|()| None),
@@ -315,7 +328,7 @@ fn write_batch(
             Err(e) => {
                 warn(e);
                 // The store cannot say: the case runs, as without one.
-                Some(true)
+                Some(Claim::Granted)
             }
         };
         if let (Op::Claim(_, answer), Some(claimed)) = (op, claimed) {
@@ -344,15 +357,33 @@ fn queue(conn: &mut Connection, execution: i64, planned: &[Planned<'_>]) -> rusq
 
 /// The atomic claim of the seed's run processor: `queued` to `running` in one
 /// conditional UPDATE, so two processes never run the same run.
-fn claim(conn: &Connection, execution: i64, trial: &str) -> rusqlite::Result<bool> {
+fn claim(conn: &Connection, execution: i64, trial: &str) -> rusqlite::Result<Claim> {
     let now = rfc3339(std::time::SystemTime::now());
+    let me = std::process::id();
+    let here = host();
     let n = conn
         .prepare_cached(
             "UPDATE runs SET status = 'running', started_at = ?1, heartbeat_at = ?1, owner_pid = ?2, owner_host = ?3
              WHERE execution_id = ?4 AND trial = ?5 AND status IN ('queued', 'pending')",
         )?
-        .execute(params![now, std::process::id(), host(), execution, trial])?;
-    Ok(n == 1)
+        .execute(params![now, me, here, execution, trial])?;
+    if n == 1 {
+        return Ok(Claim::Granted);
+    }
+    // Taken: by whom? The run's unique key (execution, trial) is shared by every case
+    // of one name, so a claim this process already holds is no other process's run.
+    let owner: Option<(Option<i64>, Option<String>)> = conn
+        .prepare_cached(
+            "SELECT owner_pid, owner_host FROM runs WHERE execution_id = ?1 AND trial = ?2",
+        )?
+        .query_row(params![execution, trial], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    Ok(match owner {
+        // Never queued: nobody else has it, so it runs here, as without a store.
+        None => Claim::Granted,
+        Some((Some(pid), Some(host))) if pid == i64::from(me) && host == here => Claim::Twice,
+        Some(_) => Claim::Elsewhere,
+    })
 }
 
 /// Marks this process's running runs alive.
@@ -559,4 +590,46 @@ fn git_commit(from: &Path) -> Option<String> {
         let (id, r) = l.split_once(' ')?;
         (r == name).then(|| id.to_string())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A claim names who holds the run: this process claiming a trial twice is told so
+    /// (`Twice`, a bug), never that another process ran it; a run another process holds
+    /// is `Elsewhere`; a trial never queued runs here.
+    #[test]
+    fn a_claim_held_by_this_process_is_not_another_processs() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        crate::record::store::schema::migrate(&mut conn).unwrap();
+        conn.execute(
+            "INSERT INTO executions (started_at, command, version, root) VALUES ('t', '[]', 'v', 'r')",
+            [],
+        )
+        .unwrap();
+        let execution = conn.last_insert_rowid();
+        for trial in ["s::mine", "s::theirs"] {
+            conn.execute(
+                "INSERT INTO runs (execution_id, trial, suite, case_id, file) VALUES (?1, ?2, 's', 'x', 's.jsonl')",
+                params![execution, trial],
+            )
+            .unwrap();
+        }
+        assert_eq!(claim(&conn, execution, "s::mine").unwrap(), Claim::Granted);
+        assert_eq!(claim(&conn, execution, "s::mine").unwrap(), Claim::Twice);
+        conn.execute(
+            "UPDATE runs SET status = 'running', owner_pid = ?1, owner_host = ?2 WHERE trial = 's::theirs'",
+            params![std::process::id() + 1, host()],
+        )
+        .unwrap();
+        assert_eq!(
+            claim(&conn, execution, "s::theirs").unwrap(),
+            Claim::Elsewhere
+        );
+        assert_eq!(
+            claim(&conn, execution, "s::never-queued").unwrap(),
+            Claim::Granted
+        );
+    }
 }
