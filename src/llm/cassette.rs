@@ -123,8 +123,10 @@ impl Cassette {
                                 i + 1
                             ))
                         })?;
+                        // A request whose secrets were masked when it was written keeps
+                        // the key of the request as sent, which its text can no longer give.
                         let expected = key_of(&canonical(&entry.request));
-                        if entry.key != expected {
+                        if entry.key != expected && !crate::util::masks_a_secret(&entry.request) {
                             return Err(LlmError::Cassette(format!(
                                 "{}:{}: the entry's key does not match its request (edited by hand?); re-record it with AGENTEST_CASSETTES=record",
                                 shown(path),
@@ -176,7 +178,7 @@ impl Cassette {
             if e.key != key {
                 continue;
             }
-            if &e.request != request {
+            if !same_request(&e.request, request) {
                 return Err(LlmError::Cassette(format!(
                     "{}: two different requests share the key {key}; delete the file and record it again",
                     self.shown()
@@ -226,9 +228,13 @@ impl Cassette {
             };
             let mut text = String::new();
             for e in lines {
-                let v = canonical(
-                    &serde_json::to_value(e).map_err(|e| LlmError::Cassette(e.to_string()))?,
-                );
+                let mut v =
+                    serde_json::to_value(e).map_err(|e| LlmError::Cassette(e.to_string()))?;
+                // A model that echoes a credential (or a conversation that carries one)
+                // must not put it in a file that is committed; the key stays that of the
+                // request as sent, so the entry still replays.
+                crate::util::scrub_json(&mut v);
+                let v = canonical(&v);
                 text.push_str(&v.to_string());
                 text.push('\n');
             }
@@ -241,6 +247,20 @@ impl Cassette {
         }
         Ok(stats)
     }
+}
+
+/// Whether a recorded request is the one being made: equal, or equal once the secrets
+/// masked when it was written are masked in the live one too.
+fn same_request(recorded: &Value, live: &Value) -> bool {
+    if recorded == live {
+        return true;
+    }
+    if !crate::util::masks_a_secret(recorded) {
+        return false;
+    }
+    let mut live = live.clone();
+    crate::util::scrub_json(&mut live);
+    &canonical(&live) == recorded
 }
 
 fn shown(path: &Path) -> String {

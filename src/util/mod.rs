@@ -22,8 +22,8 @@ pub(crate) use paths::beside;
 pub use paths::display_path;
 pub use secrets::EnvError;
 pub(crate) use secrets::{
-    any_secret, expand_env, expand_secret, register_secret, root_cause, scrub, scrub_json,
-    shown_url,
+    any_secret, expand_env, expand_secret, masks_a_secret, register_secret, root_cause, scrub,
+    scrub_json, shown_url,
 };
 pub use text::suggest;
 pub(crate) use text::{clip, compact, panic_text, value_text};

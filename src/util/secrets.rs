@@ -169,6 +169,18 @@ pub(crate) fn scrub_json(value: &mut serde_json::Value) -> bool {
     }
 }
 
+/// Whether a JSON value holds the mask [`scrub`] puts where a secret was.
+pub(crate) fn masks_a_secret(value: &serde_json::Value) -> bool {
+    match value {
+        serde_json::Value::String(s) => s.contains(MASK),
+        serde_json::Value::Array(items) => items.iter().any(masks_a_secret),
+        serde_json::Value::Object(map) => map
+            .iter()
+            .any(|(k, v)| k.contains(MASK) || masks_a_secret(v)),
+        _ => false,
+    }
+}
+
 /// Whether any secret is registered (nothing to scrub otherwise).
 pub(crate) fn any_secret() -> bool {
     !secrets()

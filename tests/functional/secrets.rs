@@ -21,6 +21,13 @@ class H(BaseHTTPRequestHandler):
     def do_POST(self):
         req = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
         auth = self.headers.get("Authorization", "")
+        if self.path.endswith("/chat/completions"):
+            said = req["messages"][-1]["content"]
+            reply = {"role": "assistant", "content": "your key was " + auth}
+            body = json.dumps({"id": "x", "object": "chat.completion", "model": req["model"],
+                "choices": [{"index": 0, "message": reply, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}})
+            return self.answer(200, body)
         said = req["input"]
         if "deny" in said:
             code, body = 401, "unauthorized: the header was " + auth
@@ -30,6 +37,8 @@ class H(BaseHTTPRequestHandler):
             code, body = 503, "busy, come back later (" + auth + ")"
         else:
             code, body = 200, json.dumps({"content": "your header was " + auth})
+        self.answer(code, body)
+    def answer(self, code, body):
         body = body.encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
@@ -137,6 +146,48 @@ fn a_token_echoed_by_the_server_reaches_no_output_and_no_file() {
     assert_eq!(files_holding(&s, TOKEN), Vec::<String>::new());
 }
 
+/// A model endpoint that echoes its API key: the recorded cassette (a file users commit)
+/// holds the mask, and still replays offline with the server gone.
+fn a_key_echoed_by_a_model_reaches_no_cassette_and_the_cassette_replays() {
+    let s = Scratch::named("secrets", "cassette");
+    let (server, port) = echo_server(&s);
+    s.write(
+        "suites/agentest.toml",
+        &format!(
+            "[agent]\ntype = \"openai\"\n\n[llm]\nbase_url = \"http://127.0.0.1:{port}/v1\"\nmodel = \"m\"\napi_key_env = \"SECRET_KEY_FOR_TEST\"\n"
+        ),
+    );
+    s.write_suite(
+        "suites/s.jsonl",
+        &[r#"{"id": "key", "input": "what is my key?", "assertions": [{"type": "contains", "value": "your key was Bearer "}]}"#],
+    );
+    let run = |offline: bool| {
+        let mut cmd = clean(Command::new(BIN));
+        cmd.current_dir(s.path())
+            .args(["test", "-i", "suites", "-o", "r.jsonl"])
+            .env("SECRET_KEY_FOR_TEST", TOKEN);
+        if offline {
+            cmd.env("AGENTEST_CASSETTES", "strict");
+        }
+        finish(&mut cmd)
+    };
+    let recorded = run(false);
+    assert_eq!(recorded.code, 0, "{recorded:?}");
+    let cassette = s.read("suites/.cassettes/s/key.jsonl");
+    assert!(
+        cassette.contains("your key was Bearer [secret]"),
+        "{cassette}"
+    );
+    drop(server);
+    let replayed = run(true);
+    assert_eq!(replayed.code, 0, "{replayed:?}");
+    assert!(replayed.stdout.contains("(0 retried, 1 replayed)"), "{replayed:?}");
+    assert_eq!(files_holding(&s, TOKEN), Vec::<String>::new());
+}
+
 pub fn tests() -> Vec<libtest_mimic::Trial> {
-    crate::trials!(a_token_echoed_by_the_server_reaches_no_output_and_no_file)
+    crate::trials!(
+        a_token_echoed_by_the_server_reaches_no_output_and_no_file,
+        a_key_echoed_by_a_model_reaches_no_cassette_and_the_cassette_replays,
+    )
 }
