@@ -183,7 +183,7 @@ impl Harness {
                     git_from: self.root.clone(),
                 };
                 let list: Vec<&Loaded> = will_run.iter().map(|l| l.as_ref()).collect();
-                if let Err(e) = recorder.open_store(&path, &info, &list, false, &Default::default())
+                if let Err(e) = recorder.open_store(&path, &info, &list, None, &Default::default())
                 {
                     // Every trial that would run fails with the reason: under nextest's
                     // `--exact NAME` a trial of another name would be filtered out, and

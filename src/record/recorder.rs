@@ -5,7 +5,7 @@
 use std::sync::{Mutex, OnceLock};
 
 use crate::errors::StoreError;
-use crate::record::store::{ExecutionInfo, Planned, StoreWriter};
+use crate::record::store::{ExecutionInfo, Planned, Resumed, StoreWriter};
 use crate::record::{CaseReport, ReportSink, RunInfo, Summary};
 use crate::source::Loaded;
 
@@ -26,17 +26,18 @@ impl Recorder {
     }
 
     /// Opens the run store at `path` (see [`crate::record::store::location`]) for an
-    /// execution that will run `cases`: a new one, or with `resume` the newest one that
-    /// did not finish, whose ended runs are returned (already counted and reported).
-    /// Called once, before any case starts.
+    /// execution that will run `cases`: a new one, or with `resume` (every case of the
+    /// suites with its `input_hash`) the newest one that did not finish, whose ended runs
+    /// are sorted as [`StoreWriter::resume`] says; the kept ones are counted and reported
+    /// here. Called once, before any case starts.
     pub(crate) fn open_store(
         &self,
         path: &std::path::Path,
         info: &ExecutionInfo,
         cases: &[&Loaded],
-        resume: bool,
+        resume: Option<&std::collections::HashMap<String, Option<String>>>,
         retry_of: &std::collections::HashMap<String, i64>,
-    ) -> Result<Vec<CaseReport>, StoreError> {
+    ) -> Result<Resumed, StoreError> {
         // Absolute, so that `runs retry` finds the files from anywhere.
         let files: Vec<String> = cases
             .iter()
@@ -61,17 +62,18 @@ impl Recorder {
                 retry_of: retry_of.get(&l.trial).copied(),
             })
             .collect();
-        let (writer, ended) = if resume {
-            let (writer, resumed) = StoreWriter::resume(path, &planned)?;
-            (writer, resumed.ended)
-        } else {
-            (StoreWriter::begin(path, info, &planned)?, Vec::new())
+        let (writer, resumed) = match resume {
+            Some(present) => StoreWriter::resume(path, &planned, present)?,
+            None => (
+                StoreWriter::begin(path, info, &planned)?,
+                Resumed::default(),
+            ),
         };
         let _ = self.store.set(writer);
-        for r in &ended {
+        for r in &resumed.ended {
             self.count_and_report(r);
         }
-        Ok(ended)
+        Ok(resumed)
     }
 
     /// The run store's execution, when there is a store.

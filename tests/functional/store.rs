@@ -459,6 +459,113 @@ fn a_killed_run_resumes_with_every_case_once() {
     );
 }
 
+/// Waits (at most 30 s) until the store in `s` holds at least `n` ended runs.
+fn wait_ended(s: &Scratch, n: usize) {
+    let until = Instant::now() + Duration::from_secs(30);
+    let ended = || -> rusqlite::Result<i64> {
+        let conn = rusqlite::Connection::open_with_flags(
+            s.join("runs.db"),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )?;
+        conn.query_row(
+            "SELECT COUNT(*) FROM runs WHERE status = 'completed'",
+            [],
+            |r| r.get(0),
+        )
+    };
+    while Instant::now() < until {
+        // Before the run made the store, it cannot be read.
+        if ended().is_ok_and(|e| e >= n as i64) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    panic!("the run never ended {n} cases");
+}
+
+/// Killed after its first cases ended, then the suite edited (a case made to fail,
+/// another's input changed, a third deleted, a fourth added) and `--resume`d: the
+/// changed cases run again with their new definitions, the deleted one is left out of
+/// the report (said once), the new one runs, and the run fails as the edited case does.
+fn a_resume_runs_again_what_changed_and_drops_what_is_gone() {
+    let (s, _agent) = slow_project("resume-stale", 30);
+    let run = Command::new(BIN)
+        .current_dir(s.path())
+        .args(["test", "-i", "suites", "--parallel", "1", "--compact"])
+        .env_remove("CARGO_TARGET_DIR")
+        .env("AGENTEST_STORE", s.join("runs.db"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_ended(&s, 3);
+    let mut run = run;
+    run.kill().unwrap();
+    let _ = run.wait();
+    let suite = s.read("suites/s.jsonl");
+    let suite = suite
+        // c000 must now fail; c001 asks something else (and expects its answer).
+        .replace(r#""value": "done case 0""#, r#""value": "refund approved""#)
+        .replace("case 1\"", "case one\"")
+        // c002 is deleted; c100 is new.
+        .lines()
+        .filter(|l| !l.contains("\"c002\""))
+        .chain([r#"{"id": "c100", "input": "case 100", "assert": {"type": "contains", "value": "done case 100"}}"#])
+        .collect::<Vec<_>>()
+        .join("\n");
+    s.write("suites/s.jsonl", &(suite + "\n"));
+    let resumed = Command::new(BIN)
+        .current_dir(s.path())
+        .args([
+            "test",
+            "-i",
+            "suites",
+            "--resume",
+            "-o",
+            "r.jsonl",
+            "--compact",
+        ])
+        .env_remove("CARGO_TARGET_DIR")
+        .env("AGENTEST_STORE", s.join("runs.db"))
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let run = crate::common::Run::of(resumed);
+    assert_eq!(run.code, 1, "the edited case fails: {run:?}");
+    assert_eq!(
+        run.stderr
+            .matches("note: 1 stored run that had ended is left out of this report: its case is no longer in the suites: s::c002")
+            .count(),
+        1,
+        "{run:?}"
+    );
+    assert!(
+        run.stdout
+            .contains("(2 more had ended but changed since, and run again)"),
+        "{run:?}"
+    );
+    let report = crate::common::Report::read(&s.join("r.jsonl"));
+    assert_eq!(report.status("s::c000"), "failed");
+    assert_eq!(report.status("s::c001"), "passed");
+    assert_eq!(
+        report.case("s::c001")["turns"][0]["input"],
+        "case one",
+        "the new input's transcript"
+    );
+    assert_eq!(report.status("s::c100"), "passed");
+    assert!(
+        report.cases.iter().all(|c| c["trial"] != "s::c002"),
+        "the deleted case is not reported"
+    );
+    assert_eq!(report.cases.len(), 30);
+    let asked = requests(&s);
+    assert_eq!(asked["c000"], 2, "run again: {asked:?}");
+    assert_eq!(asked["c001"], 2, "run again: {asked:?}");
+    assert_eq!(asked.get("c002"), Some(&1), "never again: {asked:?}");
+}
+
 /// Two `--resume` processes at once on one interrupted execution: each unfinished case
 /// runs in exactly one of them.
 fn two_resumes_at_once_run_each_case_once() {
@@ -549,6 +656,27 @@ fn retries_run_again_exactly_the_error_runs() {
         .query_row("SELECT COUNT(*) FROM executions", [], |r| r.get(0))
         .unwrap();
     assert_eq!(executions, 3, "no execution for nothing");
+}
+
+/// A run that ended in error whose case was since deleted is not retried, by
+/// `--retry-errors` or `runs retry`, and each says so once.
+fn a_retry_names_the_error_runs_whose_case_is_gone() {
+    let s = project("retry-gone");
+    let first = agentest(s.path(), &["test", "-i", "suites"], &[]);
+    assert_eq!(first.code, 1, "{first:?}");
+    let suite = s.read("suites/s.jsonl");
+    let suite: Vec<&str> = suite.lines().filter(|l| !l.contains("CRASH")).collect();
+    s.write("suites/s.jsonl", &(suite.join("\n") + "\n"));
+    let note = "note: 1 stored run that ended in error is not retried: its case is no longer in the suites: s::crash\n";
+    for args in [
+        &["test", "-i", "suites", "--retry-errors"][..],
+        &["runs", "retry"],
+    ] {
+        let run = agentest(s.path(), args, &[]);
+        assert_eq!(run.code, 0, "{run:?}");
+        assert_eq!(run.stderr.matches(note).count(), 1, "{run:?}");
+        assert!(run.stderr.contains("nothing to retry"), "{run:?}");
+    }
 }
 
 /// An execution exported as EvalStudio's `runs.json` and as a JSONL report, and
@@ -679,8 +807,10 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         a_newer_or_damaged_store_is_refused_with_the_way_out,
         processes_at_once_share_one_store,
         a_killed_run_resumes_with_every_case_once,
+        a_resume_runs_again_what_changed_and_drops_what_is_gone,
         two_resumes_at_once_run_each_case_once,
         retries_run_again_exactly_the_error_runs,
+        a_retry_names_the_error_runs_whose_case_is_gone,
         an_execution_exports_and_renders_from_the_store,
         runs_of_a_silent_process_elsewhere_are_taken_back_after_the_lease,
     ]

@@ -3,6 +3,7 @@
 //! committed as soon as it is known, on a thread of its own so that no case waits for
 //! the database.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::Mutex;
@@ -49,9 +50,17 @@ const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(5);
 const LEASE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// What a resumed execution already holds.
+#[derive(Default)]
 pub(crate) struct Resumed {
-    /// The records of its runs that ended (`completed` or `error`), by trial.
+    /// The records of its runs that ended (`completed` or `error`) and are kept: their
+    /// case is still there, with the same `input_hash`.
     pub(crate) ended: Vec<CaseReport>,
+    /// The trials of ended runs whose case is no longer in the suites: left out of the
+    /// report (their runs stay in the store).
+    pub(crate) gone: Vec<String>,
+    /// The trials of ended runs whose case changed since (or whose record cannot be
+    /// read): queued again, to run.
+    pub(crate) stale: Vec<String>,
 }
 
 /// The store of one run, written in the background.
@@ -83,10 +92,14 @@ impl StoreWriter {
 
     /// Opens the store at `path` and joins its newest execution that did not finish
     /// (`--resume`): runs left `running` by a process that is gone are queued again,
-    /// `planned` trials it lacks are queued, and the runs that ended are returned.
+    /// `planned` trials it lacks are queued, and the runs that ended are sorted by
+    /// `present`, every case of the suites (`--run` or not) with its `input_hash`: kept
+    /// while their case is there unchanged, queued again when it changed, left out when
+    /// it is gone.
     pub(crate) fn resume(
         path: &Path,
         planned: &[Planned<'_>],
+        present: &HashMap<String, Option<String>>,
     ) -> Result<(StoreWriter, Resumed), StoreError> {
         let mut conn = super::open::open(path)?;
         let sql = |source| StoreError::Write {
@@ -107,25 +120,9 @@ impl StoreWriter {
             });
         };
         queue(&mut conn, execution, planned).map_err(sql)?;
-        let ended = {
-            let mut stmt = conn
-                .prepare(
-                    "SELECT record FROM runs WHERE execution_id = ?1 AND status IN ('completed', 'error')
-                     AND record IS NOT NULL ORDER BY id",
-                )
-                .map_err(sql)?;
-            let records = stmt
-                .query_map([execution], |r| r.get::<_, String>(0))
-                .map_err(sql)?
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(sql)?;
-            records
-                .iter()
-                .filter_map(|r| serde_json::from_str::<CaseReport>(r).ok())
-                .collect()
-        };
+        let resumed = sort_ended(&mut conn, execution, present).map_err(sql)?;
         let writer = StoreWriter::start(path, conn, execution)?;
-        Ok((writer, Resumed { ended }))
+        Ok((writer, resumed))
     }
 
     /// Hands `conn` to the writing thread.
@@ -235,6 +232,49 @@ impl StoreWriter {
             );
         }
     }
+}
+
+/// Sorts the ended runs of a resumed `execution` by the cases `present` now (see
+/// [`StoreWriter::resume`]), queuing again those whose case changed, in one transaction.
+fn sort_ended(
+    conn: &mut Connection,
+    execution: i64,
+    present: &HashMap<String, Option<String>>,
+) -> rusqlite::Result<Resumed> {
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let rows: Vec<(i64, String, Option<String>)> = {
+        let mut stmt = tx.prepare(
+            "SELECT id, trial, record FROM runs WHERE execution_id = ?1
+             AND status IN ('completed', 'error') ORDER BY id",
+        )?;
+        let rows = stmt.query_map([execution], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        rows.collect::<Result<_, _>>()?
+    };
+    let mut resumed = Resumed::default();
+    for (id, trial, record) in rows {
+        let Some(now) = present.get(&trial) else {
+            resumed.gone.push(trial);
+            continue;
+        };
+        let record = record.and_then(|r| serde_json::from_str::<CaseReport>(&r).ok());
+        match record {
+            // A line that did not load has no hash: it is read again, as it is now.
+            Some(r) if r.input_hash.is_some() && r.input_hash == *now => resumed.ended.push(r),
+            _ => {
+                tx.execute(
+                    "UPDATE runs SET status = 'queued', verdict = NULL, started_at = NULL,
+                            completed_at = NULL, owner_pid = NULL, owner_host = NULL,
+                            heartbeat_at = NULL, success = NULL, score = NULL, reason = NULL,
+                            error = NULL, messages = NULL, metadata = NULL, record = NULL
+                     WHERE id = ?1",
+                    [id],
+                )?;
+                resumed.stale.push(trial);
+            }
+        }
+    }
+    tx.commit()?;
+    Ok(resumed)
 }
 
 /// The execution's id: a new row, or the nextest run's.
