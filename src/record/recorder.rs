@@ -108,10 +108,14 @@ impl Recorder {
         }
     }
 
-    /// A case that did not run (Ctrl-C, `--fail-fast`, another process has it): counted
-    /// and reported, but its run stays as it is in the store (`queued`, for `--resume`).
+    /// A case that did not run, or not to its end (Ctrl-C, `--fail-fast`, another
+    /// process has it): counted and reported, and its run left to run in the store
+    /// (`queued`, for `--resume`; one this process had started is queued again).
     pub(crate) fn record_unrun(&self, report: &CaseReport) {
         self.count_and_report(report);
+        if let Some(s) = self.store.get() {
+            s.unrun(&report.trial);
+        }
     }
 
     fn count_and_report(&self, report: &CaseReport) {

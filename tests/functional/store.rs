@@ -566,6 +566,76 @@ fn a_resume_runs_again_what_changed_and_drops_what_is_gone() {
     assert_eq!(asked.get("c002"), Some(&1), "never again: {asked:?}");
 }
 
+/// Ctrl-C (a real SIGINT to the binary) in the middle of a 100-case run with 16 in
+/// flight: no run is left `running` in the store; those in flight are queued again,
+/// marked interrupted, and `--resume` runs them (and the rest) to the end.
+fn ctrl_c_leaves_no_run_running_and_resume_redoes_them() {
+    let (s, _agent) = slow_project("interrupt", 100);
+    let run = start(&s, &[]);
+    let until = Instant::now() + Duration::from_secs(30);
+    while requests_seen(&s) < 30 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SAFETY: a signal to the child this test started.
+    assert_eq!(unsafe { libc::kill(run.id() as i32, libc::SIGINT) }, 0);
+    let out = run.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (_, runs) = stored(&s);
+    let running: Vec<_> = runs.iter().filter(|(_, st)| st == "running").collect();
+    assert!(running.is_empty(), "left running: {running:?}");
+    let conn = rusqlite::Connection::open(s.join("runs.db")).unwrap();
+    let interrupted: Vec<String> = conn
+        .prepare(
+            "SELECT trial FROM runs WHERE status = 'queued'
+             AND reason = 'interrupted before it ended; --resume runs it again'",
+        )
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(
+        !interrupted.is_empty() && interrupted.len() <= 16,
+        "the runs in flight are marked: {interrupted:?}"
+    );
+    // Every case the agent was asked ended or is marked (a case claimed just before
+    // the signal may be marked without having reached the agent).
+    for id in requests(&s).keys() {
+        let trial = format!("s::{id}");
+        assert!(
+            interrupted.contains(&trial)
+                || runs.contains(&(trial.clone(), "completed".to_string())),
+            "{trial} neither ended nor marked: {runs:?}"
+        );
+    }
+    let resumed = start(&s, &["--resume"]).wait_with_output().unwrap();
+    assert_eq!(
+        resumed.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    let (executions, runs) = stored(&s);
+    assert_eq!(executions, 1);
+    assert!(
+        runs.len() == 100 && runs.iter().all(|(_, st)| st == "completed"),
+        "{runs:?}"
+    );
+}
+
+/// How many requests the slow agent has logged.
+fn requests_seen(s: &Scratch) -> usize {
+    std::fs::read_to_string(s.join("agent.log"))
+        .unwrap_or_default()
+        .lines()
+        .count()
+}
+
 /// Two `--resume` processes at once on one interrupted execution: each unfinished case
 /// runs in exactly one of them.
 fn two_resumes_at_once_run_each_case_once() {
@@ -808,6 +878,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         processes_at_once_share_one_store,
         a_killed_run_resumes_with_every_case_once,
         a_resume_runs_again_what_changed_and_drops_what_is_gone,
+        ctrl_c_leaves_no_run_running_and_resume_redoes_them,
         two_resumes_at_once_run_each_case_once,
         retries_run_again_exactly_the_error_runs,
         a_retry_names_the_error_runs_whose_case_is_gone,

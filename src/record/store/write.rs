@@ -41,6 +41,9 @@ enum Op {
     /// Claim the run of a trial; the answer says whether this process runs it.
     Claim(String, tokio::sync::oneshot::Sender<bool>),
     Done(Box<CaseReport>),
+    /// A case this process claimed did not end (the run was interrupted): its run is
+    /// queued again, for `--resume`.
+    Release(String),
 }
 
 /// How often a process marks its running runs alive.
@@ -201,6 +204,13 @@ impl StoreWriter {
         self.send(Op::Done(Box::new(report.clone())));
     }
 
+    /// A case did not end here (the run was interrupted, `--fail-fast` stopped it,
+    /// another process has it): if this process had claimed its run, the run is queued
+    /// again, marked as interrupted.
+    pub(crate) fn unrun(&self, trial: &str) {
+        self.send(Op::Release(trial.to_string()));
+    }
+
     /// Waits for every write, then marks the execution finished when none of its runs
     /// is left to run (a run that was interrupted, or stopped by `--fail-fast`, stays
     /// `queued` for `--resume`; a nextest run's execution stays open).
@@ -328,6 +338,7 @@ fn write_batch(
         match op {
             Op::Claim(trial, _) => claim(conn, execution, trial).map(Some),
             Op::Done(report) => done(conn, execution, report).map(|()| None),
+            Op::Release(trial) => release(conn, execution, trial).map(|()| None),
         }
     };
     let together = match conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate) {
@@ -393,6 +404,20 @@ fn claim(conn: &Connection, execution: i64, trial: &str) -> rusqlite::Result<boo
         )?
         .execute(params![now, std::process::id(), host(), execution, trial])?;
     Ok(n == 1)
+}
+
+/// Queues again the run of `trial` if this process claimed it and it did not end,
+/// saying why in its `reason` (`runs list` shows it).
+fn release(conn: &Connection, execution: i64, trial: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "UPDATE runs SET status = 'queued', owner_pid = NULL, owner_host = NULL,
+                heartbeat_at = NULL, started_at = NULL,
+                reason = 'interrupted before it ended; --resume runs it again'
+         WHERE execution_id = ?1 AND trial = ?2 AND status = 'running'
+           AND owner_pid = ?3 AND owner_host = ?4",
+    )?
+    .execute(params![execution, trial, std::process::id(), host()])?;
+    Ok(())
 }
 
 /// Marks this process's running runs alive.
