@@ -212,7 +212,9 @@ impl Harness {
         }));
         let conclusion = libtest_mimic::run(&args, trials);
         engine.finish_environments();
-        recorder.close_store(started.elapsed().as_millis() as u64);
+        if let Err(e) = recorder.close_store(started.elapsed().as_millis() as u64) {
+            eprintln!("error: {e}");
+        }
         if recorder.has_report() {
             record_listed_skips(&args, &cases, &started_cases, &recorder);
             if settings.nextest.is_none() {

@@ -232,7 +232,10 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
     progress.clear();
     // The environment folders of the last cases are removed in the background.
     engine.finish_environments();
-    recorder.close_store(started.elapsed().as_millis() as u64);
+    // Said after the summary, and the run's end: what the store lost is an error.
+    let unrecorded = recorder
+        .close_store(started.elapsed().as_millis() as u64)
+        .err();
     let mut summary = recorder.summary();
     summary.duration_ms = started.elapsed().as_millis() as u64;
     summary.stopped_early = ending.stopped;
@@ -267,6 +270,10 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
             None => String::new(),
         };
         eprintln!("wrote {}{by} ({} {cases})", path.display(), summary.total);
+    }
+    if let Some(e) = unrecorded {
+        eprintln!("error: {e}");
+        return Ok(ExitCode::from(2));
     }
     Ok(if summary.interrupted {
         // The shell's convention for a run stopped by SIGINT.

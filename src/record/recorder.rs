@@ -91,10 +91,11 @@ impl Recorder {
     }
 
     /// Waits for the store's last writes and closes its execution, which took
-    /// `duration_ms` in this process.
-    pub(crate) fn close_store(&self, duration_ms: u64) {
-        if let Some(s) = self.store.get() {
-            s.finish(duration_ms);
+    /// `duration_ms` in this process. `Err`: what the store did not record.
+    pub(crate) fn close_store(&self, duration_ms: u64) -> Result<(), StoreError> {
+        match self.store.get() {
+            Some(s) => s.finish(duration_ms),
+            None => Ok(()),
         }
     }
 

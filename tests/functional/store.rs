@@ -628,6 +628,143 @@ fn ctrl_c_leaves_no_run_running_and_resume_redoes_them() {
     );
 }
 
+/// A store that stops taking writes mid-run (the file size limit reached: the OS says
+/// "File too large", as it would "No space left on device" on a full disk): the run is
+/// an error naming the runs not recorded, the OS's cause and `--resume`, which then
+/// runs exactly those.
+fn a_store_write_failure_names_the_runs_and_resume_redoes_them() {
+    use std::os::unix::process::CommandExt;
+    let s = Scratch::named("store", "fsize");
+    s.write(
+        "agent.py",
+        "import json, sys\nfor line in sys.stdin:\n    print(json.dumps({'content': 'ok ' + 'x' * 2000}), flush=True)\n",
+    );
+    s.write(
+        "agentest.toml",
+        "[agent]\ntype = \"process\"\ncommand = [\"python3\", \"agent.py\"]\n",
+    );
+    let long = "y".repeat(3000);
+    let cases: String = (0..40)
+        .map(|i| format!("{{\"id\": \"c{i:02}\", \"input\": \"{long}\", \"assert\": {{\"type\": \"contains\", \"value\": \"ok\"}}}}\n"))
+        .collect();
+    s.write("suites/s.jsonl", &cases);
+    let run = |limit: bool| {
+        let mut cmd = Command::new(BIN);
+        cmd.current_dir(s.path())
+            .args(["test", "-i", "suites", "--parallel", "4", "--compact"])
+            .env_remove("CARGO_TARGET_DIR")
+            .env("AGENTEST_STORE", s.join("runs.db"))
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null());
+        if limit {
+            // SAFETY: between fork and exec, only async-signal-safe calls.
+            unsafe {
+                cmd.pre_exec(|| {
+                    // Enough for the store's start, not for 40 long transcripts.
+                    let max = libc::rlimit {
+                        rlim_cur: 200_000,
+                        rlim_max: 200_000,
+                    };
+                    libc::setrlimit(libc::RLIMIT_FSIZE, &max);
+                    // A write past the limit then fails with EFBIG instead of killing.
+                    libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                    Ok(())
+                });
+            }
+        }
+        finish(&mut cmd)
+    };
+    let limited = run(true);
+    assert_eq!(limited.code, 2, "{limited:?}");
+    let line = limited
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("error: the run store"))
+        .unwrap_or_else(|| panic!("{limited:?}"));
+    assert!(
+        line.contains(" did not record ")
+            && line.contains("File too large (os error 27)")
+            && line.ends_with(
+                "the console and any report have their results, and `--resume` runs them again"
+            ),
+        "{line}"
+    );
+    let lost: usize = line
+        .split(" did not record ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!(lost > 0 && lost <= 40, "{line}");
+    assert!(
+        limited.stdout.contains("Passed:  40"),
+        "the console has every result: {limited:?}"
+    );
+    let resumed = run_resume(&s);
+    assert_eq!(resumed.code, 0, "{resumed:?}");
+    assert!(
+        resumed.stdout.contains(&format!(
+            "ℹ Resumed: execution 1, {} of 40 cases had ended and are kept; {lost} to run",
+            40 - lost
+        )),
+        "{resumed:?}"
+    );
+    let (_, runs) = stored(&s);
+    assert!(
+        runs.len() == 40 && runs.iter().all(|(_, st)| st == "completed"),
+        "{runs:?}"
+    );
+}
+
+fn run_resume(s: &Scratch) -> crate::common::Run {
+    finish(
+        Command::new(BIN)
+            .current_dir(s.path())
+            .args(["test", "-i", "suites", "--resume", "--compact"])
+            .env_remove("CARGO_TARGET_DIR")
+            .env("AGENTEST_STORE", s.join("runs.db"))
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null()),
+    )
+}
+
+/// The store deleted, or overwritten with something else, in the middle of a run: the
+/// run ends as an error that says so, not silently as if its results were kept.
+fn a_store_deleted_or_overwritten_mid_run_is_noticed() {
+    for (tag, harm, said) in [
+        (
+            "deleted",
+            "delete",
+            "was deleted or replaced while this run wrote to it, so this run's results are not in it",
+        ),
+        (
+            "overwritten",
+            "overwrite",
+            "was overwritten while this run wrote to it and is no longer a database",
+        ),
+    ] {
+        let (s, _agent) = slow_project(tag, 60);
+        let run = start(&s, &[]);
+        let until = Instant::now() + Duration::from_secs(30);
+        while requests_seen(&s) < 20 && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let db = s.join("runs.db");
+        if harm == "delete" {
+            for f in ["runs.db", "runs.db-wal", "runs.db-shm"] {
+                let _ = std::fs::remove_file(s.join(f));
+            }
+        } else {
+            // The same file, its contents replaced.
+            std::fs::write(&db, vec![b'#'; 8192]).unwrap();
+        }
+        let out = crate::common::Run::of(run.wait_with_output().unwrap());
+        assert_eq!(out.code, 2, "{tag}: {out:?}");
+        let expected = format!("error: the run store {} {said}", db.display());
+        assert!(out.stderr.contains(&expected), "{tag}: {out:?}");
+    }
+}
+
 /// How many requests the slow agent has logged.
 fn requests_seen(s: &Scratch) -> usize {
     std::fs::read_to_string(s.join("agent.log"))
@@ -879,6 +1016,8 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         a_killed_run_resumes_with_every_case_once,
         a_resume_runs_again_what_changed_and_drops_what_is_gone,
         ctrl_c_leaves_no_run_running_and_resume_redoes_them,
+        a_store_write_failure_names_the_runs_and_resume_redoes_them,
+        a_store_deleted_or_overwritten_mid_run_is_noticed,
         two_resumes_at_once_run_each_case_once,
         retries_run_again_exactly_the_error_runs,
         a_retry_names_the_error_runs_whose_case_is_gone,

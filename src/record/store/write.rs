@@ -72,6 +72,52 @@ pub(crate) struct StoreWriter {
     execution: i64,
     tx: Mutex<Option<mpsc::Sender<Op>>>,
     thread: Mutex<Option<JoinHandle<Connection>>>,
+    /// The file as opened, to notice it deleted or replaced while the run writes.
+    identity: Option<(u64, u64)>,
+    /// What could not be written.
+    lost: std::sync::Arc<Mutex<Lost>>,
+}
+
+/// The writes that failed: the runs whose end is not recorded and the first cause.
+#[derive(Default)]
+struct Lost {
+    trials: Vec<String>,
+    cause: Option<String>,
+}
+
+impl Lost {
+    fn note(&mut self, cause: String) {
+        self.cause.get_or_insert(cause);
+    }
+}
+
+/// `e`, with the operating system's own error when SQLite's is an I/O one ("disk I/O
+/// error" says nothing of a full disk or a file size limit).
+fn described(conn: &Connection, e: &rusqlite::Error) -> String {
+    // SAFETY: the handle of a connection this thread holds, used at once; this only
+    // reads the errno SQLite kept from its last failed system call.
+    let errno = unsafe { rusqlite::ffi::sqlite3_system_errno(conn.handle()) };
+    let io = matches!(
+        e.sqlite_error_code(),
+        Some(
+            rusqlite::ErrorCode::SystemIoFailure
+                | rusqlite::ErrorCode::DiskFull
+                | rusqlite::ErrorCode::CannotOpen
+                | rusqlite::ErrorCode::ReadOnly
+                | rusqlite::ErrorCode::PermissionDenied
+        )
+    );
+    if io && errno != 0 {
+        format!("{e}: {}", std::io::Error::from_raw_os_error(errno))
+    } else {
+        e.to_string()
+    }
+}
+
+/// The device and inode of the file at `path`.
+fn identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 impl StoreWriter {
@@ -131,41 +177,46 @@ impl StoreWriter {
     /// Hands `conn` to the writing thread.
     fn start(path: &Path, conn: Connection, execution: i64) -> Result<StoreWriter, StoreError> {
         let (sender, receiver) = mpsc::channel::<Op>();
-        let shown = path.to_path_buf();
+        let lost = std::sync::Arc::new(Mutex::new(Lost::default()));
         let mut conn = conn;
         let thread = std::thread::Builder::new()
             .name("agentest-store".into())
-            .spawn(move || {
-                let warn = |e: rusqlite::Error| {
-                    eprintln!(
-                        "warning: failed to write to the run store {}: {e}",
-                        shown.display()
-                    );
-                };
-                let mut beat = std::time::Instant::now();
-                loop {
-                    let first = match receiver.recv_timeout(HEARTBEAT) {
-                        Ok(op) => Some(op),
-                        Err(mpsc::RecvTimeoutError::Timeout) => None,
-                        Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            .spawn({
+                let lost = lost.clone();
+                move || {
+                    // Said once, when the run ends (see `finish`), with every run it cost.
+                    let warn = |cause: String| {
+                        lost.lock().unwrap_or_else(|e| e.into_inner()).note(cause);
                     };
-                    // What queued up meanwhile (a wave of cases starting or ending
-                    // together) goes in the same transaction: one commit, not one each.
-                    let batch: Vec<Op> = first
-                        .into_iter()
-                        .chain(std::iter::from_fn(|| receiver.try_recv().ok()).take(BATCH))
-                        .collect();
-                    if !batch.is_empty() {
-                        write_batch(&mut conn, execution, batch, &warn);
-                    }
-                    if beat.elapsed() >= HEARTBEAT {
-                        beat = std::time::Instant::now();
-                        if let Err(e) = heartbeat(&conn, execution) {
-                            warn(e);
+                    let mut beat = std::time::Instant::now();
+                    loop {
+                        let first = match receiver.recv_timeout(HEARTBEAT) {
+                            Ok(op) => Some(op),
+                            Err(mpsc::RecvTimeoutError::Timeout) => None,
+                            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                        };
+                        // What queued up meanwhile (a wave of cases starting or ending
+                        // together) goes in the same transaction: one commit, not one each.
+                        let batch: Vec<Op> = first
+                            .into_iter()
+                            .chain(std::iter::from_fn(|| receiver.try_recv().ok()).take(BATCH))
+                            .collect();
+                        if !batch.is_empty() {
+                            let unwritten = write_batch(&mut conn, execution, batch, &warn);
+                            lost.lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .trials
+                                .extend(unwritten);
+                        }
+                        if beat.elapsed() >= HEARTBEAT {
+                            beat = std::time::Instant::now();
+                            if let Err(e) = heartbeat(&conn, execution) {
+                                warn(described(&conn, &e));
+                            }
                         }
                     }
+                    conn
                 }
-                conn
             })
             .map_err(|e| StoreError::Folder {
                 path: path.to_path_buf(),
@@ -176,6 +227,8 @@ impl StoreWriter {
             execution,
             tx: Mutex::new(Some(sender)),
             thread: Mutex::new(Some(thread)),
+            identity: identity(path),
+            lost,
         })
     }
 
@@ -213,35 +266,67 @@ impl StoreWriter {
 
     /// Waits for every write, then marks the execution finished when none of its runs
     /// is left to run (a run that was interrupted, or stopped by `--fail-fast`, stays
-    /// `queued` for `--resume`; a nextest run's execution stays open).
-    pub(crate) fn finish(&self, duration_ms: u64) {
+    /// `queued` for `--resume`; a nextest run's execution stays open). `Err`: runs
+    /// whose end the store did not record, or a store deleted, replaced or damaged
+    /// while the run wrote to it.
+    pub(crate) fn finish(&self, duration_ms: u64) -> Result<(), StoreError> {
         drop(self.tx.lock().unwrap_or_else(|e| e.into_inner()).take());
         let thread = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let Some(conn) = thread.and_then(|t| t.join().ok()) else {
-            return;
-        };
-        let now = rfc3339(std::time::SystemTime::now());
-        // A resumed execution adds this invocation's time to the earlier ones'.
-        let finished = conn
-            .execute(
-                "UPDATE executions SET duration_ms = COALESCE(duration_ms, 0) + ?1 WHERE id = ?2",
-                params![duration_ms as i64, self.execution],
-            )
-            .and_then(|_| {
-                conn.execute(
-                    "UPDATE executions SET finished_at = ?1 WHERE id = ?2 AND nextest_run_id IS NULL
-                     AND NOT EXISTS (SELECT 1 FROM runs WHERE execution_id = ?2
-                                     AND status IN ('queued', 'pending', 'running'))",
-                    params![now, self.execution],
+        let conn = thread.and_then(|t| t.join().ok());
+        if let Some(conn) = &conn {
+            let now = rfc3339(std::time::SystemTime::now());
+            // A resumed execution adds this invocation's time to the earlier ones'.
+            let finished = conn
+                .execute(
+                    "UPDATE executions SET duration_ms = COALESCE(duration_ms, 0) + ?1 WHERE id = ?2",
+                    params![duration_ms as i64, self.execution],
                 )
-            });
-        if let Err(e) = finished {
-            eprintln!(
-                "warning: failed to write to the run store {}: {e}",
-                self.path.display()
-            );
+                .and_then(|_| {
+                    conn.execute(
+                        "UPDATE executions SET finished_at = ?1 WHERE id = ?2 AND nextest_run_id IS NULL
+                         AND NOT EXISTS (SELECT 1 FROM runs WHERE execution_id = ?2
+                                         AND status IN ('queued', 'pending', 'running'))",
+                        params![now, self.execution],
+                    )
+                });
+            if let Err(e) = finished {
+                let cause = described(conn, &e);
+                self.lost
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .note(cause);
+            }
+        }
+        drop(conn);
+        let path = self.path.clone();
+        if identity(&path) != self.identity {
+            return Err(StoreError::Vanished { path });
+        }
+        if !is_database(&path) {
+            return Err(StoreError::Damaged { path });
+        }
+        let lost = std::mem::take(&mut *self.lost.lock().unwrap_or_else(|e| e.into_inner()));
+        match lost {
+            Lost { cause: None, .. } => Ok(()),
+            Lost {
+                trials,
+                cause: Some(cause),
+            } => Err(StoreError::Unrecorded {
+                path,
+                trials,
+                cause,
+            }),
         }
     }
+}
+
+/// Whether the file at `path` still starts as an SQLite database does.
+fn is_database(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 16];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| &head == b"SQLite format 3\0")
 }
 
 /// Sorts the ended runs of a resumed `execution` by the cases `present` now (see
@@ -328,12 +413,13 @@ const BATCH: usize = 256;
 
 /// Applies `batch` in one transaction, then answers its claims (only once committed).
 /// If the transaction cannot be had or committed, each write is tried on its own.
+/// Returns the trials whose end could not be written.
 fn write_batch(
     conn: &mut Connection,
     execution: i64,
     batch: Vec<Op>,
-    warn: &dyn Fn(rusqlite::Error),
-) {
+    warn: &dyn Fn(String),
+) -> Vec<String> {
     let apply = |conn: &Connection, op: &Op| -> rusqlite::Result<Option<bool>> {
         match op {
             Op::Claim(trial, _) => claim(conn, execution, trial).map(Some),
@@ -341,30 +427,30 @@ fn write_batch(
             Op::Release(trial) => release(conn, execution, trial).map(|()| None),
         }
     };
-    let together = match conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate) {
-        Ok(tx) => {
+    let together = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .and_then(|tx| {
             let results: Vec<_> = batch.iter().map(|op| apply(&tx, op)).collect();
-            match tx.commit() {
-                Ok(()) => Some(results),
-                // Rolled back: nothing of it holds, each write is tried on its own.
-                Err(e) => {
-                    warn(e);
-                    None
-                }
-            }
-        }
+            tx.commit().map(|()| results)
+        });
+    let results = match together {
+        Ok(results) => results,
+        // Rolled back: nothing of it holds, each write is tried on its own.
         Err(e) => {
-            warn(e);
-            None
+            warn(described(conn, &e));
+            batch.iter().map(|op| apply(conn, op)).collect()
         }
     };
-    let results = together.unwrap_or_else(|| batch.iter().map(|op| apply(conn, op)).collect());
     let answers = batch.into_iter().zip(results);
+    let mut unwritten = Vec::new();
     for (op, r) in answers {
         let claimed = match r {
             Ok(c) => c,
             Err(e) => {
-                warn(e);
+                warn(described(conn, &e));
+                if let Op::Done(report) = &op {
+                    unwritten.push(report.trial.clone());
+                }
                 // The store cannot say: the case runs, as without one.
                 Some(true)
             }
@@ -373,6 +459,7 @@ fn write_batch(
             let _ = answer.send(claimed);
         }
     }
+    unwritten
 }
 
 /// Queues a run for each of `planned` the execution lacks.
