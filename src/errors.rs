@@ -1191,6 +1191,16 @@ pub(crate) enum StoreError {
         #[source]
         source: rusqlite::Error,
     },
+    /// The OS will not let this process write it (or its folder).
+    #[error("failed to open the run store {path}: cannot write {}: {source}; {fix}", what.display())]
+    Unwritable {
+        path: PathBuf,
+        /// The file or folder that cannot be written.
+        what: PathBuf,
+        #[source]
+        source: std::io::Error,
+        fix: String,
+    },
     /// A newer agentest wrote it.
     #[error("the run store {path} has schema version {found}, newer than this agentest's ({supported}): it was written by a newer agentest; use that version, set AGENTEST_STORE to another file, or AGENTEST_STORE=off to run without the store")]
     Newer {

@@ -238,6 +238,55 @@ fn a_newer_or_damaged_store_is_refused_with_the_way_out() {
     assert_eq!(off.code, 1, "runs (and fails on its failing case): {off:?}");
 }
 
+/// A store whose folder (or file) this user may not write is refused with the OS's
+/// reason — permission denied — and the fix, not "if the file is damaged". As root,
+/// whom permissions do not stop, the binary runs as `nobody`.
+fn an_unwritable_store_says_permission_denied_and_the_fix() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let s = project("unwritable");
+    let folder = s.join("locked");
+    std::fs::create_dir(&folder).unwrap();
+    let db = folder.join("runs.db");
+    let run = || {
+        let mut cmd = Command::new(BIN);
+        cmd.current_dir(s.path())
+            .args(["test", "-i", "suites"])
+            .env_remove("CARGO_TARGET_DIR")
+            .env("AGENTEST_STORE", &db)
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null());
+        // SAFETY: getuid is async-signal-safe and has no failure.
+        if unsafe { libc::getuid() } == 0 {
+            cmd.uid(65534).gid(65534);
+        }
+        finish(&mut cmd)
+    };
+    let denied = |what: &Path| {
+        format!(
+            "error: failed to open the run store {}: cannot write {}: Permission denied (os error 13); give this user write permission to {} (chmod u+w, or chown), set AGENTEST_STORE to a file in a writable folder, or AGENTEST_STORE=off to run without the store",
+            db.display(),
+            what.display(),
+            what.display()
+        )
+    };
+    let mode =
+        |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+    // A folder this user may not write, and no store in it yet.
+    mode(&folder, 0o555);
+    let r = run();
+    assert_eq!(r.code, 2, "{r:?}");
+    assert_eq!(r.stderr.trim_end(), denied(&folder), "{r:?}");
+    assert!(r.stdout.is_empty(), "nothing ran: {r:?}");
+    // A store this user may not write, made by another.
+    mode(&folder, 0o755);
+    drop(rusqlite::Connection::open(&db).unwrap());
+    mode(&db, 0o444);
+    let r = run();
+    assert_eq!(r.code, 2, "{r:?}");
+    assert_eq!(r.stderr.trim_end(), denied(&db), "{r:?}");
+}
+
 /// Processes started together on one new store (as nextest starts them): each is an
 /// execution of its own with every case recorded once, and none sees "database is
 /// locked" or loses a write.
@@ -1012,6 +1061,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         every_run_is_recorded_and_listed,
         the_store_goes_where_it_is_told,
         a_newer_or_damaged_store_is_refused_with_the_way_out,
+        an_unwritable_store_says_permission_denied_and_the_fix,
         processes_at_once_share_one_store,
         a_killed_run_resumes_with_every_case_once,
         a_resume_runs_again_what_changed_and_drops_what_is_gone,
