@@ -1252,6 +1252,16 @@ pub(crate) enum StoreError {
         #[source]
         source: rusqlite::Error,
     },
+    /// The OS will not let this process write it (or its folder).
+    #[error("failed to open the run store {path}: cannot write {}: {source}; {fix}", what.display())]
+    Unwritable {
+        path: PathBuf,
+        /// The file or folder that cannot be written.
+        what: PathBuf,
+        #[source]
+        source: std::io::Error,
+        fix: String,
+    },
     /// A newer agentest wrote it.
     #[error("the run store {path} has schema version {found}, newer than this agentest's ({supported}): it was written by a newer agentest; use that version, set AGENTEST_STORE to another file, or AGENTEST_STORE=off to run without the store")]
     Newer {
@@ -1262,6 +1272,19 @@ pub(crate) enum StoreError {
     /// `--resume` with no execution to resume.
     #[error("nothing to resume in the run store {path}: every execution there finished; run without --resume")]
     NothingToResume { path: PathBuf },
+    /// Writes failed while the run went on: these runs' ends are not recorded.
+    #[error("the run store {path} did not record {}: {cause}; the console and any report have their results, and `--resume` runs them again", unrecorded(trials))]
+    Unrecorded {
+        path: PathBuf,
+        trials: Vec<String>,
+        cause: String,
+    },
+    /// The file was deleted or replaced while the run wrote to it.
+    #[error("the run store {path} was deleted or replaced while this run wrote to it, so this run's results are not in it (the console and any report have them); run again to record them")]
+    Vanished { path: PathBuf },
+    /// The file stopped being a database while the run wrote to it.
+    #[error("the run store {path} was overwritten while this run wrote to it and is no longer a database, so this run's results are not in it (the console and any report have them); move the file away (a new store is made) and run again")]
+    Damaged { path: PathBuf },
     /// A write failed.
     #[error("failed to write to the run store {path}: {source}; set AGENTEST_STORE=off to run without the store")]
     Write {
@@ -1269,6 +1292,26 @@ pub(crate) enum StoreError {
         #[source]
         source: rusqlite::Error,
     },
+}
+
+/// "3 runs (a, b, c)", at most ten named; or "the end of the execution" when only that
+/// failed.
+fn unrecorded(trials: &[String]) -> String {
+    const SHOWN: usize = 10;
+    match trials.len() {
+        0 => "the end of the execution".into(),
+        n => {
+            let more = match n.saturating_sub(SHOWN) {
+                0 => String::new(),
+                m => format!(" and {m} more"),
+            };
+            format!(
+                "{n} run{} ({}{more})",
+                if n == 1 { "" } else { "s" },
+                trials[..n.min(SHOWN)].join(", ")
+            )
+        }
+    }
 }
 
 /// A report that cannot be written or read back.

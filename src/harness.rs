@@ -183,7 +183,7 @@ impl Harness {
                     git_from: self.root.clone(),
                 };
                 let list: Vec<&Loaded> = will_run.iter().map(|l| l.as_ref()).collect();
-                if let Err(e) = recorder.open_store(&path, &info, &list, false, &Default::default())
+                if let Err(e) = recorder.open_store(&path, &info, &list, None, &Default::default())
                 {
                     // Every trial that would run fails with the reason: under nextest's
                     // `--exact NAME` a trial of another name would be filtered out, and
@@ -213,7 +213,9 @@ impl Harness {
         }));
         let conclusion = libtest_mimic::run(&args, trials);
         engine.finish_environments();
-        recorder.close_store(started.elapsed().as_millis() as u64);
+        if let Err(e) = recorder.close_store(started.elapsed().as_millis() as u64) {
+            eprintln!("error: {e}");
+        }
         if recorder.has_report() {
             record_listed_skips(&args, &cases, &started_cases, &recorder);
             if settings.nextest.is_none() {

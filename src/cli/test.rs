@@ -1,6 +1,7 @@
 //! `agentest test`: plan the cases `-i` names, run them on the scheduler, print the
 //! console tree and write the report.
 
+use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -64,6 +65,15 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
     // Generators (`-i agents:NAME`, suite lines `{"generate": ...}`) make their cases
     // now, so `--run` and the rest see them as any other.
     plan.cases = runtime().block_on(engine.expand(std::mem::take(&mut plan.cases)));
+    let retrying = args.retry_errors || args.retry_execution.is_some();
+    // Every case of the suites, `--run` or not, with its fingerprint: what a resumed
+    // execution's ended runs and a retry's error runs are sorted by.
+    let present: Option<HashMap<String, Option<String>>> = (args.resume || retrying).then(|| {
+        plan.cases
+            .iter()
+            .map(|l| (l.trial.clone(), engine.input_hash(l)))
+            .collect()
+    });
     if let Some(f) = &filter {
         plan.retain(f);
     }
@@ -98,10 +108,24 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
         None => crate::record::store::location(&config.dir, config.store_path(), false),
     };
     let mut kept = Vec::new();
+    // Resumed: how many ended runs are run again because their case changed.
+    let mut changed = 0;
     match &store {
         Some(path) => {
-            let retry_of = if args.retry_errors || args.retry_execution.is_some() {
+            let retry_of = if retrying {
                 let errored = errored_runs(path, args.retry_execution)?;
+                if let Some(present) = &present {
+                    let gone: Vec<&str> = errored
+                        .keys()
+                        .filter(|t| !present.contains_key(*t))
+                        .map(String::as_str)
+                        .collect();
+                    left_out(
+                        &gone,
+                        "that ended in error is not retried",
+                        "that ended in error are not retried",
+                    );
+                }
                 plan.cases.retain(|l| errored.contains_key(&l.trial));
                 if plan.cases.is_empty() {
                     eprintln!("nothing to retry: no case's run to retry ended in error");
@@ -125,9 +149,18 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
                 git_from: plan.root.clone(),
             };
             let cases: Vec<&Loaded> = plan.cases.iter().collect();
-            kept = recorder
-                .open_store(path, &info, &cases, args.resume, &retry_of)
+            let resume = present.as_ref().filter(|_| args.resume);
+            let resumed = recorder
+                .open_store(path, &info, &cases, resume, &retry_of)
                 .map_err(|e| e.to_string())?;
+            let gone: Vec<&str> = resumed.gone.iter().map(String::as_str).collect();
+            left_out(
+                &gone,
+                "that had ended is left out of this report",
+                "that had ended are left out of this report",
+            );
+            changed = resumed.stale.len();
+            kept = resumed.ended;
         }
         None if args.resume || args.retry_errors || args.retry_execution.is_some() => {
             return Err(
@@ -177,9 +210,13 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
         reported.extend(kept.iter().cloned());
     }
     if args.resume {
+        let again = match changed {
+            0 => String::new(),
+            n => format!(" ({n} more had ended but changed since, and run again)"),
+        };
         let _ = writeln!(
             out,
-            "ℹ Resumed: execution {}, {} of {total} cases had ended and are kept; {} to run\n",
+            "ℹ Resumed: execution {}, {} of {total} cases had ended and are kept{again}; {} to run\n",
             recorder.execution().unwrap_or_default(),
             kept.len(),
             to_run.len()
@@ -206,7 +243,10 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
     progress.clear();
     // The environment folders of the last cases are removed in the background.
     engine.finish_environments();
-    recorder.close_store(started.elapsed().as_millis() as u64);
+    // Said after the summary, and the run's end: what the store lost is an error.
+    let unrecorded = recorder
+        .close_store(started.elapsed().as_millis() as u64)
+        .err();
     let mut summary = recorder.summary();
     summary.duration_ms = started.elapsed().as_millis() as u64;
     summary.stopped_early = ending.stopped;
@@ -244,6 +284,10 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
             None => String::new(),
         };
         eprintln!("wrote {}{by} ({} {cases})", path.display(), summary.total);
+    }
+    if let Some(e) = unrecorded {
+        eprintln!("error: {e}");
+        return Ok(ExitCode::from(2));
     }
     Ok(if summary.interrupted {
         // The shell's convention for a run stopped by SIGINT.
@@ -293,8 +337,33 @@ fn resolved(path: &std::path::Path) -> std::path::PathBuf {
     out
 }
 
-/// The agent the header names: the run's agent, or, when every case names its own
-/// agent (and no `-n` overrides them), those agents.
+/// Says once, on stderr, which stored runs (`trials`) are left out because their case
+/// is no longer in the suites; `one` and `many` say what happens to them.
+fn left_out(trials: &[&str], one: &str, many: &str) {
+    const SHOWN: usize = 10;
+    let (n, what) = match trials.len() {
+        0 => return,
+        1 => (1, one),
+        n => (n, many),
+    };
+    let mut names = trials.to_vec();
+    names.sort_unstable();
+    let more = match n.saturating_sub(SHOWN) {
+        0 => String::new(),
+        m => format!(" and {m} more"),
+    };
+    let runs = if n == 1 { "run" } else { "runs" };
+    eprintln!(
+        "note: {n} stored {runs} {what}: {} no longer in the suites: {}{more}",
+        if n == 1 {
+            "its case is"
+        } else {
+            "their cases are"
+        },
+        names[..n.min(SHOWN)].join(", ")
+    );
+}
+
 /// The runs to retry (see [`crate::record::store::errored`]), by trial.
 fn errored_runs(
     path: &std::path::Path,
@@ -308,6 +377,8 @@ fn errored_runs(
         .map_err(|e| format!("failed to read the run store {}: {e}", path.display()))
 }
 
+/// The agent the header names: the run's agent, or, when every case names its own
+/// agent (and no `-n` overrides them), those agents.
 fn header_agent(engine: &Engine, cases: &[Loaded]) -> String {
     let named: Option<std::collections::BTreeSet<&str>> = cases
         .iter()

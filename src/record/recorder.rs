@@ -5,7 +5,7 @@
 use std::sync::{Mutex, OnceLock};
 
 use crate::errors::{ReportError, StoreError};
-use crate::record::store::{ExecutionInfo, Planned, StoreWriter};
+use crate::record::store::{ExecutionInfo, Planned, Resumed, StoreWriter};
 use crate::record::{CaseReport, ReportSink, RunInfo, Summary};
 use crate::source::Loaded;
 
@@ -30,17 +30,18 @@ impl Recorder {
     }
 
     /// Opens the run store at `path` (see [`crate::record::store::location`]) for an
-    /// execution that will run `cases`: a new one, or with `resume` the newest one that
-    /// did not finish, whose ended runs are returned (already counted and reported).
-    /// Called once, before any case starts.
+    /// execution that will run `cases`: a new one, or with `resume` (every case of the
+    /// suites with its `input_hash`) the newest one that did not finish, whose ended runs
+    /// are sorted as [`StoreWriter::resume`] says; the kept ones are counted and reported
+    /// here. Called once, before any case starts.
     pub(crate) fn open_store(
         &self,
         path: &std::path::Path,
         info: &ExecutionInfo,
         cases: &[&Loaded],
-        resume: bool,
+        resume: Option<&std::collections::HashMap<String, Option<String>>>,
         retry_of: &std::collections::HashMap<String, i64>,
-    ) -> Result<Vec<CaseReport>, StoreError> {
+    ) -> Result<Resumed, StoreError> {
         // Absolute, so that `runs retry` finds the files from anywhere.
         let files: Vec<String> = cases
             .iter()
@@ -65,17 +66,18 @@ impl Recorder {
                 retry_of: retry_of.get(&l.trial).copied(),
             })
             .collect();
-        let (writer, ended) = if resume {
-            let (writer, resumed) = StoreWriter::resume(path, &planned)?;
-            (writer, resumed.ended)
-        } else {
-            (StoreWriter::begin(path, info, &planned)?, Vec::new())
+        let (writer, resumed) = match resume {
+            Some(present) => StoreWriter::resume(path, &planned, present)?,
+            None => (
+                StoreWriter::begin(path, info, &planned)?,
+                Resumed::default(),
+            ),
         };
         let _ = self.store.set(writer);
-        for r in &ended {
+        for r in &resumed.ended {
             self.count_and_report(r);
         }
-        Ok(ended)
+        Ok(resumed)
     }
 
     /// The run store's execution, when there is a store.
@@ -92,10 +94,11 @@ impl Recorder {
     }
 
     /// Waits for the store's last writes and closes its execution, which took
-    /// `duration_ms` in this process.
-    pub(crate) fn close_store(&self, duration_ms: u64) {
-        if let Some(s) = self.store.get() {
-            s.finish(duration_ms);
+    /// `duration_ms` in this process. `Err`: what the store did not record.
+    pub(crate) fn close_store(&self, duration_ms: u64) -> Result<(), StoreError> {
+        match self.store.get() {
+            Some(s) => s.finish(duration_ms),
+            None => Ok(()),
         }
     }
 
@@ -109,10 +112,14 @@ impl Recorder {
         }
     }
 
-    /// A case that did not run (Ctrl-C, `--fail-fast`, another process has it): counted
-    /// and reported, but its run stays as it is in the store (`queued`, for `--resume`).
+    /// A case that did not run, or not to its end (Ctrl-C, `--fail-fast`, another
+    /// process has it): counted and reported, and its run left to run in the store
+    /// (`queued`, for `--resume`; one this process had started is queued again).
     pub(crate) fn record_unrun(&self, report: &CaseReport) {
         self.count_and_report(report);
+        if let Some(s) = self.store.get() {
+            s.unrun(&report.trial);
+        }
     }
 
     fn count_and_report(&self, report: &CaseReport) {

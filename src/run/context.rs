@@ -83,6 +83,9 @@ pub(crate) struct Context {
     pub(crate) input_tools: Vec<String>,
     /// `[[golden.redactions]]`, compiled.
     pub(crate) redactions: Vec<Redaction>,
+    /// What of the config decides verdicts, as one digest for the cases' `input_hash`:
+    /// `agentest.toml` as written and the personas of its `personas_file`.
+    pub(crate) fingerprint: String,
     /// The pricing currency of the config's endpoints; `None` when no endpoint has a
     /// price (then cases report no cost at all rather than an unknown one).
     pub(crate) currency: Option<String>,
@@ -129,6 +132,7 @@ impl Context {
             .is_set()
             .then(|| crate::llm::Meter::new("the run's", budget, currency.as_deref()));
         Ok(Context {
+            fingerprint: fingerprint(&config),
             currency,
             run_meter,
             cassettes,
@@ -645,4 +649,26 @@ impl Contexts {
                 .unwrap_or_else(|| "(none configured)".into()),
         }
     }
+}
+
+/// The digest of what in `config` decides verdicts: the file's bytes (an unreadable or
+/// absent file counts as empty) and the personas read from its `personas_file`.
+fn fingerprint(config: &Config) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    if let Some(bytes) = config.path.as_ref().and_then(|p| std::fs::read(p).ok()) {
+        h.update(&bytes);
+    }
+    for p in &config.file_personas {
+        for part in [
+            Some(&p.name),
+            p.description.as_ref(),
+            p.system_prompt.as_ref(),
+        ] {
+            h.update([0]);
+            h.update(part.map(String::as_str).unwrap_or_default().as_bytes());
+        }
+    }
+    let digest = h.finalize();
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -204,6 +204,7 @@ impl Engine {
             Err(e) => return broken(loaded, e),
         };
         let mut report = new_report(loaded, case);
+        report.input_hash = self.input_hash(loaded);
         // `--ignored` asks for the `skip: true` cases, as it does for `#[ignore]` tests.
         let reason = if self.options.run_skipped {
             None
@@ -230,6 +231,32 @@ impl Engine {
         self.pin(loaded, &mut report);
         report.duration_ms = started.elapsed().as_millis() as u64;
         report
+    }
+
+    /// The case's `input_hash` (see [`crate::run::outcome::input_hash`]), with what of
+    /// the run decides its verdict: its config (the context's `fingerprint`) and the
+    /// options that change what runs or how it is judged (`-n`, `--runs`, `--timeout`,
+    /// `--live`, `--simulator`, `-c`, `-u`, `-t`). `None` for a line that did not load.
+    pub(crate) fn input_hash(&self, loaded: &Loaded) -> Option<String> {
+        let case = loaded.entry.as_ref().ok()?;
+        let config = self
+            .contexts
+            .of(&loaded.file)
+            .map(|c| c.fingerprint.clone())
+            .unwrap_or_default();
+        let o = &self.options;
+        let setting = format!(
+            "{config}\n{:?}\n{:?}\n{:?}\n{}\n{:?}\n{:?}\n{:?}\n{:?}",
+            o.agent_name,
+            o.runs,
+            o.timeout,
+            o.live,
+            o.simulator,
+            o.overrides.connector,
+            o.overrides.user,
+            o.overrides.team
+        );
+        Some(crate::run::outcome::input_hash(case, &setting))
     }
 
     /// How a case is repeated: its `runs`, else `--runs` / `AGENTEST_RUNS`, else

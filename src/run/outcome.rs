@@ -106,7 +106,7 @@ pub(crate) fn new_report(loaded: &Loaded, case: &Case) -> CaseReport {
             crate::case::Mode::Scenario(sc) => sc.parameters.iter().cloned().collect(),
             _ => serde_json::Map::new(),
         },
-        input_hash: Some(input_hash(case)),
+        input_hash: Some(input_hash(case, "")),
         note: note_of(loaded),
         evalstudio: case
             .evalstudio
@@ -129,12 +129,26 @@ fn note_of(loaded: &Loaded) -> Option<String> {
     }
 }
 
-/// The case's fingerprint: its definition as written, and the persona it plays.
-fn input_hash(case: &Case) -> String {
+/// The case's fingerprint (its record's `input_hash`): its definition as written, the
+/// trial it is (its id and persona), the persona's own text when the case carries it,
+/// and `setting`, what else decides its verdict (see [`crate::run::engine::Engine::input_hash`];
+/// empty for a record made without an engine). `--resume` keeps an ended run only while
+/// its case's fingerprint is unchanged, and `runs flaky` compares runs that share one.
+pub(crate) fn input_hash(case: &Case, setting: &str) -> String {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
     h.update(case.raw.to_string().as_bytes());
     h.update(case.trial_id().as_bytes());
+    if let Some(p) = &case.persona {
+        for part in [&p.description, &p.system_prompt] {
+            h.update([0]);
+            h.update(part.as_deref().unwrap_or_default().as_bytes());
+        }
+    }
+    if !setting.is_empty() {
+        h.update([0]);
+        h.update(setting.as_bytes());
+    }
     let digest = h.finalize();
     digest[..8].iter().map(|b| format!("{b:02x}")).collect()
 }

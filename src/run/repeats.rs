@@ -246,6 +246,55 @@ impl Group {
         None
     }
 
+    /// The case's record when the run is interrupted before its gate was decided: every
+    /// repeat that finished is counted (in index order, over the gaps the stopped ones
+    /// left), and the gate decides on them when they settle it whatever the rest would
+    /// have done; else the case is `skipped`, "not decided", with the repeats that ran.
+    /// `None` when the case's record was already made. The flag: the gate decided.
+    pub(crate) fn interrupted(&self, why: &str) -> Option<(CaseReport, bool)> {
+        let mut s = self.state();
+        if s.done {
+            return None;
+        }
+        s.cancelled = s.running.len() as u32;
+        s.running.clear();
+        let counted = s.counted;
+        let mut late: Vec<u32> = s
+            .finished
+            .keys()
+            .copied()
+            .filter(|&k| k > counted)
+            .collect();
+        late.sort_unstable();
+        for index in late {
+            let Some(f) = s.finished.remove(&index) else {
+                continue;
+            };
+            match f.report.status {
+                Status::Passed => s.tally.passed += 1,
+                Status::Failed => s.tally.failed += 1,
+                _ => s.tally.errors += 1,
+            }
+            // Renumbered after the counted ones; its record keeps its own index.
+            s.counted += 1;
+            let at = s.counted;
+            s.finished.insert(at, f);
+        }
+        s.decided = decide(&self.plan.gate, self.plan.runs, s.tally);
+        if s.decided.is_none() {
+            // A halt that came first (a spent budget) says more than the interrupt.
+            s.halted.get_or_insert_with(|| {
+                (
+                    Status::Skipped,
+                    format!("not decided: {why} before the gate could decide"),
+                )
+            });
+        }
+        s.done = true;
+        let decided = s.decided.is_some();
+        Some((self.record(&mut s), decided))
+    }
+
     /// The case's record: the counted repeats, their figures and the verdict.
     fn record(&self, s: &mut State) -> CaseReport {
         let counted: Vec<Finished> = (1..=s.counted)

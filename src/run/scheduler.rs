@@ -64,6 +64,7 @@ impl Scheduler {
         let semaphore = Arc::new(Semaphore::new(self.parallel));
         let stop = Arc::new(AtomicBool::new(false));
         let running: Running = Arc::new(Mutex::new(HashMap::new()));
+        let groups: Groups = Arc::new(Mutex::new(HashMap::new()));
         let (tx, rx) = mpsc::unbounded_channel::<Done>();
         let (engine, recorder, fail_fast) =
             (self.engine.clone(), self.recorder.clone(), self.fail_fast);
@@ -71,6 +72,7 @@ impl Scheduler {
         let parallel = self.parallel;
         let dispatcher = {
             let (stop, running, over_budget) = (stop.clone(), running.clone(), over_budget.clone());
+            let groups = groups.clone();
             // One dispatcher takes the permits, so cases open in trial order and
             // `--fail-fast` sees a failure before it starts anything after it.
             tokio::spawn(async move {
@@ -79,6 +81,7 @@ impl Scheduler {
                     recorder,
                     stop,
                     running,
+                    groups,
                     tx,
                     fail_fast,
                     over_budget,
@@ -133,6 +136,7 @@ impl Scheduler {
                                     continue;
                                 }
                                 let group = Arc::new(Group::new(l.clone(), plan));
+                                lock(&d.groups).insert(i, group.clone());
                                 d.start_repeat(i, group.clone(), 1, permit);
                                 window.open(i, group);
                                 break;
@@ -146,6 +150,7 @@ impl Scheduler {
         Dispatch {
             dispatcher,
             running,
+            groups,
             stop,
             over_budget,
             rx,
@@ -204,9 +209,7 @@ impl Scheduler {
                 pending.insert(i, report);
             }
             for (i, l) in cases.iter().enumerate().filter(|(i, _)| !seen[*i]) {
-                let report = not_run(l, "not run: the run was interrupted (Ctrl-C)".into());
-                self.recorder.record_unrun(&report);
-                pending.insert(i, report);
+                pending.insert(i, d.interrupted(i, l, &self.recorder));
             }
             for (_, r) in std::mem::take(&mut pending) {
                 in_order(&r);
@@ -271,6 +274,7 @@ struct Dispatcher {
     recorder: Arc<Recorder>,
     stop: Arc<AtomicBool>,
     running: Running,
+    groups: Groups,
     tx: mpsc::UnboundedSender<Done>,
     fail_fast: bool,
     over_budget: Arc<AtomicBool>,
@@ -278,6 +282,10 @@ struct Dispatcher {
 
 /// The repeats in flight (a case run once is its repeat 1), so Ctrl-C can stop them.
 type Running = Arc<Mutex<HashMap<(usize, u32), AbortHandle>>>;
+
+/// The repeated cases started, by index in the plan, so that Ctrl-C can report each
+/// from the repeats that finished.
+type Groups = Arc<Mutex<HashMap<usize, Arc<Group>>>>;
 
 impl Dispatcher {
     /// Why nothing more may start: `--fail-fast` stopped the run, or a budget is spent.
@@ -503,6 +511,7 @@ struct Dispatch {
     dispatcher: tokio::task::JoinHandle<()>,
     /// The repeats in flight, so Ctrl-C can stop them; a finished case leaves the map.
     running: Running,
+    groups: Groups,
     stop: Arc<AtomicBool>,
     over_budget: Arc<AtomicBool>,
     rx: mpsc::UnboundedReceiver<Done>,
@@ -510,21 +519,41 @@ struct Dispatch {
 
 impl Dispatch {
     fn forget(&self, i: usize) {
-        self.running
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|(case, _), _| *case != i);
+        lock(&self.running).retain(|(case, _), _| *case != i);
+        lock(&self.groups).remove(&i);
+    }
+
+    /// The record of case `i` (`l`), not seen to end when the run was interrupted: a
+    /// repeated case's from the repeats that finished (recorded as ended when they
+    /// decide its gate), else not run. A case that did not end is recorded as not run,
+    /// so the store queues its run again for `--resume`.
+    fn interrupted(&self, i: usize, l: &Loaded, recorder: &Recorder) -> CaseReport {
+        let group = lock(&self.groups).remove(&i);
+        match group.and_then(|g| g.interrupted("the run was interrupted")) {
+            Some((report, true)) => {
+                recorder.record(&report);
+                report
+            }
+            Some((report, false)) => {
+                recorder.record_unrun(&report);
+                report
+            }
+            None => {
+                let report = not_run(l, "not run: the run was interrupted (Ctrl-C)".into());
+                recorder.record_unrun(&report);
+                report
+            }
+        }
     }
 
     fn abort(&self) {
         self.dispatcher.abort();
-        for (_, h) in self
-            .running
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .drain()
-        {
+        for (_, h) in lock(&self.running).drain() {
             h.abort();
         }
     }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -23,6 +23,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         budgets_stop_a_case_and_a_run,
         runs_flaky_finds_verdicts_that_changed_between_executions,
         bad_repeat_settings_are_located_errors,
+        ctrl_c_keeps_the_finished_repeats_and_says_the_gate_was_not_decided,
     ]
 }
 
@@ -610,6 +611,92 @@ fn runs_flaky_finds_verdicts_that_changed_between_executions() {
         "{out:?}"
     );
     assert!(!out.stdout.contains("s::steady"), "{out:?}");
+}
+
+/// An agent that logs each request's repeat and, while the file `hang` exists beside
+/// it, never answers repeat 3.
+const HANGS_ON_THREE: &str = r#"
+import json, os, sys, time
+here = os.path.dirname(os.path.abspath(__file__))
+for line in sys.stdin:
+    req = json.loads(line)
+    repeat = int((req.get("metadata") or {}).get("repeat") or 1)
+    with open(os.path.join(here, "agent.log"), "a") as log:
+        log.write("%s %d\n" % (req["test_id"], repeat))
+    if repeat == 3 and os.path.exists(os.path.join(here, "hang")):
+        time.sleep(3600)
+    print(json.dumps({"content": "yes"}), flush=True)
+"#;
+
+/// `runs: 3` and Ctrl-C (a real SIGINT) while repeat 3 runs: the case is reported from
+/// the two repeats that passed — not decided, with both repeats in its record — its
+/// run is queued again in the store, and `--resume` runs it to a verdict.
+fn ctrl_c_keeps_the_finished_repeats_and_says_the_gate_was_not_decided() {
+    let s = Scratch::named("repeats", "interrupt");
+    s.write("agent.py", HANGS_ON_THREE);
+    s.write("hang", "");
+    s.write(
+        "agentest.toml",
+        "[agent]\ntype = \"process\"\ncommand = [\"python3\", \"agent.py\"]\n",
+    );
+    s.write_suite(
+        crate::common::project::SUITE,
+        &[r#"{"id": "thrice", "input": "q", "runs": 3, "assert": {"type": "contains", "value": "yes"}}"#],
+    );
+    let store = s.join("runs.db");
+    let start = |resume: bool| {
+        let mut cmd = Command::new(BIN);
+        cmd.current_dir(s.path())
+            .args(["test", "-i", "suites", "--parallel", "1", "-o", "r.jsonl"])
+            .env_remove("CARGO_TARGET_DIR")
+            .env("AGENTEST_STORE", &store)
+            .env("NO_COLOR", "1")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        if resume {
+            cmd.arg("--resume");
+        }
+        cmd.spawn().expect("start agentest")
+    };
+    let run = start(false);
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !std::fs::read_to_string(s.join("agent.log"))
+        .unwrap_or_default()
+        .contains("thrice 3")
+    {
+        assert!(std::time::Instant::now() < until, "repeat 3 never started");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // SAFETY: a signal to the child this test started.
+    assert_eq!(unsafe { libc::kill(run.id() as i32, libc::SIGINT) }, 0);
+    let out = crate::common::Run::of(run.wait_with_output().unwrap());
+    assert_eq!(out.code, 130, "{out:?}");
+    let report = crate::common::Report::read(&s.join("r.jsonl"));
+    let case = report.case("s::thrice");
+    assert_eq!(case["status"], "skipped", "{case}");
+    assert_eq!(
+        case["error"],
+        "not decided: the run was interrupted before the gate could decide (2 of 3 repeats counted: 2 passed, 0 failed, 0 errors)"
+    );
+    assert_eq!(case["repeats"].as_array().map(Vec::len), Some(2), "{case}");
+    assert_eq!(case["stability"]["runs"], 2, "{case}");
+    assert_eq!(case["stability"]["passed"], 2, "{case}");
+    let conn = rusqlite::Connection::open(&store).unwrap();
+    let status: String = conn
+        .query_row(
+            "SELECT status FROM runs WHERE trial = 's::thrice'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(status, "queued", "--resume runs it again");
+    std::fs::remove_file(s.join("hang")).unwrap();
+    let resumed = crate::common::Run::of(start(true).wait_with_output().unwrap());
+    assert_eq!(resumed.code, 0, "{resumed:?}");
+    let report = crate::common::Report::read(&s.join("r.jsonl"));
+    assert_eq!(report.status("s::thrice"), "passed");
+    assert_eq!(report.case("s::thrice")["stability"]["runs"], 3);
 }
 
 /// Gate and budget mistakes name the field and the fix, in a case and in the config.

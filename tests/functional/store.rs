@@ -238,6 +238,55 @@ fn a_newer_or_damaged_store_is_refused_with_the_way_out() {
     assert_eq!(off.code, 1, "runs (and fails on its failing case): {off:?}");
 }
 
+/// A store whose folder (or file) this user may not write is refused with the OS's
+/// reason — permission denied — and the fix, not "if the file is damaged". As root,
+/// whom permissions do not stop, the binary runs as `nobody`.
+fn an_unwritable_store_says_permission_denied_and_the_fix() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let s = project("unwritable");
+    let folder = s.join("locked");
+    std::fs::create_dir(&folder).unwrap();
+    let db = folder.join("runs.db");
+    let run = || {
+        let mut cmd = Command::new(BIN);
+        cmd.current_dir(s.path())
+            .args(["test", "-i", "suites"])
+            .env_remove("CARGO_TARGET_DIR")
+            .env("AGENTEST_STORE", &db)
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null());
+        // SAFETY: getuid is async-signal-safe and has no failure.
+        if unsafe { libc::getuid() } == 0 {
+            cmd.uid(65534).gid(65534);
+        }
+        finish(&mut cmd)
+    };
+    let denied = |what: &Path| {
+        format!(
+            "error: failed to open the run store {}: cannot write {}: Permission denied (os error 13); give this user write permission to {} (chmod u+w, or chown), set AGENTEST_STORE to a file in a writable folder, or AGENTEST_STORE=off to run without the store",
+            db.display(),
+            what.display(),
+            what.display()
+        )
+    };
+    let mode =
+        |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+    // A folder this user may not write, and no store in it yet.
+    mode(&folder, 0o555);
+    let r = run();
+    assert_eq!(r.code, 2, "{r:?}");
+    assert_eq!(r.stderr.trim_end(), denied(&folder), "{r:?}");
+    assert!(r.stdout.is_empty(), "nothing ran: {r:?}");
+    // A store this user may not write, made by another.
+    mode(&folder, 0o755);
+    drop(rusqlite::Connection::open(&db).unwrap());
+    mode(&db, 0o444);
+    let r = run();
+    assert_eq!(r.code, 2, "{r:?}");
+    assert_eq!(r.stderr.trim_end(), denied(&db), "{r:?}");
+}
+
 /// Processes started together on one new store (as nextest starts them): each is an
 /// execution of its own with every case recorded once, and none sees "database is
 /// locked" or loses a write.
@@ -459,6 +508,320 @@ fn a_killed_run_resumes_with_every_case_once() {
     );
 }
 
+/// Waits (at most 30 s) until the store in `s` holds at least `n` ended runs.
+fn wait_ended(s: &Scratch, n: usize) {
+    let until = Instant::now() + Duration::from_secs(30);
+    let ended = || -> rusqlite::Result<i64> {
+        let conn = rusqlite::Connection::open_with_flags(
+            s.join("runs.db"),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )?;
+        conn.query_row(
+            "SELECT COUNT(*) FROM runs WHERE status = 'completed'",
+            [],
+            |r| r.get(0),
+        )
+    };
+    while Instant::now() < until {
+        // Before the run made the store, it cannot be read.
+        if ended().is_ok_and(|e| e >= n as i64) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    panic!("the run never ended {n} cases");
+}
+
+/// Killed after its first cases ended, then the suite edited (a case made to fail,
+/// another's input changed, a third deleted, a fourth added) and `--resume`d: the
+/// changed cases run again with their new definitions, the deleted one is left out of
+/// the report (said once), the new one runs, and the run fails as the edited case does.
+fn a_resume_runs_again_what_changed_and_drops_what_is_gone() {
+    let (s, _agent) = slow_project("resume-stale", 30);
+    let run = Command::new(BIN)
+        .current_dir(s.path())
+        .args(["test", "-i", "suites", "--parallel", "1", "--compact"])
+        .env_remove("CARGO_TARGET_DIR")
+        .env("AGENTEST_STORE", s.join("runs.db"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_ended(&s, 3);
+    let mut run = run;
+    run.kill().unwrap();
+    let _ = run.wait();
+    let suite = s.read("suites/s.jsonl");
+    let suite = suite
+        // c000 must now fail; c001 asks something else (and expects its answer).
+        .replace(r#""value": "done case 0""#, r#""value": "refund approved""#)
+        .replace("case 1\"", "case one\"")
+        // c002 is deleted; c100 is new.
+        .lines()
+        .filter(|l| !l.contains("\"c002\""))
+        .chain([r#"{"id": "c100", "input": "case 100", "assert": {"type": "contains", "value": "done case 100"}}"#])
+        .collect::<Vec<_>>()
+        .join("\n");
+    s.write("suites/s.jsonl", &(suite + "\n"));
+    let resumed = Command::new(BIN)
+        .current_dir(s.path())
+        .args([
+            "test",
+            "-i",
+            "suites",
+            "--resume",
+            "-o",
+            "r.jsonl",
+            "--compact",
+        ])
+        .env_remove("CARGO_TARGET_DIR")
+        .env("AGENTEST_STORE", s.join("runs.db"))
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let run = crate::common::Run::of(resumed);
+    assert_eq!(run.code, 1, "the edited case fails: {run:?}");
+    assert_eq!(
+        run.stderr
+            .matches("note: 1 stored run that had ended is left out of this report: its case is no longer in the suites: s::c002")
+            .count(),
+        1,
+        "{run:?}"
+    );
+    assert!(
+        run.stdout
+            .contains("(2 more had ended but changed since, and run again)"),
+        "{run:?}"
+    );
+    let report = crate::common::Report::read(&s.join("r.jsonl"));
+    assert_eq!(report.status("s::c000"), "failed");
+    assert_eq!(report.status("s::c001"), "passed");
+    assert_eq!(
+        report.case("s::c001")["turns"][0]["input"],
+        "case one",
+        "the new input's transcript"
+    );
+    assert_eq!(report.status("s::c100"), "passed");
+    assert!(
+        report.cases.iter().all(|c| c["trial"] != "s::c002"),
+        "the deleted case is not reported"
+    );
+    assert_eq!(report.cases.len(), 30);
+    let asked = requests(&s);
+    assert_eq!(asked["c000"], 2, "run again: {asked:?}");
+    assert_eq!(asked["c001"], 2, "run again: {asked:?}");
+    assert_eq!(asked.get("c002"), Some(&1), "never again: {asked:?}");
+}
+
+/// Ctrl-C (a real SIGINT to the binary) in the middle of a 100-case run with 16 in
+/// flight: no run is left `running` in the store; those in flight are queued again,
+/// marked interrupted, and `--resume` runs them (and the rest) to the end.
+fn ctrl_c_leaves_no_run_running_and_resume_redoes_them() {
+    let (s, _agent) = slow_project("interrupt", 100);
+    let run = start(&s, &[]);
+    let until = Instant::now() + Duration::from_secs(30);
+    while requests_seen(&s) < 30 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SAFETY: a signal to the child this test started.
+    assert_eq!(unsafe { libc::kill(run.id() as i32, libc::SIGINT) }, 0);
+    let out = run.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (_, runs) = stored(&s);
+    let running: Vec<_> = runs.iter().filter(|(_, st)| st == "running").collect();
+    assert!(running.is_empty(), "left running: {running:?}");
+    let conn = rusqlite::Connection::open(s.join("runs.db")).unwrap();
+    let interrupted: Vec<String> = conn
+        .prepare(
+            "SELECT trial FROM runs WHERE status = 'queued'
+             AND reason = 'interrupted before it ended; --resume runs it again'",
+        )
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(
+        !interrupted.is_empty() && interrupted.len() <= 16,
+        "the runs in flight are marked: {interrupted:?}"
+    );
+    // Every case the agent was asked ended or is marked (a case claimed just before
+    // the signal may be marked without having reached the agent).
+    for id in requests(&s).keys() {
+        let trial = format!("s::{id}");
+        assert!(
+            interrupted.contains(&trial)
+                || runs.contains(&(trial.clone(), "completed".to_string())),
+            "{trial} neither ended nor marked: {runs:?}"
+        );
+    }
+    let resumed = start(&s, &["--resume"]).wait_with_output().unwrap();
+    assert_eq!(
+        resumed.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    let (executions, runs) = stored(&s);
+    assert_eq!(executions, 1);
+    assert!(
+        runs.len() == 100 && runs.iter().all(|(_, st)| st == "completed"),
+        "{runs:?}"
+    );
+}
+
+/// A store that stops taking writes mid-run (the file size limit reached: the OS says
+/// "File too large", as it would "No space left on device" on a full disk): the run is
+/// an error naming the runs not recorded, the OS's cause and `--resume`, which then
+/// runs exactly those.
+fn a_store_write_failure_names_the_runs_and_resume_redoes_them() {
+    use std::os::unix::process::CommandExt;
+    let s = Scratch::named("store", "fsize");
+    s.write(
+        "agent.py",
+        "import json, sys\nfor line in sys.stdin:\n    print(json.dumps({'content': 'ok ' + 'x' * 2000}), flush=True)\n",
+    );
+    s.write(
+        "agentest.toml",
+        "[agent]\ntype = \"process\"\ncommand = [\"python3\", \"agent.py\"]\n",
+    );
+    let long = "y".repeat(3000);
+    let cases: String = (0..40)
+        .map(|i| format!("{{\"id\": \"c{i:02}\", \"input\": \"{long}\", \"assert\": {{\"type\": \"contains\", \"value\": \"ok\"}}}}\n"))
+        .collect();
+    s.write("suites/s.jsonl", &cases);
+    let run = |limit: bool| {
+        let mut cmd = Command::new(BIN);
+        cmd.current_dir(s.path())
+            .args(["test", "-i", "suites", "--parallel", "4", "--compact"])
+            .env_remove("CARGO_TARGET_DIR")
+            .env("AGENTEST_STORE", s.join("runs.db"))
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null());
+        if limit {
+            // SAFETY: between fork and exec, only async-signal-safe calls.
+            unsafe {
+                cmd.pre_exec(|| {
+                    // Enough for the store's start, not for 40 long transcripts.
+                    let max = libc::rlimit {
+                        rlim_cur: 200_000,
+                        rlim_max: 200_000,
+                    };
+                    libc::setrlimit(libc::RLIMIT_FSIZE, &max);
+                    // A write past the limit then fails with EFBIG instead of killing.
+                    libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                    Ok(())
+                });
+            }
+        }
+        finish(&mut cmd)
+    };
+    let limited = run(true);
+    assert_eq!(limited.code, 2, "{limited:?}");
+    let line = limited
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("error: the run store"))
+        .unwrap_or_else(|| panic!("{limited:?}"));
+    assert!(
+        line.contains(" did not record ")
+            && line.contains("File too large (os error 27)")
+            && line.ends_with(
+                "the console and any report have their results, and `--resume` runs them again"
+            ),
+        "{line}"
+    );
+    let lost: usize = line
+        .split(" did not record ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!(lost > 0 && lost <= 40, "{line}");
+    assert!(
+        limited.stdout.contains("Passed:  40"),
+        "the console has every result: {limited:?}"
+    );
+    let resumed = run_resume(&s);
+    assert_eq!(resumed.code, 0, "{resumed:?}");
+    assert!(
+        resumed.stdout.contains(&format!(
+            "ℹ Resumed: execution 1, {} of 40 cases had ended and are kept; {lost} to run",
+            40 - lost
+        )),
+        "{resumed:?}"
+    );
+    let (_, runs) = stored(&s);
+    assert!(
+        runs.len() == 40 && runs.iter().all(|(_, st)| st == "completed"),
+        "{runs:?}"
+    );
+}
+
+fn run_resume(s: &Scratch) -> crate::common::Run {
+    finish(
+        Command::new(BIN)
+            .current_dir(s.path())
+            .args(["test", "-i", "suites", "--resume", "--compact"])
+            .env_remove("CARGO_TARGET_DIR")
+            .env("AGENTEST_STORE", s.join("runs.db"))
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null()),
+    )
+}
+
+/// The store deleted, or overwritten with something else, in the middle of a run: the
+/// run ends as an error that says so, not silently as if its results were kept.
+fn a_store_deleted_or_overwritten_mid_run_is_noticed() {
+    for (tag, harm, said) in [
+        (
+            "deleted",
+            "delete",
+            "was deleted or replaced while this run wrote to it, so this run's results are not in it",
+        ),
+        (
+            "overwritten",
+            "overwrite",
+            "was overwritten while this run wrote to it and is no longer a database",
+        ),
+    ] {
+        let (s, _agent) = slow_project(tag, 60);
+        let run = start(&s, &[]);
+        let until = Instant::now() + Duration::from_secs(30);
+        while requests_seen(&s) < 20 && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let db = s.join("runs.db");
+        if harm == "delete" {
+            for f in ["runs.db", "runs.db-wal", "runs.db-shm"] {
+                let _ = std::fs::remove_file(s.join(f));
+            }
+        } else {
+            // The same file, its contents replaced.
+            std::fs::write(&db, vec![b'#'; 8192]).unwrap();
+        }
+        let out = crate::common::Run::of(run.wait_with_output().unwrap());
+        assert_eq!(out.code, 2, "{tag}: {out:?}");
+        let expected = format!("error: the run store {} {said}", db.display());
+        assert!(out.stderr.contains(&expected), "{tag}: {out:?}");
+    }
+}
+
+/// How many requests the slow agent has logged.
+fn requests_seen(s: &Scratch) -> usize {
+    std::fs::read_to_string(s.join("agent.log"))
+        .unwrap_or_default()
+        .lines()
+        .count()
+}
+
 /// Two `--resume` processes at once on one interrupted execution: each unfinished case
 /// runs in exactly one of them.
 fn two_resumes_at_once_run_each_case_once() {
@@ -549,6 +912,27 @@ fn retries_run_again_exactly_the_error_runs() {
         .query_row("SELECT COUNT(*) FROM executions", [], |r| r.get(0))
         .unwrap();
     assert_eq!(executions, 3, "no execution for nothing");
+}
+
+/// A run that ended in error whose case was since deleted is not retried, by
+/// `--retry-errors` or `runs retry`, and each says so once.
+fn a_retry_names_the_error_runs_whose_case_is_gone() {
+    let s = project("retry-gone");
+    let first = agentest(s.path(), &["test", "-i", "suites"], &[]);
+    assert_eq!(first.code, 1, "{first:?}");
+    let suite = s.read("suites/s.jsonl");
+    let suite: Vec<&str> = suite.lines().filter(|l| !l.contains("CRASH")).collect();
+    s.write("suites/s.jsonl", &(suite.join("\n") + "\n"));
+    let note = "note: 1 stored run that ended in error is not retried: its case is no longer in the suites: s::crash\n";
+    for args in [
+        &["test", "-i", "suites", "--retry-errors"][..],
+        &["runs", "retry"],
+    ] {
+        let run = agentest(s.path(), args, &[]);
+        assert_eq!(run.code, 0, "{run:?}");
+        assert_eq!(run.stderr.matches(note).count(), 1, "{run:?}");
+        assert!(run.stderr.contains("nothing to retry"), "{run:?}");
+    }
 }
 
 /// An execution exported as EvalStudio's `runs.json` and as a JSONL report, and
@@ -677,10 +1061,16 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         every_run_is_recorded_and_listed,
         the_store_goes_where_it_is_told,
         a_newer_or_damaged_store_is_refused_with_the_way_out,
+        an_unwritable_store_says_permission_denied_and_the_fix,
         processes_at_once_share_one_store,
         a_killed_run_resumes_with_every_case_once,
+        a_resume_runs_again_what_changed_and_drops_what_is_gone,
+        ctrl_c_leaves_no_run_running_and_resume_redoes_them,
+        a_store_write_failure_names_the_runs_and_resume_redoes_them,
+        a_store_deleted_or_overwritten_mid_run_is_noticed,
         two_resumes_at_once_run_each_case_once,
         retries_run_again_exactly_the_error_runs,
+        a_retry_names_the_error_runs_whose_case_is_gone,
         an_execution_exports_and_renders_from_the_store,
         runs_of_a_silent_process_elsewhere_are_taken_back_after_the_lease,
     ]

@@ -14,4 +14,4 @@ pub(crate) use read::{
     delete, errored, execution_root, flaky, list, show, stored, Doomed, Filter, FlakyCase, RunRow,
     Stored, LIFECYCLE, VERDICTS,
 };
-pub(crate) use write::{Claim, ExecutionInfo, Planned, StoreWriter};
+pub(crate) use write::{Claim, ExecutionInfo, Planned, Resumed, StoreWriter};

@@ -73,8 +73,66 @@ pub(crate) fn open(path: &Path) -> Result<Connection, StoreError> {
             {
                 std::thread::sleep(Duration::from_millis(20));
             }
+            // SQLite says "unable to open database file" or "readonly database" whatever
+            // the cause: the OS's own answer, and its fix, are found by asking it.
+            Err(e @ StoreError::Open { .. }) => return Err(unwritable_error(path).unwrap_or(e)),
             other => return other,
         }
+    }
+}
+
+/// The store at `path` cannot be written, with the OS's reason and the fix, if so.
+fn unwritable_error(path: &Path) -> Option<StoreError> {
+    let (what, source) = unwritable(path)?;
+    Some(StoreError::Unwritable {
+        path: path.to_path_buf(),
+        fix: fix(&what, &source),
+        what,
+        source,
+    })
+}
+
+/// What of the store at `path` this process may not write, and the OS's reason: the
+/// file, the `-wal` and `-shm` files SQLite keeps beside it, or their folder (where
+/// SQLite makes those).
+fn unwritable(path: &Path) -> Option<(PathBuf, std::io::Error)> {
+    use std::fs::OpenOptions;
+    let mut files = vec![path.to_path_buf()];
+    for tail in ["-wal", "-shm"] {
+        let mut f = path.as_os_str().to_owned();
+        f.push(tail);
+        files.push(PathBuf::from(f));
+    }
+    for f in files.into_iter().filter(|f| f.exists()) {
+        if let Err(e) = OpenOptions::new().read(true).write(true).open(&f) {
+            return Some((f, e));
+        }
+    }
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let probe = dir.join(format!(".agentest-probe-{}", std::process::id()));
+    match OpenOptions::new().write(true).create_new(true).open(&probe) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            None
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => None,
+        Err(e) => Some((dir.to_path_buf(), e)),
+    }
+}
+
+/// How to get past `e` on `what`, in the user's terms.
+fn fix(what: &Path, e: &std::io::Error) -> String {
+    let elsewhere = "set AGENTEST_STORE to a file in a writable folder, or AGENTEST_STORE=off to run without the store";
+    match e.raw_os_error() {
+        Some(libc::EACCES | libc::EPERM) => format!(
+            "give this user write permission to {} (chmod u+w, or chown), {elsewhere}",
+            what.display()
+        ),
+        Some(libc::EROFS) => format!("it is on a read-only file system; {elsewhere}"),
+        _ => elsewhere.to_string(),
     }
 }
 
@@ -97,6 +155,13 @@ fn open_once(path: &Path) -> Result<Connection, StoreError> {
             | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(fail)?;
+    // A file this process may not write is opened read-only by SQLite, to fail at the
+    // first write with "attempt to write a readonly database": say why now.
+    if conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false) {
+        if let Some(e) = unwritable_error(path) {
+            return Err(e);
+        }
+    }
     conn.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
     // A newer agentest's store is refused before anything here writes to it (switching
     // to WAL rewrites the header).

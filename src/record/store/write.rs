@@ -3,6 +3,7 @@
 //! committed as soon as it is known, on a thread of its own so that no case waits for
 //! the database.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::Mutex;
@@ -40,6 +41,9 @@ enum Op {
     /// Claim the run of a trial; the answer says whether this process runs it.
     Claim(String, tokio::sync::oneshot::Sender<Claim>),
     Done(Box<CaseReport>),
+    /// A case this process claimed did not end (the run was interrupted): its run is
+    /// queued again, for `--resume`.
+    Release(String),
 }
 
 /// The store's answer to a claim of a trial's run.
@@ -62,9 +66,17 @@ const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(5);
 const LEASE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// What a resumed execution already holds.
+#[derive(Default)]
 pub(crate) struct Resumed {
-    /// The records of its runs that ended (`completed` or `error`), by trial.
+    /// The records of its runs that ended (`completed` or `error`) and are kept: their
+    /// case is still there, with the same `input_hash`.
     pub(crate) ended: Vec<CaseReport>,
+    /// The trials of ended runs whose case is no longer in the suites: left out of the
+    /// report (their runs stay in the store).
+    pub(crate) gone: Vec<String>,
+    /// The trials of ended runs whose case changed since (or whose record cannot be
+    /// read): queued again, to run.
+    pub(crate) stale: Vec<String>,
 }
 
 /// The store of one run, written in the background.
@@ -73,6 +85,52 @@ pub(crate) struct StoreWriter {
     execution: i64,
     tx: Mutex<Option<mpsc::Sender<Op>>>,
     thread: Mutex<Option<JoinHandle<Connection>>>,
+    /// The file as opened, to notice it deleted or replaced while the run writes.
+    identity: Option<(u64, u64)>,
+    /// What could not be written.
+    lost: std::sync::Arc<Mutex<Lost>>,
+}
+
+/// The writes that failed: the runs whose end is not recorded and the first cause.
+#[derive(Default)]
+struct Lost {
+    trials: Vec<String>,
+    cause: Option<String>,
+}
+
+impl Lost {
+    fn note(&mut self, cause: String) {
+        self.cause.get_or_insert(cause);
+    }
+}
+
+/// `e`, with the operating system's own error when SQLite's is an I/O one ("disk I/O
+/// error" says nothing of a full disk or a file size limit).
+fn described(conn: &Connection, e: &rusqlite::Error) -> String {
+    // SAFETY: the handle of a connection this thread holds, used at once; this only
+    // reads the errno SQLite kept from its last failed system call.
+    let errno = unsafe { rusqlite::ffi::sqlite3_system_errno(conn.handle()) };
+    let io = matches!(
+        e.sqlite_error_code(),
+        Some(
+            rusqlite::ErrorCode::SystemIoFailure
+                | rusqlite::ErrorCode::DiskFull
+                | rusqlite::ErrorCode::CannotOpen
+                | rusqlite::ErrorCode::ReadOnly
+                | rusqlite::ErrorCode::PermissionDenied
+        )
+    );
+    if io && errno != 0 {
+        format!("{e}: {}", std::io::Error::from_raw_os_error(errno))
+    } else {
+        e.to_string()
+    }
+}
+
+/// The device and inode of the file at `path`.
+fn identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 impl StoreWriter {
@@ -96,10 +154,14 @@ impl StoreWriter {
 
     /// Opens the store at `path` and joins its newest execution that did not finish
     /// (`--resume`): runs left `running` by a process that is gone are queued again,
-    /// `planned` trials it lacks are queued, and the runs that ended are returned.
+    /// `planned` trials it lacks are queued, and the runs that ended are sorted by
+    /// `present`, every case of the suites (`--run` or not) with its `input_hash`: kept
+    /// while their case is there unchanged, queued again when it changed, left out when
+    /// it is gone.
     pub(crate) fn resume(
         path: &Path,
         planned: &[Planned<'_>],
+        present: &HashMap<String, Option<String>>,
     ) -> Result<(StoreWriter, Resumed), StoreError> {
         let mut conn = super::open::open(path)?;
         let sql = |source| StoreError::Write {
@@ -120,65 +182,54 @@ impl StoreWriter {
             });
         };
         queue(&mut conn, execution, planned).map_err(sql)?;
-        let ended = {
-            let mut stmt = conn
-                .prepare(
-                    "SELECT record FROM runs WHERE execution_id = ?1 AND status IN ('completed', 'error')
-                     AND record IS NOT NULL ORDER BY id",
-                )
-                .map_err(sql)?;
-            let records = stmt
-                .query_map([execution], |r| r.get::<_, String>(0))
-                .map_err(sql)?
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(sql)?;
-            records
-                .iter()
-                .filter_map(|r| serde_json::from_str::<CaseReport>(r).ok())
-                .collect()
-        };
+        let resumed = sort_ended(&mut conn, execution, present).map_err(sql)?;
         let writer = StoreWriter::start(path, conn, execution)?;
-        Ok((writer, Resumed { ended }))
+        Ok((writer, resumed))
     }
 
     /// Hands `conn` to the writing thread.
     fn start(path: &Path, conn: Connection, execution: i64) -> Result<StoreWriter, StoreError> {
         let (sender, receiver) = mpsc::channel::<Op>();
-        let shown = path.to_path_buf();
+        let lost = std::sync::Arc::new(Mutex::new(Lost::default()));
         let mut conn = conn;
         let thread = std::thread::Builder::new()
             .name("agentest-store".into())
-            .spawn(move || {
-                let warn = |e: rusqlite::Error| {
-                    eprintln!(
-                        "warning: failed to write to the run store {}: {e}",
-                        shown.display()
-                    );
-                };
-                let mut beat = std::time::Instant::now();
-                loop {
-                    let first = match receiver.recv_timeout(HEARTBEAT) {
-                        Ok(op) => Some(op),
-                        Err(mpsc::RecvTimeoutError::Timeout) => None,
-                        Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            .spawn({
+                let lost = lost.clone();
+                move || {
+                    // Said once, when the run ends (see `finish`), with every run it cost.
+                    let warn = |cause: String| {
+                        lost.lock().unwrap_or_else(|e| e.into_inner()).note(cause);
                     };
-                    // What queued up meanwhile (a wave of cases starting or ending
-                    // together) goes in the same transaction: one commit, not one each.
-                    let batch: Vec<Op> = first
-                        .into_iter()
-                        .chain(std::iter::from_fn(|| receiver.try_recv().ok()).take(BATCH))
-                        .collect();
-                    if !batch.is_empty() {
-                        write_batch(&mut conn, execution, batch, &warn);
-                    }
-                    if beat.elapsed() >= HEARTBEAT {
-                        beat = std::time::Instant::now();
-                        if let Err(e) = heartbeat(&conn, execution) {
-                            warn(e);
+                    let mut beat = std::time::Instant::now();
+                    loop {
+                        let first = match receiver.recv_timeout(HEARTBEAT) {
+                            Ok(op) => Some(op),
+                            Err(mpsc::RecvTimeoutError::Timeout) => None,
+                            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                        };
+                        // What queued up meanwhile (a wave of cases starting or ending
+                        // together) goes in the same transaction: one commit, not one each.
+                        let batch: Vec<Op> = first
+                            .into_iter()
+                            .chain(std::iter::from_fn(|| receiver.try_recv().ok()).take(BATCH))
+                            .collect();
+                        if !batch.is_empty() {
+                            let unwritten = write_batch(&mut conn, execution, batch, &warn);
+                            lost.lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .trials
+                                .extend(unwritten);
+                        }
+                        if beat.elapsed() >= HEARTBEAT {
+                            beat = std::time::Instant::now();
+                            if let Err(e) = heartbeat(&conn, execution) {
+                                warn(described(&conn, &e));
+                            }
                         }
                     }
+                    conn
                 }
-                conn
             })
             .map_err(|e| StoreError::Folder {
                 path: path.to_path_buf(),
@@ -189,6 +240,8 @@ impl StoreWriter {
             execution,
             tx: Mutex::new(Some(sender)),
             thread: Mutex::new(Some(thread)),
+            identity: identity(path),
+            lost,
         })
     }
 
@@ -217,37 +270,119 @@ impl StoreWriter {
         self.send(Op::Done(Box::new(report.clone())));
     }
 
+    /// A case did not end here (the run was interrupted, `--fail-fast` stopped it,
+    /// another process has it): if this process had claimed its run, the run is queued
+    /// again, marked as interrupted.
+    pub(crate) fn unrun(&self, trial: &str) {
+        self.send(Op::Release(trial.to_string()));
+    }
+
     /// Waits for every write, then marks the execution finished when none of its runs
     /// is left to run (a run that was interrupted, or stopped by `--fail-fast`, stays
-    /// `queued` for `--resume`; a nextest run's execution stays open).
-    pub(crate) fn finish(&self, duration_ms: u64) {
+    /// `queued` for `--resume`; a nextest run's execution stays open). `Err`: runs
+    /// whose end the store did not record, or a store deleted, replaced or damaged
+    /// while the run wrote to it.
+    pub(crate) fn finish(&self, duration_ms: u64) -> Result<(), StoreError> {
         drop(self.tx.lock().unwrap_or_else(|e| e.into_inner()).take());
         let thread = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let Some(conn) = thread.and_then(|t| t.join().ok()) else {
-            return;
-        };
-        let now = rfc3339(std::time::SystemTime::now());
-        // A resumed execution adds this invocation's time to the earlier ones'.
-        let finished = conn
-            .execute(
-                "UPDATE executions SET duration_ms = COALESCE(duration_ms, 0) + ?1 WHERE id = ?2",
-                params![duration_ms as i64, self.execution],
-            )
-            .and_then(|_| {
-                conn.execute(
-                    "UPDATE executions SET finished_at = ?1 WHERE id = ?2 AND nextest_run_id IS NULL
-                     AND NOT EXISTS (SELECT 1 FROM runs WHERE execution_id = ?2
-                                     AND status IN ('queued', 'pending', 'running'))",
-                    params![now, self.execution],
+        let conn = thread.and_then(|t| t.join().ok());
+        if let Some(conn) = &conn {
+            let now = rfc3339(std::time::SystemTime::now());
+            // A resumed execution adds this invocation's time to the earlier ones'.
+            let finished = conn
+                .execute(
+                    "UPDATE executions SET duration_ms = COALESCE(duration_ms, 0) + ?1 WHERE id = ?2",
+                    params![duration_ms as i64, self.execution],
                 )
-            });
-        if let Err(e) = finished {
-            eprintln!(
-                "warning: failed to write to the run store {}: {e}",
-                self.path.display()
-            );
+                .and_then(|_| {
+                    conn.execute(
+                        "UPDATE executions SET finished_at = ?1 WHERE id = ?2 AND nextest_run_id IS NULL
+                         AND NOT EXISTS (SELECT 1 FROM runs WHERE execution_id = ?2
+                                         AND status IN ('queued', 'pending', 'running'))",
+                        params![now, self.execution],
+                    )
+                });
+            if let Err(e) = finished {
+                let cause = described(conn, &e);
+                self.lost
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .note(cause);
+            }
+        }
+        drop(conn);
+        let path = self.path.clone();
+        if identity(&path) != self.identity {
+            return Err(StoreError::Vanished { path });
+        }
+        if !is_database(&path) {
+            return Err(StoreError::Damaged { path });
+        }
+        let lost = std::mem::take(&mut *self.lost.lock().unwrap_or_else(|e| e.into_inner()));
+        match lost {
+            Lost { cause: None, .. } => Ok(()),
+            Lost {
+                trials,
+                cause: Some(cause),
+            } => Err(StoreError::Unrecorded {
+                path,
+                trials,
+                cause,
+            }),
         }
     }
+}
+
+/// Whether the file at `path` still starts as an SQLite database does.
+fn is_database(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 16];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| &head == b"SQLite format 3\0")
+}
+
+/// Sorts the ended runs of a resumed `execution` by the cases `present` now (see
+/// [`StoreWriter::resume`]), queuing again those whose case changed, in one transaction.
+fn sort_ended(
+    conn: &mut Connection,
+    execution: i64,
+    present: &HashMap<String, Option<String>>,
+) -> rusqlite::Result<Resumed> {
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let rows: Vec<(i64, String, Option<String>)> = {
+        let mut stmt = tx.prepare(
+            "SELECT id, trial, record FROM runs WHERE execution_id = ?1
+             AND status IN ('completed', 'error') ORDER BY id",
+        )?;
+        let rows = stmt.query_map([execution], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        rows.collect::<Result<_, _>>()?
+    };
+    let mut resumed = Resumed::default();
+    for (id, trial, record) in rows {
+        let Some(now) = present.get(&trial) else {
+            resumed.gone.push(trial);
+            continue;
+        };
+        let record = record.and_then(|r| serde_json::from_str::<CaseReport>(&r).ok());
+        match record {
+            // A line that did not load has no hash: it is read again, as it is now.
+            Some(r) if r.input_hash.is_some() && r.input_hash == *now => resumed.ended.push(r),
+            _ => {
+                tx.execute(
+                    "UPDATE runs SET status = 'queued', verdict = NULL, started_at = NULL,
+                            completed_at = NULL, owner_pid = NULL, owner_host = NULL,
+                            heartbeat_at = NULL, success = NULL, score = NULL, reason = NULL,
+                            error = NULL, messages = NULL, metadata = NULL, record = NULL
+                     WHERE id = ?1",
+                    [id],
+                )?;
+                resumed.stale.push(trial);
+            }
+        }
+    }
+    tx.commit()?;
+    Ok(resumed)
 }
 
 /// The execution's id: a new row, or the nextest run's.
@@ -291,42 +426,44 @@ const BATCH: usize = 256;
 
 /// Applies `batch` in one transaction, then answers its claims (only once committed).
 /// If the transaction cannot be had or committed, each write is tried on its own.
+/// Returns the trials whose end could not be written.
 fn write_batch(
     conn: &mut Connection,
     execution: i64,
     batch: Vec<Op>,
-    warn: &dyn Fn(rusqlite::Error),
-) {
+    warn: &dyn Fn(String),
+) -> Vec<String> {
     let apply = |conn: &Connection, op: &Op| -> rusqlite::Result<Option<Claim>> {
         match op {
             Op::Claim(trial, _) => claim(conn, execution, trial).map(Some),
             Op::Done(report) => done(conn, execution, report).map(|()| None),
+            Op::Release(trial) => release(conn, execution, trial).map(|()| None),
         }
     };
-    let together = match conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate) {
-        Ok(tx) => {
+    let together = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .and_then(|tx| {
             let results: Vec<_> = batch.iter().map(|op| apply(&tx, op)).collect();
-            match tx.commit() {
-                Ok(()) => Some(results),
-                // Rolled back: nothing of it holds, each write is tried on its own.
-                Err(e) => {
-                    warn(e);
-                    None
-                }
-            }
-        }
+            tx.commit().map(|()| results)
+        });
+    let results = match together {
+        Ok(results) => results,
+        // Rolled back: nothing of it holds, each write is tried on its own.
         Err(e) => {
-            warn(e);
-            None
+            warn(described(conn, &e));
+            batch.iter().map(|op| apply(conn, op)).collect()
         }
     };
-    let results = together.unwrap_or_else(|| batch.iter().map(|op| apply(conn, op)).collect());
     let answers = batch.into_iter().zip(results);
+    let mut unwritten = Vec::new();
     for (op, r) in answers {
         let claimed = match r {
             Ok(c) => c,
             Err(e) => {
-                warn(e);
+                warn(described(conn, &e));
+                if let Op::Done(report) = &op {
+                    unwritten.push(report.trial.clone());
+                }
                 // The store cannot say: the case runs, as without one.
                 Some(Claim::Granted)
             }
@@ -335,6 +472,7 @@ fn write_batch(
             let _ = answer.send(claimed);
         }
     }
+    unwritten
 }
 
 /// Queues a run for each of `planned` the execution lacks.
@@ -384,6 +522,20 @@ fn claim(conn: &Connection, execution: i64, trial: &str) -> rusqlite::Result<Cla
         Some((Some(pid), Some(host))) if pid == i64::from(me) && host == here => Claim::Twice,
         Some(_) => Claim::Elsewhere,
     })
+}
+
+/// Queues again the run of `trial` if this process claimed it and it did not end,
+/// saying why in its `reason` (`runs list` shows it).
+fn release(conn: &Connection, execution: i64, trial: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "UPDATE runs SET status = 'queued', owner_pid = NULL, owner_host = NULL,
+                heartbeat_at = NULL, started_at = NULL,
+                reason = 'interrupted before it ended; --resume runs it again'
+         WHERE execution_id = ?1 AND trial = ?2 AND status = 'running'
+           AND owner_pid = ?3 AND owner_host = ?4",
+    )?
+    .execute(params![execution, trial, std::process::id(), host()])?;
+    Ok(())
 }
 
 /// Marks this process's running runs alive.
