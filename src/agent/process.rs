@@ -225,6 +225,13 @@ impl ProcessSession {
                 });
             }
         }
+        self.write_request(request).await?;
+        let reply = self.read_reply().await?;
+        self.answered = Some(request.turn);
+        Ok(reply)
+    }
+
+    async fn write_request(&mut self, request: &Request) -> Result<(), AgentError> {
         let mut line = serde_json::to_string(request).map_err(AgentError::Encode)?;
         line.push('\n');
         let stdin = self
@@ -240,6 +247,11 @@ impl ProcessSession {
             });
         }
         let _ = stdin.flush().await;
+        Ok(())
+    }
+
+    /// Reads one reply line, within the agent's own timeout, and checks the protocol.
+    async fn read_reply(&mut self) -> Result<Reply, AgentError> {
         self.line.clear();
         if self.line.capacity() > 1 << 20 {
             // Do not keep a large reply's buffer for the rest of the conversation.
@@ -263,6 +275,7 @@ impl ProcessSession {
         let n = match n {
             Read::Line(n) => n.map_err(AgentError::Stdout)?,
             Read::Exited(status) => {
+                // Give the stderr drain a moment to collect the dying words.
                 tokio::time::sleep(Duration::from_millis(20)).await;
                 return Err(AgentError::Exited {
                     note: format!(" ({status})"),
@@ -270,33 +283,30 @@ impl ProcessSession {
                 });
             }
         };
-        let n = match n {
-            Line::TooLong => {
-                return Err(AgentError::LineTooLong {
+        match n {
+            Line::TooLong => Err(AgentError::LineTooLong {
+                stderr: self.stderr_tail(),
+            }),
+            Line::Read(0) => {
+                let note = self.exit_note().await;
+                Err(AgentError::Exited {
+                    note,
                     stderr: self.stderr_tail(),
                 })
             }
-            Line::Read(n) => n,
-        };
-        if n == 0 {
-            let note = self.exit_note().await;
-            return Err(AgentError::Exited {
-                note,
-                stderr: self.stderr_tail(),
-            });
+            Line::Read(_) => {
+                let text = std::str::from_utf8(&self.line)
+                    .map_err(AgentError::NotUtf8)?
+                    .trim();
+                let value: serde_json::Value =
+                    serde_json::from_str(text).map_err(|source| AgentError::NotJson {
+                        line: crate::util::clip(text),
+                        source,
+                        stderr: self.stderr_tail(),
+                    })?;
+                Reply::from_json(value).map_err(AgentError::Protocol)
+            }
         }
-        let text = std::str::from_utf8(&self.line)
-            .map_err(AgentError::NotUtf8)?
-            .trim();
-        let value: serde_json::Value =
-            serde_json::from_str(text).map_err(|source| AgentError::NotJson {
-                line: crate::util::clip(text),
-                source,
-                stderr: self.stderr_tail(),
-            })?;
-        let reply = Reply::from_json(value).map_err(AgentError::Protocol)?;
-        self.answered = Some(request.turn);
-        Ok(reply)
     }
 
     /// Reads the reply line while watching the child: an agent that exits without a
