@@ -1444,6 +1444,69 @@ fn process_agents_die_with_agentest_killed_by_sigkill() {
     }
 }
 
+/// Once the run is over, a signal ends agentest at once, agents killed: here while a
+/// reporter agent (`-r`) that never answers writes the report. (Ctrl-C used to be
+/// swallowed there, holding agentest until the reporter's timeout.)
+fn a_signal_after_the_run_ends_agentest_at_once() {
+    let dir = scratch("after-run");
+    dir.write("agent.py", PROCESS_AGENT);
+    dir.write(
+        "agentest.toml",
+        "[agent]\ntype = \"process\"\ncommand = [\"python3\", \"agent.py\"]\n\n\
+         [agents.reporter]\ntype = \"process\"\ncommand = [\"python3\", \"-c\", \"import os, sys, time; sys.stdin.readline(); open('reporter.pid', 'w').write(str(os.getpid())); time.sleep(3600)\"]\n",
+    );
+    write_suite(&dir, &[healthy("fast", "ok fast")]);
+    let started = Instant::now();
+    let running = Running::start(agentest(
+        dir.path(),
+        &[
+            "test",
+            "-i",
+            SUITE,
+            "-r",
+            "reporter",
+            "-o",
+            "report.md",
+            "--timeout",
+            "60s",
+        ],
+    ));
+    let until = Instant::now() + Duration::from_secs(15);
+    let reporter = loop {
+        if let Ok(pid) = std::fs::read_to_string(dir.join("reporter.pid")) {
+            if let Ok(pid) = pid.trim().parse() {
+                break AgentProcess(pid);
+            }
+        }
+        assert!(Instant::now() < until, "the reporter never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // SAFETY: a signal to the child this test started (it is not reaped yet).
+    let sent = unsafe { libc::kill(running.pid(), libc::SIGINT) };
+    assert_eq!(sent, 0, "kill -INT failed");
+    let signalled = Instant::now();
+    let run = running.finish(
+        started,
+        started.elapsed() + Duration::from_secs(10),
+        &dir.join("report.md"),
+    );
+    let stopping = signalled.elapsed();
+    assert_eq!(run.code, Some(130), "{run:?}");
+    assert!(
+        stopping < Duration::from_secs(3),
+        "stopping took {stopping:?}\n{run:?}"
+    );
+    assert!(
+        run.stderr.contains("agentest: Ctrl-C; exiting at once"),
+        "{run:?}"
+    );
+    assert!(
+        reporter.gone_within(Duration::from_secs(2)),
+        "the reporter agent (pid {}) outlived agentest\n{run:?}",
+        reporter.0
+    );
+}
+
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         every_http_agent_fault_ends_in_time_with_its_cause,
@@ -1452,5 +1515,6 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         ctrl_c_stops_the_run_kills_the_agents_and_keeps_what_finished,
         sigterm_and_sighup_stop_the_run_as_ctrl_c_does,
         process_agents_die_with_agentest_killed_by_sigkill,
+        a_signal_after_the_run_ends_agentest_at_once,
     ]
 }
