@@ -850,6 +850,17 @@ pub(crate) enum AgentError {
     /// A reply that does not fit the protocol (see `Reply::from_json`).
     #[error("agent reply broke the protocol: {0}")]
     Protocol(String),
+    /// A process agent that wrote more lines than it was sent requests: the extra line
+    /// would be taken as the next turn's reply, shifting every later one.
+    #[error("agent process wrote more lines than it was sent requests: a line after its reply to turn {turn} was still unread {when}: {line}\nhint: a process agent must write exactly one line (its JSON reply) per request on stdout; write progress and logs to stderr")]
+    ExtraLine {
+        /// The turn whose reply the line followed.
+        turn: u32,
+        /// When it was found: `when the next request was due`, `when the conversation ended`.
+        when: &'static str,
+        /// The line, clipped.
+        line: String,
+    },
     /// An HTTP agent that did not answer within its timeout.
     #[error("agent at {shown} did not answer within {}", crate::util::format_duration(*.timeout))]
     HttpTimeout {

@@ -1,5 +1,13 @@
 //! Process agents: one child per conversation, one JSON request per line on stdin,
 //! one JSON reply per line on stdout.
+//!
+//! Exactly one line per request: a line more would be taken as the next turn's reply and
+//! shift every later one. So a line still unread when the next request is due, or when
+//! the conversation ends, is a protocol error ([`AgentError::ExtraLine`]). The second
+//! check is what makes it reliable: a line that arrives just after the next request was
+//! sent escapes the first, but then the agent has written more lines than requests, and
+//! at the end of the conversation its stdin is closed and what it still writes before it
+//! exits is read ([`ProcessSession::finish`]).
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -7,6 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout};
+use tokio::time::{Duration, Instant};
 
 use crate::errors::AgentError;
 use crate::protocol::MAX_REPLY_BYTES;
@@ -26,16 +35,33 @@ pub(crate) struct ProcessSpec {
     pub(crate) timeout: Option<std::time::Duration>,
 }
 
+/// How long a reply already under way is still read once the agent has exited: its last
+/// line is in the pipe by then, but something it started may hold the pipe open.
+const EXIT_GRACE: Duration = Duration::from_millis(200);
+
+/// How long the end of a conversation waits for the agent to exit once its stdin is
+/// closed (reading what it still writes), before it is killed.
+const END_GRACE: Duration = Duration::from_millis(300);
+
+/// How long the rest of a line found waiting in the pipe is read before it is quoted as
+/// it is.
+const REST_OF_LINE: Duration = Duration::from_millis(100);
+
 /// One conversation's child. However the conversation ends (closed, or dropped by a
 /// timeout, a panic or a cancelled run), the child and everything it started die with it.
 pub(crate) struct ProcessSession {
     child: Child,
     group: ProcessGroup,
-    stdin: ChildStdin,
+    /// `None` once closed at the end of the conversation.
+    stdin: Option<ChildStdin>,
     stdout: BufReader<ChildStdout>,
     trace: Arc<Trace>,
     line: Vec<u8>,
     timeout: Option<std::time::Duration>,
+    /// The turn of the last reply read, while the exchange is in step (no error since).
+    answered: Option<u32>,
+    /// How the child ended, once seen.
+    exited: Option<std::process::ExitStatus>,
 }
 
 impl ProcessSpec {
@@ -107,11 +133,13 @@ impl ProcessSpec {
         Ok(ProcessSession {
             child,
             group,
-            stdin,
+            stdin: Some(stdin),
             stdout,
             trace,
             line: Vec::new(),
             timeout: self.timeout,
+            answered: None,
+            exited: None,
         })
     }
 }
@@ -173,9 +201,11 @@ impl ProcessSession {
 
     async fn exit_note(&mut self) -> String {
         // Give the stderr drain a moment to collect the dying words.
-        let status =
-            tokio::time::timeout(std::time::Duration::from_millis(500), self.child.wait()).await;
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        let status = match self.exited {
+            Some(s) => Ok(Ok(s)),
+            None => tokio::time::timeout(Duration::from_millis(500), self.child.wait()).await,
+        };
+        tokio::time::sleep(Duration::from_millis(20)).await;
         match status {
             Ok(Ok(s)) => format!(" ({s})"),
             // Still running: it closed its stdout without answering.
@@ -185,9 +215,30 @@ impl ProcessSession {
     }
 
     pub(crate) async fn send(&mut self, request: &Request) -> Result<Reply, AgentError> {
+        // Whatever comes of this turn, the exchange is in step again only once it is read.
+        if let Some(turn) = self.answered.take() {
+            if let Some(line) = self.unread_line(Instant::now() + REST_OF_LINE).await {
+                return Err(AgentError::ExtraLine {
+                    turn,
+                    when: "when the next request was due",
+                    line,
+                });
+            }
+        }
+        self.write_request(request).await?;
+        let reply = self.read_reply().await?;
+        self.answered = Some(request.turn);
+        Ok(reply)
+    }
+
+    async fn write_request(&mut self, request: &Request) -> Result<(), AgentError> {
         let mut line = serde_json::to_string(request).map_err(AgentError::Encode)?;
         line.push('\n');
-        if let Err(source) = self.stdin.write_all(line.as_bytes()).await {
+        let stdin = self
+            .stdin
+            .as_mut()
+            .expect("stdin is open until the session ends");
+        if let Err(source) = stdin.write_all(line.as_bytes()).await {
             let note = self.exit_note().await;
             return Err(AgentError::ExitedBeforeRequest {
                 note,
@@ -195,18 +246,20 @@ impl ProcessSession {
                 stderr: self.stderr_tail(),
             });
         }
-        let _ = self.stdin.flush().await;
+        let _ = stdin.flush().await;
+        Ok(())
+    }
+
+    /// Reads one reply line, within the agent's own timeout, and checks the protocol.
+    async fn read_reply(&mut self) -> Result<Reply, AgentError> {
         self.line.clear();
         if self.line.capacity() > 1 << 20 {
             // Do not keep a large reply's buffer for the rest of the conversation.
             self.line = Vec::new();
         }
         self.trace.reading.store(0, Ordering::Relaxed);
-        let read = read_reply_line(&mut self.stdout, &mut self.line, &self.trace.reading);
-        // Whatever comes of the read but a timeout, no reply is awaited any more.
-        let idle = |trace: &Trace| trace.reading.store(Trace::IDLE, Ordering::Relaxed);
         let n = match self.timeout {
-            Some(timeout) => match tokio::time::timeout(timeout, read).await {
+            Some(timeout) => match tokio::time::timeout(timeout, self.read_or_exit()).await {
                 Ok(n) => n,
                 Err(_) => {
                     return Err(AgentError::Timeout {
@@ -215,35 +268,133 @@ impl ProcessSession {
                     })
                 }
             },
-            None => read.await,
+            None => self.read_or_exit().await,
         };
-        idle(&self.trace);
-        let n = n.map_err(AgentError::Stdout)?;
+        // Whatever came of the read but a timeout, no reply is awaited any more.
+        self.trace.reading.store(Trace::IDLE, Ordering::Relaxed);
         let n = match n {
-            Line::TooLong => {
-                return Err(AgentError::LineTooLong {
+            Read::Line(n) => n.map_err(AgentError::Stdout)?,
+            Read::Exited(status) => {
+                // Give the stderr drain a moment to collect the dying words.
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                return Err(AgentError::Exited {
+                    note: format!(" ({status})"),
+                    stderr: self.stderr_tail(),
+                });
+            }
+        };
+        match n {
+            Line::TooLong => Err(AgentError::LineTooLong {
+                stderr: self.stderr_tail(),
+            }),
+            Line::Read(0) => {
+                let note = self.exit_note().await;
+                Err(AgentError::Exited {
+                    note,
                     stderr: self.stderr_tail(),
                 })
             }
-            Line::Read(n) => n,
-        };
-        if n == 0 {
-            let note = self.exit_note().await;
-            return Err(AgentError::Exited {
-                note,
-                stderr: self.stderr_tail(),
-            });
+            Line::Read(_) => {
+                let text = std::str::from_utf8(&self.line)
+                    .map_err(AgentError::NotUtf8)?
+                    .trim();
+                let value: serde_json::Value =
+                    serde_json::from_str(text).map_err(|source| AgentError::NotJson {
+                        line: crate::util::clip(text),
+                        source,
+                        stderr: self.stderr_tail(),
+                    })?;
+                Reply::from_json(value).map_err(AgentError::Protocol)
+            }
         }
-        let text = std::str::from_utf8(&self.line)
-            .map_err(AgentError::NotUtf8)?
-            .trim();
-        let value: serde_json::Value =
-            serde_json::from_str(text).map_err(|source| AgentError::NotJson {
-                line: crate::util::clip(text),
-                source,
-                stderr: self.stderr_tail(),
-            })?;
-        Reply::from_json(value).map_err(AgentError::Protocol)
+    }
+
+    /// Reads the reply line while watching the child: an agent that exits without a
+    /// whole reply is said as soon as it exits, even when something it started keeps
+    /// its stdout open (which would otherwise hold the read until the deadline). A reply
+    /// written just before the exit is still read.
+    async fn read_or_exit(&mut self) -> Read {
+        let ProcessSession {
+            child,
+            stdout,
+            line,
+            trace,
+            exited,
+            ..
+        } = self;
+        let read = read_reply_line(stdout, line, &trace.reading);
+        tokio::pin!(read);
+        if exited.is_none() {
+            tokio::select! {
+                biased;
+                n = &mut read => return Read::Line(n),
+                status = child.wait() => match status {
+                    Ok(status) => *exited = Some(status),
+                    // It cannot be watched: read as if it could not exit.
+                    Err(_) => return Read::Line(read.await),
+                },
+            }
+        }
+        match tokio::time::timeout(EXIT_GRACE, &mut read).await {
+            Ok(n) => Read::Line(n),
+            Err(_) => Read::Exited(exited.expect("set above or before")),
+        }
+    }
+
+    /// A line the agent wrote beyond its replies, if one is there or arrives by `until`
+    /// (clipped for messages; a blank line is said as such). Lines wait in the reader's
+    /// buffer or in the pipe: both are looked at without waiting; only the rest of a
+    /// line already under way is waited for, up to `until`.
+    async fn unread_line(&mut self, until: Instant) -> Option<String> {
+        if self.stdout.buffer().is_empty() && !readable(self.stdout.get_ref()) {
+            return None;
+        }
+        self.read_extra(until).await
+    }
+
+    /// Reads one line (or what there is of it by `until`) beyond the replies.
+    async fn read_extra(&mut self, until: Instant) -> Option<String> {
+        let mut extra = Vec::new();
+        let progress = AtomicUsize::new(0);
+        let read = read_reply_line(&mut self.stdout, &mut extra, &progress);
+        let whole = matches!(
+            tokio::time::timeout_at(until, read).await,
+            Ok(Ok(Line::Read(n))) if n > 0
+        );
+        if !whole && extra.is_empty() {
+            return None;
+        }
+        let text = String::from_utf8_lossy(&extra);
+        let text = text.trim();
+        Some(if text.is_empty() {
+            "(an empty line)".into()
+        } else {
+            crate::util::clip(text)
+        })
+    }
+
+    /// Ends a conversation that went to its end: closes the agent's stdin, reads what it
+    /// still writes until it exits (up to [`END_GRACE`], never past `deadline`), then
+    /// kills it as [`ProcessSession::close`] does. A line it wrote beyond its replies is
+    /// an [`AgentError::ExtraLine`]. A conversation cut short by an error is not checked.
+    pub(crate) async fn finish(mut self, deadline: Instant) -> Result<(), AgentError> {
+        let result = match self.answered {
+            Some(turn) => {
+                drop(self.stdin.take());
+                let until = (Instant::now() + END_GRACE).min(deadline);
+                match self.read_extra(until).await {
+                    Some(line) => Err(AgentError::ExtraLine {
+                        turn,
+                        when: "when the conversation ended",
+                        line,
+                    }),
+                    None => Ok(()),
+                }
+            }
+            None => Ok(()),
+        };
+        self.close().await;
+        result
     }
 
     pub(crate) async fn close(mut self) {
@@ -259,6 +410,36 @@ impl Drop for ProcessSession {
         // A conversation cut short (timeout, panic, cancelled run) never reaches `close`:
         // kill the whole group here; `kill_on_drop` then kills and reaps the child.
         self.group.kill();
+    }
+}
+
+/// What [`ProcessSession::read_or_exit`] saw.
+enum Read {
+    /// The read ended (see [`Line`]).
+    Line(std::io::Result<Line>),
+    /// The agent exited, and no whole line followed within [`EXIT_GRACE`].
+    Exited(std::process::ExitStatus),
+}
+
+/// Whether the pipe has something to read (or its end), without waiting. The reactor
+/// may not have heard of it yet, so the descriptor is asked directly.
+fn readable(stdout: &ChildStdout) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd;
+        let mut fd = libc::pollfd {
+            fd: stdout.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, no waiting.
+        let n = unsafe { libc::poll(&mut fd, 1, 0) };
+        n > 0 && fd.revents & libc::POLLIN != 0
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = stdout;
+        false
     }
 }
 

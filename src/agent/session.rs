@@ -211,6 +211,19 @@ impl Session {
             p.close().await;
         }
     }
+
+    /// Ends the case's conversation with the agent under test: as [`Session::close`],
+    /// but a process agent is first given its end of input and checked for lines it
+    /// wrote beyond its replies (up to `deadline`; see `ProcessSession::finish`).
+    pub(crate) async fn finish(self, deadline: tokio::time::Instant) -> Result<(), AgentError> {
+        match self {
+            Session::Process(p) => p.finish(deadline).await,
+            other => {
+                other.close().await;
+                Ok(())
+            }
+        }
+    }
 }
 
 /// The default per-request timeout of HTTP agents when neither the agent nor the case sets one.

@@ -250,7 +250,8 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
     let mut summary = recorder.summary();
     summary.duration_ms = started.elapsed().as_millis() as u64;
     summary.stopped_early = ending.stopped;
-    summary.interrupted = ending.interrupted;
+    summary.interrupted = ending.interrupted.is_some();
+    summary.signal = ending.interrupted.map(|s| s.name().to_string());
     summary.over_budget = ending.over_budget;
     let mut run = RunInfo::new(&agent, &plan.label, std::env::args().collect());
     run.duration_ms = summary.duration_ms;
@@ -289,9 +290,9 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
         eprintln!("error: {e}");
         return Ok(ExitCode::from(2));
     }
-    Ok(if summary.interrupted {
-        // The shell's convention for a run stopped by SIGINT.
-        ExitCode::from(130)
+    Ok(if let Some(signal) = ending.interrupted {
+        // The shell's convention for a program a signal stopped: 130, 143, 129.
+        ExitCode::from(signal.exit_code())
     } else if summary.ok() {
         ExitCode::SUCCESS
     } else {

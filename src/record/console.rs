@@ -549,9 +549,13 @@ pub(crate) fn summary(sum: &Summary) -> String {
         );
     }
     if sum.interrupted {
+        let by = match sum.signal.as_deref() {
+            None | Some("SIGINT") => "Ctrl-C",
+            Some(other) => other,
+        };
         let _ = writeln!(
             s,
-            "\n  Interrupted (Ctrl-C): running agents were stopped; unfinished cases are reported as not run"
+            "\n  Interrupted ({by}): running agents were stopped; unfinished cases are reported as not run"
         );
     }
     if sum.stopped_early {

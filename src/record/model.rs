@@ -530,9 +530,13 @@ pub struct Summary {
     /// Retries over all model calls and HTTP agent turns.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub retries: u32,
-    /// Whether Ctrl-C stopped the run: cases it did not finish are reported as not run.
+    /// Whether a signal (Ctrl-C, SIGTERM, SIGHUP) stopped the run: cases it did not
+    /// finish are reported as not run.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
+    /// The signal that stopped the run: `SIGINT`, `SIGTERM` or `SIGHUP`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
     /// Whether the run stopped early (`--fail-fast`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stopped_early: bool,

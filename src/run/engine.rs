@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::case::scenario::Environment;
 use crate::case::{Case, Mode};
-use crate::run::scenario::{wait_for_removals, Job, Preparer, Workdir};
+use crate::run::scenario::{wait_for_every_folder, Job, Preparer, Workdir};
 use serde_json::Value;
 
 use crate::case::Gate;
@@ -158,7 +158,8 @@ impl Engine {
     }
 
     /// The end of a run: no more folders are made, the ones no case took are removed,
-    /// and every removal under way is waited for (up to 30 s).
+    /// and every folder's removal is waited for (up to 30 s), those of cases a signal
+    /// stopped included.
     pub(crate) fn finish_environments(&self) {
         let preparer = self
             .environments
@@ -166,7 +167,7 @@ impl Engine {
             .unwrap_or_else(|e| e.into_inner())
             .take();
         drop(preparer);
-        wait_for_removals(REMOVAL_WAIT);
+        wait_for_every_folder(REMOVAL_WAIT);
     }
 
     /// Runs a case as its own task on the current runtime, so that a panic anywhere in it

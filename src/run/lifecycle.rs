@@ -275,8 +275,9 @@ async fn body(
             None => Err(Stop::error("the scenario has no environment folder")),
         },
     };
-    session.close().await;
-    result
+    let finished = session.finish(setup.deadline).await;
+    // Replies out of step make the conversation's verdict unreliable: the error wins.
+    result.and(finished.map_err(|e| Stop::from(StepError::from(e))))
 }
 
 /// `spec` playing `persona`: its system prompt (else its description) becomes the

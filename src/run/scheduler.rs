@@ -17,14 +17,15 @@ use crate::run::engine::Engine;
 use crate::run::outcome::not_run;
 use crate::run::repeats::{Finished, Group, Plan, Repeat};
 use crate::source::Loaded;
+use crate::util::signals::{Listener, StopSignal};
 
 /// How a run ended early, if it did.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Ending {
     /// `--fail-fast` stopped it.
     pub(crate) stopped: bool,
-    /// Ctrl-C stopped it.
-    pub(crate) interrupted: bool,
+    /// The signal that stopped it: Ctrl-C, SIGTERM or SIGHUP.
+    pub(crate) interrupted: Option<StopSignal>,
     /// A budget stopped cases from starting.
     pub(crate) over_budget: bool,
 }
@@ -166,27 +167,21 @@ impl Scheduler {
         cases: Vec<Loaded>,
         mut in_order: impl FnMut(&CaseReport),
     ) -> Ending {
-        // Registered before any agent starts, so the signal is ours (running agents are
-        // killed as their cases are dropped).
-        let mut interrupt =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok();
+        // Registered before any agent starts, so SIGINT, SIGTERM and SIGHUP are ours
+        // (running agents are killed as their cases are dropped).
+        let mut signals = Listener::new();
         let cases = shared(cases);
         let total = cases.len();
         let mut d = self.dispatch(cases.clone());
         let mut pending: BTreeMap<usize, CaseReport> = BTreeMap::new();
         let mut next = 0;
         let mut seen = vec![false; total];
-        let mut interrupted = false;
+        let mut interrupted = None;
         loop {
             let message = tokio::select! {
                 m = d.rx.recv() => m,
-                _ = async {
-                    match interrupt.as_mut() {
-                        Some(s) => { s.recv().await; }
-                        None => std::future::pending::<()>().await,
-                    }
-                } => {
-                    interrupted = true;
+                s = signals.recv() => {
+                    interrupted = Some(s);
                     None
                 }
             };
@@ -199,8 +194,13 @@ impl Scheduler {
                 next += 1;
             }
         }
-        if interrupted {
-            eprintln!("\nagentest: interrupted; stopping the running cases");
+        // From now on (stopping the run, writing its reports) a signal ends agentest at once.
+        signals.exit_on_next();
+        if let Some(signal) = interrupted {
+            eprintln!(
+                "\nagentest: interrupted ({}); stopping the running cases",
+                signal.shown()
+            );
             d.abort();
             // Cases that finished meanwhile keep their results; the rest are not run.
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -209,7 +209,7 @@ impl Scheduler {
                 pending.insert(i, report);
             }
             for (i, l) in cases.iter().enumerate().filter(|(i, _)| !seen[*i]) {
-                pending.insert(i, d.interrupted(i, l, &self.recorder));
+                pending.insert(i, d.interrupted(i, l, &self.recorder, signal));
             }
             for (_, r) in std::mem::take(&mut pending) {
                 in_order(&r);
@@ -527,9 +527,16 @@ impl Dispatch {
     /// repeated case's from the repeats that finished (recorded as ended when they
     /// decide its gate), else not run. A case that did not end is recorded as not run,
     /// so the store queues its run again for `--resume`.
-    fn interrupted(&self, i: usize, l: &Loaded, recorder: &Recorder) -> CaseReport {
+    fn interrupted(
+        &self,
+        i: usize,
+        l: &Loaded,
+        recorder: &Recorder,
+        signal: StopSignal,
+    ) -> CaseReport {
+        let why = format!("the run was interrupted ({})", signal.shown());
         let group = lock(&self.groups).remove(&i);
-        match group.and_then(|g| g.interrupted("the run was interrupted")) {
+        match group.and_then(|g| g.interrupted(&why)) {
             Some((report, true)) => {
                 recorder.record(&report);
                 report
@@ -539,7 +546,7 @@ impl Dispatch {
                 report
             }
             None => {
-                let report = not_run(l, "not run: the run was interrupted (Ctrl-C)".into());
+                let report = not_run(l, format!("not run: {why}"));
                 recorder.record_unrun(&report);
                 report
             }

@@ -13,6 +13,9 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
 
+#[cfg(unix)]
+use crate::util::signals;
+
 /// A hook or script command that did not run to its end.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum CommandError {
@@ -203,7 +206,7 @@ pub(crate) fn spawn_piped<'a>(
         .kill_on_drop(true);
     // Its own process group, so that what it starts dies with it.
     own_group(&mut command);
-    command.spawn()
+    spawn(command)
 }
 
 /// Makes the command's child the leader of a new process group (unix), so that
@@ -216,6 +219,97 @@ pub(crate) fn own_group(command: &mut Command) {
     }
     #[cfg(not(unix))]
     let _ = command;
+}
+
+/// Starts `command`. On Linux the child is also made to die with agentest: see
+/// [`die_with_parent`] and [`spawner`].
+fn spawn(mut command: Command) -> std::io::Result<Child> {
+    #[cfg(target_os = "linux")]
+    if let (Some(spawner), Ok(runtime)) = (spawner(), tokio::runtime::Handle::try_current()) {
+        die_with_parent(&mut command);
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        spawner
+            .send((command, runtime, tx))
+            .map_err(|_| std::io::Error::other("the thread that starts processes is gone"))?;
+        // Forking takes a millisecond or so: as long as it would take on this thread.
+        return rx.recv().unwrap_or_else(|_| {
+            Err(std::io::Error::other(
+                "the thread that starts processes is gone",
+            ))
+        });
+    }
+    command.spawn()
+}
+
+/// A command to start on the [`spawner`] thread, in the caller's runtime, and where the
+/// child (or why it could not start) goes.
+#[cfg(target_os = "linux")]
+type SpawnJob = (
+    Command,
+    tokio::runtime::Handle,
+    std::sync::mpsc::SyncSender<std::io::Result<Child>>,
+);
+
+/// The thread every child is forked from, which lives as long as agentest.
+///
+/// `PR_SET_PDEATHSIG` fires when the *thread* that forked the child exits, not the
+/// process: a child forked on a tokio blocking-pool thread (ended after 10 s idle), a
+/// libtest thread or a short-lived runtime's worker would be killed with that thread
+/// while its case still talks to it. So children are never forked where the caller runs.
+/// `None` when the thread could not be started (then children start in place, without
+/// the setting).
+#[cfg(target_os = "linux")]
+fn spawner() -> Option<&'static std::sync::mpsc::Sender<SpawnJob>> {
+    static SPAWNER: std::sync::OnceLock<Option<std::sync::mpsc::Sender<SpawnJob>>> =
+        std::sync::OnceLock::new();
+    SPAWNER
+        .get_or_init(|| {
+            let (tx, rx) = std::sync::mpsc::channel::<SpawnJob>();
+            std::thread::Builder::new()
+                .name("agentest-spawn".into())
+                .spawn(move || {
+                    for (mut command, runtime, back) in rx {
+                        // The child's pipes and exit are watched by the caller's runtime.
+                        let _entered = runtime.enter();
+                        let _ = back.send(command.spawn());
+                    }
+                })
+                .ok()?;
+            Some(tx)
+        })
+        .as_ref()
+}
+
+/// Has the kernel kill the child (SIGKILL) when agentest dies, even by `kill -9`, which
+/// leaves no chance to kill it otherwise: an agent that ignores the end of its stdin
+/// would live on, reparented to init. Only the direct child: what it starts does not
+/// inherit the setting (the group kill covers those while agentest lives). The child
+/// must be forked from the [`spawner`] thread.
+#[cfg(target_os = "linux")]
+fn die_with_parent(command: &mut Command) {
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the closure runs in the forked child before exec and calls only prctl
+    // and getppid, which are async-signal-safe.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            // agentest may have died between the fork and the prctl: then nothing would
+            // send the signal, and the child has been reparented already.
+            if libc::getppid() != parent {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
 }
 
 /// The process group a child started with [`own_group`] leads.
@@ -274,82 +368,6 @@ impl Drop for ProcessGroup {
     }
 }
 
-/// Killing the live groups when agentest is stopped by a signal.
-#[cfg(unix)]
-mod signals {
-    use std::sync::atomic::{AtomicI32, Ordering};
-    use std::sync::Once;
-
-    /// Live process groups; 0 is a free slot. Plain atomics, so the signal handler may
-    /// read them. When every slot is taken a group is simply not tracked.
-    static LIVE: [AtomicI32; 4096] = [const { AtomicI32::new(0) }; 4096];
-
-    pub(super) fn register(pgid: i32) {
-        for slot in &LIVE {
-            if slot
-                .compare_exchange(0, pgid, Ordering::SeqCst, Ordering::Relaxed)
-                .is_ok()
-            {
-                return;
-            }
-        }
-    }
-
-    pub(super) fn unregister(pgid: i32) {
-        for slot in &LIVE {
-            if slot
-                .compare_exchange(pgid, 0, Ordering::SeqCst, Ordering::Relaxed)
-                .is_ok()
-            {
-                return;
-            }
-        }
-    }
-
-    extern "C" fn on_signal(sig: libc::c_int) {
-        for slot in &LIVE {
-            let pgid = slot.load(Ordering::SeqCst);
-            if pgid > 0 {
-                // SAFETY: kill is async-signal-safe.
-                unsafe {
-                    libc::kill(-pgid, libc::SIGKILL);
-                }
-            }
-        }
-        // SA_RESETHAND restored the default action: die of the signal as if no handler
-        // had been installed (the signal is delivered when the handler returns).
-        // SAFETY: raise is async-signal-safe.
-        unsafe {
-            libc::raise(sig);
-        }
-    }
-
-    /// Installs the handler for SIGINT, SIGTERM and SIGHUP, once, and only where the
-    /// action is still the default: a program that handles or ignores a signal itself
-    /// (`nohup`, a Ctrl-C handler) keeps its behaviour.
-    pub(super) fn install() {
-        static ONCE: Once = Once::new();
-        ONCE.call_once(|| {
-            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-                // SAFETY: sigaction is given valid, zero-initialised structs.
-                unsafe {
-                    let mut old: libc::sigaction = std::mem::zeroed();
-                    if libc::sigaction(sig, std::ptr::null(), &mut old) != 0
-                        || old.sa_sigaction != libc::SIG_DFL
-                    {
-                        continue;
-                    }
-                    let mut new: libc::sigaction = std::mem::zeroed();
-                    new.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
-                    new.sa_flags = libc::SA_RESETHAND | libc::SA_RESTART;
-                    libc::sigemptyset(&mut new.sa_mask);
-                    libc::sigaction(sig, &new, std::ptr::null_mut());
-                }
-            }
-        });
-    }
-}
-
 /// Whether `program` can be started: a path (with a `/`) that exists, relative to `cwd`,
 /// or a name found in the `PATH` the child gets (its `env`'s, else ours).
 pub(crate) fn findable<'a>(
@@ -378,5 +396,36 @@ fn is_executable(p: &std::path::Path) -> bool {
     #[cfg(not(unix))]
     {
         p.is_file() || p.with_extension("exe").is_file()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A child started from a thread that ends right after must not die with that
+    /// thread (`PR_SET_PDEATHSIG` follows the forking thread; see [`spawner`]).
+    #[test]
+    fn a_child_outlives_the_thread_that_asked_for_it() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let handle = rt.handle().clone();
+        let mut child = std::thread::spawn(move || {
+            let _entered = handle.enter();
+            let env: [(&String, &String); 0] = [];
+            spawn_piped("sleep", &["30".to_string()], std::path::Path::new("."), env)
+                .expect("start sleep")
+        })
+        .join()
+        .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the child died with the thread that asked for it"
+        );
+        let mut group = ProcessGroup::of(&child);
+        group.kill();
     }
 }

@@ -9,6 +9,8 @@ pub(crate) mod invocation;
 mod json;
 mod paths;
 mod secrets;
+#[cfg(unix)]
+pub(crate) mod signals;
 mod text;
 
 /// A boxed future, as [`crate::Agent::respond`] returns.

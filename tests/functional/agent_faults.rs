@@ -621,6 +621,109 @@ fn expanded_secrets_appear_in_no_output() {
     }
 }
 
+// ---------------------------------------------------------------------------------------
+// 5. Replies out of step, and an agent that exits while its child holds stdout
+// ---------------------------------------------------------------------------------------
+
+/// Writes `{"content": "thinking..."}` then its answer for each request: in one write
+/// (`burst`), or the answer after a pause (`late`), as a streaming agent might.
+const TWO_LINE_AGENT: &str = r#"
+import json, sys, time
+late = sys.argv[1] == "late"
+for line in sys.stdin:
+    text = json.loads(line)["input"]
+    answer = json.dumps({"content": "answer to " + text})
+    if late:
+        print('{"content": "thinking..."}', flush=True)
+        time.sleep(0.05)
+        print(answer, flush=True)
+    else:
+        sys.stdout.write('{"content": "thinking..."}\n' + answer + "\n")
+        sys.stdout.flush()
+"#;
+
+/// A line more than the request asked for shifts every later reply by one: turn 2
+/// would be judged on turn 1's answer. The extra line is a protocol error naming the
+/// turn and quoting the line, found when the next request is sent or, at the latest,
+/// when the conversation ends; an agent that writes one line per request is unaffected.
+fn an_agent_writing_two_lines_for_one_request_is_a_protocol_error() {
+    let dir = scratch(
+        "two-lines",
+        &format!(
+            "[agents.burst]\ntype = \"process\"\ncommand = [\"python3\", \"agent.py\", \"burst\"]\n\n\
+             [agents.late]\ntype = \"process\"\ncommand = [\"python3\", \"agent.py\", \"late\"]\n\n\
+             [agents.ok]\ntype = \"process\"\n{OK_AGENT}\n"
+        ),
+    );
+    dir.write("agent.py", TWO_LINE_AGENT);
+    dir.write(
+        "s.jsonl",
+        "{\"id\": \"burst\", \"agent\": \"burst\", \"turns\": [{\"input\": \"first\"}, {\"input\": \"second\", \"assert\": {\"type\": \"contains\", \"value\": \"answer to\"}}]}\n\
+         {\"id\": \"late\", \"agent\": \"late\", \"input\": \"only\", \"assert\": {\"type\": \"contains\", \"value\": \"thinking\"}}\n\
+         {\"id\": \"ok\", \"agent\": \"ok\", \"turns\": [{\"input\": \"a\", \"assert\": {\"type\": \"equals\", \"value\": \"ok\"}}, {\"input\": \"b\"}, {\"input\": \"c\", \"assert\": {\"type\": \"equals\", \"value\": \"ok\"}}]}\n",
+    );
+    let run = run(&dir, &["-i", "s.jsonl", "--timeout", "20s"], &[]);
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert_eq!(run.status("s::burst"), "error", "{run:?}");
+    assert_eq!(
+        run.error("s::burst"),
+        "turn 2: agent process wrote more lines than it was sent requests: a line after its reply to turn 1 was still unread when the next request was due: {\"content\": \"answer to first\"}\n\
+         hint: a process agent must write exactly one line (its JSON reply) per request on stdout; write progress and logs to stderr",
+        "{run:?}"
+    );
+    assert_eq!(run.status("s::late"), "error", "{run:?}");
+    assert_eq!(
+        run.error("s::late"),
+        "agent process wrote more lines than it was sent requests: a line after its reply to turn 1 was still unread when the conversation ended: {\"content\": \"answer to only\"}\n\
+         hint: a process agent must write exactly one line (its JSON reply) per request on stdout; write progress and logs to stderr",
+        "{run:?}"
+    );
+    assert_eq!(run.status("s::ok"), "passed", "{run:?}");
+}
+
+/// An agent that crashes (exit status 3) while a process it started keeps its stdout
+/// open is reported as the crash it is, at once, not as a timeout at the deadline; and
+/// an agent that replies and then exits (one request per process) still passes.
+fn an_agent_that_exits_while_its_child_holds_stdout_is_reported_at_once() {
+    let dir = scratch(
+        "exit-held",
+        "[agents.crash]\ntype = \"process\"\ncommand = [\"python3\", \"agent.py\"]\n\n\
+         [agents.once]\ntype = \"process\"\n\
+         command = [\"sh\", \"-c\", \"read -r line; echo '{\\\"content\\\": \\\"ok\\\"}'\"]\n",
+    );
+    dir.write(
+        "agent.py",
+        "import subprocess, sys\n\
+         sys.stdin.readline()\n\
+         child = subprocess.Popen([\"sleep\", \"1021\"])\n\
+         open(\"child.pid\", \"w\").write(str(child.pid))\n\
+         sys.stderr.write(\"fatal: lost my config\\n\")\n\
+         sys.exit(3)\n",
+    );
+    dir.write(
+        "s.jsonl",
+        "{\"id\": \"crash\", \"agent\": \"crash\", \"input\": \"hi\"}\n\
+         {\"id\": \"once\", \"agent\": \"once\", \"input\": \"hi\", \"assert\": {\"type\": \"equals\", \"value\": \"ok\"}}\n",
+    );
+    let started = Instant::now();
+    let run = run(&dir, &["-i", "s.jsonl", "--timeout", "20s"], &[]);
+    let took = started.elapsed();
+    let child = dir.pid("child.pid");
+    assert_eq!(run.status("s::crash"), "error", "{run:?}");
+    assert_eq!(
+        run.error("s::crash"),
+        "turn 1: agent process exited before replying (exit status: 3); agent stderr (last lines):\nfatal: lost my config",
+        "{run:?}"
+    );
+    assert!(took < Duration::from_secs(10), "took {took:?}\n{run:?}");
+    assert_eq!(run.status("s::once"), "passed", "{run:?}");
+    assert!(
+        child.gone_within(Duration::from_secs(2)),
+        "the crashed agent's child (pid {}) outlived its case",
+        child.0
+    );
+}
+
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         an_unflushed_python_agent_answers,
@@ -636,5 +739,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         a_process_reply_without_end_is_capped,
         an_http_body_over_the_limit_is_an_error,
         expanded_secrets_appear_in_no_output,
+        an_agent_writing_two_lines_for_one_request_is_a_protocol_error,
+        an_agent_that_exits_while_its_child_holds_stdout_is_reported_at_once,
     ]
 }

@@ -352,7 +352,12 @@ fn scratch(tag: &str) -> Scratch {
 impl Scratch {
     /// The pids the process agents wrote to `pids/`, by test id.
     fn agent_pids(&self) -> BTreeMap<String, i32> {
-        let Ok(dir) = std::fs::read_dir(self.join("pids")) else {
+        self.pids_in(&self.join("pids"))
+    }
+
+    /// The pids written to files in `folder`, by file name.
+    fn pids_in(&self, folder: &Path) -> BTreeMap<String, i32> {
+        let Ok(dir) = std::fs::read_dir(folder) else {
             return BTreeMap::new();
         };
         dir.flatten()
@@ -1205,11 +1210,311 @@ fn ctrl_c_stops_the_run_kills_the_agents_and_keeps_what_finished() {
     );
 }
 
+// ---------------------------------------------------------------------------------------
+// 5. SIGTERM, SIGHUP and kill -9
+// ---------------------------------------------------------------------------------------
+
+/// Writes its pid to `$PIDS/<test_id>` at each request; `sleep` never answers.
+const PID_AGENT: &str = r#"
+import json, os, sys, time
+for line in sys.stdin:
+    request = json.loads(line)
+    with open(os.path.join(os.environ["PIDS"], request["test_id"]), "w") as f:
+        f.write(str(os.getpid()))
+    if request["input"] == "sleep":
+        time.sleep(3600)
+    print(json.dumps({"content": "echo: " + request["input"]}), flush=True)
+"#;
+
+/// A scenario with a `local` environment whose only turn never gets an answer: its
+/// environment folder exists while the run is stopped.
+const SLEEPING_SCENARIO: &str = "name: env\ndescription: d\nenvironment: {type: local}\nsetup:\n  virtual_fs: {'a.txt': 'x'}\nrun:\n  - input: 'sleep'\n    evaluations:\n      - type: string_contains\n        value: x\njudgment: {strategy: all_pass}\n";
+
+/// The environment folders agentest made under `tmp`.
+fn env_folders(tmp: &Path) -> Vec<String> {
+    std::fs::read_dir(tmp)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("agentest-env-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `docker stop`, Kubernetes and CI cancellation send SIGTERM, a closed terminal SIGHUP:
+/// each stops the run as Ctrl-C does (the finished case kept, the running ones and
+/// their agents stopped and reported, the summary line written, the scenario's
+/// environment folder removed), with the signal named and the exit code 128 + its
+/// number.
+fn sigterm_and_sighup_stop_the_run_as_ctrl_c_does() {
+    for (signal, name, code) in [
+        (libc::SIGTERM, "SIGTERM", 143),
+        (libc::SIGHUP, "SIGHUP", 129),
+    ] {
+        stop_the_run_with(signal, name, code);
+    }
+}
+
+fn stop_the_run_with(signal: i32, name: &str, code: i32) {
+    let dir = scratch(&format!("stop-{name}"));
+    dir.write("agent.py", PID_AGENT);
+    let pids = dir.join("pids");
+    let tmp = dir.join("tmp");
+    for d in [&pids, &tmp] {
+        std::fs::create_dir_all(d).expect("mkdir");
+    }
+    dir.write(
+        "agentest.toml",
+        &format!(
+            "[agent]\ntype = \"process\"\ncommand = [\"python3\", \"agent.py\"]\nenv = {{ PIDS = {} }}\n",
+            crate::common::toml_str(&pids.display().to_string())
+        ),
+    );
+    dir.write(
+        "suite/s.jsonl",
+        "{\"id\": \"fast\", \"input\": \"ok\", \"assert\": {\"type\": \"equals\", \"value\": \"echo: ok\"}}\n\
+         {\"id\": \"slow\", \"input\": \"sleep\"}\n",
+    );
+    dir.write("suite/env.scenario.yaml", SLEEPING_SCENARIO);
+    let report = dir.join("report.jsonl");
+    let mut cmd = agentest(
+        dir.path(),
+        &[
+            "test",
+            "-i",
+            "suite",
+            "--parallel",
+            "3",
+            "--timeout",
+            "60s",
+            "-o",
+            "report.jsonl",
+            "--color",
+            "never",
+        ],
+    );
+    cmd.env("TMPDIR", &tmp);
+    let started = Instant::now();
+    let running = Running::start(cmd);
+
+    // Wait for the fast case's record and for both sleepers to be running.
+    let until = Instant::now() + Duration::from_secs(15);
+    let sleepers: Vec<AgentProcess> = loop {
+        let text = std::fs::read_to_string(&report).unwrap_or_default();
+        let ids = dir.pids_in(&pids);
+        if text.contains("\"s::fast\"") && ids.len() == 3 {
+            break ids
+                .into_iter()
+                .filter(|(id, _)| id != "fast")
+                .map(|(_, pid)| AgentProcess(pid))
+                .collect();
+        }
+        assert!(
+            Instant::now() < until,
+            "the fast case never finished or the slow agents never started: {ids:?}\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(sleepers.iter().all(AgentProcess::alive));
+    assert_eq!(env_folders(&tmp).len(), 1, "the scenario's folder exists");
+
+    // SAFETY: a signal to the child this test started (it is not reaped yet).
+    let sent = unsafe { libc::kill(running.pid(), signal) };
+    assert_eq!(sent, 0, "kill -{name} failed");
+    let signalled = Instant::now();
+    let run = running.finish(started, started.elapsed() + Duration::from_secs(5), &report);
+    let stopping = signalled.elapsed();
+
+    assert_eq!(run.code, Some(code), "{name}: exit code\n{run:?}");
+    assert!(
+        stopping < Duration::from_secs(3),
+        "stopping took {stopping:?}\n{run:?}"
+    );
+    assert!(
+        run.stdout.contains(&format!(
+            "Interrupted ({name}): running agents were stopped; unfinished cases are reported as not run"
+        )),
+        "the console summary names the signal\n{run:?}"
+    );
+    assert!(
+        run.stderr.contains(&format!(
+            "agentest: interrupted ({name}); stopping the running cases"
+        )),
+        "{run:?}"
+    );
+    let lines = run.lines();
+    let (summary, records) = lines.split_last().expect("a report");
+    let mut trials: Vec<(&str, &str)> = records
+        .iter()
+        .map(|r| {
+            (
+                r["trial"].as_str().unwrap_or("?"),
+                r["status"].as_str().unwrap_or("?"),
+            )
+        })
+        .collect();
+    trials.sort_unstable();
+    assert_eq!(
+        trials,
+        [
+            ("env::env", "skipped"),
+            ("s::fast", "passed"),
+            ("s::slow", "skipped")
+        ],
+        "{run:?}"
+    );
+    for r in records.iter().filter(|r| r["status"] == "skipped") {
+        assert_eq!(
+            r["error"],
+            format!("not run: the run was interrupted ({name})"),
+            "{run:?}"
+        );
+    }
+    assert_eq!(summary["type"], "summary", "{run:?}");
+    assert_eq!(summary["interrupted"], true, "{run:?}");
+    assert_eq!(summary["signal"], name, "{run:?}");
+    for s in &sleepers {
+        assert!(
+            s.gone_within(Duration::from_secs(2)),
+            "a sleeping agent (pid {}) outlived the run stopped by {name}\n{run:?}",
+            s.0
+        );
+    }
+    assert_eq!(
+        env_folders(&tmp),
+        Vec::<String>::new(),
+        "the scenario's environment folder is removed\n{run:?}"
+    );
+}
+
+/// `kill -9` leaves agentest no chance to stop its agents: a process agent that ignores
+/// the end of its stdin (it sleeps without reading) must still die with it.
+fn process_agents_die_with_agentest_killed_by_sigkill() {
+    let dir = scratch("sigkill");
+    dir.write("agent.py", PROCESS_AGENT);
+    dir.write(
+        "agentest.toml",
+        "[agent]\ntype = \"process\"\ncommand = [\"python3\", \"agent.py\"]\n",
+    );
+    write_suite(
+        &dir,
+        &[
+            fault("a", "silent", "timeout", &[]),
+            fault("b", "silent", "timeout", &[]),
+        ],
+    );
+    let report = dir.join("report.jsonl");
+    let started = Instant::now();
+    let running = Running::start(agentest(
+        dir.path(),
+        &[
+            "test",
+            "-i",
+            SUITE,
+            "--parallel",
+            "2",
+            "--timeout",
+            "60s",
+            "-o",
+            "report.jsonl",
+        ],
+    ));
+    let until = Instant::now() + Duration::from_secs(15);
+    let agents: Vec<AgentProcess> = loop {
+        let pids = dir.agent_pids();
+        if pids.len() == 2 {
+            break pids.into_values().map(AgentProcess).collect();
+        }
+        assert!(Instant::now() < until, "the agents never started: {pids:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(agents.iter().all(AgentProcess::alive));
+    // SAFETY: a signal to the child this test started (it is not reaped yet).
+    let sent = unsafe { libc::kill(running.pid(), libc::SIGKILL) };
+    assert_eq!(sent, 0, "kill -9 failed");
+    let run = running.finish(started, started.elapsed() + Duration::from_secs(5), &report);
+    assert_eq!(run.code, None, "killed by a signal\n{run:?}");
+    for a in &agents {
+        assert!(
+            a.gone_within(Duration::from_secs(3)),
+            "the agent (pid {}) outlived agentest killed by SIGKILL\n{run:?}",
+            a.0
+        );
+    }
+}
+
+/// Once the run is over, a signal ends agentest at once, agents killed: here while a
+/// reporter agent (`-r`) that never answers writes the report. (Ctrl-C used to be
+/// swallowed there, holding agentest until the reporter's timeout.)
+fn a_signal_after_the_run_ends_agentest_at_once() {
+    let dir = scratch("after-run");
+    dir.write("agent.py", PROCESS_AGENT);
+    dir.write(
+        "agentest.toml",
+        "[agent]\ntype = \"process\"\ncommand = [\"python3\", \"agent.py\"]\n\n\
+         [agents.reporter]\ntype = \"process\"\ncommand = [\"python3\", \"-c\", \"import os, sys, time; sys.stdin.readline(); open('reporter.pid', 'w').write(str(os.getpid())); time.sleep(3600)\"]\n",
+    );
+    write_suite(&dir, &[healthy("fast", "ok fast")]);
+    let started = Instant::now();
+    let running = Running::start(agentest(
+        dir.path(),
+        &[
+            "test",
+            "-i",
+            SUITE,
+            "-r",
+            "reporter",
+            "-o",
+            "report.md",
+            "--timeout",
+            "60s",
+        ],
+    ));
+    let until = Instant::now() + Duration::from_secs(15);
+    let reporter = loop {
+        if let Ok(pid) = std::fs::read_to_string(dir.join("reporter.pid")) {
+            if let Ok(pid) = pid.trim().parse() {
+                break AgentProcess(pid);
+            }
+        }
+        assert!(Instant::now() < until, "the reporter never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // SAFETY: a signal to the child this test started (it is not reaped yet).
+    let sent = unsafe { libc::kill(running.pid(), libc::SIGINT) };
+    assert_eq!(sent, 0, "kill -INT failed");
+    let signalled = Instant::now();
+    let run = running.finish(
+        started,
+        started.elapsed() + Duration::from_secs(10),
+        &dir.join("report.md"),
+    );
+    let stopping = signalled.elapsed();
+    assert_eq!(run.code, Some(130), "{run:?}");
+    assert!(
+        stopping < Duration::from_secs(3),
+        "stopping took {stopping:?}\n{run:?}"
+    );
+    assert!(
+        run.stderr.contains("agentest: Ctrl-C; exiting at once"),
+        "{run:?}"
+    );
+    assert!(
+        reporter.gone_within(Duration::from_secs(2)),
+        "the reporter agent (pid {}) outlived agentest\n{run:?}",
+        reporter.0
+    );
+}
+
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         every_http_agent_fault_ends_in_time_with_its_cause,
         every_model_fault_ends_in_time_with_its_cause,
         every_process_agent_fault_ends_in_time_with_its_cause,
         ctrl_c_stops_the_run_kills_the_agents_and_keeps_what_finished,
+        sigterm_and_sighup_stop_the_run_as_ctrl_c_does,
+        process_agents_die_with_agentest_killed_by_sigkill,
+        a_signal_after_the_run_ends_agentest_at_once,
     ]
 }

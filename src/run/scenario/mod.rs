@@ -10,4 +10,6 @@ mod workdir;
 
 pub(crate) use prepare::{Job, Preparer};
 pub(crate) use steps::{run, Run};
-pub(crate) use workdir::{wait_for_removals, Workdir};
+#[cfg(test)]
+pub(crate) use workdir::wait_for_removals;
+pub(crate) use workdir::{wait_for_every_folder, Workdir};

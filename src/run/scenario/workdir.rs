@@ -7,11 +7,30 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
-/// Folders being removed in the background: their count, and a signal when it drops.
-/// Removing a folder is file-system work (a fraction of a millisecond each on ext4),
-/// so it happens on a thread of its own after the case has reported and freed its slot,
-/// not before; the run waits for the last ones before it exits ([`wait_for_removals`]).
-static REMOVING: (Mutex<usize>, Condvar) = (Mutex::new(0), Condvar::new());
+/// Folders being removed in the background, and folders made and not yet removed (or
+/// kept), with a signal when either drops. Removing a folder is file-system work (a
+/// fraction of a millisecond each on ext4), so it happens on a thread of its own after
+/// the case has reported and freed its slot, not before; the run waits for the last ones
+/// before it exits ([`wait_for_every_folder`]).
+static COUNTS: (Mutex<Counts>, Condvar) = (
+    Mutex::new(Counts {
+        removing: 0,
+        live: 0,
+    }),
+    Condvar::new(),
+);
+
+struct Counts {
+    removing: usize,
+    live: usize,
+}
+
+/// Changes the counts and wakes whoever waits on them.
+fn count(change: impl FnOnce(&mut Counts)) {
+    let mut c = COUNTS.0.lock().unwrap_or_else(|e| e.into_inner());
+    change(&mut c);
+    COUNTS.1.notify_all();
+}
 
 /// The folder, removed on drop unless kept.
 #[derive(Debug)]
@@ -47,6 +66,7 @@ impl Workdir {
             std::fs::remove_dir_all(&path)?;
             std::fs::create_dir(&path)?;
         }
+        count(|c| c.live += 1);
         let dir = Workdir { path, keep };
         for (rel, text) in files {
             let file = dir.path.join(rel);
@@ -115,10 +135,11 @@ impl Drop for Workdir {
     fn drop(&mut self) {
         if self.keep {
             eprintln!("agentest: kept the environment at {}", self.path.display());
+            count(|c| c.live = c.live.saturating_sub(1));
             return;
         }
         let path = std::mem::take(&mut self.path);
-        *REMOVING.0.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        count(|c| c.removing += 1);
         if let Err(back) = remover().send(path) {
             // No removal thread: removed here.
             let _ = std::fs::remove_dir_all(back.0);
@@ -150,17 +171,30 @@ fn remover() -> &'static std::sync::mpsc::Sender<PathBuf> {
 
 /// One folder fewer to wait for.
 fn removed() {
-    let mut n = REMOVING.0.lock().unwrap_or_else(|e| e.into_inner());
-    *n = n.saturating_sub(1);
-    REMOVING.1.notify_all();
+    count(|c| {
+        c.removing = c.removing.saturating_sub(1);
+        c.live = c.live.saturating_sub(1);
+    });
 }
 
 /// Waits (up to `limit`) until every environment folder dropped so far is removed.
+#[cfg(test)]
 pub(crate) fn wait_for_removals(limit: Duration) {
-    let n = REMOVING.0.lock().unwrap_or_else(|e| e.into_inner());
-    let _ = REMOVING
+    wait_while(limit, |c| c.removing > 0);
+}
+
+/// Waits (up to `limit`) until every environment folder made is removed (or kept),
+/// including those of cases still being dropped: a run stopped by a signal aborts its
+/// cases, and they drop their folders a moment later, on the runtime's threads.
+pub(crate) fn wait_for_every_folder(limit: Duration) {
+    wait_while(limit, |c| c.live > 0 || c.removing > 0);
+}
+
+fn wait_while(limit: Duration, busy: impl Fn(&Counts) -> bool) {
+    let c = COUNTS.0.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = COUNTS
         .1
-        .wait_timeout_while(n, limit, |n| *n > 0)
+        .wait_timeout_while(c, limit, |c| busy(c))
         .unwrap_or_else(|e| e.into_inner());
 }
 
