@@ -677,7 +677,7 @@ fn ctrl_c_keeps_the_finished_repeats_and_says_the_gate_was_not_decided() {
     assert_eq!(case["status"], "skipped", "{case}");
     assert_eq!(
         case["error"],
-        "not decided: the run was interrupted before the gate could decide (2 of 3 repeats counted: 2 passed, 0 failed, 0 errors)"
+        "not decided: the run was interrupted (Ctrl-C) before the gate could decide (2 of 3 repeats counted: 2 passed, 0 failed, 0 errors)"
     );
     assert_eq!(case["repeats"].as_array().map(Vec::len), Some(2), "{case}");
     assert_eq!(case["stability"]["runs"], 2, "{case}");

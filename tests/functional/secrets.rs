@@ -181,7 +181,10 @@ fn a_key_echoed_by_a_model_reaches_no_cassette_and_the_cassette_replays() {
     drop(server);
     let replayed = run(true);
     assert_eq!(replayed.code, 0, "{replayed:?}");
-    assert!(replayed.stdout.contains("(0 retried, 1 replayed)"), "{replayed:?}");
+    assert!(
+        replayed.stdout.contains("(0 retried, 1 replayed)"),
+        "{replayed:?}"
+    );
     assert_eq!(files_holding(&s, TOKEN), Vec::<String>::new());
 }
 
