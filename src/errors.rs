@@ -159,8 +159,10 @@ pub(crate) enum OverwriteError {
         root: PathBuf,
     },
     /// `-o` names a file that exists and is not a report agentest wrote.
-    #[error("refusing to write the report over {}: the file exists and is not an agentest {format} report (whose {recognised}); give -o another path, or remove the file first if it is not wanted", path.display())]
+    #[error("refusing to write the report over {}: the file exists and is not an agentest {format} report (whose {recognised}); give {setting} another path, or remove the file first if it is not wanted", path.display())]
     NotReport {
+        /// Where the path came from: `-o`, `AGENTEST_REPORT`.
+        setting: &'static str,
         /// The file.
         path: PathBuf,
         /// The report's format, by the file's extension.
@@ -169,8 +171,10 @@ pub(crate) enum OverwriteError {
         recognised: &'static str,
     },
     /// The file exists but cannot be read to tell.
-    #[error("refusing to write the report over {}: the file exists and cannot be read to check that it is an agentest report: {source}", path.display())]
+    #[error("refusing to write the report over {}: the file exists and cannot be read to check that it is an agentest report ({source}); give {setting} another path", path.display())]
     Unreadable {
+        /// Where the path came from: `-o`, `AGENTEST_REPORT`.
+        setting: &'static str,
         /// The file.
         path: PathBuf,
         /// Why it cannot be read.

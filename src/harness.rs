@@ -150,7 +150,10 @@ impl Harness {
         crate::llm::set_parallelism(parallel);
         args.test_threads = Some(parallel);
         let sink = match report.clone().filter(|_| !args.list) {
-            Some(path) => match open_report(settings, &path) {
+            Some(path) => match crate::record::only_over_a_report(&path, REPORT_SETTING)
+                .map_err(|e| e.to_string())
+                .and_then(|()| open_report(settings, &path).map_err(|e| e.to_string()))
+            {
                 Ok(w) => Some(w),
                 Err(e) => {
                     eprintln!("error: {e}");
@@ -470,6 +473,9 @@ fn open_report(settings: &Settings, path: &Path) -> Result<ReportSink, ReportErr
         None => ReportSink::create(path, true),
     }
 }
+
+/// Where the harness's report path comes from, as a refusal to write it names it.
+const REPORT_SETTING: &str = "AGENTEST_REPORT (or `[run] report`)";
 
 /// `AGENTEST_REPORT` (relative to the working directory), else `[run] report` (relative to the config).
 fn report_path(settings: &Settings, config: Option<&Config>) -> Option<PathBuf> {

@@ -8,6 +8,7 @@ pub(crate) mod golden;
 mod jsonl;
 mod model;
 mod recorder;
+mod replace;
 pub(crate) mod review;
 mod sink;
 mod stability;
@@ -21,6 +22,7 @@ pub use model::{
     Status, StepRef, Summary, TurnReport,
 };
 pub(crate) use recorder::Recorder;
+pub(crate) use replace::{is_report, only_over_a_report};
 pub use sink::{parse_jsonl, read_reports, ReportSink};
 pub use stability::{DurationStats, Stability, StabilityClass};
 

@@ -953,6 +953,28 @@ fn a_report_that_cannot_be_written_is_a_failing_trial() {
     );
 }
 
+/// `AGENTEST_REPORT` naming a file that is not an agentest report (a suite, kept
+/// elsewhere) is refused before any case runs, as `-o` is: the file is left as it was.
+fn a_report_path_onto_a_file_that_is_not_a_report_is_refused() {
+    let fx = fixture();
+    let scratch = Scratch::new("report-over-suite");
+    let suite = scratch.path("cases.jsonl");
+    let cases = "{\"id\": \"a\", \"input\": \"hi\"}\n";
+    std::fs::write(&suite, cases).expect("write the suite");
+    let env = [("AGENTEST_REPORT", suite.as_os_str())];
+    let out = fx.binary(&["--exact", "smoke::hello"], &env, RUN_LIMIT);
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains(&format!(
+            "error: refusing to write the report over {}: the file exists and is not an agentest JSONL report (whose first line is a case record (with `trial` and `status`) or a summary line); give AGENTEST_REPORT (or `[run] report`) another path",
+            suite.display()
+        )),
+        "{out}"
+    );
+    assert!(!out.stdout.contains("smoke::hello"), "{out}");
+    assert_eq!(std::fs::read_to_string(&suite).unwrap(), cases);
+}
+
 /// A suites root beside the fixture's, holding a named pipe `blocker.jsonl`: reading
 /// it blocks until a writer opens it, which nobody does. A discovery that takes any
 /// `*.jsonl` for a suite makes a run that reads every suite hang; one that takes only
@@ -1750,6 +1772,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         the_elizaos_examples_run_under_cargo_test,
         #[cfg(unix)]
         a_report_that_cannot_be_written_is_a_failing_trial,
+        a_report_path_onto_a_file_that_is_not_a_report_is_refused,
         #[cfg(unix)]
         exact_opens_only_the_named_suite,
         faults_are_error_and_timeout_records_and_no_case_is_lost,
