@@ -3,10 +3,9 @@
 //! negative token count, a gzip-compressed body (with and without `Content-Encoding`),
 //! and a 429 whose `Retry-After` is longer than the case has left.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
-use crate::common::{clean, finish, Report, Scratch, BIN};
+use crate::common::{clean, finish, PyServer, Report, Scratch, BIN};
 
 /// Answers by the request's input.
 const SERVER: &str = r#"
@@ -45,35 +44,10 @@ print("listening on %d" % server.server_address[1], flush=True)
 server.serve_forever()
 "#;
 
-/// The server, killed with the test.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn server(s: &Scratch) -> (Server, u16) {
-    s.write("server.py", SERVER);
-    let mut child = Command::new("python3")
-        .arg(s.join("server.py"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the server");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("piped stdout"))
-        .read_line(&mut line)
-        .expect("the server's port");
-    let port = line
-        .trim()
-        .trim_start_matches("listening on ")
-        .parse()
-        .unwrap_or_else(|_| panic!("no port in {line:?}"));
-    (Server(child), port)
+fn server(s: &Scratch) -> (PyServer, u16) {
+    let server = PyServer::start(s, "server.py", SERVER, &[]);
+    let port = server.port;
+    (server, port)
 }
 
 fn misbehaving_replies_are_named_with_the_field_and_the_fix() {

@@ -4,10 +4,9 @@
 //! reach no output and no file: not stdout, not stderr, not the reports, not the golden
 //! files, not the run store's bytes.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
-use crate::common::{clean, finish, Scratch, BIN};
+use crate::common::{clean, finish, PyServer, Scratch, BIN};
 
 const TOKEN: &str = "tok-3f9a7c1e5b2d-never-shown";
 
@@ -53,35 +52,10 @@ print("listening on %d" % server.server_address[1], flush=True)
 server.serve_forever()
 "#;
 
-/// The echo server, killed with the test.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn echo_server(s: &Scratch) -> (Server, u16) {
-    s.write("server.py", ECHO_SERVER);
-    let mut child = Command::new("python3")
-        .arg(s.join("server.py"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the echo server");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("piped stdout"))
-        .read_line(&mut line)
-        .expect("the server's port");
-    let port = line
-        .trim()
-        .trim_start_matches("listening on ")
-        .parse()
-        .unwrap_or_else(|_| panic!("no port in {line:?}"));
-    (Server(child), port)
+fn echo_server(s: &Scratch) -> (PyServer, u16) {
+    let server = PyServer::start(s, "server.py", ECHO_SERVER, &[]);
+    let port = server.port;
+    (server, port)
 }
 
 /// Every file under `s` whose bytes hold `needle`.

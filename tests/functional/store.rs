@@ -3,12 +3,11 @@
 //! and a damaged one named.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{finish, toml_str, Run, Scratch, BIN, EXPENSE_AGENT};
+use crate::common::{finish, toml_str, PyServer, Run, Scratch, BIN, EXPENSE_AGENT};
 
 /// A project with the example agent and a suite of four cases: one passes, one fails,
 /// one errors (the agent crashes), one is skipped.
@@ -356,39 +355,13 @@ print("listening on %d" % server.server_address[1], flush=True)
 server.serve_forever()
 "#;
 
-/// The slow agent, killed with the test.
-struct SlowAgent(Child);
-
-impl Drop for SlowAgent {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// A project of `n` one-turn cases against the slow agent; the agent's log is
 /// `agent.log`.
-fn slow_project(tag: &str, n: usize) -> (Scratch, SlowAgent) {
+fn slow_project(tag: &str, n: usize) -> (Scratch, PyServer) {
     let s = Scratch::named("store", tag);
-    s.write("agent.py", SLOW_AGENT);
-    let mut child = Command::new("python3")
-        .arg(s.join("agent.py"))
-        .arg(s.join("agent.log"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the slow agent");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .expect("the agent's port");
-    let agent = SlowAgent(child);
-    let port: u16 = line
-        .trim()
-        .trim_start_matches("listening on ")
-        .parse()
-        .expect("a port");
+    let log = s.join("agent.log");
+    let agent = PyServer::start(&s, "agent.py", SLOW_AGENT, &[log.as_os_str()]);
+    let port = agent.port;
     s.write(
         "agentest.toml",
         &format!("[agent]\ntype = \"http\"\nurl = \"http://127.0.0.1:{port}/\"\n"),

@@ -515,3 +515,47 @@ pub fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
         raw,
     })
 }
+
+// ---------------------------------------------------------------------------------------
+// A Python HTTP server in a child process
+// ---------------------------------------------------------------------------------------
+
+/// A Python program serving HTTP on 127.0.0.1 (a real `http.server` in a child process),
+/// killed when dropped. The program prints `listening on PORT` once it listens.
+pub struct PyServer {
+    child: std::process::Child,
+    /// The port it listens on.
+    pub port: u16,
+}
+
+impl PyServer {
+    /// Writes `script` to `name` in `s` and runs it with `args`, waiting for its port.
+    pub fn start(s: &Scratch, name: &str, script: &str, args: &[&std::ffi::OsStr]) -> PyServer {
+        s.write(name, script);
+        let mut child = Command::new("python3")
+            .arg(s.join(name))
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {name}: {e}"));
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("piped stdout"))
+            .read_line(&mut line)
+            .unwrap_or_else(|e| panic!("{name}'s port: {e}"));
+        let port = line
+            .trim()
+            .trim_start_matches("listening on ")
+            .parse()
+            .unwrap_or_else(|_| panic!("no port in {line:?} from {name}"));
+        PyServer { child, port }
+    }
+}
+
+impl Drop for PyServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
