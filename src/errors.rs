@@ -1288,7 +1288,7 @@ pub(crate) enum StoreError {
     #[error("nothing to resume in the run store {path}: every execution there finished; run without --resume")]
     NothingToResume { path: PathBuf },
     /// Writes failed while the run went on: these runs' ends are not recorded.
-    #[error("the run store {path} did not record {}: {cause}; the console and any report have their results, and `--resume` runs them again", unrecorded(trials))]
+    #[error("the run store {path} did not record {}: {cause}; the console and any report have their results, and `agentest test --resume` runs them again (under `cargo test`, run the trials again)", unrecorded(trials))]
     Unrecorded {
         path: PathBuf,
         trials: Vec<String>,

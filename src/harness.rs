@@ -216,8 +216,11 @@ impl Harness {
         }));
         let conclusion = libtest_mimic::run(&args, trials);
         engine.finish_environments();
+        // What the trials could not record is one more failing trial each, after them:
+        // a run whose results were not kept must not pass.
+        let mut unrecorded = Vec::new();
         if let Err(e) = recorder.close_store(started.elapsed().as_millis() as u64) {
-            eprintln!("error: {e}");
+            unrecorded.push(("store", e.to_string()));
         }
         if recorder.has_report() {
             record_listed_skips(&args, &cases, &started_cases, &recorder);
@@ -229,14 +232,15 @@ impl Harness {
                     RunInfo::new("(see each case)", self.root.display().to_string(), command);
                 info.duration_ms = s.duration_ms;
                 if let Err(e) = recorder.finish(&info, &s) {
-                    // The trials have run: the report's failure is one more, after them.
-                    return setup_failure(&args, "report", e.to_string());
-                }
-                if let Some(path) = &report {
+                    unrecorded.push(("report", e.to_string()));
+                } else if let Some(path) = &report {
                     let cases = if s.total == 1 { "case" } else { "cases" };
                     eprintln!("agentest: wrote {} ({} {cases})", path.display(), s.total);
                 }
             }
+        }
+        if !unrecorded.is_empty() {
+            return setup_failures(&args, unrecorded);
         }
         conclusion.exit_code()
     }
@@ -436,9 +440,19 @@ fn selected(
 }
 
 fn setup_failure(args: &Arguments, what: &str, message: String) -> ExitCode {
-    let trial = Trial::test(format!("agentest::{what}"), move || {
-        Err(Failed::from(message.clone()))
-    });
+    setup_failures(args, vec![(what, message)])
+}
+
+/// [`setup_failure`] for several failures, a trial `agentest::WHAT` each.
+fn setup_failures(args: &Arguments, failures: Vec<(&str, String)>) -> ExitCode {
+    let trials = failures
+        .into_iter()
+        .map(|(what, message)| {
+            Trial::test(format!("agentest::{what}"), move || {
+                Err(Failed::from(message.clone()))
+            })
+        })
+        .collect();
     // A run that cannot start must not pass because a filter (`cargo test smoke`,
     // nextest's `--exact NAME`) left out the trial that says why: it runs whatever
     // was asked for. A listing still lists only what matches.
@@ -449,7 +463,7 @@ fn setup_failure(args: &Arguments, what: &str, message: String) -> ExitCode {
         args.exact = false;
         args.ignored = false;
     }
-    libtest_mimic::run(&args, vec![trial]).exit_code()
+    libtest_mimic::run(&args, trials).exit_code()
 }
 
 fn outcome(report: &CaseReport) -> Result<Completion, Failed> {

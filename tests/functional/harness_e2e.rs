@@ -953,6 +953,42 @@ fn a_report_that_cannot_be_written_is_a_failing_trial() {
     );
 }
 
+/// A run store that cannot record the runs (writes past a real file size limit fail
+/// with EFBIG) is a failing trial `agentest::store` after the cases, naming the runs
+/// not recorded and the system's reason: a run whose results were not kept does not pass.
+#[cfg(unix)]
+fn a_store_that_cannot_record_is_a_failing_trial() {
+    use std::os::unix::process::CommandExt;
+    let fx = fixture();
+    let scratch = Scratch::new("store-fsize");
+    let mut cmd = fx.command(&fx.binary);
+    cmd.env("AGENTEST_STORE", scratch.path("runs.db"));
+    // SAFETY: between fork and exec, only async-signal-safe calls.
+    unsafe {
+        cmd.pre_exec(|| {
+            // Enough for the store's start (about 60 kB), not for the suite's
+            // transcripts (about 200 kB).
+            let max = libc::rlimit {
+                rlim_cur: 100_000,
+                rlim_max: 100_000,
+            };
+            libc::setrlimit(libc::RLIMIT_FSIZE, &max);
+            // A write past the limit then fails with EFBIG instead of killing.
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let out = run(&mut cmd, RUN_LIMIT);
+    out.expect_code(101);
+    let failure = failure_of(&out, "agentest::store");
+    assert!(
+        failure.contains(" did not record ")
+            && failure.contains("File too large (os error 27)")
+            && failure.contains("under `cargo test`, run the trials again"),
+        "{out}"
+    );
+}
+
 /// `AGENTEST_REPORT` naming a file that is not an agentest report (a suite, kept
 /// elsewhere) is refused before any case runs, as `-o` is: the file is left as it was.
 fn a_report_path_onto_a_file_that_is_not_a_report_is_refused() {
@@ -1773,6 +1809,8 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         #[cfg(unix)]
         a_report_that_cannot_be_written_is_a_failing_trial,
         a_report_path_onto_a_file_that_is_not_a_report_is_refused,
+        #[cfg(unix)]
+        a_store_that_cannot_record_is_a_failing_trial,
         #[cfg(unix)]
         exact_opens_only_the_named_suite,
         faults_are_error_and_timeout_records_and_no_case_is_lost,

@@ -707,7 +707,7 @@ fn a_store_write_failure_names_the_runs_and_resume_redoes_them() {
         line.contains(" did not record ")
             && line.contains("File too large (os error 27)")
             && line.ends_with(
-                "the console and any report have their results, and `--resume` runs them again"
+                "the console and any report have their results, and `agentest test --resume` runs them again (under `cargo test`, run the trials again)"
             ),
         "{line}"
     );
