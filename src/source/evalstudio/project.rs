@@ -90,6 +90,10 @@ struct Store {
     scenarios_doc: Option<Document>,
     personas: Vec<Record<Persona>>,
     connectors: Vec<Record<Connector>>,
+    /// The place of the first scenario, and of the first persona, with each id: an eval
+    /// may name thousands of scenarios.
+    scenario_at: HashMap<String, usize>,
+    persona_at: HashMap<String, usize>,
 }
 
 impl Out<'_> {
@@ -187,10 +191,7 @@ impl Out<'_> {
                     .map(|c| c.name.clone())
             });
             for (j, scenario_id) in eval.scenario_ids.iter().enumerate() {
-                let scenario = store.scenarios.iter().find(|s| match s {
-                    Ok(s) => s.id.as_deref() == Some(scenario_id.as_str()),
-                    Err(e) => e.id.as_deref() == Some(scenario_id.as_str()),
-                });
+                let scenario = store.scenario(scenario_id);
                 let context = Context {
                     eval: Some(&eval),
                     eval_slug: Some(suite.rsplit('/').next().unwrap_or(&suite).to_string()),
@@ -252,6 +253,8 @@ impl Out<'_> {
         let connectors =
             self.store_file(dir, "connectors", records::connector, &suite, out, None)?;
         Some(Store {
+            scenario_at: places(&scenarios),
+            persona_at: places(&personas),
             scenarios,
             scenarios_doc,
             personas,
@@ -439,21 +442,10 @@ impl Out<'_> {
             case.evalstudio = Some(Arc::new(context.reference(s, None)));
             return vec![(id, Ok(case))];
         }
-        let by_id: HashMap<&str, &Record<Persona>> = store
-            .personas
-            .iter()
-            .filter_map(|p| {
-                let id = match p {
-                    Ok(q) => q.id.as_deref(),
-                    Err(e) => e.id.as_deref(),
-                };
-                id.map(|i| (i, p))
-            })
-            .collect();
         s.persona_ids
             .iter()
             .enumerate()
-            .map(|(j, pid)| match by_id.get(pid.as_str()) {
+            .map(|(j, pid)| match store.persona(pid) {
                 Some(Ok(p)) => {
                     let mut one = case.clone();
                     one.name = Some(format!("{} as {}", s.name, p.name));
@@ -478,16 +470,55 @@ impl Out<'_> {
             .collect()
     }
 }
+/// The place of the first record with each id (a broken record keeps its id on its error).
+fn places<T: HasId>(records: &[Record<T>]) -> HashMap<String, usize> {
+    let mut at = HashMap::new();
+    for (i, r) in records.iter().enumerate() {
+        let id = match r {
+            Ok(r) => r.id(),
+            Err(e) => e.id.as_deref(),
+        };
+        if let Some(id) = id {
+            at.entry(id.to_string()).or_insert(i);
+        }
+    }
+    at
+}
+
+/// A store record's `id`.
+trait HasId {
+    fn id(&self) -> Option<&str>;
+}
+
+impl HasId for Scenario {
+    fn id(&self) -> Option<&str> {
+        self.id.as_deref()
+    }
+}
+
+impl HasId for Persona {
+    fn id(&self) -> Option<&str> {
+        self.id.as_deref()
+    }
+}
+
 impl Store {
+    fn scenario(&self, id: &str) -> Option<&Record<Scenario>> {
+        self.scenario_at.get(id).map(|&i| &self.scenarios[i])
+    }
+
+    fn persona(&self, id: &str) -> Option<&Record<Persona>> {
+        self.persona_at.get(id).map(|&i| &self.personas[i])
+    }
+
     /// The trial id of scenario `id` as written: its name's slug, else the id's.
     fn scenario_name(&self, id: &str) -> String {
+        let at = self.scenario_at.get(id);
         self.scenarios_doc
             .as_ref()
             .and_then(|d| d.value.as_array())
-            .and_then(|a| {
-                a.iter()
-                    .find(|v| v.get("id").and_then(Value::as_str) == Some(id))
-            })
+            .zip(at)
+            .and_then(|(a, &i)| a.get(i))
             .and_then(|v| v.get("name").and_then(Value::as_str))
             .map(slug)
             .filter(|s| !s.is_empty())
