@@ -190,7 +190,19 @@ impl Out<'_> {
                     .find(|c| c.id.as_deref() == Some(id))
                     .map(|c| c.name.clone())
             });
+            let mut listed = HashMap::new();
             for (j, scenario_id) in eval.scenario_ids.iter().enumerate() {
+                if let Some(first) = earlier(&mut listed, scenario_id, j) {
+                    let e = evals_doc.error(
+                        &format!("[{}].scenarioIds[{j}]", eval.index),
+                        repeated("scenario", scenario_id, "scenarioIds", first),
+                    );
+                    let id = format!("{}-repeated", store.scenario_name(scenario_id));
+                    self.push_unique(&mut out, &mut taken, &suite, &id, Err(e), || {
+                        (&evals_doc, format!("[{}].name", eval.index))
+                    });
+                    continue;
+                }
                 let scenario = store.scenario(scenario_id);
                 let context = Context {
                     eval: Some(&eval),
@@ -200,6 +212,16 @@ impl Out<'_> {
                     llms: llms.clone(),
                 };
                 let produced = match scenario {
+                    None if store.scenarios_doc.is_none() => {
+                        let e = evals_doc.error(
+                            &format!("[{}].scenarioIds[{j}]", eval.index),
+                            format!(
+                                "the eval runs scenario \"{scenario_id}\", but {} does not exist: EvalStudio keeps a project's scenarios there; restore it, or create the scenarios in EvalStudio",
+                                store.scenarios_file_name(&p.store),
+                            ),
+                        );
+                        vec![(slug(scenario_id), Err(e))]
+                    }
                     None => {
                         let known: Vec<String> = store
                             .scenarios
@@ -213,7 +235,7 @@ impl Out<'_> {
                                 "\"{scenario_id}\" is no scenario's id in {}; {}",
                                 store.scenarios_file_name(&p.store),
                                 if known.is_empty() {
-                                    "it has none".to_string()
+                                    "it holds no scenario with an id".to_string()
                                 } else {
                                     format!("known: {}", known.join(", "))
                                 }
@@ -442,34 +464,64 @@ impl Out<'_> {
             case.evalstudio = Some(Arc::new(context.reference(s, None)));
             return vec![(id, Ok(case))];
         }
+        let mut listed = HashMap::new();
         s.persona_ids
             .iter()
             .enumerate()
-            .map(|(j, pid)| match store.persona(pid) {
-                Some(Ok(p)) => {
-                    let mut one = case.clone();
-                    one.name = Some(format!("{} as {}", s.name, p.name));
-                    one.persona = Some(PersonaRef {
-                        name: p.name.clone(),
-                        description: p.description.clone(),
-                        system_prompt: p.system_prompt.clone(),
-                        inline: true,
-                    });
-                    one.evalstudio = Some(Arc::new(context.reference(s, Some(pid.clone()))));
-                    (format!("{id}{SEPARATOR}{}", slug(&p.name)), Ok(one))
-                }
-                Some(Err(e)) => (format!("{id}{SEPARATOR}{}", slug(pid)), Err(e.clone())),
-                None => {
+            .map(|(j, pid)| match earlier(&mut listed, pid, j) {
+                Some(first) => {
                     let e = doc.error(
                         &format!("[{}].personaIds[{j}]", s.index),
-                        format!("\"{pid}\" is no persona's id in the personas.json beside it"),
+                        repeated("persona", pid, "personaIds", first),
                     );
-                    (format!("{id}{SEPARATOR}{}", slug(pid)), Err(e))
+                    (format!("{id}{SEPARATOR}{}-repeated", slug(pid)), Err(e))
                 }
+                None => match store.persona(pid) {
+                    Some(Ok(p)) => {
+                        let mut one = case.clone();
+                        one.name = Some(format!("{} as {}", s.name, p.name));
+                        one.persona = Some(PersonaRef {
+                            name: p.name.clone(),
+                            description: p.description.clone(),
+                            system_prompt: p.system_prompt.clone(),
+                            inline: true,
+                        });
+                        one.evalstudio = Some(Arc::new(context.reference(s, Some(pid.clone()))));
+                        (format!("{id}{SEPARATOR}{}", slug(&p.name)), Ok(one))
+                    }
+                    Some(Err(e)) => (format!("{id}{SEPARATOR}{}", slug(pid)), Err(e.clone())),
+                    None => {
+                        let e = doc.error(
+                            &format!("[{}].personaIds[{j}]", s.index),
+                            format!("\"{pid}\" is no persona's id in the personas.json beside it"),
+                        );
+                        (format!("{id}{SEPARATOR}{}", slug(pid)), Err(e))
+                    }
+                },
             })
             .collect()
     }
 }
+
+/// Where `id`, listed at `j`, was listed before, if it was; `listed` keeps the first
+/// place of each.
+fn earlier<'a>(listed: &mut HashMap<&'a str, usize>, id: &'a str, j: usize) -> Option<usize> {
+    match listed.entry(id) {
+        std::collections::hash_map::Entry::Occupied(first) => Some(*first.get()),
+        std::collections::hash_map::Entry::Vacant(slot) => {
+            slot.insert(j);
+            None
+        }
+    }
+}
+
+/// What an id listed twice is: one run twice under two names, never what is meant.
+fn repeated(what: &str, id: &str, list: &str, first: usize) -> String {
+    format!(
+        "{what} id \"{id}\" is listed twice (first at `{list}[{first}]`); remove the repeated id"
+    )
+}
+
 /// The place of the first record with each id (a broken record keeps its id on its error).
 fn places<T: HasId>(records: &[Record<T>]) -> HashMap<String, usize> {
     let mut at = HashMap::new();
