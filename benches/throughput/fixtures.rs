@@ -198,3 +198,47 @@ pub fn replay_tree(root: &Path, n: usize, suites: usize) -> Result<usize, String
     }
     Ok(made)
 }
+
+/// `n` tau2-bench tasks (copies of the repo's `examples/tau2-mock/tasks.json`, each with
+/// its own id) as tau2 writes a tasks file: one JSON array, indented.
+pub fn tau2_tasks(n: usize) -> Result<String, String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tau2-mock/tasks.json");
+    let text =
+        std::fs::read_to_string(&path).map_err(|e| format!("read {}: {e}", path.display()))?;
+    let templates: Vec<Value> =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    if templates.is_empty() {
+        return Err(format!("{} has no tasks", path.display()));
+    }
+    let tasks: Vec<Value> = (0..n)
+        .map(|i| {
+            let mut task = templates[i % templates.len()].clone();
+            task["id"] = Value::String(format!("task_{i:05}"));
+            task
+        })
+        .collect();
+    serde_json::to_string_pretty(&tasks).map_err(|e| e.to_string())
+}
+
+/// `n` EvalStudio scenarios as EvalStudio's store writes `scenarios.json` (an indented
+/// array, with its ids and timestamps), and the same cases as JSON Lines.
+pub fn evalstudio_scenarios(n: usize) -> (String, String) {
+    let scenario = |i: usize| {
+        json!({"id": format!("s-{i:05}"), "name": format!("scenario {i}"),
+               "instructions": "File a travel expense of $120",
+               "messages": [{"role": "user", "content": format!("hello {i}")}],
+               "successCriteria": "The assistant drafts the expense", "maxMessages": 4,
+               "createdAt": "2026-01-28T10:00:00.000Z", "updatedAt": "2026-01-28T10:00:00.000Z"})
+    };
+    let store: Vec<Value> = (0..n).map(scenario).collect();
+    let cases = (0..n).map(|i| {
+        json!({"id": format!("scenario-{i}"), "name": format!("scenario {i}"),
+               "instructions": "File a travel expense of $120",
+               "messages": [{"role": "user", "content": format!("hello {i}")}],
+               "success_criteria": "The assistant drafts the expense", "max_messages": 4})
+    });
+    (
+        serde_json::to_string_pretty(&store).expect("scenarios serialize"),
+        suite(cases),
+    )
+}

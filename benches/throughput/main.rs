@@ -11,7 +11,7 @@
 //! ```
 //!
 //! Groups: `startup`, `throughput`, `repeats`, `replay`, `nextest`, `memory`, `scenarios`,
-//! `store`.
+//! `store`, `loading`.
 //! Every `agentest` run records into a run store in the group's own folder (as users'
 //! runs do; `store` measures what that costs). The table is printed
 //! and saved to `target/agentest-bench.txt`.
@@ -74,7 +74,7 @@ fn main() -> ExitCode {
     let mut rows = Vec::new();
     let mut notes = Vec::new();
     type Group = fn(&Bench, &mut Vec<String>) -> Vec<Row>;
-    let groups: [(&str, Group); 8] = [
+    let groups: [(&str, Group); 9] = [
         ("throughput", throughput),
         ("repeats", repeats),
         ("startup", startup),
@@ -83,6 +83,7 @@ fn main() -> ExitCode {
         ("memory", memory),
         ("scenarios", scenarios),
         ("store", store),
+        ("loading", loading),
     ];
     for (name, group) in groups {
         if wanted(name) {
@@ -1167,6 +1168,121 @@ fn replay(b: &Bench, notes: &mut Vec<String>) -> Vec<Row> {
         invalid: failure,
     });
     rows
+}
+
+/// Files read whole (a tau2 tasks file, an EvalStudio `scenarios.json`) under
+/// `--dry-run`, each against the same cases as JSON Lines: locating every record must
+/// not rescan the file (it did, and 20,000 tasks took minutes).
+fn loading(b: &Bench, _notes: &mut Vec<String>) -> Vec<Row> {
+    let dir = fixtures::fresh(&b.work.join("loading"));
+    let config = format!(
+        "{}\n[llm]\nbase_url = \"{}\"\nmodel = \"bench\"\n",
+        fixtures::http_config(&b.server.url(Duration::ZERO)),
+        b.server.url(Duration::ZERO)
+    );
+    fixtures::write(&dir, "agentest.toml", &config);
+    let mut rows = Vec::new();
+
+    let tasks = 20_000;
+    let prepared = fixtures::tau2_tasks(tasks).and_then(|text| {
+        fixtures::write(&dir, "tau2/tasks.json", &text);
+        std::fs::create_dir_all(dir.join("tau2-jsonl")).map_err(|e| e.to_string())?;
+        let r = run(
+            agentest(
+                &dir,
+                &[
+                    "import",
+                    "tau2",
+                    "tau2/tasks.json",
+                    "-o",
+                    "tau2-jsonl/tasks.jsonl",
+                ],
+            ),
+            &dir.join("logs"),
+            false,
+        );
+        r.failure().map_or(Ok(text.len()), Err)
+    });
+    match prepared {
+        Ok(bytes) => rows.extend(whole_file_rows(
+            &dir,
+            &format!("{} tau2 tasks", thousands(tasks)),
+            ("tau2", "tau2-jsonl"),
+            tasks,
+            bytes,
+        )),
+        Err(e) => rows.push(Row {
+            figure: format!("loading: {} tau2 tasks", thousands(tasks)),
+            unit: Unit::Seconds,
+            value: f64::NAN,
+            goal: Goal::Below { limit: 1.0 },
+            detail: String::new(),
+            invalid: Some(e),
+        }),
+    }
+
+    let scenarios = 8_000;
+    let (store, jsonl) = fixtures::evalstudio_scenarios(scenarios);
+    fixtures::write(&dir, "es/scenarios.json", &store);
+    fixtures::write(&dir, "es-jsonl/cases.jsonl", &jsonl);
+    rows.extend(whole_file_rows(
+        &dir,
+        &format!("{} EvalStudio scenarios", thousands(scenarios)),
+        ("es", "es-jsonl"),
+        scenarios,
+        store.len(),
+    ));
+    rows
+}
+
+/// The `--dry-run` of folder `whole` (one file read whole), held to 3× that of folder
+/// `lines` (the same cases as JSON Lines), and the JSONL figure itself.
+fn whole_file_rows(
+    dir: &Path,
+    what: &str,
+    (whole, lines): (&str, &str),
+    cases: usize,
+    bytes: usize,
+) -> Vec<Row> {
+    let logs = dir.join("logs");
+    let dry_run = |input: &str| {
+        let (value, walls, failure) = repeat(3, &logs, Unit::Seconds, || {
+            agentest(dir, &["test", "-i", input, "--dry-run", "--color", "never"])
+        });
+        (
+            value,
+            walls,
+            failure.or_else(|| dry_run_failure(&logs, cases)),
+        )
+    };
+    let (reference, ref_walls, ref_failure) = dry_run(lines);
+    let (value, walls, failure) = dry_run(whole);
+    vec![
+        Row {
+            figure: format!("loading: {what}, one file, --dry-run"),
+            unit: Unit::Seconds,
+            value,
+            goal: Goal::Near {
+                reference,
+                max: 3.0,
+                what: "JSONL",
+            },
+            detail: format!(
+                "{:.1} MB read whole, every record located; {}",
+                bytes as f64 / 1e6,
+                spread(&walls, Unit::Seconds)
+            ),
+            invalid: failure.or(ref_failure.clone()),
+        },
+        Row {
+            figure: format!("loading: the same {what} as JSONL (reference)"),
+            unit: Unit::Seconds,
+            value: reference,
+            goal: Goal::Below { limit: 3.0 },
+            detail: spread(&ref_walls, Unit::Seconds),
+            invalid: ref_failure,
+        },
+    ]
 }
 
 /// Runs `f` with the process's stdout sent to /dev/null (the harness prints its list there).

@@ -240,6 +240,18 @@ pub struct Evaluation {
     pub check: Evaluator,
 }
 
+/// Whether `path` names something inside a scenario's environment folder: relative, no
+/// `..`, and not the folder itself. `virtual_fs` keys and the file evaluators' paths
+/// keep to it, so a scenario never writes or reads outside its folder.
+pub(crate) fn inside_environment(path: &str) -> bool {
+    use std::path::Component;
+    let p = std::path::Path::new(path);
+    p.is_relative()
+        && p.components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+        && p.components().any(|c| matches!(c, Component::Normal(_)))
+}
+
 /// What an evaluation checks.
 #[derive(Debug, Clone)]
 pub enum Evaluator {

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::case::Location;
 use crate::errors::CaseError;
-use crate::source::jsonl::{parse_json, position_of_offset, position_of_path, LineError};
+use crate::source::jsonl::{parse_json, position_of_offset, Indexed, LineError};
 use crate::util::display_path;
 
 /// A JSON document and where it came from.
@@ -17,7 +17,8 @@ pub(crate) struct Document {
     pub(crate) path: PathBuf,
     /// The file as messages name it.
     pub(crate) shown: Arc<PathBuf>,
-    text: String,
+    /// Its text, indexed for locating fields.
+    text: Indexed,
     /// Its value.
     pub(crate) value: Value,
 }
@@ -62,6 +63,13 @@ impl Document {
                 let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
                 // serde_json's column counts bytes; ours count characters.
                 let line_text = text.lines().nth(e.line().max(1) - 1).unwrap_or_default();
+                if let Some((message, column)) = crate::source::file::stray_bom(
+                    line_text,
+                    e.line().max(1),
+                    e.column().max(1) - 1,
+                ) {
+                    return Err(at(e.line().max(1), column, message));
+                }
                 let column = line_text
                     .char_indices()
                     .take_while(|(i, _)| *i < e.column().max(1) - 1)
@@ -70,8 +78,9 @@ impl Document {
                 return Err(at(e.line().max(1), column, format!("invalid JSON: {msg}")));
             }
             Err(LineError::Duplicate { path: field, key }) => {
-                let (line, column) = position_of_path(&text, &field, true);
-                let (first, _) = position_of_path(&text, &field, false);
+                let text = Indexed::new(text);
+                let (line, column) = text.position_of_path(&field, true);
+                let (first, _) = text.position_of_path(&field, false);
                 return Err(CaseError {
                     field: Some(field),
                     ..at(
@@ -85,14 +94,14 @@ impl Document {
         Ok(Some(Document {
             path: path.to_path_buf(),
             shown,
-            text,
+            text: Indexed::new(text),
             value,
         }))
     }
 
     /// Where `field` (`[2].maxMessages`) is.
     pub(crate) fn location(&self, field: &str) -> Location {
-        let (line, column) = position_of_path(&self.text, field, false);
+        let (line, column) = self.text.position_of_path(field, false);
         Location {
             file: self.shown.clone(),
             line,
@@ -116,5 +125,48 @@ impl Document {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Document;
+    use std::time::{Duration, Instant};
+
+    /// Every record of a large file is located (each case's `file:line:column`): a
+    /// locator that rescans the file per record takes minutes here, and is stopped at
+    /// the first record past the time limit.
+    #[test]
+    fn every_record_of_a_large_file_is_located_without_rescanning_it() {
+        let n = 20_000;
+        let mut text = String::from("[\n");
+        for i in 0..n {
+            // Two lines per record; multi-byte characters before the key.
+            let sep = if i + 1 < n { "," } else { "" };
+            text.push_str(&format!(
+                "  {{\"id\": \"t-{i}\", \"note\": \"é€😀\",\n   \"é€😀\": 0, \"x\": [1, 2, {{\"k\": \"v\"}}], \"name\": \"task {i}\"}}{sep}\n"
+            ));
+        }
+        text.push_str("]\n");
+        let dir = std::env::temp_dir().join(format!("agentest-doc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("big.json");
+        std::fs::write(&path, &text).unwrap();
+        let doc = Document::read(&path).unwrap().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        let started = Instant::now();
+        let limit = Duration::from_secs(10);
+        for i in 0..n {
+            let at = doc.location(&format!("[{i}].name"));
+            assert_eq!((at.line, at.column), (2 * i + 3, 39), "record {i}");
+            let at = doc.location(&format!("[{i}].x[2].k"));
+            assert_eq!((at.line, at.column), (2 * i + 3, 27), "record {i}");
+            let at = doc.location(&format!("[{i}]"));
+            assert_eq!((at.line, at.column), (2 * i + 2, 3), "record {i}");
+            assert!(
+                started.elapsed() < limit,
+                "locating the first {i} of {n} records took over {limit:?}: the locator rescans the file"
+            );
+        }
     }
 }

@@ -18,6 +18,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         connectors_map_evals_to_agents,
         mistakes_are_located_in_evalstudio_terms_and_fail_only_their_trials,
         a_personas_file_names_personas_for_jsonl_cases,
+        unclear_store_mistakes_say_the_file_the_field_and_the_fix,
     ]
 }
 
@@ -528,4 +529,70 @@ fn a_personas_file_names_personas_for_jsonl_cases() {
         r.stderr.contains("personas_file: ") && r.stderr.contains("people.json:1:16: field `[0].systemPromt`: unknown key `systemPromt` in a persona; did you mean `systemPrompt`?"),
         "{r:?}"
     );
+}
+
+/// Store and config mistakes said in EvalStudio's terms, each naming the file, the
+/// field and the fix: a missing `scenarios.json`, an id listed twice, a project id that
+/// is not one folder name (`a/b`, `..`: never read outside `projects/`), an unknown
+/// config version.
+fn unclear_store_mistakes_say_the_file_the_field_and_the_fix() {
+    let s = Scratch::named("evalstudio", "unclear");
+    s.write(
+        "suites/agentest.toml",
+        "[agent]\ntype = \"http\"\nurl = \"http://127.0.0.1:9/\"\n",
+    );
+    s.write(
+        "suites/nosc/data/evals.json",
+        r#"[{"id": "e-1", "name": "E", "connectorId": "c", "scenarioIds": ["s-1"]}]"#,
+    );
+    s.write(
+        "suites/rep/data/scenarios.json",
+        r#"[{"id": "s-1", "name": "ok", "successCriteria": "helps", "personaIds": ["p-1", "p-1"]}]"#,
+    );
+    s.write(
+        "suites/rep/data/personas.json",
+        r#"[{"id": "p-1", "name": "Tom", "systemPrompt": "terse"}]"#,
+    );
+    s.write(
+        "suites/rep/data/evals.json",
+        r#"[{"id": "e-1", "name": "E", "connectorId": "c", "scenarioIds": ["s-1", "s-1"]}]"#,
+    );
+    s.write(
+        "suites/slash/evalstudio.config.json",
+        r#"{"version": 3, "projects": [{"id": "a/b", "name": "A"}]}"#,
+    );
+    s.write(
+        "suites/up/evalstudio.config.json",
+        r#"{"version": 3, "projects": [{"id": "..", "name": "Up"}]}"#,
+    );
+    // What `..` would read: a store one level up, outside `projects/`.
+    s.write(
+        "suites/up/data/scenarios.json",
+        r#"[{"id": "s-9", "name": "escaped", "successCriteria": "x"}]"#,
+    );
+    s.write(
+        "suites/v99/evalstudio.config.json",
+        r#"{"version": 99, "name": "x"}"#,
+    );
+    let r = agentest(
+        s.path(),
+        &s.join("runs.db"),
+        &["test", "-i", "suites", "--dry-run", "--color", "never"],
+        &[],
+    );
+    assert_eq!(r.code, 1, "{r:?}");
+    for expected in [
+        "error: suites/nosc/data/evals.json:1:65: field `[0].scenarioIds[0]`: the eval runs scenario \"s-1\", but suites/nosc/data/scenarios.json does not exist: EvalStudio keeps a project's scenarios there; restore it, or create the scenarios in EvalStudio",
+        "error: suites/rep/data/evals.json:1:72: field `[0].scenarioIds[1]`: scenario id \"s-1\" is listed twice (first at `scenarioIds[0]`); remove the repeated id",
+        "error: suites/rep/data/scenarios.json:1:80: field `[0].personaIds[1]`: persona id \"p-1\" is listed twice (first at `personaIds[0]`); remove the repeated id",
+        "error: suites/slash/evalstudio.config.json:1:30: field `projects[0].id`: project id \"a/b\" is not a folder name: the id names the project's folder under projects/, so it must be one path component (no `/` or `\\`, not `.` or `..`)",
+        "error: suites/up/evalstudio.config.json:1:30: field `projects[0].id`: project id \"..\" is not a folder name",
+        "error: suites/v99/evalstudio.config.json:1:2: field `version`: unknown EvalStudio config version 99; agentest reads versions 2 and 3",
+    ] {
+        assert!(r.stdout.contains(expected), "{expected:?} not in {r:?}");
+    }
+    assert!(r.stdout.contains("rep/e::ok::tom "), "{r:?}");
+    for unclear in ["rename", "it has none", "a project needs", "escaped"] {
+        assert!(!r.stdout.contains(unclear), "{unclear:?} in {r:?}");
+    }
 }

@@ -224,6 +224,16 @@ impl Row {
 /// and shape, ids, unknown keys and types, compiled values, modes, messages, field types.
 const ROWS: &[Row] = &[
     // ------------------------------------------------------------ JSON and shape
+    // A byte-order mark where a line starts: files concatenated (the first file's is
+    // ignored, each following one's lands mid-file).
+    exact(
+        "a_byte_order_mark_mid_file_is_named",
+        "\u{feff}{\"id\": \"a\", \"input\": \"x\"}",
+        At::Col(1),
+        None,
+        "a byte-order mark (U+FEFF) in the middle of the file at line 7, column 1; files concatenated? remove it",
+    )
+    .id(Id::Unread),
     // The `}` after the trailing comma is character 26.
     exact(
         "invalid_json_gives_serdes_column::trailing_comma",
@@ -1205,6 +1215,46 @@ fn a_byte_order_mark_is_ignored_or_named() {
     }
 }
 
+/// Files joined with `cat` keep each one's byte-order mark, mid-file: the binary names
+/// it, where it is, in JSONL, a JSON file read whole and a scenario.
+fn concatenated_files_name_the_byte_order_mark_in_the_middle() {
+    let s = crate::common::Scratch::named("parse", "bom");
+    s.write(
+        "agentest.toml",
+        "[agent]\ntype = \"http\"\nurl = \"http://127.0.0.1:9/\"\n",
+    );
+    let case = "{\"id\": \"%\", \"input\": \"hi\", \"assert\": {\"type\": \"contains\", \"value\": \"x\"}}\n";
+    s.write(
+        "s/joined.jsonl",
+        &format!(
+            "\u{feff}{}\u{feff}{}",
+            case.replace('%', "a"),
+            case.replace('%', "b")
+        ),
+    );
+    s.write(
+        "s/scenarios.json",
+        "\u{feff}[{\"id\": \"s1\", \"name\": \"a\", \"successCriteria\": \"x\"},\n  \u{feff}{\"id\": \"s2\", \"name\": \"b\", \"successCriteria\": \"x\"}]\n",
+    );
+    s.write(
+        "s/joined.scenario.yaml",
+        "name: a\nenvironment: {type: local}\nrun:\n  - input: hi\n    evaluations: []\n\u{feff}judgment: {strategy: all_pass}\n",
+    );
+    let r = crate::common::finish(
+        crate::common::clean(std::process::Command::new(crate::common::BIN))
+            .current_dir(s.path())
+            .args(["test", "-i", "s", "--dry-run", "--color", "never"]),
+    );
+    assert_eq!(r.code, 1, "{r:?}");
+    for expected in [
+        "joined::line-2                   error: s/joined.jsonl:2:1: a byte-order mark (U+FEFF) in the middle of the file at line 2, column 1; files concatenated? remove it",
+        "error: s/scenarios.json:2:3: a byte-order mark (U+FEFF) in the middle of the file at line 2, column 3; files concatenated? remove it",
+        "error: s/joined.scenario.yaml:6:1: invalid YAML: a byte-order mark (U+FEFF) in the middle of the file at line 6, column 1; files concatenated? remove it",
+    ] {
+        assert!(r.stdout.contains(expected), "{expected:?} not in {r:?}");
+    }
+}
+
 fn windows_line_endings_are_read() {
     let loaded = suite(
         "// c\r\n{\"id\": \"a\", \"input\": \"x\"}\r\n\r\n{\"id\": \"b\", \"imput\": \"y\"}\r\n",
@@ -1345,6 +1395,7 @@ pub fn tests() -> Vec<Trial> {
         dynamic_case_defaults,
         comments_and_blank_lines_are_skipped_and_lines_keep_their_numbers,
         a_byte_order_mark_is_ignored_or_named,
+        concatenated_files_name_the_byte_order_mark_in_the_middle,
         windows_line_endings_are_read,
         invalid_utf8_is_an_error_for_its_line_only,
         invalid_utf8_at_the_end_of_the_last_line,

@@ -231,6 +231,105 @@ fn a_javascript_matcher_is_a_load_error() {
     );
 }
 
+/// What is wrong with a scenario file, said in the file's terms (not the YAML parser's
+/// budget or API), located: a second document, nesting past the parser's limit, an
+/// alias bomb, a `virtual_fs` key naming a folder, file evaluators pointing out of the
+/// environment.
+fn bad_files_are_said_in_the_users_terms() {
+    let s = project("unclear");
+    let scenario = |setup: &str, evaluation: &str| {
+        format!("name: S\ndescription: d\nenvironment: {{type: local}}\n{setup}run:\n  - input: hi\n    evaluations:\n{evaluation}judgment: {{strategy: all_pass}}\n")
+    };
+    let contains = "      - type: string_contains\n        value: hi\n";
+    s.write(
+        "suites/two.scenario.yaml",
+        &format!("{}---\nname: second\n", scenario("", contains)),
+    );
+    let mut deep = String::from("name: deep\nrun:\n");
+    for level in 0..100 {
+        deep.push_str(&format!("{}- \n", "  ".repeat(level + 1)));
+    }
+    s.write("suites/deep.scenario.yaml", &deep);
+    s.write(
+        "suites/flow.scenario.yaml",
+        &format!(
+            "name: flow\nrun: {}{}\n",
+            "[".repeat(5000),
+            "]".repeat(5000)
+        ),
+    );
+    let mut bomb =
+        String::from("name: bomb\na: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+    for (k, prev) in ["b", "c", "d", "e", "f", "g", "h", "i"]
+        .iter()
+        .zip(["a", "b", "c", "d", "e", "f", "g", "h"])
+    {
+        bomb.push_str(&format!(
+            "{k}: &{k} [{}]\n",
+            vec![format!("*{prev}"); 9].join(", ")
+        ));
+    }
+    s.write("suites/bomb.scenario.yaml", &bomb);
+    s.write(
+        "suites/folder.scenario.yaml",
+        &scenario("setup:\n  virtual_fs:\n    'notes/': 'x'\n", contains),
+    );
+    s.write(
+        "suites/up.scenario.yaml",
+        &scenario(
+            "",
+            "      - type: file_exists\n        path: ../../../../etc/passwd\n",
+        ),
+    );
+    s.write(
+        "suites/abs.scenario.yaml",
+        &scenario(
+            "",
+            "      - type: file_contains\n        path: /etc/passwd\n        value: root\n",
+        ),
+    );
+    let r = run(s.path(), &["test", "-i", "suites", "--dry-run"], &[]);
+    assert_eq!(r.code, 1, "{r:?}");
+    for expected in [
+        "error: suites/two.scenario.yaml:10:1: invalid YAML: the file holds a second YAML document (`---` at line 10); a scenario file holds one: remove the `---` and what follows, or move the second scenario to a file of its own",
+        "error: suites/deep.scenario.yaml:66:",
+        ": invalid YAML: lists and mappings nested deeper than 64 levels at line 66; a scenario needs a few",
+        "error: suites/flow.scenario.yaml:2:261: invalid YAML: lists and mappings nested deeper than 64 levels at line 2; a scenario needs a few",
+        ": invalid YAML: aliases (`*name`) expand to more than 250,000 nodes (a YAML alias bomb?); a scenario needs far fewer: write the values out, or repeat an alias less",
+        "error: suites/folder.scenario.yaml:6:5: field `setup.virtual_fs.notes/`: \"notes/\" ends in `/`, so it names a folder; a `virtual_fs` key names a file (its folders are made for it): give the file's name after it",
+        "error: suites/up.scenario.yaml:8:9: field `run[0].evaluations[0].path`: \"../../../../etc/passwd\" must be a relative path inside the environment, without `..`",
+        "error: suites/abs.scenario.yaml:8:9: field `run[0].evaluations[0].path`: \"/etc/passwd\" must be a relative path inside the environment, without `..`",
+    ] {
+        assert!(r.stdout.contains(expected), "{expected:?} not in {r:?}");
+    }
+    for unclear in ["budget", "from_str_multiple", "Depth", "Nodes"] {
+        assert!(!r.stdout.contains(unclear), "{unclear:?} in {r:?}");
+    }
+}
+
+/// A file the run leaves pointing out of the environment (a symlink to /etc/passwd) is
+/// not read: the evaluator is an error saying so, and the file's text is nowhere.
+fn file_evaluators_never_look_outside_the_environment() {
+    let s = project("symlink");
+    s.write(
+        "suites/link.scenario.yaml",
+        "name: Link\ndescription: d\nenvironment: {type: local}\nrun:\n  - name: links out\n    lang: python\n    code: |\n      import os\n      os.symlink('/etc/passwd', 'link.txt')\n    evaluations:\n      - type: file_contains\n        path: link.txt\n        value: root\njudgment: {strategy: all_pass}\n",
+    );
+    let r = run(s.path(), &["test", "-i", "suites", "-o", "r.jsonl"], &[]);
+    assert_eq!(r.code, 1, "{r:?}");
+    let report = read_report(&s.join("r.jsonl"));
+    let case = record(&report, "link::link");
+    assert_eq!(case["status"], "error", "{case}");
+    let error = case["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains(
+            "\"link.txt\" is outside the environment folder; file evaluators look inside it only"
+        ),
+        "{case}"
+    );
+    assert!(!report.text.contains("root:x:0"), "{}", report.text);
+}
+
 /// An e2b environment is a service agentest cannot reach: skipped with the reason off
 /// CI, a failure on CI. A code step in a language it cannot run is an error naming it.
 fn what_cannot_run_is_said_plainly() {
@@ -1078,6 +1177,8 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         what_cannot_run_is_said_plainly,
         a_matrix_is_a_trial_per_combination_and_run,
         a_javascript_matcher_is_a_load_error,
+        bad_files_are_said_in_the_users_terms,
+        file_evaluators_never_look_outside_the_environment,
         scenario_run_is_the_elizaos_command,
         conversation_steps_end_by_their_conditions,
         judged_conditions_and_evaluators_go_by_the_judge_score,

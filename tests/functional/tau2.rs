@@ -12,7 +12,7 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::common::chat::ChatServer;
-use crate::common::{clean, finish, Report, Run, Scratch, BIN};
+use crate::common::{clean, finish, line_column, Report, Run, Scratch, BIN};
 
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
@@ -20,6 +20,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         an_imported_suite_gives_the_same_trials_and_verdicts,
         the_built_in_simulator_ends_on_tau2_stop_signals,
         bad_task_files_are_located_errors_and_ignored_fields_are_said_once,
+        a_large_tasks_file_loads_in_seconds_with_its_errors_located,
     ]
 }
 
@@ -314,4 +315,61 @@ fn bad_task_files_are_located_errors_and_ignored_fields_are_said_once() {
         1,
         "{r:?}"
     );
+}
+
+/// 10,000 tasks in one indented file (as tau2 writes them), multi-byte text throughout:
+/// it loads in seconds (locating each task once rescanned the file: minutes), and the
+/// errors of tasks deep in it point at their fields.
+fn a_large_tasks_file_loads_in_seconds_with_its_errors_located() {
+    let s = Scratch::named("tau2", "large");
+    s.write(
+        "agentest.toml",
+        "[agent]\ntype = \"http\"\nurl = \"http://127.0.0.1:9/\"\n\n[llm]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\n",
+    );
+    let n = 10_000;
+    let tasks: Vec<Value> = (0..n)
+        .map(|i| {
+            let mut criteria =
+                serde_json::json!({"nl_assertions": [format!("the agent answers café № {i} 😀")]});
+            match i {
+                8321 => criteria["reward_basis"] = serde_json::json!(["NL_ASSERTION", "DBX"]),
+                9998 => criteria = serde_json::json!({}),
+                _ => {}
+            }
+            serde_json::json!({
+                "id": format!("t-{i}"),
+                "description": {"purpose": "ünïcödé"},
+                "user_scenario": {"instructions": format!("Ask for the refund № {i} — politely")},
+                "evaluation_criteria": criteria,
+            })
+        })
+        .collect();
+    let text = serde_json::to_string_pretty(&tasks).unwrap();
+    s.write("tasks.json", &text);
+    let started = std::time::Instant::now();
+    let r = finish(clean(Command::new(BIN)).current_dir(s.path()).args([
+        "test",
+        "-i",
+        "tasks.json",
+        "--dry-run",
+        "--color",
+        "never",
+    ]));
+    let took = started.elapsed();
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.stdout.contains(&format!("{n} cases, 2 with errors")),
+        "{r:?}"
+    );
+    let dbx = line_column(&text, "\"DBX\"");
+    let empty = line_column(&text, "\"evaluation_criteria\": {}");
+    for expected in [
+        format!("tasks::t-8321  error: tasks.json:{dbx}: field `[8321].evaluation_criteria.reward_basis[1]`: tau2 task \"t-8321\": unknown reward type \"DBX\""),
+        format!("tasks::t-9998  error: tasks.json:{empty}: field `[9998].evaluation_criteria`: tau2 task \"t-9998\": the task has nothing to check"),
+    ] {
+        assert!(r.stdout.contains(&expected), "{expected:?} not in {}", &r.stdout[r.stdout.len().saturating_sub(3000)..]);
+    }
+    // Generous for a debug build on a loaded machine (it takes about 3 s); the quadratic
+    // locator took over a minute.
+    assert!(took.as_secs() < 30, "the dry run took {took:?}");
 }

@@ -50,6 +50,26 @@ fn same_action(name: &str, action: &str) -> bool {
     normal(last) == wanted
 }
 
+/// The file `path` of the environment folder `dir`. The loader keeps paths inside it;
+/// this holds for cases made otherwise, and for a symlink the run left pointing out.
+fn within(dir: &Path, path: &str) -> Result<std::path::PathBuf, StepError> {
+    let outside = || {
+        StepError::Broken(format!(
+            "\"{path}\" is outside the environment folder; file evaluators look inside it only"
+        ))
+    };
+    if !crate::case::scenario::inside_environment(path) {
+        return Err(outside());
+    }
+    let full = dir.join(path);
+    if let (Ok(real), Ok(root)) = (full.canonicalize(), dir.canonicalize()) {
+        if !real.starts_with(root) {
+            return Err(outside());
+        }
+    }
+    Ok(full)
+}
+
 fn ms(d: Duration) -> u128 {
     d.as_millis()
 }
@@ -68,7 +88,7 @@ pub(crate) async fn check(
             ))
         }
         Evaluator::FileExists { path } => {
-            let found = dir.join(path).exists();
+            let found = within(dir, path)?.exists();
             Verdict {
                 passed: found,
                 label: format!("file_exists \"{path}\""),
@@ -82,7 +102,7 @@ pub(crate) async fn check(
         }
         Evaluator::FileContains { path, value } => {
             let label = format!("file_contains \"{path}\" \"{value}\"");
-            match std::fs::read(dir.join(path)) {
+            match std::fs::read(within(dir, path)?) {
                 Err(_) => Verdict {
                     passed: false,
                     label,

@@ -23,6 +23,8 @@ const CONFIG_KEYS: [&str; 6] = [
     "maxConcurrency",
     "storage",
 ];
+/// The config versions EvalStudio has written; another may lay out its store otherwise.
+const KNOWN_VERSIONS: [u64; 2] = [2, 3];
 const PROJECT_KEYS: [&str; 4] = ["id", "name", "llmSettings", "maxConcurrency"];
 
 /// One project of a config file.
@@ -45,6 +47,17 @@ pub(super) fn projects(doc: &Document, dir: &Path) -> Result<Vec<ProjectEntry>, 
         ));
     };
     known_keys(doc, m, "", &CONFIG_KEYS, "an EvalStudio config")?;
+    if let Some(v) = m.get("version") {
+        if !v.as_u64().is_some_and(|n| KNOWN_VERSIONS.contains(&n)) {
+            return Err(doc.error(
+                "version",
+                format!(
+                    "unknown EvalStudio config version {v}; agentest reads versions {} (2: one project, its records in data/; 3: a workspace of `projects`)",
+                    KNOWN_VERSIONS.map(|n| n.to_string()).join(" and ")
+                ),
+            ));
+        }
+    }
     if let Some(storage) = m.get("storage") {
         let kind = storage.get("type").and_then(Value::as_str);
         if kind != Some("filesystem") {
@@ -84,20 +97,24 @@ pub(super) fn projects(doc: &Document, dir: &Path) -> Result<Vec<ProjectEntry>, 
             return Err(doc.error(&at, "expected a project {\"id\", \"name\"}"));
         };
         known_keys(doc, p, &at, &PROJECT_KEYS, "a project")?;
-        let field = |key: &str| -> Result<String, CaseError> {
+        let field = |key: &str, what: &str| -> Result<String, CaseError> {
             p.get(key)
                 .and_then(Value::as_str)
-                .filter(|s| !s.trim().is_empty() && !s.contains(['/', '\\']))
+                .filter(|s| !s.trim().is_empty())
                 .map(str::to_string)
-                .ok_or_else(|| {
-                    doc.error(
-                        &at,
-                        format!("a project needs `{key}` (a string; the id names its folder under projects/)"),
-                    )
-                })
+                .ok_or_else(|| doc.error(&at, format!("a project needs `{key}` ({what})")))
         };
-        let id = field("id")?;
-        let name = field("name")?;
+        let id = field(
+            "id",
+            "a string; it names the project's folder under projects/",
+        )?;
+        if !one_component(&id) {
+            return Err(doc.error(
+                &format!("{at}.id"),
+                format!("project id \"{id}\" is not a folder name: the id names the project's folder under projects/, so it must be one path component (no `/` or `\\`, not `.` or `..`)"),
+            ));
+        }
+        let name = field("name", "a string; it names the project's trials")?;
         let store = dir.join("projects").join(&id).join("data");
         // The project's own settings replace the workspace's whole.
         let settings = match p.get("llmSettings") {
@@ -111,6 +128,15 @@ pub(super) fn projects(doc: &Document, dir: &Path) -> Result<Vec<ProjectEntry>, 
         });
     }
     Ok(out)
+}
+
+/// Whether `id` is one path component: a folder's name, never a way out of `projects/`.
+fn one_component(id: &str) -> bool {
+    let mut parts = Path::new(id).components();
+    matches!(
+        (parts.next(), parts.next()),
+        (Some(std::path::Component::Normal(_)), None)
+    ) && !id.contains(['/', '\\'])
 }
 
 fn known_keys(

@@ -90,6 +90,10 @@ struct Store {
     scenarios_doc: Option<Document>,
     personas: Vec<Record<Persona>>,
     connectors: Vec<Record<Connector>>,
+    /// The place of the first scenario, and of the first persona, with each id: an eval
+    /// may name thousands of scenarios.
+    scenario_at: HashMap<String, usize>,
+    persona_at: HashMap<String, usize>,
 }
 
 impl Out<'_> {
@@ -186,11 +190,20 @@ impl Out<'_> {
                     .find(|c| c.id.as_deref() == Some(id))
                     .map(|c| c.name.clone())
             });
+            let mut listed = HashMap::new();
             for (j, scenario_id) in eval.scenario_ids.iter().enumerate() {
-                let scenario = store.scenarios.iter().find(|s| match s {
-                    Ok(s) => s.id.as_deref() == Some(scenario_id.as_str()),
-                    Err(e) => e.id.as_deref() == Some(scenario_id.as_str()),
-                });
+                if let Some(first) = earlier(&mut listed, scenario_id, j) {
+                    let e = evals_doc.error(
+                        &format!("[{}].scenarioIds[{j}]", eval.index),
+                        repeated("scenario", scenario_id, "scenarioIds", first),
+                    );
+                    let id = format!("{}-repeated", store.scenario_name(scenario_id));
+                    self.push_unique(&mut out, &mut taken, &suite, &id, Err(e), || {
+                        (&evals_doc, format!("[{}].name", eval.index))
+                    });
+                    continue;
+                }
+                let scenario = store.scenario(scenario_id);
                 let context = Context {
                     eval: Some(&eval),
                     eval_slug: Some(suite.rsplit('/').next().unwrap_or(&suite).to_string()),
@@ -199,6 +212,16 @@ impl Out<'_> {
                     llms: llms.clone(),
                 };
                 let produced = match scenario {
+                    None if store.scenarios_doc.is_none() => {
+                        let e = evals_doc.error(
+                            &format!("[{}].scenarioIds[{j}]", eval.index),
+                            format!(
+                                "the eval runs scenario \"{scenario_id}\", but {} does not exist: EvalStudio keeps a project's scenarios there; restore it, or create the scenarios in EvalStudio",
+                                store.scenarios_file_name(&p.store),
+                            ),
+                        );
+                        vec![(slug(scenario_id), Err(e))]
+                    }
                     None => {
                         let known: Vec<String> = store
                             .scenarios
@@ -212,7 +235,7 @@ impl Out<'_> {
                                 "\"{scenario_id}\" is no scenario's id in {}; {}",
                                 store.scenarios_file_name(&p.store),
                                 if known.is_empty() {
-                                    "it has none".to_string()
+                                    "it holds no scenario with an id".to_string()
                                 } else {
                                     format!("known: {}", known.join(", "))
                                 }
@@ -252,6 +275,8 @@ impl Out<'_> {
         let connectors =
             self.store_file(dir, "connectors", records::connector, &suite, out, None)?;
         Some(Store {
+            scenario_at: places(&scenarios),
+            persona_at: places(&personas),
             scenarios,
             scenarios_doc,
             personas,
@@ -439,55 +464,113 @@ impl Out<'_> {
             case.evalstudio = Some(Arc::new(context.reference(s, None)));
             return vec![(id, Ok(case))];
         }
-        let by_id: HashMap<&str, &Record<Persona>> = store
-            .personas
-            .iter()
-            .filter_map(|p| {
-                let id = match p {
-                    Ok(q) => q.id.as_deref(),
-                    Err(e) => e.id.as_deref(),
-                };
-                id.map(|i| (i, p))
-            })
-            .collect();
+        let mut listed = HashMap::new();
         s.persona_ids
             .iter()
             .enumerate()
-            .map(|(j, pid)| match by_id.get(pid.as_str()) {
-                Some(Ok(p)) => {
-                    let mut one = case.clone();
-                    one.name = Some(format!("{} as {}", s.name, p.name));
-                    one.persona = Some(PersonaRef {
-                        name: p.name.clone(),
-                        description: p.description.clone(),
-                        system_prompt: p.system_prompt.clone(),
-                        inline: true,
-                    });
-                    one.evalstudio = Some(Arc::new(context.reference(s, Some(pid.clone()))));
-                    (format!("{id}{SEPARATOR}{}", slug(&p.name)), Ok(one))
-                }
-                Some(Err(e)) => (format!("{id}{SEPARATOR}{}", slug(pid)), Err(e.clone())),
-                None => {
+            .map(|(j, pid)| match earlier(&mut listed, pid, j) {
+                Some(first) => {
                     let e = doc.error(
                         &format!("[{}].personaIds[{j}]", s.index),
-                        format!("\"{pid}\" is no persona's id in the personas.json beside it"),
+                        repeated("persona", pid, "personaIds", first),
                     );
-                    (format!("{id}{SEPARATOR}{}", slug(pid)), Err(e))
+                    (format!("{id}{SEPARATOR}{}-repeated", slug(pid)), Err(e))
                 }
+                None => match store.persona(pid) {
+                    Some(Ok(p)) => {
+                        let mut one = case.clone();
+                        one.name = Some(format!("{} as {}", s.name, p.name));
+                        one.persona = Some(PersonaRef {
+                            name: p.name.clone(),
+                            description: p.description.clone(),
+                            system_prompt: p.system_prompt.clone(),
+                            inline: true,
+                        });
+                        one.evalstudio = Some(Arc::new(context.reference(s, Some(pid.clone()))));
+                        (format!("{id}{SEPARATOR}{}", slug(&p.name)), Ok(one))
+                    }
+                    Some(Err(e)) => (format!("{id}{SEPARATOR}{}", slug(pid)), Err(e.clone())),
+                    None => {
+                        let e = doc.error(
+                            &format!("[{}].personaIds[{j}]", s.index),
+                            format!("\"{pid}\" is no persona's id in the personas.json beside it"),
+                        );
+                        (format!("{id}{SEPARATOR}{}", slug(pid)), Err(e))
+                    }
+                },
             })
             .collect()
     }
 }
+
+/// Where `id`, listed at `j`, was listed before, if it was; `listed` keeps the first
+/// place of each.
+fn earlier<'a>(listed: &mut HashMap<&'a str, usize>, id: &'a str, j: usize) -> Option<usize> {
+    match listed.entry(id) {
+        std::collections::hash_map::Entry::Occupied(first) => Some(*first.get()),
+        std::collections::hash_map::Entry::Vacant(slot) => {
+            slot.insert(j);
+            None
+        }
+    }
+}
+
+/// What an id listed twice is: one run twice under two names, never what is meant.
+fn repeated(what: &str, id: &str, list: &str, first: usize) -> String {
+    format!(
+        "{what} id \"{id}\" is listed twice (first at `{list}[{first}]`); remove the repeated id"
+    )
+}
+
+/// The place of the first record with each id (a broken record keeps its id on its error).
+fn places<T: HasId>(records: &[Record<T>]) -> HashMap<String, usize> {
+    let mut at = HashMap::new();
+    for (i, r) in records.iter().enumerate() {
+        let id = match r {
+            Ok(r) => r.id(),
+            Err(e) => e.id.as_deref(),
+        };
+        if let Some(id) = id {
+            at.entry(id.to_string()).or_insert(i);
+        }
+    }
+    at
+}
+
+/// A store record's `id`.
+trait HasId {
+    fn id(&self) -> Option<&str>;
+}
+
+impl HasId for Scenario {
+    fn id(&self) -> Option<&str> {
+        self.id.as_deref()
+    }
+}
+
+impl HasId for Persona {
+    fn id(&self) -> Option<&str> {
+        self.id.as_deref()
+    }
+}
+
 impl Store {
+    fn scenario(&self, id: &str) -> Option<&Record<Scenario>> {
+        self.scenario_at.get(id).map(|&i| &self.scenarios[i])
+    }
+
+    fn persona(&self, id: &str) -> Option<&Record<Persona>> {
+        self.persona_at.get(id).map(|&i| &self.personas[i])
+    }
+
     /// The trial id of scenario `id` as written: its name's slug, else the id's.
     fn scenario_name(&self, id: &str) -> String {
+        let at = self.scenario_at.get(id);
         self.scenarios_doc
             .as_ref()
             .and_then(|d| d.value.as_array())
-            .and_then(|a| {
-                a.iter()
-                    .find(|v| v.get("id").and_then(Value::as_str) == Some(id))
-            })
+            .zip(at)
+            .and_then(|(a, &i)| a.get(i))
             .and_then(|v| v.get("name").and_then(Value::as_str))
             .map(slug)
             .filter(|s| !s.is_empty())

@@ -76,6 +76,16 @@ pub fn parse_case(line: &str, location: Location) -> Result<Case, CaseError> {
                 .take_while(|(i, _)| *i < byte_col - 1)
                 .count()
                 + 1;
+            if let Some((message, column)) =
+                crate::source::file::stray_bom(line, location.line, byte_col - 1)
+            {
+                return Err(CaseError {
+                    location: Location { column, ..location },
+                    id: None,
+                    field: None,
+                    message,
+                });
+            }
             return Err(CaseError {
                 location: Location { column, ..location },
                 id: None,

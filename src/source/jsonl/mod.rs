@@ -9,7 +9,7 @@ mod turn;
 pub(crate) use case::case_from_object;
 pub use case::{parse_case, CASE_KEYS};
 pub(crate) use json::{parse_line as parse_json, LineError};
-pub(crate) use locate::{column_of_path, position_of_offset, position_of_path, steps, Step};
+pub(crate) use locate::{column_of_path, position_of_offset, steps, Indexed, Step};
 
 use super::{Loaded, SEPARATOR};
 use crate::case::Location;

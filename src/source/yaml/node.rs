@@ -200,7 +200,9 @@ impl<'de> Deserialize<'de> for KeyText {
     }
 }
 
-/// Parses one YAML document. The error is the parser's message and position.
+/// Parses one YAML document. The error is the parser's message and position, or for
+/// what the parser words for programmers (a second document, a breached budget), what
+/// is wrong with the file.
 ///
 /// Scalars follow YAML 1.2's core schema, as js-yaml (ElizaOS's parser) does: `yes`,
 /// `no`, `on`, `off`, `y` and `n` are strings, not booleans. The parser's default
@@ -215,6 +217,9 @@ pub(crate) fn parse(text: &str) -> Result<Node, (String, Pos)> {
             .location()
             .map(pos_of)
             .unwrap_or(Pos { line: 1, column: 1 });
+        if let Some(said) = in_file_terms(e.without_snippet(), text, pos) {
+            return said;
+        }
         let message = e.without_snippet().to_string();
         // The position is said apart; the advice meant for programmers is dropped.
         let message = message
@@ -227,6 +232,63 @@ pub(crate) fn parse(text: &str) -> Result<Node, (String, Pos)> {
             );
         (message, pos)
     })
+}
+
+/// The parser's limits, as its default budget sets them (said in messages).
+const MAX_DEPTH: usize = 64;
+const MAX_NODES: &str = "250,000";
+
+/// What is wrong with the file, for the parser errors whose own words are for the
+/// programmer calling it (a second document, a breached budget, a byte-order mark);
+/// `None` for the others.
+fn in_file_terms(e: &serde_saphyr::Error, text: &str, pos: Pos) -> Option<(String, Pos)> {
+    use serde_saphyr::budget::BudgetBreach as B;
+    let line = pos.line;
+    let nested = || {
+        format!("lists and mappings nested deeper than {MAX_DEPTH} levels at line {line}; a scenario needs a few")
+    };
+    let line_text = text.lines().nth(line.max(1) - 1).unwrap_or_default();
+    let byte = line_text
+        .char_indices()
+        .nth(pos.column.max(1) - 1)
+        .map_or(line_text.len(), |(b, _)| b);
+    if let Some((message, column)) = crate::source::file::stray_bom(line_text, line, byte) {
+        return Some((message, Pos { line, column }));
+    }
+    // An error met while replaying an alias is wrapped in where the alias is.
+    let mut e = e;
+    while let serde_saphyr::Error::AliasError { error, .. }
+    | serde_saphyr::Error::WithSnippet { error, .. } = e
+    {
+        e = error;
+    }
+    let message = match e {
+        serde_saphyr::Error::MultipleDocuments { .. } => {
+            // The error is at the second document's content; the `---` is above it.
+            let marker = text
+                .lines()
+                .take(line)
+                .enumerate()
+                .filter(|(_, l)| l.starts_with("---"))
+                .last()
+                .map_or(line, |(i, _)| i + 1);
+            return Some((
+                format!("the file holds a second YAML document (`---` at line {marker}); a scenario file holds one: remove the `---` and what follows, or move the second scenario to a file of its own"),
+                Pos { line: marker, column: 1 },
+            ));
+        }
+        serde_saphyr::Error::Budget { breach, .. } => match breach {
+            B::Depth { .. } => nested(),
+            B::Nodes { .. } | B::Aliases { .. } | B::AliasAnchorRatio { .. } => format!(
+                "aliases (`*name`) expand to more than {MAX_NODES} nodes (a YAML alias bomb?); a scenario needs far fewer: write the values out, or repeat an alias less"
+            ),
+            other => format!("the file is beyond what a scenario file may hold ({other:?}); a scenario needs far less"),
+        },
+        // The scanner's own limit on `[[[…` and `{{{…` (deeper than the budget's).
+        other if other.to_string().starts_with("recursion limit exceeded") => nested(),
+        _ => return None,
+    };
+    Some((message, pos))
 }
 
 #[cfg(test)]

@@ -282,6 +282,24 @@ fn environment(v: &Value) -> Result<Environment, FieldError> {
 /// (answering an `openai` agent's tool calls).
 type Setup = (Vec<(String, String)>, Vec<Value>, Vec<crate::case::Mock>);
 
+/// `path` (at field `at`) must stay inside the environment folder.
+fn inside_environment(path: &str, at: &str) -> Result<(), FieldError> {
+    if crate::case::scenario::inside_environment(path) {
+        return Ok(());
+    }
+    Err(FieldError::new(
+        at,
+        format!("\"{path}\" must be a relative path inside the environment, without `..`"),
+    ))
+}
+
+/// A file evaluator's `path`: inside the environment, as `virtual_fs` keys are.
+fn file_path(obj: &Map<String, Value>, at: &str) -> Result<String, FieldError> {
+    let path = req_str(obj, "path", at)?;
+    inside_environment(&path, &join(at, "path"))?;
+    Ok(path)
+}
+
 fn setup(v: &Value) -> Result<Setup, FieldError> {
     let obj = object(v, "setup", "the setup")?;
     check_keys(obj, &["mocks", "virtual_fs"], "setup", "the setup")?;
@@ -299,20 +317,11 @@ fn setup(v: &Value) -> Result<Setup, FieldError> {
                     ),
                 ));
             };
-            let p = std::path::Path::new(path);
-            let inside = p.is_relative()
-                && p.components().all(|c| {
-                    matches!(
-                        c,
-                        std::path::Component::Normal(_) | std::path::Component::CurDir
-                    )
-                });
-            if !inside || path.is_empty() {
+            inside_environment(path, &at)?;
+            if path.ends_with(['/', '\\']) {
                 return Err(FieldError::new(
                     at,
-                    format!(
-                        "\"{path}\" must be a relative path inside the environment, without `..`"
-                    ),
+                    format!("\"{path}\" ends in `{}`, so it names a folder; a `virtual_fs` key names a file (its folders are made for it): give the file's name after it", &path[path.len() - 1..]),
                 ));
             }
             files.push((path.clone(), text.to_string()));
@@ -703,13 +712,13 @@ fn evaluation(v: &Value, path: &str) -> Result<Evaluation, FieldError> {
         "file_exists" => {
             keys(&["path"])?;
             Evaluator::FileExists {
-                path: req_str(obj, "path", path)?,
+                path: file_path(obj, path)?,
             }
         }
         "file_contains" => {
             keys(&["path", "value"])?;
             Evaluator::FileContains {
-                path: req_str(obj, "path", path)?,
+                path: file_path(obj, path)?,
                 value: req_str(obj, "value", path)?,
             }
         }

@@ -147,6 +147,21 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The 1-based `line:column` (columns count characters) where `needle` first occurs in
+/// `text`, counted from the start: what a located error about it must say.
+pub fn line_column(text: &str, needle: &str) -> String {
+    let at = text
+        .find(needle)
+        .unwrap_or_else(|| panic!("{needle} does not occur in the text"));
+    let before = &text[..at];
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    format!(
+        "{}:{}",
+        before.matches('\n').count() + 1,
+        before[line_start..].chars().count() + 1
+    )
+}
+
 // ---------------------------------------------------------------------------------------
 // Scratch directories
 // ---------------------------------------------------------------------------------------
