@@ -432,6 +432,15 @@ pub enum AgentSetupError {
     /// A `${VAR}` that cannot be expanded.
     #[error(transparent)]
     Env(#[from] EnvError),
+    /// A `${VAR}` that cannot be expanded, in a config file.
+    #[error("{config}: {source}")]
+    EnvIn {
+        /// The config file.
+        config: String,
+        /// The reference and the setting.
+        #[source]
+        source: EnvError,
+    },
     /// A duration that cannot be read.
     #[error("{key}: {source}")]
     Duration {
@@ -536,6 +545,17 @@ pub enum AgentSetupError {
     /// A mock in the agent's `mocks` that cannot be read.
     #[error(transparent)]
     Mocks(#[from] FieldError),
+}
+
+impl AgentSetupError {
+    /// Names the config file of a `${VAR}` that cannot be expanded (the reference's own
+    /// message names only the setting).
+    pub(crate) fn in_config(self, config: String) -> AgentSetupError {
+        match self {
+            AgentSetupError::Env(source) => AgentSetupError::EnvIn { config, source },
+            other => other,
+        }
+    }
 }
 
 /// What a case runs with cannot be set up: its config, its agent, its model endpoint,

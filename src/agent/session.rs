@@ -26,6 +26,10 @@ impl AgentDef {
         config: &Config,
         what: &str,
     ) -> Result<AgentDef, AgentSetupError> {
+        Self::build(cfg, config, what).map_err(|e| e.in_config(config.describe()))
+    }
+
+    fn build(cfg: &AgentConfig, config: &Config, what: &str) -> Result<AgentDef, AgentSetupError> {
         let duration = |t: &String| {
             crate::util::parse_duration(t).map_err(|source| AgentSetupError::Duration {
                 key: format!("{what}.timeout"),

@@ -185,7 +185,10 @@ impl Context {
                     )?));
                 }
                 let cfg = self.llm_config(role, named.as_deref())?;
-                Ok(Arc::new(Endpoint::from_config(cfg, named.as_deref())?))
+                Ok(Arc::new(
+                    Endpoint::from_config(cfg, named.as_deref())
+                        .map_err(|e| e.in_config(self.config.describe()))?,
+                ))
             })
             .clone()
     }

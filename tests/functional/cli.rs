@@ -1246,7 +1246,7 @@ fn http_agent_passes_with_the_token_and_never_leaks_it() {
     assert_eq!(run.code, 2, "{run:?}");
     assert_eq!(
         run.stderr.trim(),
-        "error: environment variable `AGENTEST_TEST_TOKEN` is not set (used in [agents.\"web\"].headers.Authorization)"
+        "error: agentest.toml: environment variable `AGENTEST_TEST_TOKEN` is not set (used in [agents.\"web\"].headers.Authorization)"
     );
     assert!(
         !dir.join("unset.jsonl").exists(),
@@ -1927,7 +1927,7 @@ fn variables_take_a_shell_default_and_a_missing_name_is_an_error() {
         assert_eq!(run.code, 2, "{run:?}");
         assert_eq!(
             run.stderr.trim(),
-            format!("error: `${{{inside}}}` in [agent].headers.Authorization names no variable; write ${{NAME}}, or ${{NAME:-default}} for a value to use when NAME is unset or empty"),
+            format!("error: agentest.toml: `${{{inside}}}` in [agent].headers.Authorization names no variable; write ${{NAME}}, or ${{NAME:-default}} for a value to use when NAME is unset or empty"),
             "{run:?}"
         );
     }
