@@ -572,4 +572,51 @@ mod tests {
         assert!(json_subset(&json!({"a": 1}), &json!({"a": 1, "b": 2})));
         assert!(!json_subset(&json!({"c": 1}), &json!({"a": 1})));
     }
+
+    #[test]
+    fn thousands_are_grouped() {
+        let all: Vec<String> = [0, 999, 1000, 12_345, 1_234_567]
+            .into_iter()
+            .map(grouped)
+            .collect();
+        assert_eq!(all, ["0", "999", "1,000", "12,345", "1,234,567"]);
+    }
+
+    #[test]
+    fn latency_names_each_bound_it_was_given() {
+        let one = [Latency {
+            turn: 1,
+            first_token_ms: 120,
+            reply_ms: 1500,
+        }];
+        assert_eq!(
+            check_latency(Some(2000), Some(100), &one),
+            (
+                false,
+                "latency max_ms 2000 max_first_token_ms 100".into(),
+                "first byte came after 120 ms, more than max_first_token_ms 100".into()
+            )
+        );
+        assert_eq!(
+            check_latency(Some(2000), None, &one),
+            (
+                true,
+                "latency max_ms 2000".into(),
+                "reply took 1,500 ms, within max_ms 2,000".into()
+            )
+        );
+        let two = [
+            one[0],
+            Latency {
+                turn: 2,
+                first_token_ms: 900,
+                reply_ms: 900,
+            },
+        ];
+        assert_eq!(
+            check_latency(Some(1000), Some(500), &two).2,
+            "turn 1's reply took 1,500 ms, more than max_ms 1,000 (the slowest of 2 replies); \
+             turn 2's first byte came after 900 ms, more than max_first_token_ms 500 (the slowest of 2 replies)"
+        );
+    }
 }
