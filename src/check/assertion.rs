@@ -176,7 +176,7 @@ fn unevaluable(kind: &Kind, subject: Subject<'_>) -> Option<String> {
             path: Some(path), ..
         } => select(path, subject.reply).err().map(|e| e.to_string()),
         Kind::Latency { .. } if subject.latency.is_empty() => {
-            Some("no reply of the agent was timed here".into())
+            Some("cannot evaluate latency: no reply of the agent was timed here".into())
         }
         _ => None,
     }

@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentest::__private::assertion::{evaluate, EvalEnv, Subject};
+use agentest::__private::assertion::{evaluate, EvalEnv, Latency, Subject};
 use agentest::__private::case::{parse_case, Location, Message, Mode, CASE_KEYS};
 use agentest::__private::config::{Config, ConfigFile};
 use agentest::__private::duration::{format_duration, parse_duration};
@@ -1447,7 +1447,11 @@ fn check_evaluation(
         reply,
         input: "x",
         conversation: &conversation,
-        latency: &[],
+        latency: &[Latency {
+            turn: 1,
+            first_token_ms: 250,
+            reply_ms: 1000,
+        }],
     };
     rt.block_on(async {
         let env = EvalEnv {
