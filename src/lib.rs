@@ -91,7 +91,7 @@ pub mod __private {
     /// Assertions.
     pub mod assertion {
         pub use crate::case::Assertion;
-        pub use crate::check::{evaluate, EvalEnv, Subject};
+        pub use crate::check::{evaluate, EvalEnv, Latency, Subject};
         pub use crate::errors::StepError;
     }
     /// The case model and the JSONL case parser.

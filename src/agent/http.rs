@@ -7,6 +7,7 @@ use reqwest::StatusCode;
 use tokio::time::Instant;
 
 use super::{CaseScope, DEFAULT_HTTP_TIMEOUT};
+use crate::agent::Timed;
 use crate::errors::{AgentError, AgentSetupError};
 use crate::llm::ModelCalls;
 use crate::protocol::MAX_REPLY_BYTES;
@@ -77,8 +78,9 @@ impl HttpSpec {
     }
 
     /// One POST. `Err(Retry)` is an answer worth retrying (a 429, 502, 503 or 504, or a
-    /// dropped connection), with the server's `Retry-After` when it gave one.
-    async fn attempt(&self, request: &Request, timeout: Duration) -> Result<Reply, Attempt> {
+    /// dropped connection), with the server's `Retry-After` when it gave one. The
+    /// reply's first byte is its response head.
+    async fn attempt(&self, request: &Request, timeout: Duration) -> Result<Timed<Reply>, Attempt> {
         let shown = &self.shown;
         let response = self
             .client
@@ -100,6 +102,7 @@ impl HttpSpec {
                     Attempt::Fail(error)
                 }
             })?;
+        let first_byte = std::time::Instant::now();
         let status = response.status();
         let retry_after = crate::util::http::retry_after(response.headers());
         if !status.is_success() {
@@ -163,7 +166,8 @@ impl HttpSpec {
                 body: crate::util::clip(String::from_utf8_lossy(&body).trim()),
             })
         })?;
-        Reply::from_json(value).map_err(|e| Attempt::Fail(AgentError::Protocol(e)))
+        let reply = Reply::from_json(value).map_err(|e| Attempt::Fail(AgentError::Protocol(e)))?;
+        Ok(Timed::at(reply, first_byte))
     }
 }
 
@@ -198,7 +202,7 @@ impl HttpSession {
     /// Sends one turn, retrying a 429, 502, 503 or 504 answer or a dropped connection
     /// (honouring `Retry-After`, said on stderr, counted in the case's `retries`), never
     /// past the case's deadline.
-    pub(crate) async fn send(&self, request: &Request) -> Result<Reply, AgentError> {
+    pub(crate) async fn send(&self, request: &Request) -> Result<Timed<Reply>, AgentError> {
         let spec = &self.spec;
         let timeout = spec.timeout.unwrap_or(DEFAULT_HTTP_TIMEOUT);
         let mut retries = 0;

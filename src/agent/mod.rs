@@ -8,7 +8,9 @@ mod openai;
 mod process;
 mod scope;
 mod session;
+mod timed;
 
 pub use in_process::{async_agent, Agent};
 pub(crate) use scope::CaseScope;
 pub(crate) use session::{AgentDef, Session, DEFAULT_HTTP_TIMEOUT};
+pub(crate) use timed::Timed;

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use tokio::time::Instant;
 
 use crate::agent::mocks::MockSet;
-use crate::agent::CaseScope;
+use crate::agent::{CaseScope, Timed};
 use crate::case::{Mock, MockAnswer};
 use crate::config::{Config, OpenAiAgentConfig};
 use crate::errors::{AgentError, AgentSetupError, StepError};
@@ -196,7 +196,9 @@ impl OpenAiSession {
         self.partial.take()
     }
 
-    pub(crate) async fn send(&mut self, request: &Request) -> Result<Reply, StepError> {
+    /// Sends one turn. Its first byte is the answer of the turn's first model call (a
+    /// model that calls tools answers more than once).
+    pub(crate) async fn send(&mut self, request: &Request) -> Result<Timed<Reply>, StepError> {
         for m in request.messages.iter().skip(self.seen) {
             self.history.push(to_openai(m));
         }
@@ -204,7 +206,8 @@ impl OpenAiSession {
         self.seen = request.messages.len() + 1;
         let mut made: Vec<ToolCall> = Vec::new();
         let mut usage = TokenUsage::default();
-        let result = self.tool_loop(&mut made, &mut usage).await;
+        let mut first_byte = None;
+        let result = self.tool_loop(&mut made, &mut usage, &mut first_byte).await;
         if result.is_err() {
             self.partial = Some(Reply {
                 tool_calls: made,
@@ -215,7 +218,7 @@ impl OpenAiSession {
                 ..Reply::default()
             });
         }
-        result
+        result.map(|value| Timed { value, first_byte })
     }
 
     /// Calls the model, answering its tool calls, until it answers without any.
@@ -223,6 +226,7 @@ impl OpenAiSession {
         &mut self,
         made: &mut Vec<ToolCall>,
         usage: &mut TokenUsage,
+        first_byte: &mut Option<std::time::Instant>,
     ) -> Result<Reply, StepError> {
         for _ in 0..self.spec.max_rounds {
             let chat = self
@@ -240,6 +244,7 @@ impl OpenAiSession {
                 )
                 .await
                 .map_err(StepError::from)?;
+            first_byte.get_or_insert_with(std::time::Instant::now);
             usage.add(outcome.usage());
             let message = outcome.message().clone();
             let calls = message["tool_calls"]

@@ -17,6 +17,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::time::{Duration, Instant};
 
+use crate::agent::Timed;
 use crate::errors::AgentError;
 use crate::protocol::MAX_REPLY_BYTES;
 use crate::protocol::{Reply, Request};
@@ -57,6 +58,8 @@ pub(crate) struct ProcessSession {
     stdout: BufReader<ChildStdout>,
     trace: Arc<Trace>,
     line: Vec<u8>,
+    /// When the first byte of the reply being read came.
+    first_byte: Option<std::time::Instant>,
     timeout: Option<std::time::Duration>,
     /// The turn of the last reply read, while the exchange is in step (no error since).
     answered: Option<u32>,
@@ -137,6 +140,7 @@ impl ProcessSpec {
             stdout,
             trace,
             line: Vec::new(),
+            first_byte: None,
             timeout: self.timeout,
             answered: None,
             exited: None,
@@ -214,7 +218,7 @@ impl ProcessSession {
         }
     }
 
-    pub(crate) async fn send(&mut self, request: &Request) -> Result<Reply, AgentError> {
+    pub(crate) async fn send(&mut self, request: &Request) -> Result<Timed<Reply>, AgentError> {
         // Whatever comes of this turn, the exchange is in step again only once it is read.
         if let Some(turn) = self.answered.take() {
             if let Some(line) = self.unread_line(Instant::now() + REST_OF_LINE).await {
@@ -228,7 +232,10 @@ impl ProcessSession {
         self.write_request(request).await?;
         let reply = self.read_reply().await?;
         self.answered = Some(request.turn);
-        Ok(reply)
+        Ok(Timed {
+            value: reply,
+            first_byte: self.first_byte,
+        })
     }
 
     async fn write_request(&mut self, request: &Request) -> Result<(), AgentError> {
@@ -253,6 +260,7 @@ impl ProcessSession {
     /// Reads one reply line, within the agent's own timeout, and checks the protocol.
     async fn read_reply(&mut self) -> Result<Reply, AgentError> {
         self.line.clear();
+        self.first_byte = None;
         if self.line.capacity() > 1 << 20 {
             // Do not keep a large reply's buffer for the rest of the conversation.
             self.line = Vec::new();
@@ -320,9 +328,10 @@ impl ProcessSession {
             line,
             trace,
             exited,
+            first_byte,
             ..
         } = self;
-        let read = read_reply_line(stdout, line, &trace.reading);
+        let read = read_reply_line(stdout, line, &trace.reading, first_byte);
         tokio::pin!(read);
         if exited.is_none() {
             tokio::select! {
@@ -356,7 +365,8 @@ impl ProcessSession {
     async fn read_extra(&mut self, until: Instant) -> Option<String> {
         let mut extra = Vec::new();
         let progress = AtomicUsize::new(0);
-        let read = read_reply_line(&mut self.stdout, &mut extra, &progress);
+        let mut first_byte = None;
+        let read = read_reply_line(&mut self.stdout, &mut extra, &progress, &mut first_byte);
         let whole = matches!(
             tokio::time::timeout_at(until, read).await,
             Ok(Ok(Line::Read(n))) if n > 0
@@ -452,11 +462,13 @@ enum Line {
 }
 
 /// Reads one line into `line` like `read_until(b'\n')`, but never holds more than
-/// [`MAX_REPLY_BYTES`]: an agent printing without end must not exhaust memory.
+/// [`MAX_REPLY_BYTES`]: an agent printing without end must not exhaust memory. Sets
+/// `first_byte` when the line's first byte is read.
 async fn read_reply_line<R>(
     reader: &mut R,
     line: &mut Vec<u8>,
     progress: &AtomicUsize,
+    first_byte: &mut Option<std::time::Instant>,
 ) -> std::io::Result<Line>
 where
     R: tokio::io::AsyncBufRead + Unpin,
@@ -467,6 +479,7 @@ where
         if buf.is_empty() {
             return Ok(Line::Read(total));
         }
+        first_byte.get_or_insert_with(std::time::Instant::now);
         let (take, done) = match buf.iter().position(|&b| b == b'\n') {
             Some(i) => (i + 1, true),
             None => (buf.len(), false),

@@ -2,7 +2,7 @@
 //! with it ([`Session`]).
 
 use super::in_process::{panicked, Agent, CatchUnwind};
-use super::{http, openai, process, CaseScope};
+use super::{http, openai, process, CaseScope, Timed};
 use crate::config::{AgentConfig, Config};
 use crate::errors::{AgentError, AgentSetupError, StepError};
 use crate::protocol::{Reply, Request};
@@ -175,37 +175,22 @@ impl Session {
         }
     }
 
-    /// Sends one turn and reads the reply, checking the protocol.
-    pub(crate) async fn send(&mut self, request: &Request) -> Result<Reply, StepError> {
+    /// Sends one turn and reads the reply, checking the protocol; says when the
+    /// reply's first byte came.
+    pub(crate) async fn send(&mut self, request: &Request) -> Result<Timed<Reply>, StepError> {
         match self {
             Session::OpenAi(o) => o.send(request).await,
             other => Ok(other.send_plain(request).await?),
         }
     }
 
-    async fn send_plain(&mut self, request: &Request) -> Result<Reply, AgentError> {
+    async fn send_plain(&mut self, request: &Request) -> Result<Timed<Reply>, AgentError> {
         match self {
             Session::OpenAi(_) => unreachable!("handled by send"),
             Session::Process(p) => p.send(request).await,
             Session::Http(h) => h.send(request).await,
-            Session::InProcess(a) if a.is_blocking() => {
-                // On the blocking pool, so that the caller's timeout can fire while it
-                // computes and a panic stays in that task.
-                let agent = a.clone();
-                let request = request.clone();
-                let handle = tokio::runtime::Handle::current();
-                tokio::task::spawn_blocking(move || handle.block_on(agent.respond(&request)))
-                    .await
-                    .map_err(|e| match e.try_into_panic() {
-                        Ok(payload) => panicked(payload.as_ref()),
-                        Err(e) => AgentError::Task(e),
-                    })?
-                    .map_err(AgentError::Returned)
-            }
-            Session::InProcess(a) => CatchUnwind(a.respond(request))
-                .await
-                .map_err(|payload| panicked(payload.as_ref()))?
-                .map_err(AgentError::Returned),
+            // An in-process agent's answer comes whole.
+            Session::InProcess(a) => respond(a, request).await.map(Timed::whole),
         }
     }
 
@@ -227,6 +212,29 @@ impl Session {
                 Ok(())
             }
         }
+    }
+}
+
+/// Asks an in-process agent; a panic is an agent error.
+async fn respond(a: &Arc<dyn Agent>, request: &Request) -> Result<Reply, AgentError> {
+    if a.is_blocking() {
+        // On the blocking pool, so that the caller's timeout can fire while it computes
+        // and a panic stays in that task.
+        let agent = a.clone();
+        let request = request.clone();
+        let handle = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || handle.block_on(agent.respond(&request)))
+            .await
+            .map_err(|e| match e.try_into_panic() {
+                Ok(payload) => panicked(payload.as_ref()),
+                Err(e) => AgentError::Task(e),
+            })?
+            .map_err(AgentError::Returned)
+    } else {
+        CatchUnwind(a.respond(request))
+            .await
+            .map_err(|payload| panicked(payload.as_ref()))?
+            .map_err(AgentError::Returned)
     }
 }
 
@@ -306,7 +314,8 @@ mod tests {
     async fn function_agents_still_answer() {
         let mut s = session(|r: &Request| Ok(Reply::text(format!("echo {}", r.input)))).await;
         let reply = s.send(&request()).await.unwrap();
-        assert_eq!(reply, Reply::text("echo hi"));
+        assert_eq!(reply.value, Reply::text("echo hi"));
+        assert_eq!(reply.first_byte, None, "an in-process reply comes whole");
         let e = session(|_: &Request| -> Result<Reply, String> { Err("nope".into()) })
             .await
             .send(&request())

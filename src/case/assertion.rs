@@ -176,6 +176,14 @@ pub enum Kind {
         /// The script name (after `scripts:`).
         name: String,
     },
+    /// `latency`: how long the agent took. On a turn it bounds that turn's reply; in
+    /// final assertions, every reply of the conversation (the slowest one).
+    Latency {
+        /// `max_ms`: the most the whole reply may take, in milliseconds.
+        max_ms: Option<u64>,
+        /// `max_first_token_ms`: the most its first byte (or token) may take.
+        max_first_token_ms: Option<u64>,
+    },
     /// `agent` / `llm_judge`: a judge (a model, or an agent) decides.
     Judge {
         /// The type as written.
@@ -198,13 +206,14 @@ impl Kind {
             Kind::ToolCalled { .. } => "tool_called",
             Kind::ToolResult { .. } => "tool_result",
             Kind::Script { .. } => "script",
+            Kind::Latency { .. } => "latency",
             Kind::Judge { type_name, .. } => type_name,
         }
     }
 }
 
 /// Every assertion type the parser accepts.
-pub const ASSERTION_TYPES: [&str; 11] = [
+pub const ASSERTION_TYPES: [&str; 12] = [
     "contains",
     "not_contains",
     "equals",
@@ -214,6 +223,7 @@ pub const ASSERTION_TYPES: [&str; 11] = [
     "tool_called",
     "tool_result",
     "script",
+    "latency",
     "agent",
     "llm_judge",
 ];

@@ -20,6 +20,20 @@ pub struct Subject<'a> {
     pub input: &'a str,
     /// The whole conversation, ending with the reply.
     pub conversation: &'a [Message],
+    /// How long the agent took: for a turn's checks that turn's reply, for final
+    /// checks every reply of the conversation. Empty when nothing was timed.
+    pub latency: &'a [Latency],
+}
+
+/// How long the agent took over one reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Latency {
+    /// The turn.
+    pub turn: u32,
+    /// From sending the turn to the reply's first byte (or first token).
+    pub first_token_ms: u64,
+    /// From sending the turn to the whole reply.
+    pub reply_ms: u64,
 }
 
 /// What evaluation may need beyond the reply: scripts, and the case's metadata for them.
@@ -117,7 +131,7 @@ pub async fn evaluate(
             )
         }
         _ => {
-            if let Some(why) = unevaluable(&a.kind, subject.reply) {
+            if let Some(why) = unevaluable(&a.kind, subject) {
                 // A check that cannot look at the reply fails, negated or not: `negate`
                 // must never turn "the reply has no JSON" into a pass.
                 let label = a.kind.type_name().to_string();
@@ -155,14 +169,80 @@ pub async fn evaluate(
 }
 
 /// Why a structured check cannot be made on this reply at all, when it cannot.
-fn unevaluable(kind: &Kind, reply: &Reply) -> Option<String> {
+fn unevaluable(kind: &Kind, subject: Subject<'_>) -> Option<String> {
     match kind {
         Kind::JsonPath { path, .. }
         | Kind::Type {
             path: Some(path), ..
-        } => select(path, reply).err().map(|e| e.to_string()),
+        } => select(path, subject.reply).err().map(|e| e.to_string()),
+        Kind::Latency { .. } if subject.latency.is_empty() => {
+            Some("cannot evaluate latency: no reply of the agent was timed here".into())
+        }
         _ => None,
     }
+}
+
+/// `latency`: the slowest of the subject's replies against each bound given, as
+/// (holds, label, what was measured). Over a conversation, the slowest reply is named
+/// by its turn.
+fn check_latency(
+    max_ms: Option<u64>,
+    max_first_token_ms: Option<u64>,
+    latency: &[Latency],
+) -> (bool, String, String) {
+    type Measure = fn(&Latency) -> u64;
+    let bounds: [(&str, Option<u64>, &str, Measure); 2] = [
+        ("max_ms", max_ms, "reply took", |l| l.reply_ms),
+        (
+            "max_first_token_ms",
+            max_first_token_ms,
+            "first byte came after",
+            |l| l.first_token_ms,
+        ),
+    ];
+    let mut label = "latency".to_string();
+    let (mut over, mut within) = (Vec::new(), Vec::new());
+    for (key, bound, what, measure) in bounds {
+        let (Some(bound), Some(slowest)) = (bound, latency.iter().max_by_key(|l| measure(l)))
+        else {
+            continue;
+        };
+        label.push_str(&format!(" {key} {bound}"));
+        let took = measure(slowest);
+        let (whose, of) = match latency.len() {
+            1 => (String::new(), String::new()),
+            n => (
+                format!("turn {}'s ", slowest.turn),
+                format!(" (the slowest of {n} replies)"),
+            ),
+        };
+        let (list, relation) = if took > bound {
+            (&mut over, "more than")
+        } else {
+            (&mut within, "within")
+        };
+        list.push(format!(
+            "{whose}{what} {} ms, {relation} {key} {}{of}",
+            grouped(took),
+            grouped(bound)
+        ));
+    }
+    let holds = over.is_empty();
+    let why = if holds { within } else { over }.join("; ");
+    (holds, label, why)
+}
+
+/// A whole number with thousands separated by commas: `12,345`.
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// Deterministic checks: (holds, label, explanation of the actual value).
@@ -324,6 +404,10 @@ fn check(kind: &Kind, s: Subject<'_>) -> (bool, String, String) {
                 ),
             )
         }
+        Kind::Latency {
+            max_ms,
+            max_first_token_ms,
+        } => check_latency(*max_ms, *max_first_token_ms, s.latency),
         Kind::Script { .. } | Kind::Judge { .. } => unreachable!("handled by evaluate"),
     }
 }
@@ -487,5 +571,52 @@ mod tests {
         assert!(!json_eq(&json!([1, 2]), &json!([2, 1])));
         assert!(json_subset(&json!({"a": 1}), &json!({"a": 1, "b": 2})));
         assert!(!json_subset(&json!({"c": 1}), &json!({"a": 1})));
+    }
+
+    #[test]
+    fn thousands_are_grouped() {
+        let all: Vec<String> = [0, 999, 1000, 12_345, 1_234_567]
+            .into_iter()
+            .map(grouped)
+            .collect();
+        assert_eq!(all, ["0", "999", "1,000", "12,345", "1,234,567"]);
+    }
+
+    #[test]
+    fn latency_names_each_bound_it_was_given() {
+        let one = [Latency {
+            turn: 1,
+            first_token_ms: 120,
+            reply_ms: 1500,
+        }];
+        assert_eq!(
+            check_latency(Some(2000), Some(100), &one),
+            (
+                false,
+                "latency max_ms 2000 max_first_token_ms 100".into(),
+                "first byte came after 120 ms, more than max_first_token_ms 100".into()
+            )
+        );
+        assert_eq!(
+            check_latency(Some(2000), None, &one),
+            (
+                true,
+                "latency max_ms 2000".into(),
+                "reply took 1,500 ms, within max_ms 2,000".into()
+            )
+        );
+        let two = [
+            one[0],
+            Latency {
+                turn: 2,
+                first_token_ms: 900,
+                reply_ms: 900,
+            },
+        ];
+        assert_eq!(
+            check_latency(Some(1000), Some(500), &two).2,
+            "turn 1's reply took 1,500 ms, more than max_ms 1,000 (the slowest of 2 replies); \
+             turn 2's first byte came after 900 ms, more than max_first_token_ms 500 (the slowest of 2 replies)"
+        );
     }
 }

@@ -6,5 +6,5 @@ pub mod judge;
 mod scripts;
 
 pub(crate) use assertion::parse_json_text;
-pub use assertion::{evaluate, EvalEnv, Subject};
+pub use assertion::{evaluate, EvalEnv, Latency, Subject};
 pub use scripts::{Check, ScriptFn, Scripts};

@@ -73,6 +73,17 @@ pub(crate) fn secs(ms: u64) -> String {
     }
 }
 
+/// A turn's reply time, with the time to its first byte when that came apart from the
+/// whole: `2.1s, first byte 350ms`.
+pub(crate) fn turn_time(t: &TurnReport) -> String {
+    match t.first_token_ms {
+        Some(first) if first < t.duration_ms => {
+            format!("{}, first byte {}", secs(t.duration_ms), secs(first))
+        }
+        _ => secs(t.duration_ms),
+    }
+}
+
 fn quote(text: &str) -> String {
     let one_line = text.replace('\n', " ");
     let clipped: String = one_line.chars().take(80).collect();
@@ -344,7 +355,11 @@ fn turn_lines(s: &mut String, t: &TurnReport, style: &Style) {
         t.turn,
         quote(&t.input),
         style.paint(status, status.label()),
-        secs(t.duration_ms)
+        if style.verbose {
+            turn_time(t)
+        } else {
+            secs(t.duration_ms)
+        }
     );
     let pad = "  │          ";
     if style.verbose || !t.ok() {

@@ -106,8 +106,14 @@ pub struct TurnReport {
     /// Checkpoints checked against this turn's reply (dynamic cases).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checkpoints: Vec<AssertionReport>,
-    /// How long the agent took.
+    /// How long the agent took: from sending the turn to its whole reply.
     pub duration_ms: u64,
+    /// How long the first byte of the reply took (an HTTP agent's response head, the
+    /// first token of a stream, the start of a process agent's reply line, an `openai`
+    /// agent's first model answer); the whole reply time for an in-process agent.
+    /// Absent when the agent did not answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_token_ms: Option<u64>,
     /// Token usage the agent reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,

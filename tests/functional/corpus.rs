@@ -425,6 +425,7 @@ fn run_vector(v: &Vector, rt: &tokio::runtime::Runtime) -> Result<(bool, Vec<Str
             reply: &reply,
             input: "x",
             conversation: &[],
+            latency: &[],
         };
         let mut all = true;
         let mut details = Vec::new();

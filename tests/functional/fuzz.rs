@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agentest::__private::assertion::{evaluate, EvalEnv, Subject};
+use agentest::__private::assertion::{evaluate, EvalEnv, Latency, Subject};
 use agentest::__private::case::{parse_case, Location, Message, Mode, CASE_KEYS};
 use agentest::__private::config::{Config, ConfigFile};
 use agentest::__private::duration::{format_duration, parse_duration};
@@ -495,6 +495,7 @@ const ASSERTION_TYPES: &[&str] = &[
     "script",
     "agent",
     "llm_judge",
+    "latency",
     "contians",
     "",
 ];
@@ -767,6 +768,19 @@ fn assertion_members(t: &'static str) -> Shape {
                 ),
             ],
         ),
+        "latency" => (
+            vec![],
+            vec![
+                (
+                    0.7,
+                    member("max_ms", pick_num(&["0", "1000", "-1", "1.5", "1e3"])),
+                ),
+                (
+                    0.5,
+                    member("max_first_token_ms", pick_num(&["0", "250", "-5", "2.5"])),
+                ),
+            ],
+        ),
         _ => (vec![], vec![(0.5, member("value", json()))]),
     }
 }
@@ -774,7 +788,7 @@ fn assertion_members(t: &'static str) -> Shape {
 /// One assertion: a type, what that type needs and may have, `negate` and `message`.
 fn assertion() -> BoxedStrategy<J> {
     let name = prop_oneof![
-        12 => prop::sample::select(&ASSERTION_TYPES[..11]),
+        12 => prop::sample::select(&ASSERTION_TYPES[..12]),
         1 => prop::sample::select(ASSERTION_TYPES),
     ];
     let typed = name.prop_flat_map(|t| {
@@ -1433,6 +1447,11 @@ fn check_evaluation(
         reply,
         input: "x",
         conversation: &conversation,
+        latency: &[Latency {
+            turn: 1,
+            first_token_ms: 250,
+            reply_ms: 1000,
+        }],
     };
     rt.block_on(async {
         let env = EvalEnv {

@@ -685,6 +685,45 @@ fn system_file_and_inline_tools_are_sent() {
 // 2. The tool loop and the mocks
 // ---------------------------------------------------------------------------------------
 
+/// An `openai` agent's first byte is the answer of its turn's first model call: a tool
+/// loop whose second call is slow has its first byte long before its whole reply.
+fn an_openai_agents_first_byte_is_its_first_model_answer() {
+    let server = ChatServer::start();
+    server.script(
+        "What is the travel limit?",
+        vec![
+            call(
+                "call_abc",
+                "get_policy",
+                json!({"category": "travel"}),
+                (1, 1),
+            ),
+            slow(
+                Duration::from_millis(800),
+                text("The travel limit is 75.", (1, 1)),
+            ),
+        ],
+    );
+    let p = project(
+        "latency",
+        &conf(&server.url()).timeout("30s"),
+        &[
+            json!({"id": "T1", "input": "What is the travel limit?", "assertions": [
+                {"type": "latency", "max_first_token_ms": 60000, "max_ms": 60000}
+            ]}),
+        ],
+    );
+    let run = agentest(p.path()).run();
+    run.expect(0).expect_status("T1", "passed");
+    let turn = &run.case("T1")["turns"][0];
+    let first = turn["first_token_ms"].as_u64().expect("first_token_ms");
+    let whole = turn["duration_ms"].as_u64().expect("duration_ms");
+    assert!(
+        whole >= first + 750,
+        "the first model answer ({first} ms) came less than 750 ms before the whole reply ({whole} ms)"
+    );
+}
+
 fn the_tool_loop_answers_from_the_mock_and_calls_the_model_again() {
     let server = ChatServer::start();
     let travel = json!({"category": "travel"});
@@ -2104,6 +2143,7 @@ fn config_errors_exit_2_before_anything_runs() {
 
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
+        an_openai_agents_first_byte_is_its_first_model_answer,
         a_pinned_limit_below_the_parallelism_is_said_once,
         an_overloaded_endpoint_gets_fewer_requests_in_flight,
         a_timeout_says_how_long_the_case_waited_for_a_model_slot,

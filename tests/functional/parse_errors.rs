@@ -483,6 +483,42 @@ const ROWS: &[Row] = &[
         Some("assert.type"),
         r#"unknown assertion type "tool_caled"; did you mean "tool_called"?"#,
     ),
+    // ------------------------------------------------------------ latency bounds
+    exact(
+        "latency_bounds::negative",
+        r#"{"id": "a", "input": "x", "assert": {"type": "latency", "max_ms": -5}}"#,
+        At::Key("max_ms", 0),
+        Some("assert.max_ms"),
+        "expected a whole number of milliseconds (0 or more), such as 2000; found -5",
+    ),
+    exact(
+        "latency_bounds::not_whole",
+        r#"{"id": "a", "turns": [{"input": "x", "assertions": [{"type": "latency", "max_first_token_ms": 1.5}]}]}"#,
+        At::Key("max_first_token_ms", 0),
+        Some("turns[0].assertions[0].max_first_token_ms"),
+        "expected a whole number of milliseconds (0 or more), such as 2000; found 1.5",
+    ),
+    exact(
+        "latency_bounds::a_string",
+        r#"{"id": "a", "input": "x", "assert": {"type": "latency", "max_ms": "2s"}}"#,
+        At::Key("max_ms", 0),
+        Some("assert.max_ms"),
+        "expected a whole number of milliseconds (0 or more), such as 2000; found a string",
+    ),
+    exact(
+        "latency_bounds::neither_given",
+        r#"{"id": "a", "input": "x", "assert": {"type": "latency"}}"#,
+        At::Key("assert", 0),
+        Some("assert.max_ms"),
+        "a `latency` assertion needs `max_ms` (the whole reply), `max_first_token_ms` (its first byte) or both, in milliseconds",
+    ),
+    exact(
+        "latency_bounds::unknown_key",
+        r#"{"id": "a", "turns": [{"input": "x"}], "final_assertions": [{"type": "latency", "max_ms": 100, "max_first_byte_ms": 10}]}"#,
+        At::Key("max_first_byte_ms", 0),
+        Some("final_assertions[0].max_first_byte_ms"),
+        "unknown key `max_first_byte_ms` in a `latency` assertion; did you mean `max_first_token_ms`?",
+    ),
     // ------------------------------------------------------------ compiled values
     parts(
         "invalid_regex_fails_at_load_time::unclosed",

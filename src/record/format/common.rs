@@ -305,7 +305,7 @@ fn turn_text(s: &mut String, t: &TurnReport) {
         } else {
             &t.input_source
         },
-        secs(t.duration_ms),
+        crate::record::console::turn_time(t),
         if t.truncated {
             " · reply cut off at the token limit"
         } else {

@@ -163,7 +163,7 @@ impl Dialogue<'_> {
                 attachments: Vec::new(),
                 setup: None,
             };
-            let (reply, duration_ms) = exchange(session, &request, source, report, phase).await?;
+            let (reply, latency) = exchange(session, &request, source, report, phase).await?;
             self.history.push(reply.to_message());
             self.last_response = reply.output_text();
             self.last_hint = reply.input_hint.clone();
@@ -172,7 +172,7 @@ impl Dialogue<'_> {
                 &request.input,
                 source,
                 &reply,
-                duration_ms,
+                latency,
                 &self.ctx.input_tools,
             );
             record.reasoning = reasoning;
@@ -183,6 +183,7 @@ impl Dialogue<'_> {
                 reply: &reply,
                 input: &request.input,
                 conversation: &self.history,
+                latency: std::slice::from_ref(&latency),
             };
             let (verdicts, forbidden) =
                 check_turn(self.checkpoints, &mut self.states, turn, subject, self.env).await?;

@@ -10,7 +10,7 @@ use crate::protocol::{Message, Reply, Request};
 use crate::record::{CaseReport, Status};
 use crate::run::context::Context;
 use crate::run::conversation::turn::{
-    check_all, exchange, first_failure, merged_options, new_session_id, replied_turn,
+    check_all, exchange, first_failure, latencies, merged_options, new_session_id, replied_turn,
 };
 use crate::run::outcome::Stop;
 use crate::run::roles::person::{People, Person};
@@ -138,12 +138,13 @@ impl Script<'_> {
             step.options,
             step.attachments.to_vec(),
         );
-        let (reply, duration_ms) = exchange(session, &request, "static", report, phase).await?;
+        let (reply, latency) = exchange(session, &request, "static", report, phase).await?;
         self.history.push(reply.to_message());
         let subject = Subject {
             reply: &reply,
             input: &request.input,
             conversation: &self.history,
+            latency: std::slice::from_ref(&latency),
         };
         *phase = format!("checking the assertions of turn {turn}");
         let (verdicts, broken) = check_all(&step.assertions, subject, self.env).await;
@@ -152,7 +153,7 @@ impl Script<'_> {
             &request.input,
             "static",
             &reply,
-            duration_ms,
+            latency,
             &self.ctx.input_tools,
         );
         let failure = first_failure(&format!("turn {turn}"), &verdicts);
@@ -236,16 +237,9 @@ impl Script<'_> {
             self.history.push(Message::user(text.clone()));
             let options = merged_options(&self.case.options, &None);
             let request = self.request(turn, text.clone(), options, Vec::new());
-            let (reply, duration_ms) = exchange(session, &request, "human", report, phase).await?;
+            let (reply, latency) = exchange(session, &request, "human", report, phase).await?;
             self.history.push(reply.to_message());
-            let record = replied_turn(
-                turn,
-                &text,
-                "human",
-                &reply,
-                duration_ms,
-                &self.ctx.input_tools,
-            );
+            let record = replied_turn(turn, &text, "human", &reply, latency, &self.ctx.input_tools);
             let go_on = record.awaiting_input;
             question = value_text(&record.output);
             hint = reply.input_hint.clone();
@@ -277,10 +271,13 @@ impl Script<'_> {
             .last()
             .map(|t| t.input.clone())
             .unwrap_or_default();
+        // Over the conversation, a `latency` check bounds every reply.
+        let latency = latencies(&report.turns);
         let subject = Subject {
             reply,
             input: &input,
             conversation: &self.history,
+            latency: &latency,
         };
         *phase = "checking the final assertions".into();
         let (verdicts, broken) = check_all(final_assertions, subject, self.env).await;

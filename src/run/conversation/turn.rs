@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::agent::Session;
 use crate::case::{Assertion, Case};
-use crate::check::{evaluate, EvalEnv, Subject};
+use crate::check::{evaluate, EvalEnv, Latency, Subject};
 use crate::errors::StepError;
 use crate::protocol::{Reply, Request};
 use crate::record::{AssertionReport, CaseReport, TurnReport};
@@ -57,15 +57,16 @@ pub(crate) fn request_metadata(case: &Case) -> Value {
     Value::Object(m)
 }
 
-/// Sends one turn and waits for the reply; an agent that does not answer leaves a turn
-/// record with the error and stops the case with the status the error calls for.
+/// Sends one turn and waits for the reply, timing it; an agent that does not answer
+/// leaves a turn record with the error and stops the case with the status the error
+/// calls for.
 pub(crate) async fn exchange(
     session: &mut Session,
     request: &Request,
     source: &str,
     report: &mut CaseReport,
     phase: &mut String,
-) -> Result<(Reply, u64), Stop> {
+) -> Result<(Reply, Latency), Stop> {
     *phase = format!("waiting for the reply to turn {}", request.turn);
     let sent = Instant::now();
     let agent = report.agent.clone().unwrap_or_default();
@@ -73,7 +74,18 @@ pub(crate) async fn exchange(
         crate::run::slow::noting(session.send(request), &report.trial, &agent, request.turn).await;
     let duration_ms = sent.elapsed().as_millis() as u64;
     match reply {
-        Ok(r) => Ok((r, duration_ms)),
+        Ok(r) => {
+            let first_token_ms = r.first_byte.map_or(duration_ms, |at| {
+                at.saturating_duration_since(sent).as_millis() as u64
+            });
+            let latency = Latency {
+                turn: request.turn,
+                // Never above the whole: both are rounded down from one clock.
+                first_token_ms: first_token_ms.min(duration_ms),
+                reply_ms: duration_ms,
+            };
+            Ok((r.value, latency))
+        }
         Err(e) => {
             let turn = request.turn;
             let mut record = failed_turn(turn, request.input.clone(), source, duration_ms, &e);
@@ -94,7 +106,7 @@ pub(crate) fn replied_turn(
     input: &str,
     source: &str,
     reply: &Reply,
-    duration_ms: u64,
+    latency: Latency,
     input_tools: &[String],
 ) -> TurnReport {
     let (awaiting, reason) = awaiting::detect(reply, input_tools);
@@ -108,7 +120,8 @@ pub(crate) fn replied_turn(
         awaiting_input: awaiting,
         awaiting_reason: Some(reason),
         data: reply.data.clone(),
-        duration_ms,
+        duration_ms: latency.reply_ms,
+        first_token_ms: Some(latency.first_token_ms),
         usage: reply.usage,
         truncated: reply.truncated == Some(true),
         ..TurnReport::default()
@@ -170,6 +183,20 @@ pub(crate) async fn check_all(
         }
     }
     (out, broken)
+}
+
+/// How long each answered turn of a conversation took, for its final checks.
+pub(crate) fn latencies(turns: &[TurnReport]) -> Vec<Latency> {
+    turns
+        .iter()
+        .filter_map(|t| {
+            Some(Latency {
+                turn: t.turn,
+                first_token_ms: t.first_token_ms?,
+                reply_ms: t.duration_ms,
+            })
+        })
+        .collect()
 }
 
 /// The first failing verdict of a list, as `<at>: <label>: <message>`.

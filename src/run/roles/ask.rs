@@ -126,7 +126,11 @@ pub(crate) async fn ask<T>(
                     metadata,
                     ..(**template).clone()
                 };
-                let reply = session.send(&request).await.map_err(|e| e.context(who))?;
+                let reply = session
+                    .send(&request)
+                    .await
+                    .map_err(|e| e.context(who))?
+                    .value;
                 Answer {
                     value: reply.data.clone().unwrap_or_else(|| reply.content.clone()),
                     truncated: reply.truncated == Some(true),

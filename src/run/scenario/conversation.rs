@@ -199,7 +199,7 @@ async fn play(
             exchange(session, &request, source, report, phase),
         )
         .await;
-        let (reply, took) = match answer {
+        let (reply, latency) = match answer {
             Ok(r) => r?,
             Err(_) => {
                 report.turns.push(TurnReport {
@@ -221,7 +221,7 @@ async fn play(
         };
         *next_turn += 1;
         history.push(reply.to_message());
-        let mut record = replied_turn(turn, &said, source, &reply, took, &talk.ctx.input_tools);
+        let mut record = replied_turn(turn, &said, source, &reply, latency, &talk.ctx.input_tools);
         record.reasoning = reasoning;
         // 3. This reply's turn evaluations.
         *phase = format!("evaluating turn {k} of {at}");
@@ -229,10 +229,11 @@ async fn play(
             reply: &reply,
             input: &said,
             conversation: history,
+            latency: std::slice::from_ref(&latency),
         };
         let names = super::steps::trajectory(std::slice::from_ref(&record), turn);
         let result = super::evaluators::StepResult {
-            duration_ms: took,
+            duration_ms: latency.reply_ms,
             trajectory: &names,
         };
         let (verdicts, broken) = super::steps::evaluate_all(

@@ -13,7 +13,9 @@ use crate::errors::StepError;
 use crate::protocol::{Message, Reply, Request};
 use crate::record::{AssertionReport, CaseReport, CodeRun, Status, StepRef, TurnReport};
 use crate::run::context::Context;
-use crate::run::conversation::turn::{check_all, exchange, new_session_id, replied_turn};
+use crate::run::conversation::turn::{
+    check_all, exchange, latencies, new_session_id, replied_turn,
+};
 use crate::run::outcome::Stop;
 
 use super::conversation::{self, Talk};
@@ -79,14 +81,20 @@ pub(crate) async fn run(
                         attachments: Vec::new(),
                         setup: setup.clone(),
                     };
-                    let (reply, took) =
+                    let (reply, latency) =
                         exchange(session, &request, "static", report, phase).await?;
                     history.push(reply.to_message());
-                    let record =
-                        replied_turn(next_turn, input, "static", &reply, took, &r.ctx.input_tools);
+                    let record = replied_turn(
+                        next_turn,
+                        input,
+                        "static",
+                        &reply,
+                        latency,
+                        &r.ctx.input_tools,
+                    );
                     report.turns.push(record);
                     next_turn += 1;
-                    (reply, took, None)
+                    (reply, latency.reply_ms, None)
                 }
                 Action::Code { lang, code } => {
                     *phase = format!("running the {} code of {at}", lang.name());
@@ -175,10 +183,18 @@ pub(crate) async fn run(
             .map(|t| t.input.clone())
             .unwrap_or_default();
         let trajectory = trajectory(&report.turns, first_turn);
+        let step_turns: Vec<TurnReport> = report
+            .turns
+            .iter()
+            .filter(|t| t.turn >= first_turn)
+            .cloned()
+            .collect();
+        let latency = latencies(&step_turns);
         let subject = Subject {
             reply: &reply,
             input: &input,
             conversation: &history,
+            latency: &latency,
         };
         let result = StepResult {
             duration_ms: took,

@@ -44,6 +44,7 @@ enum TypeName {
     ToolCalled,
     ToolResult,
     Script,
+    Latency,
     Agent,
     LlmJudge,
 }
@@ -80,6 +81,7 @@ impl TypeName {
             "tool_called" => TypeName::ToolCalled,
             "tool_result" => TypeName::ToolResult,
             "script" => TypeName::Script,
+            "latency" => TypeName::Latency,
             "agent" => TypeName::Agent,
             "llm_judge" => TypeName::LlmJudge,
             other => {
@@ -107,6 +109,7 @@ impl TypeName {
             TypeName::ToolCalled => "tool_called",
             TypeName::ToolResult => "tool_result",
             TypeName::Script => "script",
+            TypeName::Latency => "latency",
             TypeName::Agent => "agent",
             TypeName::LlmJudge => "llm_judge",
         }
@@ -123,6 +126,7 @@ impl TypeName {
             TypeName::ToolCalled => &["name", "value", "arguments"],
             TypeName::ToolResult => &["value", "tool", "result"],
             TypeName::Script => &["use", "options", "value", "metadata"],
+            TypeName::Latency => &["max_ms", "max_first_token_ms"],
             TypeName::Agent => &[
                 "use",
                 "options",
@@ -202,6 +206,7 @@ fn parse_one(v: &Value, path: &str) -> Result<Assertion, FieldError> {
         TypeName::ToolCalled => parse_tool_called(&obj, path)?,
         TypeName::ToolResult => parse_tool_result(&obj, path)?,
         TypeName::Script => parse_script(&obj, path)?,
+        TypeName::Latency => parse_latency(&obj, path)?,
         TypeName::Agent | TypeName::LlmJudge => parse_judge(&obj, path, type_name.name())?,
     };
     Ok(Assertion {
@@ -310,6 +315,37 @@ fn parse_script(obj: &Map<String, Value>, path: &str) -> Result<Kind, FieldError
     }
     Ok(Kind::Script {
         name: name.to_string(),
+    })
+}
+
+/// `latency`: `max_ms`, `max_first_token_ms` or both, whole milliseconds.
+fn parse_latency(obj: &Map<String, Value>, path: &str) -> Result<Kind, FieldError> {
+    let ms = |key: &str| -> Result<Option<u64>, FieldError> {
+        match obj.get(key) {
+            None => Ok(None),
+            Some(Value::Number(n)) if n.as_u64().is_some() => Ok(n.as_u64()),
+            Some(other) => Err(FieldError::new(
+                join(path, key),
+                format!(
+                    "expected a whole number of milliseconds (0 or more), such as 2000; found {}",
+                    match other {
+                        Value::Number(n) => n.to_string(),
+                        other => type_of(other).to_string(),
+                    }
+                ),
+            )),
+        }
+    };
+    let (max_ms, max_first_token_ms) = (ms("max_ms")?, ms("max_first_token_ms")?);
+    if max_ms.is_none() && max_first_token_ms.is_none() {
+        return Err(FieldError::new(
+            join(path, "max_ms"),
+            "a `latency` assertion needs `max_ms` (the whole reply), `max_first_token_ms` (its first byte) or both, in milliseconds",
+        ));
+    }
+    Ok(Kind::Latency {
+        max_ms,
+        max_first_token_ms,
     })
 }
 

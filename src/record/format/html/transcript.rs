@@ -131,7 +131,7 @@ fn turn(s: &mut String, case_id: &str, t: &TurnReport) {
          <span class=\"turn-no\">Turn {0}</span>{source}\
          <span class=\"dur\">{1}</span>",
         t.turn,
-        secs(t.duration_ms)
+        crate::record::console::turn_time(t)
     );
     if let Some(u) = &t.usage {
         let _ = write!(
