@@ -369,17 +369,23 @@ impl Context {
     /// the agent `[connectors]` maps the eval's connector to (by id, else by name);
     /// else the run's agent.
     pub(crate) fn case_agent(&self, case: &Case) -> AgentSlot {
+        self.under_test(self.agent(self.case_agent_name(case)))
+    }
+
+    /// The agent a case names (its `agent`, or the one `[connectors]` maps its eval's
+    /// connector to); `None` for the run's agent.
+    pub(crate) fn case_agent_name<'a>(&'a self, case: &'a Case) -> Option<&'a str> {
         if case.agent.is_some() {
-            return self.under_test(self.agent(case.agent.as_deref()));
+            return case.agent.as_deref();
         }
         let connectors = &self.config.file.connectors;
-        let mapped = case.evalstudio.as_ref().and_then(|e| {
+        case.evalstudio.as_ref().and_then(|e| {
             e.connector_id
                 .as_ref()
                 .and_then(|id| connectors.get(id))
                 .or_else(|| e.connector_name.as_ref().and_then(|n| connectors.get(n)))
-        });
-        self.under_test(self.agent(mapped.map(String::as_str)))
+                .map(String::as_str)
+        })
     }
 
     /// An agent as the agent under test: with `-c/--connector`, an `openai` agent calls
@@ -598,10 +604,13 @@ impl Contexts {
             let error = match self.of(&l.file) {
                 Err(e) => Some(e),
                 Ok(ctx) => {
-                    let named = case.agent.as_deref();
-                    match ctx.under_test(ctx.agent(named)) {
+                    // The case's own agent: a connector mapped to an agent needs no
+                    // default `[agent]`.
+                    let named = ctx.case_agent_name(case);
+                    match ctx.case_agent(case) {
                         Ok(_) => None,
-                        // A case naming an agent that does not exist is that case's error.
+                        // A case naming an agent that does not exist (itself or through
+                        // `[connectors]`) is that case's error.
                         Err(SetupError::UndefinedAgent { .. }) if named.is_some() => None,
                         Err(e) => Some(e),
                     }
