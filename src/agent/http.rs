@@ -1,4 +1,5 @@
-//! HTTP agents: one POST per turn with the request as the JSON body.
+//! HTTP agents: one POST per turn with the request as the JSON body; the POST with
+//! retries that other HTTP kinds (`langgraph`) reuse.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -76,16 +77,22 @@ impl HttpSpec {
         })
     }
 
-    /// One POST. `Err(Retry)` is an answer worth retrying (a 429, 502, 503 or 504, or a
-    /// dropped connection), with the server's `Retry-After` when it gave one.
-    async fn attempt(&self, request: &Request, timeout: Duration) -> Result<Reply, Attempt> {
-        let shown = &self.shown;
+    /// One POST of `body` to `url` (`shown` in messages), its answer's JSON.
+    /// `Err(Retry)` is an answer worth retrying (a 429, 502, 503 or 504, or a dropped
+    /// connection), with the server's `Retry-After` when it gave one.
+    async fn attempt(
+        &self,
+        url: &reqwest::Url,
+        shown: &str,
+        body: &impl serde::Serialize,
+        timeout: Duration,
+    ) -> Result<serde_json::Value, Attempt> {
         let response = self
             .client
-            .post(self.url.clone())
+            .post(url.clone())
             .headers(self.headers.clone())
             .timeout(timeout)
-            .json(request)
+            .json(body)
             .send()
             .await
             .map_err(|e| {
@@ -108,7 +115,7 @@ impl HttpSpec {
                 .map_err(|e| Attempt::Fail(describe(shown, e, timeout)))?;
             let text = String::from_utf8_lossy(&body);
             let error = AgentError::Status {
-                shown: shown.clone(),
+                shown: shown.to_string(),
                 status,
                 body: crate::util::clip(text.trim()),
             };
@@ -128,7 +135,7 @@ impl HttpSpec {
         if let Some(length) = response.content_length() {
             if length > MAX_REPLY_BYTES as u64 {
                 return Err(Attempt::Fail(AgentError::AnnouncedTooLarge {
-                    shown: shown.clone(),
+                    shown: shown.to_string(),
                     length,
                 }));
             }
@@ -144,7 +151,7 @@ impl HttpSpec {
             .map_err(|e| Attempt::Fail(describe(shown, e, timeout)))?;
         if !complete {
             return Err(Attempt::Fail(AgentError::BodyTooLarge {
-                shown: shown.clone(),
+                shown: shown.to_string(),
             }));
         }
         // agentest asks for no compression (it sends no Accept-Encoding) and decodes
@@ -152,18 +159,17 @@ impl HttpSpec {
         let encoding = encoding.or_else(|| body.starts_with(&[0x1f, 0x8b]).then(|| "gzip".into()));
         if let Some(encoding) = encoding {
             return Err(Attempt::Fail(AgentError::Compressed {
-                shown: shown.clone(),
+                shown: shown.to_string(),
                 encoding,
             }));
         }
-        let value: serde_json::Value = serde_json::from_slice(&body).map_err(|source| {
+        serde_json::from_slice(&body).map_err(|source| {
             Attempt::Fail(AgentError::BodyNotJson {
-                shown: shown.clone(),
+                shown: shown.to_string(),
                 source,
                 body: crate::util::clip(String::from_utf8_lossy(&body).trim()),
             })
-        })?;
-        Reply::from_json(value).map_err(|e| Attempt::Fail(AgentError::Protocol(e)))
+        })
     }
 }
 
@@ -195,16 +201,28 @@ impl HttpSession {
         }
     }
 
-    /// Sends one turn, retrying a 429, 502, 503 or 504 answer or a dropped connection
-    /// (honouring `Retry-After`, said on stderr, counted in the case's `retries`), never
-    /// past the case's deadline.
+    /// Sends one turn: the request as the body, the answer as the reply.
     pub(crate) async fn send(&self, request: &Request) -> Result<Reply, AgentError> {
+        let value = self.post(&self.spec.url, &self.spec.shown, request).await?;
+        Reply::from_json(value).map_err(AgentError::Protocol)
+    }
+
+    /// POSTs `body` to `url` (`shown` in messages) and reads the answer's JSON,
+    /// retrying a 429, 502, 503 or 504 answer or a dropped connection (honouring
+    /// `Retry-After`, said on stderr, counted in the case's `retries`), never past the
+    /// case's deadline. Other agent kinds that speak HTTP (`langgraph`) use it too.
+    pub(crate) async fn post(
+        &self,
+        url: &reqwest::Url,
+        shown: &str,
+        body: &impl serde::Serialize,
+    ) -> Result<serde_json::Value, AgentError> {
         let spec = &self.spec;
         let timeout = spec.timeout.unwrap_or(DEFAULT_HTTP_TIMEOUT);
         let mut retries = 0;
         loop {
-            let (error, retry_after) = match spec.attempt(request, timeout).await {
-                Ok(reply) => return Ok(reply),
+            let (error, retry_after) = match spec.attempt(url, shown, body, timeout).await {
+                Ok(value) => return Ok(value),
                 Err(Attempt::Fail(e)) => return Err(e),
                 Err(Attempt::Retry { error, retry_after }) => (error, retry_after),
             };

@@ -71,6 +71,7 @@ mod fuzz;
 mod generators;
 mod golden;
 mod harness_e2e;
+mod langgraph;
 mod llm;
 mod output_path;
 mod parse_errors;
@@ -171,6 +172,7 @@ fn main() {
     trials.extend(tau2::tests());
     trials.extend(trial_names::tests());
     trials.extend(output_path::tests());
+    trials.extend(langgraph::tests());
     trials.extend(llm::tests());
     trials.extend(parse_errors::tests());
     trials.extend(readme::tests());
