@@ -14,7 +14,10 @@ use crate::common::chat::{call, status, text, Action, ChatServer};
 use crate::common::{finish, framework_python, toml_str, Needs, Report, Run, Scratch, BIN};
 
 pub fn tests() -> Vec<libtest_mimic::Trial> {
-    crate::trials![a_langgraph_server_is_tested_through_its_api(needs langgraph)]
+    crate::trials![
+        a_langgraph_server_is_tested_through_its_api(needs langgraph),
+        an_evalstudio_langgraph_connector_is_the_agent_by_itself(needs langgraph),
+    ]
 }
 
 /// The Python modules `langgraph dev` and the graph need.
@@ -121,6 +124,17 @@ fn graph_dir(s: &Scratch) -> std::path::PathBuf {
     s.join("graph")
 }
 
+/// The system message the graph's model node sent on the first request of `route`.
+fn system_prompt(model: &ChatServer, route: &str) -> String {
+    let bodies = model.bodies(route);
+    let first = bodies.first().expect("a model request");
+    first["messages"][0]["content"]
+        .as_str()
+        .filter(|_| first["messages"][0]["role"] == "system")
+        .unwrap_or_else(|| panic!("no system message: {first}"))
+        .to_string()
+}
+
 fn a_langgraph_server_is_tested_through_its_api() -> Needs {
     let python = framework_python(MODULES)?;
     let s = Scratch::named("langgraph", "dev");
@@ -214,6 +228,10 @@ fn a_langgraph_server_is_tested_through_its_api() -> Needs {
         "{weather}"
     );
 
+    // The header, `${LG_USER}` expanded, reached the graph (langgraph.json lets
+    // `x-user-*` into `configurable`), which told the model.
+    assert_eq!(system_prompt(&model, "weather"), "x-user-id: user-7");
+
     let ask = rep.case("graph::ask");
     assert_eq!(ask["status"], "passed", "{ask}");
     assert_eq!(ask["turns"][0]["awaiting_input"], true, "{ask}");
@@ -250,6 +268,67 @@ fn a_langgraph_server_is_tested_through_its_api() -> Needs {
             "turn 1: agent at http://127.0.0.1:{}/lg/threads answered with a body that is not JSON (expected value at line 1 column 1): <html><body>Welcome</body></html>",
             html.port
         )
+    );
+    drop(server);
+    Ok(())
+}
+
+/// An EvalStudio project whose `connectors.json` names the LangGraph server runs against
+/// it with no agentest.toml at all: the connector's `baseUrl`, `config.assistantId` and
+/// `config.configurable`, its headers with the persona's over them.
+fn an_evalstudio_langgraph_connector_is_the_agent_by_itself() -> Needs {
+    let python = framework_python(MODULES)?;
+    let s = Scratch::named("langgraph", "evalstudio");
+    let model = ChatServer::start();
+    model.script(
+        "weather",
+        vec![
+            call("call_1", "get_weather", json!({"city": "Oslo"}), (10, 5)),
+            text("It is sunny in Oslo", (7, 3)),
+        ],
+    );
+    let server = LangGraphDev::start(&python, &graph_dir(&s), &model.url());
+    let connectors = json!([{
+        "id": "c-1", "name": "Weather Graph", "type": "langgraph", "baseUrl": server.url(),
+        "headers": {"x-user-id": "connector-user", "x-user-team": "blue"},
+        "config": {"assistantId": "agent", "configurable": {"tone": "brief"}}
+    }]);
+    s.write("suites/data/connectors.json", &connectors.to_string());
+    s.write(
+        "suites/data/personas.json",
+        r#"[{"id": "p-1", "name": "Ola", "headers": {"x-user-id": "persona-user"}}]"#,
+    );
+    s.write(
+        "suites/data/scenarios.json",
+        r#"[{"id": "s", "name": "forecast", "personaIds": ["p-1"], "messages": [{"role": "user", "content": "weather"}], "successCriteria": "gives the weather"}]"#,
+    );
+    s.write(
+        "suites/data/evals.json",
+        r#"[{"id": "e-1", "name": "graph eval", "connectorId": "c-1", "scenarioIds": ["s"]}]"#,
+    );
+    let dry = agentest(s.path(), &["test", "-i", "suites", "--dry-run"]);
+    assert_eq!(dry.code, 0, "{dry:?}");
+    let r = agentest(s.path(), &["test", "-i", "suites", "-o", "r.jsonl"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let rep = Report::read(&s.join("r.jsonl"));
+    let c = rep.case("graph-eval::forecast::ola");
+    assert_eq!(
+        (c["status"].as_str(), c["agent"].as_str()),
+        (Some("passed"), Some("Weather Graph")),
+        "{c}"
+    );
+    let turn = &c["turns"][0];
+    assert_eq!(turn["output"], "It is sunny in Oslo", "{c}");
+    assert_eq!(
+        turn["tool_calls"],
+        json!([{"name": "get_weather", "arguments": {"city": "Oslo"}, "result": "Sunny in Oslo"}]),
+        "{c}"
+    );
+    // The persona's header over the connector's, the connector's other header, and its
+    // `configurable`, all reached the graph.
+    assert_eq!(
+        system_prompt(&model, "weather"),
+        "x-user-id: persona-user; x-user-team: blue; tone: brief"
     );
     drop(server);
     Ok(())

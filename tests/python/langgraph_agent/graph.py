@@ -4,12 +4,15 @@ Its model is an OpenAI-compatible server at $AGENTEST_MODEL_URL (a scripted one 
 loopback in the tests). The model node calls it with one tool bound; a tool call goes
 through a ToolNode and back to the model; a model answer starting with "ASK " goes to a
 node that calls interrupt() with the rest of the text, and the resumed answer becomes a
-human message for the model.
+human message for the model. The `x-user-*` headers (langgraph.json lets them into
+`configurable`) and a configurable `tone` are told to the model in a system message, so
+that a test sees them arrive.
 """
 
 import os
 
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from langgraph.graph import END, START, MessagesState, StateGraph
@@ -35,8 +38,15 @@ model = ChatOpenAI(
 ).bind_tools(TOOLS)
 
 
-def call_model(state: MessagesState):
-    return {"messages": [model.invoke(state["messages"])]}
+def call_model(state: MessagesState, config: RunnableConfig):
+    configurable = config.get("configurable", {})
+    told = [
+        f"{key}: {configurable[key]}"
+        for key in ("x-user-id", "x-user-team", "tone")
+        if key in configurable
+    ]
+    prompt = [SystemMessage("; ".join(told))] if told else []
+    return {"messages": [model.invoke(prompt + state["messages"])]}
 
 
 def ask(state: MessagesState):
