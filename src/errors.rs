@@ -415,9 +415,7 @@ pub enum AgentSetupError {
     /// A langgraph agent without `assistant_id`.
     #[error("a langgraph agent needs `assistant_id`: a graph name from the server's langgraph.json (its `graphs` keys) or an assistant id")]
     NoAssistantId,
-    /// `stream = true` on a langgraph agent, which is not spoken yet.
-    #[error("a langgraph agent's `stream = true` is not supported yet: agentest calls `/runs/wait`; remove `stream` or set it to false")]
-    LangGraphStream,
+
     /// Both `system` and `system_file`.
     #[error("give `system` or `system_file`, not both")]
     SystemTwice,

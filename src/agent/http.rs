@@ -77,7 +77,7 @@ impl HttpSpec {
         })
     }
 
-    /// One POST of `body` to `url` (`shown` in messages), its answer's JSON.
+    /// One POST of `body` to `url` (`shown` in messages), its answer's body.
     /// `Err(Retry)` is an answer worth retrying (a 429, 502, 503 or 504, or a dropped
     /// connection), with the server's `Retry-After` when it gave one.
     async fn attempt(
@@ -86,7 +86,7 @@ impl HttpSpec {
         shown: &str,
         body: &impl serde::Serialize,
         timeout: Duration,
-    ) -> Result<serde_json::Value, Attempt> {
+    ) -> Result<Vec<u8>, Attempt> {
         let response = self
             .client
             .post(url.clone())
@@ -163,13 +163,7 @@ impl HttpSpec {
                 encoding,
             }));
         }
-        serde_json::from_slice(&body).map_err(|source| {
-            Attempt::Fail(AgentError::BodyNotJson {
-                shown: shown.to_string(),
-                source,
-                body: crate::util::clip(String::from_utf8_lossy(&body).trim()),
-            })
-        })
+        Ok(body)
     }
 }
 
@@ -207,16 +201,32 @@ impl HttpSession {
         Reply::from_json(value).map_err(AgentError::Protocol)
     }
 
-    /// POSTs `body` to `url` (`shown` in messages) and reads the answer's JSON,
-    /// retrying a 429, 502, 503 or 504 answer or a dropped connection (honouring
-    /// `Retry-After`, said on stderr, counted in the case's `retries`), never past the
-    /// case's deadline. Other agent kinds that speak HTTP (`langgraph`) use it too.
+    /// POSTs `body` to `url` (`shown` in messages) and reads the answer's JSON (see
+    /// [`HttpSession::post_raw`]).
     pub(crate) async fn post(
         &self,
         url: &reqwest::Url,
         shown: &str,
         body: &impl serde::Serialize,
     ) -> Result<serde_json::Value, AgentError> {
+        let body = self.post_raw(url, shown, body).await?;
+        serde_json::from_slice(&body).map_err(|source| AgentError::BodyNotJson {
+            shown: shown.to_string(),
+            source,
+            body: crate::util::clip(String::from_utf8_lossy(&body).trim()),
+        })
+    }
+
+    /// POSTs `body` to `url` (`shown` in messages) and reads the answer's body,
+    /// retrying a 429, 502, 503 or 504 answer or a dropped connection (honouring
+    /// `Retry-After`, said on stderr, counted in the case's `retries`), never past the
+    /// case's deadline. Other agent kinds that speak HTTP (`langgraph`) use it too.
+    pub(crate) async fn post_raw(
+        &self,
+        url: &reqwest::Url,
+        shown: &str,
+        body: &impl serde::Serialize,
+    ) -> Result<Vec<u8>, AgentError> {
         let spec = &self.spec;
         let timeout = spec.timeout.unwrap_or(DEFAULT_HTTP_TIMEOUT);
         let mut retries = 0;

@@ -1,7 +1,8 @@
 //! `langgraph` agents: a graph behind a LangGraph Agent Server (`langgraph dev`,
 //! LangGraph Platform). One thread per case (`POST /threads`); each turn one
-//! `POST /threads/{id}/runs/wait`, whose answer is the thread's whole state: the reply
-//! is made of the messages new in this turn.
+//! `POST /threads/{id}/runs/wait`, whose answer is the thread's whole state (or, with
+//! `stream = true`, `/runs/stream`, whose last `values` event is): the reply is made of
+//! the messages new in this turn.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -20,6 +21,7 @@ pub(crate) struct LangGraphSpec {
     pub(crate) assistant_id: String,
     config: Option<Value>,
     context: Option<Value>,
+    stream: bool,
 }
 
 impl LangGraphSpec {
@@ -28,12 +30,14 @@ impl LangGraphSpec {
         assistant_id: String,
         config: Option<Value>,
         context: Option<Value>,
+        stream: bool,
     ) -> LangGraphSpec {
         LangGraphSpec {
             http: Arc::new(http),
             assistant_id,
             config,
             context,
+            stream,
         }
     }
 
@@ -95,8 +99,16 @@ impl LangGraphSession {
                 body.insert(key.into(), v.clone());
             }
         }
-        let (url, shown) = self.spec.at(&["threads", &thread, "runs", "wait"]);
-        let state = self.http.post(&url, &shown, &body).await?;
+        let (state, shown) = if self.spec.stream {
+            // `messages` events are partial chunks; the last `values` event is the state.
+            body.insert("stream_mode".into(), json!(["values", "messages-tuple"]));
+            let (url, shown) = self.spec.at(&["threads", &thread, "runs", "stream"]);
+            let events = self.http.post_raw(&url, &shown, &body).await?;
+            (last_state(&events, &shown)?, shown)
+        } else {
+            let (url, shown) = self.spec.at(&["threads", &thread, "runs", "wait"]);
+            (self.http.post(&url, &shown, &body).await?, shown)
+        };
         let turn = reply_from_state(state, &mut self.seen, &shown)?;
         self.interrupted = turn.awaiting_input == Some(true);
         Ok(turn)
@@ -116,6 +128,41 @@ impl LangGraphSession {
         self.thread = Some(id.clone());
         Ok(id)
     }
+}
+
+/// The state a run's event stream ends with: its last `values` event; an `error` event
+/// is the run's error, given as a state with `__error__`.
+fn last_state(events: &[u8], shown: &str) -> Result<Value, AgentError> {
+    let text = String::from_utf8_lossy(events).replace("\r\n", "\n");
+    let mut state = None;
+    for event in text.split("\n\n") {
+        let mut name = "message";
+        let mut data = Vec::new();
+        for line in event.lines() {
+            if let Some(v) = line.strip_prefix("event:") {
+                name = v.trim();
+            } else if let Some(v) = line.strip_prefix("data:") {
+                data.push(v.strip_prefix(' ').unwrap_or(v));
+            }
+        }
+        if name != "values" && name != "error" {
+            continue;
+        }
+        let data = data.join("\n");
+        let value: Value = serde_json::from_str(&data)
+            .map_err(|_| shape(shown, "JSON in each `values` event", &Value::String(data)))?;
+        if name == "error" {
+            return Ok(json!({ "__error__": value }));
+        }
+        state = Some(value);
+    }
+    state.ok_or_else(|| {
+        shape(
+            shown,
+            "a `values` event in the run's event stream",
+            &Value::String(text.clone()),
+        )
+    })
 }
 
 /// The messages of the thread's state already taken into a reply: by id, and by count
@@ -306,6 +353,25 @@ mod tests {
                 input_tokens: 1,
                 output_tokens: 1
             })
+        );
+    }
+
+    #[test]
+    fn a_stream_ends_with_its_last_values_event_or_its_error() {
+        let events = "event: metadata\r\ndata: {\"run_id\": \"r\"}\r\n\r\nevent: values\ndata: {\"messages\": []}\n\nevent: messages\ndata: [{}, {}]\n\nevent: values\ndata: {\"messages\":\ndata: [1]}\n\n";
+        assert_eq!(
+            last_state(events.as_bytes(), "u").unwrap(),
+            json!({"messages": [1]})
+        );
+        let events = "event: values\ndata: {}\n\nevent: error\ndata: {\"error\": \"E\", \"message\": \"m\"}\n\n";
+        assert_eq!(
+            last_state(events.as_bytes(), "u").unwrap(),
+            json!({"__error__": {"error": "E", "message": "m"}})
+        );
+        let e = last_state(b"event: metadata\ndata: {}\n\n", "u").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "LangGraph agent at u: expected a `values` event in the run's event stream, got: \"event: metadata\\ndata: {}\\n\\n\""
         );
     }
 

@@ -103,6 +103,7 @@ impl AgentDef {
                         g.assistant_id.clone(),
                         g.config.clone(),
                         g.context.clone(),
+                        g.stream,
                     ),
                 )))
             }

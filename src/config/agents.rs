@@ -86,6 +86,8 @@ pub struct LangGraphAgentConfig {
     pub config: Option<serde_json::Value>,
     /// Sent as each run's `context`.
     pub context: Option<serde_json::Value>,
+    /// Calls `/runs/stream` (server-sent events) rather than `/runs/wait`.
+    pub stream: bool,
     /// Per-request timeout, like `"30s"`.
     pub timeout: Option<String>,
     /// Retries as an `http` agent's.
@@ -210,16 +212,13 @@ impl RawAgent {
             AgentKind::LangGraph => {
                 let url = self.url.ok_or(AgentSetupError::NoUrl)?;
                 let assistant_id = self.assistant_id.ok_or(AgentSetupError::NoAssistantId)?;
-                // Only `runs/wait` is spoken so far: say so rather than ignore the key.
-                if self.stream == Some(true) {
-                    return Err(AgentSetupError::LangGraphStream);
-                }
                 Ok(AgentConfig::LangGraph(LangGraphAgentConfig {
                     url,
                     assistant_id,
                     headers: self.headers,
                     config: self.config,
                     context: self.context,
+                    stream: self.stream.unwrap_or(false),
                     timeout: self.timeout,
                     retries: self.retries,
                 }))

@@ -152,6 +152,25 @@ fn a_langgraph_server_is_tested_through_its_api() -> Needs {
         "ask",
         vec![text("ASK Which city?", (6, 1)), text("Rome it is", (8, 2))],
     );
+    // The same conversations over `/runs/stream`.
+    model.script(
+        "weather, streamed",
+        vec![
+            call("call_2", "get_weather", json!({"city": "Lima"}), (11, 6)),
+            text("It is sunny in Lima", (9, 4)),
+        ],
+    );
+    model.script(
+        "ask, streamed",
+        vec![text("ASK Which town?", (6, 1)), text("Cusco it is", (8, 2))],
+    );
+    model.script(
+        "boom, streamed",
+        vec![status(
+            400,
+            json!({"error": {"message": "nothing for boom"}}),
+        )],
+    );
     model.script(
         "boom",
         vec![status(
@@ -175,6 +194,7 @@ fn a_langgraph_server_is_tested_through_its_api() -> Needs {
         "suites/agentest.toml",
         &format!(
             "[agent]\ntype = \"langgraph\"\nurl = {url}\nassistant_id = \"agent\"\nheaders = {{ x-user-id = \"${{LG_USER}}\" }}\ntimeout = \"60s\"\n\n\
+             [agents.streaming]\ntype = \"langgraph\"\nurl = {url}\nassistant_id = \"agent\"\nstream = true\n\n\
              [agents.wrong]\ntype = \"langgraph\"\nurl = {url}\nassistant_id = \"nope\"\n\n\
              [agents.html]\ntype = \"langgraph\"\nurl = {docs}\nassistant_id = \"agent\"\nretries = 0\n",
             url = toml_str(&url),
@@ -192,6 +212,15 @@ fn a_langgraph_server_is_tested_through_its_api() -> Needs {
             {"input": "ask", "assertions": [{"type": "contains", "value": "Which city?"}]},
             {"input": "Rome", "assertions": [{"type": "contains", "value": "Rome it is"}]}]}),
         json!({"id": "boom", "turns": [{"input": "boom"}]}),
+        json!({"id": "weather-streamed", "agent": "streaming", "turns": [
+            {"input": "weather, streamed", "assertions": [
+                {"type": "tool_called", "value": {"name": "get_weather", "arguments": {"city": "Lima"}}},
+                {"type": "tool_result", "value": {"tool": "get_weather", "result": "Sunny in Lima"}},
+                {"type": "contains", "value": "It is sunny in Lima"}]}]}),
+        json!({"id": "ask-streamed", "agent": "streaming", "turns": [
+            {"input": "ask, streamed", "assertions": [{"type": "contains", "value": "Which town?"}]},
+            {"input": "Cusco", "assertions": [{"type": "contains", "value": "Cusco it is"}]}]}),
+        json!({"id": "boom-streamed", "agent": "streaming", "turns": [{"input": "boom, streamed"}]}),
         json!({"id": "wrong", "agent": "wrong", "turns": [{"input": "hi"}]}),
         json!({"id": "html", "agent": "html", "turns": [{"input": "hi"}]}),
     ];
@@ -254,6 +283,21 @@ fn a_langgraph_server_is_tested_through_its_api() -> Needs {
             && e.contains("/runs/wait: the run failed: "),
         "{e}"
     );
+    // Streamed, the same replies: the last `values` event is the state.
+    let c = rep.case("graph::weather-streamed");
+    assert_eq!(c["status"], "passed", "{c}");
+    assert_eq!(
+        c["turns"][0]["usage"],
+        json!({"input_tokens": 20, "output_tokens": 10}),
+        "{c}"
+    );
+    let c = rep.case("graph::ask-streamed");
+    assert_eq!(c["status"], "passed", "{c}");
+    assert_eq!(c["turns"][0]["awaiting_input"], true, "{c}");
+    assert_eq!(rep.status("graph::boom-streamed"), "error");
+    let e = rep.error("graph::boom-streamed");
+    assert!(e.contains("/runs/stream: the run failed: "), "{e}");
+
     assert_eq!(rep.status("graph::wrong"), "error");
     let e = rep.error("graph::wrong");
     assert!(
