@@ -17,6 +17,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         a_langgraph_server_is_tested_through_its_api(needs langgraph),
         an_evalstudio_langgraph_connector_is_the_agent_by_itself(needs langgraph),
+        langgraph_table_mistakes_are_config_errors,
     ]
 }
 
@@ -376,4 +377,37 @@ fn an_evalstudio_langgraph_connector_is_the_agent_by_itself() -> Needs {
     );
     drop(server);
     Ok(())
+}
+
+/// A `[agent]` of type `langgraph` without `assistant_id`, or with a key of another kind,
+/// is a config error naming the file, the table and the fix.
+fn langgraph_table_mistakes_are_config_errors() {
+    let s = Scratch::named("langgraph", "mistakes");
+    s.write_suite(
+        "suites/s.jsonl",
+        &[r#"{"id": "a", "turns": [{"input": "hi"}]}"#],
+    );
+    let config = s.join("suites/agentest.toml");
+    for (table, expected) in [
+        (
+            "url = \"http://127.0.0.1:1\"\n",
+            "[agent] (line 1): a langgraph agent needs `assistant_id`: a graph name from the server's langgraph.json (its `graphs` keys) or an assistant id",
+        ),
+        (
+            "url = \"http://127.0.0.1:1\"\nassistant_id = \"agent\"\ncommand = [\"x\"]\n",
+            "[agent] (line 1): `command` does not apply to langgraph agents; remove it or change `type`",
+        ),
+    ] {
+        s.write(
+            "suites/agentest.toml",
+            &format!("[agent]\ntype = \"langgraph\"\n{table}"),
+        );
+        let r = agentest(s.path(), &["test", "-i", "suites", "--dry-run"]);
+        assert_eq!(r.code, 2, "{r:?}");
+        assert_eq!(
+            r.stderr.trim(),
+            format!("error: invalid config {}: {expected}", config.display()),
+            "{r:?}"
+        );
+    }
 }
