@@ -410,8 +410,12 @@ pub enum AgentSetupError {
     #[error("`command` is empty; give the program and its arguments")]
     CommandEmpty,
     /// An http agent without `url`.
-    #[error("an http agent needs `url = \"http://...\"`")]
+    #[error("an http or langgraph agent needs `url = \"http://...\"`")]
     NoUrl,
+    /// A langgraph agent without `assistant_id`.
+    #[error("a langgraph agent needs `assistant_id`: a graph name from the server's langgraph.json (its `graphs` keys) or an assistant id")]
+    NoAssistantId,
+
     /// Both `system` and `system_file`.
     #[error("give `system` or `system_file`, not both")]
     SystemTwice,
@@ -910,6 +914,26 @@ pub(crate) enum AgentError {
         /// Why (without the expanded URL).
         #[source]
         source: reqwest::Error,
+    },
+    /// A LangGraph run that ended in an error (`__error__` in its state, HTTP 200).
+    #[error("LangGraph agent at {shown}: the run failed: {error}: {message}")]
+    LangGraphRun {
+        /// The URL as the config writes it, masked, with the path called.
+        shown: String,
+        /// The error's type, as the server names it.
+        error: String,
+        /// The server's message.
+        message: String,
+    },
+    /// A LangGraph server's answer of an unexpected shape.
+    #[error("LangGraph agent at {shown}: expected {expected}, got: {body}")]
+    LangGraphShape {
+        /// The URL as the config writes it, masked, with the path called.
+        shown: String,
+        /// What was expected.
+        expected: &'static str,
+        /// The answer, clipped.
+        body: String,
     },
     /// An HTTP agent that answered with an error status.
     #[error("agent at {shown} answered HTTP {status}: {body}")]

@@ -1,4 +1,5 @@
-//! HTTP agents: one POST per turn with the request as the JSON body.
+//! HTTP agents: one POST per turn with the request as the JSON body; the POST with
+//! retries that other HTTP kinds (`langgraph`) reuse.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -77,17 +78,23 @@ impl HttpSpec {
         })
     }
 
-    /// One POST. `Err(Retry)` is an answer worth retrying (a 429, 502, 503 or 504, or a
-    /// dropped connection), with the server's `Retry-After` when it gave one. The
-    /// reply's first byte is its response head.
-    async fn attempt(&self, request: &Request, timeout: Duration) -> Result<Timed<Reply>, Attempt> {
-        let shown = &self.shown;
+    /// One POST of `body` to `url` (`shown` in messages), its answer's body with when
+    /// its first byte (the response head) came. `Err(Retry)` is an answer worth retrying
+    /// (a 429, 502, 503 or 504, or a dropped connection), with the server's
+    /// `Retry-After` when it gave one.
+    async fn attempt(
+        &self,
+        url: &reqwest::Url,
+        shown: &str,
+        body: &impl serde::Serialize,
+        timeout: Duration,
+    ) -> Result<Timed<Vec<u8>>, Attempt> {
         let response = self
             .client
-            .post(self.url.clone())
+            .post(url.clone())
             .headers(self.headers.clone())
             .timeout(timeout)
-            .json(request)
+            .json(body)
             .send()
             .await
             .map_err(|e| {
@@ -111,7 +118,7 @@ impl HttpSpec {
                 .map_err(|e| Attempt::Fail(describe(shown, e, timeout)))?;
             let text = String::from_utf8_lossy(&body);
             let error = AgentError::Status {
-                shown: shown.clone(),
+                shown: shown.to_string(),
                 status,
                 body: crate::util::clip(text.trim()),
             };
@@ -131,7 +138,7 @@ impl HttpSpec {
         if let Some(length) = response.content_length() {
             if length > MAX_REPLY_BYTES as u64 {
                 return Err(Attempt::Fail(AgentError::AnnouncedTooLarge {
-                    shown: shown.clone(),
+                    shown: shown.to_string(),
                     length,
                 }));
             }
@@ -147,7 +154,7 @@ impl HttpSpec {
             .map_err(|e| Attempt::Fail(describe(shown, e, timeout)))?;
         if !complete {
             return Err(Attempt::Fail(AgentError::BodyTooLarge {
-                shown: shown.clone(),
+                shown: shown.to_string(),
             }));
         }
         // agentest asks for no compression (it sends no Accept-Encoding) and decodes
@@ -155,19 +162,11 @@ impl HttpSpec {
         let encoding = encoding.or_else(|| body.starts_with(&[0x1f, 0x8b]).then(|| "gzip".into()));
         if let Some(encoding) = encoding {
             return Err(Attempt::Fail(AgentError::Compressed {
-                shown: shown.clone(),
+                shown: shown.to_string(),
                 encoding,
             }));
         }
-        let value: serde_json::Value = serde_json::from_slice(&body).map_err(|source| {
-            Attempt::Fail(AgentError::BodyNotJson {
-                shown: shown.clone(),
-                source,
-                body: crate::util::clip(String::from_utf8_lossy(&body).trim()),
-            })
-        })?;
-        let reply = Reply::from_json(value).map_err(|e| Attempt::Fail(AgentError::Protocol(e)))?;
-        Ok(Timed::at(reply, first_byte))
+        Ok(Timed::at(body, first_byte))
     }
 }
 
@@ -199,16 +198,52 @@ impl HttpSession {
         }
     }
 
-    /// Sends one turn, retrying a 429, 502, 503 or 504 answer or a dropped connection
-    /// (honouring `Retry-After`, said on stderr, counted in the case's `retries`), never
-    /// past the case's deadline.
+    /// Sends one turn: the request as the body, the answer as the reply.
     pub(crate) async fn send(&self, request: &Request) -> Result<Timed<Reply>, AgentError> {
+        let answer = self.post(&self.spec.url, &self.spec.shown, request).await?;
+        let reply = Reply::from_json(answer.value).map_err(AgentError::Protocol)?;
+        Ok(Timed {
+            value: reply,
+            first_byte: answer.first_byte,
+        })
+    }
+
+    /// POSTs `body` to `url` (`shown` in messages) and reads the answer's JSON (see
+    /// [`HttpSession::post_raw`]).
+    pub(crate) async fn post(
+        &self,
+        url: &reqwest::Url,
+        shown: &str,
+        body: &impl serde::Serialize,
+    ) -> Result<Timed<serde_json::Value>, AgentError> {
+        let answer = self.post_raw(url, shown, body).await?;
+        let value = serde_json::from_slice(&answer.value).map_err(|source| AgentError::BodyNotJson {
+            shown: shown.to_string(),
+            source,
+            body: crate::util::clip(String::from_utf8_lossy(&answer.value).trim()),
+        })?;
+        Ok(Timed {
+            value,
+            first_byte: answer.first_byte,
+        })
+    }
+
+    /// POSTs `body` to `url` (`shown` in messages) and reads the answer's body,
+    /// retrying a 429, 502, 503 or 504 answer or a dropped connection (honouring
+    /// `Retry-After`, said on stderr, counted in the case's `retries`), never past the
+    /// case's deadline. Other agent kinds that speak HTTP (`langgraph`) use it too.
+    pub(crate) async fn post_raw(
+        &self,
+        url: &reqwest::Url,
+        shown: &str,
+        body: &impl serde::Serialize,
+    ) -> Result<Timed<Vec<u8>>, AgentError> {
         let spec = &self.spec;
         let timeout = spec.timeout.unwrap_or(DEFAULT_HTTP_TIMEOUT);
         let mut retries = 0;
         loop {
-            let (error, retry_after) = match spec.attempt(request, timeout).await {
-                Ok(reply) => return Ok(reply),
+            let (error, retry_after) = match spec.attempt(url, shown, body, timeout).await {
+                Ok(value) => return Ok(value),
                 Err(Attempt::Fail(e)) => return Err(e),
                 Err(Attempt::Retry { error, retry_after }) => (error, retry_after),
             };

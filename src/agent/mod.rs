@@ -3,6 +3,7 @@
 
 mod http;
 mod in_process;
+mod langgraph;
 pub(crate) mod mocks;
 mod openai;
 mod process;

@@ -2,7 +2,7 @@
 //! with it ([`Session`]).
 
 use super::in_process::{panicked, Agent, CatchUnwind};
-use super::{http, openai, process, CaseScope, Timed};
+use super::{http, langgraph, openai, process, CaseScope, Timed};
 use crate::config::{AgentConfig, Config};
 use crate::errors::{AgentError, AgentSetupError, StepError};
 use crate::protocol::{Reply, Request};
@@ -16,6 +16,7 @@ pub(crate) enum AgentDef {
     Process(Arc<process::ProcessSpec>),
     Http(Arc<http::HttpSpec>),
     OpenAi(Arc<openai::OpenAiSpec>),
+    LangGraph(Arc<langgraph::LangGraphSpec>),
     InProcess(Arc<dyn Agent>),
 }
 
@@ -88,28 +89,23 @@ impl AgentDef {
                 timeout,
                 retries,
             } => {
-                let shown = crate::util::shown_url(url);
-                let url = expand_secret(url, &format!("{what}.url"))?;
-                let url = reqwest::Url::parse(&url).map_err(|source| AgentSetupError::Url {
-                    key: format!("{what}.url"),
-                    shown: shown.clone(),
-                    source,
-                })?;
-                let headers = headers
-                    .iter()
-                    .map(|(k, v)| {
-                        Ok((k.clone(), expand_secret(v, &format!("{what}.headers.{k}"))?))
-                    })
-                    .collect::<Result<Vec<_>, AgentSetupError>>()?;
                 let timeout = timeout.as_ref().map(duration).transpose()?;
-                Ok(AgentDef::Http(Arc::new(http::HttpSpec::new(
-                    url,
-                    shown,
-                    headers,
-                    timeout,
-                    retries.unwrap_or(http::DEFAULT_RETRIES),
-                    what,
+                Ok(AgentDef::Http(Arc::new(http_spec(
+                    url, headers, timeout, *retries, what,
                 )?)))
+            }
+            AgentConfig::LangGraph(g) => {
+                let timeout = g.timeout.as_ref().map(duration).transpose()?;
+                let http = http_spec(&g.url, &g.headers, timeout, g.retries, what)?;
+                Ok(AgentDef::LangGraph(Arc::new(
+                    langgraph::LangGraphSpec::new(
+                        http,
+                        g.assistant_id.clone(),
+                        g.config.clone(),
+                        g.context.clone(),
+                        g.stream,
+                    ),
+                )))
             }
             AgentConfig::OpenAi(o) => Ok(AgentDef::OpenAi(Arc::new(openai::OpenAiSpec::new(
                 o, config, what,
@@ -135,6 +131,9 @@ impl AgentDef {
             AgentDef::OpenAi(spec) => {
                 Session::OpenAi(Box::new(openai::OpenAiSession::new(spec.clone(), scope)))
             }
+            AgentDef::LangGraph(spec) => Session::LangGraph(Box::new(
+                langgraph::LangGraphSession::new(spec.clone(), scope),
+            )),
             AgentDef::InProcess(a) => Session::InProcess(a.clone()),
         })
     }
@@ -147,6 +146,7 @@ impl AgentDef {
             AgentDef::Process(s) => format!("process: {}", s.shown),
             AgentDef::Http(s) => format!("http: {}", s.shown),
             AgentDef::OpenAi(s) => format!("openai: {}", s.shown),
+            AgentDef::LangGraph(s) => format!("langgraph: {} ({})", s.http.shown, s.assistant_id),
             AgentDef::InProcess(_) => "in-process".into(),
         }
     }
@@ -157,6 +157,7 @@ pub(crate) enum Session {
     Process(Box<process::ProcessSession>),
     Http(http::HttpSession),
     OpenAi(Box<openai::OpenAiSession>),
+    LangGraph(Box<langgraph::LangGraphSession>),
     InProcess(Arc<dyn Agent>),
 }
 
@@ -189,6 +190,7 @@ impl Session {
             Session::OpenAi(_) => unreachable!("handled by send"),
             Session::Process(p) => p.send(request).await,
             Session::Http(h) => h.send(request).await,
+            Session::LangGraph(g) => g.send(request).await,
             // An in-process agent's answer comes whole.
             Session::InProcess(a) => respond(a, request).await.map(Timed::whole),
         }
@@ -236,6 +238,36 @@ async fn respond(a: &Arc<dyn Agent>, request: &Request) -> Result<Reply, AgentEr
             .map_err(|payload| panicked(payload.as_ref()))?
             .map_err(AgentError::Returned)
     }
+}
+
+/// The HTTP side of an `http` or `langgraph` agent: its URL and headers with `${VAR}`s
+/// expanded (kept out of messages), its timeout and retries.
+fn http_spec(
+    url: &str,
+    headers: &std::collections::BTreeMap<String, String>,
+    timeout: Option<Duration>,
+    retries: Option<u32>,
+    what: &str,
+) -> Result<http::HttpSpec, AgentSetupError> {
+    let shown = crate::util::shown_url(url);
+    let url = expand_secret(url, &format!("{what}.url"))?;
+    let url = reqwest::Url::parse(&url).map_err(|source| AgentSetupError::Url {
+        key: format!("{what}.url"),
+        shown: shown.clone(),
+        source,
+    })?;
+    let headers = headers
+        .iter()
+        .map(|(k, v)| Ok((k.clone(), expand_secret(v, &format!("{what}.headers.{k}"))?)))
+        .collect::<Result<Vec<_>, AgentSetupError>>()?;
+    http::HttpSpec::new(
+        url,
+        shown,
+        headers,
+        timeout,
+        retries.unwrap_or(http::DEFAULT_RETRIES),
+        what,
+    )
 }
 
 /// The default per-request timeout of HTTP agents when neither the agent nor the case sets one.

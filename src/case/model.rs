@@ -82,6 +82,9 @@ pub struct EvalStudioRef {
     pub connector_id: Option<String>,
     /// That connector's `name`, when `connectors.json` has it.
     pub connector_name: Option<String>,
+    /// The agent that connector stands for, when it is a `langgraph` one with its server
+    /// and graph (with the persona's headers over its own); `[connectors]` wins over it.
+    pub connector_agent: Option<Arc<crate::config::AgentConfig>>,
     /// The project's `llmSettings`, as endpoints.
     pub llms: Option<Arc<crate::config::SourceLlms>>,
 }

@@ -14,6 +14,8 @@ pub(super) enum AgentKind {
     Http,
     #[serde(rename = "openai")]
     OpenAi,
+    #[serde(rename = "langgraph")]
+    LangGraph,
 }
 
 /// An agent table as written: every kind's keys, checked against the kind afterwards.
@@ -41,6 +43,10 @@ pub(super) struct RawAgent {
     max_tool_rounds: Option<u32>,
     mocks: Option<Vec<serde_json::Value>>,
     retries: Option<u32>,
+    assistant_id: Option<String>,
+    config: Option<serde_json::Value>,
+    context: Option<serde_json::Value>,
+    stream: Option<bool>,
 }
 
 /// An `openai` agent: a model, a system prompt and tools, with the tool loop run by the
@@ -65,6 +71,27 @@ pub struct OpenAiAgentConfig {
     pub max_tool_rounds: Option<u32>,
     /// Mocks for this agent's tools (a case's `setup.mocks` come first).
     pub mocks: Vec<serde_json::Value>,
+}
+
+/// A `langgraph` agent: a graph behind a LangGraph Agent Server, one thread per case.
+#[derive(Debug, Clone, Default)]
+pub struct LangGraphAgentConfig {
+    /// The server's base URL.
+    pub url: String,
+    /// A graph name from `langgraph.json`, or an assistant id.
+    pub assistant_id: String,
+    /// Extra request headers (`x-api-key`).
+    pub headers: BTreeMap<String, String>,
+    /// Sent as each run's `config` (e.g. `configurable`).
+    pub config: Option<serde_json::Value>,
+    /// Sent as each run's `context`.
+    pub context: Option<serde_json::Value>,
+    /// Calls `/runs/stream` (server-sent events) rather than `/runs/wait`.
+    pub stream: bool,
+    /// Per-request timeout, like `"30s"`.
+    pub timeout: Option<String>,
+    /// Retries as an `http` agent's.
+    pub retries: Option<u32>,
 }
 
 /// One agent under test, checked against its kind.
@@ -95,6 +122,8 @@ pub enum AgentConfig {
     },
     /// A model with a system prompt and tools; the harness runs the tool loop.
     OpenAi(OpenAiAgentConfig),
+    /// A graph behind a LangGraph Agent Server.
+    LangGraph(LangGraphAgentConfig),
 }
 
 impl RawAgent {
@@ -116,6 +145,10 @@ impl RawAgent {
             ("max_tool_rounds", self.max_tool_rounds.is_some()),
             ("mocks", self.mocks.is_some()),
             ("retries", self.retries.is_some()),
+            ("assistant_id", self.assistant_id.is_some()),
+            ("config", self.config.is_some()),
+            ("context", self.context.is_some()),
+            ("stream", self.stream.is_some()),
         ];
         let (kind, allowed): (&'static str, &[&str]) = match self.kind {
             AgentKind::Process => ("process", &["command", "cwd", "env", "timeout"]),
@@ -132,6 +165,19 @@ impl RawAgent {
                     "tools_url",
                     "max_tool_rounds",
                     "mocks",
+                ],
+            ),
+            AgentKind::LangGraph => (
+                "langgraph",
+                &[
+                    "url",
+                    "assistant_id",
+                    "headers",
+                    "config",
+                    "context",
+                    "stream",
+                    "timeout",
+                    "retries",
                 ],
             ),
         };
@@ -162,6 +208,20 @@ impl RawAgent {
                     timeout: self.timeout,
                     retries: self.retries,
                 })
+            }
+            AgentKind::LangGraph => {
+                let url = self.url.ok_or(AgentSetupError::NoUrl)?;
+                let assistant_id = self.assistant_id.ok_or(AgentSetupError::NoAssistantId)?;
+                Ok(AgentConfig::LangGraph(LangGraphAgentConfig {
+                    url,
+                    assistant_id,
+                    headers: self.headers,
+                    config: self.config,
+                    context: self.context,
+                    stream: self.stream.unwrap_or(false),
+                    timeout: self.timeout,
+                    retries: self.retries,
+                }))
             }
             AgentKind::OpenAi => {
                 if self.system.is_some() && self.system_file.is_some() {

@@ -355,7 +355,12 @@ impl Config {
                 AgentConfig::Process { timeout: t, .. } => timeout(t, &format!("{what}.timeout"))?,
                 AgentConfig::Http {
                     url, timeout: t, ..
-                } => {
+                }
+                | AgentConfig::LangGraph(crate::config::LangGraphAgentConfig {
+                    url,
+                    timeout: t,
+                    ..
+                }) => {
                     timeout(t, &format!("{what}.timeout"))?;
                     if !url.contains("${") {
                         reqwest::Url::parse(url).map_err(|source| ConfigValueError::Url {

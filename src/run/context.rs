@@ -68,6 +68,9 @@ pub(crate) type GeneratorFn =
 /// A resolved agent and its label for reports, or why it cannot be used.
 pub(crate) type AgentSlot = Result<(AgentDef, String), SetupError>;
 
+/// An EvalStudio connector's id and a persona's id.
+type ConnectorKey = (Option<String>, Option<String>);
+
 /// Everything that depends on one config file.
 pub(crate) struct Context {
     pub(crate) config: Arc<Config>,
@@ -99,6 +102,9 @@ pub(crate) struct Context {
     agents: Mutex<HashMap<Option<String>, AgentSlot>>,
     /// Agents under test moved onto the connector's endpoint, by name.
     connected: Mutex<HashMap<String, AgentSlot>>,
+    /// EvalStudio `langgraph` connectors as agents, by connector id and persona id (the
+    /// persona's headers make it another agent).
+    from_connectors: Mutex<HashMap<ConnectorKey, AgentSlot>>,
     /// The model endpoints of the built-in roles, built on first use.
     /// Endpoints by role and `[llms.NAME]` (`None`: `[llm]`).
     #[allow(clippy::type_complexity)]
@@ -148,6 +154,7 @@ impl Context {
             connector,
             agents: Mutex::new(HashMap::new()),
             connected: Mutex::new(HashMap::new()),
+            from_connectors: Mutex::new(HashMap::new()),
             llms: Mutex::new(HashMap::new()),
         })
     }
@@ -368,18 +375,55 @@ impl Context {
     /// The agent a case runs against: its `agent`; for a case from an EvalStudio eval,
     /// the agent `[connectors]` maps the eval's connector to (by id, else by name);
     /// else the run's agent.
+    /// An EvalStudio eval's `langgraph` connector that `[connectors]` does not map is
+    /// that agent itself, unless `-n` names one.
     pub(crate) fn case_agent(&self, case: &Case) -> AgentSlot {
+        let named = self.case_agent_name(case);
+        if named.is_none() && self.run_agent.is_none() {
+            if let Some(slot) = self.connector_agent(case) {
+                return self.under_test(slot);
+            }
+        }
+        self.under_test(self.agent(named))
+    }
+
+    /// The agent an EvalStudio case's connector stands for by itself, built once per
+    /// connector and persona; named by the connector's name.
+    fn connector_agent(&self, case: &Case) -> Option<AgentSlot> {
+        let e = case.evalstudio.as_ref()?;
+        let cfg = e.connector_agent.as_ref()?;
+        let mut cache = self
+            .from_connectors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let key = (e.connector_id.clone(), e.persona_id.clone());
+        let slot = cache.entry(key).or_insert_with(|| {
+            let name = e
+                .connector_name
+                .clone()
+                .or_else(|| e.connector_id.clone())
+                .unwrap_or_default();
+            let what = format!("connectors.json's connector \"{name}\"");
+            let def = AgentDef::from_config(cfg, &self.config, &what)?;
+            Ok((def, name))
+        });
+        Some(slot.clone())
+    }
+
+    /// The agent a case names (its `agent`, or the one `[connectors]` maps its eval's
+    /// connector to); `None` for the run's agent.
+    pub(crate) fn case_agent_name<'a>(&'a self, case: &'a Case) -> Option<&'a str> {
         if case.agent.is_some() {
-            return self.under_test(self.agent(case.agent.as_deref()));
+            return case.agent.as_deref();
         }
         let connectors = &self.config.file.connectors;
-        let mapped = case.evalstudio.as_ref().and_then(|e| {
+        case.evalstudio.as_ref().and_then(|e| {
             e.connector_id
                 .as_ref()
                 .and_then(|id| connectors.get(id))
                 .or_else(|| e.connector_name.as_ref().and_then(|n| connectors.get(n)))
-        });
-        self.under_test(self.agent(mapped.map(String::as_str)))
+                .map(String::as_str)
+        })
     }
 
     /// An agent as the agent under test: with `-c/--connector`, an `openai` agent calls
@@ -598,10 +642,13 @@ impl Contexts {
             let error = match self.of(&l.file) {
                 Err(e) => Some(e),
                 Ok(ctx) => {
-                    let named = case.agent.as_deref();
-                    match ctx.under_test(ctx.agent(named)) {
+                    // The case's own agent: a connector mapped to an agent needs no
+                    // default `[agent]`.
+                    let named = ctx.case_agent_name(case);
+                    match ctx.case_agent(case) {
                         Ok(_) => None,
-                        // A case naming an agent that does not exist is that case's error.
+                        // A case naming an agent that does not exist (itself or through
+                        // `[connectors]`) is that case's error.
                         Err(SetupError::UndefinedAgent { .. }) if named.is_some() => None,
                         Err(e) => Some(e),
                     }

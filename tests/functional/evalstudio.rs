@@ -16,6 +16,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         the_example_project_runs_offline_one_trial_per_eval_scenario_and_persona,
         llm_settings_call_the_provider_with_the_key_from_the_file_and_keep_it_out_of_every_file,
         connectors_map_evals_to_agents,
+        connectors_alone_need_no_default_agent,
         mistakes_are_located_in_evalstudio_terms_and_fail_only_their_trials,
         a_personas_file_names_personas_for_jsonl_cases,
         unclear_store_mistakes_say_the_file_the_field_and_the_fix,
@@ -396,6 +397,69 @@ fn connectors_map_evals_to_agents() {
     }
     let e = rep.error("eval-4::cancel");
     assert!(e.contains("\"nope\"") || e.contains("`nope`"), "{e}");
+}
+
+/// A config with only `[connectors]` and `[agents.NAME]` runs, and dry-runs, an
+/// EvalStudio project whose every eval's connector is mapped: no default `[agent]` needed.
+fn connectors_alone_need_no_default_agent() {
+    let s = Scratch::named("evalstudio", "connectors-alone");
+    s.write(
+        "suites/agentest.toml",
+        &format!(
+            "[agents.booking]\ntype = \"process\"\ncommand = [\"python3\", {}]\n\n[connectors]\nc-1 = \"booking\"\n\"Named Connector\" = \"booking\"\n",
+            toml_str(&repo().join("examples/booking-agent/agent.py").display().to_string()),
+        ),
+    );
+    s.write(
+        "suites/data/scenarios.json",
+        r#"[{"id": "s", "name": "cancel", "messages": [{"role": "user", "content": "I want to cancel my booking"}], "successCriteria": "cancelled"}]"#,
+    );
+    s.write(
+        "suites/data/evals.json",
+        r#"[{"id": "e-1", "name": "eval 1", "connectorId": "c-1", "scenarioIds": ["s"]}, {"id": "e-2", "name": "eval 2", "connectorId": "c-2", "scenarioIds": ["s"]}]"#,
+    );
+    s.write(
+        "suites/data/connectors.json",
+        r#"[{"id": "c-2", "name": "Named Connector", "type": "langgraph", "baseUrl": "http://localhost:8123"}]"#,
+    );
+    let store = s.join("runs.db");
+    let dry = agentest(
+        s.path(),
+        &store,
+        &["test", "-i", "suites", "--dry-run"],
+        &[],
+    );
+    assert_eq!(dry.code, 0, "{dry:?}");
+    assert!(!dry.stderr.contains("no agent to test"), "{dry:?}");
+    let r = agentest(
+        s.path(),
+        &store,
+        &["test", "-i", "suites", "-o", "r.jsonl"],
+        &[],
+    );
+    assert_eq!(r.code, 0, "{r:?}");
+    let rep = Report::read(&s.join("r.jsonl"));
+    for trial in ["eval-1::cancel", "eval-2::cancel"] {
+        let c = rep.case(trial);
+        assert_eq!(
+            (c["status"].as_str(), c["agent"].as_str()),
+            (Some("passed"), Some("booking")),
+            "{c}"
+        );
+    }
+    // A case no connector maps still needs the default agent, said once as before.
+    s.write(
+        "suites/data/evals.json",
+        r#"[{"id": "e-1", "name": "eval 1", "connectorId": "c-1", "scenarioIds": ["s"]}, {"id": "e-3", "name": "eval 3", "connectorId": "c-3", "scenarioIds": ["s"]}]"#,
+    );
+    let r = agentest(
+        s.path(),
+        &store,
+        &["test", "-i", "suites", "--dry-run"],
+        &[],
+    );
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stderr.contains("no agent to test"), "{r:?}");
 }
 
 fn mistakes_are_located_in_evalstudio_terms_and_fail_only_their_trials() {

@@ -72,6 +72,7 @@ mod generators;
 mod golden;
 mod harness_e2e;
 mod latency;
+mod langgraph;
 mod llm;
 mod output_path;
 mod parse_errors;
@@ -173,6 +174,7 @@ fn main() {
     trials.extend(trial_names::tests());
     trials.extend(output_path::tests());
     trials.extend(latency::tests());
+    trials.extend(langgraph::tests());
     trials.extend(llm::tests());
     trials.extend(parse_errors::tests());
     trials.extend(readme::tests());

@@ -13,7 +13,7 @@ use super::config::{projects, ProjectEntry};
 use super::records::{self, records, Connector, Eval, Persona, Record, Scenario, MESSAGE_EXTRAS};
 use super::Listed;
 use crate::case::{Case, EvalStudioRef, Location, PersonaRef};
-use crate::config::SourceLlms;
+use crate::config::{AgentConfig, SourceLlms};
 use crate::errors::{CaseError, FieldError};
 use crate::source::document::Document;
 use crate::source::jsonl::case_from_object;
@@ -182,13 +182,12 @@ impl Out<'_> {
                 s if s.is_empty() => format!("{level}eval-{}", i + 1),
                 s => format!("{level}{s}"),
             };
-            let connector_name = eval.connector_id.as_ref().and_then(|id| {
+            let connector = eval.connector_id.as_ref().and_then(|id| {
                 store
                     .connectors
                     .iter()
                     .filter_map(|c| c.as_ref().ok())
                     .find(|c| c.id.as_deref() == Some(id))
-                    .map(|c| c.name.clone())
             });
             let mut listed = HashMap::new();
             for (j, scenario_id) in eval.scenario_ids.iter().enumerate() {
@@ -208,7 +207,7 @@ impl Out<'_> {
                     eval: Some(&eval),
                     eval_slug: Some(suite.rsplit('/').next().unwrap_or(&suite).to_string()),
                     evals_doc: Some(&evals_doc),
-                    connector_name: connector_name.clone(),
+                    connector,
                     llms: llms.clone(),
                 };
                 let produced = match scenario {
@@ -342,7 +341,7 @@ impl Out<'_> {
             eval: None,
             eval_slug: None,
             evals_doc: None,
-            connector_name: None,
+            connector: None,
             llms: None,
         };
         let mut taken = HashSet::new();
@@ -486,7 +485,7 @@ impl Out<'_> {
                             system_prompt: p.system_prompt.clone(),
                             inline: true,
                         });
-                        one.evalstudio = Some(Arc::new(context.reference(s, Some(pid.clone()))));
+                        one.evalstudio = Some(Arc::new(context.reference(s, Some((pid, p)))));
                         (format!("{id}{SEPARATOR}{}", slug(&p.name)), Ok(one))
                     }
                     Some(Err(e)) => (format!("{id}{SEPARATOR}{}", slug(pid)), Err(e.clone())),
@@ -590,18 +589,27 @@ struct Context<'a> {
     /// The eval's name in trial names.
     eval_slug: Option<String>,
     evals_doc: Option<&'a Document>,
-    connector_name: Option<String>,
+    /// The eval's connector, when `connectors.json` has it.
+    connector: Option<&'a Connector>,
     llms: Option<Arc<SourceLlms>>,
 }
 
 impl Context<'_> {
-    fn reference(&self, s: &Scenario, persona_id: Option<String>) -> EvalStudioRef {
+    fn reference(&self, s: &Scenario, persona: Option<(&String, &Persona)>) -> EvalStudioRef {
+        // The persona's headers over the connector's, as EvalStudio sends them.
+        let agent = self.connector.and_then(|c| c.agent.clone()).map(|mut a| {
+            if let Some((_, p)) = persona {
+                a.headers.extend(p.headers.clone());
+            }
+            Arc::new(AgentConfig::LangGraph(a))
+        });
         EvalStudioRef {
             eval_id: self.eval.and_then(|e| e.id.clone()),
             scenario_id: s.id.clone(),
-            persona_id,
+            persona_id: persona.map(|(id, _)| id.clone()),
             connector_id: self.eval.and_then(|e| e.connector_id.clone()),
-            connector_name: self.connector_name.clone(),
+            connector_name: self.connector.map(|c| c.name.clone()),
+            connector_agent: agent,
             llms: self.llms.clone(),
         }
     }

@@ -3,7 +3,11 @@
 //! own (ids, timestamps, the older `projectId`) are taken and ignored; any other key is
 //! a mistake, named with the key it most resembles.
 
+use std::collections::BTreeMap;
+
 use serde_json::{Map, Value};
+
+use crate::config::LangGraphAgentConfig;
 
 use crate::errors::CaseError;
 use crate::source::document::Document;
@@ -57,6 +61,8 @@ pub(super) struct Persona {
     pub(super) name: String,
     pub(super) description: Option<String>,
     pub(super) system_prompt: Option<String>,
+    /// Sent to a LangGraph connector over its own headers, as EvalStudio does.
+    pub(super) headers: BTreeMap<String, String>,
 }
 
 /// An eval: scenarios run against one connector.
@@ -71,11 +77,13 @@ pub(super) struct Eval {
     pub(super) input: Vec<Value>,
 }
 
-/// A connector: only its id and name matter here (`[connectors]` maps them to agents).
+/// A connector: its id and name (`[connectors]` maps them to agents), and for a
+/// `langgraph` one with `baseUrl` and `config.assistantId`, the agent it stands for.
 #[derive(Debug, Clone)]
 pub(super) struct Connector {
     pub(super) id: Option<String>,
     pub(super) name: String,
+    pub(super) agent: Option<LangGraphAgentConfig>,
 }
 
 /// An LLM provider of the older store (`llm-providers.json`).
@@ -190,11 +198,19 @@ fn strings(doc: &Document, i: usize, m: &Map<String, Value>, key: &str) -> Recor
 }
 
 /// An optional object of string values (`headers`).
-fn string_map(doc: &Document, i: usize, m: &Map<String, Value>, key: &str) -> Record<()> {
+fn string_map(
+    doc: &Document,
+    i: usize,
+    m: &Map<String, Value>,
+    key: &str,
+) -> Record<BTreeMap<String, String>> {
     match m.get(key) {
-        None | Some(Value::Null) => Ok(()),
+        None | Some(Value::Null) => Ok(BTreeMap::new()),
         Some(Value::Object(h)) => match h.iter().find(|(_, v)| !v.is_string()) {
-            None => Ok(()),
+            None => Ok(h
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                .collect()),
             Some((k, v)) => Err(doc.error(
                 &format!("[{i}].{key}.{k}"),
                 format!("expected a string, found {}", type_of(v)),
@@ -254,12 +270,12 @@ pub(super) fn scenario(doc: &Document, i: usize, m: &Map<String, Value>) -> Reco
 pub(super) fn persona(doc: &Document, i: usize, m: &Map<String, Value>) -> Record<Persona> {
     keys(doc, i, m, &PERSONA_KEYS, "persona")?;
     string(doc, i, m, "imageUrl")?;
-    string_map(doc, i, m, "headers")?;
     Ok(Persona {
         id: string(doc, i, m, "id")?,
         name: name(doc, i, m, "persona")?,
         description: string(doc, i, m, "description")?,
         system_prompt: string(doc, i, m, "systemPrompt")?,
+        headers: string_map(doc, i, m, "headers")?,
     })
 }
 
@@ -281,6 +297,7 @@ pub(super) fn any_persona(doc: &Document, i: usize, m: &Map<String, Value>) -> R
         name: name(doc, i, m, "persona")?,
         description: string(doc, i, m, "description")?,
         system_prompt: string(doc, i, m, "system_prompt")?,
+        headers: BTreeMap::new(),
     })
 }
 
@@ -315,10 +332,29 @@ pub(super) fn eval(doc: &Document, i: usize, m: &Map<String, Value>) -> Record<E
 
 pub(super) fn connector(doc: &Document, i: usize, m: &Map<String, Value>) -> Record<Connector> {
     keys(doc, i, m, &CONNECTOR_KEYS, "connector")?;
-    string_map(doc, i, m, "headers")?;
+    let headers = string_map(doc, i, m, "headers")?;
+    let config = &m.get("config").cloned().unwrap_or_default();
+    // A LangGraph connector with its server and graph is an agent as it stands.
+    let agent = match (
+        string(doc, i, m, "type")?.as_deref(),
+        string(doc, i, m, "baseUrl")?,
+        config["assistantId"].as_str(),
+    ) {
+        (Some("langgraph"), Some(url), Some(assistant_id)) => Some(LangGraphAgentConfig {
+            url,
+            assistant_id: assistant_id.to_string(),
+            headers,
+            config: config
+                .get("configurable")
+                .map(|c| serde_json::json!({ "configurable": c })),
+            ..LangGraphAgentConfig::default()
+        }),
+        _ => None,
+    };
     Ok(Connector {
         id: string(doc, i, m, "id")?,
         name: name(doc, i, m, "connector")?,
+        agent,
     })
 }
 

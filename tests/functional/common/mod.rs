@@ -80,10 +80,6 @@ impl Missing {
 /// The interpreter of the venv that holds the Python frameworks of
 /// `tests/python/requirements.txt` (`.ci/run` builds it and sets `AGENTEST_PYTHON`),
 /// once `modules` import there.
-#[expect(
-    dead_code,
-    reason = "the agent-kind tests of issue 25 use it as they land"
-)]
 pub fn framework_python(modules: &[&str]) -> Result<PathBuf, Missing> {
     const HOW: &str = "run .ci/run, or build the venv it builds from tests/python/requirements.txt and set AGENTEST_PYTHON to its python";
     let Some(python) = std::env::var_os("AGENTEST_PYTHON").filter(|p| !p.is_empty()) else {
