@@ -8,7 +8,10 @@ mod openai;
 mod process;
 mod scope;
 mod session;
+mod sse;
+mod wire;
 
 pub use in_process::{async_agent, Agent};
 pub(crate) use scope::CaseScope;
 pub(crate) use session::{AgentDef, Session, DEFAULT_HTTP_TIMEOUT};
+pub(crate) use wire::check_http_wire;

@@ -87,7 +87,20 @@ impl AgentDef {
                 headers,
                 timeout,
                 retries,
+                format,
+                body,
+                reply,
+                session,
+                sse,
             } => {
+                let wire = super::wire::Wire::compile(
+                    *format,
+                    body.as_ref(),
+                    reply.as_deref(),
+                    session.as_deref(),
+                    *sse,
+                    Some(what),
+                )?;
                 let shown = crate::util::shown_url(url);
                 let url = expand_secret(url, &format!("{what}.url"))?;
                 let url = reqwest::Url::parse(&url).map_err(|source| AgentSetupError::Url {
@@ -108,6 +121,7 @@ impl AgentDef {
                     headers,
                     timeout,
                     retries.unwrap_or(http::DEFAULT_RETRIES),
+                    wire,
                     what,
                 )?)))
             }
@@ -322,6 +336,11 @@ mod tests {
             headers: [("bad name".to_string(), "secret".to_string())].into(),
             timeout: None,
             retries: None,
+            format: Default::default(),
+            body: None,
+            reply: None,
+            session: None,
+            sse: false,
         };
         let Err(e) = AgentDef::from_config(&cfg, &Config::default(), "[agent]") else {
             panic!("a header name with a space is invalid");

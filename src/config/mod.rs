@@ -8,7 +8,7 @@ mod golden;
 mod llm;
 mod modes;
 
-pub use agents::{AgentConfig, OpenAiAgentConfig};
+pub use agents::{AgentConfig, HttpFormat, HttpReplyPaths, HttpSessionRequest, OpenAiAgentConfig};
 pub use command::CommandConfig;
 pub(crate) use command::{command_spec, own_deadline};
 pub use file::{Config, ConfigFile};

@@ -71,6 +71,7 @@ mod fuzz;
 mod generators;
 mod golden;
 mod harness_e2e;
+mod http_formats;
 mod llm;
 mod output_path;
 mod parse_errors;
@@ -166,6 +167,7 @@ fn main() {
     trials.extend(fuzz::tests());
     trials.extend(golden::tests());
     trials.extend(harness_e2e::tests());
+    trials.extend(http_formats::tests());
     trials.extend(generators::tests());
     trials.extend(yao_flags::tests());
     trials.extend(tau2::tests());

@@ -80,11 +80,13 @@ impl Missing {
 /// The interpreter of the venv that holds the Python frameworks of
 /// `tests/python/requirements.txt` (`.ci/run` builds it and sets `AGENTEST_PYTHON`),
 /// once `modules` import there.
-#[expect(dead_code, reason = "the agent-kind tests of issue 25 use it as they land")]
 pub fn framework_python(modules: &[&str]) -> Result<PathBuf, Missing> {
     const HOW: &str = "run .ci/run, or build the venv it builds from tests/python/requirements.txt and set AGENTEST_PYTHON to its python";
     let Some(python) = std::env::var_os("AGENTEST_PYTHON").filter(|p| !p.is_empty()) else {
-        return need("the Python frameworks venv", format!("AGENTEST_PYTHON is not set; {HOW}"));
+        return need(
+            "the Python frameworks venv",
+            format!("AGENTEST_PYTHON is not set; {HOW}"),
+        );
     };
     let python = PathBuf::from(python);
     let imports = modules.join(", ");
@@ -573,8 +575,15 @@ impl PyServer {
     /// Writes `script` to `name` in `s` and runs it with `args`, waiting for its port.
     pub fn start(s: &Scratch, name: &str, script: &str, args: &[&std::ffi::OsStr]) -> PyServer {
         s.write(name, script);
-        let mut child = Command::new("python3")
-            .arg(s.join(name))
+        Self::with_python(Path::new("python3"), &s.join(name), args)
+    }
+
+    /// Runs the program at `script` with `python` (a venv's, say) and `args`, waiting
+    /// for its port.
+    pub fn with_python(python: &Path, script: &Path, args: &[&std::ffi::OsStr]) -> PyServer {
+        let name = script.display();
+        let mut child = Command::new(python)
+            .arg(script)
             .args(args)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
