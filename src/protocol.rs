@@ -135,6 +135,10 @@ pub struct Reply {
     /// `REPLY` or `CREATE_ISSUE`), for `trajectory_contains_action`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub actions: Vec<String>,
+    /// How long after its request the answer began: an HTTP agent's first byte, or its
+    /// first event when streamed. Measured by agentest, never part of the protocol.
+    #[serde(skip)]
+    pub(crate) first_token: Option<std::time::Duration>,
 }
 
 impl Reply {

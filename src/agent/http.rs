@@ -187,26 +187,33 @@ impl HttpSpec {
         timeout: Duration,
     ) -> Result<Reply, Attempt> {
         let body = self.wire.request_body(request, session);
-        if !self.wire.sse {
-            let doc = self
-                .post_json(&self.url, &self.shown, &body, timeout)
-                .await?;
-            return self.wire.reply(doc, &self.shown).map_err(Attempt::Fail);
-        }
+        let started = Instant::now();
         let response = self
-            .open(&self.url, &self.shown, &body, timeout, false)
+            .open(&self.url, &self.shown, &body, timeout, !self.wire.sse)
             .await?;
-        self.read_stream(response, timeout)
+        if self.wire.sse {
+            return self
+                .read_stream(response, timeout, started)
+                .await
+                .map_err(Attempt::Fail);
+        }
+        let first = started.elapsed();
+        let doc = read_json(response, &self.shown, timeout)
             .await
-            .map_err(Attempt::Fail)
+            .map_err(Attempt::Fail)?;
+        let mut reply = self.wire.reply(doc, &self.shown).map_err(Attempt::Fail)?;
+        reply.first_token = Some(first);
+        Ok(reply)
     }
 
     /// Reads an event stream event by event: an `openai-chat` one up to `data: [DONE]`,
-    /// a `custom` one to the end of the body, each read waiting at most `idle`.
+    /// a `custom` one to the end of the body, each read waiting at most `idle`. The
+    /// reply's `first_token` is when its first event came, after `started`.
     async fn read_stream(
         &self,
         mut response: reqwest::Response,
         idle: Duration,
+        started: Instant,
     ) -> Result<Reply, AgentError> {
         let shown = &self.shown;
         let kind = response
@@ -228,6 +235,7 @@ impl HttpSpec {
         let mut parser = sse::Parser::default();
         let mut read = 0usize;
         let mut stream = Streamed::new(&self.wire);
+        let mut first = None;
         loop {
             let chunk = tokio::time::timeout(idle, response.chunk())
                 .await
@@ -248,13 +256,28 @@ impl HttpSpec {
                 }
                 None => parser.finish().into_iter().collect(),
             };
+            let mut ended = None;
             for event in events {
+                first.get_or_insert_with(|| started.elapsed());
                 if stream.add(event, shown)? {
-                    return stream.finish(shown);
+                    ended = Some(true);
+                    break;
                 }
             }
             if chunk.is_none() {
-                return stream.end(shown);
+                ended.get_or_insert(false);
+            }
+            if let Some(done) = ended {
+                // `[DONE]` finishes the answer; the body's end finishes a custom one.
+                let reply = if done {
+                    stream.finish(shown)
+                } else {
+                    stream.end(shown)
+                };
+                return reply.map(|reply| Reply {
+                    first_token: first,
+                    ..reply
+                });
             }
         }
     }

@@ -679,3 +679,66 @@ pub(crate) fn chat_usage(usage: &Value) -> Option<Usage> {
             .unwrap_or(0),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request() -> Request {
+        Request {
+            session_id: "s-1".into(),
+            test_id: "T".into(),
+            turn: 2,
+            input: "hi \"there\"".into(),
+            messages: vec![crate::protocol::Message::user("hi \"there\"")],
+            options: json!({"lang": "en"}),
+            metadata: json!({"user": {"id": 7}}),
+            attachments: Vec::new(),
+            setup: None,
+        }
+    }
+
+    fn compile(body: Value, session: bool) -> Result<Template, AgentSetupError> {
+        Template::compile(
+            &body,
+            "body",
+            &Scope {
+                session,
+                expand: None,
+            },
+        )
+    }
+
+    #[test]
+    fn whole_placeholders_keep_their_value_and_others_are_text() {
+        let t = compile(
+            json!({"q": "{{input}}", "n": "{{ turn }}", "tag": "{{test_id}}/{{turn}}: {{metadata.user}}",
+                   "h": ["{{messages}}", 3, null], "u": "{{metadata.user.id}}", "gone": "{{options.nope}}",
+                   "in": "said {{input}}", "sid": "{{session.id}}"}),
+            true,
+        )
+        .expect("compiles");
+        assert_eq!(
+            t.render(&request(), Some("conv-9")),
+            json!({"q": "hi \"there\"", "n": 2, "tag": "T/2: {\"id\":7}",
+                   "h": [[{"role": "user", "content": "hi \"there\""}], 3, null], "u": 7, "gone": null,
+                   "in": "said hi \"there\"", "sid": "conv-9"})
+        );
+    }
+
+    #[test]
+    fn unknown_and_unclosed_placeholders_are_errors() {
+        let e = compile(json!({"a": ["x", "{{inptu}}"]}), false).expect_err("unknown");
+        assert!(
+            e.to_string().starts_with(
+                "body.a[1]: unknown placeholder {{inptu}}; the known ones are {{input}}, "
+            ),
+            "{e}"
+        );
+        let e = compile(json!({"a": "{{input"}), false).expect_err("unclosed");
+        assert_eq!(
+            e.to_string(),
+            "body.a: \"{{input\" opens a placeholder with {{ and never closes it with }}"
+        );
+    }
+}
