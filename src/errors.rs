@@ -416,6 +416,58 @@ pub enum AgentSetupError {
     #[error("a langgraph agent needs `assistant_id`: a graph name from the server's langgraph.json (its `graphs` keys) or an assistant id")]
     NoAssistantId,
 
+    /// A langgraph agent's `stream` that is not `true` or `false`.
+    #[error("`stream` of a langgraph agent is true (the run's events, from /runs/stream) or false (/runs/wait)")]
+    LangGraphStream,
+    /// An http agent's `stream` that is not `"sse"`.
+    #[error("`stream` of an http agent is \"sse\" (its answer is a text/event-stream); remove it for a JSON answer")]
+    HttpStream,
+    /// A key an http agent's `format` does not use.
+    #[error("`{key}` does not apply to format = \"{format}\"; {fix}")]
+    WireKey {
+        /// The key.
+        key: &'static str,
+        /// The agent's `format`.
+        format: &'static str,
+        /// What to do instead.
+        fix: &'static str,
+    },
+    /// A `custom` http agent without `body` or `reply`.
+    #[error("format = \"custom\" needs `{key}`: {what}")]
+    CustomNeeds {
+        /// `body` or `reply`.
+        key: &'static str,
+        /// What it is for.
+        what: &'static str,
+    },
+    /// A `{{...}}` in a body template that names nothing.
+    #[error("{key}: unknown placeholder {{{{{placeholder}}}}}; the known ones are {}", .known)]
+    Placeholder {
+        /// Where in the table, like `body.user`.
+        key: String,
+        /// The name inside the braces.
+        placeholder: String,
+        /// The placeholders this template may use.
+        known: String,
+    },
+    /// A body template string that cannot be read.
+    #[error("{key}: {problem}")]
+    Template {
+        /// Where in the table, like `body.user`.
+        key: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A `reply` or `session` JSONPath that does not parse.
+    #[error("{key}: invalid JSONPath \"{path}\" ({reason}); write an RFC 9535 path such as \"$.items[0].name\"")]
+    ReplyPath {
+        /// Like `reply.content`.
+        key: String,
+        /// The path as written.
+        path: String,
+        /// The parser's message.
+        reason: String,
+    },
     /// Both `system` and `system_file`.
     #[error("give `system` or `system_file`, not both")]
     SystemTwice,
@@ -982,6 +1034,67 @@ pub(crate) enum AgentError {
         shown: String,
         /// `gzip`, `br`, ... (Content-Encoding, or `gzip` from the body's first bytes).
         encoding: String,
+    },
+    /// A `reply` path that matches nothing in the answer.
+    #[error("agent at {shown} answered, but {key} = \"{path}\" matches nothing in {}: {body}", if *.stream { "the whole stream" } else { "the answer" })]
+    ReplyPathMissed {
+        /// The URL as the config writes it, masked.
+        shown: String,
+        /// Like `reply.content`.
+        key: String,
+        /// The path as written.
+        path: String,
+        /// Whether the answer was a stream (its events are shown).
+        stream: bool,
+        /// The answer, clipped.
+        body: String,
+    },
+    /// An answer without what its `format` promises.
+    #[error(
+        "agent at {shown} answered with an unexpected JSON shape: expected {expected}, got: {body}"
+    )]
+    ReplyShape {
+        /// The URL as the config writes it, masked.
+        shown: String,
+        /// What was expected.
+        expected: &'static str,
+        /// The answer, clipped.
+        body: String,
+    },
+    /// A `stream = "sse"` agent that answered with something else.
+    #[error("agent at {shown} answered with Content-Type `{content_type}`, not text/event-stream (the agent has stream = \"sse\"): {body}")]
+    NotEventStream {
+        /// The URL as the config writes it, masked.
+        shown: String,
+        /// The answer's Content-Type.
+        content_type: String,
+        /// The answer, clipped.
+        body: String,
+    },
+    /// An event stream that stopped sending before it ended.
+    #[error("the event stream of agent at {shown} sent nothing for {} (the agent's reply timeout) before it ended; an incomplete answer is not taken", crate::util::format_duration(*.timeout))]
+    StreamIdle {
+        /// The URL as the config writes it, masked.
+        shown: String,
+        /// The reply timeout.
+        timeout: std::time::Duration,
+    },
+    /// An `openai-chat` stream that ended before `data: [DONE]`.
+    #[error("the event stream of agent at {shown} ended before `data: [DONE]`; an incomplete answer is not taken")]
+    StreamUnfinished {
+        /// The URL as the config writes it, masked.
+        shown: String,
+    },
+    /// An event whose data is not JSON.
+    #[error("agent at {shown} sent an event whose data is not JSON ({source}): {data}")]
+    EventNotJson {
+        /// The URL as the config writes it, masked.
+        shown: String,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+        /// The event's data, clipped.
+        data: String,
     },
     /// An HTTP agent whose body is not JSON.
     #[error("agent at {shown} answered with a body that is not JSON ({source}): {body}")]

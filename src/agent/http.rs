@@ -1,5 +1,5 @@
-//! HTTP agents: one POST per turn with the request as the JSON body; the POST with
-//! retries that other HTTP kinds (`langgraph`) reuse.
+//! HTTP agents: one POST per turn, its body and answer in the agent's `format` (see
+//! [`wire`](super::wire)), the answer a JSON body or an event stream ([`sse`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,8 +7,11 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use tokio::time::Instant;
 
-use super::{CaseScope, DEFAULT_HTTP_TIMEOUT};
-use crate::agent::Timed;
+use serde_json::Value;
+
+use super::wire::{self, SessionWire, Wire};
+use super::{sse, CaseScope, Timed, DEFAULT_HTTP_TIMEOUT};
+use crate::config::HttpFormat;
 use crate::errors::{AgentError, AgentSetupError};
 use crate::llm::ModelCalls;
 use crate::protocol::MAX_REPLY_BYTES;
@@ -34,6 +37,15 @@ pub(crate) struct HttpSpec {
     headers: reqwest::header::HeaderMap,
     timeout: Option<Duration>,
     retries: u32,
+    wire: Wire,
+    session: Option<SessionSpec>,
+}
+
+/// The `[session]` request: where it goes, and what it sends and reads.
+struct SessionSpec {
+    url: reqwest::Url,
+    shown: String,
+    wire: SessionWire,
 }
 
 impl HttpSpec {
@@ -43,6 +55,7 @@ impl HttpSpec {
         headers: Vec<(String, String)>,
         timeout: Option<Duration>,
         retries: u32,
+        wire: Wire,
         what: &str,
     ) -> Result<Self, AgentSetupError> {
         let mut map = reqwest::header::HeaderMap::new();
@@ -75,41 +88,55 @@ impl HttpSpec {
             headers: map,
             timeout,
             retries,
+            session: wire
+                .session
+                .clone()
+                .map(|w| SessionSpec::new(w, what))
+                .transpose()?,
+            wire,
         })
     }
 
-    /// One POST of `body` to `url` (`shown` in messages), its answer's body with when
-    /// its first byte (the response head) came. `Err(Retry)` is an answer worth retrying
-    /// (a 429, 502, 503 or 504, or a dropped connection), with the server's
-    /// `Retry-After` when it gave one.
-    async fn attempt(
+    /// One POST of `body` to `url`, up to its answer's head. `Err(Retry)` is an answer
+    /// worth retrying (a 429, 502, 503 or 504, or a dropped connection), with the
+    /// server's `Retry-After` when it gave one. `timeout` bounds the whole exchange, or,
+    /// for a stream (`whole = false`), the wait for its head.
+    async fn open(
         &self,
         url: &reqwest::Url,
         shown: &str,
-        body: &impl serde::Serialize,
+        body: &Value,
         timeout: Duration,
-    ) -> Result<Timed<Vec<u8>>, Attempt> {
-        let response = self
+        whole: bool,
+    ) -> Result<reqwest::Response, Attempt> {
+        let mut post = self
             .client
             .post(url.clone())
             .headers(self.headers.clone())
-            .timeout(timeout)
-            .json(body)
-            .send()
+            .json(body);
+        if whole {
+            post = post.timeout(timeout);
+        }
+        let sent = tokio::time::timeout(timeout, post.send())
             .await
-            .map_err(|e| {
-                let dropped = e.is_request() && !e.is_timeout() && !e.is_connect();
-                let error = describe(shown, e, timeout);
-                if dropped {
-                    Attempt::Retry {
-                        error,
-                        retry_after: None,
-                    }
-                } else {
-                    Attempt::Fail(error)
-                }
+            .map_err(|_| {
+                Attempt::Fail(AgentError::HttpTimeout {
+                    shown: shown.to_string(),
+                    timeout,
+                })
             })?;
-        let first_byte = std::time::Instant::now();
+        let response = sent.map_err(|e| {
+            let dropped = e.is_request() && !e.is_timeout() && !e.is_connect();
+            let error = describe(shown, e, timeout);
+            if dropped {
+                Attempt::Retry {
+                    error,
+                    retry_after: None,
+                }
+            } else {
+                Attempt::Fail(error)
+            }
+        })?;
         let status = response.status();
         let retry_after = crate::util::http::retry_after(response.headers());
         if !status.is_success() {
@@ -135,38 +162,290 @@ impl HttpSpec {
                 Attempt::Fail(error)
             });
         }
-        if let Some(length) = response.content_length() {
-            if length > MAX_REPLY_BYTES as u64 {
-                return Err(Attempt::Fail(AgentError::AnnouncedTooLarge {
-                    shown: shown.to_string(),
-                    length,
-                }));
+        Ok(response)
+    }
+
+    /// One POST whose answer is a JSON body; its first byte is the answer's head.
+    async fn post_json(
+        &self,
+        url: &reqwest::Url,
+        shown: &str,
+        body: &Value,
+        timeout: Duration,
+    ) -> Result<Timed<Value>, Attempt> {
+        let answer = self.post_bytes(url, shown, body, timeout).await?;
+        let value = parse_json(&answer.value, shown).map_err(Attempt::Fail)?;
+        Ok(Timed {
+            value,
+            first_byte: answer.first_byte,
+        })
+    }
+
+    /// One POST whose answer is read whole, as bytes; its first byte is the answer's head.
+    async fn post_bytes(
+        &self,
+        url: &reqwest::Url,
+        shown: &str,
+        body: &Value,
+        timeout: Duration,
+    ) -> Result<Timed<Vec<u8>>, Attempt> {
+        let response = self.open(url, shown, body, timeout, true).await?;
+        let head = std::time::Instant::now();
+        let bytes = read_body(response, shown, timeout)
+            .await
+            .map_err(Attempt::Fail)?;
+        Ok(Timed::at(bytes, head))
+    }
+
+    /// One turn: the POST and its answer, as a JSON body or an event stream.
+    async fn exchange(
+        &self,
+        request: &Request,
+        session: Option<&str>,
+        timeout: Duration,
+    ) -> Result<Timed<Reply>, Attempt> {
+        let body = self.wire.request_body(request, session);
+        let response = self
+            .open(&self.url, &self.shown, &body, timeout, !self.wire.sse)
+            .await?;
+        if self.wire.sse {
+            return self
+                .read_stream(response, timeout)
+                .await
+                .map_err(Attempt::Fail);
+        }
+        // A whole answer's first byte is its response head.
+        let head = std::time::Instant::now();
+        let bytes = read_body(response, &self.shown, timeout)
+            .await
+            .map_err(Attempt::Fail)?;
+        let doc = parse_json(&bytes, &self.shown).map_err(Attempt::Fail)?;
+        let reply = self.wire.reply(doc, &self.shown).map_err(Attempt::Fail)?;
+        Ok(Timed::at(reply, head))
+    }
+
+    /// Reads an event stream event by event: an `openai-chat` one up to `data: [DONE]`,
+    /// a `custom` one to the end of the body, each read waiting at most `idle`. The
+    /// reply's first byte is its first event (its first token).
+    async fn read_stream(
+        &self,
+        mut response: reqwest::Response,
+        idle: Duration,
+    ) -> Result<Timed<Reply>, AgentError> {
+        let shown = &self.shown;
+        let kind = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
+        if !kind.trim_start().starts_with("text/event-stream") {
+            let (body, _) = read_capped(response, ERROR_BODY_BYTES)
+                .await
+                .map_err(|e| describe(shown, e, idle))?;
+            return Err(AgentError::NotEventStream {
+                shown: shown.clone(),
+                content_type: kind,
+                body: crate::util::clip(String::from_utf8_lossy(&body).trim()),
+            });
+        }
+        let mut parser = sse::Parser::default();
+        let mut read = 0usize;
+        let mut stream = Streamed::new(&self.wire);
+        let mut first = None;
+        loop {
+            let chunk = tokio::time::timeout(idle, response.chunk())
+                .await
+                .map_err(|_| AgentError::StreamIdle {
+                    shown: shown.clone(),
+                    timeout: idle,
+                })?
+                .map_err(|e| describe(shown, e, idle))?;
+            let events = match &chunk {
+                Some(bytes) => {
+                    read += bytes.len();
+                    if read > MAX_REPLY_BYTES {
+                        return Err(AgentError::BodyTooLarge {
+                            shown: shown.clone(),
+                        });
+                    }
+                    parser.push(bytes)
+                }
+                None => parser.finish().into_iter().collect(),
+            };
+            let mut ended = None;
+            for event in events {
+                first.get_or_insert_with(std::time::Instant::now);
+                if stream.add(event, shown)? {
+                    ended = Some(true);
+                    break;
+                }
+            }
+            if chunk.is_none() {
+                ended.get_or_insert(false);
+            }
+            if let Some(done) = ended {
+                // `[DONE]` finishes the answer; the body's end finishes a custom one.
+                let reply = if done {
+                    stream.finish(shown)
+                } else {
+                    stream.end(shown)
+                };
+                return reply.map(|value| Timed {
+                    value,
+                    first_byte: first,
+                });
             }
         }
-        let encoding = response
-            .headers()
-            .get(reqwest::header::CONTENT_ENCODING)
-            .and_then(|v| v.to_str().ok())
-            .map(|v| v.trim().to_ascii_lowercase())
-            .filter(|v| !v.is_empty() && v != "identity");
-        let (body, complete) = read_capped(response, MAX_REPLY_BYTES)
-            .await
-            .map_err(|e| Attempt::Fail(describe(shown, e, timeout)))?;
-        if !complete {
-            return Err(Attempt::Fail(AgentError::BodyTooLarge {
-                shown: shown.to_string(),
-            }));
+    }
+}
+
+/// An event stream being read, by format.
+enum Streamed<'a> {
+    Chat(sse::ChatStream),
+    Custom {
+        paths: &'a wire::ReplyPaths,
+        gathered: wire::Gathered,
+        /// The events' data, for an error's message (clipped there).
+        seen: String,
+    },
+}
+
+impl<'a> Streamed<'a> {
+    fn new(wire: &'a Wire) -> Streamed<'a> {
+        match wire.format {
+            HttpFormat::Custom => Streamed::Custom {
+                paths: wire.paths(),
+                gathered: wire::Gathered::default(),
+                seen: String::new(),
+            },
+            _ => Streamed::Chat(sse::ChatStream::default()),
         }
-        // agentest asks for no compression (it sends no Accept-Encoding) and decodes
-        // none: a compressed body is said as such, not shown as binary "not JSON".
-        let encoding = encoding.or_else(|| body.starts_with(&[0x1f, 0x8b]).then(|| "gzip".into()));
-        if let Some(encoding) = encoding {
-            return Err(Attempt::Fail(AgentError::Compressed {
-                shown: shown.to_string(),
-                encoding,
-            }));
+    }
+
+    /// Takes one event; `true` when it ends the answer (`data: [DONE]`).
+    fn add(&mut self, event: sse::Event, shown: &str) -> Result<bool, AgentError> {
+        let data = event.data.trim();
+        if matches!(self, Streamed::Chat(_)) && data == "[DONE]" {
+            return Ok(true);
         }
-        Ok(Timed::at(body, first_byte))
+        let doc: Value = serde_json::from_str(data).map_err(|source| AgentError::EventNotJson {
+            shown: shown.to_string(),
+            source,
+            data: crate::util::clip(data),
+        })?;
+        match self {
+            Streamed::Chat(chat) => {
+                if doc.get("error").is_some() {
+                    return Err(AgentError::ReplyShape {
+                        shown: shown.to_string(),
+                        expected: "chat.completion.chunk events, not an error",
+                        body: crate::util::clip(data),
+                    });
+                }
+                chat.add(&doc);
+            }
+            Streamed::Custom {
+                paths,
+                gathered,
+                seen,
+            } => {
+                gathered.add(paths, &doc);
+                if seen.len() < ERROR_BODY_BYTES {
+                    seen.push_str(data);
+                    seen.push('\n');
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// The body ended: a custom stream's end, an `openai-chat` one cut short.
+    fn end(self, shown: &str) -> Result<Reply, AgentError> {
+        match self {
+            Streamed::Chat(_) => Err(AgentError::StreamUnfinished {
+                shown: shown.to_string(),
+            }),
+            custom => custom.finish(shown),
+        }
+    }
+
+    fn finish(self, shown: &str) -> Result<Reply, AgentError> {
+        match self {
+            Streamed::Chat(chat) => chat.finish().ok_or_else(|| AgentError::ReplyShape {
+                shown: shown.to_string(),
+                expected: "chat.completion.chunk events (with `choices`)",
+                body: String::from("(no event had `choices`)"),
+            }),
+            Streamed::Custom {
+                paths,
+                gathered,
+                seen,
+            } => gathered.finish(paths, shown, true, &|| seen.clone()),
+        }
+    }
+}
+
+/// Reads a successful answer's body whole (at most [`MAX_REPLY_BYTES`], not compressed).
+async fn read_body(
+    response: reqwest::Response,
+    shown: &str,
+    timeout: Duration,
+) -> Result<Vec<u8>, AgentError> {
+    if let Some(length) = response.content_length() {
+        if length > MAX_REPLY_BYTES as u64 {
+            return Err(AgentError::AnnouncedTooLarge {
+                shown: shown.to_string(),
+                length,
+            });
+        }
+    }
+    let encoding = response
+        .headers()
+        .get(reqwest::header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.trim().to_ascii_lowercase())
+        .filter(|v| !v.is_empty() && v != "identity");
+    let (body, complete) = read_capped(response, MAX_REPLY_BYTES)
+        .await
+        .map_err(|e| describe(shown, e, timeout))?;
+    if !complete {
+        return Err(AgentError::BodyTooLarge {
+            shown: shown.to_string(),
+        });
+    }
+    // agentest asks for no compression (it sends no Accept-Encoding) and decodes
+    // none: a compressed body is said as such, not shown as binary "not JSON".
+    let encoding = encoding.or_else(|| body.starts_with(&[0x1f, 0x8b]).then(|| "gzip".into()));
+    if let Some(encoding) = encoding {
+        return Err(AgentError::Compressed {
+            shown: shown.to_string(),
+            encoding,
+        });
+    }
+    Ok(body)
+}
+
+/// An answer's body as JSON.
+fn parse_json(body: &[u8], shown: &str) -> Result<Value, AgentError> {
+    serde_json::from_slice(body).map_err(|source| AgentError::BodyNotJson {
+        shown: shown.to_string(),
+        source,
+        body: crate::util::clip(String::from_utf8_lossy(body).trim()),
+    })
+}
+
+impl SessionSpec {
+    fn new(wire: SessionWire, what: &str) -> Result<SessionSpec, AgentSetupError> {
+        let key = format!("{what}.session.url");
+        let shown = crate::util::shown_url(&wire.url);
+        let url = crate::util::expand_secret(&wire.url, &key)?;
+        let url = reqwest::Url::parse(&url).map_err(|source| AgentSetupError::Url {
+            key,
+            shown: shown.clone(),
+            source,
+        })?;
+        Ok(SessionSpec { url, shown, wire })
     }
 }
 
@@ -181,12 +460,13 @@ enum Attempt {
     Fail(AgentError),
 }
 
-/// One conversation with an HTTP agent: its spec, the case's deadline, and where its
-/// retries are counted.
+/// One conversation with an HTTP agent: its spec, the case's deadline, where its
+/// retries are counted, and the id its `[session]` request got.
 pub(crate) struct HttpSession {
     spec: Arc<HttpSpec>,
     deadline: Instant,
     calls: Arc<ModelCalls>,
+    session: Option<String>,
 }
 
 impl HttpSession {
@@ -195,55 +475,64 @@ impl HttpSession {
             spec,
             deadline: scope.deadline,
             calls: scope.calls.clone(),
+            session: None,
         }
     }
 
-    /// Sends one turn: the request as the body, the answer as the reply.
-    pub(crate) async fn send(&self, request: &Request) -> Result<Timed<Reply>, AgentError> {
-        let answer = self.post(&self.spec.url, &self.spec.shown, request).await?;
-        let reply = Reply::from_json(answer.value).map_err(AgentError::Protocol)?;
-        Ok(Timed {
-            value: reply,
-            first_byte: answer.first_byte,
-        })
+    /// Sends one turn (after the `[session]` request, before the first), retrying a
+    /// 429, 502, 503 or 504 answer or a dropped connection (honouring `Retry-After`,
+    /// said on stderr, counted in the case's `retries`), never past the case's deadline.
+    pub(crate) async fn send(&mut self, request: &Request) -> Result<Timed<Reply>, AgentError> {
+        let spec = self.spec.clone();
+        let timeout = spec.timeout.unwrap_or(DEFAULT_HTTP_TIMEOUT);
+        if let (Some(session), None) = (&spec.session, &self.session) {
+            let body = session.wire.body.render(request, None);
+            let doc = self
+                .retrying(|| spec.post_json(&session.url, &session.shown, &body, timeout))
+                .await?;
+            self.session = Some(session.wire.id(&doc.value, &session.shown)?);
+        }
+        let id = self.session.as_deref();
+        self.retrying(|| spec.exchange(request, id, timeout)).await
     }
 
-    /// POSTs `body` to `url` (`shown` in messages) and reads the answer's JSON (see
-    /// [`HttpSession::post_raw`]).
+    /// POSTs `body` to `url` (`shown` in messages) and reads the answer's JSON, with the
+    /// agent's headers, timeout and retries: for the agent kinds that speak an HTTP API
+    /// of their own (`langgraph`).
     pub(crate) async fn post(
         &self,
         url: &reqwest::Url,
         shown: &str,
-        body: &impl serde::Serialize,
-    ) -> Result<Timed<serde_json::Value>, AgentError> {
-        let answer = self.post_raw(url, shown, body).await?;
-        let value = serde_json::from_slice(&answer.value).map_err(|source| AgentError::BodyNotJson {
-            shown: shown.to_string(),
-            source,
-            body: crate::util::clip(String::from_utf8_lossy(&answer.value).trim()),
-        })?;
-        Ok(Timed {
-            value,
-            first_byte: answer.first_byte,
-        })
+        body: &Value,
+    ) -> Result<Timed<Value>, AgentError> {
+        let timeout = self.spec.timeout.unwrap_or(DEFAULT_HTTP_TIMEOUT);
+        self.retrying(|| self.spec.post_json(url, shown, body, timeout))
+            .await
     }
 
-    /// POSTs `body` to `url` (`shown` in messages) and reads the answer's body,
-    /// retrying a 429, 502, 503 or 504 answer or a dropped connection (honouring
-    /// `Retry-After`, said on stderr, counted in the case's `retries`), never past the
-    /// case's deadline. Other agent kinds that speak HTTP (`langgraph`) use it too.
+    /// [`HttpSession::post`] for an answer read whole as bytes (an event stream parsed
+    /// after it ends).
     pub(crate) async fn post_raw(
         &self,
         url: &reqwest::Url,
         shown: &str,
-        body: &impl serde::Serialize,
+        body: &Value,
     ) -> Result<Timed<Vec<u8>>, AgentError> {
+        let timeout = self.spec.timeout.unwrap_or(DEFAULT_HTTP_TIMEOUT);
+        self.retrying(|| self.spec.post_bytes(url, shown, body, timeout))
+            .await
+    }
+
+    /// Makes `attempt` until it succeeds, fails for good, or runs out of retries.
+    async fn retrying<T, F: std::future::Future<Output = Result<T, Attempt>>>(
+        &self,
+        mut attempt: impl FnMut() -> F,
+    ) -> Result<T, AgentError> {
         let spec = &self.spec;
-        let timeout = spec.timeout.unwrap_or(DEFAULT_HTTP_TIMEOUT);
         let mut retries = 0;
         loop {
-            let (error, retry_after) = match spec.attempt(url, shown, body, timeout).await {
-                Ok(value) => return Ok(value),
+            let (error, retry_after) = match attempt().await {
+                Ok(done) => return Ok(done),
                 Err(Attempt::Fail(e)) => return Err(e),
                 Err(Attempt::Retry { error, retry_after }) => (error, retry_after),
             };

@@ -101,9 +101,10 @@ impl LangGraphSession {
         }
         // The first byte is the run's response head: the stream is read whole before
         // its last state is known, so no earlier token is told apart.
+        let mut body = Value::Object(body);
         let (state, first_byte, shown) = if self.spec.stream {
             // `messages` events are partial chunks; the last `values` event is the state.
-            body.insert("stream_mode".into(), json!(["values", "messages-tuple"]));
+            body["stream_mode"] = json!(["values", "messages-tuple"]);
             let (url, shown) = self.spec.at(&["threads", &thread, "runs", "stream"]);
             let events = self.http.post_raw(&url, &shown, &body).await?;
             (last_state(&events.value, &shown)?, events.first_byte, shown)

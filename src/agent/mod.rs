@@ -9,9 +9,12 @@ mod openai;
 mod process;
 mod scope;
 mod session;
+mod sse;
 mod timed;
+mod wire;
 
 pub use in_process::{async_agent, Agent};
 pub(crate) use scope::CaseScope;
 pub(crate) use session::{AgentDef, Session, DEFAULT_HTTP_TIMEOUT};
 pub(crate) use timed::Timed;
+pub(crate) use wire::check_http_wire;

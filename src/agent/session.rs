@@ -88,15 +88,37 @@ impl AgentDef {
                 headers,
                 timeout,
                 retries,
+                format,
+                body,
+                reply,
+                session,
+                sse,
             } => {
+                let wire = super::wire::Wire::compile(
+                    *format,
+                    body.as_ref(),
+                    reply.as_deref(),
+                    session.as_deref(),
+                    *sse,
+                    Some(what),
+                )?;
                 let timeout = timeout.as_ref().map(duration).transpose()?;
                 Ok(AgentDef::Http(Arc::new(http_spec(
-                    url, headers, timeout, *retries, what,
+                    url, headers, timeout, *retries, wire, what,
                 )?)))
             }
             AgentConfig::LangGraph(g) => {
                 let timeout = g.timeout.as_ref().map(duration).transpose()?;
-                let http = http_spec(&g.url, &g.headers, timeout, g.retries, what)?;
+                // The langgraph kind speaks its own API through the http kind's POSTs.
+                let wire = super::wire::Wire::compile(
+                    crate::config::HttpFormat::Agentest,
+                    None,
+                    None,
+                    None,
+                    false,
+                    Some(what),
+                )?;
+                let http = http_spec(&g.url, &g.headers, timeout, g.retries, wire, what)?;
                 Ok(AgentDef::LangGraph(Arc::new(
                     langgraph::LangGraphSpec::new(
                         http,
@@ -247,6 +269,7 @@ fn http_spec(
     headers: &std::collections::BTreeMap<String, String>,
     timeout: Option<Duration>,
     retries: Option<u32>,
+    wire: super::wire::Wire,
     what: &str,
 ) -> Result<http::HttpSpec, AgentSetupError> {
     let shown = crate::util::shown_url(url);
@@ -266,6 +289,7 @@ fn http_spec(
         headers,
         timeout,
         retries.unwrap_or(http::DEFAULT_RETRIES),
+        wire,
         what,
     )
 }
@@ -363,6 +387,11 @@ mod tests {
             headers: [("bad name".to_string(), "secret".to_string())].into(),
             timeout: None,
             retries: None,
+            format: Default::default(),
+            body: None,
+            reply: None,
+            session: None,
+            sse: false,
         };
         let Err(e) = AgentDef::from_config(&cfg, &Config::default(), "[agent]") else {
             panic!("a header name with a space is invalid");

@@ -46,7 +46,88 @@ pub(super) struct RawAgent {
     assistant_id: Option<String>,
     config: Option<serde_json::Value>,
     context: Option<serde_json::Value>,
-    stream: Option<bool>,
+    format: Option<HttpFormat>,
+    body: Option<serde_json::Value>,
+    reply: Option<HttpReplyPaths>,
+    session: Option<HttpSessionRequest>,
+    stream: Option<StreamKey>,
+}
+
+/// `stream = ...` as written: `"sse"` for an `http` agent.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub(super) enum StreamKey {
+    /// `stream = true` / `false`.
+    Flag(bool),
+    /// `stream = "sse"`.
+    Mode(String),
+}
+
+/// What an `http` agent's request and reply look like (`format`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HttpFormat {
+    /// agentest's own request and reply bodies.
+    #[default]
+    Agentest,
+    /// An OpenAI-compatible chat endpoint that runs its own tools.
+    OpenaiChat,
+    /// A `body` template, and `reply` paths into the answer.
+    Custom,
+}
+
+/// `[agents.NAME.reply]`: JSONPath expressions into a `custom` agent's answer.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpReplyPaths {
+    /// The reply's content.
+    pub content: Option<String>,
+    /// Whether the agent waits for the user.
+    pub awaiting_input: Option<String>,
+    /// Structured output.
+    pub data: Option<String>,
+    /// The tool calls.
+    pub tool_calls: Option<HttpToolCallPaths>,
+    /// Token usage.
+    pub usage: Option<HttpUsagePaths>,
+}
+
+/// `tool_calls = { path, name, arguments, result }`: `path` selects the calls, the others
+/// are relative to each.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpToolCallPaths {
+    /// Selects the calls in the answer.
+    pub path: String,
+    /// The tool's name, in one call.
+    pub name: String,
+    /// Its arguments, in one call.
+    pub arguments: Option<String>,
+    /// Its result, in one call.
+    pub result: Option<String>,
+}
+
+/// `usage = { input_tokens, output_tokens }`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpUsagePaths {
+    /// Prompt tokens.
+    pub input_tokens: Option<String>,
+    /// Completion tokens.
+    pub output_tokens: Option<String>,
+}
+
+/// `[agents.NAME.session]`: a request made once per case before its first turn, whose
+/// answer holds the conversation's id (`{{session.id}}`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpSessionRequest {
+    /// Where it is POSTed.
+    pub url: String,
+    /// Its body template (default `{}`).
+    pub body: Option<serde_json::Value>,
+    /// The JSONPath of the id in the answer.
+    pub id: String,
 }
 
 /// An `openai` agent: a model, a system prompt and tools, with the tool loop run by the
@@ -119,6 +200,16 @@ pub enum AgentConfig {
         /// Retries of a 429, 502, 503 or 504 answer or a dropped connection (default 2;
         /// 0 turns them off).
         retries: Option<u32>,
+        /// The request and reply bodies' shape.
+        format: HttpFormat,
+        /// The request body template (`openai-chat`: extra fields; `custom`: the body).
+        body: Option<serde_json::Value>,
+        /// Where a `custom` answer's parts are.
+        reply: Option<Box<HttpReplyPaths>>,
+        /// A request made once per case for the conversation's id.
+        session: Option<Box<HttpSessionRequest>>,
+        /// The answer is a `text/event-stream` (`stream = "sse"`).
+        sse: bool,
     },
     /// A model with a system prompt and tools; the harness runs the tool loop.
     OpenAi(OpenAiAgentConfig),
@@ -148,11 +239,21 @@ impl RawAgent {
             ("assistant_id", self.assistant_id.is_some()),
             ("config", self.config.is_some()),
             ("context", self.context.is_some()),
+            ("format", self.format.is_some()),
+            ("body", self.body.is_some()),
+            ("reply", self.reply.is_some()),
+            ("session", self.session.is_some()),
             ("stream", self.stream.is_some()),
         ];
         let (kind, allowed): (&'static str, &[&str]) = match self.kind {
             AgentKind::Process => ("process", &["command", "cwd", "env", "timeout"]),
-            AgentKind::Http => ("http", &["url", "headers", "timeout", "retries"]),
+            AgentKind::Http => (
+                "http",
+                &[
+                    "url", "headers", "timeout", "retries", "format", "body", "reply", "session",
+                    "stream",
+                ],
+            ),
             AgentKind::OpenAi => (
                 "openai",
                 &[
@@ -202,11 +303,30 @@ impl RawAgent {
             }
             AgentKind::Http => {
                 let url = self.url.ok_or(AgentSetupError::NoUrl)?;
+                let sse = match self.stream {
+                    None | Some(StreamKey::Flag(false)) => false,
+                    Some(StreamKey::Mode(m)) if m == "sse" => true,
+                    Some(_) => return Err(AgentSetupError::HttpStream),
+                };
+                let format = self.format.unwrap_or_default();
+                // Checked here, at load, so that a bad placeholder or path names its table.
+                crate::agent::check_http_wire(
+                    format,
+                    self.body.as_ref(),
+                    self.reply.as_ref(),
+                    self.session.as_ref(),
+                    sse,
+                )?;
                 Ok(AgentConfig::Http {
                     url,
                     headers: self.headers,
                     timeout: self.timeout,
                     retries: self.retries,
+                    format,
+                    body: self.body,
+                    reply: self.reply.map(Box::new),
+                    session: self.session.map(Box::new),
+                    sse,
                 })
             }
             AgentKind::LangGraph => {
@@ -218,7 +338,11 @@ impl RawAgent {
                     headers: self.headers,
                     config: self.config,
                     context: self.context,
-                    stream: self.stream.unwrap_or(false),
+                    stream: match self.stream {
+                        None => false,
+                        Some(StreamKey::Flag(on)) => on,
+                        Some(StreamKey::Mode(_)) => return Err(AgentSetupError::LangGraphStream),
+                    },
                     timeout: self.timeout,
                     retries: self.retries,
                 }))

@@ -8,7 +8,10 @@ mod golden;
 mod llm;
 mod modes;
 
-pub use agents::{AgentConfig, LangGraphAgentConfig, OpenAiAgentConfig};
+pub use agents::{
+    AgentConfig, HttpFormat, HttpReplyPaths, HttpSessionRequest, LangGraphAgentConfig,
+    OpenAiAgentConfig,
+};
 pub use command::CommandConfig;
 pub(crate) use command::{command_spec, own_deadline};
 pub use file::{Config, ConfigFile};

@@ -71,8 +71,9 @@ mod fuzz;
 mod generators;
 mod golden;
 mod harness_e2e;
-mod latency;
+mod http_formats;
 mod langgraph;
+mod latency;
 mod llm;
 mod output_path;
 mod parse_errors;
@@ -168,6 +169,7 @@ fn main() {
     trials.extend(fuzz::tests());
     trials.extend(golden::tests());
     trials.extend(harness_e2e::tests());
+    trials.extend(http_formats::tests());
     trials.extend(generators::tests());
     trials.extend(yao_flags::tests());
     trials.extend(tau2::tests());

@@ -176,9 +176,14 @@ fn write_head(w: &mut TcpStream, code: u16, headers: &[(String, String)], len: u
         503 => "Service Unavailable",
         _ => "Whatever",
     };
-    let mut head = format!(
-        "HTTP/1.1 {code} {reason}\r\nContent-Type: application/json\r\nContent-Length: {len}\r\n"
-    );
+    let mut head = format!("HTTP/1.1 {code} {reason}\r\nContent-Length: {len}\r\n");
+    // JSON unless the action names its own type (an event stream).
+    if !headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+    {
+        head.push_str("Content-Type: application/json\r\n");
+    }
     for (k, v) in headers {
         head.push_str(&format!("{k}: {v}\r\n"));
     }

@@ -575,8 +575,15 @@ impl PyServer {
     /// Writes `script` to `name` in `s` and runs it with `args`, waiting for its port.
     pub fn start(s: &Scratch, name: &str, script: &str, args: &[&std::ffi::OsStr]) -> PyServer {
         s.write(name, script);
-        let mut child = Command::new("python3")
-            .arg(s.join(name))
+        Self::with_python(Path::new("python3"), &s.join(name), args)
+    }
+
+    /// Runs the program at `script` with `python` (a venv's, say) and `args`, waiting
+    /// for its port.
+    pub fn with_python(python: &Path, script: &Path, args: &[&std::ffi::OsStr]) -> PyServer {
+        let name = script.display();
+        let mut child = Command::new(python)
+            .arg(script)
             .args(args)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
