@@ -432,8 +432,8 @@ pub enum AgentSetupError {
         /// What was written.
         got: String,
     },
-    /// An a2a agent with `stream = true`.
-    #[error("`stream = true` of an a2a agent is not supported yet (SendStreamingMessage / message/stream); remove it: each turn is one SendMessage / message/send")]
+    /// An a2a agent's `stream` that is not `true` or `false`.
+    #[error("`stream` of an a2a agent is true (SendStreamingMessage / message/stream) or false (SendMessage / message/send)")]
     A2aStream,
     /// An http agent's `stream` that is not `"sse"`.
     #[error("`stream` of an http agent is \"sse\" (its answer is a text/event-stream); remove it for a JSON answer")]

@@ -1,7 +1,9 @@
 //! `a2a` agents (Agent2Agent). The agent card (at the base URL's
 //! `/.well-known/agent-card.json`, or `card`) names the endpoint, binding and version; each
 //! turn is one `SendMessage` (v1.0) or `message/send` (v0.3) over JSON-RPC, or one
-//! `POST {endpoint}/message:send` over HTTP+JSON. One `contextId` per case (the server's);
+//! `POST {endpoint}/message:send` over HTTP+JSON (with `stream = true`,
+//! `SendStreamingMessage`, `message/stream` or `message:stream`, the events folded into
+//! one result). One `contextId` per case (the server's);
 //! a task awaiting input is continued with its `taskId`.
 
 use std::path::PathBuf;
@@ -44,6 +46,7 @@ pub(crate) struct A2aSpec {
 /// The endpoint the card chose (or `binding` / `version` picked from it).
 pub(crate) struct Endpoint {
     http: Arc<HttpSpec>,
+    stream: bool,
     binding: A2aBinding,
     version: A2aVersion,
 }
@@ -188,6 +191,7 @@ impl A2aSpec {
         .map_err(|e| shape(&self.shown, "a usable endpoint", &e.to_string()))?;
         Ok(Endpoint {
             http: Arc::new(http),
+            stream: self.cfg.stream,
             binding: *binding,
             version: *version,
         })
@@ -296,28 +300,8 @@ impl A2aSession {
             }
         }
         let params = json!({ "message": message });
-        let spec = &self.endpoint.http;
-        let answer = match self.endpoint.binding {
-            A2aBinding::JsonRpc => {
-                let method = if v1 { "SendMessage" } else { "message/send" };
-                let body =
-                    json!({"jsonrpc": "2.0", "id": self.sent, "method": method, "params": params});
-                let answer = self.http.post(&spec.url, &spec.shown, &body).await?;
-                Timed {
-                    value: rpc_result(answer.value, &spec.shown)?,
-                    first_byte: answer.first_byte,
-                }
-            }
-            A2aBinding::HttpJson => {
-                let mut url = spec.url.clone();
-                if let Ok(mut segments) = url.path_segments_mut() {
-                    segments.pop_if_empty().push("message:send");
-                }
-                let shown = format!("{}/message:send", spec.shown.trim_end_matches('/'));
-                self.http.post(&url, &shown, &params).await?
-            }
-        };
-        let turn = turn_of(answer.value, &spec.shown)?;
+        let answer = self.exchange(params, v1).await?;
+        let turn = turn_of(answer.value, &self.endpoint.http.shown)?;
         if self.context_id.is_none() {
             self.context_id = turn.context_id;
         }
@@ -326,6 +310,135 @@ impl A2aSession {
             value: turn.reply,
             first_byte: answer.first_byte,
         })
+    }
+}
+
+impl A2aSession {
+    /// One exchange: the call for the binding, version and `stream`, and its result
+    /// (a streamed answer's events folded into one).
+    async fn exchange(&self, params: Value, v1: bool) -> Result<Timed<Value>, AgentError> {
+        let spec = &self.endpoint.http;
+        let stream = self.endpoint.stream;
+        let rpc = self.endpoint.binding == A2aBinding::JsonRpc;
+        let (url, shown, body) = if rpc {
+            let method = match (v1, stream) {
+                (true, false) => "SendMessage",
+                (true, true) => "SendStreamingMessage",
+                (false, false) => "message/send",
+                (false, true) => "message/stream",
+            };
+            let body =
+                json!({"jsonrpc": "2.0", "id": self.sent, "method": method, "params": params});
+            (spec.url.clone(), spec.shown.clone(), body)
+        } else {
+            let verb = if stream {
+                "message:stream"
+            } else {
+                "message:send"
+            };
+            let mut url = spec.url.clone();
+            if let Ok(mut segments) = url.path_segments_mut() {
+                segments.pop_if_empty().push(verb);
+            }
+            let shown = format!("{}/{verb}", spec.shown.trim_end_matches('/'));
+            (url, shown, params)
+        };
+        if !stream {
+            let answer = self.http.post(&url, &shown, &body).await?;
+            let value = if rpc {
+                rpc_result(answer.value, &shown)?
+            } else {
+                answer.value
+            };
+            return Ok(Timed {
+                value,
+                first_byte: answer.first_byte,
+            });
+        }
+        // The stream is read whole (the turn's timeout covers it); its first byte is
+        // the response head.
+        let events = self.http.post_raw(&url, &shown, &body).await?;
+        let mut parser = super::sse::Parser::default();
+        let mut all = parser.push(&events.value);
+        all.extend(parser.finish());
+        let mut results = Vec::new();
+        for event in all.into_iter().filter(|e| !e.data.is_empty()) {
+            let value: Value = serde_json::from_str(&event.data)
+                .map_err(|_| shape(&shown, "JSON in each event of the stream", &event.data))?;
+            results.push(if rpc {
+                rpc_result(value, &shown)?
+            } else {
+                value
+            });
+        }
+        Ok(Timed {
+            value: fold_stream(results, &shown)?,
+            first_byte: events.first_byte,
+        })
+    }
+}
+
+/// A stream's events as one result: its Message, or its Task with the status updates
+/// applied and the artifact updates added (`append` extends an artifact's parts).
+fn fold_stream(events: Vec<Value>, shown: &str) -> Result<Value, AgentError> {
+    let mut task: Option<Value> = None;
+    for mut event in events {
+        let kind = event["kind"].as_str().unwrap_or_default().to_string();
+        if event["message"].is_object() || kind == "message" {
+            return Ok(event);
+        }
+        if event["task"].is_object() {
+            task = Some(event["task"].take());
+            continue;
+        }
+        if kind == "task" {
+            task = Some(event);
+            continue;
+        }
+        let update = if event["statusUpdate"].is_object() {
+            event["statusUpdate"].take()
+        } else if event["artifactUpdate"].is_object() {
+            event["artifactUpdate"].take()
+        } else if kind == "status-update" || kind == "artifact-update" {
+            event
+        } else {
+            return Err(shape(
+                shown,
+                "a task, message, status update or artifact update in each event",
+                &event.to_string(),
+            ));
+        };
+        let t = task.get_or_insert_with(
+            || json!({"id": update["taskId"], "contextId": update["contextId"]}),
+        );
+        if update["status"].is_object() {
+            t["status"] = update["status"].clone();
+        }
+        if update["artifact"].is_object() {
+            add_artifact(t, update["artifact"].clone(), update["append"] == true);
+        }
+    }
+    task.map(|t| json!({ "task": t }))
+        .ok_or_else(|| shape(shown, "a task or a message in the event stream", "no event"))
+}
+
+fn add_artifact(task: &mut Value, artifact: Value, append: bool) {
+    if !task["artifacts"].is_array() {
+        task["artifacts"] = json!([]);
+    }
+    let list = task["artifacts"].as_array_mut().expect("an array");
+    let same = list
+        .iter_mut()
+        .find(|a| a["artifactId"] == artifact["artifactId"] && !artifact["artifactId"].is_null());
+    match same {
+        Some(existing) if append => {
+            let parts = artifact["parts"].as_array().cloned().unwrap_or_default();
+            if let Some(mine) = existing["parts"].as_array_mut() {
+                mine.extend(parts);
+            }
+        }
+        Some(existing) => *existing = artifact,
+        None => list.push(artifact),
     }
 }
 
@@ -557,6 +670,31 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "A2A agent at u: JSON-RPC error -32601: Method not found"
+        );
+    }
+
+    #[test]
+    fn a_stream_folds_into_its_task() {
+        let events = vec![
+            json!({"kind": "task", "id": "t", "contextId": "c", "status": {"state": "submitted"}}),
+            json!({"kind": "artifact-update", "taskId": "t", "artifact": {"artifactId": "a", "name": "answer", "parts": [{"kind": "text", "text": "Boo"}]}}),
+            json!({"kind": "artifact-update", "taskId": "t", "append": true, "artifact": {"artifactId": "a", "parts": [{"kind": "text", "text": "ked."}]}}),
+            json!({"kind": "status-update", "taskId": "t", "status": {"state": "completed"}, "final": true}),
+        ];
+        let t = turn_of(fold_stream(events, "u").unwrap(), "u").unwrap();
+        assert_eq!(t.reply.content, json!("Boo\nked."));
+        assert_eq!(t.context_id.as_deref(), Some("c"));
+        let v1 = vec![json!({"statusUpdate": {"taskId": "t", "contextId": "c",
+            "status": {"state": "TASK_STATE_INPUT_REQUIRED", "message": {"parts": [{"text": "Which city?"}]}}}})];
+        let t = turn_of(fold_stream(v1, "u").unwrap(), "u").unwrap();
+        assert_eq!(
+            (t.reply.awaiting_input, t.task_id.as_deref()),
+            (Some(true), Some("t"))
+        );
+        let e = fold_stream(vec![], "u").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "A2A agent at u: expected a task or a message in the event stream, got: no event"
         );
     }
 

@@ -199,6 +199,8 @@ pub struct A2aAgentConfig {
     pub retries: Option<u32>,
     /// Whether the card may name an endpoint on another host than it came from.
     pub allow_card_redirect: bool,
+    /// Streams each answer (`SendStreamingMessage` / `message/stream`).
+    pub stream: bool,
 }
 
 /// An A2A protocol binding agentest speaks.
@@ -465,10 +467,11 @@ impl RawAgent {
         if self.url.is_none() && self.card.is_none() {
             return Err(AgentSetupError::A2aNoUrl);
         }
-        match self.stream {
-            None | Some(StreamKey::Flag(false)) => {}
-            Some(_) => return Err(AgentSetupError::A2aStream),
-        }
+        let stream = match self.stream {
+            None => false,
+            Some(StreamKey::Flag(on)) => on,
+            Some(StreamKey::Mode(_)) => return Err(AgentSetupError::A2aStream),
+        };
         let binding = self
             .binding
             .map(|b| {
@@ -498,6 +501,7 @@ impl RawAgent {
             timeout: self.timeout,
             retries: self.retries,
             allow_card_redirect: self.allow_card_redirect.unwrap_or(false),
+            stream,
         }))
     }
 }

@@ -1,6 +1,6 @@
 //! `type = "a2a"` agents against a real a2a-sdk 1.x server (tests/python/a2a_agent.py,
 //! pinned in tests/python/requirements.txt): JSON-RPC v1.0, JSON-RPC v0.3 and
-//! HTTP+JSON, a task that asks for input once and then completes with a text and a data
+//! HTTP+JSON, each also streamed, a task that asks for input once and then completes with a text and a data
 //! artifact, and the bad answers each must turn into a named case error.
 
 use std::path::Path;
@@ -63,6 +63,9 @@ fn a2a_agents_are_tested_over_each_binding_and_version() -> Needs {
         agent("v1", &base, ""),
         agent("v03", &base, "version = \"0.3\""),
         agent("rest", &base, "binding = \"http+json\""),
+        agent("v1-stream", &base, "stream = true"),
+        agent("v03-stream", &base, "version = \"0.3\"\nstream = true"),
+        agent("rest-stream", &base, "binding = \"rest\"\nstream = true"),
         agent("html", &format!("{base}/portal"), ""),
         agent("moved", &format!("{base}/moved"), ""),
         agent(
@@ -78,6 +81,12 @@ fn a2a_agents_are_tested_over_each_binding_and_version() -> Needs {
         booking("book-v1", "v1"),
         booking("book-v03", "v03"),
         booking("book-rest", "rest"),
+        booking("book-v1-stream", "v1-stream"),
+        booking("book-v03-stream", "v03-stream"),
+        booking("book-rest-stream", "rest-stream"),
+        json!({"id": "fail-stream", "agent": "v1-stream", "input": "fail"}),
+        json!({"id": "ping-stream", "agent": "rest-stream", "input": "ping me",
+               "assert": {"type": "equals", "value": "pong: ping me"}}),
         json!({"id": "ping", "agent": "v1", "input": "ping me",
                "assert": {"type": "equals", "value": "pong: ping me"}}),
         json!({"id": "fail", "agent": "v1", "input": "fail"}),
@@ -89,7 +98,17 @@ fn a2a_agents_are_tested_over_each_binding_and_version() -> Needs {
                "assert": {"type": "equals", "value": "pong: ping"}}),
     ]);
     let run = agentest(s.path()).run();
-    for id in ["book-v1", "book-v03", "book-rest", "ping", "moved-ok"] {
+    for id in [
+        "book-v1",
+        "book-v03",
+        "book-rest",
+        "book-v1-stream",
+        "book-v03-stream",
+        "book-rest-stream",
+        "ping",
+        "ping-stream",
+        "moved-ok",
+    ] {
         run.expect_status(id, "passed");
     }
     run.expect_error(
@@ -102,6 +121,12 @@ fn a2a_agents_are_tested_over_each_binding_and_version() -> Needs {
         "fail-v03",
         &[&format!(
             "A2A agent at {base}/rpc: the task ended failed: no rooms left"
+        )],
+    )
+    .expect_error(
+        "fail-stream",
+        &[&format!(
+            "A2A agent at {base}/rpc: the task ended TASK_STATE_FAILED: no rooms left"
         )],
     )
     .expect_error(
@@ -124,7 +149,14 @@ fn a2a_agents_are_tested_over_each_binding_and_version() -> Needs {
             server.port
         )],
     );
-    for id in ["book-v1", "book-v03", "book-rest"] {
+    for id in [
+        "book-v1",
+        "book-v03",
+        "book-rest",
+        "book-v1-stream",
+        "book-v03-stream",
+        "book-rest-stream",
+    ] {
         let c = run.case(id);
         assert_eq!(c["turns"][0]["awaiting_input"], true, "{c}");
         assert_eq!(c["turns"][1]["awaiting_reason"], "completed", "{c}");
@@ -143,7 +175,7 @@ fn a2a_agents_are_tested_over_each_binding_and_version() -> Needs {
         .map(|l| serde_json::from_str(l).expect("json line"))
         .collect();
     let sent = |case: &str| -> Vec<Value> {
-        let tag = format!("agentest-{case}-");
+        let tag = format!("agentest-{case}");
         lines
             .iter()
             .filter(|l| {
@@ -153,7 +185,14 @@ fn a2a_agents_are_tested_over_each_binding_and_version() -> Needs {
                 } else {
                     m
                 };
-                m["messageId"].as_str().is_some_and(|id| id.contains(&tag))
+                // `agentest-{case's id}-{turn}`
+                m["messageId"]
+                    .as_str()
+                    .and_then(|id| id.rsplit_once('-'))
+                    .is_some_and(|(head, n)| {
+                        n.parse::<u32>().is_ok()
+                            && (head == tag || head.ends_with(&format!("::{case}")))
+                    })
             })
             .cloned()
             .collect()
@@ -162,6 +201,24 @@ fn a2a_agents_are_tested_over_each_binding_and_version() -> Needs {
         ("book-v1", "/rpc", json!("1.0"), json!("SendMessage")),
         ("book-v03", "/rpc", Value::Null, json!("message/send")),
         ("book-rest", "/rest/message:send", json!("1.0"), Value::Null),
+        (
+            "book-v1-stream",
+            "/rpc",
+            json!("1.0"),
+            json!("SendStreamingMessage"),
+        ),
+        (
+            "book-v03-stream",
+            "/rpc",
+            Value::Null,
+            json!("message/stream"),
+        ),
+        (
+            "book-rest-stream",
+            "/rest/message:stream",
+            json!("1.0"),
+            Value::Null,
+        ),
     ] {
         let turns = sent(case);
         assert_eq!(turns.len(), 2, "{case}: {lines:#?}");
@@ -199,7 +256,7 @@ fn a2a_agents_are_tested_over_each_binding_and_version() -> Needs {
     Ok(())
 }
 
-/// An a2a table without `url` or `card`, with `stream = true`, or with an unknown
+/// An a2a table without `url` or `card`, with `stream = "sse"`, or with an unknown
 /// binding or version is a config error naming the table and the fix.
 fn a2a_table_mistakes_are_config_errors() {
     let s = Scratch::named("a2a", "mistakes");
@@ -211,8 +268,8 @@ fn a2a_table_mistakes_are_config_errors() {
             "[agent] (line 1): an a2a agent needs `url = \"http://...\"` (its base URL: the card is read from /.well-known/agent-card.json) or `card` (a card URL or file)",
         ),
         (
-            "url = \"http://127.0.0.1:1\"\nstream = true\n",
-            "[agent] (line 1): `stream = true` of an a2a agent is not supported yet (SendStreamingMessage / message/stream); remove it: each turn is one SendMessage / message/send",
+            "url = \"http://127.0.0.1:1\"\nstream = \"sse\"\n",
+            "[agent] (line 1): `stream` of an a2a agent is true (SendStreamingMessage / message/stream) or false (SendMessage / message/send)",
         ),
         (
             "url = \"http://127.0.0.1:1\"\nbinding = \"grpc\"\n",

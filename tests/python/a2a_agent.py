@@ -136,7 +136,10 @@ def logged(app):
         replay = iter(chunks)
 
         async def again():
-            return next(replay, {"type": "http.disconnect"})
+            # The body once, then the client's own messages (a stream watches for its
+            # disconnect).
+            chunk = next(replay, None)
+            return chunk if chunk is not None else await receive()
 
         return await app(scope, again, send)
 
