@@ -66,6 +66,7 @@ fn a2a_agents_are_tested_over_each_binding_and_version() -> Needs {
         agent("v1-stream", &base, "stream = true"),
         agent("v03-stream", &base, "version = \"0.3\"\nstream = true"),
         agent("rest-stream", &base, "binding = \"rest\"\nstream = true"),
+        "[agents.legacy]\ntype = \"a2a\"\ncard = \"legacy-card.json\"\n\n".to_string(),
         agent("html", &format!("{base}/portal"), ""),
         agent("moved", &format!("{base}/moved"), ""),
         agent(
@@ -77,8 +78,14 @@ fn a2a_agents_are_tested_over_each_binding_and_version() -> Needs {
     .concat();
     std::fs::create_dir_all(s.join("suites")).expect("suites");
     s.write("suites/agentest.toml", &config);
+    // A v0.3 card in a file (beside the config), without `supportedInterfaces`: its
+    // top-level `url`, `preferredTransport` and `protocolVersion` are read.
+    let legacy = json!({"name": "booking", "url": format!("{base}/rpc"),
+                        "preferredTransport": "JSONRPC", "protocolVersion": "0.3.0"});
+    s.write("suites/legacy-card.json", &legacy.to_string());
     s.cases(&[
         booking("book-v1", "v1"),
+        booking("book-legacy", "legacy"),
         booking("book-v03", "v03"),
         booking("book-rest", "rest"),
         booking("book-v1-stream", "v1-stream"),
@@ -100,6 +107,7 @@ fn a2a_agents_are_tested_over_each_binding_and_version() -> Needs {
     let run = agentest(s.path()).run();
     for id in [
         "book-v1",
+        "book-legacy",
         "book-v03",
         "book-rest",
         "book-v1-stream",
@@ -200,6 +208,7 @@ fn a2a_agents_are_tested_over_each_binding_and_version() -> Needs {
     for (case, path, version, method) in [
         ("book-v1", "/rpc", json!("1.0"), json!("SendMessage")),
         ("book-v03", "/rpc", Value::Null, json!("message/send")),
+        ("book-legacy", "/rpc", Value::Null, json!("message/send")),
         ("book-rest", "/rest/message:send", json!("1.0"), Value::Null),
         (
             "book-v1-stream",
