@@ -419,6 +419,22 @@ pub enum AgentSetupError {
     /// A langgraph agent's `stream` that is not `true` or `false`.
     #[error("`stream` of a langgraph agent is true (the run's events, from /runs/stream) or false (/runs/wait)")]
     LangGraphStream,
+    /// An a2a agent without `url` or `card`.
+    #[error("an a2a agent needs `url = \"http://...\"` (its base URL: the card is read from /.well-known/agent-card.json) or `card` (a card URL or file)")]
+    A2aNoUrl,
+    /// An a2a agent's `binding` or `version` that agentest does not speak.
+    #[error("`{key}` of an a2a agent is {expected}, not {got:?}")]
+    A2aKey {
+        /// The key.
+        key: &'static str,
+        /// The values it takes.
+        expected: &'static str,
+        /// What was written.
+        got: String,
+    },
+    /// An a2a agent's `stream` that is not `true` or `false`.
+    #[error("`stream` of an a2a agent is true (SendStreamingMessage / message/stream) or false (SendMessage / message/send)")]
+    A2aStream,
     /// An http agent's `stream` that is not `"sse"`.
     #[error("`stream` of an http agent is \"sse\" (its answer is a text/event-stream); remove it for a JSON answer")]
     HttpStream,
@@ -975,6 +991,36 @@ pub(crate) enum AgentError {
         /// The error's type, as the server names it.
         error: String,
         /// The server's message.
+        message: String,
+    },
+    /// An A2A agent's answer of an unexpected shape, or an unusable agent card.
+    #[error("A2A agent at {shown}: expected {expected}, got: {body}")]
+    A2aShape {
+        /// The URL as the config writes it (or the card's endpoint), masked.
+        shown: String,
+        /// What was expected.
+        expected: String,
+        /// What came, clipped.
+        body: String,
+    },
+    /// A JSON-RPC error answer of an A2A agent (HTTP 200 with `error`).
+    #[error("A2A agent at {shown}: JSON-RPC error {code}: {message}")]
+    A2aRpc {
+        /// The endpoint, masked.
+        shown: String,
+        /// The error's code.
+        code: i64,
+        /// Its message (and data, clipped).
+        message: String,
+    },
+    /// An A2A task that ended `failed`, `rejected` or `canceled`.
+    #[error("A2A agent at {shown}: the task ended {state}: {message}")]
+    A2aTask {
+        /// The endpoint, masked.
+        shown: String,
+        /// The state, as the server wrote it.
+        state: String,
+        /// The status message's text.
         message: String,
     },
     /// A LangGraph server's answer of an unexpected shape.

@@ -165,6 +165,34 @@ impl HttpSpec {
         Ok(response)
     }
 
+    /// One GET of a JSON document (an A2A agent card), with this agent's headers; a
+    /// non-2xx status or a body that is not JSON is an error naming `shown`.
+    pub(crate) async fn get_json(
+        &self,
+        url: &reqwest::Url,
+        shown: &str,
+    ) -> Result<Value, AgentError> {
+        let timeout = self.timeout.unwrap_or(DEFAULT_HTTP_TIMEOUT);
+        let response = self
+            .client
+            .get(url.clone())
+            .headers(self.headers.clone())
+            .timeout(timeout)
+            .send()
+            .await
+            .map_err(|e| describe(shown, e, timeout))?;
+        let status = response.status();
+        let body = read_body(response, shown, timeout).await?;
+        if !status.is_success() {
+            return Err(AgentError::Status {
+                shown: shown.to_string(),
+                status,
+                body: crate::util::clip(String::from_utf8_lossy(&body).trim()),
+            });
+        }
+        parse_json(&body, shown)
+    }
+
     /// One POST whose answer is a JSON body; its first byte is the answer's head.
     async fn post_json(
         &self,

@@ -1,6 +1,7 @@
 //! Agents under test: in-process agents, child processes speaking JSON lines, HTTP
 //! endpoints and `openai` models, all behind one [`Session`].
 
+mod a2a;
 mod http;
 mod in_process;
 mod langgraph;

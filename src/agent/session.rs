@@ -2,7 +2,7 @@
 //! with it ([`Session`]).
 
 use super::in_process::{panicked, Agent, CatchUnwind};
-use super::{http, langgraph, openai, process, CaseScope, Timed};
+use super::{a2a, http, langgraph, openai, process, CaseScope, Timed};
 use crate::config::{AgentConfig, Config};
 use crate::errors::{AgentError, AgentSetupError, StepError};
 use crate::protocol::{Reply, Request};
@@ -17,6 +17,7 @@ pub(crate) enum AgentDef {
     Http(Arc<http::HttpSpec>),
     OpenAi(Arc<openai::OpenAiSpec>),
     LangGraph(Arc<langgraph::LangGraphSpec>),
+    A2a(Arc<a2a::A2aSpec>),
     InProcess(Arc<dyn Agent>),
 }
 
@@ -129,6 +130,12 @@ impl AgentDef {
                     ),
                 )))
             }
+            AgentConfig::A2a(a) => {
+                let timeout = a.timeout.as_ref().map(duration).transpose()?;
+                Ok(AgentDef::A2a(Arc::new(a2a::A2aSpec::new(
+                    a, config, timeout, what,
+                )?)))
+            }
             AgentConfig::OpenAi(o) => Ok(AgentDef::OpenAi(Arc::new(openai::OpenAiSpec::new(
                 o, config, what,
             )?))),
@@ -156,6 +163,11 @@ impl AgentDef {
             AgentDef::LangGraph(spec) => Session::LangGraph(Box::new(
                 langgraph::LangGraphSession::new(spec.clone(), scope),
             )),
+            AgentDef::A2a(spec) => {
+                // The card is read once per agent, by the first case that needs it.
+                let endpoint = spec.endpoint().await?;
+                Session::A2a(Box::new(a2a::A2aSession::new(endpoint, scope)))
+            }
             AgentDef::InProcess(a) => Session::InProcess(a.clone()),
         })
     }
@@ -169,6 +181,7 @@ impl AgentDef {
             AgentDef::Http(s) => format!("http: {}", s.shown),
             AgentDef::OpenAi(s) => format!("openai: {}", s.shown),
             AgentDef::LangGraph(s) => format!("langgraph: {} ({})", s.http.shown, s.assistant_id),
+            AgentDef::A2a(s) => format!("a2a: {}", s.shown),
             AgentDef::InProcess(_) => "in-process".into(),
         }
     }
@@ -180,6 +193,7 @@ pub(crate) enum Session {
     Http(http::HttpSession),
     OpenAi(Box<openai::OpenAiSession>),
     LangGraph(Box<langgraph::LangGraphSession>),
+    A2a(Box<a2a::A2aSession>),
     InProcess(Arc<dyn Agent>),
 }
 
@@ -213,6 +227,7 @@ impl Session {
             Session::Process(p) => p.send(request).await,
             Session::Http(h) => h.send(request).await,
             Session::LangGraph(g) => g.send(request).await,
+            Session::A2a(a) => a.send(request).await,
             // An in-process agent's answer comes whole.
             Session::InProcess(a) => respond(a, request).await.map(Timed::whole),
         }
@@ -264,7 +279,7 @@ async fn respond(a: &Arc<dyn Agent>, request: &Request) -> Result<Reply, AgentEr
 
 /// The HTTP side of an `http` or `langgraph` agent: its URL and headers with `${VAR}`s
 /// expanded (kept out of messages), its timeout and retries.
-fn http_spec(
+pub(super) fn http_spec(
     url: &str,
     headers: &std::collections::BTreeMap<String, String>,
     timeout: Option<Duration>,
@@ -279,10 +294,7 @@ fn http_spec(
         shown: shown.clone(),
         source,
     })?;
-    let headers = headers
-        .iter()
-        .map(|(k, v)| Ok((k.clone(), expand_secret(v, &format!("{what}.headers.{k}"))?)))
-        .collect::<Result<Vec<_>, AgentSetupError>>()?;
+    let headers = expanded_headers(headers, what)?;
     http::HttpSpec::new(
         url,
         shown,
@@ -292,6 +304,17 @@ fn http_spec(
         wire,
         what,
     )
+}
+
+/// An agent's `headers` with their `${VAR}`s expanded (the values may be secrets).
+pub(super) fn expanded_headers(
+    headers: &std::collections::BTreeMap<String, String>,
+    what: &str,
+) -> Result<Vec<(String, String)>, AgentSetupError> {
+    headers
+        .iter()
+        .map(|(k, v)| Ok((k.clone(), expand_secret(v, &format!("{what}.headers.{k}"))?)))
+        .collect()
 }
 
 /// The default per-request timeout of HTTP agents when neither the agent nor the case sets one.

@@ -16,6 +16,7 @@ pub(super) enum AgentKind {
     OpenAi,
     #[serde(rename = "langgraph")]
     LangGraph,
+    A2a,
 }
 
 /// An agent table as written: every kind's keys, checked against the kind afterwards.
@@ -51,6 +52,10 @@ pub(super) struct RawAgent {
     reply: Option<HttpReplyPaths>,
     session: Option<HttpSessionRequest>,
     stream: Option<StreamKey>,
+    card: Option<String>,
+    binding: Option<String>,
+    version: Option<String>,
+    allow_card_redirect: Option<bool>,
 }
 
 /// `stream = ...` as written: `"sse"` for an `http` agent.
@@ -175,6 +180,69 @@ pub struct LangGraphAgentConfig {
     pub retries: Option<u32>,
 }
 
+/// An `a2a` agent (Agent2Agent): its card says the endpoint, binding and version.
+#[derive(Debug, Clone, Default)]
+pub struct A2aAgentConfig {
+    /// The agent's base URL (its card at `/.well-known/agent-card.json`).
+    pub url: Option<String>,
+    /// A card URL or file, instead of the base URL's.
+    pub card: Option<String>,
+    /// `"jsonrpc"` or `"http+json"`, over the card's preference.
+    pub binding: Option<A2aBinding>,
+    /// `"1.0"` or `"0.3"`, over the card's.
+    pub version: Option<A2aVersion>,
+    /// Extra request headers.
+    pub headers: BTreeMap<String, String>,
+    /// Per-request timeout, like `"30s"`.
+    pub timeout: Option<String>,
+    /// Retries as an `http` agent's.
+    pub retries: Option<u32>,
+    /// Whether the card may name an endpoint on another host than it came from.
+    pub allow_card_redirect: bool,
+    /// Streams each answer (`SendStreamingMessage` / `message/stream`).
+    pub stream: bool,
+}
+
+/// An A2A protocol binding agentest speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum A2aBinding {
+    /// JSON-RPC 2.0 over HTTP.
+    JsonRpc,
+    /// HTTP+JSON (REST).
+    HttpJson,
+}
+
+/// An A2A protocol version agentest speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum A2aVersion {
+    /// 1.0: `SendMessage`, ProtoJSON, `TASK_STATE_*`, `A2A-Version: 1.0`.
+    V1_0,
+    /// 0.3: `message/send`, `kind` fields, lowercase states.
+    V0_3,
+}
+
+impl A2aBinding {
+    /// A binding as a config or a card writes it.
+    pub(crate) fn parse(s: &str) -> Option<A2aBinding> {
+        match s.to_ascii_lowercase().as_str() {
+            "jsonrpc" | "json-rpc" => Some(A2aBinding::JsonRpc),
+            "http+json" | "rest" | "http-json" => Some(A2aBinding::HttpJson),
+            _ => None,
+        }
+    }
+}
+
+impl A2aVersion {
+    /// A version as a config or a card writes it (`"0.3.0"` is 0.3).
+    pub(crate) fn parse(s: &str) -> Option<A2aVersion> {
+        match s.trim() {
+            v if v == "1" || v.starts_with("1.") => Some(A2aVersion::V1_0),
+            v if v.starts_with("0.3") => Some(A2aVersion::V0_3),
+            _ => None,
+        }
+    }
+}
+
 /// One agent under test, checked against its kind.
 #[derive(Debug, Clone)]
 pub enum AgentConfig {
@@ -215,6 +283,8 @@ pub enum AgentConfig {
     OpenAi(OpenAiAgentConfig),
     /// A graph behind a LangGraph Agent Server.
     LangGraph(LangGraphAgentConfig),
+    /// An Agent2Agent agent.
+    A2a(A2aAgentConfig),
 }
 
 impl RawAgent {
@@ -244,6 +314,10 @@ impl RawAgent {
             ("reply", self.reply.is_some()),
             ("session", self.session.is_some()),
             ("stream", self.stream.is_some()),
+            ("card", self.card.is_some()),
+            ("binding", self.binding.is_some()),
+            ("version", self.version.is_some()),
+            ("allow_card_redirect", self.allow_card_redirect.is_some()),
         ];
         let (kind, allowed): (&'static str, &[&str]) = match self.kind {
             AgentKind::Process => ("process", &["command", "cwd", "env", "timeout"]),
@@ -279,6 +353,20 @@ impl RawAgent {
                     "stream",
                     "timeout",
                     "retries",
+                ],
+            ),
+            AgentKind::A2a => (
+                "a2a",
+                &[
+                    "url",
+                    "card",
+                    "binding",
+                    "version",
+                    "headers",
+                    "stream",
+                    "timeout",
+                    "retries",
+                    "allow_card_redirect",
                 ],
             ),
         };
@@ -347,6 +435,7 @@ impl RawAgent {
                     retries: self.retries,
                 }))
             }
+            AgentKind::A2a => self.check_a2a(),
             AgentKind::OpenAi => {
                 if self.system.is_some() && self.system_file.is_some() {
                     return Err(AgentSetupError::SystemTwice);
@@ -370,5 +459,49 @@ impl RawAgent {
                 }))
             }
         }
+    }
+}
+
+impl RawAgent {
+    fn check_a2a(self) -> Result<AgentConfig, AgentSetupError> {
+        if self.url.is_none() && self.card.is_none() {
+            return Err(AgentSetupError::A2aNoUrl);
+        }
+        let stream = match self.stream {
+            None => false,
+            Some(StreamKey::Flag(on)) => on,
+            Some(StreamKey::Mode(_)) => return Err(AgentSetupError::A2aStream),
+        };
+        let binding = self
+            .binding
+            .map(|b| {
+                A2aBinding::parse(&b).ok_or(AgentSetupError::A2aKey {
+                    key: "binding",
+                    expected: "\"jsonrpc\" or \"http+json\" (\"rest\")",
+                    got: b,
+                })
+            })
+            .transpose()?;
+        let version = self
+            .version
+            .map(|v| {
+                A2aVersion::parse(&v).ok_or(AgentSetupError::A2aKey {
+                    key: "version",
+                    expected: "\"1.0\" or \"0.3\"",
+                    got: v,
+                })
+            })
+            .transpose()?;
+        Ok(AgentConfig::A2a(A2aAgentConfig {
+            url: self.url,
+            card: self.card,
+            binding,
+            version,
+            headers: self.headers,
+            timeout: self.timeout,
+            retries: self.retries,
+            allow_card_redirect: self.allow_card_redirect.unwrap_or(false),
+            stream,
+        }))
     }
 }

@@ -370,6 +370,7 @@ impl Config {
                         })?;
                     }
                 }
+                AgentConfig::A2a(a) => timeout(&a.timeout, &format!("{what}.timeout"))?,
             }
         }
         for (kind, table) in [("hooks", &self.file.hooks), ("scripts", &self.file.scripts)] {

@@ -58,6 +58,7 @@ pub(crate) use trial_option;
 mod common;
 
 #[cfg(unix)]
+mod a2a;
 mod agent_faults;
 mod cli;
 mod corpus;
@@ -170,6 +171,7 @@ fn main() {
     trials.extend(golden::tests());
     trials.extend(harness_e2e::tests());
     trials.extend(http_formats::tests());
+    trials.extend(a2a::tests());
     trials.extend(generators::tests());
     trials.extend(yao_flags::tests());
     trials.extend(tau2::tests());
