@@ -76,8 +76,11 @@ pub(crate) fn secs(ms: u64) -> String {
 /// A turn's reply time, with the time to its first byte when that came apart from the
 /// whole: `2.1s, first byte 350ms`.
 pub(crate) fn turn_time(t: &TurnReport) -> String {
+    // A first byte within a few milliseconds of the whole reply (a reply written in one
+    // go, read a moment later) says nothing: the report's fields keep the exact figures.
+    const SHOWN_GAP_MS: u64 = 10;
     match t.first_token_ms {
-        Some(first) if first < t.duration_ms => {
+        Some(first) if first + SHOWN_GAP_MS <= t.duration_ms => {
             format!("{}, first byte {}", secs(t.duration_ms), secs(first))
         }
         _ => secs(t.duration_ms),

@@ -159,7 +159,8 @@ fn block<'a>(out: &'a str, label: &str) -> &'a str {
 
 /// Replaces durations with `<dur>` so output can be compared exactly.
 fn normalise(out: &str) -> String {
-    let dur = regex::Regex::new(r"\(\d+(\.\d+)?m?s\)").unwrap();
+    // A turn's time may name its first byte too, when it came well before the whole reply.
+    let dur = regex::Regex::new(r"\(\d+(\.\d+)?m?s(, first byte \d+(\.\d+)?m?s)?\)").unwrap();
     let total = regex::Regex::new(r"Total time: .*").unwrap();
     // `-v` says how long starting the agent took when that was 10 ms or more: on a
     // loaded machine, and not otherwise.
