@@ -26,6 +26,74 @@ type = "process"
 command = ["python3", "../agent.py"]
 "#;
 
+/// The agent kinds `agentest init --kind` writes a config for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum Kind {
+    /// A child process speaking JSON lines (with `agent.py`, an agent that answers).
+    Process,
+    /// A graph behind a LangGraph Agent Server (`langgraph dev`).
+    Langgraph,
+    /// An Agent2Agent (A2A) endpoint.
+    A2a,
+    /// An OpenAI-compatible chat endpoint that runs its own tools.
+    OpenaiChat,
+    /// Any HTTP/SSE API: a body template and JSONPaths into the answer.
+    Custom,
+}
+
+/// `agent-tests/agentest.toml` for a `langgraph` agent.
+pub(crate) const LANGGRAPH_CONFIG: &str = r#"# agent-tests/agentest.toml: a graph served by `langgraph dev --no-browser` (port 2024).
+[agent]
+type = "langgraph"
+url = "http://127.0.0.1:2024"        # the server's base URL
+assistant_id = "agent"               # a graph name from langgraph.json, or an assistant id
+# headers = { x-api-key = "${LANGGRAPH_API_KEY}" } # LangGraph Platform
+# config = { configurable = { model = "small" } }  # each run's `config`
+# stream = true                      # /runs/stream instead of /runs/wait
+"#;
+
+/// `agent-tests/agentest.toml` for an `a2a` agent.
+pub(crate) const A2A_CONFIG: &str = r#"# agent-tests/agentest.toml: an A2A agent; its card is read from /.well-known/agent-card.json.
+[agent]
+type = "a2a"
+url = "http://127.0.0.1:9999"        # the agent's base URL
+# binding = "jsonrpc"                # or "http+json", over the card's preference
+# version = "1.0"                    # or "0.3", over the card's
+# headers = { Authorization = "Bearer ${A2A_TOKEN}" }
+# stream = true                      # SendStreamingMessage / message/stream
+"#;
+
+/// `agent-tests/agentest.toml` for an agent behind an OpenAI-compatible chat endpoint.
+pub(crate) const OPENAI_CHAT_CONFIG: &str = r#"# agent-tests/agentest.toml: an agent behind an OpenAI-compatible chat endpoint.
+[agent]
+type = "http"
+format = "openai-chat"
+url = "http://127.0.0.1:8000/v1/chat/completions"
+# headers = { Authorization = "Bearer ${AGENT_TOKEN}" }
+body = { model = "my-assistant" }    # fields sent beside `messages`
+# stream = "sse"                     # read the answer as chat.completion.chunk events
+"#;
+
+/// `agent-tests/agentest.toml` for an agent with an HTTP API of its own.
+pub(crate) const CUSTOM_CONFIG: &str = r#"# agent-tests/agentest.toml: an agent with an HTTP API of its own.
+[agent]
+type = "http"
+format = "custom"
+url = "http://127.0.0.1:8000/chat"
+body = { message = "{{input}}", conversation = "{{session_id}}" }
+# stream = "sse"                     # the answer is a text/event-stream
+
+[agent.reply]                        # JSONPaths into the answer
+content = "$.reply"
+# tool_calls = { path = "$.steps[*]", name = "$.tool", arguments = "$.args", result = "$.output" }
+# usage = { input_tokens = "$.usage.in", output_tokens = "$.usage.out" }
+"#;
+
+/// `agent-tests/smoke.jsonl` for an agent of your own: one case that only needs an answer.
+pub(crate) const REACHABLE: &str = r#"// agent-tests/smoke.jsonl: one case per line; add assertions on what your agent says.
+{"id": "answers", "input": "Hello", "assertions": [{"type": "regex", "pattern": "\\S"}]}
+"#;
+
 /// `agent-tests/smoke.jsonl`: two cases, trials `smoke::greets` and `smoke::echoes`.
 pub(crate) const SMOKE: &str = r#"// agent-tests/smoke.jsonl: one case per line.
 {"id": "greets", "input": "Hello", "assertions": [{"type": "contains", "value": "Hello"}]}
@@ -51,11 +119,23 @@ harness = false
 pub(super) fn init(args: InitArgs) -> Result<ExitCode, String> {
     let dir = args.dir.unwrap_or_default();
     let crate_root = dir.join("Cargo.toml").is_file();
-    let mut files: Vec<(PathBuf, &str)> = vec![
-        (dir.join("agent.py"), AGENT),
-        (dir.join("agent-tests/agentest.toml"), CONFIG),
-        (dir.join("agent-tests/smoke.jsonl"), SMOKE),
-    ];
+    let config = match args.kind {
+        Kind::Process => CONFIG,
+        Kind::Langgraph => LANGGRAPH_CONFIG,
+        Kind::A2a => A2A_CONFIG,
+        Kind::OpenaiChat => OPENAI_CHAT_CONFIG,
+        Kind::Custom => CUSTOM_CONFIG,
+    };
+    let mut files: Vec<(PathBuf, &str)> = Vec::new();
+    if args.kind == Kind::Process {
+        files.push((dir.join("agent.py"), AGENT));
+    }
+    files.push((dir.join("agent-tests/agentest.toml"), config));
+    let smoke = match args.kind {
+        Kind::Process => SMOKE,
+        _ => REACHABLE,
+    };
+    files.push((dir.join("agent-tests/smoke.jsonl"), smoke));
     if crate_root {
         files.push((dir.join("tests/agent_tests.rs"), HARNESS));
     }
@@ -79,6 +159,9 @@ pub(super) fn init(args: InitArgs) -> Result<ExitCode, String> {
     } else {
         format!("cd {} && ", dir.display())
     };
+    if args.kind != Kind::Process {
+        println!("\nPoint agent-tests/agentest.toml at your agent (its url, and the keys the comments show).");
+    }
     println!("\nRun the smoke suite with the agentest command:\n\n    {shown}agentest test -i agent-tests");
     if crate_root {
         println!(

@@ -153,6 +153,10 @@ struct InitArgs {
     /// Replace files that already exist.
     #[arg(long = "force")]
     force: bool,
+    /// The kind of agent the config tests: `process` writes a ten-line agent that runs
+    /// green at once; the others write that kind's table, to point at your agent.
+    #[arg(long, value_enum, default_value = "process")]
+    kind: init::Kind,
 }
 
 #[derive(clap::Args)]

@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{clean_command, finish, outer_target_dir, Run, Scratch, BIN};
+use crate::common::{clean_command, finish, outer_target_dir, PyServer, Run, Scratch, BIN};
 
 const README: &str = include_str!("../../README.md");
 
@@ -339,9 +339,81 @@ fn the_readme_crate_section_works_as_written() {
     }
 }
 
+/// An agent with an API of its own, as `init --kind custom` expects it: `POST /chat`
+/// answering `{"reply": ...}`.
+const CHAT_API: &str = r#"
+import json
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_POST(self):
+        req = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        body = json.dumps({"reply": "you said " + req["message"]}).encode()
+        self.send_response(200 if self.path == "/chat" else 404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+ThreadingHTTPServer.daemon_threads = True
+server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+print("listening on %d" % server.server_address[1], flush=True)
+server.serve_forever()
+"#;
+
+/// `agentest init --kind K` writes that kind's table and a smoke case that needs only
+/// an answer, and no agent: each loads (`--dry-run` builds the agent), and the `custom`
+/// one, pointed at a real server of that shape, runs green.
+fn init_writes_a_table_for_each_agent_kind() {
+    let s = Scratch::named("readme", "init-kinds");
+    for (kind, table) in [
+        ("langgraph", "type = \"langgraph\""),
+        ("a2a", "type = \"a2a\""),
+        ("openai-chat", "format = \"openai-chat\""),
+        ("custom", "format = \"custom\""),
+    ] {
+        let run = finish(
+            std::process::Command::new(BIN)
+                .args(["init", kind, "--kind", kind])
+                .current_dir(s.path()),
+        );
+        assert_eq!(run.code, 0, "{kind}: {run:?}");
+        assert!(!s.exists(&format!("{kind}/agent.py")), "{kind}: {run:?}");
+        let config = s.read(&format!("{kind}/agent-tests/agentest.toml"));
+        assert!(config.contains(table), "{kind}: {config}");
+        let dry = finish(
+            std::process::Command::new(BIN)
+                .args(["test", "-i", "agent-tests", "--dry-run"])
+                .current_dir(s.join(kind))
+                .env_remove("AGENTEST_CONFIG"),
+        );
+        assert_eq!(dry.code, 0, "{kind}: {dry:?}");
+        assert!(
+            dry.stdout.contains("1 case, 0 with errors"),
+            "{kind}: {dry:?}"
+        );
+    }
+    let server = PyServer::start(&s, "api.py", CHAT_API, &[]);
+    let config = s
+        .read("custom/agent-tests/agentest.toml")
+        .replace("127.0.0.1:8000", &format!("127.0.0.1:{}", server.port));
+    s.write("custom/agent-tests/agentest.toml", &config);
+    let run = finish(
+        std::process::Command::new(BIN)
+            .args(["test", "-i", "agent-tests", "--color", "never"])
+            .current_dir(s.join("custom"))
+            .env_remove("AGENTEST_CONFIG")
+            .env("AGENTEST_STORE", "off"),
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("Passed:  1"), "{run:?}");
+}
+
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         init_writes_the_files_the_readme_shows,
+        init_writes_a_table_for_each_agent_kind,
         the_readme_crate_section_works_as_written,
     ]
 }
