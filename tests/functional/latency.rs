@@ -29,11 +29,10 @@ for line in sys.stdin:
 /// FIRST ms, the rest of the body REST ms later.
 const HTTP_AGENT: &str = r#"
 import json, time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-class H(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+from serve import Handler, serve
+class H(Handler):
     def do_POST(self):
-        req = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        req = self.body_json()
         _, first, rest = req["input"].split()
         body = json.dumps({"content": "done"}).encode()
         time.sleep(int(first) / 1000)
@@ -45,12 +44,7 @@ class H(BaseHTTPRequestHandler):
         self.wfile.flush()
         time.sleep(int(rest) / 1000)
         self.wfile.write(body[5:])
-    def log_message(self, *a):
-        pass
-ThreadingHTTPServer.daemon_threads = True
-server = ThreadingHTTPServer(("127.0.0.1", 0), H)
-print("listening on %d" % server.server_address[1], flush=True)
-server.serve_forever()
+serve(H)
 "#;
 
 /// The cases, the same for both agents.

@@ -343,23 +343,13 @@ fn the_readme_crate_section_works_as_written() {
 /// answering `{"reply": ...}`.
 const CHAT_API: &str = r#"
 import json
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-class H(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+from serve import Handler, serve
+class H(Handler):
     def do_POST(self):
-        req = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-        body = json.dumps({"reply": "you said " + req["message"]}).encode()
-        self.send_response(200 if self.path == "/chat" else 404)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *a):
-        pass
-ThreadingHTTPServer.daemon_threads = True
-server = ThreadingHTTPServer(("127.0.0.1", 0), H)
-print("listening on %d" % server.server_address[1], flush=True)
-server.serve_forever()
+        req = self.body_json()
+        body = json.dumps({"reply": "you said " + req["message"]})
+        self.answer(200 if self.path == "/chat" else 404, body)
+serve(H)
 "#;
 
 /// `agentest init --kind K` writes that kind's table and a smoke case that needs only

@@ -10,13 +10,11 @@ use crate::common::{clean, finish, PyServer, Report, Scratch, BIN};
 /// Answers by the request's input.
 const SERVER: &str = r#"
 import gzip, json
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-class H(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+from serve import Handler, serve
+class H(Handler):
     def do_POST(self):
-        req = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-        said = req["input"]
-        headers = {"Content-Type": "application/json"}
+        said = self.body_json()["input"]
+        headers = {}
         code = 200
         body = json.dumps({"content": "hi"}).encode()
         if said == "negative usage":
@@ -30,18 +28,8 @@ class H(BaseHTTPRequestHandler):
             code = 429
             body = b"slow down"
             headers["Retry-After"] = "99999"
-        self.send_response(code)
-        for k, v in headers.items():
-            self.send_header(k, v)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *a):
-        pass
-ThreadingHTTPServer.daemon_threads = True
-server = ThreadingHTTPServer(("127.0.0.1", 0), H)
-print("listening on %d" % server.server_address[1], flush=True)
-server.serve_forever()
+        self.answer(code, body, headers)
+serve(H)
 "#;
 
 fn server(s: &Scratch) -> (PyServer, u16) {

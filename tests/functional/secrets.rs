@@ -14,11 +14,10 @@ const TOKEN: &str = "tok-3f9a7c1e5b2d-never-shown";
 /// `echo` a 200 reply; each quoting the `Authorization` header.
 const ECHO_SERVER: &str = r#"
 import json
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-class H(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+from serve import Handler, serve
+class H(Handler):
     def do_POST(self):
-        req = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        req = self.body_json()
         auth = self.headers.get("Authorization", "")
         if self.path.endswith("/chat/completions"):
             said = req["messages"][-1]["content"]
@@ -37,19 +36,7 @@ class H(BaseHTTPRequestHandler):
         else:
             code, body = 200, json.dumps({"content": "your header was " + auth})
         self.answer(code, body)
-    def answer(self, code, body):
-        body = body.encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *a):
-        pass
-ThreadingHTTPServer.daemon_threads = True
-server = ThreadingHTTPServer(("127.0.0.1", 0), H)
-print("listening on %d" % server.server_address[1], flush=True)
-server.serve_forever()
+serve(H)
 "#;
 
 fn echo_server(s: &Scratch) -> (PyServer, u16) {

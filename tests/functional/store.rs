@@ -333,26 +333,15 @@ fn processes_at_once_share_one_store() {
 /// An HTTP agent that takes 100 ms per reply and logs each request's case id.
 const SLOW_AGENT: &str = r#"
 import json, sys, time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from serve import Handler, serve
 log = open(sys.argv[1], "a", buffering=1)
-class H(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class H(Handler):
     def do_POST(self):
-        req = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        req = self.body_json()
         log.write(req["test_id"] + "\n")
         time.sleep(0.1)
-        body = json.dumps({"content": "done " + req["input"]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *a):
-        pass
-ThreadingHTTPServer.daemon_threads = True
-server = ThreadingHTTPServer(("127.0.0.1", 0), H)
-print("listening on %d" % server.server_address[1], flush=True)
-server.serve_forever()
+        self.answer(200, json.dumps({"content": "done " + req["input"]}))
+serve(H)
 "#;
 
 /// A project of `n` one-turn cases against the slow agent; the agent's log is

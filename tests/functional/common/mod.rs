@@ -563,8 +563,44 @@ pub fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
 // A Python HTTP server in a child process
 // ---------------------------------------------------------------------------------------
 
+/// What every test server's script imports (`from serve import Handler, serve`): a
+/// quiet HTTP/1.1 handler with `answer(code, body, headers)`, and `serve(H)`, which
+/// listens on a free loopback port and prints `listening on PORT`.
+const PY_SERVE: &str = r#"
+import json
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def body_json(self):
+        return json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+
+    def answer(self, code, body, headers=None):
+        if isinstance(body, str):
+            body = body.encode()
+        self.send_response(code)
+        headers = dict(headers or {})
+        headers.setdefault("Content-Type", "application/json")
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *a):
+        pass
+
+def serve(handler):
+    ThreadingHTTPServer.daemon_threads = True
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    print("listening on %d" % server.server_address[1], flush=True)
+    server.serve_forever()
+"#;
+
 /// A Python program serving HTTP on 127.0.0.1 (a real `http.server` in a child process),
-/// killed when dropped. The program prints `listening on PORT` once it listens.
+/// killed when dropped. The program prints `listening on PORT` once it listens; a
+/// script may build on [`PY_SERVE`], written beside it as `serve.py`.
 pub struct PyServer {
     child: std::process::Child,
     /// The port it listens on.
@@ -574,6 +610,7 @@ pub struct PyServer {
 impl PyServer {
     /// Writes `script` to `name` in `s` and runs it with `args`, waiting for its port.
     pub fn start(s: &Scratch, name: &str, script: &str, args: &[&std::ffi::OsStr]) -> PyServer {
+        s.write("serve.py", PY_SERVE);
         s.write(name, script);
         Self::with_python(Path::new("python3"), &s.join(name), args)
     }
