@@ -69,7 +69,7 @@ impl A2aSpec {
             (None, _, Some(u)) => (u.clone(), None),
             (None, _, None) => return Err(AgentSetupError::A2aNoUrl),
         };
-        let wire = plain_wire(what)?;
+        let wire = super::wire::Wire::plain(what)?;
         let http = super::session::http_spec(&at, &cfg.headers, timeout, cfg.retries, wire, what)?;
         let base = cfg.url.as_ref().map(|_| http.url.clone());
         let (card, shown) = match card {
@@ -184,7 +184,7 @@ impl A2aSpec {
             headers,
             self.timeout,
             self.cfg.retries.unwrap_or(super::http::DEFAULT_RETRIES),
-            plain_wire(&self.what)
+            super::wire::Wire::plain(&self.what)
                 .map_err(|e| shape(&self.shown, "a usable endpoint", &e.to_string()))?,
             &self.what,
         )
@@ -196,18 +196,6 @@ impl A2aSpec {
             version: *version,
         })
     }
-}
-
-/// The wire of an agent that speaks its own protocol through the http kind's POSTs.
-fn plain_wire(what: &str) -> Result<super::wire::Wire, AgentSetupError> {
-    super::wire::Wire::compile(
-        crate::config::HttpFormat::Agentest,
-        None,
-        None,
-        None,
-        false,
-        Some(what),
-    )
 }
 
 type Interface<'a> = (&'a str, Option<A2aBinding>, Option<A2aVersion>);

@@ -110,15 +110,7 @@ impl AgentDef {
             }
             AgentConfig::LangGraph(g) => {
                 let timeout = g.timeout.as_ref().map(duration).transpose()?;
-                // The langgraph kind speaks its own API through the http kind's POSTs.
-                let wire = super::wire::Wire::compile(
-                    crate::config::HttpFormat::Agentest,
-                    None,
-                    None,
-                    None,
-                    false,
-                    Some(what),
-                )?;
+                let wire = super::wire::Wire::plain(what)?;
                 let http = http_spec(&g.url, &g.headers, timeout, g.retries, wire, what)?;
                 Ok(AgentDef::LangGraph(Arc::new(
                     langgraph::LangGraphSpec::new(

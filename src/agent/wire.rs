@@ -488,6 +488,12 @@ pub(crate) fn check_http_wire(
 }
 
 impl Wire {
+    /// The wire of a kind that speaks an HTTP API of its own (`langgraph`, `a2a`)
+    /// through the http kind's POSTs: no template, no reply paths.
+    pub(crate) fn plain(what: &str) -> Result<Wire, AgentSetupError> {
+        Wire::compile(HttpFormat::Agentest, None, None, None, false, Some(what))
+    }
+
     /// Compiles the wire keys; `expand` names the table when `${VAR}`s are expanded.
     pub(crate) fn compile(
         format: HttpFormat,
