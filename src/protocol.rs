@@ -135,6 +135,35 @@ pub struct Reply {
     /// `REPLY` or `CREATE_ISSUE`), for `trajectory_contains_action`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub actions: Vec<String>,
+    /// What the agent said it thought before answering (an ElizaOS reply's `thought`):
+    /// kept in the turn's record, never checked as the reply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thought: Option<String>,
+    /// Files the reply carried (A2A file parts): listed in the turn's record.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<FileRef>,
+}
+
+/// A file an agent's reply carried, as its turn's record lists it: what it is and
+/// where it is, never its bytes.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FileRef {
+    /// Its file name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Its media type (`image/png`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media_type: Option<String>,
+    /// Where it is, for a file sent by reference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uri: Option<String>,
+    /// Its size in bytes, for a file sent inline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// The artifact it came in (A2A), when it had a name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact: Option<String>,
 }
 
 impl Reply {

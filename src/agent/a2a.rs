@@ -12,11 +12,11 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use super::http::{HttpSession, HttpSpec};
+use super::http::{Flow, HttpSession, HttpSpec};
 use super::{CaseScope, Timed};
 use crate::config::{A2aAgentConfig, A2aBinding, A2aVersion, Config};
 use crate::errors::{AgentError, AgentSetupError};
-use crate::protocol::{Reply, Request};
+use crate::protocol::{FileRef, Reply, Request};
 
 /// Where the card is read from.
 enum CardAt {
@@ -343,27 +343,53 @@ impl A2aSession {
                 first_byte: answer.first_byte,
             });
         }
-        // The stream is read whole (the turn's timeout covers it); its first byte is
-        // the response head.
-        let events = self.http.post_raw(&url, &shown, &body).await?;
-        let mut parser = super::sse::Parser::default();
-        let mut all = parser.push(&events.value);
-        all.extend(parser.finish());
+        // Each event is folded in as it comes; the first to carry text or data is the
+        // first token.
         let mut results = Vec::new();
-        for event in all.into_iter().filter(|e| !e.data.is_empty()) {
-            let value: Value = serde_json::from_str(&event.data)
-                .map_err(|_| shape(&shown, "JSON in each event of the stream", &event.data))?;
-            results.push(if rpc {
-                rpc_result(value, &shown)?
-            } else {
-                value
-            });
-        }
+        let read = self
+            .http
+            .post_events(&url, &shown, &body, |event| {
+                if event.data.is_empty() {
+                    return Ok(Flow::More);
+                }
+                let value: Value = serde_json::from_str(&event.data)
+                    .map_err(|_| shape(&shown, "JSON in each event of the stream", &event.data))?;
+                let value = if rpc {
+                    rpc_result(value, &shown)?
+                } else {
+                    value
+                };
+                let flow = if carries_reply(&value) {
+                    Flow::Token
+                } else {
+                    Flow::More
+                };
+                results.push(value);
+                Ok(flow)
+            })
+            .await?;
         Ok(Timed {
             value: fold_stream(results, &shown)?,
-            first_byte: events.first_byte,
+            first_byte: read.first_byte,
         })
     }
+}
+
+/// Whether a stream's event carries part of the reply: a message, an artifact, or a
+/// status with a message, with a part in it.
+fn carries_reply(event: &Value) -> bool {
+    let has_parts = |v: &Value| v["parts"].as_array().is_some_and(|p| !p.is_empty());
+    [
+        &event["message"],
+        event,
+        &event["artifactUpdate"]["artifact"],
+        &event["artifact"],
+        &event["statusUpdate"]["status"]["message"],
+        &event["status"]["message"],
+        &event["task"]["status"]["message"],
+    ]
+    .into_iter()
+    .any(has_parts)
 }
 
 /// A stream's events as one result: its Message, or its Task with the status updates
@@ -551,11 +577,12 @@ fn normal_state(state: &str) -> String {
         .replace("cancelled", "canceled")
 }
 
-/// A turn's parts: texts in order, data by artifact name.
+/// A turn's parts: texts in order, data by artifact name, files listed.
 #[derive(Default)]
 struct Parts {
     text: Vec<String>,
     data: Map<String, Value>,
+    files: Vec<FileRef>,
 }
 
 impl Parts {
@@ -563,6 +590,11 @@ impl Parts {
         for part in parts.as_array().into_iter().flatten() {
             if let Some(t) = part["text"].as_str() {
                 self.text.push(t.to_string());
+            } else if let Some(file) = file_of(part) {
+                self.files.push(FileRef {
+                    artifact: name.map(str::to_string),
+                    ..file
+                });
             } else if let Some(d) = part.get("data").filter(|_| part["kind"] != "file") {
                 // v0.3 wraps a data part's value as `data`; v1.0 holds any JSON value.
                 let key = name.unwrap_or("message").to_string();
@@ -586,8 +618,43 @@ impl Parts {
         if !self.data.is_empty() {
             reply.data = Some(Value::Object(self.data));
         }
+        reply.files = self.files;
         reply
     }
+}
+
+/// A file part, as the turn's record lists it: v1.0's `url` or `raw` (base64) with
+/// `filename` and `mediaType`; v0.3's `file` with `uri` or `bytes`, `name`, `mimeType`.
+fn file_of(part: &Value) -> Option<FileRef> {
+    let (file, name, media) = if part["kind"] == "file" || part["file"].is_object() {
+        (&part["file"], "name", "mimeType")
+    } else if part.get("url").is_some() || part.get("raw").is_some() {
+        (part, "filename", "mediaType")
+    } else {
+        return None;
+    };
+    // Protobuf's defaults (an empty name) are no value.
+    let text = |key: &str| {
+        file[key]
+            .as_str()
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    };
+    // The size of base64 text's bytes, padding aside; the bytes are never kept.
+    let size = |b64: &str| {
+        let b64 = b64.trim_end_matches('=');
+        (b64.len() * 3 / 4) as u64
+    };
+    Some(FileRef {
+        name: text(name),
+        media_type: text(media),
+        uri: text("url").or_else(|| text("uri")),
+        bytes: file["raw"]
+            .as_str()
+            .or_else(|| file["bytes"].as_str())
+            .map(size),
+        artifact: None,
+    })
 }
 
 /// Data parts carry numbers as protobuf doubles (`2.0`): integral ones become integers,
@@ -631,6 +698,40 @@ mod tests {
             Some(json!({"booking": {"nights": 2, "rate": 1.5}}))
         );
         assert_eq!(t.reply.awaiting_input, None);
+    }
+
+    #[test]
+    fn file_parts_are_listed_by_artifact_without_their_bytes() {
+        let v1 = json!({"task": {"id": "t", "status": {"state": "TASK_STATE_COMPLETED"},
+            "artifacts": [{"name": "receipt", "parts": [
+                {"raw": "aGVsbG8=", "filename": "r.txt", "mediaType": "text/plain"},
+                {"url": "https://x/r.pdf", "mediaType": "application/pdf"}]}]}});
+        let files = turn_of(v1, "u").unwrap().reply.files;
+        let names: Vec<_> = files
+            .iter()
+            .map(|f| {
+                (
+                    f.name.as_deref(),
+                    f.uri.as_deref(),
+                    f.bytes,
+                    f.artifact.as_deref(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                (Some("r.txt"), None, Some(5), Some("receipt")),
+                (None, Some("https://x/r.pdf"), None, Some("receipt"))
+            ]
+        );
+        let v03 = json!({"kind": "message", "parts": [{"kind": "file",
+            "file": {"bytes": "aGk=", "name": "a.bin", "mimeType": "application/octet-stream"}}]});
+        let f = &turn_of(v03, "u").unwrap().reply.files[0];
+        assert_eq!(
+            (f.name.as_deref(), f.media_type.as_deref(), f.bytes),
+            (Some("a.bin"), Some("application/octet-stream"), Some(2))
+        );
     }
 
     #[test]

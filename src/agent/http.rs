@@ -257,73 +257,113 @@ impl HttpSpec {
     /// reply's first byte is its first event (its first token).
     async fn read_stream(
         &self,
-        mut response: reqwest::Response,
+        response: reqwest::Response,
         idle: Duration,
     ) -> Result<Timed<Reply>, AgentError> {
         let shown = &self.shown;
-        let kind = response
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_string();
-        if !kind.trim_start().starts_with("text/event-stream") {
-            let (body, _) = read_capped(response, ERROR_BODY_BYTES)
-                .await
-                .map_err(|e| describe(shown, e, idle))?;
-            return Err(AgentError::NotEventStream {
-                shown: shown.clone(),
-                content_type: kind,
-                body: crate::util::clip(String::from_utf8_lossy(&body).trim()),
-            });
-        }
-        let mut parser = sse::Parser::default();
-        let mut read = 0usize;
         let mut stream = Streamed::new(&self.wire);
-        let mut first = None;
-        loop {
-            let chunk = tokio::time::timeout(idle, response.chunk())
-                .await
-                .map_err(|_| AgentError::StreamIdle {
-                    shown: shown.clone(),
-                    timeout: idle,
-                })?
-                .map_err(|e| describe(shown, e, idle))?;
-            let events = match &chunk {
-                Some(bytes) => {
-                    read += bytes.len();
-                    if read > MAX_REPLY_BYTES {
-                        return Err(AgentError::BodyTooLarge {
-                            shown: shown.clone(),
-                        });
-                    }
-                    parser.push(bytes)
+        let read = read_events(response, shown, idle, |event| {
+            Ok(if stream.add(event, shown)? {
+                Flow::Done
+            } else {
+                Flow::Token
+            })
+        })
+        .await?;
+        // `[DONE]` finishes the answer; the body's end finishes a custom one.
+        let reply = if read.value {
+            stream.finish(shown)
+        } else {
+            stream.end(shown)
+        };
+        reply.map(|value| Timed {
+            value,
+            first_byte: read.first_byte,
+        })
+    }
+}
+
+/// What a stream's reader made of one event.
+pub(crate) enum Flow {
+    /// Read on; the event carried none of the reply (a stream's metadata, the echo of
+    /// the user's message).
+    More,
+    /// Read on; the event carried part of the reply: the first such is the first token.
+    Token,
+    /// The event ends the answer: stop reading.
+    Done,
+}
+
+/// Reads a `text/event-stream` answer event by event, giving each to `take`, each read
+/// waiting at most `idle`, at most [`MAX_REPLY_BYTES`] in all. Its value is whether an
+/// event ended the answer (`false`: the body ended); its first byte is the first event
+/// `take` called a token (none: the response head stands for it).
+async fn read_events(
+    mut response: reqwest::Response,
+    shown: &str,
+    idle: Duration,
+    mut take: impl FnMut(sse::Event) -> Result<Flow, AgentError>,
+) -> Result<Timed<bool>, AgentError> {
+    let head = std::time::Instant::now();
+    let kind = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    if !kind.trim_start().starts_with("text/event-stream") {
+        let (body, _) = read_capped(response, ERROR_BODY_BYTES)
+            .await
+            .map_err(|e| describe(shown, e, idle))?;
+        return Err(AgentError::NotEventStream {
+            shown: shown.to_string(),
+            content_type: kind,
+            body: crate::util::clip(String::from_utf8_lossy(&body).trim()),
+        });
+    }
+    let mut parser = sse::Parser::default();
+    let mut read = 0usize;
+    let mut first = None;
+    loop {
+        let chunk = tokio::time::timeout(idle, response.chunk())
+            .await
+            .map_err(|_| AgentError::StreamIdle {
+                shown: shown.to_string(),
+                timeout: idle,
+            })?
+            .map_err(|e| describe(shown, e, idle))?;
+        let events = match &chunk {
+            Some(bytes) => {
+                read += bytes.len();
+                if read > MAX_REPLY_BYTES {
+                    return Err(AgentError::BodyTooLarge {
+                        shown: shown.to_string(),
+                    });
                 }
-                None => parser.finish().into_iter().collect(),
-            };
-            let mut ended = None;
-            for event in events {
-                first.get_or_insert_with(std::time::Instant::now);
-                if stream.add(event, shown)? {
-                    ended = Some(true);
-                    break;
+                parser.push(bytes)
+            }
+            None => parser.finish().into_iter().collect(),
+        };
+        for event in events {
+            let now = std::time::Instant::now();
+            match take(event)? {
+                Flow::More => {}
+                Flow::Token => {
+                    first.get_or_insert(now);
+                }
+                Flow::Done => {
+                    return Ok(Timed {
+                        value: true,
+                        first_byte: Some(first.unwrap_or(head)),
+                    })
                 }
             }
-            if chunk.is_none() {
-                ended.get_or_insert(false);
-            }
-            if let Some(done) = ended {
-                // `[DONE]` finishes the answer; the body's end finishes a custom one.
-                let reply = if done {
-                    stream.finish(shown)
-                } else {
-                    stream.end(shown)
-                };
-                return reply.map(|value| Timed {
-                    value,
-                    first_byte: first,
-                });
-            }
+        }
+        if chunk.is_none() {
+            return Ok(Timed {
+                value: false,
+                first_byte: Some(first.unwrap_or(head)),
+            });
         }
     }
 }
@@ -538,17 +578,22 @@ impl HttpSession {
             .await
     }
 
-    /// [`HttpSession::post`] for an answer read whole as bytes (an event stream parsed
-    /// after it ends).
-    pub(crate) async fn post_raw(
+    /// POSTs `body` to `url` (`shown` in messages) and reads its `text/event-stream`
+    /// answer event by event as [`read_events`] does, each read waiting at most the
+    /// agent's timeout: for the kinds of their own API that stream (`langgraph`, `a2a`,
+    /// `eliza`). Only the request is retried, never a stream once it has begun.
+    pub(crate) async fn post_events(
         &self,
         url: &reqwest::Url,
         shown: &str,
         body: &Value,
-    ) -> Result<Timed<Vec<u8>>, AgentError> {
+        take: impl FnMut(sse::Event) -> Result<Flow, AgentError>,
+    ) -> Result<Timed<bool>, AgentError> {
         let timeout = self.spec.timeout.unwrap_or(DEFAULT_HTTP_TIMEOUT);
-        self.retrying(|| self.spec.post_bytes(url, shown, body, timeout))
-            .await
+        let response = self
+            .retrying(|| self.spec.open(url, shown, body, timeout, false))
+            .await?;
+        read_events(response, shown, timeout, take).await
     }
 
     /// Makes `attempt` until it succeeds, fails for good, or runs out of retries.

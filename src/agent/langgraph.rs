@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use super::http::{HttpSession, HttpSpec};
+use super::http::{Flow, HttpSession, HttpSpec};
 use super::{CaseScope, Timed};
 use crate::errors::AgentError;
 use crate::protocol::{Reply, Request, ToolCall, Usage};
@@ -99,15 +99,18 @@ impl LangGraphSession {
                 body.insert(key.into(), v.clone());
             }
         }
-        // The first byte is the run's response head: the stream is read whole before
-        // its last state is known, so no earlier token is told apart.
         let mut body = Value::Object(body);
         let (state, first_byte, shown) = if self.spec.stream {
-            // `messages` events are partial chunks; the last `values` event is the state.
+            // `messages` events are partial chunks (the first is the first token); the
+            // last `values` event is the state.
             body["stream_mode"] = json!(["values", "messages-tuple"]);
             let (url, shown) = self.spec.at(&["threads", &thread, "runs", "stream"]);
-            let events = self.http.post_raw(&url, &shown, &body).await?;
-            (last_state(&events.value, &shown)?, events.first_byte, shown)
+            let mut last = LastState::default();
+            let read = self
+                .http
+                .post_events(&url, &shown, &body, |event| last.take(event, &shown))
+                .await?;
+            (last.state(&shown)?, read.first_byte, shown)
         } else {
             let (url, shown) = self.spec.at(&["threads", &thread, "runs", "wait"]);
             let answer = self.http.post(&url, &shown, &body).await?;
@@ -139,37 +142,51 @@ impl LangGraphSession {
 
 /// The state a run's event stream ends with: its last `values` event; an `error` event
 /// is the run's error, given as a state with `__error__`.
-fn last_state(events: &[u8], shown: &str) -> Result<Value, AgentError> {
-    let text = String::from_utf8_lossy(events).replace("\r\n", "\n");
-    let mut state = None;
-    for event in text.split("\n\n") {
-        let mut name = "message";
-        let mut data = Vec::new();
-        for line in event.lines() {
-            if let Some(v) = line.strip_prefix("event:") {
-                name = v.trim();
-            } else if let Some(v) = line.strip_prefix("data:") {
-                data.push(v.strip_prefix(' ').unwrap_or(v));
+#[derive(Default)]
+struct LastState {
+    state: Option<Value>,
+    /// The events' names, for the message when no `values` event came.
+    names: Vec<String>,
+}
+
+impl LastState {
+    fn take(&mut self, event: super::sse::Event, shown: &str) -> Result<Flow, AgentError> {
+        let name = if event.event.is_empty() {
+            "message"
+        } else {
+            event.event.as_str()
+        };
+        if self.names.len() < 20 {
+            self.names.push(name.to_string());
+        }
+        let parse = |what| {
+            serde_json::from_str::<Value>(&event.data)
+                .map_err(|_| shape(shown, what, &Value::String(event.data.clone())))
+        };
+        Ok(match name {
+            "values" => {
+                self.state = Some(parse("JSON in each `values` event")?);
+                Flow::More
             }
-        }
-        if name != "values" && name != "error" {
-            continue;
-        }
-        let data = data.join("\n");
-        let value: Value = serde_json::from_str(&data)
-            .map_err(|_| shape(shown, "JSON in each `values` event", &Value::String(data)))?;
-        if name == "error" {
-            return Ok(json!({ "__error__": value }));
-        }
-        state = Some(value);
+            "error" => {
+                self.state = Some(json!({ "__error__": parse("JSON in an `error` event")? }));
+                Flow::Done
+            }
+            // `messages` (`messages-tuple`): a message chunk and its metadata.
+            n if n == "messages" || n.starts_with("messages/") => Flow::Token,
+            _ => Flow::More,
+        })
     }
-    state.ok_or_else(|| {
-        shape(
-            shown,
-            "a `values` event in the run's event stream",
-            &Value::String(text.clone()),
-        )
-    })
+
+    fn state(self, shown: &str) -> Result<Value, AgentError> {
+        self.state.ok_or_else(|| {
+            shape(
+                shown,
+                "a `values` event in the run's event stream",
+                &Value::String(format!("events: {}", self.names.join(", "))),
+            )
+        })
+    }
 }
 
 /// The messages of the thread's state already taken into a reply: by id, and by count
@@ -363,6 +380,20 @@ mod tests {
         );
     }
 
+    /// The state a whole event stream ends with, read as `post_events` reads it.
+    fn last_state(bytes: &[u8], shown: &str) -> Result<Value, AgentError> {
+        let mut parser = super::super::sse::Parser::default();
+        let mut events = parser.push(bytes);
+        events.extend(parser.finish());
+        let mut last = LastState::default();
+        for event in events {
+            if let Flow::Done = last.take(event, shown)? {
+                break;
+            }
+        }
+        last.state(shown)
+    }
+
     #[test]
     fn a_stream_ends_with_its_last_values_event_or_its_error() {
         let events = "event: metadata\r\ndata: {\"run_id\": \"r\"}\r\n\r\nevent: values\ndata: {\"messages\": []}\n\nevent: messages\ndata: [{}, {}]\n\nevent: values\ndata: {\"messages\":\ndata: [1]}\n\n";
@@ -378,7 +409,7 @@ mod tests {
         let e = last_state(b"event: metadata\ndata: {}\n\n", "u").unwrap_err();
         assert_eq!(
             e.to_string(),
-            "LangGraph agent at u: expected a `values` event in the run's event stream, got: \"event: metadata\\ndata: {}\\n\\n\""
+            "LangGraph agent at u: expected a `values` event in the run's event stream, got: \"events: metadata\""
         );
     }
 

@@ -89,6 +89,12 @@ pub struct TurnReport {
     /// Actions the agent reported that are not tool calls (`actions` in its reply).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub actions: Vec<String>,
+    /// What the agent said it thought before answering (an ElizaOS `thought`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thought: Option<String>,
+    /// Files the reply carried (A2A file parts): name, media type, and where or how big.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<crate::protocol::FileRef>,
     /// Whether the agent waits for the user.
     pub awaiting_input: bool,
     /// Why `awaiting_input` is what it is.

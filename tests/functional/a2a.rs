@@ -173,6 +173,14 @@ fn a2a_agents_are_tested_over_each_binding_and_version() -> Needs {
             json!({"booking": {"nights": 2, "city": "Paris"}}),
             "{c}"
         );
+        // File parts are listed in the record, the inline one by size, never its bytes.
+        assert_eq!(
+            c["turns"][1]["files"],
+            json!([{"name": "receipt.txt", "media_type": "text/plain", "bytes": 7, "artifact": "receipt"},
+                   {"media_type": "application/pdf", "uri": "https://example.com/r/12.pdf", "artifact": "receipt"}]),
+            "{c}"
+        );
+        assert!(!c.to_string().contains("cm9vbSAxMg"), "no file bytes: {c}");
     }
 
     // What the server received: per binding and version its method, header and shape;

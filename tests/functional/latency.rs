@@ -58,7 +58,9 @@ const SUITE: &[&str] = &[
     // A slow first byte fails `max_first_token_ms`.
     r#"{"id": "slow_first_byte", "input": "wait 700 0", "assert": {"type": "latency", "max_first_token_ms": 300}}"#,
     // Over the conversation, the slowest reply is named by its turn; a turn's own bound holds.
-    r#"{"id": "conversation", "turns": [{"input": "wait 0 0"}, {"input": "wait 0 900", "assert": {"type": "latency", "max_ms": 60000}}, {"input": "wait 0 0"}], "final_assertions": [{"type": "latency", "max_ms": 500}]}"#,
+    // (2.5 s: the first turn also waits for the agent process to start, which a loaded
+    // machine has taken over a second to do.)
+    r#"{"id": "conversation", "turns": [{"input": "wait 0 0"}, {"input": "wait 0 2500", "assert": {"type": "latency", "max_ms": 60000}}, {"input": "wait 0 0"}], "final_assertions": [{"type": "latency", "max_ms": 500}]}"#,
 ];
 
 /// Runs the suite against the agent `agent` (an `[agent]` table), verbose, with a JSONL
@@ -165,7 +167,7 @@ fn check_timings(s: &Scratch, run: &Run, report: &Report) {
         "final assertions: latency max_ms 500: turn 2's reply took ",
         " ms, more than max_ms 500 (the slowest of 3 replies)",
     );
-    assert!(took >= 900, "{message}");
+    assert!(took >= 2500, "{message}");
 
     // `-v` shows the time to the first byte beside the whole.
     assert!(

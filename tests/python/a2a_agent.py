@@ -21,7 +21,8 @@ The executor: a message whose text starts with `ping` is answered with a Message
 task); `fail` ends its task `failed`; `unsupported` is a JSON-RPC error (the SDK's
 UnsupportedOperationError); otherwise a new task asks for input once
 (`input-required`, "Which city?"), and the answer completes it with a text artifact
-`answer` and a data artifact `booking`.
+`answer`, a data artifact `booking` and a file artifact `receipt` (one inline file, one
+by URL).
 """
 
 import json
@@ -31,9 +32,11 @@ import sys
 import uvicorn
 from a2a.helpers.proto_helpers import (
     new_data_part,
+    new_raw_part,
     new_task_from_user_message,
     new_text_message,
     new_text_part,
+    new_url_part,
 )
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
@@ -83,6 +86,13 @@ class BookingExecutor(AgentExecutor):
             await updater.add_artifact([new_text_part(f"Booked a room in {text}.")], name="answer")
             await updater.add_artifact(
                 [new_data_part({"city": text, "nights": 2})], name="booking"
+            )
+            await updater.add_artifact(
+                [
+                    new_raw_part(b"room 12", media_type="text/plain", filename="receipt.txt"),
+                    new_url_part("https://example.com/r/12.pdf", media_type="application/pdf"),
+                ],
+                name="receipt",
             )
             await updater.complete()
 

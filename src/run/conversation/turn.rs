@@ -117,6 +117,8 @@ pub(crate) fn replied_turn(
         output: reply.output_value(),
         tool_calls: reply.tool_calls.clone(),
         actions: reply.actions.clone(),
+        thought: reply.thought.clone(),
+        files: reply.files.clone(),
         awaiting_input: awaiting,
         awaiting_reason: Some(reason),
         data: reply.data.clone(),
