@@ -419,6 +419,12 @@ pub enum AgentSetupError {
     /// A langgraph agent's `stream` that is not `true` or `false`.
     #[error("`stream` of a langgraph agent is true (the run's events, from /runs/stream) or false (/runs/wait)")]
     LangGraphStream,
+    /// An eliza agent without `agent_id`.
+    #[error("an eliza agent needs `agent_id`: the agent's UUID, or its name as `GET /api/agents` lists it")]
+    NoElizaAgent,
+    /// An eliza agent's `stream` that is not `true` or `false`.
+    #[error("`stream` of an eliza agent is true (transport \"sse\": the reply streamed) or false (transport \"http\": the reply waited for)")]
+    ElizaStream,
     /// An a2a agent without `url` or `card`.
     #[error("an a2a agent needs `url = \"http://...\"` (its base URL: the card is read from /.well-known/agent-card.json) or `card` (a card URL or file)")]
     A2aNoUrl,
@@ -1022,6 +1028,33 @@ pub(crate) enum AgentError {
         state: String,
         /// The status message's text.
         message: String,
+    },
+    /// An ElizaOS server's answer of an unexpected shape (a reply with neither text nor
+    /// actions, a session without an id).
+    #[error("ElizaOS agent at {shown}: expected {expected}, got: {body}")]
+    ElizaShape {
+        /// The URL as the config writes it, masked, with the path called.
+        shown: String,
+        /// What was expected.
+        expected: String,
+        /// The answer, clipped.
+        body: String,
+    },
+    /// An ElizaOS server that said its agent failed to answer.
+    #[error("ElizaOS agent at {shown}: {message}")]
+    ElizaFailed {
+        /// The URL as the config writes it, masked, with the path called.
+        shown: String,
+        /// The server's message.
+        message: String,
+    },
+    /// An eliza agent's name that `GET /api/agents` does not list once.
+    #[error("ElizaOS server at {shown}: {problem}")]
+    ElizaAgent {
+        /// The agents list's URL, masked.
+        shown: String,
+        /// What is wrong, with the agents it lists.
+        problem: String,
     },
     /// A LangGraph server's answer of an unexpected shape.
     #[error("LangGraph agent at {shown}: expected {expected}, got: {body}")]

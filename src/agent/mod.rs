@@ -2,6 +2,7 @@
 //! endpoints and `openai` models, all behind one [`Session`].
 
 mod a2a;
+mod eliza;
 mod http;
 mod in_process;
 mod langgraph;

@@ -2,7 +2,7 @@
 //! with it ([`Session`]).
 
 use super::in_process::{panicked, Agent, CatchUnwind};
-use super::{a2a, http, langgraph, openai, process, CaseScope, Timed};
+use super::{a2a, eliza, http, langgraph, openai, process, CaseScope, Timed};
 use crate::config::{AgentConfig, Config};
 use crate::errors::{AgentError, AgentSetupError, StepError};
 use crate::protocol::{Reply, Request};
@@ -18,6 +18,7 @@ pub(crate) enum AgentDef {
     OpenAi(Arc<openai::OpenAiSpec>),
     LangGraph(Arc<langgraph::LangGraphSpec>),
     A2a(Arc<a2a::A2aSpec>),
+    Eliza(Arc<eliza::ElizaSpec>),
     InProcess(Arc<dyn Agent>),
 }
 
@@ -128,6 +129,16 @@ impl AgentDef {
                     a, config, timeout, what,
                 )?)))
             }
+            AgentConfig::Eliza(e) => {
+                let timeout = e.timeout.as_ref().map(duration).transpose()?;
+                let wire = super::wire::Wire::plain(what)?;
+                let http = http_spec(&e.url, &e.headers, timeout, e.retries, wire, what)?;
+                Ok(AgentDef::Eliza(Arc::new(eliza::ElizaSpec::new(
+                    http,
+                    e.agent_id.clone(),
+                    e.stream,
+                ))))
+            }
             AgentConfig::OpenAi(o) => Ok(AgentDef::OpenAi(Arc::new(openai::OpenAiSpec::new(
                 o, config, what,
             )?))),
@@ -160,6 +171,9 @@ impl AgentDef {
                 let endpoint = spec.endpoint().await?;
                 Session::A2a(Box::new(a2a::A2aSession::new(endpoint, scope)))
             }
+            AgentDef::Eliza(spec) => {
+                Session::Eliza(Box::new(eliza::ElizaSession::new(spec.clone(), scope)))
+            }
             AgentDef::InProcess(a) => Session::InProcess(a.clone()),
         })
     }
@@ -174,6 +188,7 @@ impl AgentDef {
             AgentDef::OpenAi(s) => format!("openai: {}", s.shown),
             AgentDef::LangGraph(s) => format!("langgraph: {} ({})", s.http.shown, s.assistant_id),
             AgentDef::A2a(s) => format!("a2a: {}", s.shown),
+            AgentDef::Eliza(s) => format!("eliza: {} ({})", s.http.shown, s.agent),
             AgentDef::InProcess(_) => "in-process".into(),
         }
     }
@@ -186,6 +201,7 @@ pub(crate) enum Session {
     OpenAi(Box<openai::OpenAiSession>),
     LangGraph(Box<langgraph::LangGraphSession>),
     A2a(Box<a2a::A2aSession>),
+    Eliza(Box<eliza::ElizaSession>),
     InProcess(Arc<dyn Agent>),
 }
 
@@ -220,6 +236,7 @@ impl Session {
             Session::Http(h) => h.send(request).await,
             Session::LangGraph(g) => g.send(request).await,
             Session::A2a(a) => a.send(request).await,
+            Session::Eliza(e) => e.send(request).await,
             // An in-process agent's answer comes whole.
             Session::InProcess(a) => respond(a, request).await.map(Timed::whole),
         }

@@ -35,6 +35,8 @@ pub(super) enum Kind {
     Langgraph,
     /// An Agent2Agent (A2A) endpoint.
     A2a,
+    /// An agent of an ElizaOS server.
+    Eliza,
     /// An OpenAI-compatible chat endpoint that runs its own tools.
     OpenaiChat,
     /// Any HTTP/SSE API: a body template and JSONPaths into the answer.
@@ -61,6 +63,16 @@ url = "http://127.0.0.1:9999"        # the agent's base URL
 # version = "1.0"                    # or "0.3", over the card's
 # headers = { Authorization = "Bearer ${A2A_TOKEN}" }
 # stream = true                      # SendStreamingMessage / message/stream
+"#;
+
+/// `agent-tests/agentest.toml` for an `eliza` agent.
+pub(crate) const ELIZA_CONFIG: &str = r#"# agent-tests/agentest.toml: an agent of an ElizaOS server (`elizaos start`, port 3000).
+[agent]
+type = "eliza"
+url = "http://127.0.0.1:3000"        # the server's base URL
+agent_id = "Eliza"                   # the agent's name (GET /api/agents) or UUID
+# headers = { X-API-KEY = "${ELIZA_SERVER_AUTH_TOKEN}" } # when the server sets that token
+# stream = true                      # transport "sse" instead of "http"
 "#;
 
 /// `agent-tests/agentest.toml` for an agent behind an OpenAI-compatible chat endpoint.
@@ -123,6 +135,7 @@ pub(super) fn init(args: InitArgs) -> Result<ExitCode, String> {
         Kind::Process => CONFIG,
         Kind::Langgraph => LANGGRAPH_CONFIG,
         Kind::A2a => A2A_CONFIG,
+        Kind::Eliza => ELIZA_CONFIG,
         Kind::OpenaiChat => OPENAI_CHAT_CONFIG,
         Kind::Custom => CUSTOM_CONFIG,
     };

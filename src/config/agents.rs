@@ -17,6 +17,7 @@ pub(super) enum AgentKind {
     #[serde(rename = "langgraph")]
     LangGraph,
     A2a,
+    Eliza,
 }
 
 /// An agent table as written: every kind's keys, checked against the kind afterwards.
@@ -56,6 +57,7 @@ pub(super) struct RawAgent {
     binding: Option<String>,
     version: Option<String>,
     allow_card_redirect: Option<bool>,
+    agent_id: Option<String>,
 }
 
 /// `stream = ...` as written: `"sse"` for an `http` agent.
@@ -203,6 +205,23 @@ pub struct A2aAgentConfig {
     pub stream: bool,
 }
 
+/// An `eliza` agent: an agent of an ElizaOS 1.x server, one messaging session per case.
+#[derive(Debug, Clone, Default)]
+pub struct ElizaAgentConfig {
+    /// The server's base URL.
+    pub url: String,
+    /// The agent's id (a UUID), or its name, looked up in `GET /api/agents`.
+    pub agent_id: String,
+    /// Extra request headers (`X-API-KEY` for a server with `ELIZA_SERVER_AUTH_TOKEN`).
+    pub headers: BTreeMap<String, String>,
+    /// Streams each answer (`transport: "sse"`) rather than waiting for it (`"http"`).
+    pub stream: bool,
+    /// Per-request timeout, like `"30s"`.
+    pub timeout: Option<String>,
+    /// Retries as an `http` agent's.
+    pub retries: Option<u32>,
+}
+
 /// An A2A protocol binding agentest speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum A2aBinding {
@@ -285,6 +304,8 @@ pub enum AgentConfig {
     LangGraph(LangGraphAgentConfig),
     /// An Agent2Agent agent.
     A2a(A2aAgentConfig),
+    /// An agent of an ElizaOS server.
+    Eliza(ElizaAgentConfig),
 }
 
 impl RawAgent {
@@ -318,6 +339,7 @@ impl RawAgent {
             ("binding", self.binding.is_some()),
             ("version", self.version.is_some()),
             ("allow_card_redirect", self.allow_card_redirect.is_some()),
+            ("agent_id", self.agent_id.is_some()),
         ];
         let (kind, allowed): (&'static str, &[&str]) = match self.kind {
             AgentKind::Process => ("process", &["command", "cwd", "env", "timeout"]),
@@ -368,6 +390,10 @@ impl RawAgent {
                     "retries",
                     "allow_card_redirect",
                 ],
+            ),
+            AgentKind::Eliza => (
+                "eliza",
+                &["url", "agent_id", "headers", "stream", "timeout", "retries"],
             ),
         };
         if let Some((key, _)) = given
@@ -436,6 +462,22 @@ impl RawAgent {
                 }))
             }
             AgentKind::A2a => self.check_a2a(),
+            AgentKind::Eliza => {
+                let url = self.url.ok_or(AgentSetupError::NoUrl)?;
+                let agent_id = self.agent_id.ok_or(AgentSetupError::NoElizaAgent)?;
+                Ok(AgentConfig::Eliza(ElizaAgentConfig {
+                    url,
+                    agent_id,
+                    headers: self.headers,
+                    stream: match self.stream {
+                        None => false,
+                        Some(StreamKey::Flag(on)) => on,
+                        Some(StreamKey::Mode(_)) => return Err(AgentSetupError::ElizaStream),
+                    },
+                    timeout: self.timeout,
+                    retries: self.retries,
+                }))
+            }
             AgentKind::OpenAi => {
                 if self.system.is_some() && self.system_file.is_some() {
                     return Err(AgentSetupError::SystemTwice);

@@ -360,6 +360,9 @@ impl Config {
                     url,
                     timeout: t,
                     ..
+                })
+                | AgentConfig::Eliza(crate::config::ElizaAgentConfig {
+                    url, timeout: t, ..
                 }) => {
                     timeout(t, &format!("{what}.timeout"))?;
                     if !url.contains("${") {

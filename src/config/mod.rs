@@ -9,8 +9,8 @@ mod llm;
 mod modes;
 
 pub use agents::{
-    A2aAgentConfig, A2aBinding, A2aVersion, AgentConfig, HttpFormat, HttpReplyPaths,
-    HttpSessionRequest, LangGraphAgentConfig, OpenAiAgentConfig,
+    A2aAgentConfig, A2aBinding, A2aVersion, AgentConfig, ElizaAgentConfig, HttpFormat,
+    HttpReplyPaths, HttpSessionRequest, LangGraphAgentConfig, OpenAiAgentConfig,
 };
 pub use command::CommandConfig;
 pub(crate) use command::{command_spec, own_deadline};

@@ -360,6 +360,7 @@ fn init_writes_a_table_for_each_agent_kind() {
     for (kind, table) in [
         ("langgraph", "type = \"langgraph\""),
         ("a2a", "type = \"a2a\""),
+        ("eliza", "type = \"eliza\""),
         ("openai-chat", "format = \"openai-chat\""),
         ("custom", "format = \"custom\""),
     ] {
