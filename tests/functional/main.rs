@@ -68,6 +68,7 @@ mod dynamic;
 mod evalstudio;
 #[cfg(unix)]
 mod faults;
+mod framework_harness;
 mod fuzz;
 mod generators;
 mod golden;
@@ -167,6 +168,7 @@ fn main() {
     trials.extend(evalstudio::tests());
     #[cfg(unix)]
     trials.extend(faults::tests());
+    trials.extend(framework_harness::tests());
     trials.extend(fuzz::tests());
     trials.extend(golden::tests());
     trials.extend(harness_e2e::tests());

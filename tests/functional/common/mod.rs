@@ -646,3 +646,94 @@ impl Drop for PyServer {
         let _ = self.child.wait();
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// A LangGraph Agent Server
+// ---------------------------------------------------------------------------------------
+
+/// The Python modules `langgraph dev` and the graph of tests/python/langgraph_agent/
+/// need.
+pub const LANGGRAPH_MODULES: &[&str] = &["langgraph_cli", "langgraph_api", "langchain_openai"];
+
+/// A `langgraph dev` server (langgraph-cli[inmem] from the frameworks venv) serving a
+/// copy of tests/python/langgraph_agent/, stopped by its PID when dropped.
+pub struct LangGraphDev {
+    child: std::process::Child,
+    /// The port it listens on (loopback).
+    pub port: u16,
+    log: PathBuf,
+}
+
+impl LangGraphDev {
+    /// Copies the graph into `s` (`langgraph dev` writes its in-memory state's
+    /// `.langgraph_api` beside it), serves it with `python`'s `langgraph` on a free
+    /// loopback port, its model at `model_url`, and waits for `/ok`.
+    pub fn start(python: &Path, s: &Scratch, model_url: &str) -> LangGraphDev {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/langgraph_agent");
+        for file in ["graph.py", "langgraph.json"] {
+            let text = std::fs::read_to_string(src.join(file)).expect("read the graph");
+            s.write(&format!("graph/{file}"), &text);
+        }
+        let dir = s.join("graph");
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let log = dir.join("langgraph-dev.log");
+        let out = std::fs::File::create(&log).expect("create the server's log");
+        // `langgraph dev` phones home unless told not to (the CLI's analytics), opens a
+        // browser without --no-browser, and traces to LangSmith when tracing is on.
+        let child = Command::new(python.with_file_name("langgraph"))
+            .args(["dev", "--no-browser", "--no-reload", "--host", "127.0.0.1"])
+            .args(["--port", &port.to_string()])
+            .current_dir(&dir)
+            .env("AGENTEST_MODEL_URL", model_url)
+            .env("LANGGRAPH_CLI_NO_ANALYTICS", "1")
+            .env("LANGSMITH_TRACING", "false")
+            .env_remove("LANGSMITH_API_KEY")
+            .env_remove("LANGCHAIN_API_KEY")
+            .env_remove("OPENAI_BASE_URL")
+            .stdin(std::process::Stdio::null())
+            .stdout(out.try_clone().expect("log"))
+            .stderr(out)
+            .spawn()
+            .expect("start langgraph dev");
+        let server = LangGraphDev { child, port, log };
+        server.wait_ready(Duration::from_secs(120));
+        server
+    }
+
+    /// The server's base URL.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Polls `GET /ok` until it answers 200; start-up imports a lot, hence the bound.
+    fn wait_ready(&self, bound: Duration) {
+        use std::io::Write;
+        let started = Instant::now();
+        while started.elapsed() < bound {
+            if let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) {
+                let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+                let _ = s.write_all(b"GET /ok HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+                let mut answer = String::new();
+                let _ = s.read_to_string(&mut answer);
+                if answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.0 200") {
+                    return;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        panic!(
+            "langgraph dev did not answer /ok within {bound:?}; its log:\n{}",
+            std::fs::read_to_string(&self.log).unwrap_or_default()
+        );
+    }
+}
+
+impl Drop for LangGraphDev {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
