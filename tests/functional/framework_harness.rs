@@ -516,22 +516,6 @@ impl Fixture {
     fn cargo(&self, args: &[&str], env: &[(&str, OsString)]) -> Output {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let mut cmd = crate::common::clean_command(cargo, &self.dir);
-        // What cargo set for this test binary is not the user's: a build script that
-        // watches one of these (ring watches CARGO_MANIFEST_DIR) would otherwise rebuild
-        // here, and again in the next outer build.
-        for (key, _) in std::env::vars_os() {
-            let k = key.to_string_lossy();
-            if k.starts_with("CARGO_PKG_")
-                || k.starts_with("CARGO_MANIFEST_")
-                || k.starts_with("CARGO_BIN_EXE_")
-                || matches!(
-                    &*k,
-                    "CARGO_CRATE_NAME" | "CARGO_TARGET_TMPDIR" | "CARGO_PRIMARY_PACKAGE"
-                )
-            {
-                cmd.env_remove(&key);
-            }
-        }
         cmd.env_remove("CI")
             .env_remove("FRAMEWORKS_LLM_KEY")
             .env("CARGO_TARGET_DIR", &self.target)

@@ -3,104 +3,38 @@
 //! tests/python/langgraph_agent/ (a model node, a ToolNode, a node that calls
 //! `interrupt()`), whose model is the scripted chat-completions server on loopback.
 
-use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
 
 use crate::common::chat::{call, status, text, Action, ChatServer};
-use crate::common::{finish, framework_python, toml_str, Needs, Report, Run, Scratch, BIN};
+use crate::common::{
+    finish, framework_python, toml_str, LangGraphDev, Needs, Report, Run, Scratch, BIN,
+    LANGGRAPH_MODULES,
+};
 
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         a_langgraph_server_is_tested_through_its_api(needs langgraph),
         an_evalstudio_langgraph_connector_is_the_agent_by_itself(needs langgraph),
+        a_langgraph_agent_on_the_real_model_streams_its_tokens(needs langgraph_and_real_model),
         langgraph_table_mistakes_are_config_errors,
     ]
 }
 
 /// The Python modules `langgraph dev` and the graph need.
-const MODULES: &[&str] = &["langgraph_cli", "langgraph_api", "langchain_openai"];
+const MODULES: &[&str] = LANGGRAPH_MODULES;
 
 /// The venv with langgraph-cli[inmem].
 pub fn langgraph() -> Needs {
     framework_python(MODULES).map(|_| ())
 }
 
-/// A `langgraph dev` server, stopped by its PID when dropped.
-struct LangGraphDev {
-    child: Child,
-    port: u16,
-    log: std::path::PathBuf,
-}
-
-impl LangGraphDev {
-    /// Serves `dir` (a copy of tests/python/langgraph_agent: `langgraph dev` writes its
-    /// in-memory state's `.langgraph_api` there) on a free loopback port, its model at
-    /// `model_url`; waits for `/ok`.
-    fn start(python: &Path, dir: &Path, model_url: &str) -> LangGraphDev {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let log = dir.join("langgraph-dev.log");
-        let out = std::fs::File::create(&log).expect("create the server's log");
-        // `langgraph dev` phones home unless told not to (the CLI's analytics), opens a
-        // browser without --no-browser, and traces to LangSmith when tracing is on.
-        let child = Command::new(python.with_file_name("langgraph"))
-            .args(["dev", "--no-browser", "--no-reload", "--host", "127.0.0.1"])
-            .args(["--port", &port.to_string()])
-            .current_dir(dir)
-            .env("AGENTEST_MODEL_URL", model_url)
-            .env("LANGGRAPH_CLI_NO_ANALYTICS", "1")
-            .env("LANGSMITH_TRACING", "false")
-            .env_remove("LANGSMITH_API_KEY")
-            .env_remove("LANGCHAIN_API_KEY")
-            .env_remove("OPENAI_BASE_URL")
-            .stdin(Stdio::null())
-            .stdout(out.try_clone().expect("log"))
-            .stderr(out)
-            .spawn()
-            .expect("start langgraph dev");
-        let server = LangGraphDev { child, port, log };
-        server.wait_ready(Duration::from_secs(120));
-        server
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    /// Polls `GET /ok` until it answers 200; start-up imports a lot, hence the bound.
-    fn wait_ready(&self, bound: Duration) {
-        let started = Instant::now();
-        while started.elapsed() < bound {
-            if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", self.port)) {
-                use std::io::{Read, Write};
-                let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-                let _ = s.write_all(b"GET /ok HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
-                let mut answer = String::new();
-                let _ = s.read_to_string(&mut answer);
-                if answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.0 200") {
-                    return;
-                }
-            }
-            std::thread::sleep(Duration::from_millis(250));
-        }
-        panic!(
-            "langgraph dev did not answer /ok within {bound:?}; its log:\n{}",
-            std::fs::read_to_string(&self.log).unwrap_or_default()
-        );
-    }
-}
-
-impl Drop for LangGraphDev {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The venv with langgraph-cli[inmem], and the real model server.
+pub fn langgraph_and_real_model() -> Needs {
+    langgraph()?;
+    crate::real_model::real_model()
 }
 
 fn agentest(dir: &Path, args: &[&str]) -> Run {
@@ -113,16 +47,6 @@ fn agentest(dir: &Path, args: &[&str]) -> Run {
         .env_remove("CI")
         .stdin(Stdio::null());
     finish(&mut cmd)
-}
-
-/// Copies the graph's folder into the scratch directory.
-fn graph_dir(s: &Scratch) -> std::path::PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/langgraph_agent");
-    for file in ["graph.py", "langgraph.json"] {
-        let text = std::fs::read_to_string(src.join(file)).expect("read the graph");
-        s.write(&format!("graph/{file}"), &text);
-    }
-    s.join("graph")
 }
 
 /// The system message the graph's model node sent on the first request of `route`.
@@ -189,7 +113,7 @@ fn a_langgraph_server_is_tested_through_its_api() -> Needs {
             body: "<html><body>Welcome</body></html>".into(),
         }],
     );
-    let server = LangGraphDev::start(&python, &graph_dir(&s), &model.url());
+    let server = LangGraphDev::start(&python, &s, &model.url());
     let url = server.url();
     s.write(
         "suites/agentest.toml",
@@ -318,6 +242,73 @@ fn a_langgraph_server_is_tested_through_its_api() -> Needs {
     Ok(())
 }
 
+/// The real-model lane: the same graph on the small real model (streamed token by token
+/// when the run streams). Whatever it says, each turn is a reply (never an error) with
+/// the model's own token counts; a streamed turn's first token comes before its end.
+fn a_langgraph_agent_on_the_real_model_streams_its_tokens() -> Needs {
+    let python = framework_python(MODULES)?;
+    let model_url = std::env::var("AGENTEST_REALLLM_URL").expect("checked by the need");
+    let s = Scratch::named("langgraph", "realllm");
+    let server = LangGraphDev::start_with(
+        &python,
+        &s,
+        &model_url,
+        &[
+            ("AGENTEST_MODEL_NAME", "smollm2"),
+            ("AGENTEST_MODEL_STREAMS", "1"),
+            ("AGENTEST_MODEL_MAX_TOKENS", "40"),
+        ],
+    );
+    let url = toml_str(&server.url());
+    s.write(
+        "suites/agentest.toml",
+        &format!(
+            "[agents.wait]\ntype = \"langgraph\"\nurl = {url}\nassistant_id = \"agent\"\ntimeout = \"120s\"\n\n\
+             [agents.stream]\ntype = \"langgraph\"\nurl = {url}\nassistant_id = \"agent\"\ntimeout = \"120s\"\nstream = true\n"
+        ),
+    );
+    let say = "Write three sentences about the sea.";
+    let cases = [
+        json!({"id": "wait", "agent": "wait", "turns": [
+            {"input": say, "assert": {"type": "regex", "pattern": "\\S"}},
+            {"input": "And one about rivers.", "assert": {"type": "regex", "pattern": "\\S"}}]}),
+        json!({"id": "stream", "agent": "stream", "turns": [
+            {"input": say, "assert": {"type": "regex", "pattern": "\\S"}}]}),
+    ];
+    let lines: Vec<String> = cases.iter().map(Value::to_string).collect();
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    s.write_suite("suites/sea.jsonl", &lines);
+    let r = agentest(s.path(), &["test", "-i", "suites", "-o", "r.jsonl"]);
+    let rep = Report::read(&s.join("r.jsonl"));
+    assert_eq!(r.code, 0, "{r:?}\n{}", rep.text);
+    let wait = rep.case("sea::wait");
+    for turn in wait["turns"].as_array().expect("turns") {
+        let usage = &turn["usage"];
+        let (input, output) = (
+            usage["input_tokens"].as_u64(),
+            usage["output_tokens"].as_u64(),
+        );
+        assert!(
+            input.is_some_and(|n| n > 10) && output.is_some_and(|n| (1..=40).contains(&n)),
+            "the model's own token counts: {turn}"
+        );
+    }
+    // Only the new turn's messages: the second reply is not the first again.
+    assert_ne!(
+        wait["turns"][0]["output"], wait["turns"][1]["output"],
+        "{wait}"
+    );
+    let streamed = &rep.case("sea::stream")["turns"][0];
+    let first = streamed["first_token_ms"].as_u64().expect("first_token_ms");
+    let whole = streamed["duration_ms"].as_u64().expect("duration_ms");
+    assert!(
+        first < whole,
+        "the first token ({first} ms) came before the whole reply ({whole} ms): {streamed}"
+    );
+    drop(server);
+    Ok(())
+}
+
 /// An EvalStudio project whose `connectors.json` names the LangGraph server runs against
 /// it with no agentest.toml at all: the connector's `baseUrl`, `config.assistantId` and
 /// `config.configurable`, its headers with the persona's over them.
@@ -332,7 +323,7 @@ fn an_evalstudio_langgraph_connector_is_the_agent_by_itself() -> Needs {
             text("It is sunny in Oslo", (7, 3)),
         ],
     );
-    let server = LangGraphDev::start(&python, &graph_dir(&s), &model.url());
+    let server = LangGraphDev::start(&python, &s, &model.url());
     let connectors = json!([{
         "id": "c-1", "name": "Weather Graph", "type": "langgraph", "baseUrl": server.url(),
         "headers": {"x-user-id": "connector-user", "x-user-team": "blue"},

@@ -131,7 +131,10 @@ pub fn outer_target_dir() -> PathBuf {
 }
 
 /// A command run in `dir` with an environment free of the outer run's test settings
-/// (nextest's, agentest's, libtest's), as a user's shell would have it.
+/// (nextest's, agentest's, libtest's, and what cargo set for this test binary), as a
+/// user's shell would have it. Cargo's variables matter: a build script that watches one
+/// (ring watches CARGO_MANIFEST_DIR) would otherwise rebuild in a fixture's build, and
+/// again in the next outer build.
 pub fn clean_command(program: impl AsRef<std::ffi::OsStr>, dir: &Path) -> Command {
     let mut cmd = Command::new(program);
     cmd.current_dir(dir);
@@ -139,9 +142,17 @@ pub fn clean_command(program: impl AsRef<std::ffi::OsStr>, dir: &Path) -> Comman
         let k = key.to_string_lossy();
         if k.contains("NEXTEST")
             || k.starts_with("AGENTEST_")
+            || k.starts_with("CARGO_PKG_")
+            || k.starts_with("CARGO_MANIFEST_")
+            || k.starts_with("CARGO_BIN_EXE_")
             || matches!(
                 &*k,
-                "RUST_TEST_THREADS" | "CLICOLOR_FORCE" | "CARGO_BUILD_TARGET_DIR"
+                "RUST_TEST_THREADS"
+                    | "CLICOLOR_FORCE"
+                    | "CARGO_BUILD_TARGET_DIR"
+                    | "CARGO_CRATE_NAME"
+                    | "CARGO_TARGET_TMPDIR"
+                    | "CARGO_PRIMARY_PACKAGE"
             )
         {
             cmd.env_remove(&key);
@@ -669,6 +680,17 @@ impl LangGraphDev {
     /// `.langgraph_api` beside it), serves it with `python`'s `langgraph` on a free
     /// loopback port, its model at `model_url`, and waits for `/ok`.
     pub fn start(python: &Path, s: &Scratch, model_url: &str) -> LangGraphDev {
+        LangGraphDev::start_with(python, s, model_url, &[])
+    }
+
+    /// [`LangGraphDev::start`] with more of the graph's environment (`env`: the
+    /// real-model lane's model name, streaming and token bound).
+    pub fn start_with(
+        python: &Path,
+        s: &Scratch,
+        model_url: &str,
+        env: &[(&str, &str)],
+    ) -> LangGraphDev {
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/langgraph_agent");
         for file in ["graph.py", "langgraph.json"] {
             let text = std::fs::read_to_string(src.join(file)).expect("read the graph");
@@ -693,6 +715,7 @@ impl LangGraphDev {
             .env_remove("LANGSMITH_API_KEY")
             .env_remove("LANGCHAIN_API_KEY")
             .env_remove("OPENAI_BASE_URL")
+            .envs(env.iter().copied())
             .stdin(std::process::Stdio::null())
             .stdout(out.try_clone().expect("log"))
             .stderr(out)

@@ -1,7 +1,9 @@
 """A small LangGraph agent for agentest's `langgraph` kind tests (tests/functional/langgraph.rs).
 
 Its model is an OpenAI-compatible server at $AGENTEST_MODEL_URL (a scripted one on
-loopback in the tests). The model node calls it with one tool bound; a tool call goes
+loopback in the tests; in the real-model lane a real one, named by $AGENTEST_MODEL_NAME,
+streamed when $AGENTEST_MODEL_STREAMS is 1, each answer at most
+$AGENTEST_MODEL_MAX_TOKENS tokens). The model node calls it with one tool bound; a tool call goes
 through a ToolNode and back to the model; a model answer starting with "ASK " goes to a
 node that calls interrupt() with the rest of the text, and the resumed answer becomes a
 human message for the model. The `x-user-*` headers (langgraph.json lets them into
@@ -28,12 +30,17 @@ def get_weather(city: str) -> str:
 
 TOOLS = [get_weather]
 
+max_tokens = os.environ.get("AGENTEST_MODEL_MAX_TOKENS")
 model = ChatOpenAI(
     base_url=os.environ["AGENTEST_MODEL_URL"],
     api_key="not-a-key",
-    model="scripted",
+    model=os.environ.get("AGENTEST_MODEL_NAME", "scripted"),
     # The scripted server answers JSON, never a stream.
-    disable_streaming=True,
+    disable_streaming=os.environ.get("AGENTEST_MODEL_STREAMS") != "1",
+    stream_usage=True,
+    # As `max_tokens` in the body: langchain-openai sends its own `max_tokens` as
+    # `max_completion_tokens`, which llama.cpp's server does not read.
+    extra_body={"max_tokens": int(max_tokens)} if max_tokens else None,
     max_retries=0,
 ).bind_tools(TOOLS)
 
