@@ -177,7 +177,7 @@ impl A2aSpec {
         if *version == A2aVersion::V1_0 {
             headers.push(("A2A-Version".into(), "1.0".into()));
         }
-        let shown = crate::util::shown_url(url.as_str());
+        let shown = shown_under(&self.http.url, &self.http.shown, &url);
         let http = HttpSpec::new(
             url,
             shown,
@@ -195,6 +195,21 @@ impl A2aSpec {
             binding: *binding,
             version: *version,
         })
+    }
+}
+
+/// How messages show the endpoint `url`: under the base URL as the config writes it
+/// (`${A2A_URL}/rpc`) when it is there, since the expanded base may hold a secret and
+/// would be masked whole; else the URL itself, masked.
+fn shown_under(base: &reqwest::Url, base_shown: &str, url: &reqwest::Url) -> String {
+    let prefix = base.as_str().trim_end_matches('/');
+    match url.as_str().strip_prefix(prefix) {
+        Some(rest) if rest.is_empty() || rest.starts_with(['/', '?', '#']) => format!(
+            "{}{}",
+            base_shown.trim_end_matches('/'),
+            crate::util::shown_url(rest)
+        ),
+        _ => crate::util::shown_url(url.as_str()),
     }
 }
 
@@ -698,6 +713,15 @@ mod tests {
             Some(json!({"booking": {"nights": 2, "rate": 1.5}}))
         );
         assert_eq!(t.reply.awaiting_input, None);
+    }
+
+    #[test]
+    fn an_endpoint_under_the_base_url_is_shown_as_the_config_writes_it() {
+        let base = reqwest::Url::parse("http://127.0.0.1:9/").unwrap();
+        let at = |u: &str| shown_under(&base, "${A2A_URL}", &reqwest::Url::parse(u).unwrap());
+        assert_eq!(at("http://127.0.0.1:9/rpc"), "${A2A_URL}/rpc");
+        assert_eq!(at("http://127.0.0.1:9/rpc?key=1"), "${A2A_URL}/rpc?…");
+        assert_eq!(at("http://127.0.0.1:99/rpc"), "http://127.0.0.1:99/rpc");
     }
 
     #[test]

@@ -84,7 +84,7 @@ const EXPECTED: [Expected; 18] = [
     Expected {
         trial: "a2a::fail",
         status: "error",
-        messages: &["A2A agent at ", "/rpc: the task ended TASK_STATE_FAILED: no rooms left"],
+        messages: &["A2A agent at ${A2A_URL}/rpc: the task ended TASK_STATE_FAILED: no rooms left"],
     },
     pass("a2a::ping"),
     pass("custom::chat"),
