@@ -409,8 +409,8 @@ pub enum AgentSetupError {
     /// A process agent with `command = []`.
     #[error("`command` is empty; give the program and its arguments")]
     CommandEmpty,
-    /// An http agent without `url`.
-    #[error("an http or langgraph agent needs `url = \"http://...\"`")]
+    /// An http, langgraph or eliza agent without `url`.
+    #[error("an http, langgraph or eliza agent needs `url = \"http://...\"`")]
     NoUrl,
     /// A langgraph agent without `assistant_id`.
     #[error("a langgraph agent needs `assistant_id`: a graph name from the server's langgraph.json (its `graphs` keys) or an assistant id")]

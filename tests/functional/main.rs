@@ -65,6 +65,7 @@ mod corpus;
 mod criteria;
 mod discovery;
 mod dynamic;
+mod eliza;
 mod evalstudio;
 #[cfg(unix)]
 mod faults;
@@ -165,6 +166,7 @@ fn main() {
     trials.extend(criteria::tests());
     trials.extend(discovery::tests());
     trials.extend(dynamic::tests());
+    trials.extend(eliza::tests());
     trials.extend(evalstudio::tests());
     #[cfg(unix)]
     trials.extend(faults::tests());
