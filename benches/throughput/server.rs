@@ -120,11 +120,7 @@ impl AgentServer {
 
     /// The URL of an agent that answers after `latency`, in agentest's own protocol.
     pub fn url(&self, latency: Duration) -> String {
-        format!(
-            "http://{}/delay/{}",
-            self.shared.addr,
-            latency.as_millis()
-        )
+        format!("http://{}/delay/{}", self.shared.addr, latency.as_millis())
     }
 
     /// The URL of `route` (`langgraph`, `a2a`, `openai/v1/chat/completions`,
@@ -390,7 +386,10 @@ fn langgraph_run(shared: &Shared, thread: &str, request: &Value, stream: bool) -
     let run = shared.id("run");
     let ai_message = after["messages"].as_array().and_then(|m| m.last()).cloned();
     let events = vec![
-        format!("event: metadata\ndata: {}\n\n", json!({"run_id": run, "attempt": 1})),
+        format!(
+            "event: metadata\ndata: {}\n\n",
+            json!({"run_id": run, "attempt": 1})
+        ),
         format!("event: values\ndata: {before}\n\n"),
         format!(
             "event: messages\ndata: {}\n\n",
@@ -426,7 +425,9 @@ fn a2a_card(shared: &Shared, r: &Incoming) -> Value {
 fn a2a_rpc(shared: &Shared, r: &Incoming, request: &Value) -> Answer {
     let id = request["id"].clone();
     let error = |code: i64, message: &str| {
-        Answer::json(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}))
+        Answer::json(
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
+        )
     };
     if request["jsonrpc"] != "2.0" {
         return error(-32600, "expected a JSON-RPC 2.0 request");
@@ -501,7 +502,10 @@ fn openai_chat(shared: &Shared, request: &Value) -> Answer {
         json!({"id": id, "object": "chat.completion.chunk", "created": 1767225600, "model": model,
                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
     };
-    let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), Value::Null)];
+    let mut events = vec![chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
     // The content in word-sized pieces, as a model streams its tokens.
     let mut rest = content.as_str();
     while !rest.is_empty() {
@@ -511,8 +515,10 @@ fn openai_chat(shared: &Shared, request: &Value) -> Answer {
     }
     events.push(chunk(json!({}), json!("stop")));
     if request["stream_options"]["include_usage"] == true {
-        events.push(json!({"id": id, "object": "chat.completion.chunk", "created": 1767225600,
-                           "model": model, "choices": [], "usage": usage}));
+        events.push(
+            json!({"id": id, "object": "chat.completion.chunk", "created": 1767225600,
+                           "model": model, "choices": [], "usage": usage}),
+        );
     }
     let mut events: Vec<String> = events.iter().map(|e| format!("data: {e}\n\n")).collect();
     events.push("data: [DONE]\n\n".into());
