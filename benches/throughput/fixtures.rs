@@ -242,3 +242,46 @@ pub fn evalstudio_scenarios(n: usize) -> (String, String) {
         suite(cases),
     )
 }
+
+/// The agent kinds the bench's server speaks besides agentest's own protocol: each
+/// one's `agentest.toml` for its route's `url`.
+pub mod kinds {
+    /// `type = "langgraph"`; `stream` reads `/runs/stream` instead of `/runs/wait`.
+    pub fn langgraph(url: &str, stream: bool) -> String {
+        format!(
+            "[agent]\ntype = \"langgraph\"\nurl = \"{url}\"\nassistant_id = \"agent\"\n{}",
+            if stream { "stream = true\n" } else { "" }
+        )
+    }
+
+    /// `type = "a2a"`: the card at the base URL's well-known path names the endpoint.
+    pub fn a2a(url: &str) -> String {
+        format!("[agent]\ntype = \"a2a\"\nurl = \"{url}\"\n")
+    }
+
+    /// `type = "http"`, `format = "openai-chat"`; `sse` asks for chunk events.
+    pub fn openai_chat(url: &str, sse: bool) -> String {
+        format!(
+            "[agent]\ntype = \"http\"\nformat = \"openai-chat\"\nurl = \"{url}\"\nbody = {{ model = \"bench-assistant\" }}\n{}",
+            if sse { "stream = \"sse\"\n" } else { "" }
+        )
+    }
+
+    /// `type = "http"`, `format = "custom"`: a body template and JSONPaths into the
+    /// answer (content, data and usage, so every path is applied to every answer).
+    pub fn custom(url: &str) -> String {
+        format!(
+            r#"[agent]
+type = "http"
+format = "custom"
+url = "{url}"
+body = {{ message = "{{{{input}}}}", conversation = "{{{{session_id}}}}", turn = "{{{{turn}}}}" }}
+
+[agent.reply]
+content = "$.reply.text"
+data = "$.state"
+usage = {{ input_tokens = "$.usage.in", output_tokens = "$.usage.out" }}
+"#
+        )
+    }
+}

@@ -6,12 +6,13 @@
 //! a slow machine; the table says which targets were met.
 //!
 //! ```text
-//! cargo bench                      # every group (under a minute on 2 cores)
+//! cargo bench                      # every group (under two minutes on 2 cores)
 //! cargo bench -- throughput replay # only the groups named
+//! cargo bench -- kinds             # the agent kinds' throughput rows alone
 //! ```
 //!
-//! Groups: `startup`, `throughput`, `repeats`, `replay`, `nextest`, `memory`, `scenarios`,
-//! `store`, `loading`.
+//! Groups: `startup`, `throughput`, `kinds`, `repeats`, `replay`, `nextest`, `memory`,
+//! `scenarios`, `store`, `loading`.
 //! Every `agentest` run records into a run store in the group's own folder (as users'
 //! runs do; `store` measures what that costs). The table is printed
 //! and saved to `target/agentest-bench.txt`.
@@ -74,8 +75,9 @@ fn main() -> ExitCode {
     let mut rows = Vec::new();
     let mut notes = Vec::new();
     type Group = fn(&Bench, &mut Vec<String>) -> Vec<Row>;
-    let groups: [(&str, Group); 9] = [
+    let groups: [(&str, Group); 10] = [
         ("throughput", throughput),
+        ("kinds", kinds),
         ("repeats", repeats),
         ("startup", startup),
         ("replay", replay),
@@ -608,6 +610,110 @@ fn throughput(b: &Bench, _notes: &mut Vec<String>) -> Vec<Row> {
     rows
 }
 
+/// One agent kind the bench's server speaks: the row's label, the server's route, the
+/// kind's config for that route's URL, and the requests the agent must see for `n`
+/// single-turn cases.
+struct Kind {
+    label: &'static str,
+    route: &'static str,
+    config: fn(&str) -> String,
+    requests: fn(usize) -> usize,
+}
+
+/// The agent kinds other than agentest's own protocol, as `throughput`'s first row:
+/// 1,000 single-turn cases against the 100 ms agent, 64 in flight, each kind speaking
+/// its own protocol to the bench's server, which answers `turn 1: hello <i>` from the
+/// input it read in the kind's request body; the case's `contains` check fails (and the
+/// row is invalid) when agentest maps the request or the answer wrongly.
+fn kinds(b: &Bench, _notes: &mut Vec<String>) -> Vec<Row> {
+    let kinds = [
+        Kind {
+            label: "`langgraph` kind",
+            route: "langgraph",
+            config: |url| fixtures::kinds::langgraph(url, false),
+            // A thread per case, then the run.
+            requests: |n| 2 * n,
+        },
+        Kind {
+            label: "`langgraph` kind, `stream = true`",
+            route: "langgraph",
+            config: |url| fixtures::kinds::langgraph(url, true),
+            requests: |n| 2 * n,
+        },
+        Kind {
+            label: "`a2a` kind (JSON-RPC 1.0)",
+            route: "a2a",
+            config: fixtures::kinds::a2a,
+            // The card, read once per agent, then a message per case.
+            requests: |n| n + 1,
+        },
+        Kind {
+            label: "`http` kind, `format = \"openai-chat\"`",
+            route: "openai/v1/chat/completions",
+            config: |url| fixtures::kinds::openai_chat(url, false),
+            requests: |n| n,
+        },
+        Kind {
+            label: "`http` kind, `format = \"openai-chat\"`, `stream = \"sse\"`",
+            route: "openai/v1/chat/completions",
+            config: |url| fixtures::kinds::openai_chat(url, true),
+            requests: |n| n,
+        },
+        Kind {
+            label: "`http` kind, `format = \"custom\"`",
+            route: "custom/chat",
+            config: fixtures::kinds::custom,
+            requests: |n| n,
+        },
+        // `type = "eliza"` (src/agent/eliza.rs, being written on main) goes here: a
+        // `Kind` whose config is its `[agent]` table for `route_url(LATENCY, "eliza")`,
+        // once server.rs answers that route in its protocol (see `respond` there).
+    ];
+    let n: usize = 1000;
+    let parallel = CONCURRENCY.to_string();
+    let args = [
+        "test",
+        "-i",
+        "cases.jsonl",
+        "--parallel",
+        &parallel,
+        "--color",
+        "never",
+    ];
+    let ideal = n.div_ceil(CONCURRENCY) as f64 * LATENCY.as_secs_f64();
+    let mut rows = Vec::new();
+    for (i, kind) in kinds.iter().enumerate() {
+        let dir = fixtures::fresh(&b.work.join(format!("kinds-{i}")));
+        let url = b.server.route_url(LATENCY, kind.route);
+        fixtures::write(&dir, "agentest.toml", &(kind.config)(&url));
+        let cases = (0..n).map(|c| fixtures::single(&format!("K{c:05}"), c));
+        fixtures::write(&dir, "cases.jsonl", &fixtures::suite(cases));
+        let (walls, mut failure, last) = against_server(b, &dir, &args);
+        let expected = (kind.requests)(n) as u64;
+        if failure.is_none() && last.requests != expected {
+            failure = Some(format!(
+                "the agent saw {} requests, expected {expected}",
+                last.requests
+            ));
+        }
+        rows.push(Row {
+            figure: format!("throughput: 1,000 single-turn cases, {}", kind.label),
+            unit: Unit::Seconds,
+            value: median(walls.clone()),
+            goal: Goal::Ideal { ideal, max: 1.15 },
+            detail: format!(
+                "agent latency 100 ms, --parallel {CONCURRENCY}, ideal ceil({n}/{CONCURRENCY}) × 100 ms; {}; agent saw {} connections, {} requests, {} in flight at most",
+                spread(&walls, Unit::Seconds),
+                last.connections,
+                last.requests,
+                last.max_in_flight
+            ),
+            invalid: failure,
+        });
+    }
+    rows
+}
+
 /// Repeated runs. Every repeat run: 100 one-turn cases × 10 repeats against the 100 ms
 /// agent at 64 in flight, held to the same 1.15× of ideal as single runs. Early
 /// stopping: 100 cases × 20 repeats gated on `pass_rate = 0.8` at 95 % confidence,
@@ -885,7 +991,7 @@ fn project(b: &Bench, name: &str, latency: Duration) -> PathBuf {
 fn store(b: &Bench, _notes: &mut Vec<String>) -> Vec<Row> {
     let mut rows = Vec::new();
     let dir = project(b, "store", LATENCY);
-    let n = 1000;
+    let n: usize = 1000;
     let cases = (0..n).map(|c| fixtures::single(&format!("T{c:05}"), c));
     fixtures::write(&dir, "cases.jsonl", &fixtures::suite(cases));
     let parallel = CONCURRENCY.to_string();

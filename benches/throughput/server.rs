@@ -1,16 +1,38 @@
-//! The agent under test: an async HTTP/1.1 server on 127.0.0.1 with keep-alive that
-//! speaks the agentest protocol. `POST /delay/<ms>` waits `<ms>` milliseconds, then
-//! answers `{"content": "turn <n>: <input>", "awaiting_input": true, "data": {"turn": <n>}}`;
-//! a repeated case's request (`metadata.repeat`) gets ` (repeat <r>)` after the input,
-//! so a case can pass on some repeats and fail on others.
+//! The agent under test: an async HTTP/1.1 server on 127.0.0.1 with keep-alive.
+//!
+//! A path is `/delay/<ms>` and then the route of the protocol it speaks; the turn's
+//! answer (never a thread's creation or an agent card) comes `<ms>` milliseconds after
+//! the request. Each protocol answers `turn <n>: <input>`, the user's input read from
+//! its own request body, so that a `contains` check fails when agentest maps a request
+//! or an answer wrongly:
+//!
+//! - `/delay/<ms>`: agentest's own protocol (`type = "http"`): `{"content": "turn <n>:
+//!   <input>", "awaiting_input": true, "data": {"turn": <n>}}`; a repeated case's request
+//!   (`metadata.repeat`) gets ` (repeat <r>)` after the input, so a case can pass on some
+//!   repeats and fail on others.
+//! - `/delay/<ms>/langgraph`: a LangGraph Agent Server (`type = "langgraph"`):
+//!   `POST /threads`, then `POST /threads/<id>/runs/wait` answered with the thread's
+//!   whole state, or `/runs/stream` with `values` and `messages` events.
+//! - `/delay/<ms>/a2a`: an A2A 1.0 agent (`type = "a2a"`): its card at
+//!   `/.well-known/agent-card.json` names the JSON-RPC endpoint `/rpc`, where
+//!   `SendMessage` is answered with a completed Task holding a text artifact.
+//! - `/delay/<ms>/openai/v1/chat/completions`: an OpenAI-compatible chat endpoint
+//!   (`format = "openai-chat"`): a `chat.completion`, or with `"stream": true`
+//!   `chat.completion.chunk` events and `data: [DONE]`.
+//! - `/delay/<ms>/custom/chat`: an API of its own (`format = "custom"`): `{"message",
+//!   "conversation", "turn"}` in, `{"reply": {"text"}, "state", "usage"}` out.
+//!
+//! A request that does not have its protocol's shape is answered 4xx (or a JSON-RPC
+//! error), so the run fails rather than measuring a wrong exchange.
 //!
 //! It counts connections and requests and the most requests it held at once, so a
 //! bench can tell whether the client reused its connections and reached the
 //! concurrency it asked for.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -33,9 +55,27 @@ pub struct Seen {
     pub max_in_flight: u64,
 }
 
-pub struct AgentServer {
+/// What the connections share: the counters, and the conversations the stateful
+/// protocols keep (LangGraph threads, A2A contexts).
+struct Shared {
     addr: SocketAddr,
-    stats: Arc<Stats>,
+    stats: Stats,
+    /// Ids of threads, contexts, tasks and messages.
+    next_id: AtomicU64,
+    /// Each LangGraph thread's messages.
+    threads: Mutex<HashMap<String, Vec<Value>>>,
+    /// Each A2A context's turns so far.
+    contexts: Mutex<HashMap<String, u64>>,
+}
+
+impl Shared {
+    fn id(&self, prefix: &str) -> String {
+        format!("{prefix}-{}", self.next_id.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+pub struct AgentServer {
+    shared: Arc<Shared>,
     // Kept alive for as long as the server is used; dropping it stops the server.
     _runtime: tokio::runtime::Runtime,
 }
@@ -52,50 +92,137 @@ impl AgentServer {
             .block_on(TcpListener::bind("127.0.0.1:0"))
             .expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local address");
-        let stats = Arc::new(Stats::default());
-        let shared = stats.clone();
+        let shared = Arc::new(Shared {
+            addr,
+            stats: Stats::default(),
+            next_id: AtomicU64::new(1),
+            threads: Mutex::default(),
+            contexts: Mutex::default(),
+        });
+        let serving = shared.clone();
         runtime.spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     continue;
                 };
-                shared.connections.fetch_add(1, Ordering::Relaxed);
-                let stats = shared.clone();
+                serving.stats.connections.fetch_add(1, Ordering::Relaxed);
+                let shared = serving.clone();
                 tokio::spawn(async move {
-                    let _ = connection(stream, &stats).await;
+                    let _ = connection(stream, &shared).await;
                 });
             }
         });
         AgentServer {
-            addr,
-            stats,
+            shared,
             _runtime: runtime,
         }
     }
 
-    /// The URL of an agent that answers after `latency`.
+    /// The URL of an agent that answers after `latency`, in agentest's own protocol.
     pub fn url(&self, latency: Duration) -> String {
-        format!("http://{}/delay/{}", self.addr, latency.as_millis())
+        format!("http://{}/delay/{}", self.shared.addr, latency.as_millis())
+    }
+
+    /// The URL of `route` (`langgraph`, `a2a`, `openai/v1/chat/completions`,
+    /// `custom/chat`) of an agent that answers after `latency`.
+    pub fn route_url(&self, latency: Duration, route: &str) -> String {
+        format!("{}/{route}", self.url(latency))
     }
 
     pub fn reset(&self) {
-        self.stats.connections.store(0, Ordering::SeqCst);
-        self.stats.requests.store(0, Ordering::SeqCst);
-        self.stats.max_in_flight.store(0, Ordering::SeqCst);
+        let stats = &self.shared.stats;
+        stats.connections.store(0, Ordering::SeqCst);
+        stats.requests.store(0, Ordering::SeqCst);
+        stats.max_in_flight.store(0, Ordering::SeqCst);
+        self.shared.threads.lock().expect("threads").clear();
+        self.shared.contexts.lock().expect("contexts").clear();
     }
 
     pub fn seen(&self) -> Seen {
+        let stats = &self.shared.stats;
         Seen {
-            connections: self.stats.connections.load(Ordering::SeqCst),
-            requests: self.stats.requests.load(Ordering::SeqCst),
-            max_in_flight: self.stats.max_in_flight.load(Ordering::SeqCst),
+            connections: stats.connections.load(Ordering::SeqCst),
+            requests: stats.requests.load(Ordering::SeqCst),
+            max_in_flight: stats.max_in_flight.load(Ordering::SeqCst),
+        }
+    }
+}
+
+/// A request as the routes need it.
+struct Incoming<'a> {
+    method: &'a str,
+    /// The path after `/delay/<ms>/`, without its query.
+    route: &'a str,
+    delay: u64,
+    /// The `A2A-Version` header's value.
+    a2a_version: Option<&'a str>,
+    body: &'a [u8],
+}
+
+/// An answer: a JSON body, or an event stream sent chunked (as servers stream them).
+struct Answer {
+    status: u16,
+    body: Body,
+}
+
+enum Body {
+    Json(Value),
+    /// Each string one whole event (its lines and the blank line after them).
+    Events(Vec<String>),
+}
+
+impl Answer {
+    fn json(value: Value) -> Answer {
+        Answer {
+            status: 200,
+            body: Body::Json(value),
+        }
+    }
+
+    fn error(status: u16, why: &str) -> Answer {
+        Answer {
+            status,
+            body: Body::Json(json!({"detail": why})),
+        }
+    }
+
+    fn bytes(&self) -> Vec<u8> {
+        let reason = match self.status {
+            200 => "OK",
+            404 => "Not Found",
+            _ => "Unprocessable Entity",
+        };
+        match &self.body {
+            Body::Json(v) => {
+                let text = v.to_string();
+                let mut out = format!(
+                    "HTTP/1.1 {} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                    self.status,
+                    text.len()
+                )
+                .into_bytes();
+                out.extend_from_slice(text.as_bytes());
+                out
+            }
+            Body::Events(events) => {
+                let mut out = format!(
+                    "HTTP/1.1 {} {reason}\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\n\r\n",
+                    self.status
+                );
+                for e in events {
+                    out.push_str(&format!("{:x}\r\n{e}\r\n", e.len()));
+                }
+                out.push_str("0\r\n\r\n");
+                out.into_bytes()
+            }
         }
     }
 }
 
 /// Serves one keep-alive connection until the client closes it.
-async fn connection(stream: TcpStream, stats: &Stats) -> std::io::Result<()> {
+async fn connection(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
     stream.set_nodelay(true)?;
+    let stats = &shared.stats;
     let (read, mut write) = stream.into_split();
     let mut read = BufReader::new(read);
     let mut line = String::new();
@@ -104,9 +231,12 @@ async fn connection(stream: TcpStream, stats: &Stats) -> std::io::Result<()> {
         if read.read_line(&mut line).await? == 0 {
             return Ok(());
         }
-        let path = line.split(' ').nth(1).unwrap_or("/").to_string();
+        let mut words = line.split(' ');
+        let method = words.next().unwrap_or("GET").to_string();
+        let path = words.next().unwrap_or("/").to_string();
         let mut length = 0usize;
         let mut close = false;
+        let mut a2a_version = None;
         loop {
             line.clear();
             if read.read_line(&mut line).await? == 0 {
@@ -122,6 +252,8 @@ async fn connection(stream: TcpStream, stats: &Stats) -> std::io::Result<()> {
                     length = value.parse().unwrap_or(0);
                 } else if name.eq_ignore_ascii_case("connection") {
                     close = value.eq_ignore_ascii_case("close");
+                } else if name.eq_ignore_ascii_case("a2a-version") {
+                    a2a_version = Some(value.to_string());
                 }
             }
         }
@@ -131,21 +263,23 @@ async fn connection(stream: TcpStream, stats: &Stats) -> std::io::Result<()> {
         stats.requests.fetch_add(1, Ordering::Relaxed);
         let now = stats.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         stats.max_in_flight.fetch_max(now, Ordering::SeqCst);
-        let delay = path
-            .strip_prefix("/delay/")
-            .and_then(|ms| ms.parse::<u64>().ok())
-            .unwrap_or(0);
-        if delay > 0 {
-            tokio::time::sleep(Duration::from_millis(delay)).await;
-        }
-        let reply = answer(&body);
-        let mut out = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
-            reply.len()
-        )
-        .into_bytes();
-        out.extend_from_slice(reply.as_bytes());
-        let written = write.write_all(&out).await;
+        let path = path.split('?').next().unwrap_or("/");
+        let (delay, route) = match path.strip_prefix("/delay/") {
+            Some(rest) => {
+                let (ms, route) = rest.split_once('/').unwrap_or((rest, ""));
+                (ms.parse::<u64>().unwrap_or(0), route)
+            }
+            None => (0, path.trim_start_matches('/')),
+        };
+        let incoming = Incoming {
+            method: &method,
+            route,
+            delay,
+            a2a_version: a2a_version.as_deref(),
+            body: &body,
+        };
+        let answer = respond(&incoming, shared).await;
+        let written = write.write_all(&answer.bytes()).await;
         stats.in_flight.fetch_sub(1, Ordering::SeqCst);
         written?;
         if close {
@@ -154,19 +288,258 @@ async fn connection(stream: TcpStream, stats: &Stats) -> std::io::Result<()> {
     }
 }
 
-/// The agent's reply to a request body.
-fn answer(body: &[u8]) -> String {
-    let request: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+/// The answer to one request, by its route; a turn's answer after the route's delay.
+async fn respond(r: &Incoming<'_>, shared: &Shared) -> Answer {
+    let segments: Vec<&str> = r.route.split('/').filter(|s| !s.is_empty()).collect();
+    // Requests that set up a conversation answer at once: the latency is the agent's
+    // reply's, and an Agent Server creates a thread or serves its card without a model.
+    let turn = !matches!(
+        segments.as_slice(),
+        ["langgraph", "threads"] | ["a2a", ".well-known", "agent-card.json"]
+    );
+    if turn && r.delay > 0 {
+        tokio::time::sleep(Duration::from_millis(r.delay)).await;
+    }
+    let request: Value = serde_json::from_slice(r.body).unwrap_or(Value::Null);
+    match (r.method, segments.as_slice()) {
+        ("POST", []) => Answer::json(agentest(&request)),
+        ("POST", ["langgraph", "threads"]) => {
+            let id = shared.id("thread");
+            shared
+                .threads
+                .lock()
+                .expect("threads")
+                .insert(id.clone(), Vec::new());
+            Answer::json(json!({"thread_id": id, "status": "idle", "metadata": {}, "values": null}))
+        }
+        ("POST", ["langgraph", "threads", id, "runs", mode @ ("wait" | "stream")]) => {
+            langgraph_run(shared, id, &request, *mode == "stream")
+        }
+        ("GET", ["a2a", ".well-known", "agent-card.json"]) => Answer::json(a2a_card(shared, r)),
+        ("POST", ["a2a", "rpc"]) => a2a_rpc(shared, r, &request),
+        ("POST", ["openai", "v1", "chat", "completions"]) => openai_chat(shared, &request),
+        ("POST", ["custom", "chat"]) => custom(&request),
+        // `type = "eliza"` (src/agent/eliza.rs, being written on main): its route goes
+        // here, `("POST", ["eliza", ...])`, speaking that kind's protocol, with a `kinds`
+        // row in main.rs whose `url` is `route_url(LATENCY, "eliza")`.
+        _ => Answer::error(404, &format!("no route {} /{}", r.method, r.route)),
+    }
+}
+
+/// `turn <n>: <input>`.
+fn said(turn: u64, input: &str) -> String {
+    format!("turn {turn}: {input}")
+}
+
+/// agentest's own protocol.
+fn agentest(request: &Value) -> Value {
     let turn = request["turn"].as_u64().unwrap_or(0);
     let input = request["input"].as_str().unwrap_or("");
     let content = match request["metadata"]["repeat"].as_u64() {
-        Some(r) => format!("turn {turn}: {input} (repeat {r})"),
-        None => format!("turn {turn}: {input}"),
+        Some(r) => format!("{} (repeat {r})", said(turn, input)),
+        None => said(turn, input),
     };
     json!({
         "content": content,
         "awaiting_input": true,
         "data": {"turn": turn},
     })
-    .to_string()
+}
+
+/// One LangGraph run on a thread: the user's message and the graph's answer appended to
+/// the thread's messages; the state after it, whole (`/runs/wait`) or as the events
+/// `langgraph dev` streams for `stream_mode: ["values", "messages-tuple"]`.
+fn langgraph_run(shared: &Shared, thread: &str, request: &Value, stream: bool) -> Answer {
+    if request["assistant_id"] != "agent" {
+        return Answer::error(422, "expected assistant_id \"agent\"");
+    }
+    let message = &request["input"]["messages"][0];
+    let (Some("user"), Some(input)) = (message["role"].as_str(), message["content"].as_str())
+    else {
+        return Answer::error(
+            422,
+            "expected input.messages = [{\"role\": \"user\", \"content\": ...}]",
+        );
+    };
+    if stream && request["stream_mode"] != json!(["values", "messages-tuple"]) {
+        return Answer::error(422, "expected stream_mode [\"values\", \"messages-tuple\"]");
+    }
+    let (human, ai) = (shared.id("human"), shared.id("ai"));
+    let (before, after) = {
+        let mut threads = shared.threads.lock().expect("threads");
+        let Some(messages) = threads.get_mut(thread) else {
+            return Answer::error(404, &format!("no thread {thread}"));
+        };
+        let turn = messages.len() as u64 / 2 + 1;
+        messages.push(json!({"type": "human", "id": human, "content": input,
+                             "additional_kwargs": {}, "response_metadata": {}}));
+        let before = json!({"messages": messages.clone()});
+        messages.push(json!({"type": "ai", "id": ai, "content": said(turn, input),
+                             "tool_calls": [], "invalid_tool_calls": [],
+                             "additional_kwargs": {}, "response_metadata": {"finish_reason": "stop"},
+                             "usage_metadata": {"input_tokens": 12, "output_tokens": 6, "total_tokens": 18}}));
+        (before, json!({"messages": messages.clone()}))
+    };
+    if !stream {
+        return Answer::json(after);
+    }
+    let run = shared.id("run");
+    let ai_message = after["messages"].as_array().and_then(|m| m.last()).cloned();
+    let events = vec![
+        format!(
+            "event: metadata\ndata: {}\n\n",
+            json!({"run_id": run, "attempt": 1})
+        ),
+        format!("event: values\ndata: {before}\n\n"),
+        format!(
+            "event: messages\ndata: {}\n\n",
+            json!([ai_message, {"langgraph_node": "model", "thread_id": thread}])
+        ),
+        format!("event: values\ndata: {after}\n\n"),
+    ];
+    Answer {
+        status: 200,
+        body: Body::Events(events),
+    }
+}
+
+/// An A2A 1.0 agent card with one JSON-RPC interface.
+fn a2a_card(shared: &Shared, r: &Incoming) -> Value {
+    json!({
+        "name": "bench agent",
+        "description": "answers turn <n>: <input>",
+        "version": "1.0.0",
+        "supportedInterfaces": [{
+            "url": format!("http://{}/delay/{}/a2a/rpc", shared.addr, r.delay),
+            "protocolBinding": "JSONRPC",
+            "protocolVersion": "1.0",
+        }],
+        "capabilities": {"streaming": false, "pushNotifications": false},
+        "defaultInputModes": ["text/plain"],
+        "defaultOutputModes": ["text/plain"],
+        "skills": [{"id": "echo", "name": "echo", "description": "echoes", "tags": ["bench"]}],
+    })
+}
+
+/// A2A 1.0 `SendMessage` over JSON-RPC: a completed Task whose artifact is the answer.
+fn a2a_rpc(shared: &Shared, r: &Incoming, request: &Value) -> Answer {
+    let id = request["id"].clone();
+    let error = |code: i64, message: &str| {
+        Answer::json(
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
+        )
+    };
+    if request["jsonrpc"] != "2.0" {
+        return error(-32600, "expected a JSON-RPC 2.0 request");
+    }
+    if request["method"] != "SendMessage" {
+        return error(-32601, "Method not found");
+    }
+    if r.a2a_version != Some("1.0") {
+        return error(-32009, "expected the header A2A-Version: 1.0");
+    }
+    let message = &request["params"]["message"];
+    let input = message["parts"][0]["text"].as_str();
+    let (Some("ROLE_USER"), Some(input), Some(_)) = (
+        message["role"].as_str(),
+        input,
+        message["messageId"].as_str(),
+    ) else {
+        return error(
+            -32602,
+            "expected a message with role ROLE_USER, a messageId and a text part",
+        );
+    };
+    let context = message["contextId"]
+        .as_str()
+        .map_or_else(|| shared.id("ctx"), str::to_string);
+    let turn = {
+        let mut contexts = shared.contexts.lock().expect("contexts");
+        let turns = contexts.entry(context.clone()).or_insert(0);
+        *turns += 1;
+        *turns
+    };
+    let task = shared.id("task");
+    Answer::json(json!({"jsonrpc": "2.0", "id": id, "result": {"task": {
+        "id": task,
+        "contextId": context,
+        "status": {"state": "TASK_STATE_COMPLETED", "timestamp": "2026-01-01T00:00:00Z"},
+        "artifacts": [{"artifactId": shared.id("artifact"), "name": "answer",
+                       "parts": [{"text": said(turn, input)}]}],
+        "history": [message],
+    }}}))
+}
+
+/// An OpenAI-compatible chat endpoint: the turn is the number of user messages, the
+/// input the last one's text.
+fn openai_chat(shared: &Shared, request: &Value) -> Answer {
+    let Some(messages) = request["messages"].as_array() else {
+        return Answer::error(422, "expected messages");
+    };
+    let Some(model) = request["model"].as_str() else {
+        return Answer::error(422, "expected a model");
+    };
+    let users: Vec<&str> = messages
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    let Some(input) = users.last() else {
+        return Answer::error(422, "expected a user message");
+    };
+    let content = said(users.len() as u64, input);
+    let id = shared.id("chatcmpl");
+    let usage = json!({"prompt_tokens": 12, "completion_tokens": 6, "total_tokens": 18});
+    if request["stream"] != true {
+        return Answer::json(json!({
+            "id": id, "object": "chat.completion", "created": 1767225600, "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                         "finish_reason": "stop"}],
+            "usage": usage,
+        }));
+    }
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": id, "object": "chat.completion.chunk", "created": 1767225600, "model": model,
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let mut events = vec![chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
+    // The content in word-sized pieces, as a model streams its tokens.
+    let mut rest = content.as_str();
+    while !rest.is_empty() {
+        let cut = rest[1..].find(' ').map_or(rest.len(), |i| i + 1);
+        events.push(chunk(json!({"content": &rest[..cut]}), Value::Null));
+        rest = &rest[cut..];
+    }
+    events.push(chunk(json!({}), json!("stop")));
+    if request["stream_options"]["include_usage"] == true {
+        events.push(
+            json!({"id": id, "object": "chat.completion.chunk", "created": 1767225600,
+                           "model": model, "choices": [], "usage": usage}),
+        );
+    }
+    let mut events: Vec<String> = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+    events.push("data: [DONE]\n\n".into());
+    Answer {
+        status: 200,
+        body: Body::Events(events),
+    }
+}
+
+/// An API of its own: `{"message", "conversation", "turn"}` in.
+fn custom(request: &Value) -> Answer {
+    let (Some(input), Some(conversation), Some(turn)) = (
+        request["message"].as_str(),
+        request["conversation"].as_str(),
+        request["turn"].as_u64(),
+    ) else {
+        return Answer::error(422, "expected {\"message\", \"conversation\", \"turn\"}");
+    };
+    Answer::json(json!({
+        "reply": {"text": said(turn, input)},
+        "state": {"conversation": conversation, "turn": turn},
+        "usage": {"in": 12, "out": 6},
+    }))
 }
