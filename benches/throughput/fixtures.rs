@@ -259,6 +259,11 @@ pub mod kinds {
         format!("[agent]\ntype = \"a2a\"\nurl = \"{url}\"\n")
     }
 
+    /// `type = "eliza"`: the agent by name, looked up in the server's agents list.
+    pub fn eliza(url: &str) -> String {
+        format!("[agent]\ntype = \"eliza\"\nurl = \"{url}\"\nagent_id = \"Bench\"\n")
+    }
+
     /// `type = "http"`, `format = "openai-chat"`; `sse` asks for chunk events.
     pub fn openai_chat(url: &str, sse: bool) -> String {
         format!(

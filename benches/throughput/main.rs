@@ -665,9 +665,13 @@ fn kinds(b: &Bench, _notes: &mut Vec<String>) -> Vec<Row> {
             config: fixtures::kinds::custom,
             requests: |n| n,
         },
-        // `type = "eliza"` (src/agent/eliza.rs, being written on main) goes here: a
-        // `Kind` whose config is its `[agent]` table for `route_url(LATENCY, "eliza")`,
-        // once server.rs answers that route in its protocol (see `respond` there).
+        Kind {
+            label: "`eliza` kind",
+            route: "eliza",
+            config: fixtures::kinds::eliza,
+            // The agent's name looked up once, then a session and a message per case.
+            requests: |n| 2 * n + 1,
+        },
     ];
     let n: usize = 1000;
     let parallel = CONCURRENCY.to_string();

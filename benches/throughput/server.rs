@@ -295,7 +295,10 @@ async fn respond(r: &Incoming<'_>, shared: &Shared) -> Answer {
     // reply's, and an Agent Server creates a thread or serves its card without a model.
     let turn = !matches!(
         segments.as_slice(),
-        ["langgraph", "threads"] | ["a2a", ".well-known", "agent-card.json"]
+        ["langgraph", "threads"]
+            | ["a2a", ".well-known", "agent-card.json"]
+            | ["eliza", "api", "agents"]
+            | ["eliza", "api", "messaging", "sessions"]
     );
     if turn && r.delay > 0 {
         tokio::time::sleep(Duration::from_millis(r.delay)).await;
@@ -319,11 +322,54 @@ async fn respond(r: &Incoming<'_>, shared: &Shared) -> Answer {
         ("POST", ["a2a", "rpc"]) => a2a_rpc(shared, r, &request),
         ("POST", ["openai", "v1", "chat", "completions"]) => openai_chat(shared, &request),
         ("POST", ["custom", "chat"]) => custom(&request),
-        // `type = "eliza"` (src/agent/eliza.rs, being written on main): its route goes
-        // here, `("POST", ["eliza", ...])`, speaking that kind's protocol, with a `kinds`
-        // row in main.rs whose `url` is `route_url(LATENCY, "eliza")`.
+        ("GET", ["eliza", "api", "agents"]) => Answer::json(
+            json!({"success": true, "data": {"agents": [{"id": ELIZA_AGENT, "name": "Bench", "status": "active"}]}}),
+        ),
+        ("POST", ["eliza", "api", "messaging", "sessions"]) => eliza_session(shared, &request),
+        ("POST", ["eliza", "api", "messaging", "sessions", id, "messages"]) => {
+            eliza_message(shared, id, &request)
+        }
         _ => Answer::error(404, &format!("no route {} /{}", r.method, r.route)),
     }
+}
+
+/// The one agent of the bench's ElizaOS server.
+const ELIZA_AGENT: &str = "6c5cf7c4-5a4e-4d0e-9a59-0d0c3e2b7a11";
+
+/// An ElizaOS messaging session for the bench's agent (kept as the thread of its turns).
+fn eliza_session(shared: &Shared, request: &Value) -> Answer {
+    if request["agentId"] != ELIZA_AGENT || !request["userId"].is_string() {
+        return Answer::error(400, "expected agentId (the Bench agent's) and userId");
+    }
+    let id = shared.id("session");
+    shared
+        .threads
+        .lock()
+        .expect("threads")
+        .insert(id.clone(), Vec::new());
+    Answer::json(json!({"sessionId": id, "agentId": ELIZA_AGENT, "userId": request["userId"]}))
+}
+
+/// A message in an ElizaOS session, `transport: "http"`: the agent's reply as
+/// `agentResponse`.
+fn eliza_message(shared: &Shared, session: &str, request: &Value) -> Answer {
+    let (Some(input), Some("http")) = (request["content"].as_str(), request["transport"].as_str())
+    else {
+        return Answer::error(400, "expected content and transport \"http\"");
+    };
+    let turn = {
+        let mut threads = shared.threads.lock().expect("threads");
+        let Some(messages) = threads.get_mut(session) else {
+            return Answer::error(404, &format!("no session {session}"));
+        };
+        messages.push(Value::String(input.to_string()));
+        messages.len() as u64
+    };
+    Answer::json(json!({
+        "success": true,
+        "userMessage": {"content": input},
+        "agentResponse": {"text": said(turn, input), "actions": ["REPLY"], "thought": "answer"},
+    }))
 }
 
 /// `turn <n>: <input>`.

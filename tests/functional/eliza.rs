@@ -1,17 +1,22 @@
-//! `type = "eliza"` agents. The bad answers, which a real ElizaOS server cannot be made
-//! to give on purpose, are tested against a STAND-IN that follows the server's
-//! documented sessions API (tests/python/eliza_standin.py, Starlette + uvicorn): each is
-//! a named case error while the other cases pass.
+//! `type = "eliza"` agents: against a real ElizaOS 1.7.2 server (@elizaos/server with
+//! plugin-bootstrap, plugin-sql on embedded PGlite, and plugin-openai pointed at a
+//! scripted model on loopback; installed by .ci/run from tests/eliza/package.json), and,
+//! for the bad answers a real server cannot be made to give on purpose, against a
+//! STAND-IN that follows the server's documented sessions API
+//! (tests/python/eliza_standin.py, Starlette + uvicorn): each is a named case error
+//! while the other cases pass.
 
 use std::path::Path;
 
 use serde_json::{json, Value};
 
+use crate::common::eliza::{eliza_dir, eliza_server, ElizaServer};
 use crate::common::project::{self, Cmd};
 use crate::common::{framework_python, toml_str, Needs, PyServer, Scratch};
 
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
+        a_real_elizaos_server_is_tested_through_its_sessions_api(needs eliza_server),
         eliza_agents_map_replies_and_name_bad_answers_against_a_standin(needs standin),
         eliza_table_mistakes_are_config_errors,
     ]
@@ -27,6 +32,87 @@ fn agentest(dir: &Path) -> Cmd<'_> {
 /// The venv with Starlette and uvicorn (the stand-in's server).
 pub fn standin() -> Needs {
     framework_python(&["starlette", "uvicorn"]).map(|_| ())
+}
+
+/// A real ElizaOS server's agent, by name, through its sessions API: a session per case
+/// that keeps the conversation (and only the case's), replies with their actions and
+/// thought, streamed and waited for, a scenario's trajectory; the server's own refusals
+/// (a wrong key, an agent that chose IGNORE) named case errors.
+fn a_real_elizaos_server_is_tested_through_its_sessions_api() -> Needs {
+    eliza_dir()?;
+    let s = Scratch::named("eliza", "real");
+    let server = ElizaServer::start(&s, KEY.1);
+    let base = server.url();
+    let config = [
+        format!(
+            "[agent]\ntype = \"eliza\"\nurl = {}\nagent_id = \"Ada\"\nheaders = {{ X-API-KEY = \"${{{}}}\" }}\ntimeout = \"60s\"\n",
+            toml_str(&base),
+            KEY.0
+        ),
+        agent("streamed", &base, "agent_id = \"Ada\"\nstream = true"),
+        format!(
+            "[agents.wrong-key]\ntype = \"eliza\"\nurl = {}\nagent_id = \"Ada\"\nheaders = {{ X-API-KEY = \"not-the-key\" }}\nretries = 0\n",
+            toml_str(&base)
+        ),
+    ]
+    .join("\n");
+    s.write("suites/agentest.toml", &config);
+    s.cases(&[
+        json!({"id": "two-turns", "turns": [
+            {"input": "hello one", "assert": {"type": "equals",
+                "value": "Ada heard: hello one (1 in this conversation, first: hello one)"}},
+            {"input": "and two", "assert": {"type": "equals",
+                "value": "Ada heard: and two (2 in this conversation, first: hello one)"}}]}),
+        json!({"id": "other", "input": "hello other", "assert": {"type": "equals",
+            "value": "Ada heard: hello other (1 in this conversation, first: hello other)"}}),
+        json!({"id": "streamed", "agent": "streamed", "input": "stream please",
+               "assert": {"type": "contains", "value": "Ada heard: stream please"}}),
+        json!({"id": "ignored", "input": "please ignore this"}),
+        json!({"id": "wrong-key", "agent": "wrong-key", "input": "hello"}),
+    ]);
+    s.write(
+        "suites/greet.scenario.yaml",
+        "name: 'Greets'\ndescription: 'Ada answers'\nenvironment:\n  type: local\n\
+         run:\n  - input: 'hello scenario'\n    evaluations:\n      - type: trajectory_contains_action\n        action: REPLY\n\
+         \x20     - type: string_contains\n        value: 'Ada heard: hello scenario'\n\
+         judgment:\n  strategy: all_pass\n",
+    );
+    let run = agentest(s.path()).run();
+    run.expect(1);
+    for id in ["two-turns", "other", "streamed"] {
+        run.expect_status(id, "passed");
+    }
+    assert_eq!(run.record("greet::greets")["status"], "passed");
+    let two = run.case("two-turns");
+    assert_eq!(two["turns"][0]["actions"], json!(["REPLY"]), "{two}");
+    assert_eq!(two["turns"][0]["thought"], "replying to hello one", "{two}");
+    // An agent that chose IGNORE: ElizaOS 1.7.2 answers it with a 500.
+    run.expect_error(
+        "ignored",
+        &[&format!(
+            "agent at {base}/api/messaging/sessions/"
+        ), "/messages answered HTTP 500 Internal Server Error: {\"success\":false,\"error\":\"Failed to process message in HTTP transport\"}"],
+    )
+    .expect_error(
+        "wrong-key",
+        &[&format!("agent at {base}/api/agents answered HTTP 401 Unauthorized: "), "API key required"],
+    );
+    // One model call per message, with no prompt holding another case's words.
+    let prompts = std::fs::read_to_string(&server.prompts).expect("the model's prompts");
+    let prompts: Vec<&str> = prompts
+        .split("\n=====\n")
+        .filter(|p| !p.is_empty())
+        .collect();
+    assert_eq!(prompts.len(), 6, "{prompts:?}");
+    assert!(
+        prompts
+            .iter()
+            .filter(|p| p.contains("hello other"))
+            .all(|p| !p.contains("hello one")),
+        "a case's conversation held another's"
+    );
+    drop(server);
+    Ok(())
 }
 
 /// An `eliza` table.

@@ -4,9 +4,9 @@
 //! agent, each at a `${VAR}` URL) and runs it with the real `cargo test`, then with the
 //! real `cargo nextest run`, against real servers on loopback: `langgraph dev` serving
 //! tests/python/langgraph_agent/, tests/python/a2a_agent.py (a2a-sdk) and
-//! tests/python/custom_agent.py (Starlette), with scripted chat-completions servers as
-//! the graph's model, as the openai-chat agent, and as the endpoint of agentest's own
-//! simulator and judge.
+//! tests/python/custom_agent.py (Starlette), a real ElizaOS server (tests/eliza/), with
+//! scripted chat-completions servers as the graph's and the ElizaOS agent's model, as
+//! the openai-chat agent, and as the endpoint of agentest's own simulator and judge.
 //!
 //! The first run (`cargo test`) records the simulator's and the judge's calls in
 //! cassettes (`AGENTEST_CASSETTES=record`); then that endpoint is stopped, its key
@@ -23,6 +23,9 @@
 //! | `custom::chat`             | two turns in one session, a tool call                  |
 //! | `custom::misread`          | error: `reply.content` matches nothing                 |
 //! | `custom::streamed`         | server-sent events                                     |
+//! | `eliza-greet::greets`      | an ElizaOS scenario: REPLY in the trajectory           |
+//! | `eliza::ignored`           | error: the agent chose IGNORE, ElizaOS answered 500    |
+//! | `eliza::two-turns`         | a session that keeps its conversation                  |
 //! | `langgraph::ask`           | `interrupt()`, resumed                                 |
 //! | `langgraph::boom`          | error: the model refused, the run failed               |
 //! | `langgraph::rainy`         | fails its assertion                                    |
@@ -49,6 +52,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::common::chat::{call, completion, ok, status, text, tool_call_json, Action, ChatServer};
+use crate::common::eliza::ElizaServer;
 use crate::common::{
     framework_python, need, LangGraphDev, Needs, PyServer, Scratch, LANGGRAPH_MODULES,
 };
@@ -78,7 +82,7 @@ const fn pass(trial: &'static str) -> Expected {
 }
 
 /// Every trial of the fixture, sorted, with its outcome.
-const EXPECTED: [Expected; 18] = [
+const EXPECTED: [Expected; 21] = [
     pass("a2a::book"),
     pass("a2a::book-streamed"),
     Expected {
@@ -94,6 +98,16 @@ const EXPECTED: [Expected; 18] = [
         messages: &["agent at ${CUSTOM_URL}/chat answered, but reply.content = \"$.answer.nothing\" matches nothing in the answer: {\"answer\":{\"text\":\"[None] you said: hello\"}"],
     },
     pass("custom::streamed"),
+    pass("eliza-greet::greets"),
+    Expected {
+        trial: "eliza::ignored",
+        status: "error",
+        messages: &[
+            "agent at ${ELIZA_URL}/api/messaging/sessions/",
+            "/messages answered HTTP 500 Internal Server Error: {\"success\":false,\"error\":\"Failed to process message in HTTP transport\"}",
+        ],
+    },
+    pass("eliza::two-turns"),
     pass("langgraph::ask"),
     Expected {
         trial: "langgraph::boom",
@@ -126,6 +140,9 @@ const EXPECTED: [Expected; 18] = [
     },
 ];
 
+/// The key the ElizaOS server requires (X-API-KEY).
+const ELIZA_KEY: &str = "sk-eliza-frameworks";
+
 /// The cases whose simulator or judge calls the model endpoint, one call each.
 const OFFLINE: [&str; 3] = ["judged", "judged-wrong", "simulated"];
 
@@ -150,9 +167,10 @@ fn modules() -> Vec<&'static str> {
     all
 }
 
-/// The frameworks venv and cargo-nextest.
+/// The frameworks venv, the ElizaOS server's packages and cargo-nextest.
 fn frameworks() -> Needs {
     framework_python(&modules())?;
+    crate::common::eliza::eliza_server()?;
     nextest()
 }
 
@@ -324,6 +342,7 @@ struct Servers {
     langgraph: LangGraphDev,
     a2a: PyServer,
     custom: PyServer,
+    eliza: ElizaServer,
     /// What the a2a server received, one JSON line per request.
     a2a_received: PathBuf,
 }
@@ -346,7 +365,9 @@ impl Servers {
             &[custom_received.as_os_str()],
         );
         let langgraph = LangGraphDev::start(python, s, &agent_model.url());
+        let eliza = ElizaServer::start(s, ELIZA_KEY);
         Servers {
+            eliza,
             agent_model,
             llm: Some(llm),
             langgraph,
@@ -365,6 +386,10 @@ impl Servers {
             ("CUSTOM_URL", local(self.custom.port)),
             ("CHAT_URL", self.agent_model.url().into()),
             ("FRAMEWORKS_LLM_URL", llm_url.into()),
+            ("ELIZA_URL", self.eliza.url().into()),
+            ("ELIZA_KEY", ELIZA_KEY.into()),
+            // For the ElizaOS scenario, which names no agent.
+            ("AGENTEST_AGENT", "ada".into()),
         ]
     }
 
@@ -726,7 +751,7 @@ fn framework_suites_run_under_cargo_test_and_nextest_and_replay_offline() -> Nee
         .collect();
     assert_eq!(out.nextest_outcomes(), outcomes, "{out}");
     assert!(
-        out.both().contains("18 tests run: 12 passed, 6 failed"),
+        out.both().contains("21 tests run: 14 passed, 7 failed"),
         "{out}"
     );
     for e in EXPECTED.iter().filter(|e| e.status != "passed") {

@@ -3,6 +3,7 @@
 //! on it, the scripted chat-completions server ([`chat`]).
 
 pub mod chat;
+pub mod eliza;
 pub mod project;
 
 use std::io::{BufRead, BufReader, Read};
