@@ -68,6 +68,7 @@ fn a2a_agents_are_tested_over_each_binding_and_version() -> Needs {
         agent("rest-stream", &base, "binding = \"rest\"\nstream = true"),
         "[agents.legacy]\ntype = \"a2a\"\ncard = \"legacy-card.json\"\n\n".to_string(),
         agent("html", &format!("{base}/portal"), ""),
+        agent("v1-stream-2s", &base, "stream = true\ntimeout = \"2s\""),
         agent("moved", &format!("{base}/moved"), ""),
         agent(
             "moved-ok",
@@ -97,6 +98,8 @@ fn a2a_agents_are_tested_over_each_binding_and_version() -> Needs {
         json!({"id": "ping", "agent": "v1", "input": "ping me",
                "assert": {"type": "equals", "value": "pong: ping me"}}),
         json!({"id": "fail", "agent": "v1", "input": "fail"}),
+        json!({"id": "stall", "agent": "v1", "input": "stall"}),
+        json!({"id": "hang", "agent": "v1-stream-2s", "input": "hang"}),
         json!({"id": "fail-v03", "agent": "v03", "input": "fail"}),
         json!({"id": "rpc-error", "agent": "v1", "input": "unsupported"}),
         json!({"id": "html", "agent": "html", "input": "ping"}),
@@ -136,6 +139,16 @@ fn a2a_agents_are_tested_over_each_binding_and_version() -> Needs {
         &[&format!(
             "A2A agent at {base}/rpc: the task ended TASK_STATE_FAILED: no rooms left"
         )],
+    )
+    .expect_error(
+        "stall",
+        &[&format!(
+            "A2A agent at {base}/rpc: expected a task state of completed, input-required, auth-required, failed, rejected or canceled, got: {{\"state\":\"TASK_STATE_WORKING\""
+        )],
+    )
+    .expect_error(
+        "hang",
+        &[&format!("the event stream of agent at {base}/rpc sent nothing for 2s")],
     )
     .expect_error(
         "rpc-error",

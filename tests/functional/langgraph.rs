@@ -121,6 +121,7 @@ fn a_langgraph_server_is_tested_through_its_api() -> Needs {
             "[agent]\ntype = \"langgraph\"\nurl = {url}\nassistant_id = \"agent\"\nheaders = {{ x-user-id = \"${{LG_USER}}\" }}\ntimeout = \"60s\"\n\n\
              [agents.streaming]\ntype = \"langgraph\"\nurl = {url}\nassistant_id = \"agent\"\nstream = true\n\n\
              [agents.wrong]\ntype = \"langgraph\"\nurl = {url}\nassistant_id = \"nope\"\n\n\
+             [agents.counter]\ntype = \"langgraph\"\nurl = {url}\nassistant_id = \"counter\"\n\n\
              [agents.html]\ntype = \"langgraph\"\nurl = {docs}\nassistant_id = \"agent\"\nretries = 0\n",
             url = toml_str(&url),
             docs = toml_str(&format!("http://127.0.0.1:{}/lg", html.port)),
@@ -147,6 +148,7 @@ fn a_langgraph_server_is_tested_through_its_api() -> Needs {
             {"input": "Cusco", "assertions": [{"type": "contains", "value": "Cusco it is"}]}]}),
         json!({"id": "boom-streamed", "agent": "streaming", "turns": [{"input": "boom, streamed"}]}),
         json!({"id": "wrong", "agent": "wrong", "turns": [{"input": "hi"}]}),
+        json!({"id": "counter", "agent": "counter", "turns": [{"input": "hi"}]}),
         json!({"id": "html", "agent": "html", "turns": [{"input": "hi"}]}),
     ];
     let lines: Vec<String> = cases.iter().map(Value::to_string).collect();
@@ -227,6 +229,13 @@ fn a_langgraph_server_is_tested_through_its_api() -> Needs {
     let e = rep.error("graph::wrong");
     assert!(
         e.contains("answered HTTP 422") && e.contains("Invalid assistant: 'nope'"),
+        "{e}"
+    );
+    // A graph whose state holds no messages gives no reply: a case error, not a pass.
+    assert_eq!(rep.status("graph::counter"), "error");
+    let e = rep.error("graph::counter");
+    assert!(
+        e.contains("/runs/wait: expected a state with `messages` (an array; is the graph's state a MessagesState?), got: {\"count\":1}"),
         "{e}"
     );
     assert_eq!(rep.status("graph::html"), "error");

@@ -19,12 +19,14 @@ It serves, on the same port:
 
 The executor: a message whose text starts with `ping` is answered with a Message (no
 task); `fail` ends its task `failed`; `unsupported` is a JSON-RPC error (the SDK's
-UnsupportedOperationError); otherwise a new task asks for input once
+UnsupportedOperationError); `stall` leaves its task `working` and returns; `hang`
+starts work and never finishes; otherwise a new task asks for input once
 (`input-required`, "Which city?"), and the answer completes it with a text artifact
 `answer`, a data artifact `booking` and a file artifact `receipt` (one inline file, one
 by URL).
 """
 
+import asyncio
 import json
 import socket
 import sys
@@ -80,6 +82,12 @@ class BookingExecutor(AgentExecutor):
         updater = TaskUpdater(event_queue, task.id, task.context_id)
         if text == "fail":
             await updater.failed(updater.new_agent_message([new_text_part("no rooms left")]))
+        elif text == "stall":
+            # Still working when the executor returns: no state agentest can end a turn on.
+            await updater.start_work(updater.new_agent_message([new_text_part("looking")]))
+        elif text == "hang":
+            await updater.start_work(updater.new_agent_message([new_text_part("looking")]))
+            await asyncio.sleep(3600)
         elif first:
             await updater.requires_input(updater.new_agent_message([new_text_part("Which city?")]))
         else:

@@ -20,6 +20,7 @@ from langchain_openai import ChatOpenAI
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.types import interrupt
+from typing_extensions import TypedDict
 
 
 @tool
@@ -80,3 +81,19 @@ builder.add_conditional_edges("model", route, ["tools", "ask", END])
 builder.add_edge("tools", "model")
 builder.add_edge("ask", "model")
 graph = builder.compile()
+
+
+class Count(TypedDict):
+    count: int
+
+
+def bump(state: Count):
+    return {"count": state.get("count", 0) + 1}
+
+
+# A graph whose state holds no messages: an agent pointed at it gets no reply.
+counter_builder = StateGraph(Count)
+counter_builder.add_node("bump", bump)
+counter_builder.add_edge(START, "bump")
+counter_builder.add_edge("bump", END)
+counter = counter_builder.compile()
