@@ -66,6 +66,7 @@ mod record;
 mod run;
 mod settings;
 mod source;
+mod trace;
 mod util;
 
 pub use agent::{async_agent, Agent};
