@@ -295,6 +295,12 @@ pub enum ConfigValueError {
     /// `[run].concurrency = 0`.
     #[error("[run].concurrency: must be at least 1")]
     ZeroConcurrency,
+    /// `[traces].listen` that is not an address.
+    #[error("[traces].listen: expected an address and port like \"127.0.0.1:4318\" (port 0: a free one), found {value:?}")]
+    TracesListen {
+        /// What was written.
+        value: String,
+    },
     /// A repeat count, gate or budget that cannot be used.
     #[error("{key}: {message}")]
     Repeats {

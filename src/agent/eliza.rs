@@ -7,7 +7,6 @@
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
 use super::http::{Flow, HttpSession, HttpSpec};
 use super::{CaseScope, Timed};
@@ -82,6 +81,16 @@ impl ElizaSession {
         }
     }
 
+    /// The W3C `traceparent` of the turn to come (see [`HttpSession::set_traceparent`]).
+    pub(crate) fn set_traceparent(&mut self, traceparent: Option<&str>) {
+        self.http.set_traceparent(traceparent);
+    }
+
+    /// The conversation's id as the server knows it: the session, once made.
+    pub(crate) fn conversation_id(&self) -> Option<&str> {
+        self.session.as_deref()
+    }
+
     /// Sends one turn in the case's session and reads the agent's reply.
     pub(crate) async fn send(&mut self, request: &Request) -> Result<Timed<Reply>, AgentError> {
         let session = self.session(request).await?;
@@ -124,7 +133,7 @@ impl ElizaSession {
         let (url, shown) = self.spec.at(&["api", "messaging", "sessions"]);
         let body = json!({
             "agentId": agent,
-            "userId": user_id(&request.session_id),
+            "userId": user_id(),
             "metadata": {"source": "agentest", "test_id": request.test_id},
         });
         let answer = self.http.post(&url, &shown, &body).await?.value;
@@ -138,19 +147,13 @@ impl ElizaSession {
     }
 }
 
-/// A fresh user id (a version 4 UUID) for the session `session_id`: unique per case run.
-fn user_id(session_id: &str) -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_nanos();
-    let digest = Sha256::digest(format!("{session_id}/{now}").as_bytes());
-    let mut b = [0u8; 16];
-    b.copy_from_slice(&digest[..16]);
+/// A fresh user id (a version 4 UUID): unique per case run.
+fn user_id() -> String {
+    let mut b: [u8; 16] = crate::util::ids::fresh();
     // The version (4) and variant (RFC 4122) bits, which ElizaOS's UUID check requires.
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    let hex = crate::util::ids::hex(&b);
     format!(
         "{}-{}-{}-{}-{}",
         &hex[..8],
@@ -360,7 +363,7 @@ mod tests {
 
     #[test]
     fn user_ids_are_fresh_version_4_uuids() {
-        let (a, b) = (user_id("s-1"), user_id("s-1"));
+        let (a, b) = (user_id(), user_id());
         assert!(is_uuid(&a) && is_uuid(&b), "{a} {b}");
         assert_ne!(a, b);
         assert_eq!(&a[14..15], "4");

@@ -77,6 +77,16 @@ impl LangGraphSession {
         }
     }
 
+    /// The W3C `traceparent` of the turn to come (see [`HttpSession::set_traceparent`]).
+    pub(crate) fn set_traceparent(&mut self, traceparent: Option<&str>) {
+        self.http.set_traceparent(traceparent);
+    }
+
+    /// The conversation's id as the server knows it: the thread, once made.
+    pub(crate) fn conversation_id(&self) -> Option<&str> {
+        self.thread.as_deref()
+    }
+
     /// Sends one turn: the user's message as the run's input, or, while the graph waits
     /// on an interrupt, as the value it resumes with.
     pub(crate) async fn send(&mut self, request: &Request) -> Result<Timed<Reply>, AgentError> {

@@ -149,7 +149,7 @@ impl AgentDef {
     pub(crate) async fn start(&self, scope: &CaseScope) -> Result<Session, AgentError> {
         Ok(match self {
             AgentDef::Process(spec) => {
-                let session = spec.spawn(scope.workdir.as_deref())?;
+                let session = spec.spawn(scope.workdir.as_deref(), &scope.otel_env)?;
                 // The case's agent starts first; a simulator or judge process must not
                 // take its place.
                 scope
@@ -217,6 +217,32 @@ impl Session {
         match self {
             Session::OpenAi(o) => o.take_partial(),
             _ => None,
+        }
+    }
+
+    /// Sends `traceparent` (the turn's W3C trace context) on every HTTP request of the
+    /// turn to come, for the kinds that speak HTTP; the others get it in the request's
+    /// `metadata.traceparent` alone.
+    pub(crate) fn set_traceparent(&mut self, traceparent: Option<&str>) {
+        match self {
+            Session::Http(h) => h.set_traceparent(traceparent),
+            Session::LangGraph(g) => g.set_traceparent(traceparent),
+            Session::A2a(a) => a.set_traceparent(traceparent),
+            Session::Eliza(e) => e.set_traceparent(traceparent),
+            Session::Process(_) | Session::OpenAi(_) | Session::InProcess(_) => {}
+        }
+    }
+
+    /// The conversation's id as the agent knows it (a LangGraph thread, an A2A
+    /// `contextId`, an ElizaOS session, an HTTP agent's `[session]` id), once it has
+    /// one: spans that carry it in a session attribute belong to the conversation.
+    pub(crate) fn conversation_id(&self) -> Option<&str> {
+        match self {
+            Session::Http(h) => h.conversation_id(),
+            Session::LangGraph(g) => g.conversation_id(),
+            Session::A2a(a) => a.conversation_id(),
+            Session::Eliza(e) => e.conversation_id(),
+            Session::Process(_) | Session::OpenAi(_) | Session::InProcess(_) => None,
         }
     }
 
