@@ -243,7 +243,14 @@ impl HttpSpec {
     ) -> Result<Timed<Reply>, Attempt> {
         let body = self.wire.request_body(request, session);
         let response = self
-            .open(&self.url, &self.shown, &body, timeout, !self.wire.sse, trace)
+            .open(
+                &self.url,
+                &self.shown,
+                &body,
+                timeout,
+                !self.wire.sse,
+                trace,
+            )
             .await?;
         if self.wire.sse {
             return self

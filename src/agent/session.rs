@@ -390,6 +390,7 @@ mod tests {
             trace: Default::default(),
             workdir: None,
             source_llms: None,
+            otel_env: Vec::new(),
         };
         def.start(&scope).await.unwrap_or_else(|_| panic!("start"))
     }

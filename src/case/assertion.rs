@@ -171,6 +171,26 @@ pub enum Kind {
         /// The expected result, matched as a subset.
         result: ValueMatcher,
     },
+    /// `tool_sequence`: the tools called, in order.
+    ToolSequence {
+        /// The tool names, in order.
+        names: Vec<String>,
+        /// Exactly this sequence (`strict: true`), or these in this order among others.
+        strict: bool,
+        /// The turn's calls, or the whole conversation's.
+        scope: ToolScope,
+    },
+    /// `tool_count`: how many times a tool (or any tool) was called.
+    ToolCount {
+        /// The tool; none counts every call.
+        name: Option<String>,
+        /// At least this many.
+        min: Option<u64>,
+        /// At most this many.
+        max: Option<u64>,
+        /// The turn's calls, or the whole conversation's.
+        scope: ToolScope,
+    },
     /// `script`: an external command or a registered Rust function decides.
     Script {
         /// The script name (after `scripts:`).
@@ -205,6 +225,8 @@ impl Kind {
             Kind::Type { .. } => "type",
             Kind::ToolCalled { .. } => "tool_called",
             Kind::ToolResult { .. } => "tool_result",
+            Kind::ToolSequence { .. } => "tool_sequence",
+            Kind::ToolCount { .. } => "tool_count",
             Kind::Script { .. } => "script",
             Kind::Latency { .. } => "latency",
             Kind::Judge { type_name, .. } => type_name,
@@ -212,8 +234,18 @@ impl Kind {
     }
 }
 
+/// Which tool calls a tool assertion counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ToolScope {
+    /// The reply's own calls (default).
+    #[default]
+    Turn,
+    /// Every call of the conversation so far, the reply's included.
+    Conversation,
+}
+
 /// Every assertion type the parser accepts.
-pub const ASSERTION_TYPES: [&str; 12] = [
+pub const ASSERTION_TYPES: [&str; 14] = [
     "contains",
     "not_contains",
     "equals",
@@ -222,6 +254,8 @@ pub const ASSERTION_TYPES: [&str; 12] = [
     "type",
     "tool_called",
     "tool_result",
+    "tool_sequence",
+    "tool_count",
     "script",
     "latency",
     "agent",

@@ -7,7 +7,7 @@ mod tools;
 use compile::compile_path;
 pub(crate) use compile::compile_regex;
 use judge::parse_judge;
-use tools::{parse_tool_called, parse_tool_result};
+use tools::{parse_tool_called, parse_tool_count, parse_tool_result, parse_tool_sequence};
 
 use serde_json::{Map, Value};
 
@@ -43,6 +43,8 @@ enum TypeName {
     Type,
     ToolCalled,
     ToolResult,
+    ToolSequence,
+    ToolCount,
     Script,
     Latency,
     Agent,
@@ -80,6 +82,8 @@ impl TypeName {
             "type" => TypeName::Type,
             "tool_called" => TypeName::ToolCalled,
             "tool_result" => TypeName::ToolResult,
+            "tool_sequence" => TypeName::ToolSequence,
+            "tool_count" => TypeName::ToolCount,
             "script" => TypeName::Script,
             "latency" => TypeName::Latency,
             "agent" => TypeName::Agent,
@@ -108,6 +112,8 @@ impl TypeName {
             TypeName::Type => "type",
             TypeName::ToolCalled => "tool_called",
             TypeName::ToolResult => "tool_result",
+            TypeName::ToolSequence => "tool_sequence",
+            TypeName::ToolCount => "tool_count",
             TypeName::Script => "script",
             TypeName::Latency => "latency",
             TypeName::Agent => "agent",
@@ -125,6 +131,8 @@ impl TypeName {
             TypeName::Type => &["value", "path"],
             TypeName::ToolCalled => &["name", "value", "arguments"],
             TypeName::ToolResult => &["value", "tool", "result"],
+            TypeName::ToolSequence => &["value", "strict", "scope"],
+            TypeName::ToolCount => &["name", "value", "min", "max", "scope"],
             TypeName::Script => &["use", "options", "value", "metadata"],
             TypeName::Latency => &["max_ms", "max_first_token_ms"],
             TypeName::Agent => &[
@@ -205,6 +213,8 @@ fn parse_one(v: &Value, path: &str) -> Result<Assertion, FieldError> {
         TypeName::Type => parse_type(&obj, path)?,
         TypeName::ToolCalled => parse_tool_called(&obj, path)?,
         TypeName::ToolResult => parse_tool_result(&obj, path)?,
+        TypeName::ToolSequence => parse_tool_sequence(&obj, path)?,
+        TypeName::ToolCount => parse_tool_count(&obj, path)?,
         TypeName::Script => parse_script(&obj, path)?,
         TypeName::Latency => parse_latency(&obj, path)?,
         TypeName::Agent | TypeName::LlmJudge => parse_judge(&obj, path, type_name.name())?,

@@ -1,7 +1,8 @@
-//! Tool assertions: `tool_called` and `tool_result`, and the subset matchers they use.
+//! Tool assertions: `tool_called`, `tool_result`, `tool_sequence` and `tool_count`, and
+//! the subset matchers they use.
 
 use super::compile::compile_regex;
-use crate::case::{Kind, ValueMatcher};
+use crate::case::{Kind, ToolScope, ValueMatcher};
 use crate::errors::FieldError;
 use crate::source::fields::{check_keys, index, join, opt_str};
 use crate::util::type_of;
@@ -128,5 +129,109 @@ pub(super) fn contains_pattern(v: &Value) -> bool {
         Value::String(s) => s.starts_with("regex:"),
         Value::Object(m) => m.values().any(contains_pattern),
         _ => false,
+    }
+}
+
+/// `scope`: `"turn"` (default) or `"conversation"`.
+fn parse_scope(obj: &Map<String, Value>, path: &str) -> Result<ToolScope, FieldError> {
+    match opt_str(obj, "scope", path)?.as_deref() {
+        None | Some("turn") => Ok(ToolScope::Turn),
+        Some("conversation") => Ok(ToolScope::Conversation),
+        Some(other) => Err(FieldError::new(
+            join(path, "scope"),
+            format!("expected \"turn\" (the reply's calls) or \"conversation\" (every call so far), found \"{other}\""),
+        )),
+    }
+}
+
+/// `tool_sequence`: `value`, the tool names in order; `strict`; `scope`.
+pub(super) fn parse_tool_sequence(
+    obj: &Map<String, Value>,
+    path: &str,
+) -> Result<Kind, FieldError> {
+    let vpath = join(path, "value");
+    let names = match obj.get("value") {
+        Some(Value::Array(items)) if !items.is_empty() => items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| match item {
+                Value::String(s) if !s.is_empty() => Ok(s.clone()),
+                other => Err(FieldError::new(
+                    index(&vpath, i),
+                    format!("expected a tool name, found {}", type_of(other)),
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        Some(other) => {
+            return Err(FieldError::new(
+                vpath,
+                format!(
+                    "expected the tool names in order, like [\"search\", \"book\"], found {}",
+                    match other {
+                        Value::Array(_) => "an empty array".to_string(),
+                        other => type_of(other).to_string(),
+                    }
+                ),
+            ))
+        }
+        None => {
+            return Err(FieldError::new(
+                vpath,
+                "a `tool_sequence` assertion needs `value`: the tool names in order, like [\"search\", \"book\"]",
+            ))
+        }
+    };
+    let strict = crate::source::fields::opt_bool(obj, "strict", path)?.unwrap_or(false);
+    Ok(Kind::ToolSequence {
+        names,
+        strict,
+        scope: parse_scope(obj, path)?,
+    })
+}
+
+/// `tool_count`: `name` (or `value`; none counts every call), `min`, `max`, `scope`.
+pub(super) fn parse_tool_count(obj: &Map<String, Value>, path: &str) -> Result<Kind, FieldError> {
+    if obj.contains_key("name") && obj.contains_key("value") {
+        return Err(FieldError::new(
+            join(path, "value"),
+            "give the tool as `name` or `value`, not both",
+        ));
+    }
+    let name = match opt_str(obj, "name", path)? {
+        Some(n) => Some(n),
+        None => opt_str(obj, "value", path)?,
+    };
+    let bound = |key: &str| -> Result<Option<u64>, FieldError> {
+        match obj.get(key) {
+            None => Ok(None),
+            Some(Value::Number(n)) if n.as_u64().is_some() => Ok(n.as_u64()),
+            Some(other) => Err(FieldError::new(
+                join(path, key),
+                format!(
+                    "expected a whole number of calls (0 or more), found {}",
+                    match other {
+                        Value::Number(n) => n.to_string(),
+                        other => type_of(other).to_string(),
+                    }
+                ),
+            )),
+        }
+    };
+    let (min, max) = (bound("min")?, bound("max")?);
+    match (min, max) {
+        (None, None) => Err(FieldError::new(
+            join(path, "min"),
+            "a `tool_count` assertion needs `min`, `max` or both (`min: 1, max: 1` for exactly once)",
+        )),
+        (Some(lo), Some(hi)) if lo > hi => Err(FieldError::new(
+            join(path, "max"),
+            format!("`max` ({hi}) is below `min` ({lo}): no count can hold"),
+        )),
+        _ => Ok(Kind::ToolCount {
+            name,
+            min,
+            max,
+            scope: parse_scope(obj, path)?,
+        }),
     }
 }
