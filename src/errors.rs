@@ -658,6 +658,9 @@ pub(crate) enum SetupError {
     /// The agent (or endpoint) cannot be built.
     #[error(transparent)]
     Agent(Arc<AgentSetupError>),
+    /// The trace receiver cannot start.
+    #[error(transparent)]
+    Traces(Arc<TraceSetupError>),
     /// A name that no config table and no registered agent has.
     #[error("agent `{name}` is not defined; add [agents.\"{name}\"] to {config} or register it with Harness::agent{}", agent_hint(.suggestion.as_deref(), .known))]
     UndefinedAgent {

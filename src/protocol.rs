@@ -58,6 +58,10 @@ pub struct ToolCall {
     /// The tool's error, when it failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<Value>,
+    /// Where agentest learned of the call when the reply did not list it: `"trace"`, a
+    /// span the agent exported (see the README's traces section).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 impl ToolCall {
@@ -68,6 +72,7 @@ impl ToolCall {
             arguments,
             result: None,
             error: None,
+            source: None,
         }
     }
 
@@ -142,6 +147,18 @@ pub struct Reply {
     /// Files the reply carried (A2A file parts): listed in the turn's record.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<FileRef>,
+    /// The spans the agent exported for this turn (when its traces are read), as a tree.
+    #[serde(skip)]
+    pub(crate) spans: Vec<crate::trace::SpanNode>,
+    /// Spans of the turn not kept (over the limits).
+    #[serde(skip)]
+    pub(crate) spans_omitted: u64,
+    /// Whether the spans had not settled when `[traces] settle_max` ran out.
+    #[serde(skip)]
+    pub(crate) spans_incomplete: bool,
+    /// Whether `usage` was read from the agent's model spans rather than reported.
+    #[serde(skip)]
+    pub(crate) usage_traced: bool,
 }
 
 /// A file an agent's reply carried, as its turn's record lists it: what it is and
@@ -195,6 +212,7 @@ impl Reply {
             arguments,
             result,
             error: None,
+            source: None,
         });
         self
     }

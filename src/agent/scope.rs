@@ -30,10 +30,8 @@ pub(crate) struct CaseScope {
     /// The model endpoints the case's source gives (an EvalStudio project's
     /// `llmSettings`), used where `agentest.toml` sets none.
     pub(crate) source_llms: Option<Arc<crate::config::SourceLlms>>,
-    /// The OpenTelemetry variables a process agent gets when its spans are read (the
-    /// receiver's endpoint, the protocol, a short batch delay, the first turn's
-    /// `TRACEPARENT`); empty otherwise. The agent's own `env` wins over each.
-    pub(crate) otel_env: Vec<(String, String)>,
+    /// The tracer, when the agent's spans are read (`traces = true`, `[traces]`).
+    pub(crate) tracer: Option<Arc<crate::trace::Tracer>>,
 }
 
 /// The case's process agent's trace, once the agent has started.

@@ -173,7 +173,7 @@ pub(crate) async fn helper_session(
         trace: Default::default(),
         workdir: None,
         source_llms: None,
-        otel_env: Vec::new(),
+        tracer: None,
     };
     let session = def
         .start(&scope)

@@ -1,0 +1,196 @@
+//! The run's side of traces: the settings `[traces]` gives, one W3C trace context per
+//! turn, the turn registered with the process's receiver before it is sent, and its
+//! spans, once settled, read into what the checks use and merged into the reply.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::convention::{self, ReadOptions, Traced};
+use super::receiver::{self, Collected, Receiver, ReceiverConfig, TurnHandle, TurnKey};
+use super::{SpanId, TraceId};
+use crate::config::TracesConfig;
+use crate::errors::TraceSetupError;
+use crate::protocol::{Reply, Usage};
+
+/// The quiet period after a reply, unless `[traces] settle` says.
+const SETTLE: Duration = Duration::from_millis(300);
+/// The longest wait for a turn's spans, unless `[traces] settle_max` says.
+const SETTLE_MAX: Duration = Duration::from_secs(5);
+/// The batch delay process agents' OpenTelemetry SDKs get (milliseconds): Python's
+/// `BatchSpanProcessor` otherwise waits 5 s before it exports.
+const BATCH_DELAY_MS: &str = "50";
+
+/// Traces for the agents that have them on: the receiver, and how long to wait.
+pub(crate) struct Tracer {
+    receiver: Receiver,
+    settle: Duration,
+    settle_max: Duration,
+    read: ReadOptions,
+}
+
+impl std::fmt::Debug for Tracer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tracer")
+            .field("receiver", &self.receiver)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tracer {
+    /// The tracer of `[traces]`, its receiver the process's (started by the first call,
+    /// which says where it listens on stderr).
+    pub(crate) fn new(cfg: &TracesConfig) -> Result<Arc<Tracer>, TraceSetupError> {
+        // Checked when the config was loaded; the defaults stand in for the impossible.
+        let duration = |v: &Option<String>, default| {
+            v.as_deref()
+                .and_then(|t| crate::util::parse_duration(t).ok())
+                .unwrap_or(default)
+        };
+        let listen = cfg
+            .listen
+            .as_deref()
+            .and_then(|l| l.parse().ok())
+            .unwrap_or_else(|| std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
+        let mut config = ReceiverConfig::default();
+        if let Some(attributes) = &cfg.session_attributes {
+            config.session_attributes = attributes.clone();
+        }
+        let max_spans = cfg.max_spans.unwrap_or(config.limits.spans_per_turn);
+        config.limits.spans_per_turn = max_spans;
+        let (receiver, started) = receiver::shared(listen, config)?;
+        if started {
+            eprintln!(
+                "agentest: receiving OpenTelemetry traces (OTLP/HTTP) at http://{}{}",
+                receiver.addr(),
+                receiver::TRACES_PATH
+            );
+        }
+        Ok(Arc::new(Tracer {
+            receiver,
+            settle: duration(&cfg.settle, SETTLE),
+            settle_max: duration(&cfg.settle_max, SETTLE_MAX),
+            read: ReadOptions {
+                keep_attributes: cfg.keep_attributes.clone(),
+                max_spans,
+                ..ReadOptions::default()
+            },
+        }))
+    }
+
+    /// The receiver's traces endpoint.
+    pub(crate) fn endpoint(&self) -> String {
+        format!("http://{}{}", self.receiver.addr(), receiver::TRACES_PATH)
+    }
+
+    /// The OpenTelemetry variables a process agent gets: where to export, how, a short
+    /// batch delay, and the context of the case's first turn (`TRACEPARENT`).
+    pub(crate) fn process_env(&self, first: &TurnContext) -> Vec<(String, String)> {
+        let base = format!("http://{}", self.receiver.addr());
+        [
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", base),
+            ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", self.endpoint()),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf".to_string()),
+            ("OTEL_BSP_SCHEDULE_DELAY", BATCH_DELAY_MS.to_string()),
+            ("TRACEPARENT", first.traceparent()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+    }
+
+    /// Registers a turn under `context` (and the conversation's id, for agents that
+    /// name it on their spans rather than propagate the trace).
+    pub(crate) fn begin(&self, context: TurnContext, session: Option<String>) -> TurnTrace {
+        let handle = self.receiver.expect(TurnKey {
+            trace_id: context.trace_id,
+            session,
+            parent_span_id: Some(context.span_id),
+        });
+        TurnTrace { context, handle }
+    }
+
+    /// Waits for the turn's spans to settle and reads them.
+    pub(crate) async fn finish(&self, turn: TurnTrace) -> TurnSpans {
+        let Collected {
+            spans,
+            dropped,
+            timed_out,
+        } = turn.handle.settle(self.settle, self.settle_max).await;
+        let traced = convention::read(&spans, &self.read);
+        TurnSpans {
+            traced,
+            dropped,
+            timed_out,
+        }
+    }
+}
+
+/// A turn's W3C trace context: the trace, and the span agentest stands for as its
+/// parent.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TurnContext {
+    trace_id: TraceId,
+    span_id: SpanId,
+}
+
+impl TurnContext {
+    /// A fresh context.
+    pub(crate) fn fresh() -> TurnContext {
+        TurnContext {
+            trace_id: TraceId(crate::util::ids::fresh()),
+            span_id: SpanId(crate::util::ids::fresh()),
+        }
+    }
+
+    /// `traceparent`: version 00, sampled.
+    pub(crate) fn traceparent(&self) -> String {
+        format!("00-{}-{}-01", self.trace_id.hex(), self.span_id.hex())
+    }
+}
+
+/// A turn registered with the receiver.
+#[derive(Debug)]
+pub(crate) struct TurnTrace {
+    /// Its context, sent with the turn.
+    pub(crate) context: TurnContext,
+    handle: TurnHandle,
+}
+
+/// What a turn's spans gave.
+#[derive(Debug)]
+pub(crate) struct TurnSpans {
+    pub(crate) traced: Traced,
+    /// Spans over the turn's limits, not kept.
+    pub(crate) dropped: u64,
+    /// Whether `settle_max` ran out first.
+    pub(crate) timed_out: bool,
+}
+
+impl TurnSpans {
+    /// Adds what the spans say to the reply: the tool calls it does not list already
+    /// (by call id, else by name and arguments), marked as traced; the models' tokens as
+    /// its usage when it reported none (never added to a usage it reported, which counts
+    /// the same tokens); the span tree.
+    pub(crate) fn merge_into(self, reply: &mut Reply) {
+        for call in &self.traced.tool_calls {
+            let listed = reply.tool_calls.iter().any(|c| {
+                c.name == call.name && crate::util::json_eq(&c.arguments_json(), &call.arguments)
+            });
+            if !listed {
+                reply.tool_calls.push(call.to_tool_call());
+            }
+        }
+        if reply.usage.is_none() && !self.traced.usage.is_empty() {
+            let mut usage = Usage::default();
+            for u in &self.traced.usage {
+                usage.input_tokens += u.input_tokens;
+                usage.output_tokens += u.output_tokens;
+            }
+            reply.usage = Some(usage);
+            reply.usage_traced = true;
+        }
+        reply.spans = self.traced.tree;
+        reply.spans_omitted = self.traced.omitted + self.dropped;
+        reply.spans_incomplete = self.timed_out;
+    }
+}
