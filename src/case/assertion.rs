@@ -191,6 +191,19 @@ pub enum Kind {
         /// The turn's calls, or the whole conversation's.
         scope: ToolScope,
     },
+    /// `span`: the turn's spans (read from the agent's traces) hold matching ones.
+    Span {
+        /// The span name matches this regex.
+        name: Option<Regex>,
+        /// The span's attributes hold these (a subset).
+        attributes: Option<Value>,
+        /// The span's status: `ok`, `error` or `unset`.
+        status: Option<SpanStatusWanted>,
+        /// The span took at most this long.
+        max_duration_ms: Option<u64>,
+        /// How many spans must match: exactly, or within bounds (default at least 1).
+        count: SpanCount,
+    },
     /// `script`: an external command or a registered Rust function decides.
     Script {
         /// The script name (after `scripts:`).
@@ -227,11 +240,32 @@ impl Kind {
             Kind::ToolResult { .. } => "tool_result",
             Kind::ToolSequence { .. } => "tool_sequence",
             Kind::ToolCount { .. } => "tool_count",
+            Kind::Span { .. } => "span",
             Kind::Script { .. } => "script",
             Kind::Latency { .. } => "latency",
             Kind::Judge { type_name, .. } => type_name,
         }
     }
+}
+
+/// The status a `span` assertion asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpanStatusWanted {
+    /// `STATUS_CODE_OK`.
+    Ok,
+    /// `STATUS_CODE_ERROR`.
+    Error,
+    /// Neither.
+    Unset,
+}
+
+/// How many spans a `span` assertion wants to match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpanCount {
+    /// At least this many (1 unless `count` or `min_count` says).
+    pub min: u64,
+    /// At most this many.
+    pub max: Option<u64>,
 }
 
 /// Which tool calls a tool assertion counts.
@@ -245,7 +279,7 @@ pub enum ToolScope {
 }
 
 /// Every assertion type the parser accepts.
-pub const ASSERTION_TYPES: [&str; 14] = [
+pub const ASSERTION_TYPES: [&str; 15] = [
     "contains",
     "not_contains",
     "equals",
@@ -256,6 +290,7 @@ pub const ASSERTION_TYPES: [&str; 14] = [
     "tool_result",
     "tool_sequence",
     "tool_count",
+    "span",
     "script",
     "latency",
     "agent",

@@ -2,7 +2,9 @@
 
 use serde_json::{json, Value};
 
-use crate::case::{Assertion, JsonPath, JsonType, Kind, ToolScope, ValueMatcher};
+use crate::case::{
+    Assertion, JsonPath, JsonType, Kind, SpanCount, SpanStatusWanted, ToolScope, ValueMatcher,
+};
 use crate::check::Scripts;
 use crate::errors::{SelectError, StepError};
 use crate::protocol::Message;
@@ -469,12 +471,99 @@ fn check(kind: &Kind, s: Subject<'_>) -> (bool, String, String) {
                 ),
             )
         }
+        Kind::Span {
+            name,
+            attributes,
+            status,
+            max_duration_ms,
+            count,
+        } => check_spans(
+            &reply.spans,
+            name.as_ref(),
+            attributes.as_ref(),
+            *status,
+            *max_duration_ms,
+            *count,
+        ),
         Kind::Latency {
             max_ms,
             max_first_token_ms,
         } => check_latency(*max_ms, *max_first_token_ms, s.latency),
         Kind::Script { .. } | Kind::Judge { .. } => unreachable!("handled by evaluate"),
     }
+}
+
+/// `span`: how many of the turn's spans match every condition given, against the count
+/// wanted.
+fn check_spans(
+    tree: &[crate::trace::SpanNode],
+    name: Option<&regex::Regex>,
+    attributes: Option<&Value>,
+    status: Option<SpanStatusWanted>,
+    max_duration_ms: Option<u64>,
+    count: SpanCount,
+) -> (bool, String, String) {
+    let mut all = Vec::new();
+    let mut stack: Vec<&crate::trace::SpanNode> = tree.iter().rev().collect();
+    while let Some(node) = stack.pop() {
+        all.push(node);
+        stack.extend(node.children.iter().rev());
+    }
+    let status_of = |n: &crate::trace::SpanNode| match n.status.as_deref() {
+        None => SpanStatusWanted::Unset,
+        Some("ok") => SpanStatusWanted::Ok,
+        Some(_) => SpanStatusWanted::Error,
+    };
+    let matching = all
+        .iter()
+        .filter(|n| name.is_none_or(|re| re.is_match(&n.name)))
+        .filter(|n| {
+            attributes.is_none_or(|want| json_subset(want, &Value::Object(n.attributes.clone())))
+        })
+        .filter(|n| status.is_none_or(|st| status_of(n) == st))
+        .filter(|n| max_duration_ms.is_none_or(|max| n.duration_ms <= max))
+        .count() as u64;
+    let holds = matching >= count.min && count.max.is_none_or(|max| matching <= max);
+    let mut what = Vec::new();
+    if let Some(re) = name {
+        what.push(format!("named /{}/", re.as_str()));
+    }
+    if let Some(a) = attributes {
+        what.push(format!("with {}", compact(a)));
+    }
+    if let Some(st) = status {
+        what.push(format!("status {}", format!("{st:?}").to_lowercase()));
+    }
+    if let Some(max) = max_duration_ms {
+        what.push(format!("at most {max} ms"));
+    }
+    let what = if what.is_empty() {
+        "any span".to_string()
+    } else {
+        format!("spans {}", what.join(", "))
+    };
+    let wanted = match (count.min, count.max) {
+        (lo, Some(hi)) if lo == hi => format!("exactly {lo}"),
+        (0, Some(hi)) => format!("at most {hi}"),
+        (lo, Some(hi)) => format!("{lo} to {hi}"),
+        (lo, None) => format!("at least {lo}"),
+    };
+    let seen = if all.is_empty() {
+        "the turn has no spans (are the agent's traces read and exported?)".to_string()
+    } else {
+        let names: Vec<&str> = all.iter().map(|n| n.name.as_str()).take(20).collect();
+        format!(
+            "{} span(s): {}{}",
+            all.len(),
+            names.join(", "),
+            if all.len() > 20 { ", …" } else { "" }
+        )
+    };
+    (
+        holds,
+        format!("span {what}"),
+        format!("expected {wanted} {what}, found {matching}; {seen}"),
+    )
 }
 
 /// The names of the tools called, in order: the reply's, or (`Conversation`) every

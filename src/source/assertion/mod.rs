@@ -7,7 +7,9 @@ mod tools;
 use compile::compile_path;
 pub(crate) use compile::compile_regex;
 use judge::parse_judge;
-use tools::{parse_tool_called, parse_tool_count, parse_tool_result, parse_tool_sequence};
+use tools::{
+    parse_span, parse_tool_called, parse_tool_count, parse_tool_result, parse_tool_sequence,
+};
 
 use serde_json::{Map, Value};
 
@@ -45,6 +47,7 @@ enum TypeName {
     ToolResult,
     ToolSequence,
     ToolCount,
+    Span,
     Script,
     Latency,
     Agent,
@@ -84,6 +87,7 @@ impl TypeName {
             "tool_result" => TypeName::ToolResult,
             "tool_sequence" => TypeName::ToolSequence,
             "tool_count" => TypeName::ToolCount,
+            "span" => TypeName::Span,
             "script" => TypeName::Script,
             "latency" => TypeName::Latency,
             "agent" => TypeName::Agent,
@@ -114,6 +118,7 @@ impl TypeName {
             TypeName::ToolResult => "tool_result",
             TypeName::ToolSequence => "tool_sequence",
             TypeName::ToolCount => "tool_count",
+            TypeName::Span => "span",
             TypeName::Script => "script",
             TypeName::Latency => "latency",
             TypeName::Agent => "agent",
@@ -133,6 +138,15 @@ impl TypeName {
             TypeName::ToolResult => &["value", "tool", "result"],
             TypeName::ToolSequence => &["value", "strict", "scope"],
             TypeName::ToolCount => &["name", "value", "min", "max", "scope"],
+            TypeName::Span => &[
+                "name",
+                "attributes",
+                "status",
+                "max_duration_ms",
+                "count",
+                "min_count",
+                "max_count",
+            ],
             TypeName::Script => &["use", "options", "value", "metadata"],
             TypeName::Latency => &["max_ms", "max_first_token_ms"],
             TypeName::Agent => &[
@@ -215,6 +229,7 @@ fn parse_one(v: &Value, path: &str) -> Result<Assertion, FieldError> {
         TypeName::ToolResult => parse_tool_result(&obj, path)?,
         TypeName::ToolSequence => parse_tool_sequence(&obj, path)?,
         TypeName::ToolCount => parse_tool_count(&obj, path)?,
+        TypeName::Span => parse_span(&obj, path)?,
         TypeName::Script => parse_script(&obj, path)?,
         TypeName::Latency => parse_latency(&obj, path)?,
         TypeName::Agent | TypeName::LlmJudge => parse_judge(&obj, path, type_name.name())?,

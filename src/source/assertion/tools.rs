@@ -2,7 +2,7 @@
 //! the subset matchers they use.
 
 use super::compile::compile_regex;
-use crate::case::{Kind, ToolScope, ValueMatcher};
+use crate::case::{Kind, SpanCount, SpanStatusWanted, ToolScope, ValueMatcher};
 use crate::errors::FieldError;
 use crate::source::fields::{check_keys, index, join, opt_str};
 use crate::util::type_of;
@@ -234,4 +234,83 @@ pub(super) fn parse_tool_count(obj: &Map<String, Value>, path: &str) -> Result<K
             scope: parse_scope(obj, path)?,
         }),
     }
+}
+
+/// `span`: `name` (a regex), `attributes` (a subset), `status`, `max_duration_ms`, and
+/// `count` or `min_count` / `max_count` (default: at least one).
+pub(super) fn parse_span(obj: &Map<String, Value>, path: &str) -> Result<Kind, FieldError> {
+    let name = match opt_str(obj, "name", path)? {
+        Some(pattern) => Some(compile_regex(&pattern, &join(path, "name"))?),
+        None => None,
+    };
+    let attributes = match obj.get("attributes") {
+        None => None,
+        Some(v @ Value::Object(_)) => Some(v.clone()),
+        Some(other) => {
+            return Err(FieldError::new(
+                join(path, "attributes"),
+                format!(
+                    "expected an object of attributes the span must hold, like {{\"gen_ai.tool.name\": \"search\"}}, found {}",
+                    type_of(other)
+                ),
+            ))
+        }
+    };
+    let status = match opt_str(obj, "status", path)?.as_deref() {
+        None => None,
+        Some("ok") => Some(SpanStatusWanted::Ok),
+        Some("error") => Some(SpanStatusWanted::Error),
+        Some("unset") => Some(SpanStatusWanted::Unset),
+        Some(other) => {
+            return Err(FieldError::new(
+                join(path, "status"),
+                format!("expected \"ok\", \"error\" or \"unset\", found \"{other}\""),
+            ))
+        }
+    };
+    let number = |key: &str| -> Result<Option<u64>, FieldError> {
+        match obj.get(key) {
+            None => Ok(None),
+            Some(Value::Number(n)) if n.as_u64().is_some() => Ok(n.as_u64()),
+            Some(other) => Err(FieldError::new(
+                join(path, key),
+                format!(
+                    "expected a whole number (0 or more), found {}",
+                    match other {
+                        Value::Number(n) => n.to_string(),
+                        other => type_of(other).to_string(),
+                    }
+                ),
+            )),
+        }
+    };
+    let count = match (number("count")?, number("min_count")?, number("max_count")?) {
+        (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
+            return Err(FieldError::new(
+                join(path, "count"),
+                "give `count` (exactly) or `min_count` / `max_count`, not both",
+            ))
+        }
+        (Some(n), None, None) => SpanCount {
+            min: n,
+            max: Some(n),
+        },
+        (None, lo, hi) => {
+            let min = lo.unwrap_or(if hi.is_some() { 0 } else { 1 });
+            if let Some(hi) = hi.filter(|hi| *hi < min) {
+                return Err(FieldError::new(
+                    join(path, "max_count"),
+                    format!("`max_count` ({hi}) is below `min_count` ({min}): no count can hold"),
+                ));
+            }
+            SpanCount { min, max: hi }
+        }
+    };
+    Ok(Kind::Span {
+        name,
+        attributes,
+        status,
+        max_duration_ms: number("max_duration_ms")?,
+        count,
+    })
 }
