@@ -6,3 +6,12 @@
     reason = "the receiver and the conventions that use it are being written"
 )]
 mod span;
+
+#[cfg_attr(
+    not(test),
+    expect(
+        dead_code,
+        reason = "the agents and assertions that use it are being wired"
+    )
+)]
+mod convention;
