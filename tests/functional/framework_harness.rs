@@ -641,6 +641,7 @@ fn check_records(records: &std::collections::BTreeMap<String, Value>) {
 
 fn framework_suites_run_under_cargo_test_and_nextest_and_replay_offline() -> Needs {
     let python = framework_python(&modules())?;
+    crate::common::eliza::eliza_server()?;
     nextest()?;
     let s = Scratch::named("frameworks", "harness");
     let mut servers = Servers::start(&python, &s);

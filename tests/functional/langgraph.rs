@@ -256,6 +256,7 @@ fn a_langgraph_server_is_tested_through_its_api() -> Needs {
 /// the model's own token counts; a streamed turn's first token comes before its end.
 fn a_langgraph_agent_on_the_real_model_streams_its_tokens() -> Needs {
     let python = framework_python(MODULES)?;
+    crate::real_model::real_model()?;
     let model_url = std::env::var("AGENTEST_REALLLM_URL").expect("checked by the need");
     let s = Scratch::named("langgraph", "realllm");
     let server = LangGraphDev::start_with(
