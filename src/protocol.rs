@@ -147,9 +147,15 @@ pub struct Reply {
     /// Files the reply carried (A2A file parts): listed in the turn's record.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<FileRef>,
+    /// Whether the agent's traces were read for this turn.
+    #[serde(skip)]
+    pub(crate) traced: bool,
     /// The spans the agent exported for this turn (when its traces are read), as a tree.
     #[serde(skip)]
-    pub(crate) spans: Vec<crate::trace::SpanNode>,
+    pub(crate) spans: Vec<SpanNode>,
+    /// A short text of those spans, for a judge's prompt.
+    #[serde(skip)]
+    pub(crate) trace_summary: Option<String>,
     /// Spans of the turn not kept (over the limits).
     #[serde(skip)]
     pub(crate) spans_omitted: u64,
@@ -159,6 +165,33 @@ pub struct Reply {
     /// Whether `usage` was read from the agent's model spans rather than reported.
     #[serde(skip)]
     pub(crate) usage_traced: bool,
+}
+
+/// One span of a turn's record: the spans an agent exported for the turn (when its
+/// traces are read), as a tree, with the attributes agentest read from them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct SpanNode {
+    /// The span's name.
+    pub name: String,
+    /// The OTLP span kind (`internal`, `server`, `client`, `producer`, `consumer`);
+    /// empty when unspecified.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    /// Milliseconds from the turn's earliest span start to this span's start.
+    pub start_ms: u64,
+    /// How long the span took, in milliseconds.
+    pub duration_ms: u64,
+    /// `"ok"`, or `"error: <message>"` (`"error"` without one); absent when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// The attributes read for tool calls and model usage, and those asked for with
+    /// `[traces] keep_attributes`; long values clipped.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub attributes: Map<String, Value>,
+    /// Child spans in start order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<SpanNode>,
 }
 
 /// A file an agent's reply carried, as its turn's record lists it: what it is and

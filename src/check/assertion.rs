@@ -101,6 +101,14 @@ pub async fn evaluate(
                 capabilities: capabilities.clone(),
                 json_schema: json_schema.clone(),
                 model: model.clone(),
+                // Only a traced turn's: what a judge of an untraced agent is asked (and
+                // so its recorded calls) stays as it was.
+                tool_calls: if subject.reply.traced {
+                    subject.reply.tool_calls.clone()
+                } else {
+                    Vec::new()
+                },
+                trace: subject.reply.trace_summary.clone(),
             };
             let verdict = judges.judge(agent.as_deref(), &request).await?;
             let judge = agent.as_deref().unwrap_or("judge");
@@ -496,7 +504,7 @@ fn check(kind: &Kind, s: Subject<'_>) -> (bool, String, String) {
 /// `span`: how many of the turn's spans match every condition given, against the count
 /// wanted.
 fn check_spans(
-    tree: &[crate::trace::SpanNode],
+    tree: &[crate::protocol::SpanNode],
     name: Option<&regex::Regex>,
     attributes: Option<&Value>,
     status: Option<SpanStatusWanted>,
@@ -504,12 +512,12 @@ fn check_spans(
     count: SpanCount,
 ) -> (bool, String, String) {
     let mut all = Vec::new();
-    let mut stack: Vec<&crate::trace::SpanNode> = tree.iter().rev().collect();
+    let mut stack: Vec<&crate::protocol::SpanNode> = tree.iter().rev().collect();
     while let Some(node) = stack.pop() {
         all.push(node);
         stack.extend(node.children.iter().rev());
     }
-    let status_of = |n: &crate::trace::SpanNode| match n.status.as_deref() {
+    let status_of = |n: &crate::protocol::SpanNode| match n.status.as_deref() {
         None => SpanStatusWanted::Unset,
         Some("ok") => SpanStatusWanted::Ok,
         Some(_) => SpanStatusWanted::Error,

@@ -97,7 +97,7 @@ pub struct TurnReport {
     pub files: Vec<crate::protocol::FileRef>,
     /// The spans the agent exported for the turn, as a tree (when its traces are read).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub spans: Vec<crate::trace::SpanNode>,
+    pub spans: Vec<crate::protocol::SpanNode>,
     /// Spans of the turn not kept (over `[traces] max_spans` or the byte limit), and
     /// whether they had not settled when `settle_max` ran out.
     #[serde(default, skip_serializing_if = "Option::is_none")]

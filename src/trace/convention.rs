@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::span::{Span, SpanId, SpanKind, SpanStatus, TraceId};
-use crate::protocol::ToolCall;
+use crate::protocol::{SpanNode, ToolCall};
 
 /// The default cap on spans kept in one turn's tree.
 pub(crate) const DEFAULT_MAX_SPANS: usize = 500;
@@ -121,30 +121,6 @@ pub(crate) struct ModelUsage {
     pub(crate) output_tokens: u64,
 }
 
-/// One span of the turn record's tree.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct SpanNode {
-    /// The span's name.
-    pub(crate) name: String,
-    /// The OTLP span kind (`internal`, `server`, `client`, `producer`, `consumer`);
-    /// empty when unspecified.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub(crate) kind: String,
-    /// Milliseconds from the turn's earliest span start to this span's start.
-    pub(crate) start_ms: u64,
-    /// How long the span took, in milliseconds.
-    pub(crate) duration_ms: u64,
-    /// `"ok"`, or `"error: <message>"` (`"error"` without one); absent when unset.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) status: Option<String>,
-    /// The attributes read for tool calls and model usage, and those asked for with
-    /// [`ReadOptions::keep_attributes`]; long values clipped.
-    #[serde(default, skip_serializing_if = "Map::is_empty")]
-    pub(crate) attributes: Map<String, Value>,
-    /// Child spans in start order.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) children: Vec<SpanNode>,
-}
 
 // ---------------------------------------------------------------------------------------
 // The names read, in fallback order.

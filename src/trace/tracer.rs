@@ -189,6 +189,8 @@ impl TurnSpans {
             reply.usage = Some(usage);
             reply.usage_traced = true;
         }
+        reply.traced = true;
+        reply.trace_summary = Some(convention::summary(&self.traced.tree));
         reply.spans = self.traced.tree;
         reply.spans_omitted = self.traced.omitted + self.dropped;
         reply.spans_incomplete = self.timed_out;
