@@ -4,11 +4,11 @@
 use serde_json::{Map, Value};
 
 /// A trace id (16 bytes).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub(crate) struct TraceId(pub(crate) [u8; 16]);
 
 /// A span id (8 bytes).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub(crate) struct SpanId(pub(crate) [u8; 8]);
 
 impl TraceId {
@@ -73,18 +73,6 @@ pub(crate) struct Span {
     pub(crate) attributes: Map<String, Value>,
     /// The resource's `service.name`, when it has one.
     pub(crate) service: Option<String>,
-}
-
-impl Default for TraceId {
-    fn default() -> Self {
-        TraceId([0; 16])
-    }
-}
-
-impl Default for SpanId {
-    fn default() -> Self {
-        SpanId([0; 8])
-    }
 }
 
 impl Span {
