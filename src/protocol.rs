@@ -417,6 +417,7 @@ mod tests {
             arguments: json!("{\"a\":1}"),
             result: None,
             error: None,
+            source: None,
         };
         assert_eq!(t.arguments_json(), json!({"a": 1}));
     }

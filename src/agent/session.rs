@@ -182,20 +182,20 @@ impl AgentDef {
                     .get_or_insert_with(|| session.trace());
                 Inner::Process(Box::new(session))
             }
-            AgentDef::Http(spec) => Inner::Http(http::HttpInner::new(spec.clone(), scope)),
+            AgentDef::Http(spec) => Inner::Http(http::HttpSession::new(spec.clone(), scope)),
             AgentDef::OpenAi(spec) => {
-                Inner::OpenAi(Box::new(openai::OpenAiInner::new(spec.clone(), scope)))
+                Inner::OpenAi(Box::new(openai::OpenAiSession::new(spec.clone(), scope)))
             }
             AgentDef::LangGraph(spec) => Inner::LangGraph(Box::new(
-                langgraph::LangGraphInner::new(spec.clone(), scope),
+                langgraph::LangGraphSession::new(spec.clone(), scope),
             )),
             AgentDef::A2a(spec) => {
                 // The card is read once per agent, by the first case that needs it.
                 let endpoint = spec.endpoint().await?;
-                Inner::A2a(Box::new(a2a::A2aInner::new(endpoint, scope)))
+                Inner::A2a(Box::new(a2a::A2aSession::new(endpoint, scope)))
             }
             AgentDef::Eliza(spec) => {
-                Inner::Eliza(Box::new(eliza::ElizaInner::new(spec.clone(), scope)))
+                Inner::Eliza(Box::new(eliza::ElizaSession::new(spec.clone(), scope)))
             }
             AgentDef::InProcess(a) => Inner::InProcess(a.clone()),
         })

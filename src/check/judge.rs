@@ -7,8 +7,8 @@ use serde_json::{json, Map, Value};
 
 use crate::errors::StepError;
 use crate::protocol::Message;
-use crate::util::{clip, compact, value_text};
 use crate::util::BoxFuture;
+use crate::util::{clip, compact, value_text};
 
 /// A judge's verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -103,6 +103,7 @@ impl TracedCall {
             arguments: self.arguments.clone(),
             result: self.result.clone(),
             error: self.error.clone().map(Value::String),
+            source: Some("trace".into()),
         }
     }
 }
@@ -120,7 +121,6 @@ pub(crate) struct ModelUsage {
     #[serde(default)]
     pub(crate) output_tokens: u64,
 }
-
 
 // ---------------------------------------------------------------------------------------
 // The names read, in fallback order.

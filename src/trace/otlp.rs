@@ -75,6 +75,7 @@ impl Encoding {
 }
 
 /// The spans of an `ExportTraceServiceRequest` body, within the default [`BodyLimits`].
+#[cfg(test)]
 pub(crate) fn decode(
     body: &[u8],
     content_type: &str,

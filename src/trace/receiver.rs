@@ -134,18 +134,26 @@ impl std::fmt::Debug for Receiver {
 
 /// The process's receiver, started by the first call; later calls return the same one
 /// whatever they ask (one receiver per process, shared by every case).
+/// Also says whether this call started it.
 pub(crate) fn shared(
     listen: SocketAddr,
     config: ReceiverConfig,
-) -> Result<Receiver, TraceSetupError> {
-    static SHARED: Mutex<Option<Receiver>> = Mutex::new(None);
+) -> Result<(Receiver, bool), TraceSetupError> {
     let mut shared = lock(&SHARED);
     if let Some(receiver) = shared.as_ref() {
-        return Ok(receiver.clone());
+        return Ok((receiver.clone(), false));
     }
     let receiver = Receiver::start(listen, config)?;
     *shared = Some(receiver.clone());
-    Ok(receiver)
+    Ok((receiver, true))
+}
+
+/// The process's receiver.
+static SHARED: Mutex<Option<Receiver>> = Mutex::new(None);
+
+/// The process's receiver, when one has started.
+pub(crate) fn running() -> Option<Receiver> {
+    lock(&SHARED).clone()
 }
 
 impl Receiver {
@@ -1270,8 +1278,10 @@ mod tests {
 
     #[test]
     fn one_receiver_serves_the_process() {
-        let a = shared("127.0.0.1:0".parse().unwrap(), ReceiverConfig::default()).unwrap();
-        let b = shared("127.0.0.1:1".parse().unwrap(), ReceiverConfig::default()).unwrap();
+        let (a, _) = shared("127.0.0.1:0".parse().unwrap(), ReceiverConfig::default()).unwrap();
+        let (b, started) =
+            shared("127.0.0.1:1".parse().unwrap(), ReceiverConfig::default()).unwrap();
+        assert!(!started);
         assert_eq!(a.addr(), b.addr());
         assert!(format!("{a:?}").contains(&a.addr().to_string()));
     }

@@ -106,7 +106,7 @@ impl Tracer {
             session,
             parent_span_id: Some(context.span_id),
         });
-        TurnTrace { context, handle }
+        TurnTrace { handle }
     }
 
     /// Waits for the turn's spans to settle and reads them.
@@ -122,6 +122,21 @@ impl Tracer {
             dropped,
             timed_out,
         }
+    }
+}
+
+/// Says on stderr, once at the end of a run, how many spans joined no turn (of a trace
+/// agentest did not send, without a session attribute it knows, or late): they are never
+/// attached to a case at random.
+pub(crate) fn report_unmatched() {
+    let Some(receiver) = receiver::running() else {
+        return;
+    };
+    let n = receiver.unmatched();
+    if n > 0 {
+        eprintln!(
+            "agentest: {n} span(s) received matched no turn (another trace, no known session attribute, or after [traces] settle_max) and were left out"
+        );
     }
 }
 
@@ -151,8 +166,6 @@ impl TurnContext {
 /// A turn registered with the receiver.
 #[derive(Debug)]
 pub(crate) struct TurnTrace {
-    /// Its context, sent with the turn.
-    pub(crate) context: TurnContext,
     handle: TurnHandle,
 }
 
