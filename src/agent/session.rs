@@ -149,11 +149,20 @@ impl AgentDef {
     /// `scope.tracer`, each of its turns is traced.
     pub(crate) async fn start(&self, scope: &CaseScope) -> Result<Session, AgentError> {
         let first = crate::trace::TurnContext::fresh();
-        let inner = self.start_inner(scope, &first).await?;
+        // A traced agent's turns replay from the cassette (modes replay, strict): the
+        // agent itself is never started.
+        let replay = scope.tracer.is_some() && scope.calls.replays_agent_turns();
+        let inner = if replay {
+            Inner::Replayed
+        } else {
+            self.start_inner(scope, &first).await?
+        };
         Ok(Session {
             inner,
             trace: scope.tracer.clone().map(|tracer| SessionTrace {
                 tracer,
+                calls: scope.calls.clone(),
+                replay,
                 next: Some(first),
                 pending: None,
             }),
@@ -229,8 +238,13 @@ pub(crate) struct Session {
 /// turn sent whose spans are still to be read.
 struct SessionTrace {
     tracer: Arc<crate::trace::Tracer>,
+    /// The case's cassette, which records each traced turn (and replays it in `replay`).
+    calls: Arc<crate::llm::ModelCalls>,
+    /// Turns come from the cassette, not the agent.
+    replay: bool,
     next: Option<crate::trace::TurnContext>,
-    pending: Option<crate::trace::TurnTrace>,
+    /// The turn sent whose spans are still to be read, and its cassette request.
+    pending: Option<(crate::trace::TurnTrace, serde_json::Value)>,
 }
 
 impl Session {
@@ -253,6 +267,25 @@ impl Session {
         let Some(trace) = &mut self.trace else {
             return self.inner.send(request).await;
         };
+        let recorded = crate::trace::turn_request(request);
+        if trace.replay {
+            let replayed = trace
+                .calls
+                .recorded_turn(&recorded)
+                .map_err(|e| StepError::Failed(e.to_string()))?;
+            let Some(answer) = replayed else {
+                return Err(StepError::Failed(format!(
+                    "no recording of turn {} of this traced agent in {} (cassette mode replay): {:?}\nhint: record it with the agent running: AGENTEST_CASSETTES=record {}, then commit the cassette",
+                    request.turn,
+                    trace.calls.cassette_shown(),
+                    crate::util::clip(&request.input),
+                    crate::util::invocation::get()
+                )));
+            };
+            return crate::trace::reply_of_answer(answer)
+                .map(Timed::whole)
+                .map_err(StepError::Failed);
+        }
         let context = trace
             .next
             .take()
@@ -265,7 +298,7 @@ impl Session {
             .conversation_id()
             .unwrap_or(&request.session_id)
             .to_string();
-        trace.pending = Some(trace.tracer.begin(context, Some(conversation)));
+        trace.pending = Some((trace.tracer.begin(context, Some(conversation)), recorded));
         let mut traced = request.clone();
         if !traced.metadata.is_object() {
             traced.metadata = serde_json::Value::Object(Default::default());
@@ -282,11 +315,18 @@ impl Session {
         let Some(trace) = &mut self.trace else {
             return;
         };
-        let Some(pending) = trace.pending.take() else {
+        let Some((pending, recorded)) = trace.pending.take() else {
             return;
         };
         let spans = trace.tracer.finish(pending).await;
         spans.merge_into(reply);
+        // Recorded whole, spans and all, so that a replay gives the same verdicts.
+        if let Err(e) = trace
+            .calls
+            .record_turn(&recorded, crate::trace::turn_answer(reply))
+        {
+            eprintln!("agentest: {}", crate::util::scrub(&e.to_string()));
+        }
     }
 
     /// Ends the conversation; a process agent is killed.
@@ -311,6 +351,8 @@ enum Inner {
     A2a(Box<a2a::A2aSession>),
     Eliza(Box<eliza::ElizaSession>),
     InProcess(Arc<dyn Agent>),
+    /// A traced agent whose turns come from the cassette: never sent to.
+    Replayed,
 }
 
 impl Inner {
@@ -337,7 +379,7 @@ impl Inner {
             Inner::LangGraph(g) => g.set_traceparent(traceparent),
             Inner::A2a(a) => a.set_traceparent(traceparent),
             Inner::Eliza(e) => e.set_traceparent(traceparent),
-            Inner::Process(_) | Inner::OpenAi(_) | Inner::InProcess(_) => {}
+            Inner::Process(_) | Inner::OpenAi(_) | Inner::InProcess(_) | Inner::Replayed => {}
         }
     }
 
@@ -350,7 +392,9 @@ impl Inner {
             Inner::LangGraph(g) => g.conversation_id(),
             Inner::A2a(a) => a.conversation_id(),
             Inner::Eliza(e) => e.conversation_id(),
-            Inner::Process(_) | Inner::OpenAi(_) | Inner::InProcess(_) => None,
+            Inner::Process(_) | Inner::OpenAi(_) | Inner::InProcess(_) | Inner::Replayed => {
+                None
+            }
         }
     }
 
@@ -373,6 +417,7 @@ impl Inner {
             Inner::Eliza(e) => e.send(request).await,
             // An in-process agent's answer comes whole.
             Inner::InProcess(a) => respond(a, request).await.map(Timed::whole),
+            Inner::Replayed => unreachable!("a replayed session answers from its cassette"),
         }
     }
 

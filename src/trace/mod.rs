@@ -10,4 +10,6 @@ mod span;
 mod tracer;
 
 pub(crate) use span::{SpanId, TraceId};
-pub(crate) use tracer::{report_unmatched, Tracer, TurnContext, TurnTrace};
+pub(crate) use tracer::{
+    reply_of_answer, report_unmatched, turn_answer, turn_request, Tracer, TurnContext, TurnTrace,
+};

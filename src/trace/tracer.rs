@@ -209,3 +209,40 @@ impl TurnSpans {
         reply.spans_incomplete = self.timed_out;
     }
 }
+
+/// What a cassette holds for a traced agent's turn, keyed by the request it answers: the
+/// case, the turn, what the user said and the conversation before it (never the trace
+/// context or the session ids, which change from run to run).
+pub(crate) fn turn_request(request: &crate::protocol::Request) -> serde_json::Value {
+    serde_json::json!({"agent_turn": {
+        "test_id": request.test_id,
+        "turn": request.turn,
+        "input": request.input,
+        "messages": request.messages,
+    }})
+}
+
+/// The recorded answer of a traced turn: the reply with what its spans gave.
+pub(crate) fn turn_answer(reply: &Reply) -> serde_json::Value {
+    serde_json::json!({
+        "reply": reply,
+        "spans": reply.spans,
+        "spans_omitted": reply.spans_omitted,
+        "spans_incomplete": reply.spans_incomplete,
+        "usage_traced": reply.usage_traced,
+        "trace_summary": reply.trace_summary,
+    })
+}
+
+/// The reply a recorded traced turn gives back, as it was when recorded.
+pub(crate) fn reply_of_answer(answer: serde_json::Value) -> Result<Reply, String> {
+    let read = |e: serde_json::Error| format!("a recorded agent turn that cannot be read ({e}); record it again");
+    let mut reply: Reply = serde_json::from_value(answer["reply"].clone()).map_err(read)?;
+    reply.spans = serde_json::from_value(answer["spans"].clone()).map_err(read)?;
+    reply.spans_omitted = answer["spans_omitted"].as_u64().unwrap_or(0);
+    reply.spans_incomplete = answer["spans_incomplete"] == true;
+    reply.usage_traced = answer["usage_traced"] == true;
+    reply.trace_summary = answer["trace_summary"].as_str().map(str::to_string);
+    reply.traced = true;
+    Ok(reply)
+}
