@@ -363,6 +363,9 @@ impl Bucket {
         let size = approx_size(&span);
         if self.spans.len() >= limits.spans_per_turn || self.bytes + size > limits.bytes_per_turn {
             self.dropped += 1;
+            // A dropped span may have been the root; without agentest's parent id
+            // there is no telling, so any may have been (a turn this full is not
+            // kept waiting for a root it may have dropped).
             self.dropped_root |= span.parent_span_id.is_none()
                 || self.key.parent_span_id.is_none()
                 || span.parent_span_id == self.key.parent_span_id;
