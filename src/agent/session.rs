@@ -392,9 +392,7 @@ impl Inner {
             Inner::LangGraph(g) => g.conversation_id(),
             Inner::A2a(a) => a.conversation_id(),
             Inner::Eliza(e) => e.conversation_id(),
-            Inner::Process(_) | Inner::OpenAi(_) | Inner::InProcess(_) | Inner::Replayed => {
-                None
-            }
+            Inner::Process(_) | Inner::OpenAi(_) | Inner::InProcess(_) | Inner::Replayed => None,
         }
     }
 

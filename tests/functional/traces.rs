@@ -160,10 +160,19 @@ fn a_pydantic_ai_agent_is_checked_through_its_traces() -> Needs {
     );
     let agent = start_http_agent(&s, &python, "traced_pydantic_agent.py", &model);
     http_cases(&s);
-    let run = agentest(s.path()).run();
+    let run = agentest(s.path()).env("AGENTEST_CASSETTES", "record").run();
     check_http_run(&run);
     run.expect_stderr("agentest: receiving OpenTelemetry traces (OTLP/HTTP) at http://127.0.0.1:");
+    // Offline: the agent and its model gone, the turns (spans and all) replay from the
+    // cassettes with the same verdicts.
     drop(agent);
+    drop(model);
+    let replayed = agentest(s.path()).env("AGENTEST_CASSETTES", "replay").run();
+    check_http_run(&replayed);
+    assert_eq!(
+        replayed.case("weather")["turns"][0]["spans"],
+        run.case("weather")["turns"][0]["spans"]
+    );
     Ok(())
 }
 
