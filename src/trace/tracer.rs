@@ -248,3 +248,107 @@ pub(crate) fn reply_of_answer(answer: serde_json::Value) -> Result<Reply, String
     reply.traced = true;
     Ok(reply)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::super::{convention, otlp, span::Span};
+
+    /// Every span of a framework capture (tests/fixtures/otlp-frameworks/NAME): each
+    /// body decoded as it was sent, by its headers.
+    fn captured(name: &str) -> Vec<Span> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/otlp-frameworks")
+            .join(name);
+        let mut spans = Vec::new();
+        for i in 1.. {
+            let Ok(body) = std::fs::read(dir.join(format!("traces-{i}.bin"))) else {
+                break;
+            };
+            let headers: serde_json::Value = serde_json::from_str(
+                &std::fs::read_to_string(dir.join(format!("traces-{i}.headers.json")))
+                    .expect("headers"),
+            )
+            .expect("headers JSON");
+            let header = |name: &str| {
+                headers["headers"]
+                    .as_object()
+                    .and_then(|h| h.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)))
+                    .and_then(|(_, v)| v.as_str())
+                    .map(str::to_string)
+            };
+            let kind = header("content-type").expect("a content type");
+            let encoding = header("content-encoding");
+            spans.extend(otlp::decode(&body, &kind, encoding.as_deref()).expect("decodes"));
+        }
+        assert!(!spans.is_empty(), "no capture in {}", dir.display());
+        spans
+    }
+
+    /// The spans of one turn of a capture (its trace id from run.json).
+    fn turn(name: &str, index: usize) -> convention::Traced {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/otlp-frameworks")
+            .join(name);
+        let run: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).expect("run"))
+                .expect("run JSON");
+        let trace = run["turns"][index]["trace_id"].as_str().expect("trace id");
+        let spans: Vec<Span> = captured(name)
+            .into_iter()
+            .filter(|s| s.trace_id.hex() == trace)
+            .collect();
+        convention::read(&spans, &convention::ReadOptions::default())
+    }
+
+    fn summary(t: &convention::Traced) -> (Vec<(String, serde_json::Value)>, u64, u64) {
+        let calls = t
+            .tool_calls
+            .iter()
+            .map(|c| (c.name.clone(), c.arguments.clone()))
+            .collect();
+        let (input, output) = t.usage.iter().fold((0, 0), |(i, o), u| {
+            (i + u.input_tokens, o + u.output_tokens)
+        });
+        (calls, input, output)
+    }
+
+    #[test]
+    fn real_framework_captures_give_their_tool_calls_and_the_model_servers_tokens() {
+        let paris = serde_json::json!({"city": "Paris"});
+        // pydantic-ai 2.68 (GenAI conventions, gzip protobuf): the model served 134/28.
+        let t = turn("pydantic-ai", 0);
+        assert_eq!(
+            summary(&t),
+            (
+                vec![
+                    ("get_weather".to_string(), paris.clone()),
+                    ("get_time".to_string(), paris.clone())
+                ],
+                134,
+                28
+            )
+        );
+        assert_eq!(
+            t.tool_calls[1].result,
+            Some(serde_json::json!("14:05 in Paris"))
+        );
+        // OpenInference on LangGraph: the arguments joined from the LLM span by call id.
+        let t = turn("openinference-langgraph", 0);
+        assert_eq!(
+            summary(&t),
+            (
+                vec![
+                    ("get_weather".to_string(), paris.clone()),
+                    ("get_time".to_string(), paris)
+                ],
+                134,
+                28
+            )
+        );
+        // The process agent (by hand, plain protobuf): its failing tool's error.
+        let all = captured("process");
+        assert!(all.iter().any(|s| s.name.starts_with("execute_tool")));
+    }
+}
