@@ -318,6 +318,11 @@ impl Session {
         let Some((pending, recorded)) = trace.pending.take() else {
             return;
         };
+        // The first turn of a LangGraph thread or an A2A context learns its id from the
+        // answer: spans that carry it belong here.
+        if let Some(id) = self.inner.conversation_id() {
+            trace.tracer.name_session(&pending, id);
+        }
         let spans = trace.tracer.finish(pending).await;
         spans.merge_into(reply);
         // Recorded whole, spans and all, so that a replay gives the same verdicts.

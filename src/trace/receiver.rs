@@ -257,6 +257,39 @@ pub(crate) struct TurnHandle {
 }
 
 impl TurnHandle {
+    /// Names a session of the turn learned after it was registered (the thread or
+    /// context an agent handed out in its answer): spans carrying it join the turn, those
+    /// already held included.
+    pub(crate) fn name_session(&self, session: &str) {
+        let limits = &self.state.config.limits;
+        let mut turns = lock(&self.state.turns);
+        let turns = &mut *turns;
+        if !turns.buckets.contains_key(&self.id) {
+            return;
+        }
+        turns.by_session.insert(session.to_string(), self.id);
+        let keys = &self.state.config.session_attributes;
+        let named: Vec<TraceId> = turns
+            .held
+            .traces
+            .iter()
+            .filter(|(_, spans)| {
+                spans.iter().any(|span| {
+                    keys.iter()
+                        .any(|k| span.text(k).as_deref() == Some(session))
+                })
+            })
+            .map(|(trace, _)| *trace)
+            .collect();
+        for trace in named {
+            turns.by_trace.insert(trace, self.id);
+            if let Some(bucket) = turns.buckets.get_mut(&self.id) {
+                bucket.traces.push(trace);
+            }
+            turns.adopt(trace, self.id, limits);
+        }
+    }
+
     /// Waits until the turn's spans have settled, then hands them over and forgets the
     /// turn (its trace's later spans count as unmatched).
     ///
@@ -982,6 +1015,24 @@ mod tests {
         assert_eq!(receiver.unmatched(), 0);
         let collected = turn.settle(Duration::from_millis(50), SETTLE_MAX).await;
         assert_eq!(collected.spans.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_session_named_after_registering_takes_its_held_spans() {
+        let receiver = start(ReceiverConfig::default());
+        let turn = receiver.expect(key("77777777777777777777777777777777", None, None));
+        // The agent's own trace, tied to the conversation only by the thread it made.
+        let trace = "88888888888888888888888888888888";
+        let spans = body(
+            trace,
+            &[("8888888888888881", None, &[("session.id", "thread-3")])],
+        );
+        assert_eq!(post(&receiver, spans).await.status, 200);
+        assert_eq!(receiver.unmatched(), 1);
+        turn.name_session("thread-3");
+        assert_eq!(receiver.unmatched(), 0);
+        let collected = turn.settle(Duration::from_millis(50), SETTLE_MAX).await;
+        assert_eq!(collected.spans.len(), 1);
     }
 
     #[tokio::test]

@@ -109,6 +109,12 @@ impl Tracer {
         TurnTrace { handle }
     }
 
+    /// Names the conversation's id learned from the turn's answer (see
+    /// [`receiver::TurnHandle::name_session`]).
+    pub(crate) fn name_session(&self, turn: &TurnTrace, session: &str) {
+        turn.handle.name_session(session);
+    }
+
     /// Waits for the turn's spans to settle and reads them.
     pub(crate) async fn finish(&self, turn: TurnTrace) -> TurnSpans {
         let Collected {
