@@ -133,6 +133,7 @@ fn real_model() -> Needs {
 /// answer is a reply whose usage is what the server counted.
 fn openai_chat_agents_talk_to_the_real_model_server() -> Needs {
     real_model()?;
+    let _turn = crate::real_model::exclusive();
     let base = std::env::var("AGENTEST_REALLLM_URL").expect("checked");
     let url = toml_str(&format!("{}/chat/completions", base.trim_end_matches('/')));
     let config = format!(

