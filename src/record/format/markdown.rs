@@ -402,9 +402,9 @@ mod tests {
              \x20 - `<script>alert(1)</script>` 10ms at +170ms\n\n\
              _2 spans not kept (over \\[traces\\] max\\_spans)_\n";
         assert!(
-            md.contains(&format!(
-                "  tool call (from trace): get_weather({{\"city\":\"Paris\"}}) !! error: no such city\n  trace: 4 spans (1 tool, 1 model call)\n"
-            )),
+            md.contains(
+                "  tool call (from trace): get_weather({\"city\":\"Paris\"}) !! error: no such city\n  trace: 4 spans (1 tool, 1 model call)\n"
+            ),
             "{md}"
         );
         assert!(
