@@ -982,6 +982,21 @@ fn summary_line(node: &SpanNode, role: Role, indent: usize) -> String {
         clip(&node.name, 80),
         node.duration_ms
     );
+    let detail = detail(node, role);
+    if !detail.is_empty() {
+        line.push(' ');
+        line.push_str(&detail);
+    }
+    if let Some(status) = node.status.as_deref().filter(|s| s.starts_with("error")) {
+        line.push_str(&format!(" {}", clip(status, 160)));
+    }
+    line.push('\n');
+    line
+}
+
+/// What says which tool or model a span stands for: `tool get_weather` (when its name
+/// does not say it already), `model gpt-4o tokens 12/5`; empty for other spans.
+fn detail(node: &SpanNode, role: Role) -> String {
     let attribute = |keys: &[&str]| {
         keys.iter()
             .find_map(|k| node.attributes.get(*k))
@@ -990,23 +1005,24 @@ fn summary_line(node: &SpanNode, role: Role, indent: usize) -> String {
                 other => other.to_string(),
             })
     };
+    let mut parts = Vec::new();
     match role {
         Role::Tool => {
             if let Some(tool) = attribute(&TOOL_NAME) {
                 if !node.name.contains(&tool) {
-                    line.push_str(&format!(" tool {}", clip(&tool, 60)));
+                    parts.push(format!("tool {}", clip(&tool, 60)));
                 }
             }
         }
         Role::Model => {
             if let Some(model) = attribute(&MODEL) {
-                line.push_str(&format!(" model {}", clip(&model, 60)));
+                parts.push(format!("model {}", clip(&model, 60)));
             }
             let input = attribute(&INPUT_TOKENS);
             let output = attribute(&OUTPUT_TOKENS);
             if input.is_some() || output.is_some() {
-                line.push_str(&format!(
-                    " tokens {}/{}",
+                parts.push(format!(
+                    "tokens {}/{}",
                     input.as_deref().unwrap_or("?"),
                     output.as_deref().unwrap_or("?")
                 ));
@@ -1014,11 +1030,31 @@ fn summary_line(node: &SpanNode, role: Role, indent: usize) -> String {
         }
         Role::Other => {}
     }
-    if let Some(status) = node.status.as_deref().filter(|s| s.starts_with("error")) {
-        line.push_str(&format!(" {}", clip(status, 160)));
-    }
-    line.push('\n');
-    line
+    parts.join(" ")
+}
+
+/// What a span of a turn's tree stands for, as the reports show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SpanRole {
+    /// A tool the agent ran.
+    Tool,
+    /// A call to a model.
+    Model,
+    /// Anything else (an agent, a chain, an HTTP request).
+    Other,
+}
+
+/// A span of a turn's tree as the reports label it: what it stands for, read as the
+/// tool calls and usage are, and the facts that say which tool or model (`tool
+/// get_weather`, `model gpt-4o tokens 12/5`; empty when there are none).
+pub(crate) fn span_label(node: &SpanNode) -> (SpanRole, String) {
+    let role = role(&node.name, &node.attributes);
+    let shown = match role {
+        Role::Tool => SpanRole::Tool,
+        Role::Model => SpanRole::Model,
+        Role::Other => SpanRole::Other,
+    };
+    (shown, detail(node, role))
 }
 
 #[cfg(test)]

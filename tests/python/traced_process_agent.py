@@ -21,6 +21,9 @@ span's status is ERROR with `error.type`, and the reply says so. Spans per turn:
   `gen_ai.operation.name = execute_tool`, `gen_ai.tool.name`, `gen_ai.tool.call.id`,
   `gen_ai.tool.call.arguments` and `gen_ai.tool.call.result` (JSON strings).
 
+With TRACED_AGENT_SLEEP_MS=N the model call and each tool take N milliseconds, so the
+spans have durations to draw (the HTML report's waterfall test).
+
 Exporting: only through the environment agentest sets for process agents
 (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT,
 OTEL_EXPORTER_OTLP_PROTOCOL, OTEL_BSP_SCHEDULE_DELAY, OTEL_EXPORTER_OTLP_*_COMPRESSION).
@@ -33,6 +36,7 @@ import json
 import os
 import re
 import sys
+import time
 
 from opentelemetry import context, trace
 from opentelemetry.sdk.resources import Resource
@@ -42,6 +46,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 FLUSH = os.environ.get("TRACED_AGENT_FLUSH", "batch")
+SLEEP = int(os.environ.get("TRACED_AGENT_SLEEP_MS", "0")) / 1000
 INPUT_TOKENS, OUTPUT_TOKENS = 12, 5
 
 
@@ -117,6 +122,7 @@ def run_tool(name: str, city: str, call_id: str) -> tuple[str, bool]:
         record_exception=False,
         set_status_on_exception=False,
     ) as span:
+        time.sleep(SLEEP)
         if city == "Atlantis":
             span.set_status(Status(StatusCode.ERROR, f"no such city: {city}"))
             span.set_attribute("error.type", "LookupError")
@@ -157,7 +163,7 @@ def turn(request: dict) -> dict:
                     "gen_ai.usage.output_tokens": OUTPUT_TOKENS,
                 },
             ):
-                pass
+                time.sleep(SLEEP)
             said = [
                 run_tool(name, city, f"call_{request.get('turn', 0)}_{i}")[0]
                 for i, name in enumerate(wanted, 1)
