@@ -167,6 +167,26 @@ pub struct Reply {
     pub(crate) usage_traced: bool,
 }
 
+/// What a span of a turn's record stands for, as agentest read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum SpanRole {
+    /// A tool the agent ran.
+    Tool,
+    /// A call to a model.
+    Model,
+    /// Anything else (an agent, a chain, an HTTP request).
+    #[default]
+    Other,
+}
+
+impl SpanRole {
+    fn is_other(&self) -> bool {
+        *self == SpanRole::Other
+    }
+}
+
 /// One span of a turn's record: the spans an agent exported for the turn (when its
 /// traces are read), as a tree, with the attributes agentest read from them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -189,6 +209,13 @@ pub struct SpanNode {
     /// `[traces] keep_attributes`; long values clipped.
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub attributes: Map<String, Value>,
+    /// What the span stands for: a tool, a model call, or neither (omitted).
+    #[serde(default, skip_serializing_if = "SpanRole::is_other")]
+    pub role: SpanRole,
+    /// Which tool or model, as the reports show it (`tool get_weather`, `model gpt-4o
+    /// tokens 12/5`); empty when the span says none.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub label: String,
     /// Child spans in start order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub children: Vec<SpanNode>,

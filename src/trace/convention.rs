@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::span::{Span, SpanId, SpanKind, SpanStatus, TraceId};
-use crate::protocol::{SpanNode, ToolCall};
+use crate::protocol::{SpanNode, SpanRole, ToolCall};
 
 /// The default cap on spans kept in one turn's tree.
 pub(crate) const DEFAULT_MAX_SPANS: usize = 500;
@@ -908,10 +908,10 @@ impl TreeBuilder<'_, '_> {
         Some(node)
     }
 
-    /// The span's node without its children.
+    /// The span's node without its children, with what it stands for.
     fn bare(&mut self, i: usize) -> SpanNode {
         let span = self.index.spans[i];
-        SpanNode {
+        let mut node = SpanNode {
             name: span.name.clone(),
             kind: kind_name(span.kind).to_string(),
             start_ms: span.start_unix_nano.saturating_sub(self.origin) / 1_000_000,
@@ -929,8 +929,18 @@ impl TreeBuilder<'_, '_> {
                 }
             },
             attributes: self.budget.attributes(span),
+            role: SpanRole::Other,
+            label: String::new(),
             children: Vec::new(),
-        }
+        };
+        let role = role(&node.name, &node.attributes);
+        node.label = detail(&node, role);
+        node.role = match role {
+            Role::Tool => SpanRole::Tool,
+            Role::Model => SpanRole::Model,
+            Role::Other => SpanRole::Other,
+        };
+        node
     }
 }
 
@@ -1031,30 +1041,6 @@ fn detail(node: &SpanNode, role: Role) -> String {
         Role::Other => {}
     }
     parts.join(" ")
-}
-
-/// What a span of a turn's tree stands for, as the reports show it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SpanRole {
-    /// A tool the agent ran.
-    Tool,
-    /// A call to a model.
-    Model,
-    /// Anything else (an agent, a chain, an HTTP request).
-    Other,
-}
-
-/// A span of a turn's tree as the reports label it: what it stands for, read as the
-/// tool calls and usage are, and the facts that say which tool or model (`tool
-/// get_weather`, `model gpt-4o tokens 12/5`; empty when there are none).
-pub(crate) fn span_label(node: &SpanNode) -> (SpanRole, String) {
-    let role = role(&node.name, &node.attributes);
-    let shown = match role {
-        Role::Tool => SpanRole::Tool,
-        Role::Model => SpanRole::Model,
-        Role::Other => SpanRole::Other,
-    };
-    (shown, detail(node, role))
 }
 
 #[cfg(test)]
@@ -2410,6 +2396,7 @@ mod tests {
                         "gen_ai.operation.name": "execute_tool",
                         "gen_ai.tool.name": "add",
                     },
+                    "role": "tool",
                 }],
             }])
         );

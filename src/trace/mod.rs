@@ -9,7 +9,6 @@ mod receiver;
 mod span;
 mod tracer;
 
-pub(crate) use convention::{span_label, SpanRole};
 pub(crate) use span::{SpanId, TraceId};
 pub(crate) use tracer::{
     reply_of_answer, report_unmatched, turn_answer, turn_request, Tracer, TurnContext, TurnTrace,

@@ -4,8 +4,8 @@
 use std::fmt::Write;
 
 use crate::protocol::SpanNode;
+use crate::protocol::SpanRole;
 use crate::record::{AssertionReport, CaseReport, RunInfo, Status, Summary, TurnReport};
-use crate::trace::SpanRole;
 use crate::util::value_text;
 
 /// The summary as reports show it: `type` set, counted from the cases when the summary
@@ -425,7 +425,7 @@ pub(crate) struct SpanRow<'a> {
 pub(crate) fn span_rows(spans: &[SpanNode]) -> Vec<SpanRow<'_>> {
     fn walk<'a>(nodes: &'a [SpanNode], depth: usize, out: &mut Vec<SpanRow<'a>>) {
         for node in nodes {
-            let (role, detail) = crate::trace::span_label(node);
+            let (role, detail) = (node.role, node.label.clone());
             out.push(SpanRow {
                 depth,
                 node,
@@ -569,12 +569,14 @@ pub(crate) fn traced_sample() -> CaseReport {
                 "duration_ms": 200, "status": "ok",
                 "children": [
                     {"name": "chat gpt-4o", "kind": "client", "start_ms": 5, "duration_ms": 50,
+                     "role": "model", "label": "model gpt-4o tokens 12/5",
                      "attributes": {"gen_ai.operation.name": "chat",
                                     "gen_ai.request.model": "gpt-4o",
                                     "gen_ai.usage.input_tokens": 12,
                                     "gen_ai.usage.output_tokens": 5}},
                     {"name": "execute_tool get_weather", "start_ms": 60, "duration_ms": 100,
                      "status": "error: no such city",
+                     "role": "tool",
                      "attributes": {"gen_ai.operation.name": "execute_tool",
                                     "gen_ai.tool.name": "get_weather",
                                     "gen_ai.tool.call.arguments": "{\"city\":\"Paris\"}"}},
@@ -662,9 +664,11 @@ mod tests {
              \x20   <script>alert(1)</script> (10ms at +170ms)\n\
              \x20 (2 spans not kept (over [traces] max_spans))\n"
         );
-        // A tool span whose name does not say its tool says it; a name's line breaks go.
+        // A tool span's label (its tool, when its name does not say it, as the trace
+        // reader writes it) follows; a name's line breaks go.
         let mut node = t.spans[0].children[1].clone();
         node.name = "run\ntool".into();
+        node.label = "tool get_weather".into();
         node.status = None;
         let rows = span_rows(std::slice::from_ref(&node));
         assert_eq!(

@@ -2,12 +2,12 @@
 //! verdicts and checkpoints, and each traced turn's spans as a waterfall.
 
 use super::esc;
+use crate::protocol::SpanRole;
 use crate::record::format::common::{
     secs, span_name, span_rows, span_status, spans_count, spans_end_ms, traced, turns_label,
 };
 use crate::record::AwaitReason;
 use crate::record::{AssertionReport, CaseReport, CheckpointReport, Status, TurnReport};
-use crate::trace::SpanRole;
 use serde_json::Value;
 use std::fmt::Write;
 
