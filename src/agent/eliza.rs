@@ -36,16 +36,7 @@ impl ElizaSpec {
 
     /// The URL of `path` under the server's base URL, and how messages show it.
     fn at(&self, path: &[&str]) -> (reqwest::Url, String) {
-        let mut url = self.http.url.clone();
-        if let Ok(mut segments) = url.path_segments_mut() {
-            segments.pop_if_empty().extend(path);
-        }
-        let shown = format!(
-            "{}/{}",
-            self.http.shown.trim_end_matches('/'),
-            path.join("/")
-        );
-        (url, shown)
+        self.http.at(path)
     }
 
     /// The agent's UUID: `agent_id` itself when it is one, else the one agent of that

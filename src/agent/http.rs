@@ -171,6 +171,17 @@ impl HttpSpec {
         Ok(response)
     }
 
+    /// The URL of `path` under this agent's base URL, and how messages show it: for the
+    /// kinds that speak an API of their own (`langgraph`, `eliza`).
+    pub(crate) fn at(&self, path: &[&str]) -> (reqwest::Url, String) {
+        let mut url = self.url.clone();
+        if let Ok(mut segments) = url.path_segments_mut() {
+            segments.pop_if_empty().extend(path);
+        }
+        let shown = format!("{}/{}", self.shown.trim_end_matches('/'), path.join("/"));
+        (url, shown)
+    }
+
     /// One GET of a JSON document (an A2A agent card), with this agent's headers; a
     /// non-2xx status or a body that is not JSON is an error naming `shown`.
     pub(crate) async fn get_json(

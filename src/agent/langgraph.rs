@@ -43,16 +43,7 @@ impl LangGraphSpec {
 
     /// The URL of `path` under the server's base URL, and how messages show it.
     fn at(&self, path: &[&str]) -> (reqwest::Url, String) {
-        let mut url = self.http.url.clone();
-        if let Ok(mut segments) = url.path_segments_mut() {
-            segments.pop_if_empty().extend(path);
-        }
-        let shown = format!(
-            "{}/{}",
-            self.http.shown.trim_end_matches('/'),
-            path.join("/")
-        );
-        (url, shown)
+        self.http.at(path)
     }
 }
 

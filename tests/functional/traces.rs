@@ -146,9 +146,9 @@ fn start_http_agent(s: &Scratch, python: &Path, name: &str, model: &ChatServer) 
     agent
 }
 
-fn a_pydantic_ai_agent_is_checked_through_its_traces() -> Needs {
-    let python = framework_python(&["pydantic_ai", "opentelemetry.sdk"])?;
-    let s = Scratch::named("traces", "pydantic");
+/// The model, the agent `name` (a script under tests/python/) and the config, with the
+/// conversations both HTTP agents hold scripted.
+fn traced_http_agent(s: &Scratch, python: &Path, name: &str) -> (ChatServer, PyServer) {
     let model = ChatServer::start();
     weather_then_time(&model, "weather in Paris", "Paris");
     model.script(
@@ -158,8 +158,15 @@ fn a_pydantic_ai_agent_is_checked_through_its_traces() -> Needs {
             text("Cloudy in Lima.", (11, 4)),
         ],
     );
-    let agent = start_http_agent(&s, &python, "traced_pydantic_agent.py", &model);
-    http_cases(&s);
+    let agent = start_http_agent(s, python, name, &model);
+    http_cases(s);
+    (model, agent)
+}
+
+fn a_pydantic_ai_agent_is_checked_through_its_traces() -> Needs {
+    let python = framework_python(&["pydantic_ai", "opentelemetry.sdk"])?;
+    let s = Scratch::named("traces", "pydantic");
+    let (model, agent) = traced_http_agent(&s, &python, "traced_pydantic_agent.py");
     let run = agentest(s.path()).env("AGENTEST_CASSETTES", "record").run();
     check_http_run(&run);
     run.expect_stderr("agentest: receiving OpenTelemetry traces (OTLP/HTTP) at http://127.0.0.1:");
@@ -179,17 +186,7 @@ fn a_pydantic_ai_agent_is_checked_through_its_traces() -> Needs {
 fn an_openinference_langgraph_agent_is_checked_through_its_traces() -> Needs {
     let python = framework_python(&["openinference.instrumentation.langchain"])?;
     let s = Scratch::named("traces", "openinference");
-    let model = ChatServer::start();
-    weather_then_time(&model, "weather in Paris", "Paris");
-    model.script(
-        "weather in Lima",
-        vec![
-            call("c1", "get_weather", json!({"city": "Lima"}), (10, 5)),
-            text("Cloudy in Lima.", (11, 4)),
-        ],
-    );
-    let agent = start_http_agent(&s, &python, "traced_langgraph/serve.py", &model);
-    http_cases(&s);
+    let (_model, agent) = traced_http_agent(&s, &python, "traced_langgraph/serve.py");
     let run = agentest(s.path()).run();
     check_http_run(&run);
     drop(agent);

@@ -343,23 +343,38 @@ fn parse_script(obj: &Map<String, Value>, path: &str) -> Result<Kind, FieldError
     })
 }
 
+/// `obj[key]` as a whole number, when given; `expected` says what it must be.
+pub(super) fn opt_whole(
+    obj: &Map<String, Value>,
+    key: &str,
+    path: &str,
+    expected: &str,
+) -> Result<Option<u64>, FieldError> {
+    match obj.get(key) {
+        None => Ok(None),
+        Some(Value::Number(n)) if n.as_u64().is_some() => Ok(n.as_u64()),
+        Some(other) => Err(FieldError::new(
+            join(path, key),
+            format!(
+                "expected {expected} found {}",
+                match other {
+                    Value::Number(n) => n.to_string(),
+                    other => type_of(other).to_string(),
+                }
+            ),
+        )),
+    }
+}
+
 /// `latency`: `max_ms`, `max_first_token_ms` or both, whole milliseconds.
 fn parse_latency(obj: &Map<String, Value>, path: &str) -> Result<Kind, FieldError> {
-    let ms = |key: &str| -> Result<Option<u64>, FieldError> {
-        match obj.get(key) {
-            None => Ok(None),
-            Some(Value::Number(n)) if n.as_u64().is_some() => Ok(n.as_u64()),
-            Some(other) => Err(FieldError::new(
-                join(path, key),
-                format!(
-                    "expected a whole number of milliseconds (0 or more), such as 2000; found {}",
-                    match other {
-                        Value::Number(n) => n.to_string(),
-                        other => type_of(other).to_string(),
-                    }
-                ),
-            )),
-        }
+    let ms = |key: &str| {
+        opt_whole(
+            obj,
+            key,
+            path,
+            "a whole number of milliseconds (0 or more), such as 2000;",
+        )
     };
     let (max_ms, max_first_token_ms) = (ms("max_ms")?, ms("max_first_token_ms")?);
     if max_ms.is_none() && max_first_token_ms.is_none() {

@@ -201,22 +201,8 @@ pub(super) fn parse_tool_count(obj: &Map<String, Value>, path: &str) -> Result<K
         Some(n) => Some(n),
         None => opt_str(obj, "value", path)?,
     };
-    let bound = |key: &str| -> Result<Option<u64>, FieldError> {
-        match obj.get(key) {
-            None => Ok(None),
-            Some(Value::Number(n)) if n.as_u64().is_some() => Ok(n.as_u64()),
-            Some(other) => Err(FieldError::new(
-                join(path, key),
-                format!(
-                    "expected a whole number of calls (0 or more), found {}",
-                    match other {
-                        Value::Number(n) => n.to_string(),
-                        other => type_of(other).to_string(),
-                    }
-                ),
-            )),
-        }
-    };
+    let bound =
+        |key: &str| super::opt_whole(obj, key, path, "a whole number of calls (0 or more),");
     let (min, max) = (bound("min")?, bound("max")?);
     match (min, max) {
         (None, None) => Err(FieldError::new(
@@ -268,22 +254,7 @@ pub(super) fn parse_span(obj: &Map<String, Value>, path: &str) -> Result<Kind, F
             ))
         }
     };
-    let number = |key: &str| -> Result<Option<u64>, FieldError> {
-        match obj.get(key) {
-            None => Ok(None),
-            Some(Value::Number(n)) if n.as_u64().is_some() => Ok(n.as_u64()),
-            Some(other) => Err(FieldError::new(
-                join(path, key),
-                format!(
-                    "expected a whole number (0 or more), found {}",
-                    match other {
-                        Value::Number(n) => n.to_string(),
-                        other => type_of(other).to_string(),
-                    }
-                ),
-            )),
-        }
-    };
+    let number = |key: &str| super::opt_whole(obj, key, path, "a whole number (0 or more),");
     let count = match (number("count")?, number("min_count")?, number("max_count")?) {
         (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
             return Err(FieldError::new(
