@@ -326,11 +326,13 @@ impl Session {
         let spans = trace.tracer.finish(pending).await;
         spans.merge_into(reply);
         // Recorded whole, spans and all, so that a replay gives the same verdicts.
-        if let Err(e) = trace
-            .calls
-            .record_turn(&recorded, crate::trace::turn_answer(reply))
-        {
-            eprintln!("agentest: {}", crate::util::scrub(&e.to_string()));
+        if trace.calls.records_agent_turns() {
+            if let Err(e) = trace
+                .calls
+                .record_turn(&recorded, crate::trace::turn_answer(reply))
+            {
+                eprintln!("agentest: {}", crate::util::scrub(&e.to_string()));
+            }
         }
     }
 

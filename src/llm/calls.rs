@@ -238,12 +238,16 @@ impl ModelCalls {
         }
     }
 
-    /// Records an agent turn's answer (modes `auto` and `record`; nothing when off).
+    /// Whether agent turns are recorded: in mode `record` only. (Not in `auto`: a
+    /// turn's spans carry timings that differ every run, and an agent turn recorded on
+    /// every run would rewrite the cassette each time.)
+    pub(crate) fn records_agent_turns(&self) -> bool {
+        self.mode == CassetteMode::Record
+    }
+
+    /// Records an agent turn's answer (mode `record`).
     pub(crate) fn record_turn(&self, request: &Value, response: Value) -> Result<(), LlmError> {
-        if matches!(
-            self.mode,
-            CassetteMode::Off | CassetteMode::Replay | CassetteMode::Strict
-        ) {
+        if !self.records_agent_turns() {
             return Ok(());
         }
         let normalised = canonical(request);

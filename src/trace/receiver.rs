@@ -293,9 +293,10 @@ impl TurnHandle {
     /// Waits until the turn's spans have settled, then hands them over and forgets the
     /// turn (its trace's later spans count as unmatched).
     ///
-    /// Settled: no span has arrived for `settle` (counted from the later of this call
-    /// and the last arrival), and either no span came at all or the turn's root span has
-    /// arrived. `settle_max` bounds the wait.
+    /// Settled: the spans form a whole tree (the root, and every span's parent), or no
+    /// span has arrived for `settle` (counted from the later of this call and the last
+    /// arrival) and either no span came at all or the turn's root span has arrived.
+    /// `settle_max` bounds the wait.
     pub(crate) async fn settle(mut self, settle: Duration, settle_max: Duration) -> Collected {
         let start = Instant::now();
         let deadline = start + settle_max;
@@ -305,9 +306,14 @@ impl TurnHandle {
             let notified = self.notify.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let Some((last, root)) = self.state.progress(self.id) else {
+            let Some((last, root, whole)) = self.state.progress(self.id) else {
                 break false;
             };
+            // A whole tree (its root, and every span's parent) is settled at once: the
+            // quiet period is for a turn whose spans are still coming.
+            if whole {
+                break false;
+            }
             let now = Instant::now();
             let quiet_until = last.map_or(start, |last| last.max(start)) + settle;
             if now >= quiet_until && (last.is_none() || root) {
@@ -409,6 +415,25 @@ impl Bucket {
     }
 
     /// Whether the turn's root span has arrived.
+    /// Whether the turn's spans form a whole tree: its root (the span whose parent is
+    /// the context agentest sent) has come, and every other span's parent is among them.
+    /// A span ends before its parent and exporters send spans as they end, so nothing
+    /// more is to come. A turn registered without that context never is.
+    fn is_whole(&self) -> bool {
+        if self.key.parent_span_id.is_none()
+            || self.dropped_root
+            || self.spans.is_empty()
+            || !self.has_root()
+        {
+            return false;
+        }
+        let ids: HashSet<SpanId> = self.spans.iter().map(|s| s.span_id).collect();
+        self.spans.iter().all(|s| match s.parent_span_id {
+            None => true,
+            Some(p) => ids.contains(&p) || Some(p) == self.key.parent_span_id,
+        })
+    }
+
     fn has_root(&self) -> bool {
         if self.dropped_root {
             return true;
@@ -574,11 +599,12 @@ impl State {
             .find_map(|session| turns.by_session.get(&session).copied())
     }
 
-    /// A turn's last arrival and whether its root has come; `None` once it is closed.
-    fn progress(&self, id: u64) -> Option<(Option<Instant>, bool)> {
+    /// A turn's last arrival, whether its root has come, and whether its spans form a
+    /// whole tree; `None` once it is closed.
+    fn progress(&self, id: u64) -> Option<(Option<Instant>, bool, bool)> {
         let turns = lock(&self.turns);
         let bucket = turns.buckets.get(&id)?;
-        Some((bucket.last_arrival, bucket.has_root()))
+        Some((bucket.last_arrival, bucket.has_root(), bucket.is_whole()))
     }
 
     /// Forgets a turn, and hands over what it collected.
@@ -1103,6 +1129,31 @@ mod tests {
         );
         assert!(collected.timed_out);
         assert_eq!(collected.spans.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_whole_tree_under_the_sent_context_is_settled_at_once() {
+        let receiver = start(ReceiverConfig::default());
+        let trace = "abababababababababababababababab";
+        let sent = "abababababab0000";
+        let turn = receiver.expect(key(trace, None, Some(sent)));
+        // The child first, the root last, as spans end.
+        let spans = body(
+            trace,
+            &[
+                ("abababababab0002", Some("abababababab0001"), &[]),
+                ("abababababab0001", Some(sent), &[]),
+            ],
+        );
+        assert_eq!(post(&receiver, spans).await.status, 200);
+        let started = StdInstant::now();
+        let collected = turn.settle(Duration::from_secs(2), SETTLE_MAX).await;
+        assert!(
+            started.elapsed() < Duration::from_millis(500),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(collected.spans.len(), 2);
     }
 
     #[tokio::test]
