@@ -817,7 +817,7 @@ fn traces(b: &Bench, notes: &mut Vec<String>) -> Vec<Row> {
             true,
             false,
             "settle 20ms",
-            "each turn waits 20 ms after its reply, and is recorded in the case's cassette (mode auto, the default)",
+            "each turn's spans form a whole tree before its reply, so no quiet period is waited; cassette mode auto, which records no agent turn",
         ),
         (
             &short,
