@@ -295,6 +295,12 @@ pub enum ConfigValueError {
     /// `[run].concurrency = 0`.
     #[error("[run].concurrency: must be at least 1")]
     ZeroConcurrency,
+    /// `[traces].listen` that is not an address.
+    #[error("[traces].listen: expected an address and port like \"127.0.0.1:4318\" (port 0: a free one), found {value:?}")]
+    TracesListen {
+        /// What was written.
+        value: String,
+    },
     /// A repeat count, gate or budget that cannot be used.
     #[error("{key}: {message}")]
     Repeats {
@@ -652,6 +658,9 @@ pub(crate) enum SetupError {
     /// The agent (or endpoint) cannot be built.
     #[error(transparent)]
     Agent(Arc<AgentSetupError>),
+    /// The trace receiver cannot start.
+    #[error(transparent)]
+    Traces(Arc<TraceSetupError>),
     /// A name that no config table and no registered agent has.
     #[error("agent `{name}` is not defined; add [agents.\"{name}\"] to {config} or register it with Harness::agent{}", agent_hint(.suggestion.as_deref(), .known))]
     UndefinedAgent {
@@ -1482,6 +1491,100 @@ pub(crate) enum SelectError {
         #[source]
         source: jsonpath_rust::parser::errors::JsonPathError,
     },
+}
+
+// Traces: the OTLP receiver.
+
+/// The OTLP trace receiver cannot be started.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TraceSetupError {
+    /// The address cannot be listened on (in use, not this machine's, not allowed).
+    #[error(
+        "failed to listen for OpenTelemetry traces on {addr} (`[traces] listen`): {source}; {}",
+        listen_hint(source)
+    )]
+    Listen {
+        /// The address, as configured.
+        addr: std::net::SocketAddr,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The receiver's thread or its runtime cannot be started.
+    #[error("failed to start the OpenTelemetry trace receiver: {source}")]
+    Start {
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What to do about an address that cannot be listened on.
+fn listen_hint(e: &std::io::Error) -> &'static str {
+    match e.kind() {
+        std::io::ErrorKind::AddrInUse => "another process uses that port: set `[traces] listen` to a free port, or to 127.0.0.1:0 for any free one",
+        std::io::ErrorKind::AddrNotAvailable => "that address is not one of this machine's: use 127.0.0.1 with a port",
+        std::io::ErrorKind::PermissionDenied => "ports below 1024 need privileges: use a higher port, or 127.0.0.1:0 for any free one",
+        _ => "set `[traces] listen` to another address, or to 127.0.0.1:0",
+    }
+}
+
+/// An OTLP/HTTP request body that cannot be read. The receiver answers it with a 400
+/// (a 413 for [`OtlpError::TooLarge`], a 415 for an unsupported type or encoding).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum OtlpError {
+    /// A content type other than OTLP's two.
+    #[error("unsupported content type `{0}`: OTLP/HTTP sends `application/x-protobuf` or `application/json`")]
+    ContentType(String),
+    /// A content encoding other than gzip or none.
+    #[error("unsupported content encoding `{0}`: send the body as it is or with `Content-Encoding: gzip`")]
+    ContentEncoding(String),
+    /// The body, or what it decompresses to, is over the limit.
+    #[error("the {what} is over the limit of {limit} bytes")]
+    TooLarge {
+        /// "request body" or "decompressed request body".
+        what: &'static str,
+        /// The limit, in bytes.
+        limit: usize,
+    },
+    /// `Content-Encoding: gzip` on a body that is not gzip, or is cut short.
+    #[error("the body is not valid gzip: {0}")]
+    Gzip(#[source] std::io::Error),
+    /// A protobuf body that is not an `ExportTraceServiceRequest`.
+    #[error("the body is not a protobuf ExportTraceServiceRequest: {0}")]
+    Protobuf(#[source] prost::DecodeError),
+    /// A JSON body that is not an OTLP/JSON `ExportTraceServiceRequest`.
+    #[error("the body is not an OTLP/JSON ExportTraceServiceRequest: {0}")]
+    Json(#[source] serde_json::Error),
+    /// A span whose field is wrong (an id of the wrong length, say).
+    #[error("resourceSpans[{resource}].scopeSpans[{scope}].spans[{span}].{field}: {problem}")]
+    Span {
+        /// Where the span is in the request.
+        resource: usize,
+        /// Where the span is in its resource.
+        scope: usize,
+        /// Where the span is in its scope.
+        span: usize,
+        /// The field, as OTLP/JSON names it.
+        field: &'static str,
+        /// What is wrong.
+        problem: String,
+    },
+}
+
+impl OtlpError {
+    /// The kind of error, to log each kind once rather than once per request.
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            OtlpError::ContentType(_) => "content type",
+            OtlpError::ContentEncoding(_) => "content encoding",
+            OtlpError::TooLarge { .. } => "too large",
+            OtlpError::Gzip(_) => "gzip",
+            OtlpError::Protobuf(_) => "protobuf",
+            OtlpError::Json(_) => "json",
+            OtlpError::Span { .. } => "span",
+        }
+    }
 }
 
 // Reports, golden files and freezing.

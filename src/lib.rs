@@ -75,7 +75,7 @@ pub use check::Check;
 #[cfg(feature = "cli")]
 pub use cli::main as cli_main;
 pub use harness::{Harness, DEFAULT_CONCURRENCY};
-pub use protocol::{FileRef, Reply, Request, ToolCall, Usage};
+pub use protocol::{FileRef, Reply, Request, SpanNode, SpanRole, ToolCall, Usage};
 pub use util::BoxFuture;
 
 /// Model judges for your own tests: ask a model whether a reply meets criteria.

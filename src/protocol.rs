@@ -58,6 +58,10 @@ pub struct ToolCall {
     /// The tool's error, when it failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<Value>,
+    /// Where agentest learned of the call when the reply did not list it: `"trace"`, a
+    /// span the agent exported (see the README's traces section).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 impl ToolCall {
@@ -68,6 +72,7 @@ impl ToolCall {
             arguments,
             result: None,
             error: None,
+            source: None,
         }
     }
 
@@ -142,6 +147,78 @@ pub struct Reply {
     /// Files the reply carried (A2A file parts): listed in the turn's record.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<FileRef>,
+    /// Whether the agent's traces were read for this turn.
+    #[serde(skip)]
+    pub(crate) traced: bool,
+    /// The spans the agent exported for this turn (when its traces are read), as a tree.
+    #[serde(skip)]
+    pub(crate) spans: Vec<SpanNode>,
+    /// A short text of those spans, for a judge's prompt.
+    #[serde(skip)]
+    pub(crate) trace_summary: Option<String>,
+    /// Spans of the turn not kept (over the limits).
+    #[serde(skip)]
+    pub(crate) spans_omitted: u64,
+    /// Whether the spans had not settled when `[traces] settle_max` ran out.
+    #[serde(skip)]
+    pub(crate) spans_incomplete: bool,
+    /// Whether `usage` was read from the agent's model spans rather than reported.
+    #[serde(skip)]
+    pub(crate) usage_traced: bool,
+}
+
+/// What a span of a turn's record stands for, as agentest read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum SpanRole {
+    /// A tool the agent ran.
+    Tool,
+    /// A call to a model.
+    Model,
+    /// Anything else (an agent, a chain, an HTTP request).
+    #[default]
+    Other,
+}
+
+impl SpanRole {
+    fn is_other(&self) -> bool {
+        *self == SpanRole::Other
+    }
+}
+
+/// One span of a turn's record: the spans an agent exported for the turn (when its
+/// traces are read), as a tree, with the attributes agentest read from them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct SpanNode {
+    /// The span's name.
+    pub name: String,
+    /// The OTLP span kind (`internal`, `server`, `client`, `producer`, `consumer`);
+    /// empty when unspecified.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    /// Milliseconds from the turn's earliest span start to this span's start.
+    pub start_ms: u64,
+    /// How long the span took, in milliseconds.
+    pub duration_ms: u64,
+    /// `"ok"`, or `"error: <message>"` (`"error"` without one); absent when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// The attributes read for tool calls and model usage, and those asked for with
+    /// `[traces] keep_attributes`; long values clipped.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub attributes: Map<String, Value>,
+    /// What the span stands for: a tool, a model call, or neither (omitted).
+    #[serde(default, skip_serializing_if = "SpanRole::is_other")]
+    pub role: SpanRole,
+    /// Which tool or model, as the reports show it (`tool get_weather`, `model gpt-4o
+    /// tokens 12/5`); empty when the span says none.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub label: String,
+    /// Child spans in start order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<SpanNode>,
 }
 
 /// A file an agent's reply carried, as its turn's record lists it: what it is and
@@ -195,6 +272,7 @@ impl Reply {
             arguments,
             result,
             error: None,
+            source: None,
         });
         self
     }
@@ -366,6 +444,7 @@ mod tests {
             arguments: json!("{\"a\":1}"),
             result: None,
             error: None,
+            source: None,
         };
         assert_eq!(t.arguments_json(), json!({"a": 1}));
     }

@@ -42,6 +42,25 @@ pub fn single(id: &str, i: usize) -> Value {
            "assert": {"type": "contains", "value": format!("turn 1: hello {i}")}})
 }
 
+/// One turn against the traced agent: `hello <i>`, checked with `contains` and with
+/// `tool_called` of the traced `lookup` tool with this case's own `query`, so the case
+/// fails when the spans do not arrive, or arrive in another case's turn.
+pub fn traced(id: &str, i: usize) -> Value {
+    let input = format!("hello {i}");
+    json!({"id": id, "input": input,
+           "assert": [{"type": "contains", "value": format!("turn 1: {input}")},
+                      {"type": "tool_called", "name": "lookup", "arguments": {"query": input}}]})
+}
+
+/// An `agentest.toml` whose HTTP agent at `url` has its traces read by a receiver on
+/// `127.0.0.1:<port>`, with `[traces] settle` when given (else the default).
+pub fn traced_config(url: &str, port: u16, settle: Option<&str>) -> String {
+    let settle = settle.map_or(String::new(), |s| format!("settle = \"{s}\"\n"));
+    format!(
+        "[agent]\ntype = \"http\"\nurl = \"{url}\"\ntraces = true\n\n[traces]\nlisten = \"127.0.0.1:{port}\"\n{settle}"
+    )
+}
+
 /// `turns` static turns, each checked.
 pub fn static_turns(id: &str, turns: usize) -> Value {
     let turns: Vec<Value> = (1..=turns)

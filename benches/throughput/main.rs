@@ -6,13 +6,14 @@
 //! a slow machine; the table says which targets were met.
 //!
 //! ```text
-//! cargo bench                      # every group (under two minutes on 2 cores)
+//! cargo bench                      # every group (under three minutes on 2 cores)
 //! cargo bench -- throughput replay # only the groups named
 //! cargo bench -- kinds             # the agent kinds' throughput rows alone
+//! cargo bench -- traces            # what reading an agent's traces costs a run
 //! ```
 //!
-//! Groups: `startup`, `throughput`, `kinds`, `repeats`, `replay`, `nextest`, `memory`,
-//! `scenarios`, `store`, `loading`.
+//! Groups: `startup`, `throughput`, `kinds`, `traces`, `repeats`, `replay`, `nextest`,
+//! `memory`, `scenarios`, `store`, `loading`.
 //! Every `agentest` run records into a run store in the group's own folder (as users'
 //! runs do; `store` measures what that costs). The table is printed
 //! and saved to `target/agentest-bench.txt`.
@@ -75,9 +76,10 @@ fn main() -> ExitCode {
     let mut rows = Vec::new();
     let mut notes = Vec::new();
     type Group = fn(&Bench, &mut Vec<String>) -> Vec<Row>;
-    let groups: [(&str, Group); 10] = [
+    let groups: [(&str, Group); 11] = [
         ("throughput", throughput),
         ("kinds", kinds),
+        ("traces", traces),
         ("repeats", repeats),
         ("startup", startup),
         ("replay", replay),
@@ -303,6 +305,8 @@ struct Run {
     /// The highest `VmHWM` seen polling `/proc/<pid>/status` every millisecond, in KiB
     /// (0 unless polled).
     polled_hwm_kib: u64,
+    /// The child's CPU time (user and system), from `wait4`.
+    cpu: Duration,
     stdout: PathBuf,
     stderr: PathBuf,
 }
@@ -409,9 +413,23 @@ fn run(mut cmd: Command, logs: &Path, poll_memory: bool) -> Run {
         max_rss_kib: usage.ru_maxrss.max(0) as u64,
         parent_hwm_kib,
         polled_hwm_kib: hwm.load(Ordering::SeqCst),
+        cpu: timeval(usage.ru_utime) + timeval(usage.ru_stime),
         stdout,
         stderr,
     }
+}
+
+fn timeval(t: libc::timeval) -> Duration {
+    Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
+}
+
+/// This process's CPU time so far (the bench's agent server's work, and the bench's).
+fn own_cpu() -> Duration {
+    // SAFETY: an all-zero rusage is a valid value for getrusage to fill.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: the pointer is to a live local.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    timeval(usage.ru_utime) + timeval(usage.ru_stime)
 }
 
 /// The number after `key` on a line of the console summary (`Passed:  10000`).
@@ -716,6 +734,237 @@ fn kinds(b: &Bench, _notes: &mut Vec<String>) -> Vec<Row> {
         });
     }
     rows
+}
+
+/// Traces: the 1,000 single-turn cases against the 100 ms agent at 64 in flight, read
+/// plainly (the reference) and with `traces = true`, the agent exporting ten spans a
+/// turn as OTLP/JSON to agentest's receiver before it answers (`server.rs`, route
+/// `traced`); each case asserts `tool_called` of the traced `lookup` with its own
+/// arguments, so spans that do not arrive, or join another case's turn, fail the row.
+/// The traced run is held to 1.05× the plain one with `settle = "20ms"`; beside it,
+/// diagnostics that take its parts away one at a time (the cassette that mode `auto`
+/// records, then the quiet period), the default 300 ms once, and the traced run's peak
+/// memory.
+fn traces(b: &Bench, notes: &mut Vec<String>) -> Vec<Row> {
+    let n: usize = 1000;
+    let port = free_port();
+    let parallel = CONCURRENCY.to_string();
+    let args = [
+        "test",
+        "-i",
+        "cases.jsonl",
+        "--parallel",
+        &parallel,
+        "--color",
+        "never",
+    ];
+    let plain = project(b, "traces-off", LATENCY);
+    fixtures::write(
+        &plain,
+        "cases.jsonl",
+        &fixtures::suite((0..n).map(|c| fixtures::single(&format!("T{c:05}"), c))),
+    );
+    let url = b.server.route_url(LATENCY, &format!("traced/{port}"));
+    let traced = |name: &str, settle: Option<&str>| {
+        let dir = fixtures::fresh(&b.work.join(name));
+        fixtures::write(
+            &dir,
+            "agentest.toml",
+            &fixtures::traced_config(&url, port, settle),
+        );
+        fixtures::write(
+            &dir,
+            "cases.jsonl",
+            &fixtures::suite((0..n).map(|c| fixtures::traced(&format!("T{c:05}"), c))),
+        );
+        dir
+    };
+    let short = traced("traces-20ms", Some("20ms"));
+    let zero = traced("traces-0ms", Some("0ms"));
+    let default = traced("traces-default", None);
+    // What a run must show besides exit 0: every turn answered, every traced turn's
+    // spans accepted, and none left over (spans no turn claimed).
+    let check = |r: &Run, traced: bool| {
+        let seen = b.server.seen();
+        let stderr = std::fs::read_to_string(&r.stderr).unwrap_or_default();
+        r.failure()
+            .or_else(|| {
+                (seen.requests != n as u64)
+                    .then(|| format!("the agent saw {} requests, expected {n}", seen.requests))
+            })
+            .or_else(|| {
+                (traced && seen.exports != n as u64).then(|| {
+                    format!(
+                        "the receiver accepted {} exports, expected {n}",
+                        seen.exports
+                    )
+                })
+            })
+            .or_else(|| {
+                stderr
+                    .lines()
+                    .find(|l| l.contains("matched no turn") || l.contains("refused"))
+                    .map(str::to_string)
+            })
+    };
+
+    // Interleaved, so that a drift of the machine hits every variant alike: (the
+    // project, whether traced, whether cassettes are off, the row's label and note).
+    let variants: [(&PathBuf, bool, bool, &str, &str); 4] = [
+        (&plain, false, false, "", ""),
+        (
+            &short,
+            true,
+            false,
+            "settle 20ms",
+            "each turn's spans form a whole tree before its reply, so no quiet period is waited; cassette mode auto, which records no agent turn",
+        ),
+        (
+            &short,
+            true,
+            true,
+            "settle 20ms, AGENTEST_CASSETTES=off",
+            "as above, without the cassette (diagnostic)",
+        ),
+        (
+            &zero,
+            true,
+            true,
+            "settle 0ms, AGENTEST_CASSETTES=off",
+            "no quiet period, no cassette: the receiver and reading the spans alone (diagnostic)",
+        ),
+    ];
+    let mut walls: [Vec<f64>; 4] = Default::default();
+    let mut failures: [Option<String>; 4] = Default::default();
+    // CPU seconds of agentest and of the bench's agent (this process) in each run.
+    let mut cpus: [(Vec<f64>, Vec<f64>); 4] = Default::default();
+    // What the agent saw in each variant's last run.
+    let mut seen = [b.server.seen(); 4];
+    for _ in 0..3 {
+        for (i, (dir, is_traced, cassettes_off, _, _)) in variants.iter().enumerate() {
+            b.server.reset();
+            fresh_cassettes(dir);
+            let mut cmd = agentest(dir, &args);
+            if *cassettes_off {
+                cmd.env("AGENTEST_CASSETTES", "off");
+            }
+            let before = own_cpu();
+            let r = run(cmd, &dir.join("logs"), false);
+            cpus[i].0.push(r.cpu.as_secs_f64());
+            cpus[i].1.push((own_cpu() - before).as_secs_f64());
+            walls[i].push(r.wall.as_secs_f64());
+            failures[i] = failures[i].take().or_else(|| check(&r, *is_traced));
+            seen[i] = b.server.seen();
+        }
+    }
+    let reference = median(walls[0].clone());
+    let cpu = |i: usize| {
+        format!(
+            "CPU (medians): agentest {:.2} s, the agent {:.2} s",
+            median(cpus[i].0.clone()),
+            median(cpus[i].1.clone())
+        )
+    };
+    let waves = n.div_ceil(CONCURRENCY);
+    let ideal = waves as f64 * LATENCY.as_secs_f64();
+    let mut rows = vec![Row {
+        figure: "traces: 1,000 single-turn cases, no traces (reference)".into(),
+        unit: Unit::Seconds,
+        value: reference,
+        goal: Goal::Ideal { ideal, max: 1.15 },
+        detail: format!(
+            "100 ms agent, --parallel {CONCURRENCY}; {}; {}",
+            spread(&walls[0], Unit::Seconds),
+            cpu(0)
+        ),
+        invalid: failures[0].clone(),
+    }];
+    for (i, (_, _, _, label, why)) in variants.iter().enumerate().skip(1) {
+        rows.push(Row {
+            figure: format!("traces: the same, traces = true, 10 spans a turn, {label}"),
+            unit: Unit::Seconds,
+            value: median(walls[i].clone()),
+            goal: Goal::Near {
+                reference,
+                max: 1.05,
+                what: "untraced",
+            },
+            detail: format!(
+                "{why}; OTLP/JSON to [traces] listen 127.0.0.1:{port}, every case tool_called of a traced tool; {}; {}; the last run: {} exports, each waiting {:.1} ms for the receiver on average ({:.1} ms at most), {} agent connections",
+                spread(&walls[i], Unit::Seconds),
+                cpu(i),
+                seen[i].exports,
+                seen[i].export_mean.as_secs_f64() * 1000.0,
+                seen[i].export_max.as_secs_f64() * 1000.0,
+                seen[i].connections
+            ),
+            invalid: failures[i].clone().or(failures[0].clone()),
+        });
+    }
+
+    // The default settle, once: 300 ms more a turn, so some 6.4 s.
+    b.server.reset();
+    fresh_cassettes(&default);
+    let r = run(agentest(&default, &args), &default.join("logs"), false);
+    let failure = check(&r, true);
+    let settle = Duration::from_millis(300);
+    rows.push(Row {
+        figure: "traces: the same, default settle 300ms (informational)".into(),
+        unit: Unit::Seconds,
+        value: r.wall.as_secs_f64(),
+        goal: Goal::Ideal {
+            ideal: waves as f64 * (LATENCY + settle).as_secs_f64(),
+            max: 1.15,
+        },
+        detail: format!(
+            "one run; ideal ceil({n}/{CONCURRENCY}) × (100 ms + 300 ms): the quiet period holds each case's slot"
+        ),
+        invalid: failure,
+    });
+
+    // Peak memory: a run of each with VmHWM polled (not in the timed runs: the polling
+    // takes CPU).
+    let mb = |kib: u64| kib as f64 * 1024.0 / 1e6;
+    let peak = |dir: &Path, traced: bool| {
+        b.server.reset();
+        fresh_cassettes(dir);
+        let r = run(agentest(dir, &args), &dir.join("memory-logs"), true);
+        (r.peak_kib(), check(&r, traced))
+    };
+    let (plain_peak, plain_failure) = peak(&plain, false);
+    let (traced_peak, traced_failure) = peak(&short, true);
+    rows.push(Row {
+        figure: "traces: peak RSS, 1,000 traced cases (settle 20ms)".into(),
+        unit: Unit::Megabytes,
+        value: mb(traced_peak),
+        goal: Goal::Below { limit: 100.0 },
+        detail: format!(
+            "the same run untraced: {:.1} MB; VmHWM polled every ms",
+            mb(plain_peak)
+        ),
+        invalid: traced_failure.or(plain_failure),
+    });
+    notes.push(format!(
+        "traces: the receiver at a fixed 127.0.0.1:{port}, each turn's spans exported before its reply"
+    ));
+    rows
+}
+
+/// Removes the cassettes an earlier run of `dir` recorded. In mode `auto` a traced
+/// turn is called live and recorded on every run, and its entry is appended to the
+/// ones already there (the file grows by one entry per run), so each run starts
+/// without them: every run measures one recording, as the first does.
+fn fresh_cassettes(dir: &Path) {
+    let _ = std::fs::remove_dir_all(dir.join(".cassettes"));
+}
+
+/// A free port on 127.0.0.1 for the trace receiver's fixed `[traces] listen`, below
+/// Linux's ephemeral range (32768–60999), so no outgoing connection takes it between
+/// the runs that bind it.
+fn free_port() -> u16 {
+    (21_000..32_000)
+        .find(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
+        .expect("a free port on 127.0.0.1 below 32000")
 }
 
 /// Repeated runs. Every repeat run: 100 one-turn cases × 10 repeats against the 100 ms

@@ -21,6 +21,13 @@
 //!   `chat.completion.chunk` events and `data: [DONE]`.
 //! - `/delay/<ms>/custom/chat`: an API of its own (`format = "custom"`): `{"message",
 //!   "conversation", "turn"}` in, `{"reply": {"text"}, "state", "usage"}` out.
+//! - `/delay/<ms>/traced/<port>`: agentest's own protocol from a traced agent
+//!   (`traces = true`): after the delay and before answering, it exports the turn's ten
+//!   spans as OTLP/JSON to `http://127.0.0.1:<port>/v1/traces` (agentest's receiver at
+//!   its `[traces] listen`), in the trace of the request's `traceparent` header, as an
+//!   instrumented agent flushing at the end of its request does; see [`turn_spans`].
+//!   A request without a valid `traceparent`, or an export the receiver refuses, is
+//!   answered 4xx/5xx.
 //!
 //! A request that does not have its protocol's shape is answered 4xx (or a JSON-RPC
 //! error), so the run fails rather than measuring a wrong exchange.
@@ -45,6 +52,11 @@ pub struct Stats {
     requests: AtomicU64,
     in_flight: AtomicU64,
     max_in_flight: AtomicU64,
+    /// Span exports the trace receiver accepted.
+    exports: AtomicU64,
+    /// Their round trips, summed and the longest, in microseconds.
+    export_micros: AtomicU64,
+    export_max_micros: AtomicU64,
 }
 
 /// What the server saw since the last [`AgentServer::reset`].
@@ -53,6 +65,11 @@ pub struct Seen {
     pub connections: u64,
     pub requests: u64,
     pub max_in_flight: u64,
+    /// Span exports (one per traced turn) the trace receiver accepted.
+    pub exports: u64,
+    /// Their mean and longest round trip (the time the reply waited for the receiver).
+    pub export_mean: Duration,
+    pub export_max: Duration,
 }
 
 /// What the connections share: the counters, and the conversations the stateful
@@ -66,6 +83,8 @@ struct Shared {
     threads: Mutex<HashMap<String, Vec<Value>>>,
     /// Each A2A context's turns so far.
     contexts: Mutex<HashMap<String, u64>>,
+    /// The traced route's OTLP exporter: one keep-alive client, as an SDK has.
+    exporter: reqwest::Client,
 }
 
 impl Shared {
@@ -98,6 +117,7 @@ impl AgentServer {
             next_id: AtomicU64::new(1),
             threads: Mutex::default(),
             contexts: Mutex::default(),
+            exporter: exporter(),
         });
         let serving = shared.clone();
         runtime.spawn(async move {
@@ -134,6 +154,9 @@ impl AgentServer {
         stats.connections.store(0, Ordering::SeqCst);
         stats.requests.store(0, Ordering::SeqCst);
         stats.max_in_flight.store(0, Ordering::SeqCst);
+        stats.exports.store(0, Ordering::SeqCst);
+        stats.export_micros.store(0, Ordering::SeqCst);
+        stats.export_max_micros.store(0, Ordering::SeqCst);
         self.shared.threads.lock().expect("threads").clear();
         self.shared.contexts.lock().expect("contexts").clear();
     }
@@ -144,6 +167,12 @@ impl AgentServer {
             connections: stats.connections.load(Ordering::SeqCst),
             requests: stats.requests.load(Ordering::SeqCst),
             max_in_flight: stats.max_in_flight.load(Ordering::SeqCst),
+            exports: stats.exports.load(Ordering::SeqCst),
+            export_mean: Duration::from_micros(
+                stats.export_micros.load(Ordering::SeqCst)
+                    / stats.exports.load(Ordering::SeqCst).max(1),
+            ),
+            export_max: Duration::from_micros(stats.export_max_micros.load(Ordering::SeqCst)),
         }
     }
 }
@@ -156,6 +185,8 @@ struct Incoming<'a> {
     delay: u64,
     /// The `A2A-Version` header's value.
     a2a_version: Option<&'a str>,
+    /// The `traceparent` header's value.
+    traceparent: Option<&'a str>,
     body: &'a [u8],
 }
 
@@ -190,6 +221,7 @@ impl Answer {
         let reason = match self.status {
             200 => "OK",
             404 => "Not Found",
+            502 => "Bad Gateway",
             _ => "Unprocessable Entity",
         };
         match &self.body {
@@ -237,6 +269,7 @@ async fn connection(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
         let mut length = 0usize;
         let mut close = false;
         let mut a2a_version = None;
+        let mut traceparent = None;
         loop {
             line.clear();
             if read.read_line(&mut line).await? == 0 {
@@ -254,6 +287,8 @@ async fn connection(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
                     close = value.eq_ignore_ascii_case("close");
                 } else if name.eq_ignore_ascii_case("a2a-version") {
                     a2a_version = Some(value.to_string());
+                } else if name.eq_ignore_ascii_case("traceparent") {
+                    traceparent = Some(value.to_string());
                 }
             }
         }
@@ -276,6 +311,7 @@ async fn connection(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
             route,
             delay,
             a2a_version: a2a_version.as_deref(),
+            traceparent: traceparent.as_deref(),
             body: &body,
         };
         let answer = respond(&incoming, shared).await;
@@ -306,6 +342,7 @@ async fn respond(r: &Incoming<'_>, shared: &Shared) -> Answer {
     let request: Value = serde_json::from_slice(r.body).unwrap_or(Value::Null);
     match (r.method, segments.as_slice()) {
         ("POST", []) => Answer::json(agentest(&request)),
+        ("POST", ["traced", port]) => traced(shared, r, &request, port).await,
         ("POST", ["langgraph", "threads"]) => {
             let id = shared.id("thread");
             shared
@@ -588,4 +625,218 @@ fn custom(request: &Value) -> Answer {
         "state": {"conversation": conversation, "turn": turn},
         "usage": {"in": 12, "out": 6},
     }))
+}
+
+/// The traced route's HTTP client (plain HTTP to loopback; reqwest still wants a TLS
+/// configuration, which is never used).
+fn exporter() -> reqwest::Client {
+    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("ring supports the default TLS versions")
+    .with_root_certificates(rustls::RootCertStore::empty())
+    .with_no_client_auth();
+    reqwest::Client::builder()
+        .tls_backend_preconfigured(tls)
+        .build()
+        .expect("build the exporter's client")
+}
+
+/// A traced agent's turn: its spans exported to the receiver at `port`, then the answer
+/// of agentest's protocol.
+async fn traced(shared: &Shared, r: &Incoming<'_>, request: &Value, port: &str) -> Answer {
+    // `00-<trace id>-<parent span id>-<flags>`.
+    let parts: Vec<&str> = r.traceparent.unwrap_or("").split('-').collect();
+    let (trace_id, parent) = match parts.as_slice() {
+        ["00", trace, span, _] if trace.len() == 32 && span.len() == 16 => (*trace, *span),
+        _ => return Answer::error(422, "expected a W3C traceparent header"),
+    };
+    let input = request["input"].as_str().unwrap_or("");
+    let body = turn_spans(shared, trace_id, parent, input);
+    let url = format!("http://127.0.0.1:{port}/v1/traces");
+    // Twice at most: a kept-alive connection to the previous run's receiver (the
+    // agentest process that has exited) fails once.
+    let mut why = String::new();
+    for _ in 0..2 {
+        let sent = std::time::Instant::now();
+        match shared.exporter.post(&url).json(&body).send().await {
+            Ok(response) if response.status().is_success() => {
+                let took = sent.elapsed().as_micros() as u64;
+                let stats = &shared.stats;
+                stats.exports.fetch_add(1, Ordering::Relaxed);
+                stats.export_micros.fetch_add(took, Ordering::Relaxed);
+                stats.export_max_micros.fetch_max(took, Ordering::Relaxed);
+                return Answer::json(agentest(request));
+            }
+            Ok(response) => {
+                let status = response.status();
+                let text = response.text().await.unwrap_or_default();
+                return Answer::error(502, &format!("the receiver answered {status}: {text}"));
+            }
+            Err(e) => why = e.to_string(),
+        }
+    }
+    Answer::error(502, &format!("failed to export the spans: {why}"))
+}
+
+/// An OTLP/JSON `ExportTraceServiceRequest` with one turn's ten spans in `trace_id`, as
+/// GenAI-instrumented agents export them: the root `invoke_agent` (its parent the span
+/// of agentest's `traceparent`), two `chat` model calls with token counts, two
+/// `execute_tool` calls (`lookup` with the input as its `query`, then `format_reply`),
+/// and the HTTP, database and rendering spans under them.
+fn turn_spans(shared: &Shared, trace_id: &str, parent: &str, input: &str) -> Value {
+    let base = shared.next_id.fetch_add(1, Ordering::Relaxed) << 4;
+    let id = |k: u64| format!("{:016x}", 0x5000_0000_0000_0000 | base | k);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let start = now - 100_000_000;
+    let s = |v: &str| json!({"stringValue": v});
+    let int = |v: i64| json!({"intValue": v.to_string()});
+    let attrs = |pairs: Vec<(&str, Value)>| -> Value {
+        pairs
+            .into_iter()
+            .map(|(k, v)| json!({"key": k, "value": v}))
+            .collect()
+    };
+    let lookup_args = json!({"query": input}).to_string();
+    let lookup_result = json!({"found": true, "entries": [input]}).to_string();
+    let reply = format!("turn 1: {input}");
+    let format_args = json!({"text": input}).to_string();
+    // A span: its index, its parent's (none: the span of agentest's `traceparent`), name,
+    // kind, start and end in milliseconds into the turn, attributes.
+    let span =
+        |k: u64, up: Option<u64>, name: &str, kind: u8, from: u64, to: u64, attributes: Value| {
+            json!({
+                "traceId": trace_id,
+                "spanId": id(k),
+                "parentSpanId": up.map_or_else(|| parent.to_string(), id),
+                "name": name,
+                "kind": kind,
+                "startTimeUnixNano": (start + from * 1_000_000).to_string(),
+                "endTimeUnixNano": (start + to * 1_000_000).to_string(),
+                "attributes": attributes,
+                "status": {"code": 1},
+            })
+        };
+    let spans = vec![
+        span(
+            0,
+            None,
+            "invoke_agent bench",
+            1,
+            0,
+            100,
+            attrs(vec![
+                ("gen_ai.operation.name", s("invoke_agent")),
+                ("gen_ai.agent.name", s("bench")),
+            ]),
+        ),
+        span(
+            1,
+            Some(0),
+            "chat bench-model",
+            3,
+            2,
+            30,
+            attrs(vec![
+                ("gen_ai.operation.name", s("chat")),
+                ("gen_ai.request.model", s("bench-model")),
+                ("gen_ai.usage.input_tokens", int(120)),
+                ("gen_ai.usage.output_tokens", int(24)),
+            ]),
+        ),
+        span(
+            2,
+            Some(1),
+            "POST /v1/chat/completions",
+            3,
+            3,
+            29,
+            attrs(vec![
+                ("http.request.method", s("POST")),
+                ("http.response.status_code", int(200)),
+            ]),
+        ),
+        span(
+            3,
+            Some(0),
+            "execute_tool lookup",
+            1,
+            31,
+            50,
+            attrs(vec![
+                ("gen_ai.operation.name", s("execute_tool")),
+                ("gen_ai.tool.name", s("lookup")),
+                ("gen_ai.tool.call.id", s("call_1")),
+                ("gen_ai.tool.call.arguments", s(&lookup_args)),
+                ("gen_ai.tool.call.result", s(&lookup_result)),
+            ]),
+        ),
+        span(
+            4,
+            Some(3),
+            "GET /index",
+            3,
+            32,
+            40,
+            attrs(vec![("http.request.method", s("GET"))]),
+        ),
+        span(
+            5,
+            Some(3),
+            "SELECT entries",
+            3,
+            41,
+            49,
+            attrs(vec![("db.system.name", s("sqlite"))]),
+        ),
+        span(
+            6,
+            Some(0),
+            "chat bench-model",
+            3,
+            51,
+            85,
+            attrs(vec![
+                ("gen_ai.operation.name", s("chat")),
+                ("gen_ai.request.model", s("bench-model")),
+                ("gen_ai.usage.input_tokens", int(180)),
+                ("gen_ai.usage.output_tokens", int(12)),
+            ]),
+        ),
+        span(
+            7,
+            Some(6),
+            "POST /v1/chat/completions",
+            3,
+            52,
+            84,
+            attrs(vec![
+                ("http.request.method", s("POST")),
+                ("http.response.status_code", int(200)),
+            ]),
+        ),
+        span(
+            8,
+            Some(0),
+            "execute_tool format_reply",
+            1,
+            86,
+            98,
+            attrs(vec![
+                ("gen_ai.operation.name", s("execute_tool")),
+                ("gen_ai.tool.name", s("format_reply")),
+                ("gen_ai.tool.call.id", s("call_2")),
+                ("gen_ai.tool.call.arguments", s(&format_args)),
+                ("gen_ai.tool.call.result", s(&reply)),
+            ]),
+        ),
+        span(9, Some(8), "render", 1, 87, 97, attrs(vec![])),
+    ];
+    json!({"resourceSpans": [{
+        "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "bench-agent"}}]},
+        "scopeSpans": [{"scope": {"name": "bench.agent", "version": "1.0.0"}, "spans": spans}],
+    }]})
 }

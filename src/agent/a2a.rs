@@ -276,6 +276,16 @@ impl A2aSession {
         }
     }
 
+    /// The W3C `traceparent` of the turn to come (see [`HttpSession::set_traceparent`]).
+    pub(crate) fn set_traceparent(&mut self, traceparent: Option<&str>) {
+        self.http.set_traceparent(traceparent);
+    }
+
+    /// The conversation's id as the agent knows it: the `contextId`, once given.
+    pub(crate) fn conversation_id(&self) -> Option<&str> {
+        self.context_id.as_deref()
+    }
+
     /// Sends one turn: the user's message in the case's context (and, while a task
     /// awaits input, in that task).
     pub(crate) async fn send(&mut self, request: &Request) -> Result<Timed<Reply>, AgentError> {

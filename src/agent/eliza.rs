@@ -7,7 +7,6 @@
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
 use super::http::{Flow, HttpSession, HttpSpec};
 use super::{CaseScope, Timed};
@@ -37,16 +36,7 @@ impl ElizaSpec {
 
     /// The URL of `path` under the server's base URL, and how messages show it.
     fn at(&self, path: &[&str]) -> (reqwest::Url, String) {
-        let mut url = self.http.url.clone();
-        if let Ok(mut segments) = url.path_segments_mut() {
-            segments.pop_if_empty().extend(path);
-        }
-        let shown = format!(
-            "{}/{}",
-            self.http.shown.trim_end_matches('/'),
-            path.join("/")
-        );
-        (url, shown)
+        self.http.at(path)
     }
 
     /// The agent's UUID: `agent_id` itself when it is one, else the one agent of that
@@ -80,6 +70,16 @@ impl ElizaSession {
             spec,
             session: None,
         }
+    }
+
+    /// The W3C `traceparent` of the turn to come (see [`HttpSession::set_traceparent`]).
+    pub(crate) fn set_traceparent(&mut self, traceparent: Option<&str>) {
+        self.http.set_traceparent(traceparent);
+    }
+
+    /// The conversation's id as the server knows it: the session, once made.
+    pub(crate) fn conversation_id(&self) -> Option<&str> {
+        self.session.as_deref()
     }
 
     /// Sends one turn in the case's session and reads the agent's reply.
@@ -124,7 +124,7 @@ impl ElizaSession {
         let (url, shown) = self.spec.at(&["api", "messaging", "sessions"]);
         let body = json!({
             "agentId": agent,
-            "userId": user_id(&request.session_id),
+            "userId": user_id(),
             "metadata": {"source": "agentest", "test_id": request.test_id},
         });
         let answer = self.http.post(&url, &shown, &body).await?.value;
@@ -138,19 +138,13 @@ impl ElizaSession {
     }
 }
 
-/// A fresh user id (a version 4 UUID) for the session `session_id`: unique per case run.
-fn user_id(session_id: &str) -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_nanos();
-    let digest = Sha256::digest(format!("{session_id}/{now}").as_bytes());
-    let mut b = [0u8; 16];
-    b.copy_from_slice(&digest[..16]);
+/// A fresh user id (a version 4 UUID): unique per case run.
+fn user_id() -> String {
+    let mut b: [u8; 16] = crate::util::ids::fresh();
     // The version (4) and variant (RFC 4122) bits, which ElizaOS's UUID check requires.
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    let hex = crate::util::ids::hex(&b);
     format!(
         "{}-{}-{}-{}-{}",
         &hex[..8],
@@ -360,7 +354,7 @@ mod tests {
 
     #[test]
     fn user_ids_are_fresh_version_4_uuids() {
-        let (a, b) = (user_id("s-1"), user_id("s-1"));
+        let (a, b) = (user_id(), user_id());
         assert!(is_uuid(&a) && is_uuid(&b), "{a} {b}");
         assert_ne!(a, b);
         assert_eq!(&a[14..15], "4");

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use reqwest::header::HeaderValue;
 use reqwest::StatusCode;
 use tokio::time::Instant;
 
@@ -100,7 +101,8 @@ impl HttpSpec {
     /// One POST of `body` to `url`, up to its answer's head. `Err(Retry)` is an answer
     /// worth retrying (a 429, 502, 503 or 504, or a dropped connection), with the
     /// server's `Retry-After` when it gave one. `timeout` bounds the whole exchange, or,
-    /// for a stream (`whole = false`), the wait for its head.
+    /// for a stream (`whole = false`), the wait for its head. `trace` is the turn's W3C
+    /// `traceparent`, when its spans are read.
     async fn open(
         &self,
         url: &reqwest::Url,
@@ -108,12 +110,16 @@ impl HttpSpec {
         body: &Value,
         timeout: Duration,
         whole: bool,
+        trace: Option<&HeaderValue>,
     ) -> Result<reqwest::Response, Attempt> {
         let mut post = self
             .client
             .post(url.clone())
             .headers(self.headers.clone())
             .json(body);
+        if let Some(tp) = trace {
+            post = post.header("traceparent", tp.clone());
+        }
         if whole {
             post = post.timeout(timeout);
         }
@@ -165,6 +171,17 @@ impl HttpSpec {
         Ok(response)
     }
 
+    /// The URL of `path` under this agent's base URL, and how messages show it: for the
+    /// kinds that speak an API of their own (`langgraph`, `eliza`).
+    pub(crate) fn at(&self, path: &[&str]) -> (reqwest::Url, String) {
+        let mut url = self.url.clone();
+        if let Ok(mut segments) = url.path_segments_mut() {
+            segments.pop_if_empty().extend(path);
+        }
+        let shown = format!("{}/{}", self.shown.trim_end_matches('/'), path.join("/"));
+        (url, shown)
+    }
+
     /// One GET of a JSON document (an A2A agent card), with this agent's headers; a
     /// non-2xx status or a body that is not JSON is an error naming `shown`.
     pub(crate) async fn get_json(
@@ -200,8 +217,9 @@ impl HttpSpec {
         shown: &str,
         body: &Value,
         timeout: Duration,
+        trace: Option<&HeaderValue>,
     ) -> Result<Timed<Value>, Attempt> {
-        let answer = self.post_bytes(url, shown, body, timeout).await?;
+        let answer = self.post_bytes(url, shown, body, timeout, trace).await?;
         let value = parse_json(&answer.value, shown).map_err(Attempt::Fail)?;
         Ok(Timed {
             value,
@@ -216,8 +234,9 @@ impl HttpSpec {
         shown: &str,
         body: &Value,
         timeout: Duration,
+        trace: Option<&HeaderValue>,
     ) -> Result<Timed<Vec<u8>>, Attempt> {
-        let response = self.open(url, shown, body, timeout, true).await?;
+        let response = self.open(url, shown, body, timeout, true, trace).await?;
         let head = std::time::Instant::now();
         let bytes = read_body(response, shown, timeout)
             .await
@@ -231,10 +250,18 @@ impl HttpSpec {
         request: &Request,
         session: Option<&str>,
         timeout: Duration,
+        trace: Option<&HeaderValue>,
     ) -> Result<Timed<Reply>, Attempt> {
         let body = self.wire.request_body(request, session);
         let response = self
-            .open(&self.url, &self.shown, &body, timeout, !self.wire.sse)
+            .open(
+                &self.url,
+                &self.shown,
+                &body,
+                timeout,
+                !self.wire.sse,
+                trace,
+            )
             .await?;
         if self.wire.sse {
             return self
@@ -535,6 +562,8 @@ pub(crate) struct HttpSession {
     deadline: Instant,
     calls: Arc<ModelCalls>,
     session: Option<String>,
+    /// The current turn's W3C `traceparent`, sent on each of its requests.
+    traceparent: Option<HeaderValue>,
 }
 
 impl HttpSession {
@@ -544,7 +573,19 @@ impl HttpSession {
             deadline: scope.deadline,
             calls: scope.calls.clone(),
             session: None,
+            traceparent: None,
         }
+    }
+
+    /// The conversation's id its `[session]` request got, once made.
+    pub(crate) fn conversation_id(&self) -> Option<&str> {
+        self.session.as_deref()
+    }
+
+    /// Sends `traceparent` (a W3C trace context) on every request of the turn to come;
+    /// `None` sends none.
+    pub(crate) fn set_traceparent(&mut self, traceparent: Option<&str>) {
+        self.traceparent = traceparent.and_then(|t| HeaderValue::from_str(t).ok());
     }
 
     /// Sends one turn (after the `[session]` request, before the first), retrying a
@@ -556,12 +597,22 @@ impl HttpSession {
         if let (Some(session), None) = (&spec.session, &self.session) {
             let body = session.wire.body.render(request, None);
             let doc = self
-                .retrying(|| spec.post_json(&session.url, &session.shown, &body, timeout))
+                .retrying(|| {
+                    spec.post_json(
+                        &session.url,
+                        &session.shown,
+                        &body,
+                        timeout,
+                        self.traceparent.as_ref(),
+                    )
+                })
                 .await?;
             self.session = Some(session.wire.id(&doc.value, &session.shown)?);
         }
         let id = self.session.as_deref();
-        self.retrying(|| spec.exchange(request, id, timeout)).await
+        let trace = self.traceparent.as_ref();
+        self.retrying(|| spec.exchange(request, id, timeout, trace))
+            .await
     }
 
     /// POSTs `body` to `url` (`shown` in messages) and reads the answer's JSON, with the
@@ -574,7 +625,8 @@ impl HttpSession {
         body: &Value,
     ) -> Result<Timed<Value>, AgentError> {
         let timeout = self.spec.timeout.unwrap_or(DEFAULT_HTTP_TIMEOUT);
-        self.retrying(|| self.spec.post_json(url, shown, body, timeout))
+        let trace = self.traceparent.as_ref();
+        self.retrying(|| self.spec.post_json(url, shown, body, timeout, trace))
             .await
     }
 
@@ -591,7 +643,10 @@ impl HttpSession {
     ) -> Result<Timed<bool>, AgentError> {
         let timeout = self.spec.timeout.unwrap_or(DEFAULT_HTTP_TIMEOUT);
         let response = self
-            .retrying(|| self.spec.open(url, shown, body, timeout, false))
+            .retrying(|| {
+                self.spec
+                    .open(url, shown, body, timeout, false, self.traceparent.as_ref())
+            })
             .await?;
         read_events(response, shown, timeout, take).await
     }

@@ -43,16 +43,7 @@ impl LangGraphSpec {
 
     /// The URL of `path` under the server's base URL, and how messages show it.
     fn at(&self, path: &[&str]) -> (reqwest::Url, String) {
-        let mut url = self.http.url.clone();
-        if let Ok(mut segments) = url.path_segments_mut() {
-            segments.pop_if_empty().extend(path);
-        }
-        let shown = format!(
-            "{}/{}",
-            self.http.shown.trim_end_matches('/'),
-            path.join("/")
-        );
-        (url, shown)
+        self.http.at(path)
     }
 }
 
@@ -75,6 +66,16 @@ impl LangGraphSession {
             seen: Seen::default(),
             interrupted: false,
         }
+    }
+
+    /// The W3C `traceparent` of the turn to come (see [`HttpSession::set_traceparent`]).
+    pub(crate) fn set_traceparent(&mut self, traceparent: Option<&str>) {
+        self.http.set_traceparent(traceparent);
+    }
+
+    /// The conversation's id as the server knows it: the thread, once made.
+    pub(crate) fn conversation_id(&self) -> Option<&str> {
+        self.thread.as_deref()
     }
 
     /// Sends one turn: the user's message as the run's input, or, while the graph waits

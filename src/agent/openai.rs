@@ -288,6 +288,7 @@ impl OpenAiSession {
                             arguments,
                             result: None,
                             error: Some(Value::String(e.to_string())),
+                            source: None,
                         });
                         return Err(e);
                     }
@@ -304,6 +305,7 @@ impl OpenAiSession {
                     arguments,
                     result,
                     error,
+                    source: None,
                 });
             }
         }

@@ -74,6 +74,7 @@ impl ProcessSpec {
     pub(crate) fn spawn(
         &self,
         workdir: Option<&std::path::Path>,
+        otel_env: &[(String, String)],
     ) -> Result<ProcessSession, AgentError> {
         let moved = workdir.filter(|_| !self.cwd_set);
         let argv: Vec<String> = match moved {
@@ -103,7 +104,13 @@ impl ProcessSpec {
         let unbuffered = ("PYTHONUNBUFFERED".to_string(), "1".to_string());
         let default =
             (!self.env.iter().any(|(k, _)| k == "PYTHONUNBUFFERED")).then_some(&unbuffered);
-        let env = default.into_iter().chain(&self.env).map(|(k, v)| (k, v));
+        let own = |key: &str| self.env.iter().any(|(k, _)| k == key);
+        let otel = otel_env.iter().filter(|(k, _)| !own(k));
+        let env = default
+            .into_iter()
+            .chain(otel)
+            .chain(&self.env)
+            .map(|(k, v)| (k, v));
         let mut child =
             spawn_piped(program, args, &cwd, env).map_err(|source| AgentError::Spawn {
                 shown: self.shown.clone(),

@@ -30,6 +30,8 @@ pub(crate) struct CaseScope {
     /// The model endpoints the case's source gives (an EvalStudio project's
     /// `llmSettings`), used where `agentest.toml` sets none.
     pub(crate) source_llms: Option<Arc<crate::config::SourceLlms>>,
+    /// The tracer, when the agent's spans are read (`traces = true`, `[traces]`).
+    pub(crate) tracer: Option<Arc<crate::trace::Tracer>>,
 }
 
 /// The case's process agent's trace, once the agent has started.

@@ -145,11 +145,43 @@ impl AgentDef {
         }
     }
 
-    /// Starts one conversation (for a process agent, spawns the process).
+    /// Starts one conversation (for a process agent, spawns the process); with
+    /// `scope.tracer`, each of its turns is traced.
     pub(crate) async fn start(&self, scope: &CaseScope) -> Result<Session, AgentError> {
+        let first = crate::trace::TurnContext::fresh();
+        // A traced agent's turns replay from the cassette (modes replay, strict): the
+        // agent itself is never started.
+        let replay = scope.tracer.is_some() && scope.calls.replays_agent_turns();
+        let inner = if replay {
+            Inner::Replayed
+        } else {
+            self.start_inner(scope, &first).await?
+        };
+        Ok(Session {
+            inner,
+            trace: scope.tracer.clone().map(|tracer| SessionTrace {
+                tracer,
+                calls: scope.calls.clone(),
+                replay,
+                next: Some(first),
+                pending: None,
+            }),
+        })
+    }
+
+    async fn start_inner(
+        &self,
+        scope: &CaseScope,
+        first: &crate::trace::TurnContext,
+    ) -> Result<Inner, AgentError> {
         Ok(match self {
             AgentDef::Process(spec) => {
-                let session = spec.spawn(scope.workdir.as_deref())?;
+                let env = scope
+                    .tracer
+                    .as_ref()
+                    .map(|t| t.process_env(first))
+                    .unwrap_or_default();
+                let session = spec.spawn(scope.workdir.as_deref(), &env)?;
                 // The case's agent starts first; a simulator or judge process must not
                 // take its place.
                 scope
@@ -157,24 +189,24 @@ impl AgentDef {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .get_or_insert_with(|| session.trace());
-                Session::Process(Box::new(session))
+                Inner::Process(Box::new(session))
             }
-            AgentDef::Http(spec) => Session::Http(http::HttpSession::new(spec.clone(), scope)),
+            AgentDef::Http(spec) => Inner::Http(http::HttpSession::new(spec.clone(), scope)),
             AgentDef::OpenAi(spec) => {
-                Session::OpenAi(Box::new(openai::OpenAiSession::new(spec.clone(), scope)))
+                Inner::OpenAi(Box::new(openai::OpenAiSession::new(spec.clone(), scope)))
             }
-            AgentDef::LangGraph(spec) => Session::LangGraph(Box::new(
+            AgentDef::LangGraph(spec) => Inner::LangGraph(Box::new(
                 langgraph::LangGraphSession::new(spec.clone(), scope),
             )),
             AgentDef::A2a(spec) => {
                 // The card is read once per agent, by the first case that needs it.
                 let endpoint = spec.endpoint().await?;
-                Session::A2a(Box::new(a2a::A2aSession::new(endpoint, scope)))
+                Inner::A2a(Box::new(a2a::A2aSession::new(endpoint, scope)))
             }
             AgentDef::Eliza(spec) => {
-                Session::Eliza(Box::new(eliza::ElizaSession::new(spec.clone(), scope)))
+                Inner::Eliza(Box::new(eliza::ElizaSession::new(spec.clone(), scope)))
             }
-            AgentDef::InProcess(a) => Session::InProcess(a.clone()),
+            AgentDef::InProcess(a) => Inner::InProcess(a.clone()),
         })
     }
 
@@ -194,8 +226,131 @@ impl AgentDef {
     }
 }
 
-/// One conversation with an agent.
-pub(crate) enum Session {
+/// One conversation with an agent, and, when its spans are read, the trace of the turn
+/// in flight.
+pub(crate) struct Session {
+    inner: Inner,
+    trace: Option<SessionTrace>,
+}
+
+/// A traced conversation: the tracer, the context the next turn goes under (the first
+/// one is made when the agent starts, for a process agent's `TRACEPARENT`), and the
+/// turn sent whose spans are still to be read.
+struct SessionTrace {
+    tracer: Arc<crate::trace::Tracer>,
+    /// The case's cassette, which records each traced turn (and replays it in `replay`).
+    calls: Arc<crate::llm::ModelCalls>,
+    /// Turns come from the cassette, not the agent.
+    replay: bool,
+    next: Option<crate::trace::TurnContext>,
+    /// The turn sent whose spans are still to be read, and its cassette request.
+    pending: Option<(crate::trace::TurnTrace, serde_json::Value)>,
+}
+
+impl Session {
+    /// Whether a model answers in this session (an `openai` agent).
+    pub(crate) fn is_model(&self) -> bool {
+        self.inner.is_model()
+    }
+
+    /// What the last turn did before it failed (an `openai` agent's tool calls and
+    /// tokens), for that turn's record.
+    pub(crate) fn take_partial(&mut self) -> Option<Reply> {
+        self.inner.take_partial()
+    }
+
+    /// Sends one turn and reads the reply, checking the protocol; says when the
+    /// reply's first byte came. A traced turn goes under a fresh trace context: the
+    /// request's `metadata.traceparent`, and a `traceparent` header on each of its HTTP
+    /// requests; its spans are read by [`Session::read_spans`].
+    pub(crate) async fn send(&mut self, request: &Request) -> Result<Timed<Reply>, StepError> {
+        let Some(trace) = &mut self.trace else {
+            return self.inner.send(request).await;
+        };
+        let recorded = crate::trace::turn_request(request);
+        if trace.replay {
+            let replayed = trace
+                .calls
+                .recorded_turn(&recorded)
+                .map_err(|e| StepError::Failed(e.to_string()))?;
+            let Some(answer) = replayed else {
+                return Err(StepError::Failed(format!(
+                    "no recording of turn {} of this traced agent in {} (cassette mode replay): {:?}\nhint: record it with the agent running: AGENTEST_CASSETTES=record {}, then commit the cassette",
+                    request.turn,
+                    trace.calls.cassette_shown(),
+                    crate::util::clip(&request.input),
+                    crate::util::invocation::get()
+                )));
+            };
+            return crate::trace::reply_of_answer(answer)
+                .map(Timed::whole)
+                .map_err(StepError::Failed);
+        }
+        let context = trace
+            .next
+            .take()
+            .unwrap_or_else(crate::trace::TurnContext::fresh);
+        let traceparent = context.traceparent();
+        // Spans that carry the conversation's id join it too: the agent's, once it has
+        // one, else agentest's own session id.
+        let conversation = self
+            .inner
+            .conversation_id()
+            .unwrap_or(&request.session_id)
+            .to_string();
+        trace.pending = Some((trace.tracer.begin(context, Some(conversation)), recorded));
+        let mut traced = request.clone();
+        if !traced.metadata.is_object() {
+            traced.metadata = serde_json::Value::Object(Default::default());
+        }
+        traced.metadata["traceparent"] = serde_json::Value::String(traceparent.clone());
+        self.inner.set_traceparent(Some(&traceparent));
+        self.inner.send(&traced).await
+    }
+
+    /// Waits for the spans of the turn just answered to settle and adds what they say to
+    /// `reply` (see [`crate::trace::TurnSpans::merge_into`]); nothing for an agent
+    /// whose spans are not read.
+    pub(crate) async fn read_spans(&mut self, reply: &mut Reply) {
+        let Some(trace) = &mut self.trace else {
+            return;
+        };
+        let Some((pending, recorded)) = trace.pending.take() else {
+            return;
+        };
+        // The first turn of a LangGraph thread or an A2A context learns its id from the
+        // answer: spans that carry it belong here.
+        if let Some(id) = self.inner.conversation_id() {
+            trace.tracer.name_session(&pending, id);
+        }
+        let spans = trace.tracer.finish(pending).await;
+        spans.merge_into(reply);
+        // Recorded whole, spans and all, so that a replay gives the same verdicts.
+        if trace.calls.records_agent_turns() {
+            if let Err(e) = trace
+                .calls
+                .record_turn(&recorded, crate::trace::turn_answer(reply))
+            {
+                eprintln!("agentest: {}", crate::util::scrub(&e.to_string()));
+            }
+        }
+    }
+
+    /// Ends the conversation; a process agent is killed.
+    pub(crate) async fn close(self) {
+        self.inner.close().await;
+    }
+
+    /// Ends the case's conversation with the agent under test: as [`Session::close`],
+    /// but a process agent is first given its end of input and checked for lines it
+    /// wrote beyond its replies (up to `deadline`; see `ProcessSession::finish`).
+    pub(crate) async fn finish(self, deadline: tokio::time::Instant) -> Result<(), AgentError> {
+        self.inner.finish(deadline).await
+    }
+}
+
+/// One conversation with an agent, by kind.
+enum Inner {
     Process(Box<process::ProcessSession>),
     Http(http::HttpSession),
     OpenAi(Box<openai::OpenAiSession>),
@@ -203,58 +358,87 @@ pub(crate) enum Session {
     A2a(Box<a2a::A2aSession>),
     Eliza(Box<eliza::ElizaSession>),
     InProcess(Arc<dyn Agent>),
+    /// A traced agent whose turns come from the cassette: never sent to.
+    Replayed,
 }
 
-impl Session {
+impl Inner {
     /// Whether a model answers in this session (an `openai` agent).
-    pub(crate) fn is_model(&self) -> bool {
-        matches!(self, Session::OpenAi(_))
+    fn is_model(&self) -> bool {
+        matches!(self, Inner::OpenAi(_))
     }
 
     /// What the last turn did before it failed (an `openai` agent's tool calls and
     /// tokens), for that turn's record.
-    pub(crate) fn take_partial(&mut self) -> Option<Reply> {
+    fn take_partial(&mut self) -> Option<Reply> {
         match self {
-            Session::OpenAi(o) => o.take_partial(),
+            Inner::OpenAi(o) => o.take_partial(),
             _ => None,
+        }
+    }
+
+    /// Sends `traceparent` (the turn's W3C trace context) on every HTTP request of the
+    /// turn to come, for the kinds that speak HTTP; the others get it in the request's
+    /// `metadata.traceparent` alone.
+    fn set_traceparent(&mut self, traceparent: Option<&str>) {
+        match self {
+            Inner::Http(h) => h.set_traceparent(traceparent),
+            Inner::LangGraph(g) => g.set_traceparent(traceparent),
+            Inner::A2a(a) => a.set_traceparent(traceparent),
+            Inner::Eliza(e) => e.set_traceparent(traceparent),
+            Inner::Process(_) | Inner::OpenAi(_) | Inner::InProcess(_) | Inner::Replayed => {}
+        }
+    }
+
+    /// The conversation's id as the agent knows it (a LangGraph thread, an A2A
+    /// `contextId`, an ElizaOS session, an HTTP agent's `[session]` id), once it has
+    /// one: spans that carry it in a session attribute belong to the conversation.
+    fn conversation_id(&self) -> Option<&str> {
+        match self {
+            Inner::Http(h) => h.conversation_id(),
+            Inner::LangGraph(g) => g.conversation_id(),
+            Inner::A2a(a) => a.conversation_id(),
+            Inner::Eliza(e) => e.conversation_id(),
+            Inner::Process(_) | Inner::OpenAi(_) | Inner::InProcess(_) | Inner::Replayed => None,
         }
     }
 
     /// Sends one turn and reads the reply, checking the protocol; says when the
     /// reply's first byte came.
-    pub(crate) async fn send(&mut self, request: &Request) -> Result<Timed<Reply>, StepError> {
+    async fn send(&mut self, request: &Request) -> Result<Timed<Reply>, StepError> {
         match self {
-            Session::OpenAi(o) => o.send(request).await,
+            Inner::OpenAi(o) => o.send(request).await,
             other => Ok(other.send_plain(request).await?),
         }
     }
 
     async fn send_plain(&mut self, request: &Request) -> Result<Timed<Reply>, AgentError> {
         match self {
-            Session::OpenAi(_) => unreachable!("handled by send"),
-            Session::Process(p) => p.send(request).await,
-            Session::Http(h) => h.send(request).await,
-            Session::LangGraph(g) => g.send(request).await,
-            Session::A2a(a) => a.send(request).await,
-            Session::Eliza(e) => e.send(request).await,
+            Inner::OpenAi(_) => unreachable!("handled by send"),
+            Inner::Process(p) => p.send(request).await,
+            Inner::Http(h) => h.send(request).await,
+            Inner::LangGraph(g) => g.send(request).await,
+            Inner::A2a(a) => a.send(request).await,
+            Inner::Eliza(e) => e.send(request).await,
             // An in-process agent's answer comes whole.
-            Session::InProcess(a) => respond(a, request).await.map(Timed::whole),
+            Inner::InProcess(a) => respond(a, request).await.map(Timed::whole),
+            Inner::Replayed => unreachable!("a replayed session answers from its cassette"),
         }
     }
 
     /// Ends the conversation; a process agent is killed.
-    pub(crate) async fn close(self) {
-        if let Session::Process(p) = self {
+    async fn close(self) {
+        if let Inner::Process(p) = self {
             p.close().await;
         }
     }
 
-    /// Ends the case's conversation with the agent under test: as [`Session::close`],
+    /// Ends the case's conversation with the agent under test: as [`Inner::close`],
     /// but a process agent is first given its end of input and checked for lines it
-    /// wrote beyond its replies (up to `deadline`; see `ProcessSession::finish`).
-    pub(crate) async fn finish(self, deadline: tokio::time::Instant) -> Result<(), AgentError> {
+    /// wrote beyond its replies (up to `deadline`; see `ProcessInner::finish`).
+    async fn finish(self, deadline: tokio::time::Instant) -> Result<(), AgentError> {
         match self {
-            Session::Process(p) => p.finish(deadline).await,
+            Inner::Process(p) => p.finish(deadline).await,
             other => {
                 other.close().await;
                 Ok(())
@@ -364,6 +548,7 @@ mod tests {
             trace: Default::default(),
             workdir: None,
             source_llms: None,
+            tracer: None,
         };
         def.start(&scope).await.unwrap_or_else(|_| panic!("start"))
     }

@@ -171,6 +171,39 @@ pub enum Kind {
         /// The expected result, matched as a subset.
         result: ValueMatcher,
     },
+    /// `tool_sequence`: the tools called, in order.
+    ToolSequence {
+        /// The tool names, in order.
+        names: Vec<String>,
+        /// Exactly this sequence (`strict: true`), or these in this order among others.
+        strict: bool,
+        /// The turn's calls, or the whole conversation's.
+        scope: ToolScope,
+    },
+    /// `tool_count`: how many times a tool (or any tool) was called.
+    ToolCount {
+        /// The tool; none counts every call.
+        name: Option<String>,
+        /// At least this many.
+        min: Option<u64>,
+        /// At most this many.
+        max: Option<u64>,
+        /// The turn's calls, or the whole conversation's.
+        scope: ToolScope,
+    },
+    /// `span`: the turn's spans (read from the agent's traces) hold matching ones.
+    Span {
+        /// The span name matches this regex.
+        name: Option<Regex>,
+        /// The span's attributes hold these (a subset).
+        attributes: Option<Value>,
+        /// The span's status: `ok`, `error` or `unset`.
+        status: Option<SpanStatusWanted>,
+        /// The span took at most this long.
+        max_duration_ms: Option<u64>,
+        /// How many spans must match: exactly, or within bounds (default at least 1).
+        count: SpanCount,
+    },
     /// `script`: an external command or a registered Rust function decides.
     Script {
         /// The script name (after `scripts:`).
@@ -205,6 +238,9 @@ impl Kind {
             Kind::Type { .. } => "type",
             Kind::ToolCalled { .. } => "tool_called",
             Kind::ToolResult { .. } => "tool_result",
+            Kind::ToolSequence { .. } => "tool_sequence",
+            Kind::ToolCount { .. } => "tool_count",
+            Kind::Span { .. } => "span",
             Kind::Script { .. } => "script",
             Kind::Latency { .. } => "latency",
             Kind::Judge { type_name, .. } => type_name,
@@ -212,8 +248,38 @@ impl Kind {
     }
 }
 
+/// The status a `span` assertion asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpanStatusWanted {
+    /// `STATUS_CODE_OK`.
+    Ok,
+    /// `STATUS_CODE_ERROR`.
+    Error,
+    /// Neither.
+    Unset,
+}
+
+/// How many spans a `span` assertion wants to match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpanCount {
+    /// At least this many (1 unless `count` or `min_count` says).
+    pub min: u64,
+    /// At most this many.
+    pub max: Option<u64>,
+}
+
+/// Which tool calls a tool assertion counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ToolScope {
+    /// The reply's own calls (default).
+    #[default]
+    Turn,
+    /// Every call of the conversation so far, the reply's included.
+    Conversation,
+}
+
 /// Every assertion type the parser accepts.
-pub const ASSERTION_TYPES: [&str; 12] = [
+pub const ASSERTION_TYPES: [&str; 15] = [
     "contains",
     "not_contains",
     "equals",
@@ -222,6 +288,9 @@ pub const ASSERTION_TYPES: [&str; 12] = [
     "type",
     "tool_called",
     "tool_result",
+    "tool_sequence",
+    "tool_count",
+    "span",
     "script",
     "latency",
     "agent",

@@ -7,7 +7,8 @@ mod repeat;
 pub mod scenario;
 
 pub use assertion::{
-    Assertion, JsonPath, JsonType, JudgeSpec, Kind, ValueMatcher, ASSERTION_TYPES,
+    Assertion, JsonPath, JsonType, JudgeSpec, Kind, SpanCount, SpanStatusWanted, ToolScope,
+    ValueMatcher, ASSERTION_TYPES,
 };
 pub use mock::{Mock, MockAnswer};
 pub use model::{

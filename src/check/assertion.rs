@@ -2,7 +2,9 @@
 
 use serde_json::{json, Value};
 
-use crate::case::{Assertion, JsonPath, JsonType, Kind, ValueMatcher};
+use crate::case::{
+    Assertion, JsonPath, JsonType, Kind, SpanCount, SpanStatusWanted, ToolScope, ValueMatcher,
+};
 use crate::check::Scripts;
 use crate::errors::{SelectError, StepError};
 use crate::protocol::Message;
@@ -99,6 +101,14 @@ pub async fn evaluate(
                 capabilities: capabilities.clone(),
                 json_schema: json_schema.clone(),
                 model: model.clone(),
+                // Only a traced turn's: what a judge of an untraced agent is asked (and
+                // so its recorded calls) stays as it was.
+                tool_calls: if subject.reply.traced {
+                    subject.reply.tool_calls.clone()
+                } else {
+                    Vec::new()
+                },
+                trace: subject.reply.trace_summary.clone(),
             };
             let verdict = judges.judge(agent.as_deref(), &request).await?;
             let judge = agent.as_deref().unwrap_or("judge");
@@ -404,11 +414,208 @@ fn check(kind: &Kind, s: Subject<'_>) -> (bool, String, String) {
                 ),
             )
         }
+        Kind::ToolSequence {
+            names,
+            strict,
+            scope,
+        } => {
+            let called = called_names(s, *scope);
+            let holds = if *strict {
+                called.len() == names.len()
+                    && called
+                        .iter()
+                        .zip(names)
+                        .all(|(c, n)| tool_name_matches(c, n))
+            } else {
+                // A subsequence: each expected name after the previous one's match.
+                let mut rest = called.iter();
+                names.iter().all(|n| rest.any(|c| tool_name_matches(c, n)))
+            };
+            let sequence = names
+                .iter()
+                .map(|n| quote(n))
+                .collect::<Vec<_>>()
+                .join(" → ");
+            let how = if *strict { "exactly" } else { "in this order" };
+            (
+                holds,
+                format!("tool_sequence {sequence}"),
+                format!(
+                    "expected {how} {sequence}{}; {}",
+                    scope_text(*scope),
+                    sequence_text(&called)
+                ),
+            )
+        }
+        Kind::ToolCount {
+            name,
+            min,
+            max,
+            scope,
+        } => {
+            let called = called_names(s, *scope);
+            let count = called
+                .iter()
+                .filter(|c| name.as_ref().is_none_or(|n| tool_name_matches(c, n)))
+                .count() as u64;
+            let holds = min.is_none_or(|m| count >= m) && max.is_none_or(|m| count <= m);
+            let what = name
+                .as_ref()
+                .map_or_else(|| "any tool".to_string(), |n| quote(n));
+            let bounds = match (min, max) {
+                (Some(lo), Some(hi)) if lo == hi => format!("exactly {lo}"),
+                (Some(lo), Some(hi)) => format!("{lo} to {hi}"),
+                (Some(lo), None) => format!("at least {lo}"),
+                (None, Some(hi)) => format!("at most {hi}"),
+                (None, None) => "any number of".into(),
+            };
+            (
+                holds,
+                format!("tool_count {what} {bounds}"),
+                format!(
+                    "expected {bounds} call(s) of {what}{}, got {count}; {}",
+                    scope_text(*scope),
+                    sequence_text(&called)
+                ),
+            )
+        }
+        Kind::Span {
+            name,
+            attributes,
+            status,
+            max_duration_ms,
+            count,
+        } => check_spans(
+            &reply.spans,
+            name.as_ref(),
+            attributes.as_ref(),
+            *status,
+            *max_duration_ms,
+            *count,
+        ),
         Kind::Latency {
             max_ms,
             max_first_token_ms,
         } => check_latency(*max_ms, *max_first_token_ms, s.latency),
         Kind::Script { .. } | Kind::Judge { .. } => unreachable!("handled by evaluate"),
+    }
+}
+
+/// `span`: how many of the turn's spans match every condition given, against the count
+/// wanted.
+fn check_spans(
+    tree: &[crate::protocol::SpanNode],
+    name: Option<&regex::Regex>,
+    attributes: Option<&Value>,
+    status: Option<SpanStatusWanted>,
+    max_duration_ms: Option<u64>,
+    count: SpanCount,
+) -> (bool, String, String) {
+    let mut all = Vec::new();
+    let mut stack: Vec<&crate::protocol::SpanNode> = tree.iter().rev().collect();
+    while let Some(node) = stack.pop() {
+        all.push(node);
+        stack.extend(node.children.iter().rev());
+    }
+    let status_of = |n: &crate::protocol::SpanNode| match n.status.as_deref() {
+        None => SpanStatusWanted::Unset,
+        Some("ok") => SpanStatusWanted::Ok,
+        Some(_) => SpanStatusWanted::Error,
+    };
+    let matching = all
+        .iter()
+        .filter(|n| name.is_none_or(|re| re.is_match(&n.name)))
+        .filter(|n| {
+            attributes.is_none_or(|want| json_subset(want, &Value::Object(n.attributes.clone())))
+        })
+        .filter(|n| status.is_none_or(|st| status_of(n) == st))
+        .filter(|n| max_duration_ms.is_none_or(|max| n.duration_ms <= max))
+        .count() as u64;
+    let holds = matching >= count.min && count.max.is_none_or(|max| matching <= max);
+    let mut what = Vec::new();
+    if let Some(re) = name {
+        what.push(format!("named /{}/", re.as_str()));
+    }
+    if let Some(a) = attributes {
+        what.push(format!("with {}", compact(a)));
+    }
+    if let Some(st) = status {
+        what.push(format!("status {}", format!("{st:?}").to_lowercase()));
+    }
+    if let Some(max) = max_duration_ms {
+        what.push(format!("at most {max} ms"));
+    }
+    let what = if what.is_empty() {
+        "any span".to_string()
+    } else {
+        format!("spans {}", what.join(", "))
+    };
+    let wanted = match (count.min, count.max) {
+        (lo, Some(hi)) if lo == hi => format!("exactly {lo}"),
+        (0, Some(hi)) => format!("at most {hi}"),
+        (lo, Some(hi)) => format!("{lo} to {hi}"),
+        (lo, None) => format!("at least {lo}"),
+    };
+    let seen = if all.is_empty() {
+        "the turn has no spans (are the agent's traces read and exported?)".to_string()
+    } else {
+        let names: Vec<&str> = all.iter().map(|n| n.name.as_str()).take(20).collect();
+        format!(
+            "{} span(s): {}{}",
+            all.len(),
+            names.join(", "),
+            if all.len() > 20 { ", …" } else { "" }
+        )
+    };
+    (
+        holds,
+        format!("span {what}"),
+        format!("expected {wanted} {what}, found {matching}; {seen}"),
+    )
+}
+
+/// The names of the tools called, in order: the reply's, or (`Conversation`) every
+/// assistant message's in the conversation before it and then the reply's.
+fn called_names(s: Subject<'_>, scope: ToolScope) -> Vec<String> {
+    let mine = s.reply.tool_calls.iter().map(|c| c.name.clone());
+    match scope {
+        ToolScope::Turn => mine.collect(),
+        ToolScope::Conversation => {
+            // The conversation ends with the reply's own message: its calls come from
+            // the reply, once.
+            let before = match s.conversation.split_last() {
+                Some((last, rest)) if last.role == "assistant" => rest,
+                _ => s.conversation,
+            };
+            before
+                .iter()
+                .filter(|m| m.role == "assistant")
+                .filter_map(|m| m.tool_calls.as_ref()?.as_array().cloned())
+                .flatten()
+                .filter_map(|c| {
+                    c["name"]
+                        .as_str()
+                        .or_else(|| c["function"]["name"].as_str())
+                        .map(str::to_string)
+                })
+                .chain(mine)
+                .collect()
+        }
+    }
+}
+
+fn scope_text(scope: ToolScope) -> &'static str {
+    match scope {
+        ToolScope::Turn => "",
+        ToolScope::Conversation => " over the conversation",
+    }
+}
+
+fn sequence_text(called: &[String]) -> String {
+    if called.is_empty() {
+        "no tool was called".into()
+    } else {
+        format!("called, in order: {}", called.join(", "))
     }
 }
 
@@ -571,6 +778,54 @@ mod tests {
         assert!(!json_eq(&json!([1, 2]), &json!([2, 1])));
         assert!(json_subset(&json!({"a": 1}), &json!({"a": 1, "b": 2})));
         assert!(!json_subset(&json!({"c": 1}), &json!({"a": 1})));
+    }
+
+    /// The verdict of `assertion` (JSON) against `reply` after `earlier` replies.
+    fn verdict_of(assertion: Value, earlier: &[Reply], reply: &Reply) -> (bool, String) {
+        let a = crate::source::parse_assertions(&assertion, "assert")
+            .expect("a valid assertion")
+            .remove(0);
+        let mut conversation: Vec<Message> = earlier.iter().map(Reply::to_message).collect();
+        conversation.push(reply.to_message());
+        let subject = Subject {
+            reply,
+            input: "",
+            conversation: &conversation,
+            latency: &[],
+        };
+        let (holds, label, why) = check(&a.kind, subject);
+        (holds != a.negate, format!("{label}: {why}"))
+    }
+
+    #[test]
+    fn tool_sequences_and_counts_hold_over_a_turn_or_the_conversation() {
+        let calls = |names: &[&str]| {
+            names.iter().fold(Reply::text("ok"), |r, n| {
+                r.with_tool_call(*n, json!({}), None)
+            })
+        };
+        let turn = calls(&["search", "lookup", "book"]);
+        let seq = |v: Value| verdict_of(v, &[], &turn);
+        assert!(seq(json!({"type": "tool_sequence", "value": ["search", "book"]})).0);
+        assert!(!seq(json!({"type": "tool_sequence", "value": ["book", "search"]})).0);
+        let (holds, why) =
+            seq(json!({"type": "tool_sequence", "value": ["search", "book"], "strict": true}));
+        assert!(!holds);
+        assert_eq!(why, "tool_sequence \"search\" → \"book\": expected exactly \"search\" → \"book\"; called, in order: search, lookup, book");
+        let earlier = [calls(&["search"])];
+        let later = calls(&["book"]);
+        let conv = |v: Value| verdict_of(v, &earlier, &later);
+        assert!(!conv(json!({"type": "tool_sequence", "value": ["search", "book"]})).0);
+        assert!(conv(json!({"type": "tool_sequence", "value": ["search", "book"], "scope": "conversation", "strict": true})).0);
+        assert!(conv(json!({"type": "tool_count", "min": 2, "scope": "conversation"})).0);
+        let (holds, why) = conv(json!({"type": "tool_count", "name": "book", "max": 0}));
+        assert!(!holds);
+        assert_eq!(
+            why,
+            "tool_count \"book\" at most 0: expected at most 0 call(s) of \"book\", got 1; called, in order: book"
+        );
+        assert!(seq(json!({"type": "tool_count", "value": "lookup", "min": 1, "max": 1})).0);
+        assert!(seq(json!({"type": "tool_count", "name": "lookup", "max": 0, "negate": true})).0);
     }
 
     #[test]

@@ -7,8 +7,8 @@ use serde_json::{json, Map, Value};
 
 use crate::errors::StepError;
 use crate::protocol::Message;
-use crate::util::value_text;
 use crate::util::BoxFuture;
+use crate::util::{clip, compact, value_text};
 
 /// A judge's verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -50,6 +50,13 @@ pub struct JudgeRequest {
     /// The built-in judge's model settings for this judgment (endpoint, model,
     /// temperature, ...); the endpoint's own where unset.
     pub model: crate::case::ModelSettings,
+    /// The tools the agent called for the reply (its own list and those read from its
+    /// traces), so a judge can check what the agent did, not only what it said. Given
+    /// to the judge when the agent's traces are read.
+    pub tool_calls: Vec<crate::protocol::ToolCall>,
+    /// A short summary of the spans the agent exported for the reply, when its traces
+    /// are read.
+    pub trace: Option<String>,
 }
 
 impl JudgeRequest {
@@ -124,6 +131,25 @@ impl JudgeRequest {
         prompt.push_str("\nConversation:\n");
         for m in &self.conversation {
             prompt.push_str(&format!("{}: {}\n", m.role, m.text()));
+        }
+        if !self.tool_calls.is_empty() {
+            prompt.push_str("\nTools the assistant called for this reply:\n");
+            for c in &self.tool_calls {
+                let mut line = format!("- {}({})", c.name, compact(&c.arguments_json()));
+                if let Some(r) = &c.result {
+                    line.push_str(&format!(" -> {}", clip(&compact(r))));
+                }
+                if let Some(e) = &c.error {
+                    line.push_str(&format!(" failed: {}", clip(&value_text(e))));
+                }
+                prompt.push_str(&line);
+                prompt.push('\n');
+            }
+        }
+        if let Some(trace) = &self.trace {
+            prompt.push_str(&format!(
+                "\nWhat the assistant's traces show for this reply:\n{trace}\n"
+            ));
         }
         prompt.push_str(&format!("\nThe reply to judge:\n{}\n", self.output));
         prompt

@@ -58,6 +58,8 @@ pub(super) struct RawAgent {
     version: Option<String>,
     allow_card_redirect: Option<bool>,
     agent_id: Option<String>,
+    /// Whether the agent's OpenTelemetry spans are read (every kind).
+    traces: Option<bool>,
 }
 
 /// `stream = ...` as written: `"sse"` for an `http` agent.
@@ -309,6 +311,11 @@ pub enum AgentConfig {
 }
 
 impl RawAgent {
+    /// `traces = true`: the agent's spans are read.
+    pub(super) fn traces(&self) -> bool {
+        self.traces == Some(true)
+    }
+
     pub(super) fn check(self) -> Result<AgentConfig, AgentSetupError> {
         let given = [
             ("command", self.command.is_some()),

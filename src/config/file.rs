@@ -55,6 +55,32 @@ pub struct ConfigFile {
     /// EvalStudio connectors (by id or name) and the agents that stand for them.
     #[serde(default)]
     pub connectors: BTreeMap<String, String>,
+    /// The OpenTelemetry trace receiver.
+    #[serde(default)]
+    pub traces: TracesConfig,
+}
+
+/// `[traces]`: the OTLP/HTTP receiver agents send their spans to.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TracesConfig {
+    /// Every agent's traces are read (an agent table's `traces = true` turns on one).
+    #[serde(default)]
+    pub enabled: bool,
+    /// Where the receiver listens (default `127.0.0.1:0`, a free port).
+    pub listen: Option<String>,
+    /// The quiet period after a reply before its spans are taken (default 300ms).
+    pub settle: Option<String>,
+    /// The longest wait for a turn's spans after its reply (default 5s).
+    pub settle_max: Option<String>,
+    /// Span attributes that carry the conversation's id, for agents that do not
+    /// propagate `traceparent` (default `gen_ai.conversation.id`, `session.id`).
+    pub session_attributes: Option<Vec<String>>,
+    /// Attributes kept in the turn record's span tree besides the ones read.
+    #[serde(default)]
+    pub keep_attributes: Vec<String>,
+    /// The most spans kept per turn (default 2,000).
+    pub max_spans: Option<usize>,
 }
 
 /// `[personas.NAME]`: a persona the simulated user impersonates.
@@ -330,6 +356,7 @@ impl Config {
         if self.file.run.concurrency == Some(0) {
             return Err(ConfigValueError::ZeroConcurrency);
         }
+        self.check_traces()?;
         self.check_repeats()?;
         crate::config::Pricing::check_all(&self.file)?;
         let named = self.agent.iter().map(|a| ("[agent]".to_string(), a));
@@ -388,6 +415,43 @@ impl Config {
             }
         }
         Ok(())
+    }
+
+    /// `[traces]`: durations, the address, the span cap.
+    fn check_traces(&self) -> Result<(), ConfigValueError> {
+        let t = &self.file.traces;
+        for (key, value) in [("settle", &t.settle), ("settle_max", &t.settle_max)] {
+            if let Some(v) = value {
+                crate::util::parse_duration(v).map_err(|source| ConfigValueError::Duration {
+                    key: format!("[traces].{key}"),
+                    source,
+                })?;
+            }
+        }
+        if let Some(listen) = &t.listen {
+            if listen.parse::<std::net::SocketAddr>().is_err() {
+                return Err(ConfigValueError::TracesListen {
+                    value: listen.clone(),
+                });
+            }
+        }
+        if t.max_spans == Some(0) {
+            return Err(ConfigValueError::Repeats {
+                key: "[traces].max_spans".into(),
+                message: "expected a whole number of spans above 0, found 0".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether the agent of table `name` (`None`: `[agent]`) has its traces read:
+    /// `[traces] enabled`, or the table's `traces = true`.
+    pub(crate) fn traced(&self, name: Option<&str>) -> bool {
+        let raw = match name {
+            None => self.file.agent.as_ref(),
+            Some(n) => self.file.agents.get(n),
+        };
+        self.file.traces.enabled || raw.is_some_and(|a| a.get_ref().traces())
     }
 
     /// `[run]`'s runs, gate and budget.

@@ -14,7 +14,7 @@ pub use agents::{
 };
 pub use command::CommandConfig;
 pub(crate) use command::{command_spec, own_deadline};
-pub use file::{Config, ConfigFile};
+pub use file::{Config, ConfigFile, TracesConfig};
 pub(crate) use file::{CONFIG_FILE, SUITES_DIR};
 pub use golden::GoldenConfig;
 pub(crate) use golden::Redaction;

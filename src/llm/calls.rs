@@ -214,6 +214,61 @@ impl ModelCalls {
         Ok(outcome)
     }
 
+    /// Whether the case's agent turns are replayed from the cassette rather than sent
+    /// (cassette modes `replay` and `strict`, for agents whose traces are read).
+    pub(crate) fn replays_agent_turns(&self) -> bool {
+        matches!(self.mode, CassetteMode::Replay | CassetteMode::Strict)
+    }
+
+    /// The recorded answer to an agent turn (`request` normalised by the caller), when
+    /// the cassette holds it.
+    pub(crate) fn recorded_turn(&self, request: &Value) -> Result<Option<Value>, LlmError> {
+        let normalised = canonical(request);
+        let key = key_of(&normalised);
+        let replayed = self.with_cassette(|c| c.replay(&key, &normalised))?;
+        match replayed {
+            Some(Ok(response)) => {
+                self.stats
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .replayed_calls += 1;
+                Ok(Some(response))
+            }
+            Some(Err(_)) | None => Ok(None),
+        }
+    }
+
+    /// Whether agent turns are recorded: in mode `record` only. (Not in `auto`: a
+    /// turn's spans carry timings that differ every run, and an agent turn recorded on
+    /// every run would rewrite the cassette each time.)
+    pub(crate) fn records_agent_turns(&self) -> bool {
+        self.mode == CassetteMode::Record
+    }
+
+    /// Records an agent turn's answer (mode `record`).
+    pub(crate) fn record_turn(&self, request: &Value, response: Value) -> Result<(), LlmError> {
+        if !self.records_agent_turns() {
+            return Ok(());
+        }
+        let normalised = canonical(request);
+        let entry = Entry {
+            key: key_of(&normalised),
+            role: Role::Agent,
+            request: normalised,
+            response,
+            error: None,
+        };
+        self.with_cassette(|c| {
+            c.record(entry);
+            Ok(())
+        })
+    }
+
+    /// The cassette file, for messages.
+    pub(crate) fn cassette_shown(&self) -> String {
+        crate::util::display_path(&self.path).display().to_string()
+    }
+
     fn with_cassette<T>(
         &self,
         f: impl FnOnce(&mut Cassette) -> Result<T, LlmError>,

@@ -396,12 +396,22 @@ fn turn_lines(s: &mut String, t: &TurnReport, style: &Style) {
         }
         for c in &t.tool_calls {
             let args = c.arguments_json().to_string();
+            let from = if crate::record::format::common::traced(c) {
+                " (from trace)"
+            } else {
+                ""
+            };
             let _ = writeln!(
                 s,
-                "{pad}Agent: [tool: {}({})]",
+                "{pad}Agent: [tool: {}({})]{from}",
                 c.name,
                 crate::util::clip(&args)
             );
+        }
+        if style.verbose {
+            if let Some(count) = crate::record::format::common::spans_count(&t.spans) {
+                let _ = writeln!(s, "{pad}{}", style.dim(&format!("Trace: {count}")));
+            }
         }
         // An assertion that could not be evaluated (a broken judge) shows its error
         // itself, below: once is enough.
@@ -589,4 +599,43 @@ pub(crate) fn summary(sum: &Summary) -> String {
         );
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn style(verbose: bool) -> Style {
+        Style {
+            color: false,
+            verbose,
+            qualified: false,
+            compact: false,
+        }
+    }
+
+    /// `-v` counts a traced turn's spans; a call read from spans is marked, with or
+    /// without `-v` (a failing turn shows its calls).
+    #[test]
+    fn traced_turns() {
+        let c = crate::record::format::common::traced_sample();
+        let verbose = Console::new(style(true)).case(&c);
+        let pad = "  │          ";
+        assert!(
+            verbose.contains(&format!(
+                "{pad}Agent: [tool: lookup({{\"q\":\"Paris\"}})]\n\
+                 {pad}Agent: [tool: get_weather({{\"city\":\"Paris\"}})] (from trace)\n\
+                 {pad}Trace: 4 spans (1 tool, 1 model call)\n"
+            )),
+            "{verbose}"
+        );
+        let quiet = Console::new(style(false)).case(&c);
+        assert!(
+            quiet.contains("Agent: [tool: get_weather({\"city\":\"Paris\"})] (from trace)\n"),
+            "{quiet}"
+        );
+        assert!(!quiet.contains("Trace:"), "{quiet}");
+        // No span names or timings on the console.
+        assert!(!verbose.contains("chat gpt-4o"), "{verbose}");
+    }
 }

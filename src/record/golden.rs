@@ -69,7 +69,9 @@ pub fn normalise(text: &str, suite: &[&str], redactions: &[Redaction]) -> String
 
 /// The stable rendering of a finished case: each turn's input (and where it came from),
 /// the reply, tool calls with arguments and results, and every verdict. No durations,
-/// timestamps, session ids or token counts.
+/// timestamps, session ids or token counts. A traced turn's span tree (its timings) is
+/// left out, and tool calls read from its spans read like the ones a reply lists: the
+/// golden pins what the agent did, not how agentest learned of it.
 pub fn render(r: &CaseReport) -> String {
     let mut s = String::new();
     // The case as its file names it: the same whichever folder the run started from.
@@ -351,6 +353,32 @@ mod tests {
             Redaction::compile_all(&bad),
             Err(crate::errors::ConfigValueError::Redaction { number: 1, .. })
         ));
+    }
+
+    /// A traced turn's golden text has its calls, in their order, and nothing of its
+    /// spans: no span names, durations or offsets; other timings of the spans, or none,
+    /// give the same text.
+    #[test]
+    fn traced_turns_render_without_spans() {
+        let mut r = crate::record::format::common::traced_sample();
+        let text = render(&r);
+        assert_eq!(
+            text,
+            "case: traced::weather\nmode: single\n\n--- turn 1 (static)\nuser: weather in Paris\n\
+             tool lookup({\"q\":\"Paris\"})\n\
+             tool get_weather({\"city\":\"Paris\"}) -> error \"no such city\"\n\
+             agent: Sunny in Paris.\n✗ tool_called \"book_flight\"\n"
+        );
+        assert!(!text.contains("ms") && !text.contains("gpt-4o"), "{text}");
+        let spans = &mut r.turns[0].spans;
+        spans[0].duration_ms = 9_999;
+        spans[0].children[1].start_ms = 7;
+        assert_eq!(render(&r), text);
+        r.turns[0].spans.clear();
+        r.turns[0].spans_note = None;
+        r.turns[0].usage_traced = false;
+        r.turns[0].tool_calls[1].source = None;
+        assert_eq!(render(&r), text, "a traced call reads as a listed one");
     }
 
     #[test]

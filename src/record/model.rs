@@ -95,6 +95,16 @@ pub struct TurnReport {
     /// Files the reply carried (A2A file parts): name, media type, and where or how big.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<crate::protocol::FileRef>,
+    /// The spans the agent exported for the turn, as a tree (when its traces are read).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spans: Vec<crate::protocol::SpanNode>,
+    /// Spans of the turn not kept (over `[traces] max_spans` or the byte limit), and
+    /// whether they had not settled when `settle_max` ran out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spans_note: Option<String>,
+    /// Whether `usage` was read from the agent's model spans.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub usage_traced: bool,
     /// Whether the agent waits for the user.
     pub awaiting_input: bool,
     /// Why `awaiting_input` is what it is.

@@ -410,6 +410,21 @@ impl Context {
         Some(slot.clone())
     }
 
+    /// The tracer of the case's agent, when its spans are read (`[traces] enabled`, or
+    /// its table's `traces = true`); the process's receiver starts with the first.
+    pub(crate) fn tracer(
+        &self,
+        case: &Case,
+    ) -> Result<Option<Arc<crate::trace::Tracer>>, SetupError> {
+        let name = self.case_agent_name(case).or(self.run_agent.as_deref());
+        if !self.config.traced(name) {
+            return Ok(None);
+        }
+        crate::trace::Tracer::new(&self.config.file.traces)
+            .map(Some)
+            .map_err(|e| SetupError::Traces(Arc::new(e)))
+    }
+
     /// The agent a case names (its `agent`, or the one `[connectors]` maps its eval's
     /// connector to); `None` for the run's agent.
     pub(crate) fn case_agent_name<'a>(&'a self, case: &'a Case) -> Option<&'a str> {

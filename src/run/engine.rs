@@ -168,6 +168,7 @@ impl Engine {
             .take();
         drop(preparer);
         wait_for_every_folder(REMOVAL_WAIT);
+        crate::trace::report_unmatched();
     }
 
     /// Runs a case as its own task on the current runtime, so that a panic anywhere in it

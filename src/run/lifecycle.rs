@@ -134,6 +134,7 @@ fn prepare(
         trace: Default::default(),
         workdir: None,
         source_llms: case.evalstudio.as_ref().and_then(|e| e.llms.clone()),
+        tracer: ctx.tracer(case)?,
     };
     let setup = Setup {
         ctx,

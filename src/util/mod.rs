@@ -5,6 +5,7 @@ pub(crate) mod command;
 mod duration;
 mod fs;
 pub(crate) mod http;
+pub(crate) mod ids;
 pub(crate) mod invocation;
 mod json;
 mod paths;

@@ -1,15 +1,19 @@
 // Opens an agentest HTML report in headless Chromium and checks that it works.
 //
 //   node check.mjs REPORT.html SCREENSHOT.png --failing TRIAL --passing TRIAL
-//                  [--expect-text TEXT]... [--chromium /usr/bin/chromium]
+//                  [--expect-text TEXT]... [--waterfall TRIAL] [--chromium /usr/bin/chromium]
 //
 // Checks: the page loads without script errors or network requests; the title and the
 // counts are there and agree with the table; filtering by status "failed" hides the
 // passing case and shows the failing one (and so do the "Not passed", suite and tag
 // filters); the failing case's conversation (user and agent bubbles, failed verdicts)
 // and its error text are visible after expanding its row, with every --expect-text.
-// Then it takes a full-page screenshot with the failing cases listed and the failing
-// case open. Prints one JSON line; exits 0 when every check passed, 1 otherwise.
+// With --waterfall, that case's first traced turn's span waterfall is collapsed at
+// first and opens on a click, with one row per span it counts, each row's bar inside its
+// track where its start and duration put it on the turn's time line, children indented
+// past the root, a tool row whose attribute table opens on a
+// click, and a failed span's bar red. Then it takes a full-page screenshot with the
+// failing cases listed and the failing case open (and its waterfall). Prints one JSON line; exits 0 when every check passed, 1 otherwise.
 // tests/functional/reports.rs runs it (reports::html_report_works_in_headless_chromium).
 
 import { chromium } from "playwright-core";
@@ -19,7 +23,7 @@ import { pathToFileURL } from "node:url";
 function usage(msg) {
   console.error(`check.mjs: ${msg}`);
   console.error(
-    "usage: node check.mjs REPORT.html SCREENSHOT.png --failing TRIAL --passing TRIAL [--expect-text TEXT]... [--chromium PATH]",
+    "usage: node check.mjs REPORT.html SCREENSHOT.png --failing TRIAL --passing TRIAL [--expect-text TEXT]... [--waterfall TRIAL] [--chromium PATH]",
   );
   process.exit(2);
 }
@@ -33,6 +37,7 @@ for (let i = 0; i < argv.length; i++) {
   else if (a === "--passing") opts.passing = next();
   else if (a === "--expect-text") opts.expect.push(next());
   else if (a === "--chromium") opts.chromium = next();
+  else if (a === "--waterfall") opts.waterfall = next();
   else if (a.startsWith("--")) usage(`unknown option ${a}`);
   else opts.positional.push(a);
 }
@@ -43,6 +48,12 @@ const passed = [];
 const failed = [];
 function check(ok, what) {
   (ok ? passed : failed).push(what);
+}
+
+// `15ms`, `1.2s` (the report's durations) in milliseconds; NaN for anything else.
+function ms(text) {
+  const m = String(text).trim().match(/^(\d+(?:\.\d+)?)(ms|s)$/);
+  return m ? Number(m[1]) * (m[2] === "s" ? 1000 : 1) : NaN;
 }
 
 const sel = (trial) => `tbody.case[data-trial=${JSON.stringify(trial)}]`;
@@ -164,6 +175,68 @@ try {
     userBox && agentBox && userBox.x + userBox.width > agentBox.x + agentBox.width,
     "user bubbles on the right, agent bubbles on the left",
   );
+
+  // A traced turn's waterfall: collapsed, then open, its bars on the time line.
+  if (opts.waterfall) {
+    const c = page.locator(sel(opts.waterfall));
+    if (!(await c.locator("tr.detail").isVisible())) await c.locator("tr.row").click();
+    const spans = c.locator("details.spans").first();
+    check((await c.locator("details.spans").count()) > 0, "waterfall: a traced turn has one");
+    check(!(await spans.evaluate((d) => d.open)), "waterfall: collapsed at first");
+    const rows = spans.locator(".wf > .wf-row:not(.wf-head), .wf > details.wf-span > summary.wf-row");
+    check(!(await rows.first().isVisible()), "waterfall: rows hidden while collapsed");
+    await spans.locator(":scope > summary").click();
+    check(await spans.evaluate((d) => d.open), "waterfall: opens on a click");
+    check(await rows.first().isVisible(), "waterfall: rows visible once open");
+    const counted = (await spans.locator(":scope > summary .muted").innerText()).match(/^(\d+) spans?/);
+    const n = counted ? Number(counted[1]) : -1;
+    check((await rows.count()) === n && n > 0, `waterfall: ${await rows.count()} rows for ${n} spans`);
+    const total = ms((await spans.locator(":scope > summary .muted").innerText()).split(" · ").pop());
+    const geo = await rows.evaluateAll((els) =>
+      els.map((r) => {
+        const box = (el) => {
+          const b = el.getBoundingClientRect();
+          return { left: b.left, right: b.right, width: b.width, height: b.height };
+        };
+        const bar = r.querySelector(".wf-bar");
+        return {
+          cls: r.className,
+          title: r.getAttribute("title"),
+          track: box(r.querySelector(".wf-track")),
+          bar: box(bar),
+          color: getComputedStyle(bar).backgroundColor,
+          indent: parseFloat(getComputedStyle(r.querySelector(".wf-name")).paddingLeft),
+        };
+      }),
+    );
+    check(
+      geo.every((g) => g.bar.width >= 1 && g.bar.height > 0 && g.bar.left >= g.track.left - 0.5 && g.bar.right <= g.track.right + 0.5),
+      "waterfall: every bar drawn inside its track",
+    );
+    // Each bar where its span's title says: start and duration over the turn's total.
+    const misplaced = geo.filter((g) => {
+      const m = (g.title || "").match(/\((\S+) at \+(\S+)\)$/);
+      if (!m || !(total > 0)) return true;
+      const [dur, start] = [ms(m[1]), ms(m[2])];
+      const left = (g.bar.left - g.track.left) / g.track.width;
+      const width = g.bar.width / g.track.width;
+      return Math.abs(left - start / total) > 0.02 || (g.bar.width > 3 && Math.abs(width - dur / total) > 0.02);
+    });
+    check(total > 0 && misplaced.length === 0, `waterfall: bars placed by start and duration${misplaced.length ? ": " + JSON.stringify(misplaced) : ""}`);
+    check(geo.some((g) => g.bar.left - g.track.left > g.track.width / 4), "waterfall: a later span's bar starts further right");
+    check(geo.length > 0 && Math.abs(geo[0].bar.left - geo[0].track.left) < 1, "waterfall: the root starts the time line");
+    check(geo.slice(1).some((g) => g.indent > geo[0].indent), "waterfall: children indented past the root");
+    const rgb = (c) => (c.match(/\d+(\.\d+)?/g) || []).map(Number);
+    const err = geo.find((g) => / err\b/.test(g.cls));
+    check(!!err && rgb(err.color)[0] > rgb(err.color)[1] + 60, `waterfall: a failed span's bar is red (${err && err.color})`);
+    const tool = spans.locator("details.wf-span > summary.wf-row.tool").first();
+    check((await tool.count()) === 1, "waterfall: a tool row");
+    const table = spans.locator("details.wf-span:has(> summary.wf-row.tool) table.wf-attrs").first();
+    check(!(await table.isVisible()), "waterfall: attributes hidden at first");
+    await tool.click();
+    check(await table.isVisible(), "waterfall: a tool span's attributes open on a click");
+    check((await table.innerText()).includes("gen_ai.tool.name"), "waterfall: the tool's attributes listed");
+  }
 
   // Screenshot: the failing cases, the failing one open.
   await page.click('[data-filter-status="failing"]');

@@ -37,6 +37,8 @@
 //! | `openai-chat::file`        | a completion with a tool call                          |
 //! | `openai-chat::streamed`    | streamed chunks joined                                 |
 //! | `openai-chat::unfinished`  | error: the stream ended before `data: [DONE]`          |
+//! | `traces::weather`          | a process agent's tool call read from its spans        |
+//! | `traces::wrong-tool`       | fails naming the traced tool seen                      |
 //!
 //! The fixture builds into the outer target directory with the same profile, as
 //! harness_e2e's demo does, so one build (by the first run) serves both.
@@ -82,7 +84,7 @@ const fn pass(trial: &'static str) -> Expected {
 }
 
 /// Every trial of the fixture, sorted, with its outcome.
-const EXPECTED: [Expected; 21] = [
+const EXPECTED: [Expected; 23] = [
     pass("a2a::book"),
     pass("a2a::book-streamed"),
     Expected {
@@ -138,6 +140,12 @@ const EXPECTED: [Expected; 21] = [
         status: "error",
         messages: &["the event stream of agent at ${CHAT_URL}/chat/completions ended before `data: [DONE]`; an incomplete answer is not taken"],
     },
+    pass("traces::weather"),
+    Expected {
+        trial: "traces::wrong-tool",
+        status: "failed",
+        messages: &["✗ tool_called \"book_flight\": expected a call to \"book_flight\"; called: get_weather({\"city\":\"Oslo\"})"],
+    },
 ];
 
 /// The key the ElizaOS server requires (X-API-KEY).
@@ -163,7 +171,13 @@ const CARGO_LIMIT: Duration = Duration::from_secs(20 * 60);
 /// uvicorn.
 fn modules() -> Vec<&'static str> {
     let mut all = LANGGRAPH_MODULES.to_vec();
-    all.extend(["a2a.server.routes", "starlette", "uvicorn"]);
+    all.extend([
+        "a2a.server.routes",
+        "starlette",
+        "uvicorn",
+        "opentelemetry.sdk",
+        "opentelemetry.exporter.otlp.proto.http",
+    ]);
     all
 }
 
@@ -343,6 +357,8 @@ struct Servers {
     a2a: PyServer,
     custom: PyServer,
     eliza: ElizaServer,
+    /// The frameworks venv's python.
+    python: PathBuf,
     /// What the a2a server received, one JSON line per request.
     a2a_received: PathBuf,
 }
@@ -368,6 +384,7 @@ impl Servers {
         let eliza = ElizaServer::start(s, ELIZA_KEY);
         Servers {
             eliza,
+            python: python.to_path_buf(),
             agent_model,
             llm: Some(llm),
             langgraph,
@@ -381,6 +398,14 @@ impl Servers {
     fn env(&self, llm_url: &str) -> Vec<(&'static str, OsString)> {
         let local = |port: u16| format!("http://127.0.0.1:{port}").into();
         vec![
+            // The traced process agent's interpreter (the venv's, with OpenTelemetry).
+            ("FRAMEWORKS_PYTHON", self.python.clone().into()),
+            (
+                "FRAMEWORKS_TRACED_AGENT",
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("tests/python/traced_process_agent.py")
+                    .into(),
+            ),
             ("LANGGRAPH_URL", self.langgraph.url().into()),
             ("A2A_URL", local(self.a2a.port)),
             ("CUSTOM_URL", local(self.custom.port)),
@@ -752,7 +777,7 @@ fn framework_suites_run_under_cargo_test_and_nextest_and_replay_offline() -> Nee
         .collect();
     assert_eq!(out.nextest_outcomes(), outcomes, "{out}");
     assert!(
-        out.both().contains("21 tests run: 14 passed, 7 failed"),
+        out.both().contains("23 tests run: 15 passed, 8 failed"),
         "{out}"
     );
     for e in EXPECTED.iter().filter(|e| e.status != "passed") {

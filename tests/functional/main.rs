@@ -89,6 +89,7 @@ mod scenarios;
 mod secrets;
 mod store;
 mod tau2;
+mod traces;
 mod trial_names;
 #[cfg(unix)]
 mod writes;
@@ -179,6 +180,7 @@ fn main() {
     trials.extend(generators::tests());
     trials.extend(yao_flags::tests());
     trials.extend(tau2::tests());
+    trials.extend(traces::tests());
     trials.extend(trial_names::tests());
     trials.extend(output_path::tests());
     trials.extend(latency::tests());

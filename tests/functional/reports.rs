@@ -1,7 +1,8 @@
 //! The report formats, built from a real run: the `agentest` binary runs scratch suites
 //! against the example expense agent with `-o run.jsonl`; the records are read back and
 //! rendered as JSON, Markdown, JUnit XML and HTML, and each is checked for content. The
-//! HTML report is also opened in headless Chromium (tests/browser/check.mjs).
+//! HTML report is also opened in headless Chromium (tests/browser/check.mjs), and so is
+//! the report of a run of a traced agent, for its span waterfall.
 //!
 //! The rendered files stay in `target/tmp/reports-run-<pid>/` for inspection (earlier
 //! runs' folders are removed after ten minutes, so concurrent runs never share one). Set
@@ -703,23 +704,167 @@ fn browser() -> Needs {
 
 fn html_report_works_in_headless_chromium() -> Needs {
     browser()?;
-    let browser_dir = Path::new(ROOT).join("tests/browser");
     let r = rendered();
     let report = r.dir.join("report.html");
     let shot = std::env::var_os("AGENTEST_SCREENSHOT")
         .map(PathBuf::from)
         .unwrap_or_else(|| r.dir.join("report.png"));
-    let _ = std::fs::remove_file(&shot);
+    let result = browser_check(
+        &report,
+        &shot,
+        &[
+            "--failing",
+            FAILING,
+            "--passing",
+            PASSING,
+            "--expect-text",
+            "Meal with a client, $120",
+            "--expect-text",
+            "I've drafted a meal expense of $120",
+            "--expect-text",
+            "create_expense",
+            "--expect-text",
+            "meals above $25 need a receipt",
+            "--expect-text",
+            "contains \"receipt\"",
+        ],
+    );
+    assert!(result["passed"].as_u64().unwrap() >= 20, "{result}");
+    Ok(())
+}
+
+/// What the waterfall's browser test needs: the browser, and the Python OpenTelemetry
+/// SDK the traced process agent exports with.
+fn browser_and_otel() -> Needs {
+    browser()?;
+    crate::traces::otel()
+}
+
+/// A traced run's report in headless Chromium: the traced process agent
+/// (tests/python/traced_process_agent.py) exports its spans through the environment
+/// agentest sets, its model call and tool taking 80ms each; a case whose tool span fails
+/// fails, and its turn's waterfall must be collapsed, open on a click, have a bar per
+/// span placed and sized by its start and duration on the time line, indent children,
+/// colour the failed span red and open a tool span's attributes (check.mjs
+/// `--waterfall`). The traced call is marked in the conversation.
+fn html_waterfall_works_in_headless_chromium() -> Needs {
+    browser_and_otel()?;
+    let python = crate::common::framework_python(&[
+        "opentelemetry.sdk",
+        "opentelemetry.exporter.otlp.proto.http",
+    ])?;
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    remove_stale_runs(tmp);
+    let dir = tmp.join(format!("reports-run-traced-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let suites = dir.join("agent-tests");
+    std::fs::create_dir_all(&suites).expect("create scratch dir");
+    let agent = Path::new(ROOT).join("tests/python/traced_process_agent.py");
+    std::fs::write(
+        suites.join("agentest.toml"),
+        format!(
+            "[agent]\ntype = \"process\"\ncommand = [{}, {}]\ntraces = true\n\
+             env = {{ TRACED_AGENT_SLEEP_MS = \"80\" }}\n\n[traces]\nsettle = \"200ms\"\n",
+            crate::common::toml_str(&python.display().to_string()),
+            crate::common::toml_str(&agent.display().to_string())
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        suites.join("traced.jsonl"),
+        concat!(
+            r#"{"id": "oslo", "input": "weather and time in Oslo", "assert": [{"type": "tool_sequence", "value": ["get_weather", "get_time"], "strict": true}]}"#,
+            "\n",
+            r#"{"id": "atlantis", "input": "weather in Atlantis", "tags": ["traced"], "assert": [{"type": "contains", "value": "sunny"}]}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args([
+            "test",
+            "-i",
+            "agent-tests",
+            "-o",
+            "run.jsonl",
+            "--color",
+            "never",
+        ])
+        .current_dir(&dir)
+        .env_remove("AGENTEST_AGENT")
+        .env_remove("AGENTEST_REPORT")
+        .output()
+        .expect("run agentest");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "atlantis fails on purpose\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(dir.join("run.jsonl")).expect("run.jsonl written");
+    let (cases, summary) = report::parse_jsonl(&text).expect("report reads back");
+    let summary = summary.expect("a summary line");
+    let atlantis = cases
+        .iter()
+        .find(|c| c.id == "atlantis")
+        .expect("atlantis ran");
+    assert_eq!(atlantis.status, Status::Failed, "{atlantis:?}");
+    // Spans with durations to draw: the model call, then the tool, 80ms each.
+    let root = &atlantis.turns[0].spans[0];
+    let starts: Vec<(u64, u64)> = root
+        .children
+        .iter()
+        .map(|c| (c.start_ms, c.duration_ms))
+        .collect();
+    assert!(
+        starts.len() == 2 && starts[0].1 >= 70 && starts[1].0 >= 70 && starts[1].1 >= 70,
+        "{root:?}"
+    );
+    let run = RunInfo {
+        started_at: "2025-01-31T12:00:00Z".into(),
+        duration_ms: summary.duration_ms,
+        agentest_version: env!("CARGO_PKG_VERSION").into(),
+        agent: "default (process: traced_process_agent.py)".into(),
+        input: "agent-tests".into(),
+        command: vec!["agentest".into(), "test".into()],
+    };
+    let html = report::html::render(&run, &summary, &cases);
+    let report = dir.join("report.html");
+    std::fs::write(&report, &html).unwrap();
+    let shot = std::env::var_os("AGENTEST_WATERFALL_SCREENSHOT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| dir.join("report.png"));
+    let result = browser_check(
+        &report,
+        &shot,
+        &[
+            "--failing",
+            "traced::atlantis",
+            "--passing",
+            "traced::oslo",
+            "--waterfall",
+            "traced::atlantis",
+            "--expect-text",
+            "from trace",
+            "--expect-text",
+            "no such city: Atlantis",
+        ],
+    );
+    assert!(result["passed"].as_u64().unwrap() >= 30, "{result}");
+    Ok(())
+}
+
+/// Runs tests/browser/check.mjs on `report` with `args`, writing the screenshot to
+/// `shot`; panics with its output unless every check passed, else returns its result.
+fn browser_check(report: &Path, shot: &Path, args: &[&str]) -> Value {
+    let browser_dir = Path::new(ROOT).join("tests/browser");
+    let _ = std::fs::remove_file(shot);
     let mut child = Command::new("node")
         .arg(browser_dir.join("check.mjs"))
-        .arg(&report)
-        .arg(&shot)
-        .args(["--failing", FAILING, "--passing", PASSING])
-        .args(["--expect-text", "Meal with a client, $120"])
-        .args(["--expect-text", "I've drafted a meal expense of $120"])
-        .args(["--expect-text", "create_expense"])
-        .args(["--expect-text", "meals above $25 need a receipt"])
-        .args(["--expect-text", "contains \"receipt\""])
+        .arg(report)
+        .arg(shot)
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -746,10 +891,9 @@ fn html_report_works_in_headless_chromium() -> Needs {
     let result: Value = serde_json::from_str(stdout.trim().lines().last().unwrap_or_default())
         .unwrap_or_else(|e| panic!("check.mjs printed no result ({e}): {stdout}"));
     assert_eq!(result["ok"], true, "{result}");
-    assert!(result["passed"].as_u64().unwrap() >= 20, "{result}");
-    let png = std::fs::read(&shot).expect("screenshot written");
+    let png = std::fs::read(shot).expect("screenshot written");
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "screenshot is a PNG");
-    Ok(())
+    result
 }
 
 pub fn tests() -> Vec<libtest_mimic::Trial> {
@@ -760,5 +904,6 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         markdown_report_has_counts_and_failing_transcripts,
         html_report_has_every_case_and_escapes_markup,
         html_report_works_in_headless_chromium (needs browser),
+        html_waterfall_works_in_headless_chromium (needs browser_and_otel),
     ]
 }

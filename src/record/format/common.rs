@@ -3,6 +3,8 @@
 
 use std::fmt::Write;
 
+use crate::protocol::SpanNode;
+use crate::protocol::SpanRole;
 use crate::record::{AssertionReport, CaseReport, RunInfo, Status, Summary, TurnReport};
 use crate::util::value_text;
 
@@ -332,14 +334,10 @@ fn turn_text(s: &mut String, t: &TurnReport) {
         field(s, "  ", "agent", &reply_text(&t.output));
     }
     for c in &t.tool_calls {
-        let mut line = format!("{}({})", c.name, compact_json(&c.arguments));
-        if let Some(r) = &c.result {
-            let _ = write!(line, " -> {}", compact_json(r));
-        }
-        if let Some(e) = &c.error {
-            let _ = write!(line, " !! error: {}", compact_json(e));
-        }
-        field(s, "  ", "tool call", &line);
+        field(s, "  ", tool_call_label(c), &tool_call_text(c));
+    }
+    if let Some(count) = spans_count(&t.spans) {
+        let _ = writeln!(s, "  trace: {count}");
     }
     if let Some(d) = &t.data {
         field(s, "  ", "data", &d.to_string());
@@ -384,6 +382,148 @@ fn field(s: &mut String, indent: &str, label: &str, text: &str) {
     }
 }
 
+/// Whether agentest learned of a tool call from the agent's spans rather than its reply.
+pub(crate) fn traced(call: &crate::protocol::ToolCall) -> bool {
+    call.source.as_deref() == Some("trace")
+}
+
+/// A tool call on one line: `name(arguments) -> result !! error: why`.
+pub(crate) fn tool_call_text(c: &crate::protocol::ToolCall) -> String {
+    let mut line = format!("{}({})", c.name, compact_json(&c.arguments));
+    if let Some(r) = &c.result {
+        let _ = write!(line, " -> {}", compact_json(r));
+    }
+    if let Some(e) = &c.error {
+        let _ = write!(line, " !! error: {}", compact_json(e));
+    }
+    line
+}
+
+/// How reports label a tool call: `tool call`, or `tool call (from trace)`.
+pub(crate) fn tool_call_label(call: &crate::protocol::ToolCall) -> &'static str {
+    if traced(call) {
+        "tool call (from trace)"
+    } else {
+        "tool call"
+    }
+}
+
+/// One span of a turn's tree, in the order the tree lists them (depth first), with what
+/// it stands for.
+pub(crate) struct SpanRow<'a> {
+    /// 0 for a root.
+    pub(crate) depth: usize,
+    /// The span.
+    pub(crate) node: &'a SpanNode,
+    /// Tool, model call or other.
+    pub(crate) role: SpanRole,
+    /// `tool get_weather`, `model gpt-4o tokens 12/5`, or empty.
+    pub(crate) detail: String,
+}
+
+/// A turn's span tree, flattened depth first.
+pub(crate) fn span_rows(spans: &[SpanNode]) -> Vec<SpanRow<'_>> {
+    fn walk<'a>(nodes: &'a [SpanNode], depth: usize, out: &mut Vec<SpanRow<'a>>) {
+        for node in nodes {
+            let (role, detail) = (node.role, node.label.clone());
+            out.push(SpanRow {
+                depth,
+                node,
+                role,
+                detail,
+            });
+            walk(&node.children, depth + 1, out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(spans, 0, &mut out);
+    out
+}
+
+/// A turn's spans counted: `6 spans (2 tools, 2 model calls)`; `None` without spans.
+pub(crate) fn spans_count(spans: &[SpanNode]) -> Option<String> {
+    if spans.is_empty() {
+        return None;
+    }
+    let rows = span_rows(spans);
+    let of = |role| rows.iter().filter(|r| r.role == role).count();
+    let plural = |n: usize, one: &str, many: &str| {
+        if n == 1 {
+            format!("1 {one}")
+        } else {
+            format!("{n} {many}")
+        }
+    };
+    Some(format!(
+        "{} ({}, {})",
+        plural(rows.len(), "span", "spans"),
+        plural(of(SpanRole::Tool), "tool", "tools"),
+        plural(of(SpanRole::Model), "model call", "model calls")
+    ))
+}
+
+/// When a turn's last span ended, from its first span's start: the waterfall's width.
+pub(crate) fn spans_end_ms(spans: &[SpanNode]) -> u64 {
+    span_rows(spans)
+        .iter()
+        .map(|r| r.node.start_ms.saturating_add(r.node.duration_ms))
+        .max()
+        .unwrap_or(0)
+}
+
+/// A span's name for one line: line breaks as spaces, cut to 200 characters.
+pub(crate) fn span_name(node: &SpanNode) -> String {
+    let one_line: String = node
+        .name
+        .chars()
+        .map(|c| {
+            if matches!(c, '\n' | '\r' | '\t') {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect();
+    first_line(&one_line, 200)
+}
+
+/// A span's status for one line (`error: no such city`), cut to 200 characters; `None`
+/// when unset.
+pub(crate) fn span_status(node: &SpanNode) -> Option<String> {
+    node.status
+        .as_deref()
+        .map(|s| first_line(&s.replace(['\n', '\r'], " "), 200))
+}
+
+/// One span on a line: `execute_tool get_weather (3ms at +12ms) · error: no such city ·
+/// tool get_weather`.
+pub(crate) fn span_line(row: &SpanRow<'_>) -> String {
+    let mut line = format!(
+        "{} ({} at +{})",
+        span_name(row.node),
+        secs(row.node.duration_ms),
+        secs(row.node.start_ms)
+    );
+    if let Some(status) = span_status(row.node) {
+        let _ = write!(line, " · {status}");
+    }
+    if !row.detail.is_empty() {
+        let _ = write!(line, " · {}", row.detail);
+    }
+    line
+}
+
+/// A turn's span tree as indented text, one span a line, two spaces a level under
+/// `indent`, then its `spans_note`.
+pub(crate) fn span_tree_text(s: &mut String, indent: &str, t: &TurnReport) {
+    for row in span_rows(&t.spans) {
+        let _ = writeln!(s, "{indent}{}{}", "  ".repeat(row.depth), span_line(&row));
+    }
+    if let Some(note) = &t.spans_note {
+        let _ = writeln!(s, "{indent}({})", first_line(note, 300));
+    }
+}
+
 /// Whether the case's error is what its failing turn already shows: `turn N: ` and
 /// the turn's own error word for word, or a failed assertion's label (shown with its
 /// message). Each fact is said once, and nothing the turn does not show is dropped.
@@ -405,6 +545,58 @@ pub(crate) fn shown_with_its_turn(r: &CaseReport, error: &str) -> bool {
                 .any(|a| !a.passed && rest.starts_with(&a.label)),
         }
     })
+}
+
+/// A failed case whose agent was traced, for the renderers' unit tests: one turn with a
+/// tool call read from its spans (`get_weather`, which failed) and one its reply listed,
+/// tokens from its model span, and a span tree of four (an agent span over a model call,
+/// the tool and a span whose name and attribute are markup), two more left out.
+#[cfg(test)]
+pub(crate) fn traced_sample() -> CaseReport {
+    serde_json::from_value(serde_json::json!({
+        "id": "weather", "name": "weather", "suite": "traced", "trial": "traced::weather",
+        "status": "failed", "mode": "single", "agent": "default",
+        "turns": [{
+            "turn": 1, "input": "weather in Paris", "input_source": "static",
+            "output": "Sunny in Paris.",
+            "tool_calls": [
+                {"name": "lookup", "arguments": {"q": "Paris"}},
+                {"name": "get_weather", "arguments": {"city": "Paris"},
+                 "error": "no such city", "source": "trace"}
+            ],
+            "spans": [{
+                "name": "invoke_agent weather", "kind": "internal", "start_ms": 0,
+                "duration_ms": 200, "status": "ok",
+                "children": [
+                    {"name": "chat gpt-4o", "kind": "client", "start_ms": 5, "duration_ms": 50,
+                     "role": "model", "label": "model gpt-4o tokens 12/5",
+                     "attributes": {"gen_ai.operation.name": "chat",
+                                    "gen_ai.request.model": "gpt-4o",
+                                    "gen_ai.usage.input_tokens": 12,
+                                    "gen_ai.usage.output_tokens": 5}},
+                    {"name": "execute_tool get_weather", "start_ms": 60, "duration_ms": 100,
+                     "status": "error: no such city",
+                     "role": "tool",
+                     "attributes": {"gen_ai.operation.name": "execute_tool",
+                                    "gen_ai.tool.name": "get_weather",
+                                    "gen_ai.tool.call.arguments": "{\"city\":\"Paris\"}"}},
+                    {"name": "<script>alert(1)</script>", "start_ms": 170, "duration_ms": 10,
+                     "attributes": {"note": "<img src=x onerror=alert(2)>"}}
+                ]
+            }],
+            "spans_note": "2 spans not kept (over [traces] max_spans)",
+            "usage_traced": true,
+            "usage": {"input_tokens": 12, "output_tokens": 5},
+            "awaiting_input": false,
+            "assertions": [{"type": "tool_called", "value": "book_flight", "passed": false,
+                            "label": "tool_called \"book_flight\"",
+                            "message": "expected a call to \"book_flight\"; called: lookup, get_weather"}],
+            "duration_ms": 230
+        }],
+        "total_turns": 1, "duration_ms": 240, "location": "traced.jsonl:1:1",
+        "error": "turn 1: tool_called \"book_flight\": expected a call to \"book_flight\""
+    }))
+    .expect("traced sample record")
 }
 
 /// Records of a small run, for the renderers' unit tests: a pass with a tool call, a
@@ -449,6 +641,63 @@ mod tests {
     use crate::record::{parse_jsonl, rfc3339, Format};
     use std::path::Path;
     use std::time::{Duration, UNIX_EPOCH};
+
+    /// A traced turn's span tree as text: depth-first, two spaces a level, durations,
+    /// start offsets, status and the model a span stands for; then what was left out.
+    #[test]
+    fn span_tree_as_text() {
+        let c = traced_sample();
+        let t = &c.turns[0];
+        assert_eq!(
+            spans_count(&t.spans).as_deref(),
+            Some("4 spans (1 tool, 1 model call)")
+        );
+        assert_eq!(spans_count(&[]), None);
+        assert_eq!(spans_end_ms(&t.spans), 200);
+        let mut s = String::new();
+        span_tree_text(&mut s, "  ", t);
+        assert_eq!(
+            s,
+            "  invoke_agent weather (200ms at +0ms) · ok\n\
+             \x20   chat gpt-4o (50ms at +5ms) · model gpt-4o tokens 12/5\n\
+             \x20   execute_tool get_weather (100ms at +60ms) · error: no such city\n\
+             \x20   <script>alert(1)</script> (10ms at +170ms)\n\
+             \x20 (2 spans not kept (over [traces] max_spans))\n"
+        );
+        // A tool span's label (its tool, when its name does not say it, as the trace
+        // reader writes it) follows; a name's line breaks go.
+        let mut node = t.spans[0].children[1].clone();
+        node.name = "run\ntool".into();
+        node.label = "tool get_weather".into();
+        node.status = None;
+        let rows = span_rows(std::slice::from_ref(&node));
+        assert_eq!(
+            span_line(&rows[0]),
+            "run tool (100ms at +60ms) · tool get_weather"
+        );
+    }
+
+    /// The transcript marks the calls read from spans and counts the spans.
+    #[test]
+    fn transcript_marks_traced_calls() {
+        let text = transcript(&traced_sample());
+        assert!(
+            text.contains("\n  tool call: lookup({\"q\":\"Paris\"})\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "\n  tool call (from trace): get_weather({\"city\":\"Paris\"}) !! error: no such city\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n  trace: 4 spans (1 tool, 1 model call)\n"),
+            "{text}"
+        );
+        // Times and names of spans are not in the transcript: the tree is shown apart.
+        assert!(!text.contains("chat gpt-4o"), "{text}");
+    }
 
     #[test]
     fn rfc3339_formats_utc() {

@@ -4,7 +4,10 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::common::{clean, first_line, sorted, total_ms, transcript};
+use super::common::{
+    clean, first_line, sorted, span_tree_text, spans_count, tool_call_label, tool_call_text,
+    total_ms, traced, transcript,
+};
 use crate::record::RunInfo;
 use crate::record::{CaseReport, Status, Summary};
 
@@ -21,6 +24,7 @@ use crate::record::{CaseReport, Status, Summary};
 ///       <flakyFailure message="repeat N: ...">transcript</flakyFailure>     a passing
 ///                                           repeated case's failed repeats (nextest's form)
 ///       <rerunFailure message="repeat N: ...">transcript</rerunFailure>     a failing one's
+///       <system-out>span trees</system-out>                                 traced turns
 ///     </testcase>
 ///   </testsuite>
 /// </testsuites>
@@ -30,8 +34,12 @@ use crate::record::{CaseReport, Status, Summary};
 /// (a timeout is a failure), so each suite's attributes add up to the root's. A suite's
 /// `time` is the sum of its cases' durations; the root's is the run's wall time. The
 /// timestamp is the run's start without its zone (UTC), as the JUnit schema wants it.
-/// Text is plain: ANSI escapes are removed and characters XML 1.0 forbids are replaced
-/// by U+FFFD.
+/// A case whose agent was traced has a `<system-out>`: for each traced turn its span
+/// count, the tool calls read from its spans (`tool call (from trace): ...`) and its
+/// span tree, one span a line, indented by depth, with duration, start offset, status and
+/// the tool or model it stands for. Tool calls read from spans are marked `(from trace)`
+/// in the transcripts too. Text is plain: ANSI escapes are removed and characters XML 1.0
+/// forbids are replaced by U+FFFD.
 pub fn render(run: &RunInfo, summary: &Summary, cases: &[CaseReport]) -> String {
     let mut suites: BTreeMap<&str, Vec<&CaseReport>> = BTreeMap::new();
     for c in sorted(cases) {
@@ -122,11 +130,13 @@ fn testcase(s: &mut String, c: &CaseReport) {
             );
         }
     };
+    let out = system_out(c);
     match c.status {
-        Status::Passed if others.is_empty() => {
+        Status::Passed if others.is_empty() && out.is_none() => {
             s.push_str("/>\n");
             return;
         }
+        Status::Passed if others.is_empty() => s.push_str(">\n"),
         Status::Passed => {
             s.push_str(">\n");
             reruns(s, "flaky", false);
@@ -153,7 +163,31 @@ fn testcase(s: &mut String, c: &CaseReport) {
             reruns(s, "rerun", true);
         }
     }
+    if let Some(out) = out {
+        let _ = writeln!(s, "      <system-out>{}</system-out>", text(&out));
+    }
     s.push_str("    </testcase>\n");
+}
+
+/// What the agent's traces showed, for `<system-out>`: per traced turn, its span count,
+/// the tool calls read from its spans, and its span tree (indented, with durations,
+/// start offsets, status and the tool or model each span stands for); `None` when no
+/// turn was traced.
+fn system_out(c: &CaseReport) -> Option<String> {
+    let mut s = String::new();
+    for t in &c.turns {
+        let calls: Vec<_> = t.tool_calls.iter().filter(|c| traced(c)).collect();
+        if t.spans.is_empty() && calls.is_empty() && t.spans_note.is_none() {
+            continue;
+        }
+        let count = spans_count(&t.spans).unwrap_or_else(|| "no spans".into());
+        let _ = writeln!(s, "turn {} · trace: {count}", t.turn);
+        for call in calls {
+            let _ = writeln!(s, "  {}: {}", tool_call_label(call), tool_call_text(call));
+        }
+        span_tree_text(&mut s, "  ", t);
+    }
+    (!s.is_empty()).then(|| s.trim_end().to_string())
 }
 
 /// Cases by outcome, as JUnit counts them.
@@ -410,6 +444,56 @@ mod tests {
             .find(|e| e.0 == "error" && e.2.starts_with("flow::crash"))
             .unwrap();
         assert!(error.2.contains("agent process exited"), "{}", error.2);
+    }
+
+    /// A traced case's testcase has a `<system-out>` with its traced calls and span tree,
+    /// after its failure (whose transcript marks the traced call); a passing traced case
+    /// has one too. Span names are escaped like the rest.
+    #[test]
+    fn span_tree_in_system_out() {
+        let (run, summary, _) = sample();
+        let failed = crate::record::format::common::traced_sample();
+        let mut passed = failed.clone();
+        passed.id = "calm".into();
+        passed.trial = "traced::calm".into();
+        passed.status = Status::Passed;
+        passed.error = None;
+        let xml = render(&run, &summary, &[failed, passed]);
+        assert!(!xml.contains("<script>"), "{xml}");
+        let els = elements(&xml);
+        let els: Vec<&Element> = els
+            .iter()
+            .filter(|e| matches!(e.0.as_str(), "testcase" | "failure" | "system-out"))
+            .collect();
+        let names: Vec<&str> = els.iter().map(|e| e.0.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "testcase",
+                "system-out",
+                "testcase",
+                "failure",
+                "system-out"
+            ],
+            "{xml}"
+        );
+        let expected = "turn 1 · trace: 4 spans (1 tool, 1 model call)\n\
+             \x20 tool call (from trace): get_weather({\"city\":\"Paris\"}) !! error: no such city\n\
+             \x20 invoke_agent weather (200ms at +0ms) · ok\n\
+             \x20   chat gpt-4o (50ms at +5ms) · model gpt-4o tokens 12/5\n\
+             \x20   execute_tool get_weather (100ms at +60ms) · error: no such city\n\
+             \x20   <script>alert(1)</script> (10ms at +170ms)\n\
+             \x20 (2 spans not kept (over [traces] max_spans))";
+        assert_eq!(els[1].2, expected);
+        assert_eq!(els[4].2, expected);
+        assert!(els[3]
+            .2
+            .contains("tool call (from trace): get_weather({\"city\":\"Paris\"})"));
+        assert!(els[3].2.contains("tool call: lookup({\"q\":\"Paris\"})"));
+        // An untraced passing case stays one empty element.
+        let (run, summary, cases) = sample();
+        assert!(render(&run, &summary, &cases)
+            .contains("<testcase name=\"policy\" classname=\"expense\" time=\"0.015\"/>"));
     }
 
     #[test]

@@ -4,17 +4,20 @@
 use std::fmt::Write;
 
 use super::common::{
-    avg_turns, clean, command_line, first_line, is_failing, secs, sorted, status_name, summary_for,
-    tokens_line, transcript, turns_label,
+    avg_turns, clean, command_line, first_line, is_failing, secs, sorted, span_name, span_rows,
+    span_status, spans_count, status_name, summary_for, tokens_line, tool_call_label,
+    tool_call_text, traced, transcript, turns_label,
 };
 use crate::record::RunInfo;
-use crate::record::{CaseReport, Status, Summary};
+use crate::record::{CaseReport, Status, Summary, TurnReport};
 
 /// Markdown: a title with the verdict, the run's environment, a counts table, a table of
 /// every case (status, trial, name, mode, turns, duration; sorted by trial name), then
 /// for every failed, errored or timed-out case its transcript (each turn's input, reply,
 /// tool calls, assertion verdicts with the failures' messages, checkpoints, error) in a
-/// fenced block, and the skipped cases with their reasons. User text outside fenced
+/// fenced block followed by each traced turn's span tree as a nested list, the span
+/// trees of the other traced cases (with the tool calls read from their spans, marked
+/// "from trace"), and the skipped cases with their reasons. User text outside fenced
 /// blocks is escaped, so a reply cannot add markup; ANSI escapes are removed.
 pub fn render(run: &RunInfo, summary: &Summary, cases: &[CaseReport]) -> String {
     let sum = summary_for(run, summary, cases);
@@ -169,6 +172,24 @@ pub fn render(run: &RunInfo, summary: &Summary, cases: &[CaseReport]) -> String 
                 let _ = writeln!(s, "Repeats: {}\n", inline(&line));
             }
             let _ = writeln!(s, "{}\n", fenced(&transcript(c)));
+            for t in &c.turns {
+                trace_block(&mut s, t, false);
+            }
+        }
+    }
+
+    // The other cases' traces: a failed case's are with its transcript.
+    let traced: Vec<&&CaseReport> = cases
+        .iter()
+        .filter(|c| !is_failing(c.status) && c.turns.iter().any(has_trace))
+        .collect();
+    if !traced.is_empty() {
+        let _ = writeln!(s, "## Traces\n");
+        for c in traced {
+            let _ = writeln!(s, "### {} {}\n", icon(c.status), inline(&c.trial));
+            for t in &c.turns {
+                trace_block(&mut s, t, true);
+            }
         }
     }
 
@@ -191,6 +212,61 @@ pub fn render(run: &RunInfo, summary: &Summary, cases: &[CaseReport]) -> String 
     let mut s = s.trim_end().to_string();
     s.push('\n');
     s
+}
+
+/// Whether a turn has anything from the agent's traces to show.
+fn has_trace(t: &TurnReport) -> bool {
+    !t.spans.is_empty() || t.spans_note.is_some() || t.tool_calls.iter().any(traced)
+}
+
+/// A traced turn's span tree as a nested list, each span an item under its parent
+/// (name, duration, start offset, status, and the tool or model it stands for), after a
+/// line with its count; with `calls`, the tool calls read from its spans before it.
+fn trace_block(s: &mut String, t: &TurnReport, calls: bool) {
+    if !has_trace(t) {
+        return;
+    }
+    let count = spans_count(&t.spans).unwrap_or_else(|| "no spans".into());
+    let _ = writeln!(s, "**Turn {}** · trace: {}\n", t.turn, inline(&count));
+    if calls {
+        for c in t.tool_calls.iter().filter(|c| traced(c)) {
+            let _ = writeln!(
+                s,
+                "{}: {}\n",
+                inline(tool_call_label(c)),
+                code(&first_line(&tool_call_text(c), 300))
+            );
+        }
+    }
+    let rows = span_rows(&t.spans);
+    for row in &rows {
+        let mut line = format!(
+            "{}- {} {} at +{}",
+            "  ".repeat(row.depth),
+            code(&span_name(row.node)),
+            secs(row.node.duration_ms),
+            secs(row.node.start_ms)
+        );
+        match span_status(row.node) {
+            Some(status) if status.starts_with("error") => {
+                let _ = write!(line, " · **{}**", inline(&status));
+            }
+            Some(status) => {
+                let _ = write!(line, " · {}", inline(&status));
+            }
+            None => {}
+        }
+        if !row.detail.is_empty() {
+            let _ = write!(line, " · {}", inline(&row.detail));
+        }
+        let _ = writeln!(s, "{line}");
+    }
+    if !rows.is_empty() {
+        s.push('\n');
+    }
+    if let Some(note) = &t.spans_note {
+        let _ = writeln!(s, "_{}_\n", inline(&first_line(note, 300)));
+    }
 }
 
 fn icon(status: Status) -> &'static str {
@@ -304,6 +380,53 @@ mod tests {
         );
         assert!(!md.contains('\u{1b}'));
         assert!(md.ends_with("```\n\n## Skipped\n\n- flow::later: skip: true in the case\n"));
+    }
+
+    /// A failed traced case's spans follow its transcript as a nested list; a passing
+    /// one's are under Traces with the calls read from them. Markup in span names is in
+    /// code spans, and in other text escaped.
+    #[test]
+    fn span_trees_as_lists() {
+        let (run, summary, _) = sample();
+        let failed = crate::record::format::common::traced_sample();
+        let mut passed = failed.clone();
+        passed.id = "calm".into();
+        passed.trial = "traced::calm".into();
+        passed.status = Status::Passed;
+        passed.error = None;
+        let md = render(&run, &summary, &[failed, passed]);
+        let tree = "**Turn 1** · trace: 4 spans (1 tool, 1 model call)\n\n";
+        let list = "- `invoke_agent weather` 200ms at +0ms · ok\n\
+             \x20 - `chat gpt-4o` 50ms at +5ms · model gpt-4o tokens 12/5\n\
+             \x20 - `execute_tool get_weather` 100ms at +60ms · **error: no such city**\n\
+             \x20 - `<script>alert(1)</script>` 10ms at +170ms\n\n\
+             _2 spans not kept (over \\[traces\\] max\\_spans)_\n";
+        assert!(
+            md.contains(
+                "  tool call (from trace): get_weather({\"city\":\"Paris\"}) !! error: no such city\n  trace: 4 spans (1 tool, 1 model call)\n"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains(&format!("\n```\n\n{tree}{list}\n## Traces\n")),
+            "the failure's tree after its transcript: {md}"
+        );
+        assert!(
+            md.contains(&format!(
+                "## Traces\n\n### ✅ traced::calm\n\n{tree}\
+                 tool call (from trace): `get_weather({{\"city\":\"Paris\"}}) !! error: no such city`\n\n{list}"
+            )),
+            "{md}"
+        );
+        assert!(!md.contains("### ❌ traced::weather\n\n**Turn"), "{md}");
+        assert_eq!(
+            md.matches("<script>").count(),
+            2,
+            "only in code spans: {md}"
+        );
+        // Without traces, no Traces section.
+        let (run, summary, cases) = sample();
+        assert!(!render(&run, &summary, &cases).contains("## Traces"));
     }
 
     #[test]

@@ -81,11 +81,22 @@ fn write_turn(s: &mut String, t: &TurnReport) {
         let _ = writeln!(s, "  reply: {}", quote(&value_text(&t.output)));
     }
     for c in &t.tool_calls {
-        let mut line = format!("  tool call: {}({})", c.name, compact(&c.arguments_json()));
+        let mut line = format!(
+            "  {}: {}({})",
+            crate::record::format::common::tool_call_label(c),
+            c.name,
+            compact(&c.arguments_json())
+        );
         if let Some(r) = &c.result {
             let _ = write!(line, " -> {}", compact(r));
         }
+        if let Some(e) = &c.error {
+            let _ = write!(line, " !! error: {}", compact(e));
+        }
         let _ = writeln!(s, "{line}");
+    }
+    if let Some(count) = crate::record::format::common::spans_count(&t.spans) {
+        let _ = writeln!(s, "  trace: {count}");
     }
     if let Some(d) = &t.data {
         let _ = writeln!(s, "  data: {}", compact(d));
@@ -138,6 +149,18 @@ mod tests {
             "{message}"
         );
         assert_eq!(message.matches("exit status: 3").count(), 2, "{message}");
+    }
+
+    /// A call read from spans is marked, with its error; the turn's spans are counted.
+    #[test]
+    fn traced_calls_are_marked() {
+        let message = failure_message(&crate::record::format::common::traced_sample());
+        assert!(
+            message.contains(
+                "\n  tool call: lookup({\"q\":\"Paris\"})\n  tool call (from trace): get_weather({\"city\":\"Paris\"}) !! error: \"no such city\"\n  trace: 4 spans (1 tool, 1 model call)\n"
+            ),
+            "{message}"
+        );
     }
 
     /// A judge that cannot judge: its error once, with the assertion it stopped.

@@ -84,7 +84,12 @@ pub(crate) async fn exchange(
                 first_token_ms: first_token_ms.min(duration_ms),
                 reply_ms: duration_ms,
             };
-            Ok((r.value, latency))
+            let mut reply = r.value;
+            // The spans the agent exported for the turn (when they are read) join its
+            // reply; the time they take to settle is not the agent's reply time.
+            *phase = format!("waiting for the spans of turn {}", request.turn);
+            session.read_spans(&mut reply).await;
+            Ok((reply, latency))
         }
         Err(e) => {
             let turn = request.turn;
@@ -119,6 +124,9 @@ pub(crate) fn replied_turn(
         actions: reply.actions.clone(),
         thought: reply.thought.clone(),
         files: reply.files.clone(),
+        spans: reply.spans.clone(),
+        spans_note: spans_note(reply),
+        usage_traced: reply.usage_traced,
         awaiting_input: awaiting,
         awaiting_reason: Some(reason),
         data: reply.data.clone(),
@@ -128,6 +136,24 @@ pub(crate) fn replied_turn(
         truncated: reply.truncated == Some(true),
         ..TurnReport::default()
     }
+}
+
+/// What the turn record says of spans not kept or not settled.
+fn spans_note(reply: &Reply) -> Option<String> {
+    let mut notes = Vec::new();
+    if reply.spans_omitted > 0 {
+        notes.push(format!(
+            "{} span(s) not kept (over [traces] max_spans or the size limit)",
+            reply.spans_omitted
+        ));
+    }
+    if reply.spans_incomplete {
+        notes.push(
+            "the spans had not settled when [traces] settle_max ran out; some may be missing"
+                .to_string(),
+        );
+    }
+    (!notes.is_empty()).then(|| notes.join("; "))
 }
 
 /// The record of a turn the agent did not answer.

@@ -173,6 +173,7 @@ pub(crate) async fn helper_session(
         trace: Default::default(),
         workdir: None,
         source_llms: None,
+        tracer: None,
     };
     let session = def
         .start(&scope)

@@ -7,7 +7,9 @@ mod tools;
 use compile::compile_path;
 pub(crate) use compile::compile_regex;
 use judge::parse_judge;
-use tools::{parse_tool_called, parse_tool_result};
+use tools::{
+    parse_span, parse_tool_called, parse_tool_count, parse_tool_result, parse_tool_sequence,
+};
 
 use serde_json::{Map, Value};
 
@@ -43,6 +45,9 @@ enum TypeName {
     Type,
     ToolCalled,
     ToolResult,
+    ToolSequence,
+    ToolCount,
+    Span,
     Script,
     Latency,
     Agent,
@@ -80,6 +85,9 @@ impl TypeName {
             "type" => TypeName::Type,
             "tool_called" => TypeName::ToolCalled,
             "tool_result" => TypeName::ToolResult,
+            "tool_sequence" => TypeName::ToolSequence,
+            "tool_count" => TypeName::ToolCount,
+            "span" => TypeName::Span,
             "script" => TypeName::Script,
             "latency" => TypeName::Latency,
             "agent" => TypeName::Agent,
@@ -108,6 +116,9 @@ impl TypeName {
             TypeName::Type => "type",
             TypeName::ToolCalled => "tool_called",
             TypeName::ToolResult => "tool_result",
+            TypeName::ToolSequence => "tool_sequence",
+            TypeName::ToolCount => "tool_count",
+            TypeName::Span => "span",
             TypeName::Script => "script",
             TypeName::Latency => "latency",
             TypeName::Agent => "agent",
@@ -125,6 +136,17 @@ impl TypeName {
             TypeName::Type => &["value", "path"],
             TypeName::ToolCalled => &["name", "value", "arguments"],
             TypeName::ToolResult => &["value", "tool", "result"],
+            TypeName::ToolSequence => &["value", "strict", "scope"],
+            TypeName::ToolCount => &["name", "value", "min", "max", "scope"],
+            TypeName::Span => &[
+                "name",
+                "attributes",
+                "status",
+                "max_duration_ms",
+                "count",
+                "min_count",
+                "max_count",
+            ],
             TypeName::Script => &["use", "options", "value", "metadata"],
             TypeName::Latency => &["max_ms", "max_first_token_ms"],
             TypeName::Agent => &[
@@ -205,6 +227,9 @@ fn parse_one(v: &Value, path: &str) -> Result<Assertion, FieldError> {
         TypeName::Type => parse_type(&obj, path)?,
         TypeName::ToolCalled => parse_tool_called(&obj, path)?,
         TypeName::ToolResult => parse_tool_result(&obj, path)?,
+        TypeName::ToolSequence => parse_tool_sequence(&obj, path)?,
+        TypeName::ToolCount => parse_tool_count(&obj, path)?,
+        TypeName::Span => parse_span(&obj, path)?,
         TypeName::Script => parse_script(&obj, path)?,
         TypeName::Latency => parse_latency(&obj, path)?,
         TypeName::Agent | TypeName::LlmJudge => parse_judge(&obj, path, type_name.name())?,
@@ -318,23 +343,38 @@ fn parse_script(obj: &Map<String, Value>, path: &str) -> Result<Kind, FieldError
     })
 }
 
+/// `obj[key]` as a whole number, when given; `expected` says what it must be.
+pub(super) fn opt_whole(
+    obj: &Map<String, Value>,
+    key: &str,
+    path: &str,
+    expected: &str,
+) -> Result<Option<u64>, FieldError> {
+    match obj.get(key) {
+        None => Ok(None),
+        Some(Value::Number(n)) if n.as_u64().is_some() => Ok(n.as_u64()),
+        Some(other) => Err(FieldError::new(
+            join(path, key),
+            format!(
+                "expected {expected} found {}",
+                match other {
+                    Value::Number(n) => n.to_string(),
+                    other => type_of(other).to_string(),
+                }
+            ),
+        )),
+    }
+}
+
 /// `latency`: `max_ms`, `max_first_token_ms` or both, whole milliseconds.
 fn parse_latency(obj: &Map<String, Value>, path: &str) -> Result<Kind, FieldError> {
-    let ms = |key: &str| -> Result<Option<u64>, FieldError> {
-        match obj.get(key) {
-            None => Ok(None),
-            Some(Value::Number(n)) if n.as_u64().is_some() => Ok(n.as_u64()),
-            Some(other) => Err(FieldError::new(
-                join(path, key),
-                format!(
-                    "expected a whole number of milliseconds (0 or more), such as 2000; found {}",
-                    match other {
-                        Value::Number(n) => n.to_string(),
-                        other => type_of(other).to_string(),
-                    }
-                ),
-            )),
-        }
+    let ms = |key: &str| {
+        opt_whole(
+            obj,
+            key,
+            path,
+            "a whole number of milliseconds (0 or more), such as 2000;",
+        )
     };
     let (max_ms, max_first_token_ms) = (ms("max_ms")?, ms("max_first_token_ms")?);
     if max_ms.is_none() && max_first_token_ms.is_none() {

@@ -1,7 +1,8 @@
-//! Tool assertions: `tool_called` and `tool_result`, and the subset matchers they use.
+//! Tool assertions: `tool_called`, `tool_result`, `tool_sequence` and `tool_count`, and
+//! the subset matchers they use.
 
 use super::compile::compile_regex;
-use crate::case::{Kind, ValueMatcher};
+use crate::case::{Kind, SpanCount, SpanStatusWanted, ToolScope, ValueMatcher};
 use crate::errors::FieldError;
 use crate::source::fields::{check_keys, index, join, opt_str};
 use crate::util::type_of;
@@ -129,4 +130,158 @@ pub(super) fn contains_pattern(v: &Value) -> bool {
         Value::Object(m) => m.values().any(contains_pattern),
         _ => false,
     }
+}
+
+/// `scope`: `"turn"` (default) or `"conversation"`.
+fn parse_scope(obj: &Map<String, Value>, path: &str) -> Result<ToolScope, FieldError> {
+    match opt_str(obj, "scope", path)?.as_deref() {
+        None | Some("turn") => Ok(ToolScope::Turn),
+        Some("conversation") => Ok(ToolScope::Conversation),
+        Some(other) => Err(FieldError::new(
+            join(path, "scope"),
+            format!("expected \"turn\" (the reply's calls) or \"conversation\" (every call so far), found \"{other}\""),
+        )),
+    }
+}
+
+/// `tool_sequence`: `value`, the tool names in order; `strict`; `scope`.
+pub(super) fn parse_tool_sequence(
+    obj: &Map<String, Value>,
+    path: &str,
+) -> Result<Kind, FieldError> {
+    let vpath = join(path, "value");
+    let names = match obj.get("value") {
+        Some(Value::Array(items)) if !items.is_empty() => items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| match item {
+                Value::String(s) if !s.is_empty() => Ok(s.clone()),
+                other => Err(FieldError::new(
+                    index(&vpath, i),
+                    format!("expected a tool name, found {}", type_of(other)),
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        Some(other) => {
+            return Err(FieldError::new(
+                vpath,
+                format!(
+                    "expected the tool names in order, like [\"search\", \"book\"], found {}",
+                    match other {
+                        Value::Array(_) => "an empty array".to_string(),
+                        other => type_of(other).to_string(),
+                    }
+                ),
+            ))
+        }
+        None => {
+            return Err(FieldError::new(
+                vpath,
+                "a `tool_sequence` assertion needs `value`: the tool names in order, like [\"search\", \"book\"]",
+            ))
+        }
+    };
+    let strict = crate::source::fields::opt_bool(obj, "strict", path)?.unwrap_or(false);
+    Ok(Kind::ToolSequence {
+        names,
+        strict,
+        scope: parse_scope(obj, path)?,
+    })
+}
+
+/// `tool_count`: `name` (or `value`; none counts every call), `min`, `max`, `scope`.
+pub(super) fn parse_tool_count(obj: &Map<String, Value>, path: &str) -> Result<Kind, FieldError> {
+    if obj.contains_key("name") && obj.contains_key("value") {
+        return Err(FieldError::new(
+            join(path, "value"),
+            "give the tool as `name` or `value`, not both",
+        ));
+    }
+    let name = match opt_str(obj, "name", path)? {
+        Some(n) => Some(n),
+        None => opt_str(obj, "value", path)?,
+    };
+    let bound =
+        |key: &str| super::opt_whole(obj, key, path, "a whole number of calls (0 or more),");
+    let (min, max) = (bound("min")?, bound("max")?);
+    match (min, max) {
+        (None, None) => Err(FieldError::new(
+            join(path, "min"),
+            "a `tool_count` assertion needs `min`, `max` or both (`min: 1, max: 1` for exactly once)",
+        )),
+        (Some(lo), Some(hi)) if lo > hi => Err(FieldError::new(
+            join(path, "max"),
+            format!("`max` ({hi}) is below `min` ({lo}): no count can hold"),
+        )),
+        _ => Ok(Kind::ToolCount {
+            name,
+            min,
+            max,
+            scope: parse_scope(obj, path)?,
+        }),
+    }
+}
+
+/// `span`: `name` (a regex), `attributes` (a subset), `status`, `max_duration_ms`, and
+/// `count` or `min_count` / `max_count` (default: at least one).
+pub(super) fn parse_span(obj: &Map<String, Value>, path: &str) -> Result<Kind, FieldError> {
+    let name = match opt_str(obj, "name", path)? {
+        Some(pattern) => Some(compile_regex(&pattern, &join(path, "name"))?),
+        None => None,
+    };
+    let attributes = match obj.get("attributes") {
+        None => None,
+        Some(v @ Value::Object(_)) => Some(v.clone()),
+        Some(other) => {
+            return Err(FieldError::new(
+                join(path, "attributes"),
+                format!(
+                    "expected an object of attributes the span must hold, like {{\"gen_ai.tool.name\": \"search\"}}, found {}",
+                    type_of(other)
+                ),
+            ))
+        }
+    };
+    let status = match opt_str(obj, "status", path)?.as_deref() {
+        None => None,
+        Some("ok") => Some(SpanStatusWanted::Ok),
+        Some("error") => Some(SpanStatusWanted::Error),
+        Some("unset") => Some(SpanStatusWanted::Unset),
+        Some(other) => {
+            return Err(FieldError::new(
+                join(path, "status"),
+                format!("expected \"ok\", \"error\" or \"unset\", found \"{other}\""),
+            ))
+        }
+    };
+    let number = |key: &str| super::opt_whole(obj, key, path, "a whole number (0 or more),");
+    let count = match (number("count")?, number("min_count")?, number("max_count")?) {
+        (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
+            return Err(FieldError::new(
+                join(path, "count"),
+                "give `count` (exactly) or `min_count` / `max_count`, not both",
+            ))
+        }
+        (Some(n), None, None) => SpanCount {
+            min: n,
+            max: Some(n),
+        },
+        (None, lo, hi) => {
+            let min = lo.unwrap_or(if hi.is_some() { 0 } else { 1 });
+            if let Some(hi) = hi.filter(|hi| *hi < min) {
+                return Err(FieldError::new(
+                    join(path, "max_count"),
+                    format!("`max_count` ({hi}) is below `min_count` ({min}): no count can hold"),
+                ));
+            }
+            SpanCount { min, max: hi }
+        }
+    };
+    Ok(Kind::Span {
+        name,
+        attributes,
+        status,
+        max_duration_ms: number("max_duration_ms")?,
+        count,
+    })
 }

@@ -630,10 +630,21 @@ impl PyServer {
     /// Runs the program at `script` with `python` (a venv's, say) and `args`, waiting
     /// for its port.
     pub fn with_python(python: &Path, script: &Path, args: &[&std::ffi::OsStr]) -> PyServer {
+        Self::with_python_env(python, script, args, &[])
+    }
+
+    /// [`PyServer::with_python`] with more environment variables.
+    pub fn with_python_env(
+        python: &Path,
+        script: &Path,
+        args: &[&std::ffi::OsStr],
+        env: &[(&str, &str)],
+    ) -> PyServer {
         let name = script.display();
         let mut child = Command::new(python)
             .arg(script)
             .args(args)
+            .envs(env.iter().copied())
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())

@@ -35,7 +35,12 @@ const STATUSES: [Status; 5] = [
 /// - for each case, on expanding its row (or opening `#case-N`), the conversation: user
 ///   messages on the right, agent replies on the left, tool calls with their arguments
 ///   and result or error, every assertion verdict (✓/✗ with its message), checkpoints
-///   reached, timings, and the failure, error or diff text in a `<pre>`.
+///   reached, timings, and the failure, error or diff text in a `<pre>`;
+/// - for each turn whose agent was traced, its spans as a waterfall in a collapsed
+///   `<details class="spans">`: a row per span (indented by depth; tool and model spans
+///   tagged; a failed one red) with a bar placed by its start and duration on the
+///   turn's time line, each opening to a table of its attributes; tool calls read from
+///   spans are marked "from trace", and tokens read from them "(traced)".
 ///
 /// All text is HTML-escaped, with ANSI escapes and control characters removed; no data is
 /// put inside the `<script>`.
@@ -484,6 +489,74 @@ mod tests {
         assert!(html.contains("<div class=\"problem-title\">Timed out</div>"));
         assert!(html.contains("<div class=\"problem-title\">Failed to load</div>"));
         assert!(html.contains("agent 12 in / 9 out") || html.contains("<td>agent</td><td>12</td>"));
+    }
+
+    /// A traced turn's waterfall: a collapsed `<details>` with one row per span, bars
+    /// placed on the turn's time line, rows indented by depth, tool and model rows
+    /// marked, a failed span's row red, attributes in a table; the traced call marked
+    /// in its bubble and the traced tokens said. Span names and attributes are escaped.
+    #[test]
+    fn waterfall_per_traced_turn() {
+        let (run, summary, _) = sample();
+        let html = render(
+            &run,
+            &summary,
+            &[crate::record::format::common::traced_sample()],
+        );
+        assert!(html.contains(
+            "<details class=\"spans\"><summary>Trace <span class=\"muted\">\
+             4 spans (1 tool, 1 model call) · 200ms</span></summary>"
+        ));
+        assert_eq!(html.matches("<details class=\"spans\">").count(), 1);
+        assert_eq!(html.matches("<details class=\"spans\" open").count(), 0);
+        // Rows, depth first, each with its bar: start / 200ms, duration / 200ms.
+        let bars: Vec<&str> = html
+            .match_indices("<span class=\"wf-bar\" style=\"")
+            .map(|(i, m)| {
+                let rest = &html[i + m.len()..];
+                &rest[..rest.find('"').unwrap()]
+            })
+            .collect();
+        assert_eq!(
+            bars,
+            [
+                "left:0.000%;width:100.000%",
+                "left:2.500%;width:25.000%",
+                "left:30.000%;width:50.000%",
+                "left:85.000%;width:5.000%"
+            ]
+        );
+        assert!(html.contains(
+            "<details class=\"wf-span\"><summary class=\"wf-row tool err\" \
+             title=\"execute_tool get_weather (100ms at +60ms)\"><span class=\"wf-name\" \
+             style=\"padding-left:14px\"><span class=\"wf-tag\">tool</span><span class=\"wf-n\">\
+             execute_tool get_weather</span> <span class=\"wf-st err\">error: no such city</span>"
+        ));
+        assert!(html.contains(
+            "<span class=\"wf-tag\">model</span><span class=\"wf-n\">chat gpt-4o</span> \
+             <span class=\"wf-d\">model gpt-4o tokens 12/5</span></span>"
+        ));
+        assert!(html.contains("<tr><th>gen_ai.usage.input_tokens</th><td>12</td></tr>"));
+        assert!(html.contains("<tr><th>kind</th><td>client</td></tr>"));
+        assert!(html.contains(
+            "<div class=\"note\">2 spans not kept (over [traces] max_spans)</div></details>"
+        ));
+        // The calls: only the traced one marked.
+        assert_eq!(html.matches("<span class=\"tool-src\"").count(), 1);
+        assert!(
+            html.contains("<code class=\"tool-name\">get_weather</code><span class=\"tool-src\"")
+        );
+        assert!(html.contains("12 in / 5 out tokens <span title=\"read from the agent's model spans\">(traced)</span>"));
+        // Escaped: the span named as a script and its attribute.
+        assert!(!html.contains("<script>alert(1)</script>"));
+        assert!(!html.contains("<img"));
+        assert!(html.contains("<span class=\"wf-n\">&lt;script&gt;alert(1)&lt;/script&gt;</span>"));
+        assert!(html.contains("title=\"&lt;script&gt;alert(1)&lt;/script&gt; (10ms at +170ms)\""));
+        assert!(html.contains("<td>&lt;img src=x onerror=alert(2)&gt;</td>"));
+        assert_eq!(html.matches("<script").count(), 1);
+        // An untraced run has no waterfall.
+        let (run, summary, cases) = sample();
+        assert!(!render(&run, &summary, &cases).contains("class=\"spans\""));
     }
 
     #[test]

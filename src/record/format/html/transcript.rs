@@ -1,8 +1,11 @@
 //! One case in the HTML report: its conversation as chat bubbles, tool calls,
-//! verdicts and checkpoints.
+//! verdicts and checkpoints, and each traced turn's spans as a waterfall.
 
 use super::esc;
-use crate::record::format::common::{secs, turns_label};
+use crate::protocol::SpanRole;
+use crate::record::format::common::{
+    secs, span_name, span_rows, span_status, spans_count, spans_end_ms, traced, turns_label,
+};
 use crate::record::AwaitReason;
 use crate::record::{AssertionReport, CaseReport, CheckpointReport, Status, TurnReport};
 use serde_json::Value;
@@ -134,9 +137,14 @@ fn turn(s: &mut String, case_id: &str, t: &TurnReport) {
         crate::record::console::turn_time(t)
     );
     if let Some(u) = &t.usage {
+        let traced = if t.usage_traced {
+            " <span title=\"read from the agent's model spans\">(traced)</span>"
+        } else {
+            ""
+        };
         let _ = write!(
             s,
-            "<span class=\"dur\">{} in / {} out tokens</span>",
+            "<span class=\"dur\">{} in / {} out tokens{traced}</span>",
             u.input_tokens, u.output_tokens
         );
     }
@@ -149,6 +157,7 @@ fn turn(s: &mut String, case_id: &str, t: &TurnReport) {
     } else {
         exchange(s, t);
     }
+    waterfall(s, t);
     if !t.assertions.is_empty() {
         verdicts(s, &t.assertions);
     }
@@ -228,10 +237,16 @@ fn exchange(s: &mut String, t: &TurnReport) {
             } else {
                 ""
             };
+            let from = if traced(call) {
+                "<span class=\"tool-src\" title=\"read from the agent's OpenTelemetry spans\">\
+                 from trace</span>"
+            } else {
+                ""
+            };
             let _ = write!(
                 s,
                 "<div class=\"tool\"><div class=\"tool-head\"><span class=\"tool-tag\">tool call</span>\
-                 <code class=\"tool-name\">{}</code>{state}</div>\
+                 <code class=\"tool-name\">{}</code>{from}{state}</div>\
                  <div class=\"kv\"><div class=\"k\">arguments</div><pre>{}</pre></div>",
                 esc(&call.name),
                 esc(&pretty(&call.arguments_json()))
@@ -270,6 +285,98 @@ fn exchange(s: &mut String, t: &TurnReport) {
         }
         s.push_str("</div>\n");
     }
+}
+
+/// A traced turn's spans as a waterfall in a collapsed `<details>`: one row per span
+/// (depth first), its name indented by depth with what it stands for (tool, model call)
+/// and its status, a bar placed by its start and sized by its duration on the turn's
+/// time line (from its first span's start to its last span's end), and its duration.
+/// A span with attributes or a status opens on a click to a table of them. Everything
+/// the agent sent is escaped.
+fn waterfall(s: &mut String, t: &TurnReport) {
+    let Some(count) = spans_count(&t.spans) else {
+        if let Some(note) = &t.spans_note {
+            let _ = write!(s, "<div class=\"note\">Trace: {}</div>", esc(note));
+        }
+        return;
+    };
+    let end = spans_end_ms(&t.spans);
+    let _ = write!(
+        s,
+        "<details class=\"spans\"><summary>Trace <span class=\"muted\">{} · {}</span></summary>\
+         <div class=\"wf\"><div class=\"wf-row wf-head\"><span>Span</span>\
+         <span>0 – {}</span><span class=\"wf-dur\">Duration</span></div>",
+        esc(&count),
+        secs(end),
+        secs(end)
+    );
+    let total = end.max(1) as f64;
+    for row in span_rows(&t.spans) {
+        let node = row.node;
+        let status = span_status(node);
+        let failed = status.as_deref().is_some_and(|st| st.starts_with("error"));
+        let (role_class, role_tag) = match row.role {
+            SpanRole::Tool => (" tool", "<span class=\"wf-tag\">tool</span>"),
+            SpanRole::Model => (" model", "<span class=\"wf-tag\">model</span>"),
+            SpanRole::Other => ("", ""),
+        };
+        let left = (node.start_ms as f64 * 100.0 / total).clamp(0.0, 100.0);
+        let width = (node.duration_ms as f64 * 100.0 / total).clamp(0.0, 100.0 - left);
+        let mut head = format!(
+            "<span class=\"wf-name\" style=\"padding-left:{}px\">{role_tag}\
+             <span class=\"wf-n\">{}</span>",
+            row.depth * 14,
+            esc(&span_name(node))
+        );
+        if !row.detail.is_empty() {
+            let _ = write!(head, " <span class=\"wf-d\">{}</span>", esc(&row.detail));
+        }
+        if let Some(st) = &status {
+            let class = if failed { "err" } else { "ok" };
+            let _ = write!(head, " <span class=\"wf-st {class}\">{}</span>", esc(st));
+        }
+        let _ = write!(
+            head,
+            "</span><span class=\"wf-track\"><span class=\"wf-bar\" \
+             style=\"left:{left:.3}%;width:{width:.3}%\"></span></span>\
+             <span class=\"wf-dur\">{}</span>",
+            secs(node.duration_ms)
+        );
+        let class = format!("wf-row{role_class}{}", if failed { " err" } else { "" });
+        let title = esc(&format!(
+            "{} ({} at +{})",
+            span_name(node),
+            secs(node.duration_ms),
+            secs(node.start_ms)
+        ));
+        if node.attributes.is_empty() && node.kind.is_empty() && status.is_none() {
+            let _ = write!(s, "<div class=\"{class}\" title=\"{title}\">{head}</div>");
+            continue;
+        }
+        let _ = write!(
+            s,
+            "<details class=\"wf-span\"><summary class=\"{class}\" title=\"{title}\">{head}</summary>\
+             <table class=\"wf-attrs\"><tbody>"
+        );
+        let mut attr = |k: &str, v: &str| {
+            let _ = write!(s, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(v));
+        };
+        if !node.kind.is_empty() {
+            attr("kind", &node.kind);
+        }
+        if let Some(st) = &node.status {
+            attr("status", st);
+        }
+        for (k, v) in &node.attributes {
+            attr(k, &value_text(v));
+        }
+        s.push_str("</tbody></table></details>");
+    }
+    s.push_str("</div>");
+    if let Some(note) = &t.spans_note {
+        let _ = write!(s, "<div class=\"note\">{}</div>", esc(note));
+    }
+    s.push_str("</details>\n");
 }
 
 /// A scenario's code step: the code, its output, exit code, stderr and the files.
