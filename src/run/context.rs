@@ -107,7 +107,10 @@ pub(crate) struct Context {
     from_connectors: Mutex<HashMap<ConnectorKey, AgentSlot>>,
     /// The model endpoints of the built-in roles, built on first use.
     /// Endpoints by role and `[llms.NAME]` (`None`: `[llm]`).
-    #[allow(clippy::type_complexity)]
+    #[expect(
+        clippy::type_complexity,
+        reason = "a cache keyed by connector and persona, read in one place"
+    )]
     llms: Mutex<HashMap<(Role, Option<String>), Result<Arc<Endpoint>, SetupError>>>,
 }
 

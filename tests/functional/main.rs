@@ -26,7 +26,6 @@ use libtest_mimic::{Arguments, Completion, Failed, Trial};
 macro_rules! trials {
     ($( $(#[$attr:meta])* $head:ident $(:: $tail:ident)* $(( $($option:tt)* ))? ),* $(,)?) => {{
         let module = crate::module_of(module_path!());
-        #[allow(unused_mut)]
         let mut trials: Vec<libtest_mimic::Trial> = Vec::new();
         $(
             $(#[$attr])*

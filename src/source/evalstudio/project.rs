@@ -285,7 +285,6 @@ impl Out<'_> {
 
     /// The records of `<dir>/<name>.json` (none when there is no such file); a broken
     /// record keeps its `id`, so what refers to it gets its error.
-    #[allow(clippy::too_many_arguments)]
     fn store_file<T>(
         &self,
         dir: &Path,
