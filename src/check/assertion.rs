@@ -545,11 +545,7 @@ fn check_spans(
     if let Some(max) = max_duration_ms {
         what.push(format!("at most {max} ms"));
     }
-    let what = if what.is_empty() {
-        "any span".to_string()
-    } else {
-        format!("spans {}", what.join(", "))
-    };
+    let what = what.join(", ");
     let wanted = match (count.min, count.max) {
         (lo, Some(hi)) if lo == hi => format!("exactly {lo}"),
         (0, Some(hi)) => format!("at most {hi}"),
@@ -567,10 +563,15 @@ fn check_spans(
             if all.len() > 20 { ", …" } else { "" }
         )
     };
+    let (label, wanted) = if what.is_empty() {
+        ("span (any)".to_string(), format!("{wanted} span(s)"))
+    } else {
+        (format!("span {what}"), format!("{wanted} span(s) {what}"))
+    };
     (
         holds,
-        format!("span {what}"),
-        format!("expected {wanted} {what}, found {matching}; {seen}"),
+        label,
+        format!("expected {wanted}, found {matching}; {seen}"),
     )
 }
 

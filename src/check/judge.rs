@@ -308,6 +308,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_traced_turns_judge_is_told_the_tools_and_the_spans() {
+        let mut request = JudgeRequest::new("books the room", "Booked.");
+        let plain = request.prompt();
+        assert!(!plain.contains("Tools the assistant called"), "{plain}");
+        let mut call = crate::protocol::ToolCall::new("book", json!({"room": 12}));
+        call.result = Some(json!({"ok": true}));
+        request.tool_calls = vec![call];
+        request.trace = Some("invoke_agent (40 ms)\n  execute_tool book (12 ms)\n".into());
+        let prompt = request.prompt();
+        assert!(
+            prompt.contains(
+                "Tools the assistant called for this reply:\n- book({\"room\":12}) -> {\"ok\":true}\n"
+            ),
+            "{prompt}"
+        );
+        assert!(
+            prompt.contains("What the assistant's traces show for this reply:\ninvoke_agent (40 ms)\n  execute_tool book (12 ms)\n"),
+            "{prompt}"
+        );
+        assert!(
+            prompt.ends_with("The reply to judge:\nBooked.\n"),
+            "{prompt}"
+        );
+    }
+
+    #[test]
     fn verdicts_are_read_from_json_or_text() {
         let v = read_verdict(&json!("{\"passed\": false, \"score\": 0.2, \"reason\": \"rude\", \"suggestions\": [\"be polite\"]}")).unwrap();
         assert!(!v.passed);

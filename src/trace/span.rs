@@ -26,7 +26,7 @@ impl SpanId {
 }
 
 fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    crate::util::ids::hex(bytes)
 }
 
 /// What a span says of how it ended (OTLP `Status`).

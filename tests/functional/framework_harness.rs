@@ -53,7 +53,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::common::chat::{call, completion, ok, status, text, tool_call_json, Action, ChatServer};
+use crate::common::chat::{
+    call, chunk, completion, ok, sse, status, text, tool_call_json, ChatServer,
+};
 use crate::common::eliza::ElizaServer;
 use crate::common::{
     framework_python, need, LangGraphDev, Needs, PyServer, Scratch, LANGGRAPH_MODULES,
@@ -526,20 +528,6 @@ fn script_llm(llm: &ChatServer) {
             json!({"passed": false, "score": 0, "reason": "The reply is a pong, not a booking."}),
         )],
     );
-}
-
-/// An SSE body of these `data:` payloads.
-fn sse(events: &[String]) -> Action {
-    Action::Http {
-        code: 200,
-        headers: vec![("Content-Type".into(), "text/event-stream".into())],
-        body: events.iter().map(|e| format!("data: {e}\n\n")).collect(),
-    }
-}
-
-fn chunk(delta: Value) -> String {
-    json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": null}]})
-        .to_string()
 }
 
 // ---------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::common::chat::{completion, ok, tool_call_json, Action, ChatServer};
+use crate::common::chat::{chunk, completion, ok, sse, tool_call_json, ChatServer};
 use crate::common::project::{self, Cmd};
 use crate::common::{framework_python, toml_str, Needs, PyServer, Scratch};
 
@@ -24,20 +24,6 @@ fn project(tag: &str, config: &str, cases: &[Value]) -> Scratch {
     s.write("suites/agentest.toml", config);
     s.cases(cases);
     s
-}
-
-/// An SSE body of these `data:` payloads.
-fn sse(events: &[String]) -> Action {
-    Action::Http {
-        code: 200,
-        headers: vec![("Content-Type".into(), "text/event-stream".into())],
-        body: events.iter().map(|e| format!("data: {e}\n\n")).collect(),
-    }
-}
-
-fn chunk(delta: Value) -> String {
-    json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": null}]})
-        .to_string()
 }
 
 /// `format = "openai-chat"`: the history goes as `messages` with the `body`'s extra

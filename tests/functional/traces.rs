@@ -20,6 +20,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         an_openinference_langgraph_agent_is_checked_through_its_traces(needs openinference),
         a_process_agent_exports_through_the_environment_agentest_sets(needs otel),
         traces_table_mistakes_are_config_errors,
+        trace_assertion_mistakes_are_located_load_errors,
     ]
 }
 
@@ -224,7 +225,7 @@ fn a_process_agent_exports_through_the_environment_agentest_sets() -> Needs {
         .expect_status("failing-tool", "passed")
         .expect_error(
             "span-missing",
-            &["expected at least 1 spans named /^execute_tool get_time/, found 0; "],
+            &["span named /^execute_tool get_time/: expected at least 1 span(s) named /^execute_tool get_time/, found 0; "],
         );
     let turns = &run.case("two-turns")["turns"];
     // Each turn's own trace: the second turn's tree holds only its own tool.
@@ -260,4 +261,43 @@ fn traces_table_mistakes_are_config_errors() {
         let run = agentest(s.path()).arg("--dry-run").run();
         run.expect(2).expect_stderr(expected);
     }
+}
+
+/// Mistakes in the trace assertions are load errors with their line, column and field,
+/// and the other cases still run.
+fn trace_assertion_mistakes_are_located_load_errors() {
+    let s = Scratch::named("traces", "assertions");
+    s.write(
+        "suites/agentest.toml",
+        &format!(
+            "[agent]\ntype = \"process\"\ncommand = [\"python3\", {}]\n",
+            toml_str(crate::common::EXPENSE_AGENT)
+        ),
+    );
+    s.cases(&[
+        json!({"id": "ok", "input": "hi"}),
+        json!({"id": "bad-status", "input": "hi", "assert": {"type": "span", "status": "broken"}}),
+        json!({"id": "bad-seq", "input": "hi", "assert": {"type": "tool_sequence", "value": "search"}}),
+        json!({"id": "bad-count", "input": "hi", "assert": {"type": "tool_count", "name": "x", "min": 3, "max": 1}}),
+        json!({"id": "typo", "input": "hi", "assert": {"type": "tool_sequense", "value": ["a"]}}),
+    ]);
+    let run = agentest(s.path()).run();
+    run.expect(1)
+        .expect_status("ok", "passed")
+        .expect_error(
+            "bad-status",
+            &["suites/s.jsonl:2:", "field `assert.status`: expected \"ok\", \"error\" or \"unset\", found \"broken\""],
+        )
+        .expect_error(
+            "bad-seq",
+            &["suites/s.jsonl:3:", "field `assert.value`: expected the tool names in order, like [\"search\", \"book\"], found a string"],
+        )
+        .expect_error(
+            "bad-count",
+            &["suites/s.jsonl:4:", "field `assert.max`: `max` (1) is below `min` (3): no count can hold"],
+        )
+        .expect_error(
+            "typo",
+            &["suites/s.jsonl:5:", "unknown assertion type \"tool_sequense\"; did you mean \"tool_sequence\"?"],
+        );
 }

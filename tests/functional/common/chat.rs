@@ -239,6 +239,21 @@ pub fn completion(message: Value, finish: &str, (prompt, out): (u64, u64)) -> Va
 }
 
 /// A 200 with this body.
+/// An SSE answer of these `data:` payloads (a streamed chat completion).
+pub fn sse(events: &[String]) -> Action {
+    Action::Http {
+        code: 200,
+        headers: vec![("Content-Type".into(), "text/event-stream".into())],
+        body: events.iter().map(|e| format!("data: {e}\n\n")).collect(),
+    }
+}
+
+/// A `chat.completion.chunk` event's JSON carrying `delta`.
+pub fn chunk(delta: Value) -> String {
+    json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": null}]})
+        .to_string()
+}
+
 pub fn ok(body: Value) -> Action {
     status(200, body)
 }
