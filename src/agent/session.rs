@@ -244,7 +244,8 @@ struct SessionTrace {
     replay: bool,
     next: Option<crate::trace::TurnContext>,
     /// The turn sent whose spans are still to be read, and its cassette request.
-    pending: Option<(crate::trace::TurnTrace, serde_json::Value)>,
+    /// (The cassette request only when turns are recorded.)
+    pending: Option<(crate::trace::TurnTrace, Option<serde_json::Value>)>,
 }
 
 impl Session {
@@ -267,11 +268,10 @@ impl Session {
         let Some(trace) = &mut self.trace else {
             return self.inner.send(request).await;
         };
-        let recorded = crate::trace::turn_request(request);
         if trace.replay {
             let replayed = trace
                 .calls
-                .recorded_turn(&recorded)
+                .recorded_turn(&crate::trace::turn_request(request))
                 .map_err(|e| StepError::Failed(e.to_string()))?;
             let Some(answer) = replayed else {
                 return Err(StepError::Failed(format!(
@@ -298,6 +298,10 @@ impl Session {
             .conversation_id()
             .unwrap_or(&request.session_id)
             .to_string();
+        let recorded = trace
+            .calls
+            .records_agent_turns()
+            .then(|| crate::trace::turn_request(request));
         trace.pending = Some((trace.tracer.begin(context, Some(conversation)), recorded));
         let mut traced = request.clone();
         if !traced.metadata.is_object() {
@@ -326,7 +330,7 @@ impl Session {
         let spans = trace.tracer.finish(pending).await;
         spans.merge_into(reply);
         // Recorded whole, spans and all, so that a replay gives the same verdicts.
-        if trace.calls.records_agent_turns() {
+        if let Some(recorded) = recorded {
             if let Err(e) = trace
                 .calls
                 .record_turn(&recorded, crate::trace::turn_answer(reply))
