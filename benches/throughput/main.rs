@@ -597,35 +597,55 @@ fn throughput(b: &Bench, _notes: &mut Vec<String>) -> Vec<Row> {
             "--color",
             "never",
         ];
-        let (walls, mut failure, last) = against_server(b, &dir, &args);
+        let (walls, failure, last) = against_server(b, &dir, &args);
         let kind = if label.contains("dynamic") {
             "a scripted simulator answers each reply; "
         } else {
             ""
         };
-        if failure.is_none() && last.requests != (n * turns) as u64 {
-            failure = Some(format!(
-                "the agent saw {} requests, expected {}",
-                last.requests,
-                n * turns
-            ));
-        }
-        rows.push(Row {
-            figure: format!("throughput: {label}"),
-            unit: Unit::Seconds,
-            value: median(walls.clone()),
-            goal: Goal::Ideal { ideal, max: 1.15 },
-            detail: format!(
-                "{kind}agent latency 100 ms, --parallel {CONCURRENCY}, ideal ceil({n}/{CONCURRENCY}) × {turns} turn(s) × 100 ms; {}; agent saw {} connections, {} requests, {} in flight at most",
-                spread(&walls, Unit::Seconds),
-                last.connections,
-                last.requests,
-                last.max_in_flight
-            ),
-            invalid: failure,
-        });
+        rows.push(server_row(
+            format!("throughput: {label}"),
+            ideal,
+            format!("{kind}agent latency 100 ms, --parallel {CONCURRENCY}, ideal ceil({n}/{CONCURRENCY}) × {turns} turn(s) × 100 ms"),
+            (walls, failure, last),
+            (n * turns) as u64,
+        ));
     }
     rows
+}
+
+/// A row from runs against the bench's server (their walls, failure and what the
+/// server saw): the median against `ideal`, invalid when the server did not see the
+/// `expected` requests.
+fn server_row(
+    figure: String,
+    ideal: f64,
+    how: String,
+    (walls, failure, last): (Vec<f64>, Option<String>, server::Seen),
+    expected: u64,
+) -> Row {
+    let failure = failure.or_else(|| {
+        (last.requests != expected).then(|| {
+            format!(
+                "the agent saw {} requests, expected {expected}",
+                last.requests
+            )
+        })
+    });
+    Row {
+        figure,
+        unit: Unit::Seconds,
+        value: median(walls.clone()),
+        goal: Goal::Ideal { ideal, max: 1.15 },
+        detail: format!(
+            "{how}; {}; agent saw {} connections, {} requests, {} in flight at most",
+            spread(&walls, Unit::Seconds),
+            last.connections,
+            last.requests,
+            last.max_in_flight
+        ),
+        invalid: failure,
+    }
 }
 
 /// One agent kind the bench's server speaks: the row's label, the server's route, the
@@ -710,28 +730,13 @@ fn kinds(b: &Bench, _notes: &mut Vec<String>) -> Vec<Row> {
         fixtures::write(&dir, "agentest.toml", &(kind.config)(&url));
         let cases = (0..n).map(|c| fixtures::single(&format!("K{c:05}"), c));
         fixtures::write(&dir, "cases.jsonl", &fixtures::suite(cases));
-        let (walls, mut failure, last) = against_server(b, &dir, &args);
-        let expected = (kind.requests)(n) as u64;
-        if failure.is_none() && last.requests != expected {
-            failure = Some(format!(
-                "the agent saw {} requests, expected {expected}",
-                last.requests
-            ));
-        }
-        rows.push(Row {
-            figure: format!("throughput: 1,000 single-turn cases, {}", kind.label),
-            unit: Unit::Seconds,
-            value: median(walls.clone()),
-            goal: Goal::Ideal { ideal, max: 1.15 },
-            detail: format!(
-                "agent latency 100 ms, --parallel {CONCURRENCY}, ideal ceil({n}/{CONCURRENCY}) × 100 ms; {}; agent saw {} connections, {} requests, {} in flight at most",
-                spread(&walls, Unit::Seconds),
-                last.connections,
-                last.requests,
-                last.max_in_flight
-            ),
-            invalid: failure,
-        });
+        rows.push(server_row(
+            format!("throughput: 1,000 single-turn cases, {}", kind.label),
+            ideal,
+            format!("agent latency 100 ms, --parallel {CONCURRENCY}, ideal ceil({n}/{CONCURRENCY}) × 100 ms"),
+            against_server(b, &dir, &args),
+            (kind.requests)(n) as u64,
+        ));
     }
     rows
 }
