@@ -287,7 +287,6 @@ fn tree_block(r: &CaseReport, style: &Style) -> String {
             s,
             "  ├─ Checkpoints: {reached}/{wanted} reached{required}{}",
             r.termination
-                .as_deref()
                 .map(|t| format!(" ({t})"))
                 .unwrap_or_default()
         );

@@ -12,6 +12,7 @@ mod replace;
 pub(crate) mod review;
 mod sink;
 mod stability;
+mod termination;
 pub(crate) mod store;
 
 pub use format::{failure_message, Format};
@@ -25,6 +26,7 @@ pub(crate) use recorder::Recorder;
 pub(crate) use replace::{is_report, only_over_a_report};
 pub use sink::{parse_jsonl, read_reports, ReportSink};
 pub use stability::{DurationStats, Stability, StabilityClass};
+pub use termination::Termination;
 
 /// `report` with every registered secret (see [`crate::util::register_secret`]) masked
 /// in every text it holds: a server that echoes an `Authorization` header in an error
