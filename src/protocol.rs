@@ -59,7 +59,7 @@ pub struct ToolCall {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<Value>,
     /// Where agentest learned of the call when the reply did not list it: `"trace"`, a
-    /// span the agent exported (see the README's traces section).
+    /// span the agent exported (see docs/traces.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
 }

@@ -191,7 +191,7 @@ pub struct UserSimulator {
 pub struct EndCondition {
     /// `type`.
     pub kind: TerminationKind,
-    /// `keywords`, for the keyword kinds (defaults documented in the README).
+    /// `keywords`, for the keyword kinds (defaults documented in docs/formats/eliza.md).
     pub keywords: Vec<String>,
     /// `custom_condition`'s `llm_judge`: the question and the confidence it needs.
     pub judge: Option<(String, f64)>,

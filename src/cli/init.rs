@@ -1,6 +1,7 @@
 //! `agentest init`: a starter project that runs green at once: a ten-line agent, a
 //! config that runs it and a smoke suite; in a Rust crate, the harness too. The
-//! README's "Using it in your crate" shows these same files (a test checks that).
+//! guide's "Using it in your crate" (docs/guide/crate.md) shows these same files (a test
+//! checks that).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

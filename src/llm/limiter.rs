@@ -1,6 +1,6 @@
 //! One limiter per endpoint per process: requests in flight, and requests started per
 //! minute. Under nextest each case is its own process, so bound model traffic there
-//! with a test group (`max-threads`) instead; see the README.
+//! with a test group (`max-threads`) instead; see docs/models.md.
 //!
 //! The in-flight limit adapts unless `max_in_flight` pins it (additive increase,
 //! multiplicative decrease): it starts at 16; each run of successful calls as long as

@@ -3,7 +3,7 @@
 //! agentest's own format that then goes through the suite-line parser: reading a tasks
 //! file and reading what `agentest import tau2` wrote from it give the same cases.
 //!
-//! The mapping (the README has it as a table):
+//! The mapping (docs/formats/tau2.md has it as a table):
 //! - `user_scenario` → the simulator's profile: `persona`; a string `instructions` is
 //!   the `goal`; structured instructions give `goal` (`reason_for_call`),
 //!   `task_instructions`, `known_info` and `unknown_info` (kept apart, so the simulated

@@ -63,6 +63,7 @@ mod cli;
 mod corpus;
 mod criteria;
 mod discovery;
+mod docs;
 mod dynamic;
 mod eliza;
 mod evalstudio;
@@ -165,6 +166,7 @@ fn main() {
     trials.extend(corpus::tests());
     trials.extend(criteria::tests());
     trials.extend(discovery::tests());
+    trials.extend(docs::tests());
     trials.extend(dynamic::tests());
     trials.extend(eliza::tests());
     trials.extend(evalstudio::tests());

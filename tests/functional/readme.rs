@@ -1,10 +1,11 @@
-//! The README's "Using it in your crate", followed literally in a new crate: its files
-//! are written as the README shows them (and as `agentest init` writes them), its
-//! `cargo test` commands run with the filters it gives, then the `agentest` commands,
-//! then the Rust harness examples must compile without a warning.
+//! The guide's "Using it in your crate" (`docs/guide/crate.md`), followed literally in a
+//! new crate: its files are written as the page shows them (and as `agentest init` writes
+//! them, which the README's example shows too), its `cargo test` commands run with the
+//! filters it gives, then the `agentest` commands, then the Rust harness examples must
+//! compile without a warning.
 //!
 //! Two liberties, both outside the crate: the dependency's path points at this
-//! repository (the README says `../agentest`, "your clone"), and the crate builds into
+//! repository (the page says `../agentest`, "your clone"), and the crate builds into
 //! this run's target directory with agentest's own profile (a `.cargo/config.toml` one
 //! folder up), so it reuses the dependencies already compiled instead of building
 //! them all again.
@@ -13,9 +14,12 @@ use std::path::{Path, PathBuf};
 
 use crate::common::{clean_command, finish, outer_target_dir, PyServer, Run, Scratch, BIN};
 
+/// The page the guide's crate walk-through is on.
+const GUIDE: &str = include_str!("../../docs/guide/crate.md");
+/// The front page, whose example shows some of the same files.
 const README: &str = include_str!("../../README.md");
 
-/// A fenced block of the section: its language and text.
+/// A fenced block of a page: its language and text.
 struct Block {
     lang: String,
     text: String,
@@ -35,15 +39,19 @@ impl Block {
     }
 }
 
-/// The fenced blocks of the README's section `heading` (up to the next `## `).
-fn section(heading: &str) -> Vec<Block> {
-    let start = README
-        .find(&format!("\n## {heading}\n"))
-        .unwrap_or_else(|| panic!("the README has no section `{heading}`"));
-    let body = &README[start + 1..];
-    let end = body[3..].find("\n## ").map_or(body.len(), |i| i + 3);
+/// The fenced blocks of the guide's crate page.
+fn guide() -> Vec<Block> {
+    assert!(
+        GUIDE.starts_with("# Using it in your crate\n"),
+        "docs/guide/crate.md is no longer the crate walk-through; update this test"
+    );
+    blocks(GUIDE)
+}
+
+/// The fenced blocks of a Markdown text.
+fn blocks(text: &str) -> Vec<Block> {
     let mut blocks = Vec::new();
-    let mut lines = body[..end].lines();
+    let mut lines = text.lines();
     while let Some(line) = lines.next() {
         let Some(lang) = line.strip_prefix("```") else {
             continue;
@@ -75,7 +83,7 @@ fn commands(blocks: &[Block], program: &str) -> Vec<String> {
         .collect()
 }
 
-/// Splits a command line as a shell would for the README's simple commands: words,
+/// Splits a command line as a shell would for the guide's simple commands: words,
 /// and double-quoted strings.
 fn words(line: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -106,7 +114,7 @@ fn words(line: &str) -> Vec<String> {
     out
 }
 
-/// The crate: `cargo new --lib` plus the section's files.
+/// The crate: `cargo new --lib` plus the page's files.
 struct Crate {
     _scratch: Scratch,
     dir: PathBuf,
@@ -126,11 +134,11 @@ impl Crate {
         let manifest = files
             .iter()
             .find(|(name, _)| name == "Cargo.toml")
-            .expect("the section shows what to add to Cargo.toml")
+            .expect("the page shows what to add to Cargo.toml")
             .1;
         assert!(
             manifest.contains("agentest = { path = \"../agentest\" }"),
-            "the README's dependency changed; update this test\n{manifest}"
+            "the guide's dependency changed; update this test\n{manifest}"
         );
         let manifest = manifest.replace(
             "path = \"../agentest\"",
@@ -167,21 +175,21 @@ impl Crate {
         finish(&mut cmd)
     }
 
-    /// Runs a README command line (`cargo ...` or `agentest ...`).
+    /// Runs a command line of the guide (`cargo ...` or `agentest ...`).
     fn command(&self, line: &str) -> Run {
         let words = words(line);
         let program = match words[0].as_str() {
             "agentest" => BIN.to_string(),
             "cargo" => std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()),
-            other => panic!("no way to run `{other}` from the README"),
+            other => panic!("no way to run `{other}` from the guide"),
         };
         self.run(&program, &words[1..])
     }
 }
 
-/// The files `agentest init` writes are the ones the README shows.
-fn init_writes_the_files_the_readme_shows() {
-    let blocks = section("Using it in your crate");
+/// The files `agentest init` writes are the ones the guide shows, and the ones the
+/// README's example shows.
+fn init_writes_the_files_the_docs_show() {
     let s = Scratch::named("readme", "init");
     s.write(
         "Cargo.toml",
@@ -193,26 +201,42 @@ fn init_writes_the_files_the_readme_shows() {
             .current_dir(s.path()),
     );
     assert_eq!(run.code, 0, "{run:?}");
-    let shown: Vec<(String, &str)> = blocks.iter().filter_map(Block::file).collect();
-    for file in [
+    let written = [
         "agent.py",
         "agent-tests/agentest.toml",
         "agent-tests/smoke.jsonl",
         "tests/agent_tests.rs",
-    ] {
-        let written = std::fs::read_to_string(s.join(file))
-            .unwrap_or_else(|e| panic!("init did not write {file}: {e}\n{run:?}"));
-        let (_, in_readme) = shown
-            .iter()
-            .find(|(name, _)| name == file)
-            .unwrap_or_else(|| panic!("the README does not show {file}"));
-        assert_eq!(&written, in_readme, "{file}: init and the README differ");
+    ];
+    for file in written {
         assert!(run.stdout.contains(&format!("wrote {file}")), "{run:?}");
     }
-    // The Cargo.toml lines it prints are the README's too.
-    let (_, manifest) = shown.iter().find(|(n, _)| n == "Cargo.toml").unwrap();
-    for line in manifest.lines().skip(1).filter(|l| !l.is_empty()) {
-        assert!(run.stdout.contains(line), "{line:?} not printed\n{run:?}");
+    // The guide shows every file; the README's example all but the agent.
+    for (page, text, shows) in [
+        ("the guide", GUIDE, &written[..]),
+        ("the README", README, &written[1..]),
+    ] {
+        let blocks = blocks(text);
+        let shown: Vec<(String, &str)> = blocks.iter().filter_map(Block::file).collect();
+        for file in shows {
+            let written = std::fs::read_to_string(s.join(file))
+                .unwrap_or_else(|e| panic!("init did not write {file}: {e}\n{run:?}"));
+            let (_, in_page) = shown
+                .iter()
+                .find(|(name, _)| name == file)
+                .unwrap_or_else(|| panic!("{page} does not show {file}"));
+            assert_eq!(&written, in_page, "{file}: init and {page} differ");
+        }
+        // The Cargo.toml lines it prints are the page's too.
+        let (_, manifest) = shown
+            .iter()
+            .find(|(n, _)| n == "Cargo.toml")
+            .unwrap_or_else(|| panic!("{page} does not show Cargo.toml"));
+        for line in manifest.lines().skip(1).filter(|l| !l.is_empty()) {
+            assert!(
+                run.stdout.contains(line),
+                "{page}: {line:?} not printed\n{run:?}"
+            );
+        }
     }
     // The starter runs green with the binary.
     let run = finish(
@@ -236,10 +260,10 @@ fn init_writes_the_files_the_readme_shows() {
     );
 }
 
-/// The section followed step by step in a new crate, with a Python agent that does
-/// not flush too.
-fn the_readme_crate_section_works_as_written() {
-    let blocks = section("Using it in your crate");
+/// The guide's crate page followed step by step in a new crate, with a Python agent
+/// that does not flush too.
+fn the_guide_crate_page_works_as_written() {
+    let blocks = guide();
     let krate = Crate::new(&blocks);
     let cargo = commands(&blocks, "cargo");
     let expected: [(&str, &[&str]); 5] = [
@@ -277,7 +301,7 @@ fn the_readme_crate_section_works_as_written() {
     assert_eq!(
         shown,
         expected.iter().map(|(c, _)| *c).collect::<Vec<_>>(),
-        "the README's commands changed; update this test"
+        "the guide's commands changed; update this test"
     );
     for (line, wanted) in expected {
         let run = krate.command(line);
@@ -289,7 +313,7 @@ fn the_readme_crate_section_works_as_written() {
         }
     }
 
-    // The binary, as the README runs it (installed: here, the one just built).
+    // The binary, as the guide runs it (installed: here, the one just built).
     let binary = commands(&blocks, "agentest");
     assert_eq!(
         binary,
@@ -323,7 +347,7 @@ fn the_readme_crate_section_works_as_written() {
         .iter()
         .filter(|b| b.lang == "rust" && b.text.contains("fn main()"))
         .collect();
-    assert_eq!(examples.len(), 2, "the README's Rust examples changed");
+    assert_eq!(examples.len(), 2, "the guide's Rust examples changed");
     for example in examples {
         std::fs::write(krate.dir.join("tests/agent_tests.rs"), &example.text).unwrap();
         let run = krate.run(
@@ -403,8 +427,8 @@ fn init_writes_a_table_for_each_agent_kind() {
 
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
-        init_writes_the_files_the_readme_shows,
+        init_writes_the_files_the_docs_show,
         init_writes_a_table_for_each_agent_kind,
-        the_readme_crate_section_works_as_written,
+        the_guide_crate_page_works_as_written,
     ]
 }

@@ -1,6 +1,6 @@
 //! The run store: every run of agentest (binary, `cargo test`, nextest) recorded in an
-//! embedded SQLite database, with the executions they belong to. See the README's
-//! "Run store" section for where it is and what it holds.
+//! embedded SQLite database, with the executions they belong to. See
+//! docs/store.md for where it is and what it holds.
 
 mod export;
 mod open;

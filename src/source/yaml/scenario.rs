@@ -14,7 +14,7 @@ use crate::errors::FieldError;
 use crate::source::fields::{check_keys, index, join, model_settings, opt_str, suggest};
 
 /// The top-level keys; `plugins` is read by ElizaOS to load its plugins and has no
-/// meaning here: it is accepted and ignored (and said so in the README).
+/// meaning here: it is accepted and ignored (and said so in docs/formats/eliza.md).
 const ROOT_KEYS: [&str; 7] = [
     "name",
     "description",
