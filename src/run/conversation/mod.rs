@@ -8,3 +8,6 @@ pub(crate) mod criteria;
 pub(crate) mod driver;
 pub(crate) mod scripted;
 pub(crate) mod turn;
+
+#[cfg(test)]
+mod tests;
