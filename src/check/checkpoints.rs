@@ -72,8 +72,7 @@ impl<'a> Checkpoints<'a> {
                     continue;
                 }
                 if let Some(waiting) = self.waiting_for(c) {
-                    self.state(id).message =
-                        format!("waiting for {waiting} to be reached first");
+                    self.state(id).message = format!("waiting for {waiting} to be reached first");
                     continue;
                 }
                 evaluated.push(id);
@@ -114,7 +113,9 @@ impl<'a> Checkpoints<'a> {
     }
 
     fn state(&mut self, id: &str) -> &mut State {
-        self.states.get_mut(id).expect("every checkpoint has a state")
+        self.states
+            .get_mut(id)
+            .expect("every checkpoint has a state")
     }
 
     /// The `after` ids of `c` not reached yet, joined, if any.
@@ -209,10 +210,7 @@ impl<'a> Checkpoints<'a> {
     /// The case's failure, when the conversation ended as `end` says; `None` is a pass.
     pub(crate) fn failure(&self, end: &End<'_>) -> Option<String> {
         let turn = end.turn;
-        let why = end
-            .reasoning
-            .map(|r| format!(" ({r})"))
-            .unwrap_or_default();
+        let why = end.reasoning.map(|r| format!(" ({r})")).unwrap_or_default();
         let missing = || self.describe_missing();
         let short_of_goal = |what: String| {
             if self.user_decides() {

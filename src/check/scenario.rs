@@ -81,9 +81,7 @@ pub(crate) async fn evaluate_all(
             | Evaluator::ConversationFlow { .. }
             | Evaluator::UserSatisfaction { .. }
             | Evaluator::ContextRetention { .. } => match conversation {
-                Some((history, turns)) => {
-                    evaluate_conversation(e, env, history, turns).await
-                }
+                Some((history, turns)) => evaluate_conversation(e, env, history, turns).await,
                 None => Err(StepError::Broken(format!(
                     "`{}` judges a conversation, and this step has none",
                     e.type_name

@@ -12,8 +12,8 @@ mod replace;
 pub(crate) mod review;
 mod sink;
 mod stability;
-mod termination;
 pub(crate) mod store;
+mod termination;
 
 pub use format::{failure_message, Format};
 pub use jsonl::JsonlWriter;

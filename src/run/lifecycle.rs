@@ -206,7 +206,7 @@ async fn body(
     let people = engine.options.people;
     // A persona: the simulated user impersonates it.
     let impersonating = match (&case.mode, &case.persona) {
-        (Mode::Dynamic { simulator, .. }, Some(p)) => {
+        (Mode::Dynamic { simulator, .. } | Mode::Criteria { simulator, .. }, Some(p)) => {
             let persona = ctx
                 .persona(p)
                 .map_err(|e| Stop::step("persona", StepError::from(e)))?;
@@ -226,11 +226,10 @@ async fn body(
         phase,
     });
     let result = match &case.mode {
-        Mode::Dynamic {
+        Mode::Criteria {
             input,
             simulator,
-            criteria: Some(criteria),
-            ..
+            criteria,
         } => {
             let spec = impersonating.as_ref().unwrap_or(simulator);
             criteria::run(&mut conv, criteria, input.as_ref(), spec, chosen).await

@@ -125,8 +125,7 @@ impl Policy for Dynamic<'_> {
             conversation: &conv.history,
             latency: std::slice::from_ref(&turn.latency),
         };
-        let (verdicts, forbidden) = match self.checkpoints.check_turn(k, subject, conv.env).await
-        {
+        let (verdicts, forbidden) = match self.checkpoints.check_turn(k, subject, conv.env).await {
             Ok(checked) => checked,
             Err((at, e)) => {
                 turn.record.error = Some(e.to_string());

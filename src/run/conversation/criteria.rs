@@ -71,10 +71,11 @@ pub(crate) async fn run(
     spec: &crate::case::Simulator,
     chosen: Option<&str>,
 ) -> Result<(), Stop> {
-    let endpoint = match conv
-        .ctx
-        .llm(Role::Judge, spec.model.llm.as_deref(), conv.case.source_llms())
-    {
+    let endpoint = match conv.ctx.llm(
+        Role::Judge,
+        spec.model.llm.as_deref(),
+        conv.case.source_llms(),
+    ) {
         Ok(e) => e,
         // No model at all: one exchange, as EvalStudio's documentation says.
         Err(SetupError::NoLlm { .. }) => return fallback(conv, criteria, input).await,

@@ -327,7 +327,10 @@ impl<'a> Conversation<'a> {
                 .answer(turn, &question, hint.as_deref(), prompt)
                 .await?
             {
-                return Ok(UserSide::Says(Said::new(vec![Message::user(text)], "human")));
+                return Ok(UserSide::Says(Said::new(
+                    vec![Message::user(text)],
+                    "human",
+                )));
             }
         }
         if self.simulator.is_none() {

@@ -76,7 +76,9 @@ async fn play<F>(
 where
     F: for<'c, 'd> FnOnce(
         &'c mut Conversation<'d>,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), Stop>> + 'c>>,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<(), Stop>> + 'c>,
+    >,
 {
     let registry = Registry {
         agents: users,
@@ -128,7 +130,11 @@ where
 }
 
 fn inputs(seen: &Seen) -> Vec<String> {
-    seen.lock().unwrap().iter().map(|r| r.input.clone()).collect()
+    seen.lock()
+        .unwrap()
+        .iter()
+        .map(|r| r.input.clone())
+        .collect()
 }
 
 #[tokio::test]
@@ -163,7 +169,10 @@ async fn a_static_script_builds_each_request_from_the_history() {
     assert!(report.turns.iter().all(|t| t.input_source == "static"));
     assert_eq!(report.final_assertions.len(), 1);
     assert!(report.final_assertions[0].passed);
-    assert_eq!(report.termination, None, "scripted cases report no termination");
+    assert_eq!(
+        report.termination, None,
+        "scripted cases report no termination"
+    );
 }
 
 #[tokio::test]
@@ -187,7 +196,10 @@ async fn a_failed_scripted_turn_stops_the_case_there() {
     assert_eq!(report.status, Status::Failed);
     let error = report.error.unwrap();
     assert!(error.starts_with("turn 1: contains \"nope\""), "{error}");
-    assert!(report.final_assertions.is_empty(), "not checked after a failure");
+    assert!(
+        report.final_assertions.is_empty(),
+        "not checked after a failure"
+    );
 }
 
 /// A dynamic case with a script simulator: the checkpoints of `assert`s given.
@@ -257,7 +269,11 @@ async fn a_dynamic_case_ends_when_every_checkpoint_is_reached() {
     assert_eq!(inputs(&seen), ["hello", "travel", "500"]);
     assert_eq!(report.termination, Some(Termination::AllCheckpointsReached));
     assert_eq!(report.error, None);
-    let sources: Vec<&str> = report.turns.iter().map(|t| t.input_source.as_str()).collect();
+    let sources: Vec<&str> = report
+        .turns
+        .iter()
+        .map(|t| t.input_source.as_str())
+        .collect();
     assert_eq!(sources, ["initial", "simulated", "simulated"]);
     assert_eq!(report.checkpoints[1].reached_at_turn, Some(3));
     assert_eq!(report.simulator.as_deref(), Some("script"));
@@ -344,7 +360,11 @@ async fn an_agent_that_fails_ends_a_dynamic_case_as_agent_error_with_its_turn_ke
     })
     .await;
     let stop = result.unwrap_err();
-    assert!(stop.message.contains("the tool server is down"), "{}", stop.message);
+    assert!(
+        stop.message.contains("the tool server is down"),
+        "{}",
+        stop.message
+    );
     assert_eq!(report.termination, Some(Termination::AgentError));
     assert_eq!(report.turns.len(), 2, "the failed turn is in the record");
     assert!(report.turns[1].error.is_some());
@@ -485,11 +505,10 @@ async fn without_a_model_a_criteria_case_is_one_exchange() {
     );
     let (report, result) = play(&dir, &case, expense(&seen), HashMap::new(), |c| {
         Box::pin(async move {
-            let Mode::Dynamic {
+            let Mode::Criteria {
                 input,
                 simulator,
-                criteria: Some(criteria),
-                ..
+                criteria,
             } = &c.case.mode
             else {
                 panic!("a criteria case")

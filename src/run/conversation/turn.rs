@@ -174,7 +174,6 @@ fn failed_turn(
     }
 }
 
-
 /// How long each answered turn of a conversation took, for its final checks.
 pub(crate) fn latencies(turns: &[TurnReport]) -> Vec<Latency> {
     turns
@@ -188,4 +187,3 @@ pub(crate) fn latencies(turns: &[TurnReport]) -> Vec<Latency> {
         })
         .collect()
 }
-

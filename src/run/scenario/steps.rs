@@ -43,7 +43,12 @@ pub(crate) async fn run(r: &Run<'_>, conv: &mut Conversation<'_>) -> Result<(), 
         let first_turn = conv.next_turn();
         let outcome = play_step(r, step, &step_ref.to_string(), conv).await;
         // Every turn the step played is its, also when the step broke off.
-        for t in conv.report.turns.iter_mut().filter(|t| t.turn >= first_turn) {
+        for t in conv
+            .report
+            .turns
+            .iter_mut()
+            .filter(|t| t.turn >= first_turn)
+        {
             t.step = Some(step_ref.clone());
         }
         let played = outcome?;

@@ -7,8 +7,8 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::case::scenario::{
-    Action, Conversation, Environment, Evaluation, Evaluator, Judgment, Lang, SatisfactionMethod,
-    Scenario, Step, EndCondition, TerminationKind, UserSimulator, EVALUATOR_TYPES,
+    Action, Conversation, EndCondition, Environment, Evaluation, Evaluator, Judgment, Lang,
+    SatisfactionMethod, Scenario, Step, TerminationKind, UserSimulator, EVALUATOR_TYPES,
 };
 use crate::errors::FieldError;
 use crate::source::fields::{check_keys, index, join, model_settings, opt_str, suggest};
