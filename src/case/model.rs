@@ -244,25 +244,33 @@ pub enum Mode {
         input: Option<Input>,
         /// Who plays the user.
         simulator: Box<Simulator>,
-        /// What must be reached (none when `criteria` decide).
+        /// What must be reached.
         checkpoints: Vec<Checkpoint>,
         /// Turn limit (default 20).
         max_turns: u32,
-        /// EvalStudio's success and failure criteria, judged after every reply, instead
-        /// of checkpoints.
-        criteria: Option<Box<Criteria>>,
+    },
+    /// A simulated user drives the conversation, and EvalStudio's success and failure
+    /// criteria are judged after every reply (its evaluation loop).
+    Criteria {
+        /// The first message, when given.
+        input: Option<Input>,
+        /// Who plays the user.
+        simulator: Box<Simulator>,
+        /// What is judged, the limit in messages and the seed conversation.
+        criteria: Box<Criteria>,
     },
     /// An ElizaOS scenario: steps in order, evaluations, a judgment.
     Scenario(Box<crate::case::scenario::Scenario>),
 }
 
 impl Mode {
-    /// `single`, `static` or `dynamic`.
+    /// `single`, `static`, `dynamic` or `scenario`. A case with criteria is a dynamic
+    /// case to its reports, as EvalStudio's runs are.
     pub fn name(&self) -> &'static str {
         match self {
             Mode::Single { .. } => "single",
             Mode::Static { .. } => "static",
-            Mode::Dynamic { .. } => "dynamic",
+            Mode::Dynamic { .. } | Mode::Criteria { .. } => "dynamic",
             Mode::Scenario(_) => "scenario",
         }
     }
@@ -342,6 +350,7 @@ impl Case {
             Mode::Dynamic { checkpoints, .. } => {
                 Box::new(checkpoints.iter().flat_map(|c| &c.assertions))
             }
+            Mode::Criteria { .. } => Box::new(std::iter::empty()),
             Mode::Scenario(s) => Box::new(s.assertions()),
         }
     }
@@ -367,7 +376,7 @@ impl Case {
         match &self.mode {
             Mode::Single { .. } => 1,
             Mode::Static { turns, .. } => turns.len(),
-            Mode::Dynamic { .. } | Mode::Scenario(_) => 0,
+            Mode::Dynamic { .. } | Mode::Criteria { .. } | Mode::Scenario(_) => 0,
         }
     }
 }

@@ -165,7 +165,7 @@ pub struct Conversation {
     /// `user_simulator`.
     pub simulator: UserSimulator,
     /// `termination_conditions`, checked after each agent turn.
-    pub termination: Vec<Termination>,
+    pub termination: Vec<EndCondition>,
     /// `turn_evaluations`: after every agent reply.
     pub turn_evaluations: Vec<Evaluation>,
     /// `final_evaluations`: once the conversation ended.
@@ -188,7 +188,7 @@ pub struct UserSimulator {
 
 /// One termination condition.
 #[derive(Debug, Clone)]
-pub struct Termination {
+pub struct EndCondition {
     /// `type`.
     pub kind: TerminationKind,
     /// `keywords`, for the keyword kinds (defaults documented in docs/formats/eliza.md).

@@ -1,10 +1,20 @@
-//! Checking replies: assertions, script assertions and judges.
+//! Checking replies and deciding verdicts: assertions, script assertions, judges,
+//! checkpoints, EvalStudio's criteria, ElizaOS scenarios' evaluations and judgment, and
+//! the gate over repeats. Everything that decides pass or fail lives here; `run/`
+//! plays the conversation and asks.
 
 mod assertion;
+pub(crate) mod checkpoints;
+pub(crate) mod code;
+pub(crate) mod criteria;
+pub(crate) mod each;
+pub(crate) mod evaluators;
 pub mod gate;
 pub mod judge;
+pub(crate) mod scenario;
 mod scripts;
 
 pub(crate) use assertion::parse_json_text;
-pub use assertion::{evaluate, EvalEnv, Latency, Subject};
+pub use assertion::{evaluate, EvalEnv, Latency, Subject, Verdict};
+pub(crate) use each::{check_all, first_failure};
 pub use scripts::{Check, ScriptFn, Scripts};

@@ -286,10 +286,7 @@ fn tree_block(r: &CaseReport, style: &Style) -> String {
         let _ = writeln!(
             s,
             "  ├─ Checkpoints: {reached}/{wanted} reached{required}{}",
-            r.termination
-                .as_deref()
-                .map(|t| format!(" ({t})"))
-                .unwrap_or_default()
+            r.termination.map(|t| format!(" ({t})")).unwrap_or_default()
         );
         for c in r
             .checkpoints

@@ -108,6 +108,9 @@ pub fn freeze(case: &Case, record: &CaseReport) -> Result<Value, FreezeError> {
                 0,
                 Mode::Dynamic {
                     input: Some(inp), ..
+                }
+                | Mode::Criteria {
+                    input: Some(inp), ..
                 },
             )
             | (0, Mode::Single { input: inp, .. })

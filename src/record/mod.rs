@@ -13,6 +13,7 @@ pub(crate) mod review;
 mod sink;
 mod stability;
 pub(crate) mod store;
+mod termination;
 
 pub use format::{failure_message, Format};
 pub use jsonl::JsonlWriter;
@@ -25,6 +26,7 @@ pub(crate) use recorder::Recorder;
 pub(crate) use replace::{is_report, only_over_a_report};
 pub use sink::{parse_jsonl, read_reports, ReportSink};
 pub use stability::{DurationStats, Stability, StabilityClass};
+pub use termination::Termination;
 
 /// `report` with every registered secret (see [`crate::util::register_secret`]) masked
 /// in every text it holds: a server that echoes an `Authorization` header in an error

@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
 use crate::protocol::{Role, TokenUsage, ToolCall, Usage};
+use crate::record::Termination;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// How a case ended.
@@ -236,11 +237,11 @@ pub struct CodeRun {
 }
 
 /// How a scenario's conversation step ended.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Ending {
     /// The termination condition that held (`user_expresses_satisfaction`, ...), or
     /// `max_turns` when none did before the step's limit.
-    pub termination: String,
+    pub termination: Termination,
     /// Agent turns the step played.
     pub turns: u32,
     /// The step's `max_turns`.
@@ -370,7 +371,7 @@ pub struct CaseReport {
     /// Dynamic cases: why the conversation ended (`all_checkpoints_reached`,
     /// `agent_completed`, `goal_achieved`, `max_turns`, `forbidden_checkpoint`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub termination: Option<String>,
+    pub termination: Option<Termination>,
     /// What the case's model calls cost, by role (over all its repeats).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<Cost>,

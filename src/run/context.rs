@@ -293,18 +293,15 @@ impl Context {
         // Who plays the user: a dynamic case's simulator, a scenario's user simulators.
         let simulators: Vec<(Option<&str>, Option<&str>)> = match &case.mode {
             // Criteria without a model fall back to one exchange: no simulator needed.
-            Mode::Dynamic {
-                simulator: sim,
-                criteria: Some(_),
-                ..
-            } if sim.use_.is_none()
-                && simulator.is_none()
-                && self.config.file.llm.is_none()
-                && case.source_llms().is_none() =>
+            Mode::Criteria { simulator: sim, .. }
+                if sim.use_.is_none()
+                    && simulator.is_none()
+                    && self.config.file.llm.is_none()
+                    && case.source_llms().is_none() =>
             {
                 Vec::new()
             }
-            Mode::Dynamic { simulator: sim, .. } => {
+            Mode::Dynamic { simulator: sim, .. } | Mode::Criteria { simulator: sim, .. } => {
                 vec![(sim.use_.as_deref(), sim.model.llm.as_deref())]
             }
             Mode::Scenario(sc) => sc

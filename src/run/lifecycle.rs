@@ -16,12 +16,13 @@ use crate::llm::ModelCalls;
 use crate::protocol::{Role, TokenUsage};
 use crate::record::{CaseReport, Status};
 use crate::run::context::Context;
-use crate::run::conversation::{dynamic, scripted, turn::request_metadata};
+use crate::run::conversation::checkpoints::Dynamic;
+use crate::run::conversation::driver::{Conversation, Parts};
+use crate::run::conversation::{criteria, scripted, turn::request_metadata};
 use crate::run::engine::Engine;
 use crate::run::outcome::{add_error, fail, Stop};
 use crate::run::repeats::Repeat;
 use crate::run::roles::judge::CaseJudges;
-use crate::run::roles::simulator::Simulator;
 use crate::source::Loaded;
 use crate::util::format_duration;
 
@@ -205,7 +206,7 @@ async fn body(
     let people = engine.options.people;
     // A persona: the simulated user impersonates it.
     let impersonating = match (&case.mode, &case.persona) {
-        (Mode::Dynamic { simulator, .. }, Some(p)) => {
+        (Mode::Dynamic { simulator, .. } | Mode::Criteria { simulator, .. }, Some(p)) => {
             let persona = ctx
                 .persona(p)
                 .map_err(|e| Stop::step("persona", StepError::from(e)))?;
@@ -214,64 +215,60 @@ async fn body(
         }
         _ => None,
     };
+    let chosen = engine.options.simulator.as_deref();
+    let mut conv = Conversation::new(Parts {
+        case,
+        ctx,
+        scope: &setup.scope,
+        env: &env,
+        session: &mut session,
+        report,
+        phase,
+    });
     let result = match &case.mode {
+        Mode::Criteria {
+            input,
+            simulator,
+            criteria,
+        } => {
+            let spec = impersonating.as_ref().unwrap_or(simulator);
+            criteria::run(&mut conv, criteria, input.as_ref(), spec, chosen).await
+        }
         Mode::Dynamic {
             input,
             simulator,
-            criteria: Some(criteria),
+            checkpoints,
+            max_turns,
             ..
         } => {
-            let l = crate::run::conversation::criteria::Loop {
-                case,
-                criteria,
-                input: input.as_ref(),
-                spec: impersonating.as_ref().unwrap_or(simulator),
-                chosen: engine.options.simulator.as_deref(),
-                ctx,
-                scope: &setup.scope,
-                env: &env,
+            let spec = impersonating.as_ref().unwrap_or(simulator);
+            conv.person = people.for_case(case).ok().flatten();
+            let started = conv
+                .start_simulator(spec, spec.use_.as_deref().or(chosen))
+                .await;
+            let r = match started {
+                Ok(()) => {
+                    Dynamic::new(input.as_ref(), checkpoints, *max_turns, spec)
+                        .run(&mut conv)
+                        .await
+                }
+                Err(e) => Err(Stop::from(e)),
             };
-            crate::run::conversation::criteria::run(&l, &mut session, report, phase).await
-        }
-        Mode::Dynamic { simulator, .. } => {
-            let simulator = impersonating.as_ref().unwrap_or(simulator);
-            *phase = "starting the simulator".into();
-            let chosen = simulator
-                .use_
-                .as_deref()
-                .or(engine.options.simulator.as_deref());
-            let mut sim = Simulator::start(ctx, simulator, chosen, &setup.scope).await?;
-            let person = people.for_case(case).ok().flatten();
-            let r = dynamic::run(
-                case,
-                ctx,
-                &mut session,
-                &mut sim,
-                &env,
-                person,
-                report,
-                phase,
-            )
-            .await;
-            sim.close().await;
+            conv.close_simulator().await;
             r
         }
-        Mode::Single { .. } | Mode::Static { .. } => {
-            scripted::run(case, ctx, &mut session, &env, people, report, phase).await
-        }
+        Mode::Single { .. } | Mode::Static { .. } => scripted::run(&mut conv, people).await,
         Mode::Scenario(sc) => match &setup.workdir {
             Some(dir) => {
                 let run = crate::run::scenario::Run {
-                    case,
                     scenario: sc,
-                    ctx,
-                    scope: &setup.scope,
                     env: &env,
                     workdir: dir,
                     live: engine.options.live,
-                    simulator: engine.options.simulator.as_deref(),
+                    simulator: chosen,
                 };
-                crate::run::scenario::run(&run, &mut session, report, phase).await
+                let mut conv = conv.with_setup(crate::run::scenario::setup(sc, run.live));
+                crate::run::scenario::run(&run, &mut conv).await
             }
             None => Err(Stop::error("the scenario has no environment folder")),
         },

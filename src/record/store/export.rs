@@ -57,7 +57,7 @@ pub(crate) fn evalstudio(stored: &Stored) -> Value {
                 if let Some(e) = case.turns.iter().rev().find_map(|t| t.criteria.as_ref()) {
                     output["evaluation"] = json!(e);
                 }
-                if case.termination.as_deref() == Some("max_messages") {
+                if case.termination == Some(crate::record::Termination::MaxMessages) {
                     output["maxMessagesReached"] = json!(true);
                 }
                 r.insert("output".into(), output);

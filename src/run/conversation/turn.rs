@@ -7,11 +7,11 @@ use std::time::Instant;
 use serde_json::{Map, Value};
 
 use crate::agent::Session;
-use crate::case::{Assertion, Case};
-use crate::check::{evaluate, EvalEnv, Latency, Subject};
+use crate::case::Case;
+use crate::check::Latency;
 use crate::errors::StepError;
 use crate::protocol::{Reply, Request};
-use crate::record::{AssertionReport, CaseReport, TurnReport};
+use crate::record::{CaseReport, TurnReport};
 use crate::run::awaiting;
 use crate::run::outcome::Stop;
 
@@ -174,45 +174,6 @@ fn failed_turn(
     }
 }
 
-/// Evaluates every assertion (all of them, so the report shows each verdict).
-/// The second value is set when one could not be evaluated.
-pub(crate) async fn check_all(
-    list: &[Assertion],
-    subject: Subject<'_>,
-    env: &EvalEnv<'_>,
-) -> (Vec<AssertionReport>, Option<StepError>) {
-    let mut out = Vec::with_capacity(list.len());
-    let mut broken = None;
-    for a in list {
-        let mut spec = match &a.raw {
-            Value::Object(m) => m.clone(),
-            _ => Map::new(),
-        };
-        // A custom `message` is part of the verdict's message; one key, not two.
-        spec.remove("message");
-        match evaluate(a, subject, env).await {
-            Ok(v) => out.push(AssertionReport {
-                spec,
-                passed: v.passed,
-                message: v.detail.unwrap_or_else(|| v.label.clone()),
-                label: v.label,
-                judgment: v.judgment,
-            }),
-            Err(e) => {
-                out.push(AssertionReport {
-                    spec,
-                    passed: false,
-                    label: a.type_name().to_string(),
-                    message: e.to_string(),
-                    judgment: None,
-                });
-                broken.get_or_insert(e);
-            }
-        }
-    }
-    (out, broken)
-}
-
 /// How long each answered turn of a conversation took, for its final checks.
 pub(crate) fn latencies(turns: &[TurnReport]) -> Vec<Latency> {
     turns
@@ -225,12 +186,4 @@ pub(crate) fn latencies(turns: &[TurnReport]) -> Vec<Latency> {
             })
         })
         .collect()
-}
-
-/// The first failing verdict of a list, as `<at>: <label>: <message>`.
-pub(crate) fn first_failure(at: &str, verdicts: &[AssertionReport]) -> Option<String> {
-    verdicts
-        .iter()
-        .find(|a| !a.passed)
-        .map(|a| format!("{at}: {}: {}", a.label, a.message))
 }

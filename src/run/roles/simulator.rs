@@ -11,6 +11,7 @@ use crate::case::{ModelSettings, ScriptRule};
 use crate::errors::StepError;
 use crate::llm::{Endpoint, ModelCalls};
 use crate::protocol::{Message, Request, Role};
+use crate::record::Termination;
 use crate::run::context::Context;
 use crate::run::roles::ask::{ask, Answer, Question, Respondent};
 use crate::util::value_text;
@@ -63,35 +64,8 @@ pub(crate) struct SimTurn {
     pub(crate) goal_achieved: bool,
     pub(crate) reasoning: Option<String>,
     /// The user ended the conversation without reaching its goal (then `message` is
-    /// `None`).
-    pub(crate) ending: Option<UserEnding>,
-}
-
-/// How a simulated user ends a conversation short of its goal: tau2-bench's signals.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum UserEnding {
-    /// `###TRANSFER###`: the user was handed to another agent.
-    Transfer,
-    /// `###OUT-OF-SCOPE###`: the scenario does not tell the user how to go on.
-    OutOfScope,
-}
-
-impl UserEnding {
-    /// The case's termination reason.
-    pub(crate) fn termination(self) -> &'static str {
-        match self {
-            UserEnding::Transfer => "transfer",
-            UserEnding::OutOfScope => "out_of_scope",
-        }
-    }
-
-    /// The signal as the user writes it.
-    pub(crate) fn signal(self) -> &'static str {
-        match self {
-            UserEnding::Transfer => TRANSFER,
-            UserEnding::OutOfScope => OUT_OF_SCOPE,
-        }
-    }
+    /// `None`): [`Termination::Transfer`] or [`Termination::OutOfScope`].
+    pub(crate) ending: Option<Termination>,
 }
 
 /// tau2-bench's stop signals, understood in any simulator's message.
@@ -109,9 +83,9 @@ fn signals(mut turn: SimTurn) -> SimTurn {
         return turn;
     }
     if message.contains(TRANSFER) {
-        turn.ending = Some(UserEnding::Transfer);
+        turn.ending = Some(Termination::Transfer);
     } else if message.contains(OUT_OF_SCOPE) {
-        turn.ending = Some(UserEnding::OutOfScope);
+        turn.ending = Some(Termination::OutOfScope);
     }
     if message.contains(STOP) {
         turn.goal_achieved = true;
@@ -709,10 +683,10 @@ mod tests {
         let t = said("###TRANSFER###");
         assert_eq!(
             (t.ending, t.message, t.goal_achieved),
-            (Some(UserEnding::Transfer), None, false)
+            (Some(Termination::Transfer), None, false)
         );
         let t = said("I give up ###OUT-OF-SCOPE###");
-        assert_eq!((t.ending, t.message), (Some(UserEnding::OutOfScope), None));
+        assert_eq!((t.ending, t.message), (Some(Termination::OutOfScope), None));
         assert_eq!(
             said("Use ### for headings").message.as_deref(),
             Some("Use ### for headings")

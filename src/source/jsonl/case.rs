@@ -342,7 +342,7 @@ fn parse_personas(obj: &Map<String, Value>, mode: &Mode) -> Result<Vec<PersonaRe
             ))
         }
     };
-    if !matches!(mode, Mode::Dynamic { .. }) {
+    if !matches!(mode, Mode::Dynamic { .. } | Mode::Criteria { .. }) {
         return Err(FieldError::new(
             "personas",
             "`personas` apply to dynamic cases, where a simulated user impersonates each; this case has no simulated user",

@@ -153,7 +153,6 @@ pub(super) fn parse_dynamic(
         simulator: Box::new(sim),
         checkpoints,
         max_turns,
-        criteria: None,
     })
 }
 
@@ -263,19 +262,17 @@ fn parse_criteria_case(
         Some(v) => Some(parse_input(v, "input")?),
         None => None,
     };
-    Ok(Mode::Dynamic {
+    Ok(Mode::Criteria {
         input,
         simulator: Box::new(simulator),
-        checkpoints: Vec::new(),
-        max_turns: max_messages.div_ceil(2),
-        criteria: Some(Box::new(Criteria {
+        criteria: Box::new(Criteria {
             success,
             failure,
             mode,
             max_messages,
             instructions,
             seed,
-        })),
+        }),
     })
 }
 

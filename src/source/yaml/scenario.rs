@@ -7,8 +7,8 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::case::scenario::{
-    Action, Conversation, Environment, Evaluation, Evaluator, Judgment, Lang, SatisfactionMethod,
-    Scenario, Step, Termination, TerminationKind, UserSimulator, EVALUATOR_TYPES,
+    Action, Conversation, EndCondition, Environment, Evaluation, Evaluator, Judgment, Lang,
+    SatisfactionMethod, Scenario, Step, TerminationKind, UserSimulator, EVALUATOR_TYPES,
 };
 use crate::errors::FieldError;
 use crate::source::fields::{check_keys, index, join, model_settings, opt_str, suggest};
@@ -577,7 +577,7 @@ fn user_simulator(v: &Value, path: &str) -> Result<UserSimulator, FieldError> {
     })
 }
 
-fn termination(v: &Value, path: &str) -> Result<Termination, FieldError> {
+fn termination(v: &Value, path: &str) -> Result<EndCondition, FieldError> {
     let obj = object(v, path, "a termination condition")?;
     check_keys(
         obj,
@@ -627,7 +627,7 @@ fn termination(v: &Value, path: &str) -> Result<Termination, FieldError> {
             "a `custom_condition` needs `llm_judge: {prompt, threshold}` to decide it",
         ));
     }
-    Ok(Termination {
+    Ok(EndCondition {
         kind,
         keywords,
         judge,

@@ -30,7 +30,7 @@ pub(super) fn case_detail(s: &mut String, id: &str, c: &CaseReport) {
         fact("Simulator", esc(sim));
     }
     if let Some(t) = &c.termination {
-        fact("Ended", esc(t));
+        fact("Ended", esc(t.name()));
     }
     if let Some(tokens) = crate::record::format::common::tokens_line(&c.usage) {
         fact("Tokens", esc(&tokens));

@@ -5,16 +5,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::case::scenario::Evaluator;
+use crate::check::Verdict;
 use crate::errors::StepError;
-
-/// A verdict: whether it held, its label, and what was found.
-pub(crate) struct Verdict {
-    pub(crate) passed: bool,
-    pub(crate) label: String,
-    pub(crate) message: String,
-    /// A judged evaluator's verdict, kept so a pass can be audited.
-    pub(crate) judgment: Option<crate::record::Judgment>,
-}
 
 /// What a step left for its evaluators.
 pub(crate) struct StepResult<'a> {
@@ -92,11 +84,11 @@ pub(crate) async fn check(
             Verdict {
                 passed: found,
                 label: format!("file_exists \"{path}\""),
-                message: if found {
+                detail: Some(if found {
                     format!("{path} exists")
                 } else {
                     format!("no file {path} in the environment")
-                },
+                }),
                 judgment: None,
             }
         }
@@ -106,7 +98,7 @@ pub(crate) async fn check(
                 Err(_) => Verdict {
                     passed: false,
                     label,
-                    message: format!("no file {path} in the environment"),
+                    detail: Some(format!("no file {path} in the environment")),
                     judgment: None,
                 },
                 Ok(bytes) => {
@@ -115,14 +107,14 @@ pub(crate) async fn check(
                     Verdict {
                         passed: found,
                         label,
-                        message: if found {
+                        detail: Some(if found {
                             format!("{path} contains \"{value}\"")
                         } else {
                             format!(
                                 "{path} does not contain \"{value}\"; it holds {}",
                                 serde_json::Value::String(crate::util::clip(&text))
                             )
-                        },
+                        }),
                         judgment: None,
                     }
                 }
@@ -132,7 +124,7 @@ pub(crate) async fn check(
             command,
             expected_code,
         } => {
-            let out = super::code::shell(command, dir, deadline)
+            let out = crate::check::code::shell(command, dir, deadline)
                 .await
                 .map_err(|e| e.context(format!("command_exit_code_is `{command}`")))?;
             let passed = out.exit_code == Some(*expected_code);
@@ -143,7 +135,7 @@ pub(crate) async fn check(
             Verdict {
                 passed,
                 label: format!("command_exit_code_is `{command}` {expected_code}"),
-                message: if passed {
+                detail: Some(if passed {
                     format!("`{command}` exited with {code}")
                 } else if out.stderr.trim().is_empty() {
                     format!("`{command}` exited with {code}, expected {expected_code}")
@@ -152,7 +144,7 @@ pub(crate) async fn check(
                         "`{command}` exited with {code}, expected {expected_code}; its stderr: {}",
                         out.stderr.trim()
                     )
-                },
+                }),
                 judgment: None,
             }
         }
@@ -162,7 +154,7 @@ pub(crate) async fn check(
             Verdict {
                 passed: found,
                 label: format!("trajectory_contains_action \"{action}\""),
-                message: if found {
+                detail: Some(if found {
                     format!("the agent took the action {action}")
                 } else if names.is_empty() {
                     format!("expected the action {action}; the agent called no tool and reported no action")
@@ -171,7 +163,7 @@ pub(crate) async fn check(
                         "expected the action {action}; the agent's were: {}",
                         names.join(", ")
                     )
-                },
+                }),
                 judgment: None,
             }
         }
@@ -191,7 +183,7 @@ pub(crate) async fn check(
             Verdict {
                 passed: over.is_none() && under.is_none(),
                 label: format!("execution_time {bounds}"),
-                message: match (over, under) {
+                detail: Some(match (over, under) {
                     (Some(m), _) => format!(
                         "the step took {took} ms, over the {} ms allowed{target}",
                         ms(m)
@@ -201,7 +193,7 @@ pub(crate) async fn check(
                         ms(m)
                     ),
                     _ => format!("the step took {took} ms{target}"),
-                },
+                }),
                 judgment: None,
             }
         }

@@ -1,5 +1,5 @@
-//! Code steps: a snippet run in the scenario's environment by the interpreter its
-//! `lang` names, with its exit code, output, duration and the files it left.
+//! Code in the scenario's environment: a code step's snippet, run by the interpreter its
+//! `lang` names, and `command_exit_code_is`'s command, with exit code, output and time.
 
 use std::collections::BTreeMap;
 use std::path::Path;

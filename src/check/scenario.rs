@@ -1,0 +1,482 @@
+//! An ElizaOS scenario's checks: every evaluation of a step (agentest assertions under
+//! the scenario's names, the file, command, trajectory and time evaluators, and the
+//! conversation evaluators), the termination conditions of a conversation step, and the
+//! scenario's judgment over all of them.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use crate::case::scenario::{
+    EndCondition, Evaluation, Evaluator, Judgment, SatisfactionMethod, TerminationKind,
+};
+use crate::check::each::check_all;
+use crate::check::evaluators::{self, StepResult};
+use crate::check::judge::JudgeRequest;
+use crate::check::{EvalEnv, Subject, Verdict};
+use crate::errors::StepError;
+use crate::protocol::Message;
+use crate::record::{AssertionReport, CaseReport, Status, Termination, TurnReport};
+
+/// The words that end a conversation when a keyword condition lists none.
+const SATISFIED: [&str; 6] = [
+    "thank you",
+    "thanks",
+    "that helps",
+    "perfect",
+    "great",
+    "resolved",
+];
+const SOLVED: [&str; 5] = [
+    "follow these steps",
+    "here's how",
+    "here is how",
+    "the solution",
+    "to fix this",
+];
+const ESCALATE: [&str; 6] = [
+    "escalate",
+    "supervisor",
+    "manager",
+    "human agent",
+    "specialist",
+    "transfer you",
+];
+
+/// Evaluates every evaluation of a step (all of them, so the report shows each). The
+/// second value is set when one could not be evaluated. `conversation` is the whole
+/// conversation and its agent turns, for the conversation evaluators.
+pub(crate) async fn evaluate_all(
+    list: &[Evaluation],
+    subject: Subject<'_>,
+    result: &StepResult<'_>,
+    dir: &Path,
+    env: &EvalEnv<'_>,
+    conversation: Option<(&[Message], u32)>,
+) -> (Vec<AssertionReport>, Option<StepError>) {
+    let mut out = Vec::with_capacity(list.len());
+    let mut broken = None;
+    for e in list {
+        let spec = match &e.raw {
+            Value::Object(m) => m.clone(),
+            _ => Map::new(),
+        };
+        let verdict = match &e.check {
+            Evaluator::Assertion(a) => {
+                let (mut verdicts, b) = check_all(std::slice::from_ref(a), subject, env).await;
+                for v in &mut verdicts {
+                    // Reported as the scenario wrote it (`string_contains`, not `contains`).
+                    v.spec = spec.clone();
+                    if let Some(rest) = v.label.strip_prefix(a.type_name()) {
+                        v.label = format!("{}{rest}", e.type_name);
+                    }
+                }
+                out.extend(verdicts);
+                if let Some(b) = b {
+                    broken.get_or_insert(b);
+                }
+                continue;
+            }
+            Evaluator::ConversationLength { .. }
+            | Evaluator::ConversationFlow { .. }
+            | Evaluator::UserSatisfaction { .. }
+            | Evaluator::ContextRetention { .. } => match conversation {
+                Some((history, turns)) => evaluate_conversation(e, env, history, turns).await,
+                None => Err(StepError::Broken(format!(
+                    "`{}` judges a conversation, and this step has none",
+                    e.type_name
+                ))),
+            },
+            other => evaluators::check(other, result, dir, env.deadline).await,
+        };
+        match verdict {
+            Ok(v) => out.push(AssertionReport {
+                spec,
+                passed: v.passed,
+                message: v.detail.unwrap_or_else(|| v.label.clone()),
+                label: v.label,
+                judgment: v.judgment,
+            }),
+            Err(err) => {
+                out.push(AssertionReport {
+                    spec,
+                    passed: false,
+                    label: e.type_name.clone(),
+                    message: err.to_string(),
+                    judgment: None,
+                });
+                broken.get_or_insert(err);
+            }
+        }
+    }
+    (out, broken)
+}
+
+/// The tools called and actions reported in the turns from `first` on.
+pub(crate) fn trajectory(turns: &[TurnReport], first: u32) -> Vec<String> {
+    turns
+        .iter()
+        .filter(|t| t.turn >= first)
+        .flat_map(|t| {
+            t.tool_calls
+                .iter()
+                .map(|c| c.name.clone())
+                .chain(t.actions.iter().cloned())
+        })
+        .collect()
+}
+
+/// `judgment.strategy` over every evaluation of every step: `all_pass` fails on the
+/// first failed one; `any_pass` passes when one passed (and fails with none to pass).
+pub(crate) fn judge(judgment: Judgment, report: &mut CaseReport) {
+    let at = |t: &TurnReport| {
+        t.step
+            .as_ref()
+            .map_or_else(|| format!("turn {}", t.turn), ToString::to_string)
+    };
+    let all: Vec<(&TurnReport, &AssertionReport)> = report
+        .turns
+        .iter()
+        .flat_map(|t| t.assertions.iter().map(move |a| (t, a)))
+        .collect();
+    let failure = match judgment {
+        Judgment::AllPass => all
+            .iter()
+            .find(|(_, a)| !a.passed)
+            .map(|(t, a)| format!("{}: {}: {} (judgment: all_pass)", at(t), a.label, a.message)),
+        Judgment::AnyPass if all.iter().any(|(_, a)| a.passed) => None,
+        Judgment::AnyPass => Some(match all.first() {
+            Some((t, a)) => format!(
+                "no evaluation passed (judgment: any_pass); the first, {}: {}: {}",
+                at(t),
+                a.label,
+                a.message
+            ),
+            None => "no evaluation passed (judgment: any_pass): the scenario has none".into(),
+        }),
+    };
+    if let Some(f) = failure {
+        report.status = Status::Failed;
+        report.error = Some(f);
+    }
+}
+
+fn mentions(text: &str, words: &[String], defaults: &[&str]) -> bool {
+    let low = text.to_lowercase();
+    if words.is_empty() {
+        defaults.iter().any(|w| low.contains(w))
+    } else {
+        words.iter().any(|w| low.contains(&w.to_lowercase()))
+    }
+}
+
+/// Text with its case and spacing made alike, to tell a repeated reply.
+fn same_text(a: &str, b: &str) -> bool {
+    let norm = |s: &str| {
+        s.split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_lowercase()
+    };
+    norm(a) == norm(b)
+}
+
+/// A judge's verdict on `criteria` over the conversation.
+async fn judged_by(
+    env: &EvalEnv<'_>,
+    criteria: &str,
+    last: &str,
+    history: &[Message],
+) -> Result<crate::check::judge::JudgeVerdict, StepError> {
+    let Some(judges) = env.judges else {
+        return Err(StepError::Broken("no judge is available here".into()));
+    };
+    let request = JudgeRequest {
+        conversation: history.to_vec(),
+        ..JudgeRequest::new(criteria, last)
+    };
+    judges.judge(None, &request).await
+}
+
+/// A verdict's confidence: its score, else 1 for a pass and 0 for a fail.
+fn verdict_score(v: &crate::check::judge::JudgeVerdict) -> f64 {
+    v.score.unwrap_or(if v.passed { 1.0 } else { 0.0 })
+}
+
+/// The conversation evaluators, over the whole conversation (`turns` agent turns).
+async fn evaluate_conversation(
+    e: &Evaluation,
+    talk_env: &EvalEnv<'_>,
+    history: &[Message],
+    turns: u32,
+) -> Result<Verdict, StepError> {
+    let user_words: Vec<String> = history
+        .iter()
+        .filter(|m| m.role == "user")
+        .map(Message::text)
+        .collect();
+    let agent_words: Vec<String> = history
+        .iter()
+        .filter(|m| m.role == "assistant")
+        .map(Message::text)
+        .collect();
+    let last = agent_words.last().cloned().unwrap_or_default();
+    let judged = |criteria: String| {
+        let last = last.clone();
+        async move { judged_by(talk_env, &criteria, &last, history).await }
+    };
+    Ok(match &e.check {
+        Evaluator::ConversationLength {
+            min,
+            max,
+            optimal,
+            target_range,
+        } => {
+            let (lo, hi) = match target_range {
+                Some((a, b)) => (Some(*a), Some(*b)),
+                None => (*min, *max),
+            };
+            let ok = lo.is_none_or(|lo| turns >= lo) && hi.is_none_or(|hi| turns <= hi);
+            let bounds = match (lo, hi) {
+                (Some(a), Some(b)) => format!("{a}..{b}"),
+                (Some(a), None) => format!("at least {a}"),
+                (None, Some(b)) => format!("at most {b}"),
+                (None, None) => "any".into(),
+            };
+            let optimal = optimal
+                .map(|o| format!(" (optimal {o})"))
+                .unwrap_or_default();
+            Verdict {
+                passed: ok,
+                label: format!("conversation_length {bounds} turns"),
+                detail: Some(format!("the conversation took {turns} turn(s){optimal}")),
+                judgment: None,
+            }
+        }
+        Evaluator::UserSatisfaction {
+            threshold,
+            positive,
+            negative,
+            method: SatisfactionMethod::KeywordAnalysis,
+        } => {
+            let pos: Vec<String> = if positive.is_empty() {
+                SATISFIED.iter().map(|s| s.to_string()).collect()
+            } else {
+                positive.clone()
+            };
+            let neg: Vec<String> = if negative.is_empty() {
+                [
+                    "frustrated",
+                    "annoyed",
+                    "not helpful",
+                    "useless",
+                    "angry",
+                    "disappointed",
+                ]
+                .iter()
+                .map(|s| s.to_string())
+                .collect()
+            } else {
+                negative.clone()
+            };
+            let count = |words: &[String]| {
+                user_words
+                    .iter()
+                    .map(|u| {
+                        let low = u.to_lowercase();
+                        words
+                            .iter()
+                            .filter(|w| low.contains(&w.to_lowercase()))
+                            .count()
+                    })
+                    .sum::<usize>()
+            };
+            let (p, n) = (count(&pos), count(&neg));
+            // No indicator either way reads as neutral.
+            let score = if p + n == 0 {
+                0.5
+            } else {
+                p as f64 / (p + n) as f64
+            };
+            Verdict {
+                passed: score >= *threshold,
+                label: format!("user_satisfaction ≥ {threshold} (keyword_analysis)"),
+                detail: Some(format!("{p} positive and {n} negative indicator(s) in the user's words: score {score:.2}")),
+                judgment: None,
+            }
+        }
+        Evaluator::UserSatisfaction {
+            threshold, method, ..
+        } => {
+            let (how, name) = if *method == SatisfactionMethod::SentimentAnalysis {
+                (
+                    "Judge how the user's sentiment progresses through the conversation",
+                    "sentiment_analysis",
+                )
+            } else {
+                (
+                    "Judge how satisfied the user is at the end of the conversation",
+                    "llm_judge",
+                )
+            };
+            let v = judged(format!(
+                "{how}. Score 1 for fully satisfied, 0 for not at all."
+            ))
+            .await?;
+            by_score(
+                v,
+                *threshold,
+                format!("user_satisfaction ≥ {threshold} ({name})"),
+                String::new(),
+            )
+        }
+        Evaluator::ConversationFlow {
+            patterns,
+            threshold,
+        } => {
+            let described: Vec<String> = patterns
+                .iter()
+                .map(|p| format!("{p} ({})", pattern_text(p)))
+                .collect();
+            let v = judged(format!(
+                "The conversation shows each of these patterns: {}. Score the share of them it shows.",
+                described.join("; ")
+            ))
+            .await?;
+            by_score(
+                v,
+                *threshold,
+                format!("conversation_flow {} ≥ {threshold}", patterns.join(", ")),
+                String::new(),
+            )
+        }
+        Evaluator::ContextRetention {
+            memory_of,
+            retention_turns,
+            threshold,
+        } => {
+            // Alongside the judge, a count anyone can check: which items the agent's
+            // later replies still mention.
+            let from = retention_turns.unwrap_or(1).saturating_sub(1) as usize;
+            let later = agent_words
+                .iter()
+                .skip(from.min(agent_words.len().saturating_sub(1)))
+                .map(|s| s.to_lowercase())
+                .collect::<Vec<_>>()
+                .join("\n");
+            let mentioned: Vec<&String> = memory_of
+                .iter()
+                .filter(|m| later.contains(&m.to_lowercase()))
+                .collect();
+            let v = judged(format!(
+                "The assistant keeps in mind, through the conversation, each of: {}. Score the share it retained.",
+                memory_of.join("; ")
+            ))
+            .await?;
+            let items: Vec<String> = memory_of.iter().map(|m| format!("{m:?}")).collect();
+            by_score(
+                v,
+                *threshold,
+                format!("context_retention of {} ≥ {threshold}", items.join(", ")),
+                format!("; mentioned later: {}/{}", mentioned.len(), memory_of.len()),
+            )
+        }
+        _ => return Err(StepError::Broken("not a conversation evaluator".into())),
+    })
+}
+
+/// A judged evaluator's verdict: its score against `threshold`, the judge's words kept.
+fn by_score(
+    v: crate::check::judge::JudgeVerdict,
+    threshold: f64,
+    label: String,
+    extra: String,
+) -> Verdict {
+    let score = verdict_score(&v);
+    Verdict {
+        passed: score >= threshold,
+        label,
+        detail: Some(format!("score {score:.2}: {}{extra}", v.reason)),
+        judgment: Some(crate::record::Judgment {
+            reason: v.reason,
+            score: Some(score),
+            suggestions: v.suggestions,
+        }),
+    }
+}
+
+/// What a `conversation_flow` pattern means, for the judge.
+fn pattern_text(p: &str) -> &'static str {
+    match p {
+        "question_then_answer" => "the agent asks a question and the user answers it",
+        "problem_then_solution" => "the user states a problem and the agent provides a solution",
+        "clarification_cycle" => "several clarification exchanges",
+        "empathy_then_solution" => "the agent shows empathy before providing a solution",
+        _ => "the agent escalates appropriately when needed",
+    }
+}
+
+/// What a conversation step's termination conditions see after one of its turns.
+pub(crate) struct AfterTurn<'a> {
+    /// The turn just played, from 1, and the step's `max_turns`.
+    pub(crate) k: u32,
+    pub(crate) max: u32,
+    /// What the user said, and the agent's reply.
+    pub(crate) user: &'a str,
+    pub(crate) agent: &'a str,
+    /// The simulated user said its goal is achieved.
+    pub(crate) goal: bool,
+    /// The agent's earlier replies in the step.
+    pub(crate) earlier: &'a [String],
+    pub(crate) history: &'a [Message],
+}
+
+/// The first condition that holds after a turn, in the order written.
+pub(crate) async fn first_condition(
+    conditions: &[EndCondition],
+    turn: &AfterTurn<'_>,
+    env: &EvalEnv<'_>,
+) -> Result<Option<Termination>, StepError> {
+    for c in conditions {
+        let holds = match c.kind {
+            TerminationKind::MaxTurnsReached => turn.k >= turn.max,
+            TerminationKind::UserExpressesSatisfaction => {
+                mentions(turn.user, &c.keywords, &SATISFIED)
+            }
+            TerminationKind::AgentProvidesSolution => mentions(turn.agent, &c.keywords, &SOLVED),
+            TerminationKind::EscalationNeeded => mentions(turn.agent, &c.keywords, &ESCALATE),
+            TerminationKind::GoalAchieved => turn.goal,
+            // The agent said the same as in one of its two replies before.
+            TerminationKind::ConversationStuck => turn
+                .earlier
+                .iter()
+                .rev()
+                .take(2)
+                .any(|e| same_text(e, turn.agent)),
+            TerminationKind::CustomCondition => {
+                let Some((prompt, threshold)) = &c.judge else {
+                    continue;
+                };
+                let verdict = judged_by(env, prompt, turn.agent, turn.history).await?;
+                verdict_score(&verdict) >= *threshold
+            }
+        };
+        if holds {
+            return Ok(Some(termination_of(c.kind)));
+        }
+    }
+    Ok(None)
+}
+
+/// How a conversation that ends by a condition of this kind is reported.
+fn termination_of(kind: TerminationKind) -> Termination {
+    match kind {
+        TerminationKind::MaxTurnsReached => Termination::MaxTurnsReached,
+        TerminationKind::UserExpressesSatisfaction => Termination::UserExpressesSatisfaction,
+        TerminationKind::AgentProvidesSolution => Termination::AgentProvidesSolution,
+        TerminationKind::ConversationStuck => Termination::ConversationStuck,
+        TerminationKind::EscalationNeeded => Termination::EscalationNeeded,
+        TerminationKind::GoalAchieved => Termination::GoalAchieved,
+        TerminationKind::CustomCondition => Termination::CustomCondition,
+    }
+}
