@@ -351,7 +351,7 @@ impl Case {
     /// golden files are named after it, so that each persona keeps its own.
     pub fn trial_id(&self) -> String {
         match &self.persona {
-            Some(p) => format!("{}::{}", self.id, crate::source::slug(&p.name)),
+            Some(p) => format!("{}::{}", self.id, crate::util::slug(&p.name)),
             None => self.id.clone(),
         }
     }

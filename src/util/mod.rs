@@ -29,4 +29,4 @@ pub(crate) use secrets::{
     scrub_json, shown_url,
 };
 pub use text::suggest;
-pub(crate) use text::{clip, compact, panic_text, value_text};
+pub(crate) use text::{clip, compact, panic_text, slug, value_text};

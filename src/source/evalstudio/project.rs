@@ -17,7 +17,8 @@ use crate::config::{AgentConfig, SourceLlms};
 use crate::errors::{CaseError, FieldError};
 use crate::source::document::Document;
 use crate::source::jsonl::case_from_object;
-use crate::source::{slug, Loaded, SEPARATOR};
+use crate::source::{Loaded, SEPARATOR};
+use crate::util::slug;
 
 /// EvalStudio's scenario keys and the case keys they become.
 const CASE_KEYS: [(&str, &str); 6] = [

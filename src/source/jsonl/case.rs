@@ -380,8 +380,8 @@ fn parse_personas(obj: &Map<String, Value>, mode: &Mode) -> Result<Vec<PersonaRe
                 ))
             }
         };
-        let slug = crate::source::slug(&p.name);
-        if out.iter().any(|q| crate::source::slug(&q.name) == slug) {
+        let slug = crate::util::slug(&p.name);
+        if out.iter().any(|q| crate::util::slug(&q.name) == slug) {
             return Err(FieldError::new(
                 &path,
                 format!(

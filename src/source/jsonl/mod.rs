@@ -136,7 +136,7 @@ pub fn parse_suite_bytes(
                         Loaded {
                             generation: None,
                             suite: suite.to_string(),
-                            trial: format!("{trial}{SEPARATOR}{}", crate::source::slug(&p.name)),
+                            trial: format!("{trial}{SEPARATOR}{}", crate::util::slug(&p.name)),
                             file: file.to_path_buf(),
                             entry: Ok(one),
                         },
