@@ -125,7 +125,11 @@ impl Harness {
             Err(e) => return setup_failure(&args, "settings", e.to_string()),
         };
         crate::util::invocation::set(crate::util::invocation::cargo_test_for_this_binary());
-        let root_config = Config::discover(&self.root).ok();
+        let root_config = Config::discover(
+            &self.root,
+            &crate::run::context::config_loader(settings.config.as_ref()),
+        )
+        .ok();
         let report = report_path(settings, root_config.as_ref());
         let mut plan = match self.plan(&args, report.as_slice()) {
             Ok(p) => p,

@@ -103,7 +103,12 @@ pub mod __private {
     }
     /// `agentest.toml`.
     pub mod config {
-        pub use crate::config::{Config, ConfigFile};
+        pub use crate::config::{Config, ConfigFile, Loader};
+
+        /// How the harness and the binary read a config, without a file chosen by name.
+        pub fn loader() -> Loader<'static> {
+            crate::run::context::config_loader(None)
+        }
     }
     /// Durations.
     pub mod duration {

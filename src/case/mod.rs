@@ -12,7 +12,7 @@ pub use assertion::{
 };
 pub use mock::{Mock, MockAnswer};
 pub use model::{
-    Case, Checkpoint, Criteria, EvalStudioRef, FailureMode, Input, Interactive, Location, Mode,
-    ModelSettings, PersonaRef, ScriptRule, Simulator, Turn,
+    Case, Checkpoint, ConnectorAgent, Criteria, EvalStudioRef, FailureMode, Input, Interactive,
+    Location, Mode, ModelSettings, PersonaRef, Provider, ScriptRule, Simulator, SourceLlms, Turn,
 };
 pub use repeat::{check_cost, check_runs, Budget, Gate, Repeats, MAX_RUNS};

@@ -46,7 +46,8 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
     if let (Input::Dir(root), Some(out)) = (&input, &args.output) {
         warn_if_inside(root, out);
     }
-    let config = Config::discover(&plan.root).map_err(|e| e.to_string())?;
+    let loader = crate::run::context::config_loader(settings::get().config.as_ref());
+    let config = Config::discover(&plan.root, &loader).map_err(|e| e.to_string())?;
     // A person answers one question at a time, in order.
     let interactive =
         crate::run::roles::person::interactive_allowed(args.interactive, "--interactive");

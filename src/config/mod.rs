@@ -14,11 +14,11 @@ pub use agents::{
 };
 pub use command::CommandConfig;
 pub(crate) use command::{command_spec, own_deadline};
-pub use file::{Config, ConfigFile, TracesConfig};
-pub(crate) use file::{CONFIG_FILE, SUITES_DIR};
+pub use file::{Config, ConfigFile, Loader, TracesConfig};
+pub(crate) use file::{ConfigChoice, CONFIG_FILE, SUITES_DIR};
 pub use golden::GoldenConfig;
 pub(crate) use golden::Redaction;
 #[cfg(test)]
 pub(crate) use golden::RedactionConfig;
-pub use llm::{ApiKey, LlmConfig, Pricing, SourceLlms, StructuredOutput};
+pub use llm::{LlmConfig, Pricing, StructuredOutput};
 pub use modes::{CassetteMode, UpdateMode};
