@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use super::agents::RawAgent;
 use super::{AgentConfig, CassetteMode, CommandConfig, GoldenConfig, Redaction};
 use crate::case::PersonaRef;
-use crate::errors::{AgentSetupError, CaseError, ConfigError, ConfigValueError};
+use crate::errors::{AgentSetupError, CaseError, ConfigError, ConfigValueError, SetupError};
+use crate::util::command::CommandSpec;
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -384,7 +385,7 @@ impl Config {
         }
         self.check_traces()?;
         self.check_repeats()?;
-        crate::config::Pricing::check_all(&self.file)?;
+        check_prices(&self.file)?;
         let named = self.agent.iter().map(|a| ("[agent]".to_string(), a));
         let named = named.chain(
             self.agents
@@ -552,6 +553,94 @@ fn with_suggestion(message: &str) -> String {
         Some(s) => format!("{message}\nhint: did you mean `{s}`?"),
         None => message.to_string(),
     }
+}
+
+/// Builds a runnable command from a config entry, expanding `${VAR}`s.
+pub(crate) fn command_spec(
+    config: &Config,
+    cmd: &CommandConfig,
+    what: &str,
+) -> Result<CommandSpec, SetupError> {
+    if cmd.command.is_empty() {
+        return Err(SetupError::EmptyCommand {
+            what: what.to_string(),
+            config: config.describe(),
+        });
+    }
+    let argv = cmd
+        .command
+        .iter()
+        .map(|a| crate::util::expand_env(a, &format!("{what}.command")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let env = cmd
+        .env
+        .iter()
+        .map(|(k, v)| {
+            Ok((
+                k.clone(),
+                crate::util::expand_secret(v, &format!("{what}.env.{k}"))?,
+            ))
+        })
+        .collect::<Result<BTreeMap<_, _>, SetupError>>()?;
+    let cwd = match &cmd.cwd {
+        Some(c) => config.dir.join(c),
+        None => config.dir.clone(),
+    };
+    Ok(CommandSpec {
+        argv,
+        cwd,
+        env,
+        shown: cmd.command.join(" "),
+    })
+}
+
+/// Checks every pricing table of a config: prices are amounts of at least 0, and
+/// one currency throughout (costs of different currencies cannot be added up).
+fn check_prices(file: &ConfigFile) -> Result<(), ConfigValueError> {
+    let tables = file
+        .llm
+        .iter()
+        .map(|l| ("[llm]".to_string(), l))
+        .chain(
+            file.llms
+                .iter()
+                .map(|(n, l)| (format!("[llms.\"{n}\"]"), l)),
+        )
+        .filter_map(|(t, l)| l.pricing.as_ref().map(|p| (t, p)));
+    let mut first: Option<(String, String)> = None;
+    for (table, p) in tables {
+        let bad = |message: String| ConfigValueError::Pricing {
+            table: table.clone(),
+            message,
+        };
+        for (key, v) in [
+            ("input_per_million", Some(p.input_per_million)),
+            ("output_per_million", Some(p.output_per_million)),
+            ("cached_input_per_million", p.cached_input_per_million),
+        ] {
+            if let Some(v) = v.filter(|v| !(v.is_finite() && *v >= 0.0)) {
+                return Err(bad(format!(
+                    "{key} {v} is not a price; give the price of a million tokens, 0 or more, like 2.5"
+                )));
+            }
+        }
+        if p.currency.trim().is_empty() {
+            return Err(bad(
+                "currency is empty; leave it out for USD, or name one like \"EUR\"".into(),
+            ));
+        }
+        match &first {
+            None => first = Some((table.clone(), p.currency.clone())),
+            Some((t, c)) if c != &p.currency => {
+                return Err(bad(format!(
+                    "currency \"{}\" differs from {t}'s \"{c}\"; costs in two currencies cannot be added up, so convert the prices to one",
+                    p.currency
+                )))
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

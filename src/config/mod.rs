@@ -12,10 +12,10 @@ pub use agents::{
     A2aAgentConfig, A2aBinding, A2aVersion, AgentConfig, ElizaAgentConfig, HttpFormat,
     HttpReplyPaths, HttpSessionRequest, LangGraphAgentConfig, OpenAiAgentConfig,
 };
+pub(crate) use command::own_deadline;
 pub use command::CommandConfig;
-pub(crate) use command::{command_spec, own_deadline};
+pub(crate) use file::{command_spec, ConfigChoice, CONFIG_FILE, SUITES_DIR};
 pub use file::{Config, ConfigFile, Loader, TracesConfig};
-pub(crate) use file::{ConfigChoice, CONFIG_FILE, SUITES_DIR};
 pub use golden::GoldenConfig;
 pub(crate) use golden::Redaction;
 #[cfg(test)]
