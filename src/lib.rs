@@ -74,8 +74,9 @@ pub use check::Check;
 #[doc(hidden)]
 #[cfg(feature = "cli")]
 pub use cli::main as cli_main;
-pub use harness::{Harness, DEFAULT_CONCURRENCY};
+pub use harness::Harness;
 pub use protocol::{FileRef, Reply, Request, SpanNode, SpanRole, ToolCall, Usage};
+pub use run::execution::DEFAULT_CONCURRENCY;
 pub use util::BoxFuture;
 
 /// Model judges for your own tests: ask a model whether a reply meets criteria.
