@@ -208,3 +208,48 @@ impl Execution {
         self.recorder().close_store(elapsed_ms)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn execution(asked: Option<usize>, configured: Option<usize>) -> Execution {
+        let mut config = Config::default();
+        config.file.run.concurrency = configured;
+        Execution::builder(Registry::default(), RunOptions::default())
+            .concurrency(asked)
+            .config(Some(&config), Path::new("."))
+            .build()
+    }
+
+    // The sizes stay under the limiters' own default, so that telling them changes
+    // nothing for the other tests of this process.
+    #[test]
+    fn the_front_end_asks_over_the_config_over_the_default_and_cases_cap_it() {
+        assert_eq!(execution(Some(3), Some(2)).size(10), 3);
+        assert_eq!(execution(None, Some(2)).size(10), 2);
+        assert_eq!(execution(None, None).size(4), 4, "the default, capped");
+        assert!(DEFAULT_CONCURRENCY > 4);
+        assert_eq!(
+            execution(Some(3), None).size(2),
+            2,
+            "no more than the cases"
+        );
+        assert_eq!(execution(Some(0), None).size(0), 1, "never none");
+    }
+
+    #[test]
+    fn a_store_the_front_end_names_wins() {
+        let e = Execution::builder(Registry::default(), RunOptions::default())
+            .store(Some(PathBuf::from("given.db")))
+            .build();
+        assert_eq!(e.store_path(), Some(PathBuf::from("given.db")));
+    }
+
+    #[test]
+    #[should_panic(expected = "an execution records before")]
+    fn a_scheduler_before_the_recorder_is_a_bug() {
+        let e = execution(None, None);
+        let _ = e.scheduler(false);
+    }
+}
