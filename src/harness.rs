@@ -288,9 +288,10 @@ fn finish(
             }
         }
     }
-    match unrecorded.is_empty() {
-        true => Ok(()),
-        false => Err(unrecorded),
+    if unrecorded.is_empty() {
+        Ok(())
+    } else {
+        Err(unrecorded)
     }
 }
 

@@ -49,9 +49,10 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
     // A person answers one question at a time, in order.
     let interactive =
         crate::run::roles::person::interactive_allowed(args.interactive, "--interactive");
-    let asked = match interactive {
-        true => Some(1),
-        false => args.parallel.map(|p| p as usize),
+    let asked = if interactive {
+        Some(1)
+    } else {
+        args.parallel.map(|p| p as usize)
     };
     let mut execution = Execution::builder(Registry::default(), options(&args, interactive))
         .concurrency(asked)

@@ -22,9 +22,14 @@
 //! is a pass-through: a child importing its sibling's item through it (`use
 //! super::Item`) is an edge to the sibling, and no false circle runs through `mod.rs`.
 //! In the layer check every edge counts, re-exports included: a module that re-exports
-//! another's item depends on it.
+//! another's item depends on it. A `mod.rs` with code of its own is a file like any
+//! other: when it calls a child that uses one of its helpers (`super::helper`), the two
+//! are a circle, and the helper goes to a file of its own (as `record/format/html/
+//! escape.rs`, `source/assertion/values.rs`).
 //!
-//! Comments and strings (so doc links) are not read. `src/lib.rs`, the crate's root,
+//! The reading is lexical (tokens, not a parse), so paths inside macro calls count too.
+//! A module imported by name (`use crate::record::console;`, then `console::x()`) is an
+//! edge to that module's file. Comments and strings (so doc links) are not read. `src/lib.rs`, the crate's root,
 //! declares every module and re-exports the public API: it stands above every layer.
 //! `src/main.rs` is another crate (it names `agentest::`, not `crate::`).
 
