@@ -19,17 +19,13 @@ use crate::record::store::ExecutionInfo;
 use crate::record::{failure_message, CaseReport, Recorder, ReportSink, RunInfo, Status};
 use crate::run::context::{Registry, SetupProblem};
 use crate::run::engine::{Engine, RunOptions};
+use crate::run::execution::Execution;
 use crate::run::outcome::{not_run, skip_reason};
 use crate::run::roles::person::People;
 use crate::run::runtime;
 use crate::run::scheduler::{Scheduler, Ticket};
 use crate::settings::{self, Settings};
 use crate::source::Loaded;
-
-/// Cases in flight when neither `--test-threads`, `RUST_TEST_THREADS` nor `[run] concurrency`
-/// says otherwise. Agent calls wait on the network, not the CPU, so this is well above
-/// the core count.
-pub const DEFAULT_CONCURRENCY: usize = 32;
 
 /// Builds and runs the test harness for a suites root.
 ///
@@ -125,7 +121,8 @@ impl Harness {
             Err(e) => return setup_failure(&args, "settings", e.to_string()),
         };
         crate::util::invocation::set(crate::util::invocation::cargo_test_for_this_binary());
-        let root_config = Config::discover(&self.root).ok();
+        let loader = crate::run::context::config_loader(settings.config.as_ref());
+        let root_config = Config::discover(&self.root, &loader).ok();
         let report = report_path(settings, root_config.as_ref());
         let mut plan = match self.plan(&args, report.as_slice()) {
             Ok(p) => p,
@@ -135,25 +132,18 @@ impl Harness {
             }
         };
         let options = run_options(settings, self.agent_name, &args);
-        let engine = Arc::new(Engine::new(self.registry, options));
+        let mut execution = Execution::builder(self.registry, options)
+            .concurrency(args.test_threads.or(settings.test_threads))
+            .config(root_config.as_ref(), &self.root)
+            .test_binary()
+            .build();
         // Suite lines `{"generate": ...}` make their cases now: listing them is running
         // the generator (a recorded one replays from its cassette).
-        plan.cases = crate::run::runtime().block_on(engine.expand(std::mem::take(&mut plan.cases)));
-        let parallel = args
-            .test_threads
-            .or(settings.test_threads)
-            .or_else(|| root_config.as_ref().and_then(|c| c.file.run.concurrency))
-            .unwrap_or(DEFAULT_CONCURRENCY)
-            .max(1);
+        plan.cases = execution.expand(std::mem::take(&mut plan.cases));
         // No more threads than trials (nextest's `--exact` runs one): each only waits.
-        let parallel = parallel.min(plan.cases.len()).max(1);
-        crate::llm::set_parallelism(parallel);
-        args.test_threads = Some(parallel);
-        let sink = match report.clone().filter(|_| !args.list) {
-            Some(path) => match crate::record::only_over_a_report(&path, REPORT_SETTING)
-                .map_err(|e| e.to_string())
-                .and_then(|()| open_report(settings, &path).map_err(|e| e.to_string()))
-            {
+        args.test_threads = Some(execution.size(plan.cases.len()));
+        let sink = match report.as_deref().filter(|_| !args.list) {
+            Some(path) => match report_sink(settings, path) {
                 Ok(w) => Some(w),
                 Err(e) => {
                     eprintln!("error: {e}");
@@ -162,51 +152,21 @@ impl Harness {
             },
             None => None,
         };
-        let recorder = Arc::new(Recorder::new(sink));
+        execution.record(sink);
         let started = std::time::Instant::now();
         // A config (or the agent it gives) that cannot be used is one failing trial, and
         // the cases it stops fail with a pointer to it: said once, not once per case.
-        let problems = engine.contexts.setup_problems(&plan.cases);
+        let problems = execution.engine().contexts.setup_problems(&plan.cases);
         let cases: Vec<Arc<Loaded>> = plan.cases.into_iter().map(Arc::new).collect();
         // The run store, when anything will run (a listing opens nothing).
         let will_run = selected(&args, &cases, &problems);
-        if !will_run.is_empty() {
-            let from = root_config
-                .as_ref()
-                .map_or_else(|| self.root.clone(), |c| c.dir.clone());
-            let configured = root_config.as_ref().and_then(Config::store_path);
-            if let Some(path) = crate::record::store::location(&from, configured, true) {
-                let info = ExecutionInfo {
-                    command: std::env::args().collect(),
-                    root: std::path::absolute(&self.root)
-                        .unwrap_or_else(|_| self.root.clone())
-                        .display()
-                        .to_string(),
-                    nextest_run_id: settings.nextest.as_ref().and_then(|n| n.run_id.clone()),
-                    git_from: self.root.clone(),
-                };
-                let list: Vec<&Loaded> = will_run.iter().map(|l| l.as_ref()).collect();
-                if let Err(e) = recorder.open_store(&path, &info, &list, None, &Default::default())
-                {
-                    // Every trial that would run fails with the reason: under nextest's
-                    // `--exact NAME` a trial of another name would be filtered out, and
-                    // the case would pass unrun.
-                    let message = e.to_string();
-                    let trials = will_run
-                        .iter()
-                        .map(|l| {
-                            let message = message.clone();
-                            Trial::test(l.trial.clone(), move || Err(Failed::from(message)))
-                        })
-                        .collect();
-                    return libtest_mimic::run(&args, trials).exit_code();
-                }
-            }
+        if let Err(message) = open_store(&execution, &self.root, settings, &will_run) {
+            return fail_all(&args, &will_run, &message);
         }
         let run = TrialRun {
-            engine: engine.clone(),
-            recorder: recorder.clone(),
-            parallel,
+            engine: execution.engine().clone(),
+            recorder: execution.recorder().clone(),
+            scheduler: execution.scheduler(false),
             shared_report: settings.nextest.is_some(),
         };
         let (mut trials, started_cases) = run.trials(&args, &cases, &problems);
@@ -215,34 +175,17 @@ impl Harness {
             Trial::test(p.trial(), move || Err(Failed::from(message.clone())))
         }));
         let conclusion = libtest_mimic::run(&args, trials);
-        engine.finish_environments();
-        // What the trials could not record is one more failing trial each, after them:
-        // a run whose results were not kept must not pass.
-        let mut unrecorded = Vec::new();
-        if let Err(e) = recorder.close_store(started.elapsed().as_millis() as u64) {
-            unrecorded.push(("store", e.to_string()));
+        let ended = Ended {
+            args: &args,
+            cases: &cases,
+            started_cases: &started_cases,
+            report: report.as_deref(),
+            started,
+        };
+        match finish(&execution, &self.root, settings, ended) {
+            Ok(()) => conclusion.exit_code(),
+            Err(unrecorded) => setup_failures(&args, unrecorded),
         }
-        if recorder.has_report() {
-            record_listed_skips(&args, &cases, &started_cases, &recorder);
-            if settings.nextest.is_none() {
-                let mut s = recorder.summary();
-                s.duration_ms = started.elapsed().as_millis() as u64;
-                let command = std::env::args().collect();
-                let mut info =
-                    RunInfo::new("(see each case)", self.root.display().to_string(), command);
-                info.duration_ms = s.duration_ms;
-                if let Err(e) = recorder.finish(&info, &s) {
-                    unrecorded.push(("report", e.to_string()));
-                } else if let Some(path) = &report {
-                    let cases = if s.total == 1 { "case" } else { "cases" };
-                    eprintln!("agentest: wrote {} ({} {cases})", path.display(), s.total);
-                }
-            }
-        }
-        if !unrecorded.is_empty() {
-            return setup_failures(&args, unrecorded);
-        }
-        conclusion.exit_code()
     }
 
     /// The suites' cases; with `--exact SUITE::ID` (nextest) only that suite is read. The
@@ -256,6 +199,99 @@ impl Harness {
             });
         }
         Ok(plan)
+    }
+}
+
+/// Opens the run store, when it is on and any case of `will_run` will run. `Err`: why
+/// it could not be opened.
+fn open_store(
+    execution: &Execution,
+    root: &Path,
+    settings: &Settings,
+    will_run: &[Arc<Loaded>],
+) -> Result<(), String> {
+    if will_run.is_empty() {
+        return Ok(());
+    }
+    let Some(path) = execution.store_path() else {
+        return Ok(());
+    };
+    let info = ExecutionInfo {
+        command: std::env::args().collect(),
+        root: std::path::absolute(root)
+            .unwrap_or_else(|_| root.to_path_buf())
+            .display()
+            .to_string(),
+        nextest_run_id: settings.nextest.as_ref().and_then(|n| n.run_id.clone()),
+        git_from: root.to_path_buf(),
+    };
+    let list: Vec<&Loaded> = will_run.iter().map(|l| l.as_ref()).collect();
+    execution
+        .open_store(&path, &info, &list, None, &Default::default())
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
+/// Every trial that would run fails with `message`: under nextest's `--exact NAME` a
+/// trial of another name would be filtered out, and the case would pass unrun.
+fn fail_all(args: &Arguments, will_run: &[Arc<Loaded>], message: &str) -> ExitCode {
+    let trials = will_run
+        .iter()
+        .map(|l| {
+            let message = message.to_string();
+            Trial::test(l.trial.clone(), move || Err(Failed::from(message)))
+        })
+        .collect();
+    libtest_mimic::run(args, trials).exit_code()
+}
+
+/// What the trials left for the end of the run.
+struct Ended<'a> {
+    args: &'a Arguments,
+    cases: &'a [Arc<Loaded>],
+    /// The names of the cases the scheduler started.
+    started_cases: &'a HashSet<String>,
+    /// The report's path, when there is one.
+    report: Option<&'a Path>,
+    /// When the run began.
+    started: std::time::Instant,
+}
+
+/// The end of a run: the execution finished (environments, the store), the cases
+/// listed as ignored recorded and the report written (under cargo test; under nextest
+/// no process ends it). `Err`: what could not be recorded, one more failing trial each
+/// (a run whose results were not kept must not pass).
+fn finish(
+    execution: &Execution,
+    root: &Path,
+    settings: &Settings,
+    ended: Ended,
+) -> Result<(), Vec<(&'static str, String)>> {
+    let mut unrecorded = Vec::new();
+    if let Err(e) = execution.finish(ended.started.elapsed().as_millis() as u64) {
+        unrecorded.push(("store", e.to_string()));
+    }
+    let recorder = execution.recorder();
+    if recorder.has_report() {
+        record_listed_skips(ended.args, ended.cases, ended.started_cases, recorder);
+        if settings.nextest.is_none() {
+            let mut s = recorder.summary();
+            s.duration_ms = ended.started.elapsed().as_millis() as u64;
+            let command = std::env::args().collect();
+            let mut info = RunInfo::new("(see each case)", root.display().to_string(), command);
+            info.duration_ms = s.duration_ms;
+            if let Err(e) = recorder.finish(&info, &s) {
+                unrecorded.push(("report", e.to_string()));
+            } else if let Some(path) = ended.report {
+                let cases = if s.total == 1 { "case" } else { "cases" };
+                eprintln!("agentest: wrote {} ({} {cases})", path.display(), s.total);
+            }
+        }
+    }
+    if unrecorded.is_empty() {
+        Ok(())
+    } else {
+        Err(unrecorded)
     }
 }
 
@@ -287,7 +323,8 @@ fn run_options(settings: &Settings, builder_agent: Option<String>, args: &Argume
 struct TrialRun {
     engine: Arc<Engine>,
     recorder: Arc<Recorder>,
-    parallel: usize,
+    /// Runs the cases libtest will run, at once, each trial waiting for its own.
+    scheduler: Scheduler,
     /// Under nextest: each process writes its own case's record to a shared report, and
     /// no process ends it, so a record that cannot be written fails its case's trial.
     shared_report: bool,
@@ -313,14 +350,8 @@ impl TrialRun {
         let tickets = if selected.is_empty() {
             Vec::new()
         } else {
-            let scheduler = Scheduler::new(
-                self.engine.clone(),
-                self.recorder.clone(),
-                self.parallel,
-                false,
-            );
             let _guard = runtime().enter();
-            scheduler.start(selected.clone())
+            self.scheduler.start(selected.clone())
         };
         let mut tickets: HashMap<String, Ticket> = selected
             .iter()
@@ -474,6 +505,12 @@ fn outcome(report: &CaseReport) -> Result<Completion, Failed> {
         )),
         _ => Err(failure_message(report).into()),
     }
+}
+
+/// The report at `path`, which may only be written over a report.
+fn report_sink(settings: &Settings, path: &Path) -> Result<ReportSink, String> {
+    crate::record::only_over_a_report(path, REPORT_SETTING).map_err(|e| e.to_string())?;
+    open_report(settings, path).map_err(|e| e.to_string())
 }
 
 /// Under cargo test one process writes the whole report; under nextest every case's

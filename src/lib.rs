@@ -74,8 +74,9 @@ pub use check::Check;
 #[doc(hidden)]
 #[cfg(feature = "cli")]
 pub use cli::main as cli_main;
-pub use harness::{Harness, DEFAULT_CONCURRENCY};
+pub use harness::Harness;
 pub use protocol::{FileRef, Reply, Request, SpanNode, SpanRole, ToolCall, Usage};
+pub use run::execution::DEFAULT_CONCURRENCY;
 pub use util::BoxFuture;
 
 /// Model judges for your own tests: ask a model whether a reply meets criteria.
@@ -103,7 +104,12 @@ pub mod __private {
     }
     /// `agentest.toml`.
     pub mod config {
-        pub use crate::config::{Config, ConfigFile};
+        pub use crate::config::{Config, ConfigFile, Loader};
+
+        /// How the harness and the binary read a config, without a file chosen by name.
+        pub fn loader() -> Loader<'static> {
+            crate::run::context::config_loader(None)
+        }
     }
     /// Durations.
     pub mod duration {

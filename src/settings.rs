@@ -11,8 +11,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use crate::config::CassetteMode;
-use crate::config::UpdateMode;
+use crate::config::{CassetteMode, ConfigChoice, UpdateMode};
 use crate::errors::SettingsError;
 
 /// What a case that needs a person does when none can answer.
@@ -90,15 +89,6 @@ pub(crate) enum StoreChoice {
     Off,
     /// A file.
     Path(PathBuf),
-}
-
-/// A config file chosen by name rather than found, and who chose it (for messages).
-#[derive(Debug, Clone)]
-pub(crate) struct ConfigChoice {
-    /// The file, as given.
-    pub(crate) path: PathBuf,
-    /// `AGENTEST_CONFIG` or `--config`.
-    pub(crate) from: &'static str,
 }
 
 /// What nextest tells the processes it starts.

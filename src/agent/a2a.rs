@@ -70,7 +70,7 @@ impl A2aSpec {
             (None, _, None) => return Err(AgentSetupError::A2aNoUrl),
         };
         let wire = super::wire::Wire::plain(what)?;
-        let http = super::session::http_spec(&at, &cfg.headers, timeout, cfg.retries, wire, what)?;
+        let http = super::http::http_spec(&at, &cfg.headers, timeout, cfg.retries, wire, what)?;
         let base = cfg.url.as_ref().map(|_| http.url.clone());
         let (card, shown) = match card {
             Some(path) => {
@@ -90,7 +90,7 @@ impl A2aSpec {
         Ok(A2aSpec {
             shown,
             card,
-            headers: super::session::expanded_headers(&cfg.headers, what)?,
+            headers: super::http::expanded_headers(&cfg.headers, what)?,
             http: Arc::new(http),
             base,
             timeout,

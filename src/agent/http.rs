@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use serde_json::Value;
 
 use super::wire::{self, SessionWire, Wire};
-use super::{sse, CaseScope, Timed, DEFAULT_HTTP_TIMEOUT};
+use super::{sse, CaseScope, Timed};
 use crate::config::HttpFormat;
 use crate::errors::{AgentError, AgentSetupError};
 use crate::llm::ModelCalls;
@@ -727,3 +727,50 @@ fn describe(shown: &str, e: reqwest::Error, timeout: Duration) -> AgentError {
         AgentError::Request { shown, source }
     }
 }
+/// The HTTP side of an `http` or `langgraph` agent: its URL and headers with `${VAR}`s
+/// expanded (kept out of messages), its timeout and retries.
+pub(crate) fn http_spec(
+    url: &str,
+    headers: &std::collections::BTreeMap<String, String>,
+    timeout: Option<Duration>,
+    retries: Option<u32>,
+    wire: super::wire::Wire,
+    what: &str,
+) -> Result<HttpSpec, AgentSetupError> {
+    let shown = crate::util::shown_url(url);
+    let url = crate::util::expand_secret(url, &format!("{what}.url"))?;
+    let url = reqwest::Url::parse(&url).map_err(|source| AgentSetupError::Url {
+        key: format!("{what}.url"),
+        shown: shown.clone(),
+        source,
+    })?;
+    let headers = expanded_headers(headers, what)?;
+    HttpSpec::new(
+        url,
+        shown,
+        headers,
+        timeout,
+        retries.unwrap_or(DEFAULT_RETRIES),
+        wire,
+        what,
+    )
+}
+
+/// An agent's `headers` with their `${VAR}`s expanded (the values may be secrets).
+pub(crate) fn expanded_headers(
+    headers: &std::collections::BTreeMap<String, String>,
+    what: &str,
+) -> Result<Vec<(String, String)>, AgentSetupError> {
+    headers
+        .iter()
+        .map(|(k, v)| {
+            Ok((
+                k.clone(),
+                crate::util::expand_secret(v, &format!("{what}.headers.{k}"))?,
+            ))
+        })
+        .collect()
+}
+
+/// The default per-request timeout of HTTP agents when neither the agent nor the case sets one.
+pub(crate) const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(300);

@@ -70,3 +70,105 @@ impl MockSet {
         Ok((answer, mock.source.clone()))
     }
 }
+
+// Mocks as a suite writes them (parsed by the source layer), answering calls.
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::MockSet;
+    use crate::case::MockAnswer;
+    use crate::errors::MockError;
+    use crate::llm::SeededRng;
+    use crate::source::parse_mocks;
+
+    fn set(v: Value) -> MockSet {
+        MockSet(parse_mocks(&v, "setup.mocks").unwrap())
+    }
+
+    fn run(
+        s: &MockSet,
+        name: &str,
+        args: Value,
+        rng: &mut SeededRng,
+    ) -> Result<MockAnswer, MockError> {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(s.answer(name, &args, rng))
+            .map(|(a, _)| a)
+    }
+
+    #[test]
+    fn first_matching_mock_answers_in_order() {
+        let s = set(json!([
+            {"method": "search", "when": {"args": ["elizaos/eliza"]}, "response": [1]},
+            {"method": "search", "when": {"partialArgs": {"repo": "x"}}, "response": [2]},
+            {"method": "search", "when": {"matcher": "\"q\":\"a.c\""}, "response": [3]},
+            {"method": "search", "response": [4]}
+        ]));
+        let mut rng = SeededRng::new(1, "t");
+        assert_eq!(
+            run(&s, "search", json!("elizaos/eliza"), &mut rng).unwrap(),
+            MockAnswer::Result(json!([1]))
+        );
+        assert_eq!(
+            run(&s, "search", json!({"repo": "x", "n": 1}), &mut rng).unwrap(),
+            MockAnswer::Result(json!([2]))
+        );
+        assert_eq!(
+            run(&s, "search", json!({"q": "abc"}), &mut rng).unwrap(),
+            MockAnswer::Result(json!([3]))
+        );
+        assert_eq!(
+            run(&s, "tools.search", json!({}), &mut rng).unwrap(),
+            MockAnswer::Result(json!([4]))
+        );
+    }
+
+    #[test]
+    fn unmatched_calls_name_the_call_and_the_mocks() {
+        let s = set(json!([{"method": "create", "when": {"args": {"a": 1}}, "response": {}}]));
+        let mut rng = SeededRng::new(1, "t");
+        let e = run(&s, "create", json!({"a": 2}), &mut rng).unwrap_err();
+        assert_eq!(
+            e,
+            MockError::NoMatch {
+                name: "create".into(),
+                call: "create({\"a\":2})".into(),
+                mocks: vec!["  setup.mocks[0] when args = {\"a\":1}".into()],
+            }
+        );
+        let e = run(&s, "delete", json!({}), &mut rng).unwrap_err();
+        assert_eq!(
+            e,
+            MockError::NoMocks {
+                name: "delete".into(),
+                call: "delete({})".into(),
+            }
+        );
+    }
+
+    #[test]
+    fn failure_rate_is_reproducible() {
+        let s = set(
+            json!([{"method": "t", "response": "ok", "error": {"code": "E", "message": "down", "status": 503}, "metadata": {"probability": 0.5}}]),
+        );
+        let draws = |seed| {
+            let mut rng = SeededRng::new(seed, "case");
+            (0..40)
+                .map(|_| {
+                    matches!(
+                        run(&s, "t", json!({}), &mut rng).unwrap(),
+                        MockAnswer::Error(_)
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        let a = draws(9);
+        assert_eq!(a, draws(9));
+        let failures = a.iter().filter(|f| **f).count();
+        assert!((10..=30).contains(&failures), "{failures}");
+    }
+}

@@ -17,6 +17,6 @@ mod wire;
 
 pub use in_process::{async_agent, Agent};
 pub(crate) use scope::CaseScope;
-pub(crate) use session::{AgentDef, Session, DEFAULT_HTTP_TIMEOUT};
+pub(crate) use session::{AgentDef, Session};
 pub(crate) use timed::Timed;
 pub(crate) use wire::check_http_wire;

@@ -29,7 +29,7 @@ pub(crate) struct CaseScope {
     pub(crate) workdir: Option<std::path::PathBuf>,
     /// The model endpoints the case's source gives (an EvalStudio project's
     /// `llmSettings`), used where `agentest.toml` sets none.
-    pub(crate) source_llms: Option<Arc<crate::config::SourceLlms>>,
+    pub(crate) source_llms: Option<Arc<crate::case::SourceLlms>>,
     /// The tracer, when the agent's spans are read (`traces = true`, `[traces]`).
     pub(crate) tracer: Option<Arc<crate::trace::Tracer>>,
 }

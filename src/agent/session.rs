@@ -8,7 +8,6 @@ use crate::errors::{AgentError, AgentSetupError, StepError};
 use crate::protocol::{Reply, Request};
 use crate::util::{expand_env, expand_secret};
 use std::sync::Arc;
-use std::time::Duration;
 
 /// An agent definition, ready to start conversations.
 #[derive(Clone)]
@@ -105,14 +104,14 @@ impl AgentDef {
                     Some(what),
                 )?;
                 let timeout = timeout.as_ref().map(duration).transpose()?;
-                Ok(AgentDef::Http(Arc::new(http_spec(
+                Ok(AgentDef::Http(Arc::new(http::http_spec(
                     url, headers, timeout, *retries, wire, what,
                 )?)))
             }
             AgentConfig::LangGraph(g) => {
                 let timeout = g.timeout.as_ref().map(duration).transpose()?;
                 let wire = super::wire::Wire::plain(what)?;
-                let http = http_spec(&g.url, &g.headers, timeout, g.retries, wire, what)?;
+                let http = http::http_spec(&g.url, &g.headers, timeout, g.retries, wire, what)?;
                 Ok(AgentDef::LangGraph(Arc::new(
                     langgraph::LangGraphSpec::new(
                         http,
@@ -132,7 +131,7 @@ impl AgentDef {
             AgentConfig::Eliza(e) => {
                 let timeout = e.timeout.as_ref().map(duration).transpose()?;
                 let wire = super::wire::Wire::plain(what)?;
-                let http = http_spec(&e.url, &e.headers, timeout, e.retries, wire, what)?;
+                let http = http::http_spec(&e.url, &e.headers, timeout, e.retries, wire, what)?;
                 Ok(AgentDef::Eliza(Arc::new(eliza::ElizaSpec::new(
                     http,
                     e.agent_id.clone(),
@@ -474,53 +473,11 @@ async fn respond(a: &Arc<dyn Agent>, request: &Request) -> Result<Reply, AgentEr
     }
 }
 
-/// The HTTP side of an `http` or `langgraph` agent: its URL and headers with `${VAR}`s
-/// expanded (kept out of messages), its timeout and retries.
-pub(super) fn http_spec(
-    url: &str,
-    headers: &std::collections::BTreeMap<String, String>,
-    timeout: Option<Duration>,
-    retries: Option<u32>,
-    wire: super::wire::Wire,
-    what: &str,
-) -> Result<http::HttpSpec, AgentSetupError> {
-    let shown = crate::util::shown_url(url);
-    let url = expand_secret(url, &format!("{what}.url"))?;
-    let url = reqwest::Url::parse(&url).map_err(|source| AgentSetupError::Url {
-        key: format!("{what}.url"),
-        shown: shown.clone(),
-        source,
-    })?;
-    let headers = expanded_headers(headers, what)?;
-    http::HttpSpec::new(
-        url,
-        shown,
-        headers,
-        timeout,
-        retries.unwrap_or(http::DEFAULT_RETRIES),
-        wire,
-        what,
-    )
-}
-
-/// An agent's `headers` with their `${VAR}`s expanded (the values may be secrets).
-pub(super) fn expanded_headers(
-    headers: &std::collections::BTreeMap<String, String>,
-    what: &str,
-) -> Result<Vec<(String, String)>, AgentSetupError> {
-    headers
-        .iter()
-        .map(|(k, v)| Ok((k.clone(), expand_secret(v, &format!("{what}.headers.{k}"))?)))
-        .collect()
-}
-
-/// The default per-request timeout of HTTP agents when neither the agent nor the case sets one.
-pub(crate) const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(300);
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::util::BoxFuture;
+    use std::time::Duration;
 
     fn request() -> Request {
         Request {

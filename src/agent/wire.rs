@@ -11,7 +11,7 @@ use std::sync::Arc;
 use jsonpath_rust::parser::model::JpQuery;
 use serde_json::{json, Map, Value};
 
-use crate::config::{HttpFormat, HttpReplyPaths, HttpSessionRequest};
+use crate::config::{AgentConfig, HttpFormat, HttpReplyPaths, HttpSessionRequest};
 use crate::errors::{AgentError, AgentSetupError};
 use crate::protocol::{Reply, Request, ToolCall, Usage};
 use crate::util::{clip, value_text};
@@ -476,15 +476,28 @@ pub(crate) struct Wire {
     pub(crate) sse: bool,
 }
 
-/// Checks an `http` agent's wire keys at load, without expanding `${VAR}`s.
-pub(crate) fn check_http_wire(
-    format: HttpFormat,
-    body: Option<&Value>,
-    reply: Option<&HttpReplyPaths>,
-    session: Option<&HttpSessionRequest>,
-    sse: bool,
-) -> Result<(), AgentSetupError> {
-    Wire::compile(format, body, reply, session, sse, None).map(drop)
+/// Checks an `http` agent's wire keys at load, without expanding `${VAR}`s (what
+/// [`crate::config::Loader::agent`] does); other kinds have none.
+pub(crate) fn check_http_wire(agent: &AgentConfig) -> Result<(), AgentSetupError> {
+    match agent {
+        AgentConfig::Http {
+            format,
+            body,
+            reply,
+            session,
+            sse,
+            ..
+        } => Wire::compile(
+            *format,
+            body.as_ref(),
+            reply.as_deref(),
+            session.as_deref(),
+            *sse,
+            None,
+        )
+        .map(drop),
+        _ => Ok(()),
+    }
 }
 
 impl Wire {

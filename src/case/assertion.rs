@@ -113,7 +113,7 @@ pub struct JudgeSpec {
     pub json_schema: Option<Value>,
     /// The built-in judge's model settings for this assertion (`llm`, `model`,
     /// `temperature`, `max_tokens`, `seed`).
-    pub model: super::ModelSettings,
+    pub model: crate::case::ModelSettings,
 }
 
 /// The assertion types.

@@ -3,6 +3,7 @@
 mod assertion;
 mod mock;
 mod model;
+mod model_settings;
 mod repeat;
 pub mod scenario;
 
@@ -12,7 +13,8 @@ pub use assertion::{
 };
 pub use mock::{Mock, MockAnswer};
 pub use model::{
-    Case, Checkpoint, Criteria, EvalStudioRef, FailureMode, Input, Interactive, Location, Mode,
-    ModelSettings, PersonaRef, ScriptRule, Simulator, Turn,
+    Case, Checkpoint, ConnectorAgent, Criteria, EvalStudioRef, FailureMode, Input, Interactive,
+    Location, Mode, PersonaRef, Provider, ScriptRule, Simulator, SourceLlms, Turn,
 };
+pub use model_settings::ModelSettings;
 pub use repeat::{check_cost, check_runs, Budget, Gate, Repeats, MAX_RUNS};

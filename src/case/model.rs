@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::case::Assertion;
+use crate::case::{Assertion, ModelSettings};
 use crate::protocol::Message;
 
 /// Where something sits in a suite file: `file:line:column`, 1-based.
@@ -84,9 +84,65 @@ pub struct EvalStudioRef {
     pub connector_name: Option<String>,
     /// The agent that connector stands for, when it is a `langgraph` one with its server
     /// and graph (with the persona's headers over its own); `[connectors]` wins over it.
-    pub connector_agent: Option<Arc<crate::config::AgentConfig>>,
-    /// The project's `llmSettings`, as endpoints.
-    pub llms: Option<Arc<crate::config::SourceLlms>>,
+    pub connector_agent: Option<Arc<ConnectorAgent>>,
+    /// The project's `llmSettings`.
+    pub llms: Option<Arc<SourceLlms>>,
+}
+
+/// A LangGraph server and graph that an EvalStudio connector names: an agent as it
+/// stands, which the run makes a `langgraph` agent. The case holds what the file says;
+/// agents are the config's and the run's.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ConnectorAgent {
+    /// The server's base URL (`baseUrl`).
+    pub url: String,
+    /// The graph (`config.assistantId`).
+    pub assistant_id: String,
+    /// Request headers (the persona's over the connector's).
+    pub headers: std::collections::BTreeMap<String, String>,
+    /// Sent as each run's `config` (`{"configurable": ...}`).
+    pub config: Option<Value>,
+}
+
+/// The model endpoints a case's source gives its built-in judge and simulator, used
+/// where `agentest.toml` sets none: an EvalStudio project's `llmSettings`, as written
+/// (the run makes them endpoints, with the provider's API and `OPENAI_BASE_URL` /
+/// `ANTHROPIC_BASE_URL`).
+#[derive(Debug, Clone)]
+pub struct SourceLlms {
+    /// Where they were written, as messages name it (`shop/evalstudio.config.json
+    /// llmSettings`); also what tells two projects' endpoints apart.
+    pub label: String,
+    /// Whose API is called.
+    pub provider: Provider,
+    /// The judge's model (EvalStudio's `evaluation` model); `None`: the provider's default.
+    pub judge: Option<String>,
+    /// The simulated user's model (EvalStudio's `persona` model); `None`: the provider's
+    /// default.
+    pub simulator: Option<String>,
+    /// The key written in the file, when there is one (else the provider's variable
+    /// holds it).
+    pub api_key: Option<crate::util::ApiKey>,
+}
+
+/// A model provider EvalStudio calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Provider {
+    /// `openai`.
+    OpenAi,
+    /// `anthropic` (called through its OpenAI-compatible API).
+    Anthropic,
+}
+
+impl Provider {
+    /// The provider EvalStudio names `name`, if it is one it has.
+    pub fn parse(name: &str) -> Option<Provider> {
+        match name {
+            "openai" => Some(Provider::OpenAi),
+            "anthropic" => Some(Provider::Anthropic),
+            _ => None,
+        }
+    }
 }
 
 /// EvalStudio's evaluation loop for a dynamic case: after every reply a judge says
@@ -155,33 +211,6 @@ pub struct Simulator {
     pub model: ModelSettings,
     /// The whole `simulator` object.
     pub raw: Value,
-}
-
-/// A case's model settings for a built-in role (the simulator, or a judge): which
-/// endpoint it calls and what it changes in that endpoint's request. Unset fields keep
-/// the endpoint's own. ElizaOS's `model_type` maps onto `llm` (an `[llms.NAME]` table).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ModelSettings {
-    /// `llm`: an `[llms.NAME]` endpoint instead of the role's default.
-    pub llm: Option<String>,
-    /// `model`: the model name sent instead of the endpoint's.
-    pub model: Option<String>,
-    /// `temperature`, from 0 to 2.
-    pub temperature: Option<f64>,
-    /// `max_tokens`: the completion token limit.
-    pub max_tokens: Option<u32>,
-    /// `seed`: a sampling seed, for endpoints that honour one.
-    pub seed: Option<u64>,
-}
-
-impl ModelSettings {
-    /// The keys that set them, as written in case files.
-    pub const KEYS: [&'static str; 5] = ["llm", "model", "temperature", "max_tokens", "seed"];
-
-    /// Whether nothing is set.
-    pub fn is_empty(&self) -> bool {
-        *self == ModelSettings::default()
-    }
 }
 
 impl Simulator {
@@ -360,14 +389,14 @@ impl Case {
     /// golden files are named after it, so that each persona keeps its own.
     pub fn trial_id(&self) -> String {
         match &self.persona {
-            Some(p) => format!("{}::{}", self.id, crate::source::slug(&p.name)),
+            Some(p) => format!("{}::{}", self.id, crate::util::slug(&p.name)),
             None => self.id.clone(),
         }
     }
 
     /// The model endpoints the case's source gives its judge and simulator, used where
     /// `agentest.toml` sets none.
-    pub fn source_llms(&self) -> Option<&crate::config::SourceLlms> {
+    pub fn source_llms(&self) -> Option<&SourceLlms> {
         self.evalstudio.as_ref().and_then(|e| e.llms.as_deref())
     }
 

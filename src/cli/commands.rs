@@ -89,7 +89,8 @@ pub(super) fn freeze(args: FreezeArgs) -> Result<ExitCode, String> {
             args.id
         ));
     }
-    let config = Config::discover(&root).map_err(|e| e.to_string())?;
+    let loader = crate::run::context::config_loader(crate::settings::get().config.as_ref());
+    let config = Config::discover(&root, &loader).map_err(|e| e.to_string())?;
     let report = args
         .report
         .clone()

@@ -416,7 +416,7 @@ pub fn main() -> ExitCode {
     let config = cli.config.clone();
     if let Err(e) = crate::settings::load_with(|s| {
         if let Some(path) = config {
-            s.config = Some(crate::settings::ConfigChoice {
+            s.config = Some(crate::config::ConfigChoice {
                 path,
                 from: "--config",
             });

@@ -268,7 +268,8 @@ pub(super) fn existing_store(given: Option<PathBuf>) -> Result<PathBuf, String> 
 /// The store `agentest test` would use from the current folder.
 fn default_store() -> Result<PathBuf, String> {
     let here = Path::new(".");
-    let config = Config::discover(here).map_err(|e| e.to_string())?;
+    let loader = crate::run::context::config_loader(crate::settings::get().config.as_ref());
+    let config = Config::discover(here, &loader).map_err(|e| e.to_string())?;
     store::location(&config.dir, config.store_path(), false)
         .ok_or_else(|| "the run store is off (AGENTEST_STORE=off)".to_string())
 }

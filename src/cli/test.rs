@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Instant;
 
 use super::overwrite::Writer;
@@ -12,16 +11,15 @@ use super::{use_color, MissingInput, TestArgs};
 use crate::config::Config;
 use crate::plan::{Input, Plan};
 use crate::record::console::{self, Style};
-use crate::record::store::ExecutionInfo;
+use crate::record::store::{ExecutionInfo, Resumed};
 use crate::record::{Recorder, ReportSink, RunInfo};
 use crate::run::context::Registry;
 use crate::run::engine::{Engine, RunOptions};
+use crate::run::execution::Execution;
 use crate::run::roles::person::People;
 use crate::run::runtime;
-use crate::run::scheduler::Scheduler;
 use crate::settings::{self, MissingInput as OnMissing};
 use crate::source::Loaded;
-use crate::DEFAULT_CONCURRENCY;
 
 /// Runs the test command; `Err` is a usage or config error (exit code 2).
 pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
@@ -46,34 +44,34 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
     if let (Input::Dir(root), Some(out)) = (&input, &args.output) {
         warn_if_inside(root, out);
     }
-    let config = Config::discover(&plan.root).map_err(|e| e.to_string())?;
+    let loader = crate::run::context::config_loader(settings::get().config.as_ref());
+    let config = Config::discover(&plan.root, &loader).map_err(|e| e.to_string())?;
     // A person answers one question at a time, in order.
     let interactive =
         crate::run::roles::person::interactive_allowed(args.interactive, "--interactive");
-    let parallel = if interactive {
-        1
+    let asked = if interactive {
+        Some(1)
     } else {
-        args.parallel
-            .map(|p| p as usize)
-            .or(config.file.run.concurrency)
-            .unwrap_or(DEFAULT_CONCURRENCY)
+        args.parallel.map(|p| p as usize)
     };
-    let engine = Arc::new(Engine::new(
-        Registry::default(),
-        options(&args, interactive),
-    ));
+    let mut execution = Execution::builder(Registry::default(), options(&args, interactive))
+        .concurrency(asked)
+        .config(Some(&config), &plan.root)
+        .store(args.store.clone())
+        .build();
     // Generators (`-i agents:NAME`, suite lines `{"generate": ...}`) make their cases
     // now, so `--run` and the rest see them as any other.
-    plan.cases = runtime().block_on(engine.expand(std::mem::take(&mut plan.cases)));
-    let retrying = args.retry_errors || args.retry_execution.is_some();
+    plan.cases = execution.expand(std::mem::take(&mut plan.cases));
     // Every case of the suites, `--run` or not, with its fingerprint: what a resumed
     // execution's ended runs and a retry's error runs are sorted by.
-    let present: Option<HashMap<String, Option<String>>> = (args.resume || retrying).then(|| {
-        plan.cases
-            .iter()
-            .map(|l| (l.trial.clone(), engine.input_hash(l)))
-            .collect()
-    });
+    let present: Option<HashMap<String, Option<String>>> =
+        (args.resume || retrying(&args)).then(|| {
+            let engine = execution.engine();
+            plan.cases
+                .iter()
+                .map(|l| (l.trial.clone(), engine.input_hash(l)))
+                .collect()
+        });
     if let Some(f) = &filter {
         plan.retain(f);
     }
@@ -85,116 +83,137 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
         };
         return Err(format!("no test cases{why} found in {}", args.input));
     }
-    // What can run at once: no more cases than there are.
-    crate::llm::set_parallelism(parallel.min(plan.cases.len()));
+    execution.size(plan.cases.len());
     if args.dry_run {
-        return dry_run(
-            &engine,
-            &plan,
-            config.path.is_some(),
-            args.output.as_deref(),
-        );
+        let (engine, output) = (execution.engine(), args.output.as_deref());
+        return dry_run(engine, &plan, config.path.is_some(), output);
     }
-    engine.contexts.check_setup(&plan.cases)?;
+    execution.engine().contexts.check_setup(&plan.cases)?;
     // With a reporter agent, -o is its answer, not a built-in report.
     let sink = match (&args.output, &args.reporter) {
         (Some(p), None) => Some(ReportSink::create(p, true).map_err(|e| e.to_string())?),
         _ => None,
     };
     let first_suite = plan.cases[0].file.clone();
-    let recorder = Arc::new(Recorder::new(sink));
-    let store = match &args.store {
-        Some(p) => Some(p.clone()),
-        None => crate::record::store::location(&config.dir, config.store_path(), false),
+    execution.record(sink);
+    let Some(resumed) = open_store(&execution, &args, &input, &mut plan, present.as_ref())? else {
+        return Ok(ExitCode::SUCCESS);
     };
-    let mut kept = Vec::new();
-    // Resumed: how many ended runs are run again because their case changed.
-    let mut changed = 0;
-    match &store {
-        Some(path) => {
-            let retry_of = if retrying {
-                let errored = errored_runs(path, args.retry_execution)?;
-                if let Some(present) = &present {
-                    let gone: Vec<&str> = errored
-                        .keys()
-                        .filter(|t| !present.contains_key(*t))
-                        .map(String::as_str)
-                        .collect();
-                    left_out(
-                        &gone,
-                        "that ended in error is not retried",
-                        "that ended in error are not retried",
-                    );
-                }
-                plan.cases.retain(|l| errored.contains_key(&l.trial));
-                if plan.cases.is_empty() {
-                    eprintln!("nothing to retry: no case's run to retry ended in error");
-                    return Ok(ExitCode::SUCCESS);
-                }
-                errored
-            } else {
-                Default::default()
-            };
-            let info = ExecutionInfo {
-                command: std::env::args().collect(),
-                // A folder or file as an absolute path, for `agentest runs retry`.
-                root: match &input {
-                    Input::Dir(p) | Input::File(p) => std::path::absolute(p)
-                        .unwrap_or_else(|_| p.clone())
-                        .display()
-                        .to_string(),
-                    Input::Message(_) | Input::Generator(_) => plan.label.clone(),
-                },
-                nextest_run_id: None,
-                git_from: plan.root.clone(),
-            };
-            let cases: Vec<&Loaded> = plan.cases.iter().collect();
-            let resume = present.as_ref().filter(|_| args.resume);
-            let resumed = recorder
-                .open_store(path, &info, &cases, resume, &retry_of)
-                .map_err(|e| e.to_string())?;
-            let gone: Vec<&str> = resumed.gone.iter().map(String::as_str).collect();
-            left_out(
-                &gone,
-                "that had ended is left out of this report",
-                "that had ended are left out of this report",
-            );
-            changed = resumed.stale.len();
-            kept = resumed.ended;
-        }
-        None if args.resume || args.retry_errors || args.retry_execution.is_some() => {
+    let ran = run(&execution, &args, &config, plan, resumed);
+    conclude(&execution, &args, ran, &first_suite)
+}
+
+/// `--retry-errors` or `--retry-execution`.
+fn retrying(args: &TestArgs) -> bool {
+    args.retry_errors || args.retry_execution.is_some()
+}
+
+/// Opens the run store, when it is on: for a retry, only the cases whose last run
+/// ended in error stay in `plan`; resumed, the runs that ended are kept. `present` is
+/// every case of the suites with its fingerprint. `None`: a retry finds nothing to
+/// retry (said on stderr).
+fn open_store(
+    execution: &Execution,
+    args: &TestArgs,
+    input: &Input,
+    plan: &mut Plan,
+    present: Option<&HashMap<String, Option<String>>>,
+) -> Result<Option<Resumed>, String> {
+    let Some(path) = execution.store_path() else {
+        if args.resume || retrying(args) {
             return Err(
                 "--resume and retries need the run store, which is off (AGENTEST_STORE=off)".into(),
-            )
+            );
         }
-        None => {}
-    }
+        return Ok(Some(Resumed::default()));
+    };
+    let retry_of = if retrying(args) {
+        let errored = errored_runs(&path, args.retry_execution)?;
+        if let Some(present) = present {
+            let gone: Vec<&str> = errored
+                .keys()
+                .filter(|t| !present.contains_key(*t))
+                .map(String::as_str)
+                .collect();
+            left_out(
+                &gone,
+                "that ended in error is not retried",
+                "that ended in error are not retried",
+            );
+        }
+        plan.cases.retain(|l| errored.contains_key(&l.trial));
+        if plan.cases.is_empty() {
+            eprintln!("nothing to retry: no case's run to retry ended in error");
+            return Ok(None);
+        }
+        errored
+    } else {
+        Default::default()
+    };
+    let info = ExecutionInfo {
+        command: std::env::args().collect(),
+        // A folder or file as an absolute path, for `agentest runs retry`.
+        root: match input {
+            Input::Dir(p) | Input::File(p) => std::path::absolute(p)
+                .unwrap_or_else(|_| p.clone())
+                .display()
+                .to_string(),
+            Input::Message(_) | Input::Generator(_) => plan.label.clone(),
+        },
+        nextest_run_id: None,
+        git_from: plan.root.clone(),
+    };
+    let cases: Vec<&Loaded> = plan.cases.iter().collect();
+    let resume = present.filter(|_| args.resume);
+    let resumed = execution
+        .open_store(&path, &info, &cases, resume, &retry_of)
+        .map_err(|e| e.to_string())?;
+    let gone: Vec<&str> = resumed.gone.iter().map(String::as_str).collect();
+    left_out(
+        &gone,
+        "that had ended is left out of this report",
+        "that had ended are left out of this report",
+    );
+    Ok(Some(resumed))
+}
+
+/// What running the cases left for the end of the run.
+struct Ran {
+    /// The agent the header named.
+    agent: String,
+    /// The run's label (the suites, the message).
+    label: String,
+    /// How the scheduler stopped.
+    ending: crate::run::scheduler::Ending,
+    /// The failures the console lists at the end (each a trial and what failed).
+    failed: Vec<(String, String)>,
+    /// What a reporter agent is given: every case's record, kept ones included.
+    reported: Vec<crate::record::CaseReport>,
+    /// When the cases began.
+    started: Instant,
+    /// The console's output.
+    out: std::io::StdoutLock<'static>,
+}
+
+/// Prints the header, the kept cases of a resumed execution and every case as it ends
+/// (in trial order), while the scheduler runs what did not end before.
+fn run(
+    execution: &Execution,
+    args: &TestArgs,
+    config: &Config,
+    mut plan: Plan,
+    resumed: Resumed,
+) -> Ran {
     let total = plan.cases.len();
-    let scheduler = Scheduler::new(engine.clone(), recorder.clone(), parallel, args.fail_fast);
+    let scheduler = execution.scheduler(args.fail_fast);
     let style = Style {
         color: use_color(args.color),
         verbose: args.verbose,
         qualified: plan.qualified,
         compact: !args.verbose && (args.compact || total > console::COMPACT_ABOVE),
     };
-    let agent = header_agent(&engine, &plan.cases);
-    if !kept.is_empty() {
-        // What ended before, in trial order, as if it had just run.
-        let order: std::collections::HashMap<&str, usize> = plan
-            .cases
-            .iter()
-            .enumerate()
-            .map(|(i, l)| (l.trial.as_str(), i))
-            .collect();
-        kept.sort_by_key(|r| order.get(r.trial.as_str()).copied().unwrap_or(usize::MAX));
-    }
-    // A resumed execution runs only what did not end. The cases are moved, not copied:
-    // on a large suite a second copy of every case is most of the run's memory.
-    let ended: std::collections::HashSet<&str> = kept.iter().map(|r| r.trial.as_str()).collect();
-    let to_run: Vec<Loaded> = std::mem::take(&mut plan.cases)
-        .into_iter()
-        .filter(|l| !ended.contains(l.trial.as_str()))
-        .collect();
+    let agent = header_agent(execution.engine(), &plan.cases);
+    let (kept, to_run) = kept_and_to_run(&mut plan, resumed.ended);
     let mut out = std::io::stdout().lock();
     let _ = write!(
         out,
@@ -204,13 +223,13 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
 
     let mut printer = console::Console::new(style);
     let mut failed = Vec::new();
-    // What a reporter agent is given: every case's record, kept ones included.
     let mut reported: Vec<crate::record::CaseReport> = Vec::new();
     if args.reporter.is_some() {
         reported.extend(kept.iter().cloned());
     }
+    let recorder = execution.recorder();
     if args.resume {
-        let again = match changed {
+        let again = match resumed.stale.len() {
             0 => String::new(),
             n => format!(" ({n} more had ended but changed since, and run again)"),
         };
@@ -238,22 +257,75 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
         progress.clear();
         let _ = write!(out, "{}", printer.case(report));
         let _ = out.flush();
-        progress.show(&recorder);
+        progress.show(recorder);
     }));
     progress.clear();
+    let label = plan.label;
+    Ran {
+        agent,
+        label,
+        ending,
+        failed,
+        reported,
+        started,
+        out,
+    }
+}
+
+/// The runs of a resumed execution that ended (`kept`, in trial order, as if they had
+/// just run), and the cases still to run, moved out of `plan`, not copied: on a large
+/// suite a second copy of every case is most of the run's memory.
+fn kept_and_to_run(
+    plan: &mut Plan,
+    mut kept: Vec<crate::record::CaseReport>,
+) -> (Vec<crate::record::CaseReport>, Vec<Loaded>) {
+    if !kept.is_empty() {
+        let order: HashMap<&str, usize> = plan
+            .cases
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (l.trial.as_str(), i))
+            .collect();
+        kept.sort_by_key(|r| order.get(r.trial.as_str()).copied().unwrap_or(usize::MAX));
+    }
+    let ended: std::collections::HashSet<&str> = kept.iter().map(|r| r.trial.as_str()).collect();
+    let to_run: Vec<Loaded> = std::mem::take(&mut plan.cases)
+        .into_iter()
+        .filter(|l| !ended.contains(l.trial.as_str()))
+        .collect();
+    (kept, to_run)
+}
+
+/// The end of a run: the execution finished (environments, the store), the summary and
+/// the failures printed, the report written (by a reporter agent with `-r`), and the
+/// exit code: what a signal says, else 0 when everything passed, 2 when the store or
+/// the report lost something, else 1.
+fn conclude(
+    execution: &Execution,
+    args: &TestArgs,
+    ran: Ran,
+    first_suite: &std::path::Path,
+) -> Result<ExitCode, String> {
+    let Ran {
+        agent,
+        label,
+        ending,
+        failed,
+        reported,
+        started,
+        mut out,
+    } = ran;
     // The environment folders of the last cases are removed in the background.
-    engine.finish_environments();
     // Said after the summary, and the run's end: what the store lost is an error.
-    let unrecorded = recorder
-        .close_store(started.elapsed().as_millis() as u64)
-        .err();
+    let unrecorded = execution.finish(started.elapsed().as_millis() as u64).err();
+    let recorder = execution.recorder();
     let mut summary = recorder.summary();
     summary.duration_ms = started.elapsed().as_millis() as u64;
     summary.stopped_early = ending.stopped;
     summary.interrupted = ending.interrupted.is_some();
     summary.signal = ending.interrupted.map(|s| s.name().to_string());
     summary.over_budget = ending.over_budget;
-    let mut run = RunInfo::new(&agent, &plan.label, std::env::args().collect());
+    let mut run = RunInfo::new(&agent, &label, std::env::args().collect());
     run.duration_ms = summary.duration_ms;
     // A report that could not be written is the run's error (exit 2), said after the
     // console has shown every case, and never announced as written.
@@ -264,7 +336,7 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
     if let (Some(name), Some(output)) = (&args.reporter, &args.output) {
         let request = crate::run::reporter::ReportRequest {
             name,
-            suite: &first_suite,
+            suite: first_suite,
             output,
             run: &run,
             summary: &summary,
@@ -272,7 +344,7 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
             verbose: args.verbose,
         };
         let text = runtime()
-            .block_on(engine.report_with(&request))
+            .block_on(execution.engine().report_with(&request))
             .map_err(|e| format!("the report was not written: {e}"))?;
         crate::util::write_atomically(output, &text)
             .map_err(|e| format!("failed to write the report {}: {e}", output.display()))?;

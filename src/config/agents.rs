@@ -316,7 +316,12 @@ impl RawAgent {
         self.traces == Some(true)
     }
 
-    pub(super) fn check(self) -> Result<AgentConfig, AgentSetupError> {
+    /// The agent the table describes, its keys checked here and what they say beyond
+    /// that by `wire` (see [`super::Loader::agent`]).
+    pub(super) fn check(
+        self,
+        wire: fn(&AgentConfig) -> Result<(), AgentSetupError>,
+    ) -> Result<AgentConfig, AgentSetupError> {
         let given = [
             ("command", self.command.is_some()),
             ("cwd", self.cwd.is_some()),
@@ -429,26 +434,20 @@ impl RawAgent {
                     Some(StreamKey::Mode(m)) if m == "sse" => true,
                     Some(_) => return Err(AgentSetupError::HttpStream),
                 };
-                let format = self.format.unwrap_or_default();
-                // Checked here, at load, so that a bad placeholder or path names its table.
-                crate::agent::check_http_wire(
-                    format,
-                    self.body.as_ref(),
-                    self.reply.as_ref(),
-                    self.session.as_ref(),
-                    sse,
-                )?;
-                Ok(AgentConfig::Http {
+                let http = AgentConfig::Http {
                     url,
                     headers: self.headers,
                     timeout: self.timeout,
                     retries: self.retries,
-                    format,
+                    format: self.format.unwrap_or_default(),
                     body: self.body,
                     reply: self.reply.map(Box::new),
                     session: self.session.map(Box::new),
                     sse,
-                })
+                };
+                // Checked here, at load, so that a bad placeholder or path names its table.
+                wire(&http)?;
+                Ok(http)
             }
             AgentKind::LangGraph => {
                 let url = self.url.ok_or(AgentSetupError::NoUrl)?;

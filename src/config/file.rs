@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 
 use super::agents::RawAgent;
 use super::{AgentConfig, CassetteMode, CommandConfig, GoldenConfig, Redaction};
-use crate::errors::{ConfigError, ConfigValueError};
+use crate::case::PersonaRef;
+use crate::errors::{AgentSetupError, CaseError, ConfigError, ConfigValueError, SetupError};
+use crate::util::command::CommandSpec;
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -154,6 +156,31 @@ impl RunConfig {
     }
 }
 
+/// A config file chosen by name rather than found, and who chose it (for messages).
+#[derive(Debug, Clone)]
+pub(crate) struct ConfigChoice {
+    /// The file, as given.
+    pub(crate) path: PathBuf,
+    /// `AGENTEST_CONFIG` or `--config`.
+    pub(crate) from: &'static str,
+}
+
+/// What finding and reading a config takes from the layers above this one, which
+/// whoever loads a config passes in (`crate::run::context::config_loader`): the file
+/// chosen by name (a setting), how a `personas_file` is read (EvalStudio's personas
+/// records, a source format) and the check of an agent's wire keys (the agent layer
+/// compiles them), done at load so that a mistake names its table.
+#[derive(Debug, Clone, Copy)]
+pub struct Loader<'a> {
+    /// `AGENTEST_CONFIG` or `--config`: the config every suite uses, wherever it is.
+    pub(crate) chosen: Option<&'a ConfigChoice>,
+    /// Reads the personas a `personas_file` holds.
+    pub(crate) personas: fn(&Path) -> Result<Vec<PersonaRef>, CaseError>,
+    /// Checks what an agent's table says beyond its keys (an `http` agent's body
+    /// template, reply paths and `[session]`).
+    pub(crate) agent: fn(&AgentConfig) -> Result<(), AgentSetupError>,
+}
+
 /// A loaded config with the directory relative paths resolve against.
 #[derive(Debug, Clone, Default)]
 pub struct Config {
@@ -168,7 +195,7 @@ pub struct Config {
     /// `[agents.NAME]`, checked.
     pub agents: BTreeMap<String, AgentConfig>,
     /// The personas of `personas_file`.
-    pub(crate) file_personas: Vec<crate::case::PersonaRef>,
+    pub(crate) file_personas: Vec<PersonaRef>,
 }
 
 impl Config {
@@ -177,9 +204,10 @@ impl Config {
         self.file.store.path.as_ref().map(|p| self.dir.join(p))
     }
 
-    /// The `agentest.toml` in `start` or its nearest ancestor, if there is one.
-    pub fn locate(start: &Path) -> Option<PathBuf> {
-        if let Some(chosen) = &crate::settings::get().config {
+    /// The config `chosen` names (`AGENTEST_CONFIG` / `--config`), else the
+    /// `agentest.toml` in `start` or its nearest ancestor, if there is one.
+    pub(crate) fn locate(start: &Path, chosen: Option<&ConfigChoice>) -> Option<PathBuf> {
+        if let Some(chosen) = chosen {
             return Some(std::path::absolute(&chosen.path).unwrap_or_else(|_| chosen.path.clone()));
         }
         let start = Config::absolute_start(start);
@@ -204,8 +232,8 @@ impl Config {
     /// The config of suites in `start`: the file `AGENTEST_CONFIG` / `--config` names,
     /// else `agentest.toml` in `start` or its nearest ancestor, else
     /// `start/agent-tests/agentest.toml`; an empty config when there is none.
-    pub fn discover(start: &Path) -> Result<Config, ConfigError> {
-        if let Some(chosen) = &crate::settings::get().config {
+    pub fn discover(start: &Path, loader: &Loader) -> Result<Config, ConfigError> {
+        if let Some(chosen) = loader.chosen {
             if !chosen.path.is_file() {
                 return Err(ConfigError::Chosen {
                     path: chosen.path.clone(),
@@ -213,8 +241,8 @@ impl Config {
                 });
             }
         }
-        if let Some(found) = Config::locate(start) {
-            return Config::load(&found);
+        if let Some(found) = Config::locate(start, loader.chosen) {
+            return Config::load(&found, loader);
         }
         let start = Config::absolute_start(start);
         Ok(Config {
@@ -225,7 +253,7 @@ impl Config {
     }
 
     /// Reads one config file.
-    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    pub fn load(path: &Path, loader: &Loader) -> Result<Config, ConfigError> {
         let path = &std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_path_buf(),
@@ -238,7 +266,7 @@ impl Config {
         let check = |raw: &Spanned<RawAgent>, table: String| {
             raw.get_ref()
                 .clone()
-                .check()
+                .check(loader.agent)
                 .map_err(|source| ConfigError::Agent {
                     path: path.to_path_buf(),
                     table,
@@ -263,13 +291,12 @@ impl Config {
         let file_personas = match &file.personas_file {
             None => Vec::new(),
             Some(p) => {
-                let personas =
-                    crate::source::read_personas_file(&dir.join(p)).map_err(|source| {
-                        ConfigError::PersonasFile {
-                            path: path.to_path_buf(),
-                            source,
-                        }
-                    })?;
+                let personas = (loader.personas)(&dir.join(p)).map_err(|source| {
+                    ConfigError::PersonasFile {
+                        path: path.to_path_buf(),
+                        source,
+                    }
+                })?;
                 if let Some(twice) = personas
                     .iter()
                     .find(|q| file.personas.contains_key(&q.name))
@@ -358,7 +385,7 @@ impl Config {
         }
         self.check_traces()?;
         self.check_repeats()?;
-        crate::config::Pricing::check_all(&self.file)?;
+        check_prices(&self.file)?;
         let named = self.agent.iter().map(|a| ("[agent]".to_string(), a));
         let named = named.chain(
             self.agents
@@ -526,6 +553,94 @@ fn with_suggestion(message: &str) -> String {
         Some(s) => format!("{message}\nhint: did you mean `{s}`?"),
         None => message.to_string(),
     }
+}
+
+/// Builds a runnable command from a config entry, expanding `${VAR}`s.
+pub(crate) fn command_spec(
+    config: &Config,
+    cmd: &CommandConfig,
+    what: &str,
+) -> Result<CommandSpec, SetupError> {
+    if cmd.command.is_empty() {
+        return Err(SetupError::EmptyCommand {
+            what: what.to_string(),
+            config: config.describe(),
+        });
+    }
+    let argv = cmd
+        .command
+        .iter()
+        .map(|a| crate::util::expand_env(a, &format!("{what}.command")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let env = cmd
+        .env
+        .iter()
+        .map(|(k, v)| {
+            Ok((
+                k.clone(),
+                crate::util::expand_secret(v, &format!("{what}.env.{k}"))?,
+            ))
+        })
+        .collect::<Result<BTreeMap<_, _>, SetupError>>()?;
+    let cwd = match &cmd.cwd {
+        Some(c) => config.dir.join(c),
+        None => config.dir.clone(),
+    };
+    Ok(CommandSpec {
+        argv,
+        cwd,
+        env,
+        shown: cmd.command.join(" "),
+    })
+}
+
+/// Checks every pricing table of a config: prices are amounts of at least 0, and
+/// one currency throughout (costs of different currencies cannot be added up).
+fn check_prices(file: &ConfigFile) -> Result<(), ConfigValueError> {
+    let tables = file
+        .llm
+        .iter()
+        .map(|l| ("[llm]".to_string(), l))
+        .chain(
+            file.llms
+                .iter()
+                .map(|(n, l)| (format!("[llms.\"{n}\"]"), l)),
+        )
+        .filter_map(|(t, l)| l.pricing.as_ref().map(|p| (t, p)));
+    let mut first: Option<(String, String)> = None;
+    for (table, p) in tables {
+        let bad = |message: String| ConfigValueError::Pricing {
+            table: table.clone(),
+            message,
+        };
+        for (key, v) in [
+            ("input_per_million", Some(p.input_per_million)),
+            ("output_per_million", Some(p.output_per_million)),
+            ("cached_input_per_million", p.cached_input_per_million),
+        ] {
+            if let Some(v) = v.filter(|v| !(v.is_finite() && *v >= 0.0)) {
+                return Err(bad(format!(
+                    "{key} {v} is not a price; give the price of a million tokens, 0 or more, like 2.5"
+                )));
+            }
+        }
+        if p.currency.trim().is_empty() {
+            return Err(bad(
+                "currency is empty; leave it out for USD, or name one like \"EUR\"".into(),
+            ));
+        }
+        match &first {
+            None => first = Some((table.clone(), p.currency.clone())),
+            Some((t, c)) if c != &p.currency => {
+                return Err(bad(format!(
+                    "currency \"{}\" differs from {t}'s \"{c}\"; costs in two currencies cannot be added up, so convert the prices to one",
+                    p.currency
+                )))
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -77,57 +77,6 @@ impl Pricing {
             + usage.completion_tokens as f64 * self.output_per_million)
             / 1_000_000.0
     }
-
-    /// Checks every pricing table of a config: prices are amounts of at least 0, and
-    /// one currency throughout (costs of different currencies cannot be added up).
-    pub(crate) fn check_all(
-        file: &crate::config::ConfigFile,
-    ) -> Result<(), crate::errors::ConfigValueError> {
-        let tables = file
-            .llm
-            .iter()
-            .map(|l| ("[llm]".to_string(), l))
-            .chain(
-                file.llms
-                    .iter()
-                    .map(|(n, l)| (format!("[llms.\"{n}\"]"), l)),
-            )
-            .filter_map(|(t, l)| l.pricing.as_ref().map(|p| (t, p)));
-        let mut first: Option<(String, String)> = None;
-        for (table, p) in tables {
-            let bad = |message: String| crate::errors::ConfigValueError::Pricing {
-                table: table.clone(),
-                message,
-            };
-            for (key, v) in [
-                ("input_per_million", Some(p.input_per_million)),
-                ("output_per_million", Some(p.output_per_million)),
-                ("cached_input_per_million", p.cached_input_per_million),
-            ] {
-                if let Some(v) = v.filter(|v| !(v.is_finite() && *v >= 0.0)) {
-                    return Err(bad(format!(
-                        "{key} {v} is not a price; give the price of a million tokens, 0 or more, like 2.5"
-                    )));
-                }
-            }
-            if p.currency.trim().is_empty() {
-                return Err(bad(
-                    "currency is empty; leave it out for USD, or name one like \"EUR\"".into(),
-                ));
-            }
-            match &first {
-                None => first = Some((table.clone(), p.currency.clone())),
-                Some((t, c)) if c != &p.currency => {
-                    return Err(bad(format!(
-                        "currency \"{}\" differs from {t}'s \"{c}\"; costs in two currencies cannot be added up, so convert the prices to one",
-                        p.currency
-                    )))
-                }
-                Some(_) => {}
-            }
-        }
-        Ok(())
-    }
 }
 
 /// `structured_output`: the `response_format` the built-in judge and simulator send.
@@ -145,45 +94,4 @@ pub enum StructuredOutput {
     JsonObjectSchema,
     /// No `response_format`: the instructions alone ask for JSON.
     Off,
-}
-
-/// An API key read from a file another tool wrote (EvalStudio's `llmSettings.apiKey`):
-/// kept in memory only, sent as a sensitive header, never shown. Its `Debug` says
-/// nothing of it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ApiKey(String);
-
-impl ApiKey {
-    /// Wraps a key.
-    pub fn new(key: String) -> ApiKey {
-        crate::util::register_secret(&key);
-        ApiKey(key)
-    }
-
-    /// The key, for the one header that carries it.
-    pub(crate) fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ApiKey([redacted])")
-    }
-}
-
-/// The model endpoints a case's source gives its built-in judge and simulator, used
-/// where `agentest.toml` sets none: an EvalStudio project's `llmSettings`.
-#[derive(Debug, Clone)]
-pub struct SourceLlms {
-    /// Where they were written, as messages name it (`shop/evalstudio.config.json
-    /// llmSettings`); also what tells two projects' endpoints apart.
-    pub label: String,
-    /// The judge's endpoint (EvalStudio's `evaluation` model).
-    pub judge: LlmConfig,
-    /// The simulated user's endpoint (EvalStudio's `persona` model).
-    pub simulator: LlmConfig,
-    /// The key written in the file, when there is one (else `api_key_env` names a
-    /// variable).
-    pub api_key: Option<ApiKey>,
 }

@@ -12,13 +12,13 @@ pub use agents::{
     A2aAgentConfig, A2aBinding, A2aVersion, AgentConfig, ElizaAgentConfig, HttpFormat,
     HttpReplyPaths, HttpSessionRequest, LangGraphAgentConfig, OpenAiAgentConfig,
 };
+pub(crate) use command::own_deadline;
 pub use command::CommandConfig;
-pub(crate) use command::{command_spec, own_deadline};
-pub use file::{Config, ConfigFile, TracesConfig};
-pub(crate) use file::{CONFIG_FILE, SUITES_DIR};
+pub(crate) use file::{command_spec, ConfigChoice, CONFIG_FILE, SUITES_DIR};
+pub use file::{Config, ConfigFile, Loader, TracesConfig};
 pub use golden::GoldenConfig;
 pub(crate) use golden::Redaction;
 #[cfg(test)]
 pub(crate) use golden::RedactionConfig;
-pub use llm::{ApiKey, LlmConfig, Pricing, SourceLlms, StructuredOutput};
+pub use llm::{LlmConfig, Pricing, StructuredOutput};
 pub use modes::{CassetteMode, UpdateMode};

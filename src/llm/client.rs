@@ -11,9 +11,10 @@ use tokio::time::Instant;
 
 use super::limiter::{Limiter, Load, SlotWait};
 use super::{ChatRequest, SeededRng};
+use crate::case::{Provider, SourceLlms};
 use crate::config::{LlmConfig, StructuredOutput};
 use crate::errors::{AgentSetupError, LlmError};
-use crate::protocol::TokenUsage;
+use crate::protocol::{Role, TokenUsage};
 use crate::util::expand_secret;
 use crate::util::format_duration;
 use crate::util::root_cause;
@@ -82,6 +83,35 @@ pub struct Endpoint {
     client: reqwest::Client,
 }
 
+/// A provider's API as EvalStudio calls it (Anthropic's through its OpenAI-compatible
+/// one, `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL` over the default as the providers'
+/// SDKs honour them), its default model and the variable that holds its key.
+fn provider_api(provider: Provider) -> (String, &'static str, &'static str) {
+    let settings = crate::settings::get();
+    match provider {
+        Provider::OpenAi => (
+            settings
+                .openai_base_url
+                .clone()
+                .unwrap_or_else(|| "https://api.openai.com/v1".into()),
+            "gpt-4o-mini",
+            "OPENAI_API_KEY",
+        ),
+        Provider::Anthropic => (
+            format!(
+                "{}/v1",
+                settings
+                    .anthropic_base_url
+                    .as_deref()
+                    .unwrap_or("https://api.anthropic.com")
+                    .trim_end_matches('/')
+            ),
+            "claude-3-5-haiku-20241022",
+            "ANTHROPIC_API_KEY",
+        ),
+    }
+}
+
 impl Endpoint {
     /// Builds an endpoint from `[llm]` (`name` None) or `[llms.NAME]`, applying the
     /// environment overrides for the base URL and the model.
@@ -95,16 +125,31 @@ impl Endpoint {
         Endpoint::build(cfg, what, &env)
     }
 
-    /// Builds an endpoint another tool's file describes (EvalStudio's `llmSettings`,
-    /// `what` naming it in messages), with the API key written there, if any, sent as a
-    /// sensitive bearer token. `AGENTEST_LLM_*` do not apply: they override `[llm]`.
+    /// Builds the endpoint of `role` (the simulator, else the judge) that another tool's
+    /// file describes (EvalStudio's `llmSettings`, its label naming it in messages): the
+    /// provider's API (or what `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL` say, as the
+    /// providers' SDKs honour them), the model named there or the provider's default,
+    /// and the API key written there, if any, sent as a sensitive bearer token, else the
+    /// provider's variable. `AGENTEST_LLM_*` do not apply: they override `[llm]`.
     pub(crate) fn from_source(
-        cfg: &LlmConfig,
-        what: &str,
-        key: Option<&crate::config::ApiKey>,
+        source: &SourceLlms,
+        role: Role,
     ) -> Result<Endpoint, AgentSetupError> {
-        let mut endpoint = Endpoint::build(cfg, what.to_string(), &|_| None)?;
-        if let Some(key) = key {
+        let (base_url, default_model, key_var) = provider_api(source.provider);
+        let model = if role == Role::Simulator {
+            &source.simulator
+        } else {
+            &source.judge
+        };
+        let cfg = LlmConfig {
+            base_url: Some(base_url),
+            model: Some(model.clone().unwrap_or_else(|| default_model.to_string())),
+            api_key_env: source.api_key.is_none().then(|| key_var.to_string()),
+            ..LlmConfig::default()
+        };
+        let what = &source.label;
+        let mut endpoint = Endpoint::build(&cfg, what.to_string(), &|_| None)?;
+        if let Some(key) = &source.api_key {
             let mut value =
                 HeaderValue::from_str(&format!("Bearer {}", key.expose())).map_err(|_| {
                     AgentSetupError::HeaderValue {

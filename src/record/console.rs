@@ -1,8 +1,8 @@
 //! The binary's console output: the seed's tree of cases and turns, and the summary block.
 
 use std::fmt::Write;
-use std::time::Duration;
 
+use crate::record::format::common::{secs, turn_time};
 use crate::record::{AssertionReport, CaseReport, Status, Summary, TurnReport};
 use crate::util::value_text;
 
@@ -62,29 +62,6 @@ pub(crate) fn header(agent: &str, config: &str, input: &str, cases: usize) -> St
     let _ = writeln!(s, "ℹ Input: {input} ({cases} {plural})");
     let _ = writeln!(s, "\n{LIGHT}\n  Running Tests\n{LIGHT}");
     s
-}
-
-/// Seconds with one decimal (`2.1s`), or milliseconds under one second (`15ms`).
-pub(crate) fn secs(ms: u64) -> String {
-    if ms < 1000 {
-        format!("{ms}ms")
-    } else {
-        format!("{:.1}s", Duration::from_millis(ms).as_secs_f64())
-    }
-}
-
-/// A turn's reply time, with the time to its first byte when that came apart from the
-/// whole: `2.1s, first byte 350ms`.
-pub(crate) fn turn_time(t: &TurnReport) -> String {
-    // A first byte within a few milliseconds of the whole reply (a reply written in one
-    // go, read a moment later) says nothing: the report's fields keep the exact figures.
-    const SHOWN_GAP_MS: u64 = 10;
-    match t.first_token_ms {
-        Some(first) if first + SHOWN_GAP_MS <= t.duration_ms => {
-            format!("{}, first byte {}", secs(t.duration_ms), secs(first))
-        }
-        _ => secs(t.duration_ms),
-    }
 }
 
 fn quote(text: &str) -> String {

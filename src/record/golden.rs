@@ -8,11 +8,13 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use regex::Regex;
-use serde::{Deserialize, Serialize};
 
 use crate::config::Redaction;
 use crate::config::UpdateMode;
 use crate::errors::{GoldenError, NewFile};
+// The outcome has a file of its own: the report model holds it, and this file reads
+// the report model.
+pub use crate::record::golden_check::GoldenCheck;
 use crate::record::{AssertionReport, CaseReport};
 use crate::util::value_text;
 
@@ -177,19 +179,6 @@ fn verdicts(s: &mut String, list: &[AssertionReport]) {
         let mark = if a.passed { "✓" } else { "✗" };
         let _ = writeln!(s, "{mark} {}", a.label);
     }
-}
-
-/// The outcome of comparing a case with its golden file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GoldenCheck {
-    /// The golden file.
-    pub file: String,
-    /// `matched`, `updated`, `mismatch`, `missing`, or `error` (the file could not be
-    /// read or written).
-    pub outcome: String,
-    /// The `.new` file written for review, when one was.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pending: Option<String>,
 }
 
 /// Compares `actual` with the golden file and writes what `mode` allows. `Err` is a

@@ -5,6 +5,7 @@ pub(crate) mod console;
 pub mod format;
 pub(crate) mod freeze;
 pub(crate) mod golden;
+mod golden_check;
 mod jsonl;
 mod model;
 mod recorder;

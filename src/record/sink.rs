@@ -198,3 +198,31 @@ fn parse_lines(
     }
     Ok((cases, summary))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::record::{parse_jsonl, Format, RunInfo, Summary};
+
+    #[test]
+    fn jsonl_round_trip() {
+        let text = concat!(
+            r#"{"id":"a","name":"a","suite":"s","trial":"s::a","status":"passed","turns":[],"total_turns":0,"duration_ms":3,"location":"s.jsonl:1:1"}"#,
+            "\n\n",
+            r#"{"type":"summary","total":1,"passed":1,"failed":0,"errors":0,"skipped":0,"timeouts":0,"total_turns":0,"duration_ms":3}"#,
+            "\n"
+        );
+        let (cases, summary) = parse_jsonl(text).unwrap();
+        assert_eq!(cases.len(), 1);
+        assert_eq!(summary.unwrap().passed, 1);
+        let again = Format::Jsonl.render(&RunInfo::default(), &Summary::new(), &cases);
+        assert!(again.starts_with(r#"{"id":"a""#), "{again}");
+        assert!(matches!(
+            parse_jsonl("{\"id\": 1}"),
+            Err(crate::errors::ReportError::Line {
+                file: None,
+                line: 1,
+                ..
+            })
+        ));
+    }
+}

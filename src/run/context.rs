@@ -7,11 +7,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::agent::{Agent, AgentDef};
-use crate::case::{Case, Kind, Mode, PersonaRef};
+use crate::case::{Case, Kind, Mode, PersonaRef, SourceLlms};
 use crate::check::{ScriptFn, Scripts};
 use crate::config::CassetteMode;
 use crate::config::Redaction;
-use crate::config::{Config, LlmConfig, SourceLlms};
+use crate::config::{AgentConfig, Config, ConfigChoice, LangGraphAgentConfig, LlmConfig, Loader};
 use crate::errors::SetupError;
 use crate::llm::Endpoint;
 use crate::protocol::Role;
@@ -114,6 +114,17 @@ pub(crate) struct Context {
     llms: Mutex<HashMap<(Role, Option<String>), Result<Arc<Endpoint>, SetupError>>>,
 }
 
+/// How this process finds and reads configs: the file `AGENTEST_CONFIG` or `--config`
+/// chose (`chosen`, from the settings), `personas_file`s read as the source layer reads EvalStudio's
+/// personas, and agents' wire keys checked by the agent layer's compiler.
+pub(crate) fn config_loader(chosen: Option<&ConfigChoice>) -> Loader<'_> {
+    Loader {
+        chosen,
+        personas: crate::source::read_personas_file,
+        agent: crate::agent::check_http_wire,
+    }
+}
+
 impl Context {
     fn new(
         dir: &Path,
@@ -121,7 +132,10 @@ impl Context {
         run_agent: Option<String>,
         connector: Option<String>,
     ) -> Result<Context, SetupError> {
-        let config = Arc::new(Config::discover(dir)?);
+        let config = Arc::new(Config::discover(
+            dir,
+            &config_loader(crate::settings::get().config.as_ref()),
+        )?);
         let cassettes = CassetteMode::resolve(
             crate::settings::get().cassettes,
             config.file.run.cassettes.as_deref(),
@@ -183,16 +197,7 @@ impl Context {
         llms.entry((role, key))
             .or_insert_with(|| {
                 if let Some(s) = from_source {
-                    let cfg = if role == Role::Simulator {
-                        &s.simulator
-                    } else {
-                        &s.judge
-                    };
-                    return Ok(Arc::new(Endpoint::from_source(
-                        cfg,
-                        &s.label,
-                        s.api_key.as_ref(),
-                    )?));
+                    return Ok(Arc::new(Endpoint::from_source(s, role)?));
                 }
                 let cfg = self.llm_config(role, named.as_deref())?;
                 Ok(Arc::new(
@@ -404,7 +409,14 @@ impl Context {
                 .or_else(|| e.connector_id.clone())
                 .unwrap_or_default();
             let what = format!("connectors.json's connector \"{name}\"");
-            let def = AgentDef::from_config(cfg, &self.config, &what)?;
+            let cfg = AgentConfig::LangGraph(LangGraphAgentConfig {
+                url: cfg.url.clone(),
+                assistant_id: cfg.assistant_id.clone(),
+                headers: cfg.headers.clone(),
+                config: cfg.config.clone(),
+                ..LangGraphAgentConfig::default()
+            });
+            let def = AgentDef::from_config(&cfg, &self.config, &what)?;
             Ok((def, name))
         });
         Some(slot.clone())
@@ -676,9 +688,12 @@ impl Contexts {
             let label = labels
                 .entry(dir.clone())
                 .or_insert_with(|| {
-                    crate::util::display_path(&Config::locate(&dir).unwrap_or(dir))
-                        .display()
-                        .to_string()
+                    crate::util::display_path(
+                        &Config::locate(&dir, crate::settings::get().config.as_ref())
+                            .unwrap_or(dir),
+                    )
+                    .display()
+                    .to_string()
                 })
                 .clone();
             let at = match problems.iter().position(|p| p.label == label) {

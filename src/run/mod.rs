@@ -5,6 +5,7 @@ pub(crate) mod awaiting;
 pub(crate) mod context;
 pub(crate) mod conversation;
 pub(crate) mod engine;
+pub(crate) mod execution;
 mod generate;
 pub(crate) mod hooks;
 mod lifecycle;

@@ -27,7 +27,7 @@ pub(crate) use jsonl::{column_of_path, steps as path_steps, Step as PathStep};
 pub use jsonl::{parse_case, parse_suite, parse_suite_bytes, CASE_KEYS};
 pub use loaded::{Generation, Loaded};
 pub use mocks::{parse_config_mocks, parse_mocks};
-pub(crate) use yaml::{is_scenario, slug};
+pub(crate) use yaml::is_scenario;
 
 /// Whether a file of this (lowercase) name is one of an EvalStudio project's.
 pub(crate) fn is_evalstudio(name: &str) -> bool {

@@ -23,10 +23,10 @@ pub use json::json_subset;
 pub(crate) use json::{json_eq, tool_name_matches, type_of};
 pub(crate) use paths::beside;
 pub use paths::display_path;
-pub use secrets::EnvError;
 pub(crate) use secrets::{
     any_secret, expand_env, expand_secret, masks_a_secret, register_secret, root_cause, scrub,
     scrub_json, shown_url,
 };
+pub use secrets::{ApiKey, EnvError};
 pub use text::suggest;
-pub(crate) use text::{clip, compact, panic_text, value_text};
+pub(crate) use text::{clip, compact, panic_text, slug, value_text};

@@ -217,6 +217,31 @@ pub(crate) fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
     cur.to_string()
 }
 
+/// An API key read from a file another tool wrote (EvalStudio's `llmSettings.apiKey`):
+/// kept in memory only, sent as a sensitive header, never shown. Its `Debug` says
+/// nothing of it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// Wraps a key.
+    pub fn new(key: String) -> ApiKey {
+        register_secret(&key);
+        ApiKey(key)
+    }
+
+    /// The key, for the one header that carries it.
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiKey([redacted])")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::{expand_env, shown_url, EnvError};

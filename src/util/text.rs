@@ -61,9 +61,35 @@ pub fn suggest<'a>(word: &str, known: &[&'a str]) -> Option<&'a str> {
         })
 }
 
+/// A name as a trial id: lower case, words joined by `-` (a scenario's `Basic Multi-Turn
+/// Conversation Test` is `basic-multi-turn-conversation-test`; EvalStudio's evals,
+/// scenarios and personas are named the same way).
+pub(crate) fn slug(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        if c.is_alphanumeric() {
+            out.extend(c.to_lowercase());
+        } else if !out.is_empty() && !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_end_matches('-').to_string()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::clip;
+    use super::{clip, slug};
+
+    #[test]
+    fn slugs_are_stable_words() {
+        assert_eq!(
+            slug("Basic Multi-Turn Conversation Test"),
+            "basic-multi-turn-conversation-test"
+        );
+        assert_eq!(slug("  GitHub: issues (v2)!"), "github-issues-v2");
+        assert_eq!(slug("Été à Zürich"), "été-à-zürich");
+        assert_eq!(slug("!!!"), "");
+    }
 
     #[test]
     fn clipping_keeps_the_start_and_the_end() {

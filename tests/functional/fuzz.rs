@@ -1620,7 +1620,7 @@ fn check_config(dir: &Path, text: &str) -> Result<(), TestCaseError> {
     let parsed = toml::from_str::<ConfigFile>(text);
     let path = dir.join("agentest.toml");
     std::fs::write(&path, text).expect("write the config");
-    match Config::load(&path) {
+    match Config::load(&path, &agentest::__private::config::loader()) {
         Ok(c) => {
             prop_assert!(
                 parsed.is_ok(),

@@ -77,6 +77,7 @@ mod harness_e2e;
 mod http_formats;
 mod langgraph;
 mod latency;
+mod layers;
 mod llm;
 mod output_path;
 mod parse_errors;
@@ -185,6 +186,7 @@ fn main() {
     trials.extend(trial_names::tests());
     trials.extend(output_path::tests());
     trials.extend(latency::tests());
+    trials.extend(layers::tests());
     trials.extend(langgraph::tests());
     trials.extend(llm::tests());
     trials.extend(parse_errors::tests());

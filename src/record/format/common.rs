@@ -61,7 +61,25 @@ pub(crate) fn status_name(status: Status) -> &'static str {
 
 /// Seconds with one decimal (`2.1s`), or milliseconds under one second (`15ms`).
 pub(crate) fn secs(ms: u64) -> String {
-    crate::record::console::secs(ms)
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else {
+        format!("{:.1}s", std::time::Duration::from_millis(ms).as_secs_f64())
+    }
+}
+
+/// A turn's reply time, with the time to its first byte when that came apart from the
+/// whole: `2.1s, first byte 350ms`.
+pub(crate) fn turn_time(t: &TurnReport) -> String {
+    // A first byte within a few milliseconds of the whole reply (a reply written in one
+    // go, read a moment later) says nothing: the report's fields keep the exact figures.
+    const SHOWN_GAP_MS: u64 = 10;
+    match t.first_token_ms {
+        Some(first) if first + SHOWN_GAP_MS <= t.duration_ms => {
+            format!("{}, first byte {}", secs(t.duration_ms), secs(first))
+        }
+        _ => secs(t.duration_ms),
+    }
 }
 
 /// The command line as one string, arguments with spaces or quotes quoted.
@@ -307,7 +325,7 @@ fn turn_text(s: &mut String, t: &TurnReport) {
         } else {
             &t.input_source
         },
-        crate::record::console::turn_time(t),
+        turn_time(t),
         if t.truncated {
             " · reply cut off at the token limit"
         } else {
@@ -638,8 +656,7 @@ pub(crate) fn sample() -> (RunInfo, Summary, Vec<CaseReport>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{parse_jsonl, rfc3339, Format};
-    use std::path::Path;
+    use crate::record::rfc3339;
     use std::time::{Duration, UNIX_EPOCH};
 
     /// A traced turn's span tree as text: depth-first, two spaces a level, durations,
@@ -709,18 +726,6 @@ mod tests {
     }
 
     #[test]
-    fn format_by_extension() {
-        let f = |p: &str| Format::from_path(Path::new(p));
-        assert_eq!(f("r.jsonl"), Some(Format::Jsonl));
-        assert_eq!(f("out/r.JSON"), Some(Format::Json));
-        assert_eq!(f("r.md"), Some(Format::Markdown));
-        assert_eq!(f("junit.xml"), Some(Format::Junit));
-        assert_eq!(f("r.html"), Some(Format::Html));
-        assert_eq!(f("r.txt"), None);
-        assert_eq!(f("report"), None);
-    }
-
-    #[test]
     fn clean_strips_ansi_and_controls() {
         assert_eq!(clean("\u{1b}[31mred\u{1b}[0m ok"), "red ok");
         assert_eq!(clean("a\u{7}b\u{0}c\td\ne"), "a\u{fffd}b\u{fffd}c\td\ne");
@@ -733,41 +738,6 @@ mod tests {
     fn command_line_quotes_what_needs_it() {
         let c = ["agentest", "test", "-i", "a message", "it's"].map(String::from);
         assert_eq!(command_line(&c), "agentest test -i 'a message' 'it'\\''s'");
-    }
-
-    #[test]
-    fn an_empty_summary_is_counted_from_the_cases() {
-        let (run, summary, cases) = sample();
-        let counted = summary_for(&run, &Summary::new(), &cases);
-        assert_eq!(counted.total, summary.total);
-        assert_eq!(counted.timeouts, 1);
-        assert_eq!(counted.duration_ms, run.duration_ms);
-        assert_eq!(counted.kind, "summary");
-        let md = super::super::markdown::render(&run, &Summary::new(), &cases);
-        assert!(md.contains("of 7 cases"), "{md}");
-    }
-
-    #[test]
-    fn jsonl_round_trip() {
-        let text = concat!(
-            r#"{"id":"a","name":"a","suite":"s","trial":"s::a","status":"passed","turns":[],"total_turns":0,"duration_ms":3,"location":"s.jsonl:1:1"}"#,
-            "\n\n",
-            r#"{"type":"summary","total":1,"passed":1,"failed":0,"errors":0,"skipped":0,"timeouts":0,"total_turns":0,"duration_ms":3}"#,
-            "\n"
-        );
-        let (cases, summary) = parse_jsonl(text).unwrap();
-        assert_eq!(cases.len(), 1);
-        assert_eq!(summary.unwrap().passed, 1);
-        let again = Format::Jsonl.render(&RunInfo::default(), &Summary::new(), &cases);
-        assert!(again.starts_with(r#"{"id":"a""#), "{again}");
-        assert!(matches!(
-            parse_jsonl("{\"id\": 1}"),
-            Err(crate::errors::ReportError::Line {
-                file: None,
-                line: 1,
-                ..
-            })
-        ));
     }
 }
 

@@ -345,7 +345,7 @@ fn longest_run(text: &str, ch: char) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::format::common::sample;
+    use crate::record::format::common::{sample, summary_for};
 
     #[test]
     fn counts_cases_and_failing_transcripts() {
@@ -454,5 +454,17 @@ mod tests {
             "{md}"
         );
         assert!(!md.contains("## Failures"));
+    }
+
+    #[test]
+    fn an_empty_summary_is_counted_from_the_cases() {
+        let (run, summary, cases) = sample();
+        let counted = summary_for(&run, &Summary::new(), &cases);
+        assert_eq!(counted.total, summary.total);
+        assert_eq!(counted.timeouts, 1);
+        assert_eq!(counted.duration_ms, run.duration_ms);
+        assert_eq!(counted.kind, "summary");
+        let md = render(&run, &Summary::new(), &cases);
+        assert!(md.contains("of 7 cases"), "{md}");
     }
 }

@@ -76,3 +76,22 @@ impl Format {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::Format;
+
+    #[test]
+    fn format_by_extension() {
+        let f = |p: &str| Format::from_path(Path::new(p));
+        assert_eq!(f("r.jsonl"), Some(Format::Jsonl));
+        assert_eq!(f("out/r.JSON"), Some(Format::Json));
+        assert_eq!(f("r.md"), Some(Format::Markdown));
+        assert_eq!(f("junit.xml"), Some(Format::Junit));
+        assert_eq!(f("r.html"), Some(Format::Html));
+        assert_eq!(f("r.txt"), None);
+        assert_eq!(f("report"), None);
+    }
+}

@@ -165,9 +165,10 @@ impl Judge {
         cassette: impl AsRef<Path>,
     ) -> Result<Judge, JudgeError> {
         let setup = |m: String| JudgeError::Setup(m);
-        crate::settings::load().map_err(|e| setup(e.to_string()))?;
-        let config =
-            crate::config::Config::discover(dir.as_ref()).map_err(|e| setup(e.to_string()))?;
+        let settings = crate::settings::load().map_err(|e| setup(e.to_string()))?;
+        let loader = crate::run::context::config_loader(settings.config.as_ref());
+        let config = crate::config::Config::discover(dir.as_ref(), &loader)
+            .map_err(|e| setup(e.to_string()))?;
         let llm = config.file.llm.as_ref().ok_or_else(|| {
             setup(format!(
                 "the judge needs a model: add an [llm] section to {}",

@@ -71,7 +71,7 @@ pub(super) fn parse_judge(
         };
         return Err(FieldError::new(
             join(path, hint),
-            format!("{} `{type_name}` assertion needs its criteria in `{hint}`: what the reply must satisfy", super::article(type_name)),
+            format!("{} `{type_name}` assertion needs its criteria in `{hint}`: what the reply must satisfy", super::values::article(type_name)),
         ));
     };
     let capabilities = match obj.get("capabilities") {

@@ -3,6 +3,7 @@
 mod compile;
 mod judge;
 mod tools;
+mod values;
 
 use compile::compile_path;
 pub(crate) use compile::compile_regex;
@@ -17,6 +18,7 @@ use crate::case::{Assertion, JsonType, Kind, ASSERTION_TYPES};
 use crate::errors::FieldError;
 use crate::source::fields::{check_keys, index, join, opt_bool, opt_str, suggest};
 use crate::util::type_of;
+use values::{article, opt_whole};
 
 /// Keys every assertion may carry.
 const COMMON: [&str; 5] = ["type", "negate", "message", "description", "id"];
@@ -343,29 +345,6 @@ fn parse_script(obj: &Map<String, Value>, path: &str) -> Result<Kind, FieldError
     })
 }
 
-/// `obj[key]` as a whole number, when given; `expected` says what it must be.
-pub(super) fn opt_whole(
-    obj: &Map<String, Value>,
-    key: &str,
-    path: &str,
-    expected: &str,
-) -> Result<Option<u64>, FieldError> {
-    match obj.get(key) {
-        None => Ok(None),
-        Some(Value::Number(n)) if n.as_u64().is_some() => Ok(n.as_u64()),
-        Some(other) => Err(FieldError::new(
-            join(path, key),
-            format!(
-                "expected {expected} found {}",
-                match other {
-                    Value::Number(n) => n.to_string(),
-                    other => type_of(other).to_string(),
-                }
-            ),
-        )),
-    }
-}
-
 /// `latency`: `max_ms`, `max_first_token_ms` or both, whole milliseconds.
 fn parse_latency(obj: &Map<String, Value>, path: &str) -> Result<Kind, FieldError> {
     let ms = |key: &str| {
@@ -425,15 +404,6 @@ pub(super) fn required_text(
                 article(type_name)
             ),
         )),
-    }
-}
-
-/// `a` or `an`, as `word` (an assertion type) is spoken: "an `agent` assertion".
-pub(super) fn article(word: &str) -> &'static str {
-    if word.starts_with(['a', 'e', 'i', 'o', 'u']) {
-        "an"
-    } else {
-        "a"
     }
 }
 

@@ -201,8 +201,9 @@ pub(super) fn parse_tool_count(obj: &Map<String, Value>, path: &str) -> Result<K
         Some(n) => Some(n),
         None => opt_str(obj, "value", path)?,
     };
-    let bound =
-        |key: &str| super::opt_whole(obj, key, path, "a whole number of calls (0 or more),");
+    let bound = |key: &str| {
+        super::values::opt_whole(obj, key, path, "a whole number of calls (0 or more),")
+    };
     let (min, max) = (bound("min")?, bound("max")?);
     match (min, max) {
         (None, None) => Err(FieldError::new(
@@ -254,7 +255,8 @@ pub(super) fn parse_span(obj: &Map<String, Value>, path: &str) -> Result<Kind, F
             ))
         }
     };
-    let number = |key: &str| super::opt_whole(obj, key, path, "a whole number (0 or more),");
+    let number =
+        |key: &str| super::values::opt_whole(obj, key, path, "a whole number (0 or more),");
     let count = match (number("count")?, number("min_count")?, number("max_count")?) {
         (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
             return Err(FieldError::new(

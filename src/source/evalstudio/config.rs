@@ -9,11 +9,12 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::records::{provider, records};
-use crate::config::{ApiKey, LlmConfig, SourceLlms};
+use crate::case::{Provider, SourceLlms};
 use crate::errors::CaseError;
 use crate::source::document::Document;
 use crate::source::fields::check_keys;
 use crate::util::type_of;
+use crate::util::ApiKey;
 
 const CONFIG_KEYS: [&str; 6] = [
     "version",
@@ -149,36 +150,6 @@ fn known_keys(
     check_keys(m, known, at, what).map_err(|e| doc.error(&e.path, e.message))
 }
 
-/// The endpoint a provider's calls go to: its API (EvalStudio calls the provider's
-/// own), or what `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL` say, as the providers' SDKs
-/// honour them. Anthropic is called through its OpenAI-compatible API.
-fn endpoint(provider: &str) -> Option<(String, &'static str, &'static str)> {
-    let settings = crate::settings::get();
-    match provider {
-        "openai" => Some((
-            settings
-                .openai_base_url
-                .clone()
-                .unwrap_or_else(|| "https://api.openai.com/v1".into()),
-            "gpt-4o-mini",
-            "OPENAI_API_KEY",
-        )),
-        "anthropic" => Some((
-            format!(
-                "{}/v1",
-                settings
-                    .anthropic_base_url
-                    .as_deref()
-                    .unwrap_or("https://api.anthropic.com")
-                    .trim_end_matches('/')
-            ),
-            "claude-3-5-haiku-20241022",
-            "ANTHROPIC_API_KEY",
-        )),
-        _ => None,
-    }
-}
-
 /// `llmSettings` at `path` of `doc`: EvalStudio's current shape `{provider, apiKey,
 /// models: {evaluation, persona}}`, or the older `{evaluation: {providerId, model},
 /// persona: {...}}` whose providers are in the store's `llm-providers.json`.
@@ -296,7 +267,7 @@ fn llms(
         let simulator = simulator.or_else(|| judge.clone());
         (provider, text(s, "apiKey", path)?, judge, simulator)
     };
-    let (base_url, default_model, key_var) = endpoint(&provider).ok_or_else(|| {
+    let provider = Provider::parse(&provider).ok_or_else(|| {
         doc.error(
             &format!("{path}.provider"),
             format!("unknown provider \"{provider}\"; EvalStudio has \"openai\" and \"anthropic\""),
@@ -307,16 +278,11 @@ fn llms(
     let api_key = key
         .filter(|k| !k.trim().is_empty() && !k.contains("..."))
         .map(ApiKey::new);
-    let endpoint = |model: Option<String>| LlmConfig {
-        base_url: Some(base_url.clone()),
-        model: Some(model.unwrap_or_else(|| default_model.to_string())),
-        api_key_env: api_key.is_none().then(|| key_var.to_string()),
-        ..LlmConfig::default()
-    };
     Ok(Arc::new(SourceLlms {
         label: format!("{} {path}", doc.shown.display()),
-        judge: endpoint(judge),
-        simulator: endpoint(simulator),
+        provider,
+        judge,
+        simulator,
         api_key,
     }))
 }

@@ -12,12 +12,12 @@ use serde_json::{Map, Value};
 use super::config::{projects, ProjectEntry};
 use super::records::{self, records, Connector, Eval, Persona, Record, Scenario, MESSAGE_EXTRAS};
 use super::Listed;
-use crate::case::{Case, EvalStudioRef, Location, PersonaRef};
-use crate::config::{AgentConfig, SourceLlms};
+use crate::case::{Case, EvalStudioRef, Location, PersonaRef, SourceLlms};
 use crate::errors::{CaseError, FieldError};
 use crate::source::document::Document;
 use crate::source::jsonl::case_from_object;
-use crate::source::{slug, Loaded, SEPARATOR};
+use crate::source::{Loaded, SEPARATOR};
+use crate::util::slug;
 
 /// EvalStudio's scenario keys and the case keys they become.
 const CASE_KEYS: [(&str, &str); 6] = [
@@ -600,7 +600,7 @@ impl Context<'_> {
             if let Some((_, p)) = persona {
                 a.headers.extend(p.headers.clone());
             }
-            Arc::new(AgentConfig::LangGraph(a))
+            Arc::new(a)
         });
         EvalStudioRef {
             eval_id: self.eval.and_then(|e| e.id.clone()),

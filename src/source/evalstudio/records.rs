@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use crate::config::LangGraphAgentConfig;
+use crate::case::ConnectorAgent;
 
 use crate::errors::CaseError;
 use crate::source::document::Document;
@@ -83,7 +83,7 @@ pub(super) struct Eval {
 pub(super) struct Connector {
     pub(super) id: Option<String>,
     pub(super) name: String,
-    pub(super) agent: Option<LangGraphAgentConfig>,
+    pub(super) agent: Option<ConnectorAgent>,
 }
 
 /// An LLM provider of the older store (`llm-providers.json`).
@@ -340,14 +340,13 @@ pub(super) fn connector(doc: &Document, i: usize, m: &Map<String, Value>) -> Rec
         string(doc, i, m, "baseUrl")?,
         config["assistantId"].as_str(),
     ) {
-        (Some("langgraph"), Some(url), Some(assistant_id)) => Some(LangGraphAgentConfig {
+        (Some("langgraph"), Some(url), Some(assistant_id)) => Some(ConnectorAgent {
             url,
             assistant_id: assistant_id.to_string(),
             headers,
             config: config
                 .get("configurable")
                 .map(|c| serde_json::json!({ "configurable": c })),
-            ..LangGraphAgentConfig::default()
         }),
         _ => None,
     };

@@ -6,60 +6,17 @@ use serde_json::{Map, Value};
 
 use super::dynamic::parse_dynamic;
 use super::json::{parse_line, LineError};
+use super::keys::{CASE_KEYS, CRITERIA_KEYS};
 use super::locate::{column_of_duplicate, column_of_path};
-use super::turn::{parse_input, parse_turn};
-use crate::case::Assertion;
+use super::turn::{assertion_list, parse_input, parse_turn};
 use crate::case::{check_cost, check_runs, Budget, Gate, Repeats};
 use crate::case::{Case, Location, Mode, PersonaRef};
 use crate::errors::CaseError;
 use crate::errors::FieldError;
-use crate::source::fields::{check_keys, index, join, opt_bool, opt_object, opt_str};
+use crate::source::fields::{check_keys, index, opt_bool, opt_object, opt_str};
 use crate::source::parse_assertions;
 use crate::util::parse_timeout;
 use crate::util::type_of;
-
-/// Every key a case line may have.
-pub const CASE_KEYS: [&str; 39] = [
-    "id",
-    "name",
-    "description",
-    "skip",
-    "timeout",
-    "agent",
-    "options",
-    "expected",
-    "tags",
-    "user",
-    "team",
-    "metadata",
-    "before",
-    "after",
-    "input",
-    "turns",
-    "mode",
-    "final_assertions",
-    "assertions",
-    "assert",
-    "simulator",
-    "checkpoints",
-    "max_turns",
-    "interactive",
-    "setup",
-    "golden",
-    "success_criteria",
-    "failure_criteria",
-    "failure_criteria_mode",
-    "max_messages",
-    "instructions",
-    "messages",
-    "personas",
-    "runs",
-    "min_pass",
-    "pass_rate",
-    "confidence",
-    "max_cost",
-    "max_tokens",
-];
 
 /// Parses one line of a suite file. `location` is the line's start (column 1).
 pub fn parse_case(line: &str, location: Location) -> Result<Case, CaseError> {
@@ -380,8 +337,8 @@ fn parse_personas(obj: &Map<String, Value>, mode: &Mode) -> Result<Vec<PersonaRe
                 ))
             }
         };
-        let slug = crate::source::slug(&p.name);
-        if out.iter().any(|q| crate::source::slug(&q.name) == slug) {
+        let slug = crate::util::slug(&p.name);
+        if out.iter().any(|q| crate::util::slug(&q.name) == slug) {
             return Err(FieldError::new(
                 &path,
                 format!(
@@ -416,26 +373,6 @@ fn parse_setup(obj: &Map<String, Value>) -> Result<Vec<crate::case::Mock>, Field
     }
 }
 
-/// Reads `assertions` or `assert` (not both).
-pub(super) fn assertion_list(
-    obj: &Map<String, Value>,
-    path: &str,
-    keys: [&str; 2],
-) -> Result<Vec<Assertion>, FieldError> {
-    match (obj.get(keys[0]), obj.get(keys[1])) {
-        (Some(_), Some(_)) => Err(FieldError::new(
-            join(path, keys[1]),
-            format!(
-                "both `{}` and `{}` are given; use one of them",
-                keys[0], keys[1]
-            ),
-        )),
-        (Some(v), None) => parse_assertions(v, &join(path, keys[0])),
-        (None, Some(v)) => parse_assertions(v, &join(path, keys[1])),
-        (None, None) => Ok(Vec::new()),
-    }
-}
-
 fn parse_mode(obj: &Map<String, Value>) -> Result<Mode, FieldError> {
     // A key set to null counts as absent.
     let present = |key: &str| obj.get(key).filter(|v| !v.is_null());
@@ -462,9 +399,7 @@ fn parse_mode(obj: &Map<String, Value>) -> Result<Mode, FieldError> {
             ))
         }
     }
-    let has_criteria = super::dynamic::CRITERIA_KEYS
-        .iter()
-        .any(|k| obj.contains_key(*k));
+    let has_criteria = CRITERIA_KEYS.iter().any(|k| obj.contains_key(*k));
     if has_turns && has_criteria {
         return Err(FieldError::new(
             "turns",

@@ -2,6 +2,7 @@
 
 use serde_json::{Map, Value};
 
+use super::keys::CRITERIA_KEYS;
 use super::turn::{parse_input, parse_message};
 use crate::case::{Checkpoint, Criteria, FailureMode, Mode, ModelSettings, ScriptRule, Simulator};
 use crate::errors::FieldError;
@@ -30,17 +31,6 @@ const SIMULATOR_KEYS: [&str; 6] = [
     "script",
     "metadata",
 ];
-
-/// The keys of EvalStudio's evaluation loop on a dynamic case: their run in
-/// [`CASE_KEYS`](super::CASE_KEYS), from `success_criteria` to `messages`.
-pub(super) const CRITERIA_KEYS: &[&str] = super::CASE_KEYS.split_at(26).1.split_at(6).0;
-
-// The run above is where the criteria keys are.
-const _: () = {
-    assert!(CRITERIA_KEYS.len() == 6);
-    assert!(matches!(CRITERIA_KEYS[0].as_bytes(), b"success_criteria"));
-    assert!(matches!(CRITERIA_KEYS[5].as_bytes(), b"messages"));
-};
 
 pub(super) fn parse_dynamic(
     obj: &Map<String, Value>,

@@ -3,12 +3,14 @@
 mod case;
 mod dynamic;
 mod json;
+mod keys;
 mod locate;
 mod turn;
 
 pub(crate) use case::case_from_object;
-pub use case::{parse_case, CASE_KEYS};
+pub use case::parse_case;
 pub(crate) use json::{parse_line as parse_json, LineError};
+pub use keys::CASE_KEYS;
 pub(crate) use locate::{column_of_path, position_of_offset, steps, Indexed, Step};
 
 use super::{Loaded, SEPARATOR};
@@ -136,7 +138,7 @@ pub fn parse_suite_bytes(
                         Loaded {
                             generation: None,
                             suite: suite.to_string(),
-                            trial: format!("{trial}{SEPARATOR}{}", crate::source::slug(&p.name)),
+                            trial: format!("{trial}{SEPARATOR}{}", crate::util::slug(&p.name)),
                             file: file.to_path_buf(),
                             entry: Ok(one),
                         },

@@ -1,12 +1,12 @@
 //! Turns and messages: what the user says, in a static script or as a case's input.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use super::case::assertion_list;
-use crate::case::{Input, Turn};
+use crate::case::{Assertion, Input, Turn};
 use crate::errors::FieldError;
 use crate::protocol::Message;
 use crate::source::fields::{check_keys, index, join, opt_object, opt_str};
+use crate::source::parse_assertions;
 use crate::util::type_of;
 
 const TURN_KEYS: [&str; 7] = [
@@ -135,4 +135,24 @@ pub(super) fn parse_message(v: &Value, path: &str) -> Result<Message, FieldError
         name: opt_str(m, "name", path)?,
         tool_call_id: opt_str(m, "tool_call_id", path)?,
     })
+}
+
+/// Reads `assertions` or `assert` (not both).
+pub(super) fn assertion_list(
+    obj: &Map<String, Value>,
+    path: &str,
+    keys: [&str; 2],
+) -> Result<Vec<Assertion>, FieldError> {
+    match (obj.get(keys[0]), obj.get(keys[1])) {
+        (Some(_), Some(_)) => Err(FieldError::new(
+            join(path, keys[1]),
+            format!(
+                "both `{}` and `{}` are given; use one of them",
+                keys[0], keys[1]
+            ),
+        )),
+        (Some(v), None) => parse_assertions(v, &join(path, keys[0])),
+        (None, Some(v)) => parse_assertions(v, &join(path, keys[1])),
+        (None, None) => Ok(Vec::new()),
+    }
 }

@@ -213,7 +213,7 @@ pub(crate) fn combination_name(axes: &[Axis], picks: &[usize]) -> String {
                 Value::String(s) => s.clone(),
                 other => other.to_string(),
             };
-            let mut slug = super::slug(&value);
+            let mut slug = crate::util::slug(&value);
             if slug.chars().count() > 24 {
                 slug = slug
                     .chars()

@@ -68,7 +68,7 @@ pub(crate) fn load_scenario(suite: &str, file: &Path, shown: Arc<PathBuf>, text:
     let named = json
         .get("name")
         .and_then(|n| n.as_str())
-        .map(slug)
+        .map(crate::util::slug)
         .filter(|s| !s.is_empty());
     let trial = named
         .as_ref()
@@ -288,36 +288,6 @@ fn scenario_case(
             column: 1,
         },
         raw: Arc::new(raw),
-    }
-}
-
-/// A scenario's `name` as a trial id: lower case, words joined by `-`
-/// (`Basic Multi-Turn Conversation Test` is `basic-multi-turn-conversation-test`).
-pub(crate) fn slug(name: &str) -> String {
-    let mut out = String::new();
-    for c in name.chars() {
-        if c.is_alphanumeric() {
-            out.extend(c.to_lowercase());
-        } else if !out.is_empty() && !out.ends_with('-') {
-            out.push('-');
-        }
-    }
-    out.trim_end_matches('-').to_string()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn slugs_are_stable_words() {
-        assert_eq!(
-            slug("Basic Multi-Turn Conversation Test"),
-            "basic-multi-turn-conversation-test"
-        );
-        assert_eq!(slug("  GitHub: issues (v2)!"), "github-issues-v2");
-        assert_eq!(slug("Été à Zürich"), "été-à-zürich");
-        assert_eq!(slug("!!!"), "");
     }
 }
 

@@ -2,14 +2,16 @@
 //! JavaScript, no network) with the summary, a filterable table of cases, and each case's
 //! conversation as chat bubbles.
 
+mod escape;
 mod transcript;
 
+use escape::esc;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 use transcript::case_detail;
 
 use crate::record::format::common::{
-    avg_turns, clean, command_line, secs, sorted, status_name, summary_for,
+    avg_turns, command_line, secs, sorted, status_name, summary_for,
 };
 use crate::record::RunInfo;
 use crate::record::{CaseReport, Status, Summary};
@@ -377,24 +379,6 @@ fn case_rows(s: &mut String, n: usize, c: &CaseReport, with_tags: bool) {
     );
     case_detail(s, &id, c);
     s.push_str("</div></td></tr>\n</tbody>\n");
-}
-
-/// HTML-escaped text (for element content and double- or single-quoted attributes),
-/// cleaned of ANSI escapes and control characters.
-pub(super) fn esc(raw: &str) -> String {
-    let mut out = String::with_capacity(raw.len() + 16);
-    for c in clean(raw).chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            '\r' => {}
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 const CSS: &str = include_str!("report.css");

@@ -1,7 +1,7 @@
 //! One case in the HTML report: its conversation as chat bubbles, tool calls,
 //! verdicts and checkpoints, and each traced turn's spans as a waterfall.
 
-use super::esc;
+use super::escape::esc;
 use crate::protocol::SpanRole;
 use crate::record::format::common::{
     secs, span_name, span_rows, span_status, spans_count, spans_end_ms, traced, turns_label,
@@ -134,7 +134,7 @@ fn turn(s: &mut String, case_id: &str, t: &TurnReport) {
          <span class=\"turn-no\">Turn {0}</span>{source}\
          <span class=\"dur\">{1}</span>",
         t.turn,
-        crate::record::console::turn_time(t)
+        crate::record::format::common::turn_time(t)
     );
     if let Some(u) = &t.usage {
         let traced = if t.usage_traced {
