@@ -63,6 +63,31 @@ pub struct Verdict {
     pub judgment: Option<Judgment>,
 }
 
+/// What a `script` assertion's script reads on stdin: the reply, the conversation, the
+/// assertion's value, and the case's metadata with the assertion's own over it.
+fn script_input(assertion: &Assertion, subject: Subject<'_>, env: &EvalEnv<'_>) -> Value {
+    let raw = &assertion.raw;
+    let mut metadata = env.metadata.clone();
+    if let (Some(Value::Object(extra)), Value::Object(m)) = (
+        raw.get("options")
+            .and_then(|o| o.get("metadata"))
+            .or_else(|| raw.get("metadata")),
+        &mut metadata,
+    ) {
+        for (k, v) in extra {
+            m.insert(k.clone(), v.clone());
+        }
+    }
+    serde_json::json!({
+        "output": subject.reply.output_value(),
+        "input": subject.input,
+        "response": subject.reply,
+        "conversation": subject.conversation,
+        "value": raw.get("value").cloned().unwrap_or(Value::Null),
+        "metadata": metadata,
+    })
+}
+
 /// Evaluates one assertion. `Err` means it could not be evaluated (a script crashed, a
 /// judge could not answer): that is never a pass or a fail.
 pub async fn evaluate(
@@ -73,7 +98,8 @@ pub async fn evaluate(
     let mut judgment = None;
     let (holds, label, why) = match &a.kind {
         Kind::Script { name } => {
-            let (passed, message) = env.scripts.run(name, a, subject, env).await?;
+            let input = script_input(a, subject, env);
+            let (passed, message) = env.scripts.run(name, input, env.deadline).await?;
             (passed, format!("script {name}"), message)
         }
         Kind::Judge { type_name, spec } => {

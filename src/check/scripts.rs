@@ -3,10 +3,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use crate::case::Assertion;
-use crate::check::{EvalEnv, Subject};
 use crate::config::{command_spec, own_deadline};
 use crate::config::{CommandConfig, Config};
 use crate::errors::{ScriptAnswerError, ScriptError};
@@ -73,44 +71,22 @@ impl Scripts {
         }
     }
 
-    /// Runs script `name` for one assertion: `Ok((passed, why))`, or `Err` when the script broke.
+    /// Runs script `name` on `input` (the reply, the conversation, the assertion's
+    /// value and metadata): `Ok((passed, why))`, or `Err` when the script broke.
     pub(crate) async fn run(
         &self,
         name: &str,
-        assertion: &Assertion,
-        subject: Subject<'_>,
-        env: &EvalEnv<'_>,
+        input: Value,
+        deadline: tokio::time::Instant,
     ) -> Result<(bool, String), ScriptError> {
-        let raw = &assertion.raw;
-        let mut metadata = env.metadata.clone();
-        if let (Some(Value::Object(extra)), Value::Object(m)) = (
-            raw.get("options")
-                .and_then(|o| o.get("metadata"))
-                .or_else(|| raw.get("metadata")),
-            &mut metadata,
-        ) {
-            for (k, v) in extra {
-                m.insert(k.clone(), v.clone());
-            }
-        }
-        let input = json!({
-            "output": subject.reply.output_value(),
-            "input": subject.input,
-            "response": subject.reply,
-            "conversation": subject.conversation,
-            "value": raw.get("value").cloned().unwrap_or(Value::Null),
-            "metadata": metadata,
-        });
         if let Some(f) = self.functions.get(name) {
             let f = f.clone();
-            let joined = tokio::time::timeout_at(
-                env.deadline,
-                tokio::task::spawn_blocking(move || f(&input)),
-            )
-            .await
-            .map_err(|_| ScriptError::Deadline {
-                name: name.to_string(),
-            })?;
+            let joined =
+                tokio::time::timeout_at(deadline, tokio::task::spawn_blocking(move || f(&input)))
+                    .await
+                    .map_err(|_| ScriptError::Deadline {
+                        name: name.to_string(),
+                    })?;
             let check = joined
                 .map_err(|e| ScriptError::Panicked {
                     name: name.to_string(),
@@ -127,7 +103,7 @@ impl Scripts {
                     .unwrap_or_else(|| format!("script `{name}` rejected the reply")),
             ));
         }
-        let out = self.command(name, &input, env.deadline).await?;
+        let out = self.command(name, &input, deadline).await?;
         parse_answer(&out.stdout).map_err(|source| ScriptError::BadAnswer {
             name: name.to_string(),
             source,

@@ -14,8 +14,9 @@ use crate::record::console::{self, Style};
 use crate::record::store::{ExecutionInfo, Resumed};
 use crate::record::{Recorder, ReportSink, RunInfo};
 use crate::run::context::Registry;
-use crate::run::engine::{Engine, RunOptions};
+use crate::run::engine::Engine;
 use crate::run::execution::Execution;
+use crate::run::options::RunOptions;
 use crate::run::roles::person::People;
 use crate::run::runtime;
 use crate::settings::{self, MissingInput as OnMissing};
@@ -489,7 +490,7 @@ fn options(args: &TestArgs, interactive: bool) -> RunOptions {
         update: settings.update,
         keep_env: args.keep_env || settings.keep_env,
         runs: args.runs.or(settings.runs),
-        overrides: crate::run::engine::Overrides {
+        overrides: crate::run::options::Overrides {
             connector: args.connector.clone(),
             user: args.user.clone(),
             team: args.team.clone(),

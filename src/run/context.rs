@@ -455,7 +455,7 @@ impl Context {
 
     /// An agent as the agent under test: with `-c/--connector`, an `openai` agent calls
     /// the connector's `[llms.NAME]` instead of its own endpoint. Other kinds receive
-    /// the connector as `options.connector` (see [`crate::run::engine::Overrides`]).
+    /// the connector as `options.connector` (see [`crate::run::options::Overrides`]).
     pub(crate) fn under_test(&self, slot: AgentSlot) -> AgentSlot {
         let (Some(connector), Ok((AgentDef::OpenAi(spec), name))) = (&self.connector, &slot) else {
             return slot;

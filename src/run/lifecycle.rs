@@ -16,10 +16,11 @@ use crate::llm::ModelCalls;
 use crate::protocol::{Role, TokenUsage};
 use crate::record::{CaseReport, Status};
 use crate::run::context::Context;
+use crate::run::context::Contexts;
 use crate::run::conversation::checkpoints::Dynamic;
 use crate::run::conversation::driver::{Conversation, Parts};
 use crate::run::conversation::{criteria, scripted, turn::request_metadata};
-use crate::run::engine::Engine;
+use crate::run::options::RunOptions;
 use crate::run::outcome::{add_error, fail, Stop};
 use crate::run::repeats::Repeat;
 use crate::run::roles::judge::CaseJudges;
@@ -43,17 +44,25 @@ struct Setup {
     repeat: Option<u32>,
 }
 
+/// What a case's lifecycle takes from the run.
+pub(crate) struct Given<'a> {
+    pub(crate) options: &'a RunOptions,
+    pub(crate) contexts: &'a Contexts,
+    /// The scenario's environment folder, when the run made it ahead.
+    pub(crate) prepared: Option<std::io::Result<crate::run::scenario::Workdir>>,
+}
+
 /// Runs a loaded case into `report`. Every problem ends as a status on the report.
 pub(crate) async fn run_case(
-    engine: &Engine,
+    mut given: Given<'_>,
     case: &Case,
     loaded: &Loaded,
     repeat: &Repeat,
     report: &mut CaseReport,
 ) {
     // `-c`, `-u`, `-t`: the case as the agent under test is to see it.
-    let case = &*engine.options.overrides.apply(case);
-    let setup = match prepare(engine, case, loaded, repeat) {
+    let case = &*given.options.overrides.apply(case);
+    let setup = match prepare(&given, case, loaded, repeat) {
         Ok(s) => s,
         Err(e) => return fail(report, Status::Error, e.to_string()),
     };
@@ -69,13 +78,13 @@ pub(crate) async fn run_case(
             let status = crate::run::outcome::status_of(&why, crate::settings::on_ci());
             return fail(report, status, why.to_string());
         }
-        let made = match engine.prepared_environment(&loaded.trial).await {
+        let made = match given.prepared.take() {
             Some(made) => made,
             None => {
                 crate::run::scenario::Workdir::create_off_thread(
                     loaded.trial.clone(),
                     sc.virtual_fs.clone(),
-                    engine.options.keep_env,
+                    given.options.keep_env,
                 )
                 .await
             }
@@ -98,7 +107,7 @@ pub(crate) async fn run_case(
     let mut phase = String::from("starting");
     // `after` runs whenever `before` ran (and always when there is no `before`).
     let mut before_ran = case.before.is_none();
-    let work = body(engine, case, &setup, report, &mut phase, &mut before_ran);
+    let work = body(&given, case, &setup, report, &mut phase, &mut before_ran);
     let outcome = tokio::time::timeout_at(setup.deadline, work).await;
     settle(outcome.ok(), &setup, &phase, report);
     account(&setup.calls, setup.ctx.currency.as_deref(), report);
@@ -107,14 +116,14 @@ pub(crate) async fn run_case(
 
 /// Resolves the case's context, agent (and its label), timeout and model-call scope.
 fn prepare(
-    engine: &Engine,
+    given: &Given<'_>,
     case: &Case,
     loaded: &Loaded,
     repeat: &Repeat,
 ) -> Result<(Setup, String), SetupError> {
-    let ctx = engine.contexts.of(&loaded.file)?;
+    let ctx = given.contexts.of(&loaded.file)?;
     let (agent, label) = ctx.case_agent(case)?;
-    let timeout = ctx.timeout(case, engine.options.timeout)?;
+    let timeout = ctx.timeout(case, given.options.timeout)?;
     let deadline = Instant::now() + timeout;
     // Each repeat has its own recording, so a replay reproduces each one.
     let calls = Arc::new(
@@ -129,7 +138,7 @@ fn prepare(
         mocks: case.mocks.clone(),
         seed: ctx.seed,
         salt: repeat.key(&loaded.trial),
-        live: engine.options.live,
+        live: given.options.live,
         deadline,
         role: Role::Agent,
         trace: Default::default(),
@@ -152,7 +161,7 @@ fn prepare(
 
 /// The part of a case under its deadline: the `before` hook, the agent and the conversation.
 async fn body(
-    engine: &Engine,
+    given: &Given<'_>,
     case: &Case,
     setup: &Setup,
     report: &mut CaseReport,
@@ -203,7 +212,7 @@ async fn body(
         deadline: setup.deadline,
         judges: Some(&judges),
     };
-    let people = engine.options.people;
+    let people = given.options.people;
     // A persona: the simulated user impersonates it.
     let impersonating = match (&case.mode, &case.persona) {
         (Mode::Dynamic { simulator, .. } | Mode::Criteria { simulator, .. }, Some(p)) => {
@@ -215,7 +224,7 @@ async fn body(
         }
         _ => None,
     };
-    let chosen = engine.options.simulator.as_deref();
+    let chosen = given.options.simulator.as_deref();
     let mut conv = Conversation::new(Parts {
         case,
         ctx,
@@ -264,7 +273,7 @@ async fn body(
                     scenario: sc,
                     env: &env,
                     workdir: dir,
-                    live: engine.options.live,
+                    live: given.options.live,
                     simulator: chosen,
                 };
                 let mut conv = conv.with_setup(crate::run::scenario::setup(sc, run.live));

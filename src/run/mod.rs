@@ -9,6 +9,7 @@ pub(crate) mod execution;
 mod generate;
 pub(crate) mod hooks;
 mod lifecycle;
+pub(crate) mod options;
 pub(crate) mod outcome;
 pub(crate) mod repeats;
 pub(crate) mod reporter;
