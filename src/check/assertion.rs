@@ -103,68 +103,9 @@ pub async fn evaluate(
             (passed, format!("script {name}"), message)
         }
         Kind::Judge { type_name, spec } => {
-            let crate::case::JudgeSpec {
-                agent,
-                criteria,
-                metadata,
-                expected,
-                capabilities,
-                json_schema,
-                model,
-            } = spec.as_ref();
-            let Some(judges) = env.judges else {
-                return Err(StepError::Broken(format!(
-                    "`{type_name}` assertions need a judge, and none is available here"
-                )));
-            };
-            let request = crate::check::judge::JudgeRequest {
-                criteria: criteria.clone(),
-                output: subject.reply.output_text(),
-                input: subject.input.to_string(),
-                conversation: subject.conversation.to_vec(),
-                metadata: metadata.clone(),
-                expected: expected.clone(),
-                capabilities: capabilities.clone(),
-                json_schema: json_schema.clone(),
-                model: model.clone(),
-                // Only a traced turn's: what a judge of an untraced agent is asked (and
-                // so its recorded calls) stays as it was.
-                tool_calls: if subject.reply.traced {
-                    subject.reply.tool_calls.clone()
-                } else {
-                    Vec::new()
-                },
-                trace: subject.reply.trace_summary.clone(),
-            };
-            let verdict = judges.judge(agent.as_deref(), &request).await?;
-            let judge = agent.as_deref().unwrap_or("judge");
-            let mut why = format!(
-                "{judge}: {}",
-                if verdict.reason.is_empty() {
-                    "no reason given"
-                } else {
-                    &verdict.reason
-                }
-            );
-            if let Some(score) = verdict.score {
-                why.push_str(&format!(" (score {score})"));
-            }
-            if !verdict.suggestions.is_empty() {
-                why.push_str(&format!(
-                    "; suggestions: {}",
-                    verdict.suggestions.join("; ")
-                ));
-            }
-            judgment = Some(Judgment {
-                reason: verdict.reason.clone(),
-                score: verdict.score,
-                suggestions: verdict.suggestions.clone(),
-            });
-            (
-                verdict.passed,
-                format!("{type_name} {}", quote(&clip(criteria))),
-                why,
-            )
+            let (passed, label, why, verdict) = judged(type_name, spec, subject, env).await?;
+            judgment = Some(verdict);
+            (passed, label, why)
         }
         _ => {
             if let Some(why) = unevaluable(&a.kind, subject) {
@@ -202,6 +143,79 @@ pub async fn evaluate(
         detail,
         judgment,
     })
+}
+
+/// A judge's verdict on the reply (`agent` and `llm_judge` assertions): whether it
+/// passed, the label, why, and the judgment the report keeps.
+async fn judged(
+    type_name: &str,
+    spec: &crate::case::JudgeSpec,
+    subject: Subject<'_>,
+    env: &EvalEnv<'_>,
+) -> Result<(bool, String, String, Judgment), StepError> {
+    let crate::case::JudgeSpec {
+        agent,
+        criteria,
+        metadata,
+        expected,
+        capabilities,
+        json_schema,
+        model,
+    } = spec;
+    let Some(judges) = env.judges else {
+        return Err(StepError::Broken(format!(
+            "`{type_name}` assertions need a judge, and none is available here"
+        )));
+    };
+    let request = crate::check::judge::JudgeRequest {
+        criteria: criteria.clone(),
+        output: subject.reply.output_text(),
+        input: subject.input.to_string(),
+        conversation: subject.conversation.to_vec(),
+        metadata: metadata.clone(),
+        expected: expected.clone(),
+        capabilities: capabilities.clone(),
+        json_schema: json_schema.clone(),
+        model: model.clone(),
+        // Only a traced turn's: what a judge of an untraced agent is asked (and
+        // so its recorded calls) stays as it was.
+        tool_calls: if subject.reply.traced {
+            subject.reply.tool_calls.clone()
+        } else {
+            Vec::new()
+        },
+        trace: subject.reply.trace_summary.clone(),
+    };
+    let verdict = judges.judge(agent.as_deref(), &request).await?;
+    let judge = agent.as_deref().unwrap_or("judge");
+    let mut why = format!(
+        "{judge}: {}",
+        if verdict.reason.is_empty() {
+            "no reason given"
+        } else {
+            &verdict.reason
+        }
+    );
+    if let Some(score) = verdict.score {
+        why.push_str(&format!(" (score {score})"));
+    }
+    if !verdict.suggestions.is_empty() {
+        why.push_str(&format!(
+            "; suggestions: {}",
+            verdict.suggestions.join("; ")
+        ));
+    }
+    let judgment = Judgment {
+        reason: verdict.reason.clone(),
+        score: verdict.score,
+        suggestions: verdict.suggestions.clone(),
+    };
+    Ok((
+        verdict.passed,
+        format!("{type_name} {}", quote(&clip(criteria))),
+        why,
+        judgment,
+    ))
 }
 
 /// Why a structured check cannot be made on this reply at all, when it cannot.

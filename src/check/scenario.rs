@@ -27,6 +27,15 @@ const SATISFIED: [&str; 6] = [
     "great",
     "resolved",
 ];
+/// The words that read as a dissatisfied user when `negative_indicators` lists none.
+const DISSATISFIED: [&str; 6] = [
+    "frustrated",
+    "annoyed",
+    "not helpful",
+    "useless",
+    "angry",
+    "disappointed",
+];
 const SOLVED: [&str; 5] = [
     "follow these steps",
     "here's how",
@@ -203,28 +212,50 @@ fn verdict_score(v: &crate::check::judge::JudgeVerdict) -> f64 {
     v.score.unwrap_or(if v.passed { 1.0 } else { 0.0 })
 }
 
+/// What the conversation evaluators read: the user's and the agent's words, and the
+/// judge over the whole conversation.
+struct Talk<'a> {
+    env: &'a EvalEnv<'a>,
+    history: &'a [Message],
+    user_words: Vec<String>,
+    agent_words: Vec<String>,
+}
+
+impl<'a> Talk<'a> {
+    fn new(env: &'a EvalEnv<'a>, history: &'a [Message]) -> Self {
+        let words = |role: &str| -> Vec<String> {
+            history
+                .iter()
+                .filter(|m| m.role == role)
+                .map(Message::text)
+                .collect()
+        };
+        Talk {
+            env,
+            history,
+            user_words: words("user"),
+            agent_words: words("assistant"),
+        }
+    }
+
+    /// The judge's verdict on `criteria`, over the conversation and its last reply.
+    async fn judged(
+        &self,
+        criteria: String,
+    ) -> Result<crate::check::judge::JudgeVerdict, StepError> {
+        let last = self.agent_words.last().cloned().unwrap_or_default();
+        judged_by(self.env, &criteria, &last, self.history).await
+    }
+}
+
 /// The conversation evaluators, over the whole conversation (`turns` agent turns).
 async fn evaluate_conversation(
     e: &Evaluation,
-    talk_env: &EvalEnv<'_>,
+    env: &EvalEnv<'_>,
     history: &[Message],
     turns: u32,
 ) -> Result<Verdict, StepError> {
-    let user_words: Vec<String> = history
-        .iter()
-        .filter(|m| m.role == "user")
-        .map(Message::text)
-        .collect();
-    let agent_words: Vec<String> = history
-        .iter()
-        .filter(|m| m.role == "assistant")
-        .map(Message::text)
-        .collect();
-    let last = agent_words.last().cloned().unwrap_or_default();
-    let judged = |criteria: String| {
-        let last = last.clone();
-        async move { judged_by(talk_env, &criteria, &last, history).await }
-    };
+    let talk = Talk::new(env, history);
     Ok(match &e.check {
         Evaluator::ConversationLength {
             min,
@@ -236,75 +267,14 @@ async fn evaluate_conversation(
                 Some((a, b)) => (Some(*a), Some(*b)),
                 None => (*min, *max),
             };
-            let ok = lo.is_none_or(|lo| turns >= lo) && hi.is_none_or(|hi| turns <= hi);
-            let bounds = match (lo, hi) {
-                (Some(a), Some(b)) => format!("{a}..{b}"),
-                (Some(a), None) => format!("at least {a}"),
-                (None, Some(b)) => format!("at most {b}"),
-                (None, None) => "any".into(),
-            };
-            let optimal = optimal
-                .map(|o| format!(" (optimal {o})"))
-                .unwrap_or_default();
-            Verdict {
-                passed: ok,
-                label: format!("conversation_length {bounds} turns"),
-                detail: Some(format!("the conversation took {turns} turn(s){optimal}")),
-                judgment: None,
-            }
+            conversation_length(turns, (lo, hi), *optimal)
         }
         Evaluator::UserSatisfaction {
             threshold,
             positive,
             negative,
             method: SatisfactionMethod::KeywordAnalysis,
-        } => {
-            let pos: Vec<String> = if positive.is_empty() {
-                SATISFIED.iter().map(|s| s.to_string()).collect()
-            } else {
-                positive.clone()
-            };
-            let neg: Vec<String> = if negative.is_empty() {
-                [
-                    "frustrated",
-                    "annoyed",
-                    "not helpful",
-                    "useless",
-                    "angry",
-                    "disappointed",
-                ]
-                .iter()
-                .map(|s| s.to_string())
-                .collect()
-            } else {
-                negative.clone()
-            };
-            let count = |words: &[String]| {
-                user_words
-                    .iter()
-                    .map(|u| {
-                        let low = u.to_lowercase();
-                        words
-                            .iter()
-                            .filter(|w| low.contains(&w.to_lowercase()))
-                            .count()
-                    })
-                    .sum::<usize>()
-            };
-            let (p, n) = (count(&pos), count(&neg));
-            // No indicator either way reads as neutral.
-            let score = if p + n == 0 {
-                0.5
-            } else {
-                p as f64 / (p + n) as f64
-            };
-            Verdict {
-                passed: score >= *threshold,
-                label: format!("user_satisfaction ≥ {threshold} (keyword_analysis)"),
-                detail: Some(format!("{p} positive and {n} negative indicator(s) in the user's words: score {score:.2}")),
-                judgment: None,
-            }
-        }
+        } => keyword_satisfaction(&talk.user_words, *threshold, positive, negative),
         Evaluator::UserSatisfaction {
             threshold, method, ..
         } => {
@@ -319,10 +289,11 @@ async fn evaluate_conversation(
                     "llm_judge",
                 )
             };
-            let v = judged(format!(
-                "{how}. Score 1 for fully satisfied, 0 for not at all."
-            ))
-            .await?;
+            let v = talk
+                .judged(format!(
+                    "{how}. Score 1 for fully satisfied, 0 for not at all."
+                ))
+                .await?;
             by_score(
                 v,
                 *threshold,
@@ -338,11 +309,12 @@ async fn evaluate_conversation(
                 .iter()
                 .map(|p| format!("{p} ({})", pattern_text(p)))
                 .collect();
-            let v = judged(format!(
-                "The conversation shows each of these patterns: {}. Score the share of them it shows.",
-                described.join("; ")
-            ))
-            .await?;
+            let v = talk
+                .judged(format!(
+                    "The conversation shows each of these patterns: {}. Score the share of them it shows.",
+                    described.join("; ")
+                ))
+                .await?;
             by_score(
                 v,
                 *threshold,
@@ -354,35 +326,113 @@ async fn evaluate_conversation(
             memory_of,
             retention_turns,
             threshold,
-        } => {
-            // Alongside the judge, a count anyone can check: which items the agent's
-            // later replies still mention.
-            let from = retention_turns.unwrap_or(1).saturating_sub(1) as usize;
-            let later = agent_words
-                .iter()
-                .skip(from.min(agent_words.len().saturating_sub(1)))
-                .map(|s| s.to_lowercase())
-                .collect::<Vec<_>>()
-                .join("\n");
-            let mentioned: Vec<&String> = memory_of
-                .iter()
-                .filter(|m| later.contains(&m.to_lowercase()))
-                .collect();
-            let v = judged(format!(
-                "The assistant keeps in mind, through the conversation, each of: {}. Score the share it retained.",
-                memory_of.join("; ")
-            ))
-            .await?;
-            let items: Vec<String> = memory_of.iter().map(|m| format!("{m:?}")).collect();
-            by_score(
-                v,
-                *threshold,
-                format!("context_retention of {} ≥ {threshold}", items.join(", ")),
-                format!("; mentioned later: {}/{}", mentioned.len(), memory_of.len()),
-            )
-        }
+        } => context_retention(&talk, memory_of, *retention_turns, *threshold).await?,
         _ => return Err(StepError::Broken("not a conversation evaluator".into())),
     })
+}
+
+/// `conversation_length`: the agent turns within `lo..hi`.
+fn conversation_length(
+    turns: u32,
+    (lo, hi): (Option<u32>, Option<u32>),
+    optimal: Option<u32>,
+) -> Verdict {
+    let ok = lo.is_none_or(|lo| turns >= lo) && hi.is_none_or(|hi| turns <= hi);
+    let bounds = match (lo, hi) {
+        (Some(a), Some(b)) => format!("{a}..{b}"),
+        (Some(a), None) => format!("at least {a}"),
+        (None, Some(b)) => format!("at most {b}"),
+        (None, None) => "any".into(),
+    };
+    let optimal = optimal
+        .map(|o| format!(" (optimal {o})"))
+        .unwrap_or_default();
+    Verdict {
+        passed: ok,
+        label: format!("conversation_length {bounds} turns"),
+        detail: Some(format!("the conversation took {turns} turn(s){optimal}")),
+        judgment: None,
+    }
+}
+
+/// `user_satisfaction` by `keyword_analysis`: the share of positive indicators among
+/// all indicators in the user's words (none either way reads as neutral, 0.5).
+fn keyword_satisfaction(
+    user_words: &[String],
+    threshold: f64,
+    positive: &[String],
+    negative: &[String],
+) -> Verdict {
+    let or_default = |given: &[String], default: &[&str]| -> Vec<String> {
+        if given.is_empty() {
+            default.iter().map(|s| s.to_string()).collect()
+        } else {
+            given.to_vec()
+        }
+    };
+    let pos = or_default(positive, &SATISFIED);
+    let neg = or_default(negative, &DISSATISFIED);
+    let count = |words: &[String]| {
+        user_words
+            .iter()
+            .map(|u| {
+                let low = u.to_lowercase();
+                words
+                    .iter()
+                    .filter(|w| low.contains(&w.to_lowercase()))
+                    .count()
+            })
+            .sum::<usize>()
+    };
+    let (p, n) = (count(&pos), count(&neg));
+    let score = if p + n == 0 {
+        0.5
+    } else {
+        p as f64 / (p + n) as f64
+    };
+    Verdict {
+        passed: score >= threshold,
+        label: format!("user_satisfaction ≥ {threshold} (keyword_analysis)"),
+        detail: Some(format!(
+            "{p} positive and {n} negative indicator(s) in the user's words: score {score:.2}"
+        )),
+        judgment: None,
+    }
+}
+
+/// `context_retention`: the judge's score, with a count anyone can check beside it:
+/// which items the agent's later replies still mention.
+async fn context_retention(
+    talk: &Talk<'_>,
+    memory_of: &[String],
+    retention_turns: Option<u32>,
+    threshold: f64,
+) -> Result<Verdict, StepError> {
+    let agent_words = &talk.agent_words;
+    let from = retention_turns.unwrap_or(1).saturating_sub(1) as usize;
+    let later = agent_words
+        .iter()
+        .skip(from.min(agent_words.len().saturating_sub(1)))
+        .map(|s| s.to_lowercase())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mentioned = memory_of
+        .iter()
+        .filter(|m| later.contains(&m.to_lowercase()))
+        .count();
+    let v = talk
+        .judged(format!(
+            "The assistant keeps in mind, through the conversation, each of: {}. Score the share it retained.",
+            memory_of.join("; ")
+        ))
+        .await?;
+    let items: Vec<String> = memory_of.iter().map(|m| format!("{m:?}")).collect();
+    Ok(by_score(
+        v,
+        threshold,
+        format!("context_retention of {} ≥ {threshold}", items.join(", ")),
+        format!("; mentioned later: {mentioned}/{}", memory_of.len()),
+    ))
 }
 
 /// A judged evaluator's verdict: its score against `threshold`, the judge's words kept.

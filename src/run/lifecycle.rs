@@ -168,19 +168,7 @@ async fn body(
     phase: &mut String,
     before_ran: &mut bool,
 ) -> Result<(), Stop> {
-    let ctx = &setup.ctx;
-    if let Some(hook) = &case.before {
-        if !ctx.hooks.has(hook) {
-            let e = ctx.hooks.undefined(hook);
-            return Err(Stop::error(format!("before hook: {e}")));
-        }
-        *phase = format!("running the before hook `{hook}`");
-        *before_ran = true;
-        ctx.hooks
-            .run(hook, case.raw.as_ref(), setup.deadline)
-            .await
-            .map_err(|e| Stop::error(format!("before hook: {e}")))?;
-    }
+    before_hook(case, setup, phase, before_ran).await?;
     *phase = "starting the agent".into();
     let started = std::time::Instant::now();
     let mut session = setup
@@ -190,10 +178,61 @@ async fn body(
         .map_err(StepError::from)?;
     // Not part of turn 1: an HTTP agent's server may take seconds to listen.
     report.startup_ms = Some(started.elapsed().as_millis() as u64);
+    let ctx = &setup.ctx;
     let judges = CaseJudges {
         ctx,
         scope: &setup.scope,
     };
+    let metadata = case_metadata(case, setup);
+    let env = EvalEnv {
+        scripts: &ctx.scripts,
+        metadata: &metadata,
+        deadline: setup.deadline,
+        judges: Some(&judges),
+    };
+    let user = simulated_user(case, ctx, report)?;
+    let conv = Conversation::new(Parts {
+        case,
+        ctx,
+        scope: &setup.scope,
+        env: &env,
+        session: &mut session,
+        report,
+        phase,
+    });
+    let result = converse(given, setup, user.as_ref(), conv).await;
+    let finished = session.finish(setup.deadline).await;
+    // Replies out of step make the conversation's verdict unreliable: the error wins.
+    result.and(finished.map_err(|e| Stop::from(StepError::from(e))))
+}
+
+/// The case's `before` hook, when it names one.
+async fn before_hook(
+    case: &Case,
+    setup: &Setup,
+    phase: &mut String,
+    before_ran: &mut bool,
+) -> Result<(), Stop> {
+    let Some(hook) = &case.before else {
+        return Ok(());
+    };
+    let hooks = &setup.ctx.hooks;
+    if !hooks.has(hook) {
+        return Err(Stop::error(format!(
+            "before hook: {}",
+            hooks.undefined(hook)
+        )));
+    }
+    *phase = format!("running the before hook `{hook}`");
+    *before_ran = true;
+    hooks
+        .run(hook, case.raw.as_ref(), setup.deadline)
+        .await
+        .map_err(|e| Stop::error(format!("before hook: {e}")))
+}
+
+/// The request's `metadata`: the case's, the repeat's number and the scenario's folder.
+fn case_metadata(case: &Case, setup: &Setup) -> Value {
     let mut metadata = request_metadata(case);
     if let (Some(n), Value::Object(m)) = (setup.repeat, &mut metadata) {
         // Which repeat this is, from 1: an agent may seed its own randomness with it.
@@ -206,41 +245,45 @@ async fn body(
             Value::String(dir.path().display().to_string()),
         );
     }
-    let env = EvalEnv {
-        scripts: &ctx.scripts,
-        metadata: &metadata,
-        deadline: setup.deadline,
-        judges: Some(&judges),
+    metadata
+}
+
+/// The simulated user of a case run once per persona: the case's simulator
+/// impersonating it.
+fn simulated_user(
+    case: &Case,
+    ctx: &Context,
+    report: &mut CaseReport,
+) -> Result<Option<crate::case::Simulator>, Stop> {
+    let (Mode::Dynamic { simulator, .. } | Mode::Criteria { simulator, .. }, Some(p)) =
+        (&case.mode, &case.persona)
+    else {
+        return Ok(None);
     };
+    let persona = ctx
+        .persona(p)
+        .map_err(|e| Stop::step("persona", StepError::from(e)))?;
+    report.persona = Some(persona.name.clone());
+    Ok(Some(impersonate(simulator, &persona)))
+}
+
+/// The conversation, played by the case's mode; `user` is a persona's simulated user.
+async fn converse(
+    given: &Given<'_>,
+    setup: &Setup,
+    user: Option<&crate::case::Simulator>,
+    mut conv: Conversation<'_>,
+) -> Result<(), Stop> {
     let people = given.options.people;
-    // A persona: the simulated user impersonates it.
-    let impersonating = match (&case.mode, &case.persona) {
-        (Mode::Dynamic { simulator, .. } | Mode::Criteria { simulator, .. }, Some(p)) => {
-            let persona = ctx
-                .persona(p)
-                .map_err(|e| Stop::step("persona", StepError::from(e)))?;
-            report.persona = Some(persona.name.clone());
-            Some(impersonate(simulator, &persona))
-        }
-        _ => None,
-    };
     let chosen = given.options.simulator.as_deref();
-    let mut conv = Conversation::new(Parts {
-        case,
-        ctx,
-        scope: &setup.scope,
-        env: &env,
-        session: &mut session,
-        report,
-        phase,
-    });
-    let result = match &case.mode {
+    let case = conv.case;
+    match &case.mode {
         Mode::Criteria {
             input,
             simulator,
             criteria,
         } => {
-            let spec = impersonating.as_ref().unwrap_or(simulator);
+            let spec = user.unwrap_or(simulator);
             criteria::run(&mut conv, criteria, input.as_ref(), spec, chosen).await
         }
         Mode::Dynamic {
@@ -248,43 +291,29 @@ async fn body(
             simulator,
             checkpoints,
             max_turns,
-            ..
         } => {
-            let spec = impersonating.as_ref().unwrap_or(simulator);
+            let spec = user.unwrap_or(simulator);
             conv.person = people.for_case(case).ok().flatten();
-            let started = conv
-                .start_simulator(spec, spec.use_.as_deref().or(chosen))
-                .await;
-            let r = match started {
-                Ok(()) => {
-                    Dynamic::new(input.as_ref(), checkpoints, *max_turns, spec)
-                        .run(&mut conv)
-                        .await
-                }
-                Err(e) => Err(Stop::from(e)),
-            };
-            conv.close_simulator().await;
-            r
+            Dynamic::new(input.as_ref(), checkpoints, *max_turns, spec)
+                .run(&mut conv, spec.use_.as_deref().or(chosen))
+                .await
         }
         Mode::Single { .. } | Mode::Static { .. } => scripted::run(&mut conv, people).await,
-        Mode::Scenario(sc) => match &setup.workdir {
-            Some(dir) => {
-                let run = crate::run::scenario::Run {
-                    scenario: sc,
-                    env: &env,
-                    workdir: dir,
-                    live: given.options.live,
-                    simulator: chosen,
-                };
-                let mut conv = conv.with_setup(crate::run::scenario::setup(sc, run.live));
-                crate::run::scenario::run(&run, &mut conv).await
-            }
-            None => Err(Stop::error("the scenario has no environment folder")),
-        },
-    };
-    let finished = session.finish(setup.deadline).await;
-    // Replies out of step make the conversation's verdict unreliable: the error wins.
-    result.and(finished.map_err(|e| Stop::from(StepError::from(e))))
+        Mode::Scenario(sc) => {
+            let Some(dir) = &setup.workdir else {
+                return Err(Stop::error("the scenario has no environment folder"));
+            };
+            let run = crate::run::scenario::Run {
+                scenario: sc,
+                env: conv.env,
+                workdir: dir,
+                live: given.options.live,
+                simulator: chosen,
+            };
+            let mut conv = conv.with_setup(crate::run::scenario::setup(sc, run.live));
+            crate::run::scenario::run(&run, &mut conv).await
+        }
+    }
 }
 
 /// `spec` playing `persona`: its system prompt (else its description) becomes the

@@ -4,8 +4,6 @@
 //! simulated user decides: the case passes when it reaches its goal, and fails when it
 //! leaves (`###TRANSFER###`, `###OUT-OF-SCOPE###`) or runs out of turns.
 
-use serde_json::{Map, Value};
-
 use crate::case::{Checkpoint, Input};
 use crate::check::checkpoints::{Checkpoints, End};
 use crate::check::{EvalEnv, Subject};
@@ -19,9 +17,9 @@ pub(crate) struct Dynamic<'a> {
     initial: Option<&'a Input>,
     checkpoints: Checkpoints<'a>,
     max_turns: u32,
-    /// persona, goal, style, ... for the simulator.
-    profile: Map<String, Value>,
     show_checkpoints: bool,
+    /// Who plays the user: persona, goal, style, ... for the simulator.
+    spec: crate::case::Simulator,
     /// The turn the conversation ended at, and the simulated user's reasoning then.
     ended_at: u32,
     reasoning: Option<String>,
@@ -39,18 +37,26 @@ impl<'a> Dynamic<'a> {
             initial,
             checkpoints: Checkpoints::new(checkpoints),
             max_turns,
-            profile: spec.profile.clone(),
             show_checkpoints: spec.show_checkpoints,
+            spec: spec.clone(),
             ended_at: 0,
             reasoning: None,
         }
     }
 
-    /// Plays the conversation into the report: every turn, every checkpoint, the
-    /// termination, and the failure unless every required checkpoint was reached.
-    pub(crate) async fn run(mut self, conv: &mut Conversation<'_>) -> Result<(), Stop> {
+    /// Plays the conversation into the report, with the simulated user `chosen` (the
+    /// case's `simulator.use`, else `--simulator`; none: the built-in one): every turn,
+    /// every checkpoint, the termination, and the failure unless every required
+    /// checkpoint was reached.
+    pub(crate) async fn run(
+        mut self,
+        conv: &mut Conversation<'_>,
+        chosen: Option<&str>,
+    ) -> Result<(), Stop> {
+        conv.start_simulator(&self.spec, chosen).await?;
         conv.report.simulator = conv.simulator_label();
         let played = conv.play(&mut self).await;
+        conv.close_simulator().await;
         conv.report.checkpoints = self.checkpoints.reports();
         let termination = played?;
         conv.report.termination = Some(termination);
@@ -87,7 +93,7 @@ impl Policy for Dynamic<'_> {
             max_turns: self.max_turns,
             reached: self.checkpoints.reached(),
             pending: self.show_checkpoints.then(|| self.checkpoints.pending()),
-            profile: &self.profile,
+            profile: &self.spec.profile,
             deadline: env.deadline,
         }
     }

@@ -241,12 +241,9 @@ async fn play_dynamic(dir: &Dir, case: &Case, seen: &Seen) -> (CaseReport, Resul
             else {
                 panic!("a dynamic case")
             };
-            c.start_simulator(simulator, Some("script")).await?;
-            let r = Dynamic::new(input.as_ref(), checkpoints, *max_turns, simulator)
-                .run(c)
-                .await;
-            c.close_simulator().await;
-            r
+            Dynamic::new(input.as_ref(), checkpoints, *max_turns, simulator)
+                .run(c, Some("script"))
+                .await
         })
     })
     .await
@@ -350,12 +347,9 @@ async fn an_agent_that_fails_ends_a_dynamic_case_as_agent_error_with_its_turn_ke
             else {
                 panic!("a dynamic case")
             };
-            c.start_simulator(simulator, Some("script")).await?;
-            let r = Dynamic::new(input.as_ref(), checkpoints, *max_turns, simulator)
-                .run(c)
-                .await;
-            c.close_simulator().await;
-            r
+            Dynamic::new(input.as_ref(), checkpoints, *max_turns, simulator)
+                .run(c, Some("script"))
+                .await
         })
     })
     .await;
