@@ -14,6 +14,96 @@ use std::sync::OnceLock;
 use crate::config::{CassetteMode, ConfigChoice, UpdateMode};
 use crate::errors::SettingsError;
 
+/// The process's variables, read by name. An empty variable is the same as an unset
+/// one, as for most Unix tools.
+struct Vars(BTreeMap<String, String>);
+
+impl Vars {
+    fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(|v| v.trim()).filter(|v| !v.is_empty())
+    }
+
+    /// `name`'s value is not one of those `expected`.
+    fn invalid(&self, name: &str, expected: &str) -> SettingsError {
+        SettingsError {
+            name: name.to_string(),
+            value: self.0.get(name).cloned().unwrap_or_default(),
+            expected: expected.to_string(),
+        }
+    }
+
+    /// A yes-or-no variable; unset is no.
+    fn flag(&self, name: &str) -> Result<bool, SettingsError> {
+        match self.get(name).map(str::to_ascii_lowercase).as_deref() {
+            None | Some("0" | "false" | "no" | "off") => Ok(false),
+            Some("1" | "true" | "yes" | "on") => Ok(true),
+            Some(_) => Err(self.invalid(name, "1, true, yes or on; or 0, false, no or off")),
+        }
+    }
+
+    /// `AGENTEST_SEED`.
+    fn seed(&self) -> Result<Option<u64>, SettingsError> {
+        self.get("AGENTEST_SEED")
+            .map(|v| {
+                v.parse()
+                    .map_err(|_| self.invalid("AGENTEST_SEED", "a whole number from 0 to 2^64-1"))
+            })
+            .transpose()
+    }
+
+    /// `AGENTEST_RUNS`.
+    fn runs(&self) -> Result<Option<u32>, SettingsError> {
+        self.get("AGENTEST_RUNS")
+            .map(|v| {
+                v.parse::<u64>()
+                    .ok()
+                    .and_then(|n| crate::case::check_runs(n).ok())
+                    .ok_or_else(|| {
+                        self.invalid(
+                            "AGENTEST_RUNS",
+                            &format!("a whole number of runs from 1 to {}", crate::case::MAX_RUNS),
+                        )
+                    })
+            })
+            .transpose()
+    }
+
+    /// `RUST_TEST_THREADS`.
+    fn test_threads(&self) -> Result<Option<usize>, SettingsError> {
+        match self.get("RUST_TEST_THREADS") {
+            None => Ok(None),
+            Some(v) => match v.parse::<usize>() {
+                Ok(n) if n > 0 => Ok(Some(n)),
+                _ => Err(self.invalid("RUST_TEST_THREADS", "a whole number above 0")),
+            },
+        }
+    }
+
+    /// `AGENTEST_LLM_BASE_URL`, `AGENTEST_LLMS_<NAME>_MODEL`, ...: every endpoint override.
+    fn llm_overrides(&self) -> BTreeMap<String, String> {
+        self.0
+            .iter()
+            .filter(|(k, v)| {
+                (k.starts_with("AGENTEST_LLM_") || k.starts_with("AGENTEST_LLMS_"))
+                    && (k.ends_with("_BASE_URL") || k.ends_with("_MODEL"))
+                    && !v.trim().is_empty()
+            })
+            .map(|(k, v)| (k.clone(), v.trim().to_string()))
+            .collect()
+    }
+
+    /// `AGENTEST_STORE`.
+    fn store(&self) -> StoreChoice {
+        match self.get("AGENTEST_STORE") {
+            None => StoreChoice::Default,
+            Some(v) if ["off", "0", "false", "no"].contains(&v.to_ascii_lowercase().as_str()) => {
+                StoreChoice::Off
+            }
+            Some(v) => StoreChoice::Path(PathBuf::from(v)),
+        }
+    }
+}
+
 /// What a case that needs a person does when none can answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) enum MissingInput {
@@ -106,93 +196,38 @@ impl Settings {
         K: Into<String>,
         V: Into<String>,
     {
-        let vars: BTreeMap<String, String> = vars
-            .into_iter()
-            .map(|(k, v)| (k.into(), v.into()))
-            .collect();
-        // An empty variable is the same as an unset one, as for most Unix tools.
-        let get = |name: &str| vars.get(name).map(|v| v.trim()).filter(|v| !v.is_empty());
-        let invalid = |name: &str, expected: &str| SettingsError {
-            name: name.to_string(),
-            value: vars.get(name).cloned().unwrap_or_default(),
-            expected: expected.to_string(),
-        };
-        let flag = |name: &str| -> Result<bool, SettingsError> {
-            match get(name).map(str::to_ascii_lowercase).as_deref() {
-                None | Some("0" | "false" | "no" | "off") => Ok(false),
-                Some("1" | "true" | "yes" | "on") => Ok(true),
-                Some(_) => Err(invalid(name, "1, true, yes or on; or 0, false, no or off")),
-            }
-        };
+        let vars = Vars(
+            vars.into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        );
+        let get = |name: &str| vars.get(name);
+        let flag = |name: &str| vars.flag(name);
         let ci = get("CI").is_some_and(|v| v != "false" && v != "0");
         let update = match get("AGENTEST_UPDATE") {
             None | Some("auto") if ci => UpdateMode::No,
             None | Some("auto") | Some("new") => UpdateMode::New,
             Some("always") => UpdateMode::Always,
             Some("no") => UpdateMode::No,
-            Some(_) => return Err(invalid("AGENTEST_UPDATE", "auto, new, always or no")),
+            Some(_) => return Err(vars.invalid("AGENTEST_UPDATE", "auto, new, always or no")),
         };
         let cassettes = match get("AGENTEST_CASSETTES") {
             None => None,
             Some(v) => Some(CassetteMode::parse(v).map_err(|_| {
-                invalid("AGENTEST_CASSETTES", "auto, replay, strict, record or off")
+                vars.invalid("AGENTEST_CASSETTES", "auto, replay, strict, record or off")
             })?),
-        };
-        let seed = match get("AGENTEST_SEED") {
-            None => None,
-            Some(v) => Some(
-                v.parse()
-                    .map_err(|_| invalid("AGENTEST_SEED", "a whole number from 0 to 2^64-1"))?,
-            ),
-        };
-        let runs = match get("AGENTEST_RUNS") {
-            None => None,
-            Some(v) => Some(
-                v.parse::<u64>()
-                    .ok()
-                    .and_then(|n| crate::case::check_runs(n).ok())
-                    .ok_or_else(|| {
-                        invalid(
-                            "AGENTEST_RUNS",
-                            &format!("a whole number of runs from 1 to {}", crate::case::MAX_RUNS),
-                        )
-                    })?,
-            ),
         };
         let on_missing_input = match get("AGENTEST_ON_MISSING_INPUT") {
             None | Some("skip") => MissingInput::Skip,
             Some("fail") => MissingInput::Fail,
-            Some(_) => return Err(invalid("AGENTEST_ON_MISSING_INPUT", "skip or fail")),
+            Some(_) => return Err(vars.invalid("AGENTEST_ON_MISSING_INPUT", "skip or fail")),
         };
-        let test_threads = match get("RUST_TEST_THREADS") {
-            None => None,
-            Some(v) => match v.parse::<usize>() {
-                Ok(n) if n > 0 => Some(n),
-                _ => return Err(invalid("RUST_TEST_THREADS", "a whole number above 0")),
-            },
-        };
-        let llm_overrides = vars
-            .iter()
-            .filter(|(k, v)| {
-                (k.starts_with("AGENTEST_LLM_") || k.starts_with("AGENTEST_LLMS_"))
-                    && (k.ends_with("_BASE_URL") || k.ends_with("_MODEL"))
-                    && !v.trim().is_empty()
-            })
-            .map(|(k, v)| (k.clone(), v.trim().to_string()))
-            .collect();
         let nextest =
             (get("NEXTEST").is_some() || get("NEXTEST_EXECUTION_MODE").is_some()).then(|| {
                 Nextest {
                     run_id: get("NEXTEST_RUN_ID").map(str::to_string),
                 }
             });
-        let store = match get("AGENTEST_STORE") {
-            None => StoreChoice::Default,
-            Some(v) if ["off", "0", "false", "no"].contains(&v.to_ascii_lowercase().as_str()) => {
-                StoreChoice::Off
-            }
-            Some(v) => StoreChoice::Path(PathBuf::from(v)),
-        };
         Ok(Settings {
             report: get("AGENTEST_REPORT").map(PathBuf::from),
             agent: get("AGENTEST_AGENT").map(str::to_string),
@@ -202,8 +237,8 @@ impl Settings {
             }),
             update,
             cassettes,
-            seed,
-            runs,
+            seed: vars.seed()?,
+            runs: vars.runs()?,
             live: flag("AGENTEST_LIVE")?,
             keep_env: flag("AGENTEST_KEEP_ENV")?,
             simulator: get("AGENTEST_SIMULATOR").map(str::to_string),
@@ -212,12 +247,12 @@ impl Settings {
             interactive: flag("AGENTEST_INTERACTIVE")?,
             skip_interactive: flag("AGENTEST_SKIP_INTERACTIVE")?,
             on_missing_input,
-            llm_overrides,
+            llm_overrides: vars.llm_overrides(),
             ci,
             no_color: get("NO_COLOR").is_some(),
-            test_threads,
+            test_threads: vars.test_threads()?,
             nextest,
-            store,
+            store: vars.store(),
             openai_base_url: get("OPENAI_BASE_URL").map(str::to_string),
             anthropic_base_url: get("ANTHROPIC_BASE_URL").map(str::to_string),
         })
