@@ -133,52 +133,8 @@ pub(super) fn runs(args: RunsArgs) -> Result<ExitCode, String> {
             format,
             execution,
             output,
-        } => {
-            let stored = stored_execution(&conn, execution, &path)?;
-            let text = if format == "evalstudio" {
-                let mut t =
-                    serde_json::to_string_pretty(&store::evalstudio(&stored)).unwrap_or_default();
-                t.push('\n');
-                t
-            } else {
-                let mut t = String::new();
-                for c in &stored.cases {
-                    t.push_str(&serde_json::to_string(c).unwrap_or_default());
-                    t.push('\n');
-                }
-                t
-            };
-            match output {
-                Some(file) => {
-                    crate::util::write_atomically(&file, &text)
-                        .map_err(|e| format!("failed to write {}: {e}", file.display()))?;
-                    eprintln!("wrote {} ({} runs)", file.display(), stored.cases.len());
-                }
-                None => {
-                    let _ = std::io::Write::write_all(&mut out, text.as_bytes());
-                }
-            }
-        }
-        RunsCommand::Retry { execution } => {
-            let Some((id, root)) = store::execution_root(&conn, execution).map_err(failed)? else {
-                return Err(match execution {
-                    Some(e) => format!("no execution {e} in {}", path.display()),
-                    None => format!("no execution in {}", path.display()),
-                });
-            };
-            if !Path::new(&root).exists() {
-                return Err(format!(
-                    "execution {id} ran {root}, which is no file or folder (a message, or moved); run it again with agentest test"
-                ));
-            }
-            drop(conn);
-            let args = super::TestArgs {
-                retry_execution: Some(id),
-                store: Some(path.clone()),
-                ..super::TestArgs::plain(root)
-            };
-            return super::test::test(args);
-        }
+        } => export(&conn, &path, &format, execution, output)?,
+        RunsCommand::Retry { execution } => return retry(conn, path, execution),
         RunsCommand::Delete {
             id,
             execution,
@@ -199,6 +155,68 @@ pub(super) fn runs(args: RunsArgs) -> Result<ExitCode, String> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `runs export`: an execution's runs as JSONL, or as EvalStudio's records.
+fn export(
+    conn: &rusqlite::Connection,
+    path: &Path,
+    format: &str,
+    execution: Option<i64>,
+    output: Option<std::path::PathBuf>,
+) -> Result<(), String> {
+    let stored = stored_execution(conn, execution, path)?;
+    let text = if format == "evalstudio" {
+        let mut t = serde_json::to_string_pretty(&store::evalstudio(&stored)).unwrap_or_default();
+        t.push('\n');
+        t
+    } else {
+        let mut t = String::new();
+        for c in &stored.cases {
+            t.push_str(&serde_json::to_string(c).unwrap_or_default());
+            t.push('\n');
+        }
+        t
+    };
+    match output {
+        Some(file) => {
+            crate::util::write_atomically(&file, &text)
+                .map_err(|e| format!("failed to write {}: {e}", file.display()))?;
+            eprintln!("wrote {} ({} runs)", file.display(), stored.cases.len());
+        }
+        None => {
+            let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
+        }
+    }
+    Ok(())
+}
+
+/// `runs retry`: the cases of an execution whose last run was an error, run again.
+fn retry(
+    conn: rusqlite::Connection,
+    path: std::path::PathBuf,
+    execution: Option<i64>,
+) -> Result<ExitCode, String> {
+    let failed =
+        |e: rusqlite::Error| format!("failed to read the run store {}: {e}", path.display());
+    let Some((id, root)) = store::execution_root(&conn, execution).map_err(failed)? else {
+        return Err(match execution {
+            Some(e) => format!("no execution {e} in {}", path.display()),
+            None => format!("no execution in {}", path.display()),
+        });
+    };
+    if !Path::new(&root).exists() {
+        return Err(format!(
+            "execution {id} ran {root}, which is no file or folder (a message, or moved); run it again with agentest test"
+        ));
+    }
+    drop(conn);
+    let args = super::TestArgs {
+        retry_execution: Some(id),
+        store: Some(path),
+        ..super::TestArgs::plain(root)
+    };
+    super::test::test(args)
 }
 
 /// `runs flaky`: a line per case, its verdicts and pass rates oldest first.
