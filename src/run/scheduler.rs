@@ -87,65 +87,7 @@ impl Scheduler {
                     fail_fast,
                     over_budget,
                 };
-                let mut window = Window::new(parallel);
-                let mut next_case = 0;
-                'permits: loop {
-                    if next_case == cases.len() && window.is_empty() {
-                        break;
-                    }
-                    let Ok(permit) = semaphore.clone().acquire_owned().await else {
-                        return;
-                    };
-                    // Until the permit starts something: a case that does not run
-                    // (a plan error, a stop, another process's claim) leaves it free.
-                    loop {
-                        let more = next_case < cases.len();
-                        match window.pick(more) {
-                            Pick::Repeat(k) => {
-                                let (i, group, index) = window.take(k);
-                                if let Some(why) = d.stopped(&group.plan) {
-                                    // Halted, it leaves the window at the next pick.
-                                    d.halt(i, &group, why);
-                                    continue;
-                                }
-                                d.start_repeat(i, group, index, permit);
-                                break;
-                            }
-                            Pick::Case => {
-                                let i = next_case;
-                                next_case += 1;
-                                let l = &cases[i];
-                                let plan = match d.engine.plan(l) {
-                                    Ok(p) => p,
-                                    Err(why) => {
-                                        let mut report = not_run(l, String::new());
-                                        crate::run::outcome::fail(&mut report, Status::Error, why);
-                                        d.finish(i, report);
-                                        continue;
-                                    }
-                                };
-                                if let Some(why) = d.stopped(&plan) {
-                                    d.unrun(i, l, why);
-                                    continue;
-                                }
-                                if plan.runs <= 1 {
-                                    d.start_single(i, l.clone(), plan, permit);
-                                    break;
-                                }
-                                // The run store's claim, once for all of the repeats.
-                                if !d.claimed(i, l).await {
-                                    continue;
-                                }
-                                let group = Arc::new(Group::new(l.clone(), plan));
-                                lock(&d.groups).insert(i, group.clone());
-                                d.start_repeat(i, group.clone(), 1, permit);
-                                window.open(i, group);
-                                break;
-                            }
-                            Pick::Nothing => break 'permits,
-                        }
-                    }
-                }
+                d.take_permits(&cases, &semaphore, parallel).await;
             })
         };
         Dispatch {
@@ -563,4 +505,75 @@ impl Dispatch {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Dispatcher {
+    /// Takes permits, and with each starts the next repeat or case in trial order,
+    /// until every case has run (or the semaphore is closed).
+    async fn take_permits(
+        &self,
+        cases: &[Arc<Loaded>],
+        semaphore: &Arc<Semaphore>,
+        parallel: usize,
+    ) {
+        let mut window = Window::new(parallel);
+        let mut next_case = 0;
+        'permits: loop {
+            if next_case == cases.len() && window.is_empty() {
+                break;
+            }
+            let Ok(permit) = semaphore.clone().acquire_owned().await else {
+                return;
+            };
+            // Until the permit starts something: a case that does not run
+            // (a plan error, a stop, another process's claim) leaves it free.
+            loop {
+                let more = next_case < cases.len();
+                match window.pick(more) {
+                    Pick::Repeat(k) => {
+                        let (i, group, index) = window.take(k);
+                        if let Some(why) = self.stopped(&group.plan) {
+                            // Halted, it leaves the window at the next pick.
+                            self.halt(i, &group, why);
+                            continue;
+                        }
+                        self.start_repeat(i, group, index, permit);
+                        break;
+                    }
+                    Pick::Case => {
+                        let i = next_case;
+                        next_case += 1;
+                        let l = &cases[i];
+                        let plan = match self.engine.plan(l) {
+                            Ok(p) => p,
+                            Err(why) => {
+                                let mut report = not_run(l, String::new());
+                                crate::run::outcome::fail(&mut report, Status::Error, why);
+                                self.finish(i, report);
+                                continue;
+                            }
+                        };
+                        if let Some(why) = self.stopped(&plan) {
+                            self.unrun(i, l, why);
+                            continue;
+                        }
+                        if plan.runs <= 1 {
+                            self.start_single(i, l.clone(), plan, permit);
+                            break;
+                        }
+                        // The run store's claim, once for all of the repeats.
+                        if !self.claimed(i, l).await {
+                            continue;
+                        }
+                        let group = Arc::new(Group::new(l.clone(), plan));
+                        lock(&self.groups).insert(i, group.clone());
+                        self.start_repeat(i, group.clone(), 1, permit);
+                        window.open(i, group);
+                        break;
+                    }
+                    Pick::Nothing => break 'permits,
+                }
+            }
+        }
+    }
 }
