@@ -120,12 +120,10 @@ pub(crate) async fn ask<T>(
                 if repairing {
                     metadata["repair"] = Value::String(question.repair.clone());
                 }
-                let request = Request {
-                    input: question.input.clone(),
-                    messages: messages.clone(),
-                    metadata,
-                    ..(**template).clone()
-                };
+                let mut request = (**template).clone();
+                request.input = question.input.clone();
+                request.messages = messages.clone();
+                request.metadata = metadata;
                 let reply = session
                     .send(&request)
                     .await
@@ -179,18 +177,29 @@ pub(crate) async fn helper_session(
         .start(&scope)
         .await
         .map_err(|e| format!("failed to start the agent `{label}`: {e}"))?;
-    let template = Request {
-        session_id: format!("{id}-{}", std::process::id()),
-        test_id: id.to_string(),
-        turn: 1,
+    let template = role_request(format!("{id}-{}", std::process::id()), id, 1, json!({}));
+    Ok((session, Box::new(template), label))
+}
+
+/// The request a role's agent (a simulator, a judge, a generator, a reporter) is asked
+/// in: the one construction for them all; [`ask`] fills in the question.
+pub(crate) fn role_request(
+    session_id: String,
+    test_id: &str,
+    turn: u32,
+    options: Value,
+) -> Request {
+    Request {
+        session_id,
+        test_id: test_id.to_string(),
+        turn,
         input: String::new(),
         messages: Vec::new(),
-        options: json!({}),
+        options,
         metadata: Value::Null,
         attachments: Vec::new(),
         setup: None,
-    };
-    Ok((session, Box::new(template), label))
+    }
 }
 
 /// A message as the chat-completions API takes it.

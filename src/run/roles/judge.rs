@@ -12,10 +12,10 @@ use crate::check::judge::{JudgeRequest, JudgeVerdict, Judges};
 use crate::config::CassetteMode;
 use crate::errors::{JudgeError, StepError};
 use crate::llm::{Endpoint, ModelCalls};
-use crate::protocol::{Message, Request, Role};
+use crate::protocol::{Message, Role};
 use crate::run::context::Context;
 use crate::run::conversation::turn::new_session_id;
-use crate::run::roles::ask::{ask, Answer, Question, Respondent};
+use crate::run::roles::ask::{ask, role_request, Answer, Question, Respondent};
 use crate::util::BoxFuture;
 
 /// What a judge is asked, as a [`Question`].
@@ -90,17 +90,7 @@ impl CaseJudges<'_> {
             .start(&scope)
             .await
             .map_err(|e| StepError::from(e).context(&who))?;
-        let template = Request {
-            session_id: new_session_id(),
-            test_id: "judge".into(),
-            turn: 1,
-            input: String::new(),
-            messages: Vec::new(),
-            options: Value::Object(Map::new()),
-            metadata: Value::Null,
-            attachments: Vec::new(),
-            setup: None,
-        };
+        let template = role_request(new_session_id(), "judge", 1, Value::Object(Map::new()));
         let verdict = {
             let mut respondent = Respondent::Agent {
                 session: &mut session,

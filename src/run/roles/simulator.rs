@@ -10,10 +10,10 @@ use crate::agent::{CaseScope, Session};
 use crate::case::{ModelSettings, ScriptRule};
 use crate::errors::StepError;
 use crate::llm::{Endpoint, ModelCalls};
-use crate::protocol::{Message, Request, Role};
+use crate::protocol::{Message, Role};
 use crate::record::Termination;
 use crate::run::context::Context;
-use crate::run::roles::ask::{ask, Answer, Question, Respondent};
+use crate::run::roles::ask::{ask, role_request, Answer, Question, Respondent};
 use crate::util::value_text;
 
 /// What the simulator knows when it speaks.
@@ -206,17 +206,12 @@ impl Simulator {
                 stop_signals,
             } => {
                 let who = format!("simulator agent `{name}`");
-                let template = Request {
-                    session_id: format!("{}-simulator", input.session_id),
-                    test_id: input.test_id.to_string(),
-                    turn: input.turn_number,
-                    input: String::new(),
-                    messages: Vec::new(),
-                    options: options.clone(),
-                    metadata: Value::Null,
-                    attachments: Vec::new(),
-                    setup: None,
-                };
+                let template = role_request(
+                    format!("{}-simulator", input.session_id),
+                    input.test_id,
+                    input.turn_number,
+                    options.clone(),
+                );
                 let mut respondent = Respondent::Agent {
                     session,
                     template: Box::new(template),
