@@ -8,9 +8,11 @@
 //! Every error is a `thiserror` type in this module, with what caused it as its
 //! `#[source]`. Each kind of failure of a step (an agent, a mock, a script, a model call)
 //! becomes a [`StepError`] in one `From` impl. `String` is left only where the message is
-//! the product: what user code returns (agents, hooks, scripts), a parser's or a server's
-//! own text, `Reply::from_json` (public; its message is the advice an agent's author
-//! reads), and the command line's top, which prints it and exits with code 2.
+//! the product: what user code returns (agents, hooks, scripts, generators), a parser's or
+//! a server's own text, the problem a role's answer reader finds in a model's answer (it
+//! is the repair prompt that model is shown next: `run::roles::ask`'s readers),
+//! `Reply::from_json` (public; its message is the advice an agent's author reads), and
+//! the command line's top, which prints it and exits with code 2.
 //!
 //! Messages are lowercase fragments that read well after "failed to" or a location, and
 //! never contain a secret (settings are shown as written, before `${VAR}` expansion).
@@ -841,8 +843,29 @@ pub enum LlmError {
     #[error("{0}")]
     Cassette(String),
     /// The case's or the run's budget is spent: the call was not made.
-    #[error("{0}")]
-    OverBudget(String),
+    #[error(transparent)]
+    OverBudget(#[from] BudgetError),
+}
+
+/// Why a model call may not be made under the case's or the run's budget.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BudgetError {
+    /// A meter is spent (`why` says which, and how much so far).
+    #[error("budget: {why}; raise it, or lower `runs`")]
+    Spent { why: String },
+    /// A money budget, and an endpoint without a price: its spending cannot be counted.
+    #[error("budget: {owner} budget sets max_cost, but model endpoint {endpoint} has no price, so what it spends cannot be counted; add its pricing table (input_per_million, output_per_million)")]
+    Unpriced { owner: String, endpoint: String },
+}
+
+/// A repeated case whose gate its runs cannot meet: the case's error, before it runs.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{from} min_pass {min_pass} is more than the {runs} runs; lower min_pass or raise runs (the case's `runs`, --runs / AGENTEST_RUNS, or [run] runs)")]
+pub struct GateError {
+    /// `the case's` or `[run]`: whose `min_pass` it is.
+    pub from: &'static str,
+    pub min_pass: u32,
+    pub runs: u32,
 }
 
 impl From<LlmError> for StepError {
@@ -851,7 +874,7 @@ impl From<LlmError> for StepError {
         match e {
             LlmError::Unavailable(m) => StepError::Unavailable(m),
             LlmError::NotRecorded(m) => StepError::Failed(m),
-            LlmError::OverBudget(m) => StepError::Broken(m),
+            LlmError::OverBudget(e) => StepError::Broken(e.to_string()),
             LlmError::Failed(m) | LlmError::Refused(m) | LlmError::Cassette(m) => {
                 StepError::Broken(format!("model call failed: {m}"))
             }

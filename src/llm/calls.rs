@@ -157,7 +157,7 @@ impl ModelCalls {
         }
         self.meters
             .check(endpoint.pricing().is_some(), endpoint.what())
-            .map_err(LlmError::OverBudget)?;
+            .map_err(LlmError::from)?;
         let on_retry = || self.stats.lock().unwrap_or_else(|e| e.into_inner()).retries += 1;
         let outcome = match endpoint
             .call_counting(request, deadline, &on_retry, &self.slot_wait)

@@ -6,6 +6,7 @@
 use std::sync::{Arc, Mutex};
 
 use crate::case::Budget;
+use crate::errors::BudgetError;
 use crate::protocol::TokenUsage;
 use crate::record::format::common::money;
 
@@ -82,16 +83,16 @@ impl Meters {
 
     /// Why no more may be spent, or whether a call without a price would be spent
     /// under a money budget: checked before each call.
-    pub(crate) fn check(&self, priced: bool, endpoint: &str) -> Result<(), String> {
+    pub(crate) fn check(&self, priced: bool, endpoint: &str) -> Result<(), BudgetError> {
         for m in &self.0 {
             if let Some(why) = m.exhausted() {
-                return Err(format!("budget: {why}; raise it, or lower `runs`"));
+                return Err(BudgetError::Spent { why });
             }
             if !priced && m.limits_cost() {
-                return Err(format!(
-                    "budget: {} budget sets max_cost, but model endpoint {endpoint} has no price, so what it spends cannot be counted; add its pricing table (input_per_million, output_per_million)",
-                    m.owner
-                ));
+                return Err(BudgetError::Unpriced {
+                    owner: m.owner.to_string(),
+                    endpoint: endpoint.to_string(),
+                });
             }
         }
         Ok(())
@@ -138,11 +139,11 @@ mod tests {
         assert_eq!(meters.check(true, "[llm]"), Ok(()));
         meters.add(usage(500, 200), Some(0.007));
         assert_eq!(
-            meters.check(true, "[llm]").unwrap_err(),
+            meters.check(true, "[llm]").unwrap_err().to_string(),
             "budget: the case's budget max_cost 0.01 EUR is spent (0.011 EUR so far); raise it, or lower `runs`"
         );
         assert_eq!(
-            Meters::new([run]).check(true, "[llm]").unwrap_err(),
+            Meters::new([run]).check(true, "[llm]").unwrap_err().to_string(),
             "budget: the run's budget max_tokens 1000 is spent (1100 tokens so far); raise it, or lower `runs`"
         );
         let fresh = Meters::new([Meter::new(
@@ -156,6 +157,7 @@ mod tests {
         assert!(fresh
             .check(false, "[llms.\"judge\"]")
             .unwrap_err()
+            .to_string()
             .contains("model endpoint [llms.\"judge\"] has no price"));
     }
 }

@@ -9,6 +9,7 @@ use crate::case::{Case, Mode};
 use crate::run::scenario::{wait_for_every_folder, Job, Preparer, Workdir};
 
 use crate::case::Gate;
+use crate::errors::GateError;
 use crate::record::golden;
 use crate::record::{CaseReport, Status};
 use crate::run::context::{Contexts, Registry};
@@ -194,7 +195,7 @@ impl Engine {
     /// How a case is repeated: its `runs`, else `--runs` / `AGENTEST_RUNS`, else
     /// `[run] runs`, else once; its gate, else `[run]`'s, else all must pass; and the
     /// budgets it spends under. A gate the runs cannot meet is the case's error.
-    pub(crate) fn plan(&self, loaded: &Loaded) -> Result<Plan, String> {
+    pub(crate) fn plan(&self, loaded: &Loaded) -> Result<Plan, GateError> {
         let (Ok(case), Ok(ctx)) = (&loaded.entry, self.contexts.of(&loaded.file)) else {
             return Ok(Plan::single());
         };
@@ -220,9 +221,11 @@ impl Engine {
                 } else {
                     "[run]"
                 };
-                return Err(format!(
-                    "{from} min_pass {k} is more than the {runs} runs; lower min_pass or raise runs (the case's `runs`, --runs / AGENTEST_RUNS, or [run] runs)"
-                ));
+                return Err(GateError {
+                    from,
+                    min_pass: k,
+                    runs,
+                });
             }
         }
         Ok(Plan {

@@ -288,7 +288,7 @@ impl Dispatcher {
             ),
         };
         let mut report = not_run(l, String::new());
-        crate::run::outcome::fail(&mut report, Status::Error, why);
+        crate::run::outcome::fail(&mut report, Status::Error, why.to_string());
         note_failure(self.fail_fast, &self.stop, &report);
         self.recorder.record_unrun(&report);
         let _ = self.tx.send((i, report));
@@ -548,7 +548,11 @@ impl Dispatcher {
                             Ok(p) => p,
                             Err(why) => {
                                 let mut report = not_run(l, String::new());
-                                crate::run::outcome::fail(&mut report, Status::Error, why);
+                                crate::run::outcome::fail(
+                                    &mut report,
+                                    Status::Error,
+                                    why.to_string(),
+                                );
                                 self.finish(i, report);
                                 continue;
                             }
