@@ -1683,8 +1683,8 @@ fn unrecorded(trials: &[String]) -> String {
                 m => format!(" and {m} more"),
             };
             format!(
-                "{n} run{} ({}{more})",
-                if n == 1 { "" } else { "s" },
+                "{} ({}{more})",
+                crate::util::count(n as u64, "run", "runs"),
                 trials[..n.min(SHOWN)].join(", ")
             )
         }

@@ -284,8 +284,8 @@ fn finish(
             if let Err(e) = recorder.finish(&info, &s) {
                 unrecorded.push(("report", e.to_string()));
             } else if let Some(path) = ended.report {
-                let cases = if s.total == 1 { "case" } else { "cases" };
-                eprintln!("agentest: wrote {} ({} {cases})", path.display(), s.total);
+                let cases = crate::util::count(s.total as u64, "case", "cases");
+                eprintln!("agentest: wrote {} ({cases})", path.display());
             }
         }
     }

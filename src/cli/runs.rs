@@ -151,7 +151,7 @@ pub(super) fn runs(args: RunsArgs) -> Result<ExitCode, String> {
                 }
             };
             let n = store::delete(&mut conn, &doomed).map_err(failed)?;
-            eprintln!("deleted {n} run{}", if n == 1 { "" } else { "s" });
+            eprintln!("deleted {}", crate::util::count(n as u64, "run", "runs"));
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -21,6 +21,7 @@ use crate::run::roles::person::People;
 use crate::run::runtime;
 use crate::settings::{self, MissingInput as OnMissing};
 use crate::source::Loaded;
+use crate::util::{count, plural};
 
 /// Runs the test command; `Err` is a usage or config error (exit code 2).
 pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
@@ -352,12 +353,12 @@ fn conclude(
     }
     report_written.map_err(|e| e.to_string())?;
     if let Some(path) = &args.output {
-        let cases = if summary.total == 1 { "case" } else { "cases" };
         let by = match &args.reporter {
             Some(name) => format!(" by the reporter `{name}`"),
             None => String::new(),
         };
-        eprintln!("wrote {}{by} ({} {cases})", path.display(), summary.total);
+        let cases = count(summary.total as u64, "case", "cases");
+        eprintln!("wrote {}{by} ({cases})", path.display());
     }
     if let Some(e) = unrecorded {
         eprintln!("error: {e}");
@@ -426,14 +427,10 @@ fn left_out(trials: &[&str], one: &str, many: &str) {
         0 => String::new(),
         m => format!(" and {m} more"),
     };
-    let runs = if n == 1 { "run" } else { "runs" };
     eprintln!(
-        "note: {n} stored {runs} {what}: {} no longer in the suites: {}{more}",
-        if n == 1 {
-            "its case is"
-        } else {
-            "their cases are"
-        },
+        "note: {n} stored {} {what}: {} no longer in the suites: {}{more}",
+        plural(n as u64, "run", "runs"),
+        plural(n as u64, "its case is", "their cases are"),
         names[..n.min(SHOWN)].join(", ")
     );
 }
@@ -525,7 +522,7 @@ impl Progress {
                 s.passed,
                 s.failed,
                 s.errors,
-                if s.errors == 1 { "error" } else { "errors" }
+                plural(s.errors as u64, "error", "errors")
             );
             let _ = err.flush();
         }
@@ -603,8 +600,8 @@ fn dry_run(
             }
         };
     }
-    let cases = if lines.len() == 1 { "case" } else { "cases" };
-    let _ = writeln!(out, "\n{} {cases}, {broken} with errors", lines.len());
+    let cases = count(lines.len() as u64, "case", "cases");
+    let _ = writeln!(out, "\n{cases}, {broken} with errors");
     let _ = out.flush();
     if let Some(path) = output {
         let valid: Vec<&Loaded> = plan
@@ -619,9 +616,9 @@ fn dry_run(
             .map_err(|e| format!("failed to write {}: {e}", path.display()))?;
         let n = valid.len();
         eprintln!(
-            "wrote {} ({n} {})",
+            "wrote {} ({})",
             path.display(),
-            if n == 1 { "case" } else { "cases" }
+            count(n as u64, "case", "cases")
         );
     }
     Ok(if broken > 0 {

@@ -29,4 +29,4 @@ pub(crate) use secrets::{
 };
 pub use secrets::{ApiKey, EnvError};
 pub use text::suggest;
-pub(crate) use text::{clip, compact, panic_text, slug, value_text};
+pub(crate) use text::{clip, compact, count, panic_text, plural, slug, value_text};

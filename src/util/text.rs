@@ -103,3 +103,32 @@ mod tests {
         assert!(c.contains("…(605 chars left out)…"), "{c}");
     }
 }
+
+/// `one` or `many`, by `n`: the one pluralisation every message uses (`1 case`,
+/// `2 cases`; `error`/`errors`; `its case is`/`their cases are`).
+pub(crate) fn plural<'a>(n: impl Into<u64>, one: &'a str, many: &'a str) -> &'a str {
+    if n.into() == 1 {
+        one
+    } else {
+        many
+    }
+}
+
+/// `n` and its noun, pluralised: `1 case`, `3 cases`.
+pub(crate) fn count(n: impl Into<u64> + Copy, one: &str, many: &str) -> String {
+    format!("{} {}", n.into(), plural(n, one, many))
+}
+
+#[cfg(test)]
+mod plural_tests {
+    use super::{count, plural};
+
+    #[test]
+    fn one_is_singular_and_everything_else_plural() {
+        assert_eq!(count(1u64, "case", "cases"), "1 case");
+        assert_eq!(count(0u64, "case", "cases"), "0 cases");
+        assert_eq!(count(2u32, "run", "runs"), "2 runs");
+        assert_eq!(plural(1u32, "its case is", "their cases are"), "its case is");
+        assert_eq!(plural(7u32, "its case is", "their cases are"), "their cases are");
+    }
+}
