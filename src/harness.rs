@@ -284,7 +284,7 @@ fn finish(
             if let Err(e) = recorder.finish(&info, &s) {
                 unrecorded.push(("report", e.to_string()));
             } else if let Some(path) = ended.report {
-                let cases = crate::util::count(s.total as u64, "case", "cases");
+                let cases = crate::util::count(s.total, "case", "cases");
                 eprintln!("agentest: wrote {} ({cases})", path.display());
             }
         }

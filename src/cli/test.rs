@@ -357,7 +357,7 @@ fn conclude(
             Some(name) => format!(" by the reporter `{name}`"),
             None => String::new(),
         };
-        let cases = count(summary.total as u64, "case", "cases");
+        let cases = count(summary.total, "case", "cases");
         eprintln!("wrote {}{by} ({cases})", path.display());
     }
     if let Some(e) = unrecorded {
@@ -522,7 +522,7 @@ impl Progress {
                 s.passed,
                 s.failed,
                 s.errors,
-                plural(s.errors as u64, "error", "errors")
+                plural(s.errors, "error", "errors")
             );
             let _ = err.flush();
         }

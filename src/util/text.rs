@@ -128,7 +128,13 @@ mod plural_tests {
         assert_eq!(count(1u64, "case", "cases"), "1 case");
         assert_eq!(count(0u64, "case", "cases"), "0 cases");
         assert_eq!(count(2u32, "run", "runs"), "2 runs");
-        assert_eq!(plural(1u32, "its case is", "their cases are"), "its case is");
-        assert_eq!(plural(7u32, "its case is", "their cases are"), "their cases are");
+        assert_eq!(
+            plural(1u32, "its case is", "their cases are"),
+            "its case is"
+        );
+        assert_eq!(
+            plural(7u32, "its case is", "their cases are"),
+            "their cases are"
+        );
     }
 }
