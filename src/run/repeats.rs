@@ -334,6 +334,23 @@ impl Group {
         record.repeat = None;
         record.status = status;
         record.error = reason;
+        record.stability = Some(self.stability(s, &counted));
+        // What the case used is what its counted repeats used.
+        sum_usage(&mut record, &counted);
+        record.duration_ms = s.first_start.map_or(0, |t| t.elapsed().as_millis() as u64);
+        record.repeats = counted.into_iter().map(|f| f.report).collect();
+        record
+    }
+
+    /// The repeats' figures: the tally, the pass rate and its interval, consistency
+    /// and durations.
+    fn stability(&self, s: &State, counted: &[Finished]) -> Stability {
+        let plan = &self.plan;
+        let Tally {
+            passed,
+            failed,
+            errors,
+        } = s.tally;
         let decided = passed + failed;
         let pass_rate = (decided > 0).then(|| f64::from(passed) / f64::from(decided));
         let confidence = match plan.gate {
@@ -345,7 +362,7 @@ impl Group {
         };
         let durations: Vec<u64> = counted.iter().map(|f| f.report.duration_ms).collect();
         let transcripts: Vec<String> = counted.iter().map(|f| f.transcript.clone()).collect();
-        record.stability = Some(Stability {
+        Stability {
             gate: plan.gate.describe(plan.runs),
             planned: plan.runs,
             runs: s.counted,
@@ -365,32 +382,32 @@ impl Group {
             consistency: consistency(&transcripts),
             duration: DurationStats::of(&durations),
             flaky: passed > 0 && failed > 0,
-        });
-        // What the case used is what its counted repeats used.
-        record.usage.clear();
-        record.replayed_usage.clear();
-        record.model_calls = 0;
-        record.replayed_calls = 0;
-        record.retries = 0;
-        record.cost = None;
-        for f in &counted {
-            let r = &f.report;
-            for (role, u) in &r.usage {
-                record.usage.entry(*role).or_default().add(*u);
-            }
-            for (role, u) in &r.replayed_usage {
-                record.replayed_usage.entry(*role).or_default().add(*u);
-            }
-            record.model_calls += r.model_calls;
-            record.replayed_calls += r.replayed_calls;
-            record.retries += r.retries;
-            if let Some(c) = &r.cost {
-                record.cost.get_or_insert_with(Cost::default).add(c);
-            }
         }
-        record.duration_ms = s.first_start.map_or(0, |t| t.elapsed().as_millis() as u64);
-        record.repeats = counted.into_iter().map(|f| f.report).collect();
-        record
+    }
+}
+
+/// What the counted repeats used, summed into the case's record.
+fn sum_usage(record: &mut CaseReport, counted: &[Finished]) {
+    record.usage.clear();
+    record.replayed_usage.clear();
+    record.model_calls = 0;
+    record.replayed_calls = 0;
+    record.retries = 0;
+    record.cost = None;
+    for f in counted {
+        let r = &f.report;
+        for (role, u) in &r.usage {
+            record.usage.entry(*role).or_default().add(*u);
+        }
+        for (role, u) in &r.replayed_usage {
+            record.replayed_usage.entry(*role).or_default().add(*u);
+        }
+        record.model_calls += r.model_calls;
+        record.replayed_calls += r.replayed_calls;
+        record.retries += r.retries;
+        if let Some(c) = &r.cost {
+            record.cost.get_or_insert_with(Cost::default).add(c);
+        }
     }
 }
 
