@@ -374,21 +374,8 @@ pub(crate) fn use_color(choice: ColorChoice) -> bool {
     }
 }
 
-/// Runs the `agentest` command line and returns its exit code:
-/// 0 when every case passed, 1 when any failed or errored, 2 for usage and config errors.
-pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(c) => c,
-        Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() {
-                ExitCode::from(USAGE_ERROR)
-            } else {
-                ExitCode::SUCCESS
-            };
-        }
-    };
-    // Hints name the command the user ran (`agentest test -i suites`).
+/// The command line as the user typed it, quoted where a shell would need it.
+fn invocation() -> String {
     let args: Vec<String> = std::env::args()
         .skip(1)
         .map(|a| {
@@ -399,33 +386,26 @@ pub fn main() -> ExitCode {
             }
         })
         .collect();
-    crate::util::invocation::set(format!("agentest {}", args.join(" ")));
-    // Every command reads the environment once, first; a bad value is a usage error.
+    format!("agentest {}", args.join(" "))
+}
+
+/// `scenario run --env-file`: the file's variables, set before the settings are read
+/// (it may set `AGENTEST_*` variables too).
+fn read_env_file(command: &Command) -> Result<(), String> {
     if let Command::Scenario(ScenarioArgs {
         command: ScenarioCommand::Run(run),
-    }) = &cli.command
+    }) = command
     {
         if let Some(path) = &run.env_file {
-            // Before the settings are read: the file may set AGENTEST_* variables too.
-            if let Err(e) = commands::load_env_file(path) {
-                eprintln!("error: {e}");
-                return ExitCode::from(USAGE_ERROR);
-            }
+            return commands::load_env_file(path).map_err(|e| e.to_string());
         }
     }
-    let config = cli.config.clone();
-    if let Err(e) = crate::settings::load_with(|s| {
-        if let Some(path) = config {
-            s.config = Some(crate::config::ConfigChoice {
-                path,
-                from: "--config",
-            });
-        }
-    }) {
-        eprintln!("error: {e}");
-        return ExitCode::from(USAGE_ERROR);
-    }
-    let result = match cli.command {
+    Ok(())
+}
+
+/// Runs one command.
+fn dispatch(command: Command) -> Result<ExitCode, String> {
+    match command {
         Command::Test(args) => test::test(*args),
         Command::Init(args) => init::init(args),
         Command::Review(args) => {
@@ -458,7 +438,43 @@ pub fn main() -> ExitCode {
             live: run.live,
             ..TestArgs::plain(run.file.display().to_string())
         }),
+    }
+}
+
+/// Runs the `agentest` command line and returns its exit code:
+/// 0 when every case passed, 1 when any failed or errored, 2 for usage and config errors.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(USAGE_ERROR)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
     };
+    // Hints name the command the user ran (`agentest test -i suites`).
+    crate::util::invocation::set(invocation());
+    // Every command reads the environment once, first; a bad value is a usage error.
+    if let Err(e) = read_env_file(&cli.command) {
+        eprintln!("error: {e}");
+        return ExitCode::from(USAGE_ERROR);
+    }
+    let config = cli.config.clone();
+    if let Err(e) = crate::settings::load_with(|s| {
+        if let Some(path) = config {
+            s.config = Some(crate::config::ConfigChoice {
+                path,
+                from: "--config",
+            });
+        }
+    }) {
+        eprintln!("error: {e}");
+        return ExitCode::from(USAGE_ERROR);
+    }
+    let result = dispatch(cli.command);
     match result {
         Ok(code) => code,
         Err(e) => {
