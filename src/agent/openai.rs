@@ -299,50 +299,61 @@ impl OpenAiSession {
                 });
             }
             for call in calls {
-                let id = call["id"].as_str().unwrap_or_default().to_string();
-                let name = call["function"]["name"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string();
-                let raw = &call["function"]["arguments"];
-                let arguments = match raw {
-                    Value::String(s) => serde_json::from_str(s).unwrap_or_else(|_| raw.clone()),
-                    other => other.clone(),
-                };
-                let (result, error) = match self.answer(&name, &arguments).await {
-                    Ok(answer) => answer,
-                    Err(e) => {
-                        // The call the model made stays in the record, with why it failed.
-                        made.push(ToolCall {
-                            name,
-                            arguments,
-                            result: None,
-                            error: Some(Value::String(e.to_string())),
-                            source: None,
-                        });
-                        return Err(e);
-                    }
-                };
-                let content = match (&result, &error) {
-                    (_, Some(e)) => json!({"error": e}).to_string(),
-                    (Some(r), None) => r.to_string(),
-                    (None, None) => "null".into(),
-                };
-                self.history
-                    .push(json!({"role": "tool", "tool_call_id": id, "content": content}));
-                made.push(ToolCall {
-                    name,
-                    arguments,
-                    result,
-                    error,
-                    source: None,
-                });
+                self.run_tool_call(&call, made).await?;
             }
         }
         Err(AgentError::ToolRounds {
             rounds: self.spec.max_rounds,
         }
         .into())
+    }
+
+    /// Answers one tool call the model made: the answer goes to the model's history,
+    /// the call (with its answer, or why it failed) to `made`.
+    async fn run_tool_call(
+        &mut self,
+        call: &Value,
+        made: &mut Vec<ToolCall>,
+    ) -> Result<(), StepError> {
+        let id = call["id"].as_str().unwrap_or_default().to_string();
+        let name = call["function"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let raw = &call["function"]["arguments"];
+        let arguments = match raw {
+            Value::String(s) => serde_json::from_str(s).unwrap_or_else(|_| raw.clone()),
+            other => other.clone(),
+        };
+        let (result, error) = match self.answer(&name, &arguments).await {
+            Ok(answer) => answer,
+            Err(e) => {
+                // The call the model made stays in the record, with why it failed.
+                made.push(ToolCall {
+                    name,
+                    arguments,
+                    result: None,
+                    error: Some(Value::String(e.to_string())),
+                    source: None,
+                });
+                return Err(e);
+            }
+        };
+        let content = match (&result, &error) {
+            (_, Some(e)) => json!({"error": e}).to_string(),
+            (Some(r), None) => r.to_string(),
+            (None, None) => "null".into(),
+        };
+        self.history
+            .push(json!({"role": "tool", "tool_call_id": id, "content": content}));
+        made.push(ToolCall {
+            name,
+            arguments,
+            result,
+            error,
+            source: None,
+        });
+        Ok(())
     }
 
     /// A tool's answer: `(result, error)`.
