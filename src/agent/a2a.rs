@@ -182,8 +182,10 @@ impl A2aSpec {
             url,
             shown,
             headers,
-            self.timeout,
-            self.cfg.retries.unwrap_or(super::http::DEFAULT_RETRIES),
+            super::http::Patience {
+                timeout: self.timeout,
+                retries: self.cfg.retries.unwrap_or(super::http::DEFAULT_RETRIES),
+            },
             super::wire::Wire::plain(&self.what)
                 .map_err(|e| shape(&self.shown, "a usable endpoint", &e.to_string()))?,
             &self.what,

@@ -49,16 +49,35 @@ struct SessionSpec {
     wire: SessionWire,
 }
 
+/// How long an agent's answer may take and how often a failed POST is made again: they
+/// come from the same table and are read together.
+pub(crate) struct Patience {
+    /// How long one POST's answer may take (default: [`DEFAULT_HTTP_TIMEOUT`]).
+    pub(crate) timeout: Option<Duration>,
+    /// How many times a transient failure is retried.
+    pub(crate) retries: u32,
+}
+
+/// One POST: what it sends, how long it waits, and whether `timeout` bounds the whole
+/// exchange or, for a stream, only the wait for its head.
+struct Post<'a> {
+    body: &'a Value,
+    timeout: Duration,
+    whole: bool,
+    /// The turn's W3C `traceparent`, when its spans are read.
+    trace: Option<&'a HeaderValue>,
+}
+
 impl HttpSpec {
     pub(crate) fn new(
         url: reqwest::Url,
         shown: String,
         headers: Vec<(String, String)>,
-        timeout: Option<Duration>,
-        retries: u32,
+        patience: Patience,
         wire: Wire,
         what: &str,
     ) -> Result<Self, AgentSetupError> {
+        let Patience { timeout, retries } = patience;
         let mut map = reqwest::header::HeaderMap::new();
         for (k, v) in headers {
             let name = reqwest::header::HeaderName::from_bytes(k.as_bytes()).map_err(|_| {
@@ -98,20 +117,21 @@ impl HttpSpec {
         })
     }
 
-    /// One POST of `body` to `url`, up to its answer's head. `Err(Retry)` is an answer
-    /// worth retrying (a 429, 502, 503 or 504, or a dropped connection), with the
-    /// server's `Retry-After` when it gave one. `timeout` bounds the whole exchange, or,
-    /// for a stream (`whole = false`), the wait for its head. `trace` is the turn's W3C
-    /// `traceparent`, when its spans are read.
+    /// One POST to `url`, up to its answer's head. `Err(Retry)` is an answer worth
+    /// retrying (a 429, 502, 503 or 504, or a dropped connection), with the server's
+    /// `Retry-After` when it gave one.
     async fn open(
         &self,
         url: &reqwest::Url,
         shown: &str,
-        body: &Value,
-        timeout: Duration,
-        whole: bool,
-        trace: Option<&HeaderValue>,
+        post: Post<'_>,
     ) -> Result<reqwest::Response, Attempt> {
+        let Post {
+            body,
+            timeout,
+            whole,
+            trace,
+        } = post;
         let mut post = self
             .client
             .post(url.clone())
@@ -236,7 +256,13 @@ impl HttpSpec {
         timeout: Duration,
         trace: Option<&HeaderValue>,
     ) -> Result<Timed<Vec<u8>>, Attempt> {
-        let response = self.open(url, shown, body, timeout, true, trace).await?;
+        let post = Post {
+            body,
+            timeout,
+            whole: true,
+            trace,
+        };
+        let response = self.open(url, shown, post).await?;
         let head = std::time::Instant::now();
         let bytes = read_body(response, shown, timeout)
             .await
@@ -257,10 +283,12 @@ impl HttpSpec {
             .open(
                 &self.url,
                 &self.shown,
-                &body,
-                timeout,
-                !self.wire.sse,
-                trace,
+                Post {
+                    body: &body,
+                    timeout,
+                    whole: !self.wire.sse,
+                    trace,
+                },
             )
             .await?;
         if self.wire.sse {
@@ -644,8 +672,13 @@ impl HttpSession {
         let timeout = self.spec.timeout.unwrap_or(DEFAULT_HTTP_TIMEOUT);
         let response = self
             .retrying(|| {
-                self.spec
-                    .open(url, shown, body, timeout, false, self.traceparent.as_ref())
+                let post = Post {
+                    body,
+                    timeout,
+                    whole: false,
+                    trace: self.traceparent.as_ref(),
+                };
+                self.spec.open(url, shown, post)
             })
             .await?;
         read_events(response, shown, timeout, take).await
@@ -749,8 +782,10 @@ pub(crate) fn http_spec(
         url,
         shown,
         headers,
-        timeout,
-        retries.unwrap_or(DEFAULT_RETRIES),
+        Patience {
+            timeout,
+            retries: retries.unwrap_or(DEFAULT_RETRIES),
+        },
         wire,
         what,
     )

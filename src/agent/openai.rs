@@ -59,6 +59,39 @@ impl OpenAiSpec {
         config: &Config,
         what: &str,
     ) -> Result<OpenAiSpec, AgentSetupError> {
+        let endpoint = Self::endpoint(cfg, config, what)?;
+        let system = match (&cfg.system, &cfg.system_file) {
+            (Some(s), _) => Some(s.clone()),
+            (None, Some(f)) => Some(read_beside(config, what, f, "system_file")?),
+            (None, None) => None,
+        };
+        let tools = Self::tools(cfg, config, what)?;
+        let tools_url = match &cfg.tools_url {
+            Some(u) => Some(tools_url(u, what)?),
+            None => None,
+        };
+        let client = crate::util::http::client_builder()
+            .build()
+            .map_err(AgentSetupError::Client)?;
+        Ok(OpenAiSpec {
+            shown: format!("{} via {}", endpoint.model(), endpoint.shown()),
+            endpoint,
+            system,
+            tools,
+            tools_url,
+            max_rounds: cfg.max_tool_rounds.unwrap_or(DEFAULT_TOOL_ROUNDS),
+            mocks: parse_config_mocks(&cfg.mocks, what)?,
+            client,
+        })
+    }
+
+    /// The model the agent runs on: its `llm` (or the config's default one), with its
+    /// own `model` in place of the LLM's.
+    fn endpoint(
+        cfg: &OpenAiAgentConfig,
+        config: &Config,
+        what: &str,
+    ) -> Result<Endpoint, AgentSetupError> {
         let llm = match &cfg.llm {
             Some(n) => config
                 .file
@@ -81,24 +114,19 @@ impl OpenAiSpec {
         if let Some(m) = &cfg.model {
             llm.model = Some(m.clone());
         }
-        let endpoint = Endpoint::from_config(&llm, cfg.llm.as_deref())?;
-        let read = |file: &str, key: &'static str| {
-            let path = config.dir.join(file);
-            std::fs::read_to_string(&path).map_err(|source| AgentSetupError::ReadFile {
-                table: what.to_string(),
-                key,
-                path,
-                source,
-            })
-        };
-        let system = match (&cfg.system, &cfg.system_file) {
-            (Some(s), _) => Some(s.clone()),
-            (None, Some(f)) => Some(read(f, "system_file")?),
-            (None, None) => None,
-        };
+        Endpoint::from_config(&llm, cfg.llm.as_deref())
+    }
+
+    /// The tools offered to the model, from `tools` or `tools_file`; each must be a
+    /// function schema with a name.
+    fn tools(
+        cfg: &OpenAiAgentConfig,
+        config: &Config,
+        what: &str,
+    ) -> Result<Vec<Value>, AgentSetupError> {
         let tools = match &cfg.tools_file {
             Some(f) => {
-                let text = read(f, "tools_file")?;
+                let text = read_beside(config, what, f, "tools_file")?;
                 match serde_json::from_str::<Value>(&text) {
                     Ok(Value::Array(items)) => items,
                     Ok(_) => {
@@ -126,34 +154,36 @@ impl OpenAiSpec {
                 });
             }
         }
-        let tools_url = match &cfg.tools_url {
-            Some(u) => {
-                let expanded = crate::util::expand_secret(u, &format!("{what}.tools_url"))?;
-                let shown = crate::util::shown_url(u);
-                let url =
-                    reqwest::Url::parse(&expanded).map_err(|source| AgentSetupError::Url {
-                        key: format!("{what}.tools_url"),
-                        shown: shown.clone(),
-                        source,
-                    })?;
-                Some((url, shown))
-            }
-            None => None,
-        };
-        let client = crate::util::http::client_builder()
-            .build()
-            .map_err(AgentSetupError::Client)?;
-        Ok(OpenAiSpec {
-            shown: format!("{} via {}", endpoint.model(), endpoint.shown()),
-            endpoint,
-            system,
-            tools,
-            tools_url,
-            max_rounds: cfg.max_tool_rounds.unwrap_or(DEFAULT_TOOL_ROUNDS),
-            mocks: parse_config_mocks(&cfg.mocks, what)?,
-            client,
-        })
+        Ok(tools)
     }
+}
+
+/// A file named in the agent's table, relative to the config's folder.
+fn read_beside(
+    config: &Config,
+    what: &str,
+    file: &str,
+    key: &'static str,
+) -> Result<String, AgentSetupError> {
+    let path = config.dir.join(file);
+    std::fs::read_to_string(&path).map_err(|source| AgentSetupError::ReadFile {
+        table: what.to_string(),
+        key,
+        path,
+        source,
+    })
+}
+
+/// `tools_url`, its `${VAR}`s expanded, and as shown (without its secrets).
+fn tools_url(u: &str, what: &str) -> Result<(reqwest::Url, String), AgentSetupError> {
+    let expanded = crate::util::expand_secret(u, &format!("{what}.tools_url"))?;
+    let shown = crate::util::shown_url(u);
+    let url = reqwest::Url::parse(&expanded).map_err(|source| AgentSetupError::Url {
+        key: format!("{what}.tools_url"),
+        shown: shown.clone(),
+        source,
+    })?;
+    Ok((url, shown))
 }
 
 /// One conversation with an `openai` agent. It keeps the model's own history (tool
@@ -269,50 +299,61 @@ impl OpenAiSession {
                 });
             }
             for call in calls {
-                let id = call["id"].as_str().unwrap_or_default().to_string();
-                let name = call["function"]["name"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string();
-                let raw = &call["function"]["arguments"];
-                let arguments = match raw {
-                    Value::String(s) => serde_json::from_str(s).unwrap_or_else(|_| raw.clone()),
-                    other => other.clone(),
-                };
-                let (result, error) = match self.answer(&name, &arguments).await {
-                    Ok(answer) => answer,
-                    Err(e) => {
-                        // The call the model made stays in the record, with why it failed.
-                        made.push(ToolCall {
-                            name,
-                            arguments,
-                            result: None,
-                            error: Some(Value::String(e.to_string())),
-                            source: None,
-                        });
-                        return Err(e);
-                    }
-                };
-                let content = match (&result, &error) {
-                    (_, Some(e)) => json!({"error": e}).to_string(),
-                    (Some(r), None) => r.to_string(),
-                    (None, None) => "null".into(),
-                };
-                self.history
-                    .push(json!({"role": "tool", "tool_call_id": id, "content": content}));
-                made.push(ToolCall {
-                    name,
-                    arguments,
-                    result,
-                    error,
-                    source: None,
-                });
+                self.run_tool_call(&call, made).await?;
             }
         }
         Err(AgentError::ToolRounds {
             rounds: self.spec.max_rounds,
         }
         .into())
+    }
+
+    /// Answers one tool call the model made: the answer goes to the model's history,
+    /// the call (with its answer, or why it failed) to `made`.
+    async fn run_tool_call(
+        &mut self,
+        call: &Value,
+        made: &mut Vec<ToolCall>,
+    ) -> Result<(), StepError> {
+        let id = call["id"].as_str().unwrap_or_default().to_string();
+        let name = call["function"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let raw = &call["function"]["arguments"];
+        let arguments = match raw {
+            Value::String(s) => serde_json::from_str(s).unwrap_or_else(|_| raw.clone()),
+            other => other.clone(),
+        };
+        let (result, error) = match self.answer(&name, &arguments).await {
+            Ok(answer) => answer,
+            Err(e) => {
+                // The call the model made stays in the record, with why it failed.
+                made.push(ToolCall {
+                    name,
+                    arguments,
+                    result: None,
+                    error: Some(Value::String(e.to_string())),
+                    source: None,
+                });
+                return Err(e);
+            }
+        };
+        let content = match (&result, &error) {
+            (_, Some(e)) => json!({"error": e}).to_string(),
+            (Some(r), None) => r.to_string(),
+            (None, None) => "null".into(),
+        };
+        self.history
+            .push(json!({"role": "tool", "tool_call_id": id, "content": content}));
+        made.push(ToolCall {
+            name,
+            arguments,
+            result,
+            error,
+            source: None,
+        });
+        Ok(())
     }
 
     /// A tool's answer: `(result, error)`.

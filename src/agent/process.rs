@@ -79,21 +79,7 @@ impl ProcessSpec {
         let moved = workdir.filter(|_| !self.cwd_set);
         let argv: Vec<String> = match moved {
             None => self.argv.clone(),
-            Some(_) => self
-                .argv
-                .iter()
-                .map(|a| {
-                    let beside = self.cwd.join(a);
-                    if !a.starts_with('-')
-                        && std::path::Path::new(a).is_relative()
-                        && beside.exists()
-                    {
-                        beside.display().to_string()
-                    } else {
-                        a.clone()
-                    }
-                })
-                .collect(),
+            Some(_) => self.argv_absolute(),
         };
         let cwd = moved
             .map(std::path::Path::to_path_buf)
@@ -121,25 +107,9 @@ impl ProcessSpec {
         let stdin = child.stdin.take().expect("stdin is piped");
         let stdout =
             BufReader::with_capacity(64 * 1024, child.stdout.take().expect("stdout is piped"));
-        let mut err_pipe = child.stderr.take().expect("stderr is piped");
+        let err_pipe = child.stderr.take().expect("stderr is piped");
         let trace = Arc::new(Trace::default());
-        let sink = trace.clone();
-        // Drain stderr continuously so a chatty agent never blocks on a full pipe;
-        // keep only the tail for messages.
-        tokio::spawn(async move {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = err_pipe.read(&mut buf).await {
-                if n == 0 {
-                    break;
-                }
-                let mut s = sink.stderr.lock().unwrap_or_else(|e| e.into_inner());
-                s.extend_from_slice(&buf[..n]);
-                if s.len() > 2 * STDERR_TAIL {
-                    let cut = s.len() - STDERR_TAIL;
-                    s.drain(..cut);
-                }
-            }
-        });
+        drain_stderr(err_pipe, trace.clone());
         Ok(ProcessSession {
             child,
             group,
@@ -153,6 +123,40 @@ impl ProcessSpec {
             exited: None,
         })
     }
+
+    /// The command, its arguments that name files beside the config made absolute.
+    fn argv_absolute(&self) -> Vec<String> {
+        self.argv
+            .iter()
+            .map(|a| {
+                let beside = self.cwd.join(a);
+                if !a.starts_with('-') && std::path::Path::new(a).is_relative() && beside.exists() {
+                    beside.display().to_string()
+                } else {
+                    a.clone()
+                }
+            })
+            .collect()
+    }
+}
+
+/// Drains the agent's stderr continuously so a chatty agent never blocks on a full
+/// pipe; keeps only the tail, for messages.
+fn drain_stderr(mut err_pipe: tokio::process::ChildStderr, sink: Arc<Trace>) {
+    tokio::spawn(async move {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = err_pipe.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            let mut s = sink.stderr.lock().unwrap_or_else(|e| e.into_inner());
+            s.extend_from_slice(&buf[..n]);
+            if s.len() > 2 * STDERR_TAIL {
+                let cut = s.len() - STDERR_TAIL;
+                s.drain(..cut);
+            }
+        }
+    });
 }
 
 /// What a process agent leaves behind, kept for the whole case (the engine reads it

@@ -32,58 +32,14 @@ impl AgentDef {
     }
 
     fn build(cfg: &AgentConfig, config: &Config, what: &str) -> Result<AgentDef, AgentSetupError> {
-        let duration = |t: &String| {
-            crate::util::parse_duration(t).map_err(|source| AgentSetupError::Duration {
-                key: format!("{what}.timeout"),
-                source,
-            })
-        };
+        let duration = |t: &String| parse_timeout(t, what);
         match cfg {
             AgentConfig::Process {
                 command,
                 cwd,
                 env,
                 timeout,
-            } => {
-                if command.is_empty() {
-                    return Err(AgentSetupError::EmptyCommand {
-                        table: what.to_string(),
-                        config: config.describe(),
-                    });
-                }
-                let argv = command
-                    .iter()
-                    .map(|a| expand_env(a, &format!("{what}.command")))
-                    .collect::<Result<Vec<_>, _>>()?;
-                let env = env
-                    .iter()
-                    .map(|(k, v)| Ok((k.clone(), expand_secret(v, &format!("{what}.env.{k}"))?)))
-                    .collect::<Result<Vec<_>, AgentSetupError>>()?;
-                let cwd_set = cwd.is_some();
-                let cwd = match cwd {
-                    Some(c) => config.dir.join(expand_env(c, &format!("{what}.cwd"))?),
-                    None => config.dir.clone(),
-                };
-                let timeout = timeout.as_ref().map(duration).transpose()?;
-                // Checked once, before any case runs, rather than failing every case.
-                if !crate::util::command::findable(&argv[0], &cwd, env.iter()) {
-                    return Err(AgentSetupError::NotFound {
-                        table: what.to_string(),
-                        program: command[0].clone(),
-                        config: config.describe(),
-                        on_path: !argv[0].contains('/'),
-                    });
-                }
-                Ok(AgentDef::Process(Arc::new(process::ProcessSpec {
-                    argv,
-                    // As written: `${VAR}`s stay unexpanded, since they may be secrets.
-                    shown: command.join(" "),
-                    cwd,
-                    cwd_set,
-                    env,
-                    timeout,
-                })))
-            }
+            } => Self::process(command, cwd.as_ref(), env, timeout.as_ref(), config, what),
             AgentConfig::Http {
                 url,
                 headers,
@@ -142,6 +98,56 @@ impl AgentDef {
                 o, config, what,
             )?))),
         }
+    }
+
+    /// A process agent: its command, environment and directory expanded, its program
+    /// found.
+    fn process(
+        command: &[String],
+        cwd: Option<&String>,
+        env: &std::collections::BTreeMap<String, String>,
+        timeout: Option<&String>,
+        config: &Config,
+        what: &str,
+    ) -> Result<AgentDef, AgentSetupError> {
+        if command.is_empty() {
+            return Err(AgentSetupError::EmptyCommand {
+                table: what.to_string(),
+                config: config.describe(),
+            });
+        }
+        let argv = command
+            .iter()
+            .map(|a| expand_env(a, &format!("{what}.command")))
+            .collect::<Result<Vec<_>, _>>()?;
+        let env = env
+            .iter()
+            .map(|(k, v)| Ok((k.clone(), expand_secret(v, &format!("{what}.env.{k}"))?)))
+            .collect::<Result<Vec<_>, AgentSetupError>>()?;
+        let cwd_set = cwd.is_some();
+        let cwd = match cwd {
+            Some(c) => config.dir.join(expand_env(c, &format!("{what}.cwd"))?),
+            None => config.dir.clone(),
+        };
+        let timeout = timeout.map(|t| parse_timeout(t, what)).transpose()?;
+        // Checked once, before any case runs, rather than failing every case.
+        if !crate::util::command::findable(&argv[0], &cwd, env.iter()) {
+            return Err(AgentSetupError::NotFound {
+                table: what.to_string(),
+                program: command[0].clone(),
+                config: config.describe(),
+                on_path: !argv[0].contains('/'),
+            });
+        }
+        Ok(AgentDef::Process(Arc::new(process::ProcessSpec {
+            argv,
+            // As written: `${VAR}`s stay unexpanded, since they may be secrets.
+            shown: command.join(" "),
+            cwd,
+            cwd_set,
+            env,
+            timeout,
+        })))
     }
 
     /// Starts one conversation (for a process agent, spawns the process); with
@@ -471,6 +477,14 @@ async fn respond(a: &Arc<dyn Agent>, request: &Request) -> Result<Reply, AgentEr
             .map_err(|payload| panicked(payload.as_ref()))?
             .map_err(AgentError::Returned)
     }
+}
+
+/// An agent's `timeout`, with the key it was read from for the error.
+fn parse_timeout(t: &str, what: &str) -> Result<std::time::Duration, AgentSetupError> {
+    crate::util::parse_duration(t).map_err(|source| AgentSetupError::Duration {
+        key: format!("{what}.timeout"),
+        source,
+    })
 }
 
 #[cfg(test)]

@@ -500,6 +500,29 @@ pub(crate) fn check_http_wire(agent: &AgentConfig) -> Result<(), AgentSetupError
     }
 }
 
+impl SessionWire {
+    /// The `[session]` request's template and the path of the id in its answer. The
+    /// template cannot use the session id: there is none yet.
+    fn compile(
+        s: &HttpSessionRequest,
+        expand: Option<&str>,
+    ) -> Result<SessionWire, AgentSetupError> {
+        let scope = Scope {
+            session: false,
+            expand,
+        };
+        Ok(SessionWire {
+            url: s.url.clone(),
+            body: Template::compile(
+                s.body.as_ref().unwrap_or(&json!({})),
+                "session.body",
+                &scope,
+            )?,
+            id: Path::compile(&s.id, "session.id")?,
+        })
+    }
+}
+
 impl Wire {
     /// The wire of a kind that speaks an HTTP API of its own (`langgraph`, `a2a`)
     /// through the http kind's POSTs: no template, no reply paths.
@@ -516,6 +539,34 @@ impl Wire {
         sse: bool,
         expand: Option<&str>,
     ) -> Result<Wire, AgentSetupError> {
+        Self::check_keys(format, body, reply, session, sse)?;
+        let turn = Scope {
+            session: session.is_some(),
+            expand,
+        };
+        let session = session
+            .map(|s| SessionWire::compile(s, expand))
+            .transpose()?;
+        Ok(Wire {
+            format,
+            body: body
+                .map(|b| Template::compile(b, "body", &turn))
+                .transpose()?,
+            reply: reply.map(ReplyPaths::compile).transpose()?,
+            session,
+            sse,
+        })
+    }
+
+    /// The wire keys the format takes: agentest's own has none, openai-chat no reply
+    /// paths and a table for a body, custom needs both.
+    fn check_keys(
+        format: HttpFormat,
+        body: Option<&Value>,
+        reply: Option<&HttpReplyPaths>,
+        session: Option<&HttpSessionRequest>,
+        sse: bool,
+    ) -> Result<(), AgentSetupError> {
         let name = match format {
             HttpFormat::Agentest => "agentest",
             HttpFormat::OpenaiChat => "openai-chat",
@@ -562,36 +613,7 @@ impl Wire {
                 }
             }
         }
-        let turn = Scope {
-            session: session.is_some(),
-            expand,
-        };
-        let session = session
-            .map(|s| {
-                let scope = Scope {
-                    session: false,
-                    expand,
-                };
-                Ok::<_, AgentSetupError>(SessionWire {
-                    url: s.url.clone(),
-                    body: Template::compile(
-                        s.body.as_ref().unwrap_or(&json!({})),
-                        "session.body",
-                        &scope,
-                    )?,
-                    id: Path::compile(&s.id, "session.id")?,
-                })
-            })
-            .transpose()?;
-        Ok(Wire {
-            format,
-            body: body
-                .map(|b| Template::compile(b, "body", &turn))
-                .transpose()?,
-            reply: reply.map(ReplyPaths::compile).transpose()?,
-            session,
-            sse,
-        })
+        Ok(())
     }
 
     /// The request body of one turn.

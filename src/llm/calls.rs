@@ -110,49 +110,8 @@ impl ModelCalls {
             canonical(&serde_json::to_value(request).map_err(|e| LlmError::Failed(e.to_string()))?);
         let key = key_of(&normalised);
         if self.mode != CassetteMode::Off {
-            let replayed = self.with_cassette(|c| c.replay(&key, &normalised))?;
-            match replayed {
-                Some(Ok(response)) => {
-                    let outcome = ChatOutcome {
-                        response,
-                        retries: 0,
-                    };
-                    self.count(endpoint, role, &outcome, true);
-                    return Ok(outcome);
-                }
-                // The endpoint refused this call when it was recorded: so it does again.
-                Some(Err(refusal)) => {
-                    self.stats
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .replayed_calls += 1;
-                    return Err(LlmError::Refused(refusal));
-                }
-                None => {}
-            }
-            let refuse = match self.mode {
-                CassetteMode::Replay | CassetteMode::Strict => {
-                    Some(format!("cassette mode {}", self.mode.name()))
-                }
-                CassetteMode::Auto if on_ci() => {
-                    // No key either: that is the reason to give.
-                    if let Some(why) = endpoint.unavailable() {
-                        return Err(LlmError::Unavailable(format!(
-                            "the case needs a model: no recording in {}, and {why}",
-                            crate::util::display_path(&self.path).display()
-                        )));
-                    }
-                    Some("on CI (the CI variable is set)".to_string())
-                }
-                _ => None,
-            };
-            if let Some(why) = refuse {
-                return Err(LlmError::NotRecorded(format!(
-                    "no recording of this model call in {} ({why}): {}\nhint: record it where the model is reachable: AGENTEST_CASSETTES=record {}, with the API key set, then commit the cassette",
-                    crate::util::display_path(&self.path).display(),
-                    summary(request),
-                    crate::util::invocation::get()
-                )));
+            if let Some(outcome) = self.replay(endpoint, role, request, &key, &normalised)? {
+                return Ok(outcome);
             }
         }
         self.meters
@@ -164,54 +123,111 @@ impl ModelCalls {
             .await
         {
             Ok(o) => o,
-            Err(LlmError::Unavailable(why)) => {
-                let recorded = match self.mode {
-                    CassetteMode::Off => "cassettes are off".to_string(),
-                    CassetteMode::Record => "the cassette mode is record".to_string(),
-                    _ => format!(
-                        "no recording in {}",
-                        crate::util::display_path(&self.path).display()
-                    ),
-                };
-                return Err(LlmError::Unavailable(format!(
-                    "the case needs a model: {recorded}, and {why}"
-                )));
-            }
+            Err(LlmError::Unavailable(why)) => return Err(self.unreachable(&why)),
             Err(LlmError::Refused(refusal)) => {
                 // A refusal is part of the recording: a replay gives the same error, not
                 // "no recording" (and re-recording would hit the same refusal).
-                if self.mode != CassetteMode::Off {
-                    let entry = Entry {
-                        key,
-                        role,
-                        request: normalised,
-                        response: Value::Null,
-                        error: Some(refusal.clone()),
-                    };
-                    self.with_cassette(|c| {
-                        c.record(entry);
-                        Ok(())
-                    })?;
-                }
+                self.record(Entry {
+                    key,
+                    role,
+                    request: normalised,
+                    response: Value::Null,
+                    error: Some(refusal.clone()),
+                })?;
                 return Err(LlmError::Refused(refusal));
             }
             Err(e) => return Err(e),
         };
         self.count(endpoint, role, &outcome, false);
+        self.record(Entry {
+            key,
+            role,
+            request: normalised,
+            response: outcome.response.clone(),
+            error: None,
+        })?;
+        Ok(outcome)
+    }
+
+    /// The cassette's answer to a call: its recorded response or refusal, or, when the
+    /// mode forbids calling the endpoint, why not. `None`: the endpoint is to be called.
+    fn replay(
+        &self,
+        endpoint: &Endpoint,
+        role: Role,
+        request: &ChatRequest,
+        key: &str,
+        normalised: &Value,
+    ) -> Result<Option<ChatOutcome>, LlmError> {
+        let replayed = self.with_cassette(|c| c.replay(key, normalised))?;
+        match replayed {
+            Some(Ok(response)) => {
+                let outcome = ChatOutcome {
+                    response,
+                    retries: 0,
+                };
+                self.count(endpoint, role, &outcome, true);
+                return Ok(Some(outcome));
+            }
+            // The endpoint refused this call when it was recorded: so it does again.
+            Some(Err(refusal)) => {
+                self.stats
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .replayed_calls += 1;
+                return Err(LlmError::Refused(refusal));
+            }
+            None => {}
+        }
+        let refuse = match self.mode {
+            CassetteMode::Replay | CassetteMode::Strict => {
+                Some(format!("cassette mode {}", self.mode.name()))
+            }
+            CassetteMode::Auto if on_ci() => {
+                // No key either: that is the reason to give.
+                if let Some(why) = endpoint.unavailable() {
+                    return Err(LlmError::Unavailable(format!(
+                        "the case needs a model: no recording in {}, and {why}",
+                        crate::util::display_path(&self.path).display()
+                    )));
+                }
+                Some("on CI (the CI variable is set)".to_string())
+            }
+            _ => None,
+        };
+        if let Some(why) = refuse {
+            return Err(LlmError::NotRecorded(format!(
+                    "no recording of this model call in {} ({why}): {}\nhint: record it where the model is reachable: AGENTEST_CASSETTES=record {}, with the API key set, then commit the cassette",
+                    crate::util::display_path(&self.path).display(),
+                    summary(request),
+                    crate::util::invocation::get()
+                )));
+        }
+        Ok(None)
+    }
+
+    /// A call the endpoint could not take, with why the cassette did not answer it.
+    fn unreachable(&self, why: &str) -> LlmError {
+        let recorded = match self.mode {
+            CassetteMode::Off => "cassettes are off".to_string(),
+            CassetteMode::Record => "the cassette mode is record".to_string(),
+            _ => format!(
+                "no recording in {}",
+                crate::util::display_path(&self.path).display()
+            ),
+        };
+        LlmError::Unavailable(format!("the case needs a model: {recorded}, and {why}"))
+    }
+
+    /// Adds a call's response or refusal to the cassette, when cassettes are on.
+    fn record(&self, entry: Entry) -> Result<(), LlmError> {
         if self.mode != CassetteMode::Off {
-            let entry = Entry {
-                key,
-                role,
-                request: normalised,
-                response: outcome.response.clone(),
-                error: None,
-            };
             self.with_cassette(|c| {
                 c.record(entry);
                 Ok(())
             })?;
         }
-        Ok(outcome)
+        Ok(())
     }
 
     /// Whether the case's agent turns are replayed from the cassette rather than sent

@@ -339,34 +339,14 @@ impl Endpoint {
         if let Some(why) = self.unavailable() {
             return Err(LlmError::Unavailable(why));
         }
-        let mut headers = self.headers.clone();
-        if let Some(var) = &self.api_key_env {
-            let key = std::env::var(var).unwrap_or_default();
-            crate::util::register_secret(&key);
-            let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-                LlmError::Failed(format!(
-                    "the API key in `{var}` is not a valid header value"
-                ))
-            })?;
-            value.set_sensitive(true);
-            headers.insert(AUTHORIZATION, value);
-        }
+        let headers = self.headers_with_key()?;
         let tries = self.max_retries + 1;
         let mut retries = 0;
         let mut last_server_error: Option<String> = None;
         loop {
-            let attempt = {
-                let slot = self.limiter.acquire(wait).await;
-                let attempt = self.attempt(request, &headers, deadline).await;
-                match &attempt {
-                    Ok(_) => slot.observe(Load::Kept),
-                    Err(Attempt::Retry {
-                        overloaded: true, ..
-                    }) => slot.observe(Load::Overloaded),
-                    Err(_) => {}
-                }
-                attempt
-            };
+            let attempt = self
+                .attempt_in_slot(request, &headers, deadline, wait)
+                .await;
             let (reason, retry_after, server_error) = match attempt {
                 Ok(response) => return Ok(ChatOutcome { response, retries }),
                 Err(Attempt::Fatal(e)) => return Err(LlmError::Failed(e)),
@@ -425,6 +405,44 @@ impl Endpoint {
         }
     }
 
+    /// The endpoint's headers, with the API key from its variable as a bearer token.
+    fn headers_with_key(&self) -> Result<HeaderMap, LlmError> {
+        let mut headers = self.headers.clone();
+        if let Some(var) = &self.api_key_env {
+            let key = std::env::var(var).unwrap_or_default();
+            crate::util::register_secret(&key);
+            let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+                LlmError::Failed(format!(
+                    "the API key in `{var}` is not a valid header value"
+                ))
+            })?;
+            value.set_sensitive(true);
+            headers.insert(AUTHORIZATION, value);
+        }
+        Ok(headers)
+    }
+
+    /// One attempt, once a slot in flight is free; how it went tells the limiter
+    /// whether the endpoint is overloaded.
+    async fn attempt_in_slot(
+        &self,
+        request: &ChatRequest,
+        headers: &HeaderMap,
+        deadline: Instant,
+        wait: &SlotWait,
+    ) -> Result<Value, Attempt> {
+        let slot = self.limiter.acquire(wait).await;
+        let attempt = self.attempt(request, headers, deadline).await;
+        match &attempt {
+            Ok(_) => slot.observe(Load::Kept),
+            Err(Attempt::Retry {
+                overloaded: true, ..
+            }) => slot.observe(Load::Overloaded),
+            Err(_) => {}
+        }
+        attempt
+    }
+
     async fn attempt(
         &self,
         request: &ChatRequest,
@@ -438,6 +456,17 @@ impl Endpoint {
             ));
         }
         let timeout = self.timeout.min(left);
+        let (status, retry_after, body) = self.send(request, headers, timeout).await?;
+        self.answer_of(status, retry_after, &body)
+    }
+
+    /// Sends the request and reads the whole reply, within `timeout`.
+    async fn send(
+        &self,
+        request: &ChatRequest,
+        headers: &HeaderMap,
+        timeout: Duration,
+    ) -> Result<(reqwest::StatusCode, Option<Duration>, Vec<u8>), Attempt> {
         let sent = self
             .client
             .post(self.url.clone())
@@ -482,11 +511,22 @@ impl Endpoint {
                 return Err(Attempt::retry(format!("the reply was cut off: {e}")))
             }
         };
+        Ok((status, retry_after, body))
+    }
+
+    /// What a reply means: a chat completion, a status worth retrying, or a refusal.
+    /// Its volatile fields (id, time, fingerprint) are dropped, so recordings compare.
+    fn answer_of(
+        &self,
+        status: reqwest::StatusCode,
+        retry_after: Option<Duration>,
+        body: &[u8],
+    ) -> Result<Value, Attempt> {
         if status.as_u16() == 429 || status.is_server_error() {
             return Err(Attempt::Retry {
                 reason: format!(
                     "HTTP {status}{}",
-                    server_message(&body)
+                    server_message(body)
                         .map(|m| format!(": {m}"))
                         .unwrap_or_default()
                 ),
@@ -496,18 +536,18 @@ impl Endpoint {
             });
         }
         if !status.is_success() {
-            let msg = server_message(&body)
-                .unwrap_or_else(|| crate::util::clip(String::from_utf8_lossy(&body).trim()));
+            let msg = server_message(body)
+                .unwrap_or_else(|| crate::util::clip(String::from_utf8_lossy(body).trim()));
             return Err(Attempt::Refused(format!(
                 "model endpoint {} answered HTTP {status}: {msg}",
                 self.shown
             )));
         }
-        let mut value: Value = serde_json::from_slice(&body).map_err(|e| {
+        let mut value: Value = serde_json::from_slice(body).map_err(|e| {
             Attempt::Refused(format!(
                 "model endpoint {} answered with invalid JSON ({e}): {}",
                 self.shown,
-                crate::util::clip(String::from_utf8_lossy(&body).trim())
+                crate::util::clip(String::from_utf8_lossy(body).trim())
             ))
         })?;
         if !value["choices"][0]["message"].is_object() {

@@ -173,48 +173,14 @@ fn tree_block(r: &CaseReport, style: &Style) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "\n► {}", title(r, style));
     if r.mode.is_none() {
-        let _ = writeln!(
-            s,
-            "  └─ {}: failed to load",
-            style.paint(Status::Error, "ERROR")
-        );
-        let _ = writeln!(s, "     {}", r.error.as_deref().unwrap_or_default());
+        load_failed_lines(&mut s, r, style);
         return s;
     }
     if r.status == Status::Skipped {
-        let _ = writeln!(s, "  └─ {}", style.paint(Status::Skipped, "SKIPPED"));
-        let reason = r.error.as_deref().unwrap_or_default();
-        let mut lines = reason.lines();
-        let _ = writeln!(s, "     Reason: {}", lines.next().unwrap_or_default());
-        for line in lines {
-            let line = line
-                .strip_prefix("hint: ")
-                .map(|h| format!("Hint: {h}"))
-                .unwrap_or_else(|| line.to_string());
-            let _ = writeln!(s, "     {line}");
-        }
+        skipped_lines(&mut s, r, style);
         return s;
     }
-    if let Some(line) = crate::record::format::common::stability_line(r) {
-        let flaky = if r.flaky() {
-            format!("{} ", style.paint(Status::Failed, "FLAKY"))
-        } else {
-            String::new()
-        };
-        let _ = writeln!(s, "  ├─ {flaky}Repeats: {line}");
-        if let Some(shown) = r
-            .repeats
-            .iter()
-            .find(|x| x.turns == r.turns)
-            .and_then(|x| x.repeat)
-        {
-            let _ = writeln!(
-                s,
-                "  ├─ {}",
-                style.dim(&format!("Turns of repeat {shown}:"))
-            );
-        }
-    }
+    repeats_lines(&mut s, r, style);
     // A start that took no noticeable time is not worth a line.
     if let (true, Some(ms @ 10..)) = (style.verbose, r.startup_ms) {
         let _ = writeln!(
@@ -244,42 +210,102 @@ fn tree_block(r: &CaseReport, style: &Style) -> String {
         let _ = writeln!(s, "  │");
     }
     if !r.checkpoints.is_empty() {
-        let reached = r
-            .checkpoints
-            .iter()
-            .filter(|c| c.reached && !c.forbidden)
-            .count();
-        let wanted = r.checkpoints.iter().filter(|c| !c.forbidden).count();
-        let all_required = r
-            .checkpoints
-            .iter()
-            .all(|c| c.reached || !c.required || c.forbidden);
-        // Optional ones missed: the count alone would read as a shortfall.
-        let required = if all_required && reached < wanted {
-            ", all required"
+        checkpoints_lines(&mut s, r, style);
+    }
+    result_lines(&mut s, r, style);
+    s
+}
+
+/// A case whose file did not load: the error under the title, nothing else.
+fn load_failed_lines(s: &mut String, r: &CaseReport, style: &Style) {
+    let _ = writeln!(
+        s,
+        "  └─ {}: failed to load",
+        style.paint(Status::Error, "ERROR")
+    );
+    let _ = writeln!(s, "     {}", r.error.as_deref().unwrap_or_default());
+}
+
+/// A skipped case: its reason, and the reason's hints capitalised.
+fn skipped_lines(s: &mut String, r: &CaseReport, style: &Style) {
+    let _ = writeln!(s, "  └─ {}", style.paint(Status::Skipped, "SKIPPED"));
+    let reason = r.error.as_deref().unwrap_or_default();
+    let mut lines = reason.lines();
+    let _ = writeln!(s, "     Reason: {}", lines.next().unwrap_or_default());
+    for line in lines {
+        let line = line
+            .strip_prefix("hint: ")
+            .map(|h| format!("Hint: {h}"))
+            .unwrap_or_else(|| line.to_string());
+        let _ = writeln!(s, "     {line}");
+    }
+}
+
+/// A repeated case: how its repeats went, and which repeat's turns follow.
+fn repeats_lines(s: &mut String, r: &CaseReport, style: &Style) {
+    if let Some(line) = crate::record::format::common::stability_line(r) {
+        let flaky = if r.flaky() {
+            format!("{} ", style.paint(Status::Failed, "FLAKY"))
         } else {
-            ""
+            String::new()
         };
-        let _ = writeln!(
-            s,
-            "  ├─ Checkpoints: {reached}/{wanted} reached{required}{}",
-            r.termination.map(|t| format!(" ({t})")).unwrap_or_default()
-        );
-        for c in r
-            .checkpoints
+        let _ = writeln!(s, "  ├─ {flaky}Repeats: {line}");
+        if let Some(shown) = r
+            .repeats
             .iter()
-            .filter(|c| !c.reached && c.required && !c.forbidden)
+            .find(|x| x.turns == r.turns)
+            .and_then(|x| x.repeat)
         {
             let _ = writeln!(
                 s,
-                "  │  {} {}: {}",
-                style.paint(Status::Failed, "✗"),
-                c.id,
-                c.message
+                "  ├─ {}",
+                style.dim(&format!("Turns of repeat {shown}:"))
             );
         }
-        let _ = writeln!(s, "  │");
     }
+}
+
+/// A scenario's checkpoints: how many were reached, and the required ones missed.
+fn checkpoints_lines(s: &mut String, r: &CaseReport, style: &Style) {
+    let reached = r
+        .checkpoints
+        .iter()
+        .filter(|c| c.reached && !c.forbidden)
+        .count();
+    let wanted = r.checkpoints.iter().filter(|c| !c.forbidden).count();
+    let all_required = r
+        .checkpoints
+        .iter()
+        .all(|c| c.reached || !c.required || c.forbidden);
+    // Optional ones missed: the count alone would read as a shortfall.
+    let required = if all_required && reached < wanted {
+        ", all required"
+    } else {
+        ""
+    };
+    let _ = writeln!(
+        s,
+        "  ├─ Checkpoints: {reached}/{wanted} reached{required}{}",
+        r.termination.map(|t| format!(" ({t})")).unwrap_or_default()
+    );
+    for c in r
+        .checkpoints
+        .iter()
+        .filter(|c| !c.reached && c.required && !c.forbidden)
+    {
+        let _ = writeln!(
+            s,
+            "  │  {} {}: {}",
+            style.paint(Status::Failed, "✗"),
+            c.id,
+            c.message
+        );
+    }
+    let _ = writeln!(s, "  │");
+}
+
+/// The case's verdict, and its error when no turn showed it already.
+fn result_lines(s: &mut String, r: &CaseReport, style: &Style) {
     let _ = writeln!(
         s,
         "  └─ Result: {} ({})",
@@ -302,7 +328,6 @@ fn tree_block(r: &CaseReport, style: &Style) -> String {
             }
         }
     }
-    s
 }
 
 fn turn_lines(s: &mut String, t: &TurnReport, style: &Style) {
@@ -342,61 +367,7 @@ fn turn_lines(s: &mut String, t: &TurnReport, style: &Style) {
     if style.verbose || !t.ok() {
         // What the agent said and did shows even when the turn then failed (a judge that
         // broke, a tool loop that ran out of rounds).
-        let reply = value_text(&t.output);
-        if !reply.is_empty() || (t.tool_calls.is_empty() && t.error.is_none()) {
-            // A code step's output is its own, not the agent's.
-            let who = if t.input_source == "code" {
-                "Output"
-            } else {
-                "Agent"
-            };
-            let _ = writeln!(s, "{pad}{who}: {}", style.dim(&quote(&reply)));
-        }
-        if let Some(code) = &t.code {
-            let exit = code.exit_text();
-            let files = if code.files.is_empty() {
-                String::new()
-            } else {
-                format!("; files: {}", code.files.join(", "))
-            };
-            let _ = writeln!(
-                s,
-                "{pad}{}",
-                style.dim(&format!("{} {exit}{files}", code.lang))
-            );
-            for line in code.stderr.lines() {
-                let _ = writeln!(s, "{pad}{}", style.dim(&format!("stderr: {line}")));
-            }
-        }
-        for c in &t.tool_calls {
-            let args = c.arguments_json().to_string();
-            let from = if crate::record::format::common::traced(c) {
-                " (from trace)"
-            } else {
-                ""
-            };
-            let _ = writeln!(
-                s,
-                "{pad}Agent: [tool: {}({})]{from}",
-                c.name,
-                crate::util::clip(&args)
-            );
-        }
-        if style.verbose {
-            if let Some(count) = crate::record::format::common::spans_count(&t.spans) {
-                let _ = writeln!(s, "{pad}{}", style.dim(&format!("Trace: {count}")));
-            }
-        }
-        // An assertion that could not be evaluated (a broken judge) shows its error
-        // itself, below: once is enough.
-        let shown_below = |e: &str| t.assertions.iter().any(|a| !a.passed && a.message == e);
-        if let Some(e) = t.error.as_deref().filter(|e| !shown_below(e)) {
-            let mut lines = e.lines();
-            let _ = writeln!(s, "{pad}Error: {}", lines.next().unwrap_or_default());
-            for line in lines {
-                let _ = writeln!(s, "{pad}       {line}");
-            }
-        }
+        turn_activity(s, t, style, pad);
     }
     let shown: Vec<AssertionReport> = t
         .assertions
@@ -405,6 +376,73 @@ fn turn_lines(s: &mut String, t: &TurnReport, style: &Style) {
         .cloned()
         .collect();
     assertion_lines(s, &shown, style, pad);
+    turn_verdict_lines(s, t, style, pad);
+    let _ = writeln!(s, "  │");
+}
+
+/// What the agent said and did on a turn: its reply, a code step's run, its tool calls,
+/// its trace's size, the turn's error.
+fn turn_activity(s: &mut String, t: &TurnReport, style: &Style, pad: &str) {
+    let reply = value_text(&t.output);
+    if !reply.is_empty() || (t.tool_calls.is_empty() && t.error.is_none()) {
+        // A code step's output is its own, not the agent's.
+        let who = if t.input_source == "code" {
+            "Output"
+        } else {
+            "Agent"
+        };
+        let _ = writeln!(s, "{pad}{who}: {}", style.dim(&quote(&reply)));
+    }
+    if let Some(code) = &t.code {
+        let exit = code.exit_text();
+        let files = if code.files.is_empty() {
+            String::new()
+        } else {
+            format!("; files: {}", code.files.join(", "))
+        };
+        let _ = writeln!(
+            s,
+            "{pad}{}",
+            style.dim(&format!("{} {exit}{files}", code.lang))
+        );
+        for line in code.stderr.lines() {
+            let _ = writeln!(s, "{pad}{}", style.dim(&format!("stderr: {line}")));
+        }
+    }
+    for c in &t.tool_calls {
+        let args = c.arguments_json().to_string();
+        let from = if crate::record::format::common::traced(c) {
+            " (from trace)"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            s,
+            "{pad}Agent: [tool: {}({})]{from}",
+            c.name,
+            crate::util::clip(&args)
+        );
+    }
+    if style.verbose {
+        if let Some(count) = crate::record::format::common::spans_count(&t.spans) {
+            let _ = writeln!(s, "{pad}{}", style.dim(&format!("Trace: {count}")));
+        }
+    }
+    // An assertion that could not be evaluated (a broken judge) shows its error
+    // itself, below: once is enough.
+    let shown_below = |e: &str| t.assertions.iter().any(|a| !a.passed && a.message == e);
+    if let Some(e) = t.error.as_deref().filter(|e| !shown_below(e)) {
+        let mut lines = e.lines();
+        let _ = writeln!(s, "{pad}Error: {}", lines.next().unwrap_or_default());
+        for line in lines {
+            let _ = writeln!(s, "{pad}       {line}");
+        }
+    }
+}
+
+/// The judge's criteria, how a scenario ended and the checkpoints, under a turn's
+/// assertions.
+fn turn_verdict_lines(s: &mut String, t: &TurnReport, style: &Style, pad: &str) {
     if let Some(c) = &t.criteria {
         // The judge's evaluation: always with -v; a failing one explains the verdict.
         if style.verbose || c.failure_met {
@@ -435,7 +473,6 @@ fn turn_lines(s: &mut String, t: &TurnReport, style: &Style) {
             );
         }
     }
-    let _ = writeln!(s, "  │");
 }
 
 fn assertion_lines(s: &mut String, list: &[AssertionReport], style: &Style, pad: &str) {

@@ -6,9 +6,9 @@ use std::path::Path;
 
 use serde_json::{json, Map, Value};
 
-use crate::case::{Case, Mode};
+use crate::case::{Case, Checkpoint, Mode};
 use crate::errors::FreezeError;
-use crate::record::CaseReport;
+use crate::record::{CaseReport, TurnReport};
 
 /// Builds the frozen case from the original case and its report record.
 pub fn freeze(case: &Case, record: &CaseReport) -> Result<Value, FreezeError> {
@@ -18,6 +18,41 @@ pub fn freeze(case: &Case, record: &CaseReport) -> Result<Value, FreezeError> {
         });
     }
     let raw = case.raw.as_object().cloned().unwrap_or_default();
+    let mut frozen = frozen_head(case, &raw);
+    let (checkpoints, forbidden): (Vec<_>, Vec<_>) = match &case.mode {
+        Mode::Dynamic { checkpoints, .. } => checkpoints.iter().partition(|c| !c.forbidden),
+        _ => (Vec::new(), Vec::new()),
+    };
+    let raw_checkpoints = raw
+        .get("checkpoints")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let established = Established {
+        record,
+        checkpoints,
+        forbidden,
+        raw_checkpoints,
+    };
+    let mut turns = Vec::new();
+    for (i, t) in record.turns.iter().enumerate() {
+        if t.error.is_some() {
+            break;
+        }
+        let checks = established.checks(t);
+        let mut turn = Map::new();
+        turn.insert("input".into(), turn_input(case, i, t));
+        if !checks.is_empty() {
+            turn.insert("assert".into(), Value::Array(checks));
+        }
+        turns.push(Value::Object(turn));
+    }
+    frozen.insert("turns".into(), Value::Array(turns));
+    Ok(Value::Object(frozen))
+}
+
+/// The frozen case's id and name, and what it keeps of the original besides its turns.
+fn frozen_head(case: &Case, raw: &Map<String, Value>) -> Map<String, Value> {
     let mut frozen = Map::new();
     frozen.insert("id".into(), json!(format!("{}-frozen", case.id)));
     frozen.insert(
@@ -36,17 +71,24 @@ pub fn freeze(case: &Case, record: &CaseReport) -> Result<Value, FreezeError> {
             frozen.insert(key.into(), v.clone());
         }
     }
-    let (checkpoints, forbidden): (Vec<_>, Vec<_>) = match &case.mode {
-        Mode::Dynamic { checkpoints, .. } => checkpoints.iter().partition(|c| !c.forbidden),
-        _ => (Vec::new(), Vec::new()),
-    };
-    let raw_checkpoints = raw
-        .get("checkpoints")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let assertion_of = |id: &str| {
-        raw_checkpoints
+    frozen
+}
+
+/// What the run established, to be asserted turn by turn.
+struct Established<'a> {
+    record: &'a CaseReport,
+    /// The checkpoints to reach.
+    checkpoints: Vec<&'a Checkpoint>,
+    /// The checkpoints that must never be reached.
+    forbidden: Vec<&'a Checkpoint>,
+    /// The case file's checkpoints, as written: their assertions are copied verbatim.
+    raw_checkpoints: Vec<Value>,
+}
+
+impl Established<'_> {
+    /// A checkpoint's assertion (or assertions) as the case file wrote it.
+    fn assertion_of(&self, id: &str) -> Option<Value> {
+        self.raw_checkpoints
             .iter()
             .find(|c| c["id"] == id)
             .and_then(|c| {
@@ -55,21 +97,20 @@ pub fn freeze(case: &Case, record: &CaseReport) -> Result<Value, FreezeError> {
                     .or_else(|| c.get("assertions"))
             })
             .cloned()
-    };
-    let mut turns = Vec::new();
-    for (i, t) in record.turns.iter().enumerate() {
-        if t.error.is_some() {
-            break;
-        }
+    }
+
+    /// The assertions for one turn.
+    fn checks(&self, t: &TurnReport) -> Vec<Value> {
         let mut checks: Vec<Value> = Vec::new();
         // What the run established at this turn: the checkpoints it reached...
-        for c in &checkpoints {
-            let reached_here = record
+        for c in &self.checkpoints {
+            let reached_here = self
+                .record
                 .checkpoints
                 .iter()
                 .any(|r| r.id == c.id && r.reached_at_turn == Some(t.turn));
             if reached_here {
-                if let Some(a) = assertion_of(&c.id) {
+                if let Some(a) = self.assertion_of(&c.id) {
                     match a {
                         Value::Array(items) => checks.extend(items),
                         other => checks.push(other),
@@ -88,8 +129,8 @@ pub fn freeze(case: &Case, record: &CaseReport) -> Result<Value, FreezeError> {
             }
         }
         // ...and what must never happen, on every turn.
-        for c in &forbidden {
-            if let Some(a) = assertion_of(&c.id) {
+        for c in &self.forbidden {
+            if let Some(a) = self.assertion_of(&c.id) {
                 let items = match a {
                     Value::Array(items) => items,
                     other => vec![other],
@@ -103,32 +144,29 @@ pub fn freeze(case: &Case, record: &CaseReport) -> Result<Value, FreezeError> {
                 }
             }
         }
-        let input = match (i, &case.mode) {
-            (
-                0,
-                Mode::Dynamic {
-                    input: Some(inp), ..
-                }
-                | Mode::Criteria {
-                    input: Some(inp), ..
-                },
-            )
-            | (0, Mode::Single { input: inp, .. })
-                if inp.messages.len() > 1 =>
-            {
-                json!(inp.messages)
-            }
-            _ => json!(t.input),
-        };
-        let mut turn = Map::new();
-        turn.insert("input".into(), input);
-        if !checks.is_empty() {
-            turn.insert("assert".into(), Value::Array(checks));
-        }
-        turns.push(Value::Object(turn));
+        checks
     }
-    frozen.insert("turns".into(), Value::Array(turns));
-    Ok(Value::Object(frozen))
+}
+
+/// A turn's input: the first turn keeps a seed conversation of several messages whole.
+fn turn_input(case: &Case, i: usize, t: &TurnReport) -> Value {
+    match (i, &case.mode) {
+        (
+            0,
+            Mode::Dynamic {
+                input: Some(inp), ..
+            }
+            | Mode::Criteria {
+                input: Some(inp), ..
+            },
+        )
+        | (0, Mode::Single { input: inp, .. })
+            if inp.messages.len() > 1 =>
+        {
+            json!(inp.messages)
+        }
+        _ => json!(t.input),
+    }
 }
 
 /// Finds a case's record in a JSONL report: the last record whose location is the

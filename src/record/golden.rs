@@ -15,7 +15,7 @@ use crate::errors::{GoldenError, NewFile};
 // The outcome has a file of its own: the report model holds it, and this file reads
 // the report model.
 pub use crate::record::golden_check::GoldenCheck;
-use crate::record::{AssertionReport, CaseReport};
+use crate::record::{AssertionReport, CaseReport, CodeRun, TurnReport};
 use crate::util::value_text;
 
 /// The golden file of a case: beside its suite file, `<dir>/<suite>.golden/<id>.txt`
@@ -97,48 +97,9 @@ pub fn render(r: &CaseReport) -> String {
             }
         }
         let _ = writeln!(s, "\n--- turn {} ({})", t.turn, t.input_source);
-        if let Some(code) = &t.code {
-            // A code step: its code, output, exit code and the files it left.
-            block(&mut s, &format!("code ({})", code.lang), &t.input);
-            block(&mut s, "stdout", &value_text(&t.output));
-            let _ = writeln!(s, "{}", code.exit_text());
-            if !code.stderr.is_empty() {
-                block(&mut s, "stderr", &code.stderr);
-            }
-            if !code.files.is_empty() {
-                let _ = writeln!(s, "files: {}", code.files.join(", "));
-            }
-            verdicts(&mut s, &t.assertions);
-            if let Some(e) = &t.error {
-                let _ = writeln!(s, "error: {e}");
-            }
-            continue;
-        }
-        block(&mut s, "user", &t.input);
-        for c in &t.tool_calls {
-            let mut line = format!("tool {}({})", c.name, c.arguments_json());
-            if let Some(res) = &c.result {
-                let _ = write!(line, " -> {res}");
-            }
-            if let Some(err) = &c.error {
-                let _ = write!(line, " -> error {err}");
-            }
-            let _ = writeln!(s, "{line}");
-        }
-        block(&mut s, "agent", &value_text(&t.output));
-        if let Some(d) = &t.data {
-            let _ = writeln!(s, "data: {d}");
-        }
-        if t.awaiting_input {
-            let _ = writeln!(s, "awaiting input");
-        }
-        verdicts(&mut s, &t.assertions);
-        verdicts(&mut s, &t.checkpoints);
-        if let Some(e) = &t.ending {
-            let _ = writeln!(s, "ended: {e}");
-        }
-        if let Some(e) = &t.error {
-            let _ = writeln!(s, "error: {e}");
+        match &t.code {
+            Some(code) => code_step(&mut s, t, code),
+            None => exchange(&mut s, t),
         }
     }
     if !r.final_assertions.is_empty() {
@@ -146,24 +107,76 @@ pub fn render(r: &CaseReport) -> String {
         verdicts(&mut s, &r.final_assertions);
     }
     if !r.checkpoints.is_empty() {
-        let _ = writeln!(s, "\n--- checkpoints");
-        for c in &r.checkpoints {
-            let mark = if c.reached != c.forbidden {
-                "✓"
-            } else {
-                "✗"
-            };
-            let at = c
-                .reached_at_turn
-                .map(|t| format!(" at turn {t}"))
-                .unwrap_or_default();
-            let _ = writeln!(s, "{mark} {}{at}", c.id);
-        }
+        checkpoints(&mut s, r);
     }
     if let Some(t) = &r.termination {
         let _ = writeln!(s, "\ntermination: {t}");
     }
     s
+}
+
+/// A code step: its code, output, exit code and the files it left.
+fn code_step(s: &mut String, t: &TurnReport, code: &CodeRun) {
+    block(s, &format!("code ({})", code.lang), &t.input);
+    block(s, "stdout", &value_text(&t.output));
+    let _ = writeln!(s, "{}", code.exit_text());
+    if !code.stderr.is_empty() {
+        block(s, "stderr", &code.stderr);
+    }
+    if !code.files.is_empty() {
+        let _ = writeln!(s, "files: {}", code.files.join(", "));
+    }
+    verdicts(s, &t.assertions);
+    if let Some(e) = &t.error {
+        let _ = writeln!(s, "error: {e}");
+    }
+}
+
+/// A turn of conversation: the user's input, the tool calls, the reply and verdicts.
+fn exchange(s: &mut String, t: &TurnReport) {
+    block(s, "user", &t.input);
+    for c in &t.tool_calls {
+        let mut line = format!("tool {}({})", c.name, c.arguments_json());
+        if let Some(res) = &c.result {
+            let _ = write!(line, " -> {res}");
+        }
+        if let Some(err) = &c.error {
+            let _ = write!(line, " -> error {err}");
+        }
+        let _ = writeln!(s, "{line}");
+    }
+    block(s, "agent", &value_text(&t.output));
+    if let Some(d) = &t.data {
+        let _ = writeln!(s, "data: {d}");
+    }
+    if t.awaiting_input {
+        let _ = writeln!(s, "awaiting input");
+    }
+    verdicts(s, &t.assertions);
+    verdicts(s, &t.checkpoints);
+    if let Some(e) = &t.ending {
+        let _ = writeln!(s, "ended: {e}");
+    }
+    if let Some(e) = &t.error {
+        let _ = writeln!(s, "error: {e}");
+    }
+}
+
+/// A scenario's checkpoints, each reached or not and on which turn.
+fn checkpoints(s: &mut String, r: &CaseReport) {
+    let _ = writeln!(s, "\n--- checkpoints");
+    for c in &r.checkpoints {
+        let mark = if c.reached != c.forbidden {
+            "✓"
+        } else {
+            "✗"
+        };
+        let at = c
+            .reached_at_turn
+            .map(|t| format!(" at turn {t}"))
+            .unwrap_or_default();
+        let _ = writeln!(s, "{mark} {}{at}", c.id);
+    }
 }
 
 fn block(s: &mut String, who: &str, text: &str) {
@@ -223,36 +236,11 @@ pub fn check(
     } else {
         "missing"
     };
-    let write = |target: &Path| crate::util::write_atomically(target, actual);
     match mode {
-        UpdateMode::Always => {
-            let result = write(path).map_err(|source| GoldenError::Write {
-                shown: shown.clone(),
-                source,
-            });
-            // The golden file is current now; an older pending version must not come back.
-            let _ = std::fs::remove_file(&new_path);
-            let outcome = if result.is_ok() { "updated" } else { "error" };
-            (
-                GoldenCheck {
-                    file: shown,
-                    outcome: outcome.into(),
-                    pending: None,
-                },
-                result,
-            )
-        }
+        UpdateMode::Always => overwrite(path, &new_path, shown, actual),
         UpdateMode::New | UpdateMode::No => {
             let new_file = match mode {
-                UpdateMode::New => match write(&new_path) {
-                    Ok(()) => {
-                        NewFile::Written(crate::util::display_path(&new_path).display().to_string())
-                    }
-                    Err(source) => NewFile::Failed {
-                        path: new_path,
-                        source,
-                    },
-                },
+                UpdateMode::New => write_pending(new_path, actual),
                 _ => NewFile::Skipped,
             };
             let pending = match &new_file {
@@ -274,6 +262,41 @@ pub fn check(
             };
             (check, Err(e))
         }
+    }
+}
+
+/// `--update always`: the golden file becomes `actual`.
+fn overwrite(
+    path: &Path,
+    new_path: &Path,
+    shown: String,
+    actual: &str,
+) -> (GoldenCheck, Result<(), GoldenError>) {
+    let result = crate::util::write_atomically(path, actual).map_err(|source| GoldenError::Write {
+        shown: shown.clone(),
+        source,
+    });
+    // The golden file is current now; an older pending version must not come back.
+    let _ = std::fs::remove_file(new_path);
+    let outcome = if result.is_ok() { "updated" } else { "error" };
+    (
+        GoldenCheck {
+            file: shown,
+            outcome: outcome.into(),
+            pending: None,
+        },
+        result,
+    )
+}
+
+/// `--update new`: `actual` goes to `<golden>.new`, for review.
+fn write_pending(new_path: PathBuf, actual: &str) -> NewFile {
+    match crate::util::write_atomically(&new_path, actual) {
+        Ok(()) => NewFile::Written(crate::util::display_path(&new_path).display().to_string()),
+        Err(source) => NewFile::Failed {
+            path: new_path,
+            source,
+        },
     }
 }
 

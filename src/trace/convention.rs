@@ -588,100 +588,110 @@ fn tool_calls(index: &Index) -> Vec<TracedCall> {
     // LangChain TOOL span gives a one-argument tool's bare value as its input, so the
     // model's own arguments, on its LLM span, are the better read; other spans need it
     // only for what they lack.
-    let mut calls: Vec<Pending> = Vec::new();
-    for (i, span) in index.spans.iter().enumerate() {
-        if index.roles[i] != Role::Tool {
-            continue;
-        }
-        let name = first_text(span, &TOOL_NAME).unwrap_or_else(|| {
-            let name = span
-                .name
-                .strip_prefix("execute_tool ")
-                .unwrap_or(&span.name);
-            name.trim().to_string()
-        });
-        // ADK's summary span for parallel calls, each of which has its own span.
-        if name == "(merged tools)" {
-            continue;
-        }
-        let (arguments, envelope_id) = match first_value(&span.attributes, &TOOL_ARGUMENTS) {
-            Some((_, value)) => unwrap_arguments(parsed(value)),
-            None => (Value::Null, None),
-        };
-        let outcome = first_value(&span.attributes, &TOOL_RESULT)
-            .map(|(key, value)| unwrap_result(parsed(value), key == ADK_TOOL_RESPONSE));
-        let call_id = first_text(span, &TOOL_CALL_ID)
-            .and_then(|id| real_id(&id))
-            .or(envelope_id)
-            .or_else(|| outcome.as_ref().and_then(|o| o.call_id.clone()));
-        let error = match &span.status {
-            SpanStatus::Error(message) => Some(
-                Some(error_text(message))
-                    .filter(|m| !m.is_empty())
-                    .or_else(|| first_text(span, &[ERROR_TYPE]))
-                    .unwrap_or_else(|| "error".to_string()),
-            ),
-            _ => outcome
-                .as_ref()
-                .filter(|o| o.failed)
-                .map(|o| match &o.result {
-                    Value::String(text) => error_text(text),
-                    other => clip(&other.to_string(), VALUE_CLIP),
-                }),
-        };
-        let openinference = attr_str(&span.attributes, OPENINFERENCE_KIND).is_some();
-        let call = TracedCall {
-            name,
-            arguments,
-            result: outcome.map(|o| o.result).filter(|r| !r.is_null()),
-            error,
-            call_id,
-        };
-        let needs = openinference || call.arguments.is_null() || call.call_id.is_none();
-        calls.push(Pending {
-            call,
-            start: span.start_unix_nano,
-            needs,
-            openinference,
-        });
-    }
+    let mut calls: Vec<Pending> = index
+        .spans
+        .iter()
+        .zip(&index.roles)
+        .filter(|(_, role)| **role == Role::Tool)
+        .filter_map(|(span, _)| pending_call(span))
+        .collect();
     if calls.iter().any(|p| p.needs) {
-        let mut declared: Vec<Declared> = index
-            .spans
-            .iter()
-            .zip(&index.roles)
-            .filter(|(_, role)| **role == Role::Model)
-            .flat_map(|(span, _)| declared_calls(span))
-            .collect();
-        // A declaration whose call a complete span already ran is no one else's.
-        for done in calls.iter().filter(|p| !p.needs) {
-            for d in declared.iter_mut() {
-                if d.id.is_some() && d.id == done.call.call_id {
-                    d.used = true;
-                }
-            }
-        }
-        for pending in calls.iter_mut().filter(|p| p.needs) {
-            let call = &mut pending.call;
-            let Some(found) = take_declared(
-                &mut declared,
-                call.call_id.as_deref(),
-                &call.name,
-                pending.start,
-            ) else {
-                continue;
-            };
-            if let Some(arguments) = &found.arguments {
-                if pending.openinference || call.arguments.is_null() {
-                    call.arguments = arguments.clone();
-                }
-            }
-            if call.call_id.is_none() {
-                call.call_id.clone_from(&found.id);
-            }
-        }
+        join_declarations(index, &mut calls);
     }
     calls.into_iter().map(|p| p.call).collect()
+}
+
+/// The call a tool span records, or `None` for ADK's summary of parallel calls.
+fn pending_call(span: &Span) -> Option<Pending> {
+    let name = first_text(span, &TOOL_NAME).unwrap_or_else(|| {
+        let name = span
+            .name
+            .strip_prefix("execute_tool ")
+            .unwrap_or(&span.name);
+        name.trim().to_string()
+    });
+    // ADK's summary span for parallel calls, each of which has its own span.
+    if name == "(merged tools)" {
+        return None;
+    }
+    let (arguments, envelope_id) = match first_value(&span.attributes, &TOOL_ARGUMENTS) {
+        Some((_, value)) => unwrap_arguments(parsed(value)),
+        None => (Value::Null, None),
+    };
+    let outcome = first_value(&span.attributes, &TOOL_RESULT)
+        .map(|(key, value)| unwrap_result(parsed(value), key == ADK_TOOL_RESPONSE));
+    let call_id = first_text(span, &TOOL_CALL_ID)
+        .and_then(|id| real_id(&id))
+        .or(envelope_id)
+        .or_else(|| outcome.as_ref().and_then(|o| o.call_id.clone()));
+    let error = match &span.status {
+        SpanStatus::Error(message) => Some(
+            Some(error_text(message))
+                .filter(|m| !m.is_empty())
+                .or_else(|| first_text(span, &[ERROR_TYPE]))
+                .unwrap_or_else(|| "error".to_string()),
+        ),
+        _ => outcome
+            .as_ref()
+            .filter(|o| o.failed)
+            .map(|o| match &o.result {
+                Value::String(text) => error_text(text),
+                other => clip(&other.to_string(), VALUE_CLIP),
+            }),
+    };
+    let openinference = attr_str(&span.attributes, OPENINFERENCE_KIND).is_some();
+    let call = TracedCall {
+        name,
+        arguments,
+        result: outcome.map(|o| o.result).filter(|r| !r.is_null()),
+        error,
+        call_id,
+    };
+    let needs = openinference || call.arguments.is_null() || call.call_id.is_none();
+    Some(Pending {
+        call,
+        start: span.start_unix_nano,
+        needs,
+        openinference,
+    })
+}
+
+/// Completes the calls that need it from the model spans' declarations of them.
+fn join_declarations(index: &Index, calls: &mut [Pending]) {
+    let mut declared: Vec<Declared> = index
+        .spans
+        .iter()
+        .zip(&index.roles)
+        .filter(|(_, role)| **role == Role::Model)
+        .flat_map(|(span, _)| declared_calls(span))
+        .collect();
+    // A declaration whose call a complete span already ran is no one else's.
+    for done in calls.iter().filter(|p| !p.needs) {
+        for d in declared.iter_mut() {
+            if d.id.is_some() && d.id == done.call.call_id {
+                d.used = true;
+            }
+        }
+    }
+    for pending in calls.iter_mut().filter(|p| p.needs) {
+        let call = &mut pending.call;
+        let Some(found) = take_declared(
+            &mut declared,
+            call.call_id.as_deref(),
+            &call.name,
+            pending.start,
+        ) else {
+            continue;
+        };
+        if let Some(arguments) = &found.arguments {
+            if pending.openinference || call.arguments.is_null() {
+                call.arguments = arguments.clone();
+            }
+        }
+        if call.call_id.is_none() {
+            call.call_id.clone_from(&found.id);
+        }
+    }
 }
 
 fn usage(index: &Index) -> Vec<ModelUsage> {

@@ -5,7 +5,9 @@ use std::fmt::Write;
 
 use crate::protocol::SpanNode;
 use crate::protocol::SpanRole;
-use crate::record::{AssertionReport, CaseReport, RunInfo, Status, Summary, TurnReport};
+use crate::record::{
+    AssertionReport, CaseReport, CheckpointReport, RunInfo, Status, Summary, TurnReport,
+};
 use crate::util::value_text;
 
 /// The summary as reports show it: `type` set, counted from the cases when the summary
@@ -270,37 +272,43 @@ pub(crate) fn transcript(r: &CaseReport) -> String {
     if !r.checkpoints.is_empty() {
         let _ = writeln!(s, "\ncheckpoints");
         for c in &r.checkpoints {
-            let kind = if c.forbidden {
-                "forbidden"
-            } else if c.required {
-                "required"
-            } else {
-                "optional"
-            };
-            let ok = if c.forbidden { !c.reached } else { c.reached };
-            let mark = if ok { "✓" } else { "✗" };
-            let what = match (c.forbidden, c.reached, c.reached_at_turn) {
-                (true, false, _) => "never matched".to_string(),
-                (true, true, Some(n)) => format!("matched at turn {n}"),
-                (true, true, None) => "matched".to_string(),
-                (false, true, Some(n)) => format!("reached at turn {n}"),
-                (false, true, None) => "reached".to_string(),
-                (false, false, _) => "not reached".to_string(),
-            };
-            let desc = c
-                .description
-                .as_deref()
-                .map(|d| format!(" ({d})"))
-                .unwrap_or_default();
-            let head = format!("{mark} {}{desc} [{kind}]: {what}", c.id);
-            if c.message.is_empty() {
-                let _ = writeln!(s, "  {head}");
-            } else {
-                field(&mut s, "  ", &head, &c.message);
-            }
+            checkpoint_text(&mut s, c);
         }
     }
     clean(s.trim_end())
+}
+
+/// One checkpoint of the case: its kind, whether and on which turn it was reached, and
+/// its message.
+fn checkpoint_text(s: &mut String, c: &CheckpointReport) {
+    let kind = if c.forbidden {
+        "forbidden"
+    } else if c.required {
+        "required"
+    } else {
+        "optional"
+    };
+    let ok = if c.forbidden { !c.reached } else { c.reached };
+    let mark = if ok { "✓" } else { "✗" };
+    let what = match (c.forbidden, c.reached, c.reached_at_turn) {
+        (true, false, _) => "never matched".to_string(),
+        (true, true, Some(n)) => format!("matched at turn {n}"),
+        (true, true, None) => "matched".to_string(),
+        (false, true, Some(n)) => format!("reached at turn {n}"),
+        (false, true, None) => "reached".to_string(),
+        (false, false, _) => "not reached".to_string(),
+    };
+    let desc = c
+        .description
+        .as_deref()
+        .map(|d| format!(" ({d})"))
+        .unwrap_or_default();
+    let head = format!("{mark} {}{desc} [{kind}]: {what}", c.id);
+    if c.message.is_empty() {
+        let _ = writeln!(s, "  {head}");
+    } else {
+        field(s, "  ", &head, &c.message);
+    }
 }
 
 fn turn_text(s: &mut String, t: &TurnReport) {

@@ -23,6 +23,19 @@ pub fn render(run: &RunInfo, summary: &Summary, cases: &[CaseReport]) -> String 
     let sum = summary_for(run, summary, cases);
     let cases = sorted(cases);
     let mut s = String::new();
+    heading(&mut s, run, &sum);
+    summary_section(&mut s, &sum);
+    cases_table(&mut s, &cases);
+    failures(&mut s, &cases);
+    other_traces(&mut s, &cases);
+    skipped(&mut s, &cases);
+    let mut s = s.trim_end().to_string();
+    s.push('\n');
+    s
+}
+
+/// The title, the verdict line and the run's environment.
+fn heading(s: &mut String, run: &RunInfo, sum: &Summary) {
     let verdict = if sum.ok() {
         "✅ **PASSED**"
     } else {
@@ -61,7 +74,10 @@ pub fn render(run: &RunInfo, summary: &Summary, cases: &[CaseReport]) -> String 
         std::env::consts::OS,
         std::env::consts::ARCH
     );
+}
 
+/// The counts table and the run-wide lines under it (tokens, calls, cost, stops).
+fn summary_section(s: &mut String, sum: &Summary) {
     let _ = writeln!(s, "## Summary\n");
     let _ = writeln!(
         s,
@@ -78,7 +94,7 @@ pub fn render(run: &RunInfo, summary: &Summary, cases: &[CaseReport]) -> String 
         sum.errors,
         sum.skipped,
         sum.total_turns,
-        avg_turns(&sum),
+        avg_turns(sum),
         secs(sum.duration_ms)
     );
     if let Some(tokens) = tokens_line(&sum.usage) {
@@ -101,7 +117,7 @@ pub fn render(run: &RunInfo, summary: &Summary, cases: &[CaseReport]) -> String 
             crate::record::format::common::cost_line(cost)
         );
     }
-    if let Some(line) = crate::record::format::common::stability_summary(&sum) {
+    if let Some(line) = crate::record::format::common::stability_summary(sum) {
         let _ = writeln!(s, "Stability: {line}\n");
     }
     if sum.stopped_early {
@@ -116,14 +132,17 @@ pub fn render(run: &RunInfo, summary: &Summary, cases: &[CaseReport]) -> String 
             "Stopped by the run's budget: cases not started are reported as not run.\n"
         );
     }
+}
 
+/// One row per case, in the sorted order.
+fn cases_table(s: &mut String, cases: &[&CaseReport]) {
     let _ = writeln!(s, "## Cases\n");
     if cases.is_empty() {
         let _ = writeln!(s, "No cases ran.\n");
     } else {
         let _ = writeln!(s, "| Status | Case | Name | Mode | Turns | Duration |");
         let _ = writeln!(s, "|---|---|---|---|---:|---:|");
-        for c in &cases {
+        for c in cases {
             let name = if c.name != c.id {
                 cell(&c.name)
             } else {
@@ -146,7 +165,10 @@ pub fn render(run: &RunInfo, summary: &Summary, cases: &[CaseReport]) -> String 
         }
         s.push('\n');
     }
+}
 
+/// Every failed, errored or timed-out case with its facts, transcript and traces.
+fn failures(s: &mut String, cases: &[&CaseReport]) {
     let failing: Vec<&&CaseReport> = cases.iter().filter(|c| is_failing(c.status)).collect();
     if !failing.is_empty() {
         let _ = writeln!(s, "## Failures\n");
@@ -173,11 +195,14 @@ pub fn render(run: &RunInfo, summary: &Summary, cases: &[CaseReport]) -> String 
             }
             let _ = writeln!(s, "{}\n", fenced(&transcript(c)));
             for t in &c.turns {
-                trace_block(&mut s, t, false);
+                trace_block(s, t, false);
             }
         }
     }
+}
 
+/// The span trees of the cases that did not fail.
+fn other_traces(s: &mut String, cases: &[&CaseReport]) {
     // The other cases' traces: a failed case's are with its transcript.
     let traced: Vec<&&CaseReport> = cases
         .iter()
@@ -188,11 +213,14 @@ pub fn render(run: &RunInfo, summary: &Summary, cases: &[CaseReport]) -> String 
         for c in traced {
             let _ = writeln!(s, "### {} {}\n", icon(c.status), inline(&c.trial));
             for t in &c.turns {
-                trace_block(&mut s, t, true);
+                trace_block(s, t, true);
             }
         }
     }
+}
 
+/// The skipped cases with their reasons.
+fn skipped(s: &mut String, cases: &[&CaseReport]) {
     let skipped: Vec<&&CaseReport> = cases
         .iter()
         .filter(|c| c.status == Status::Skipped)
@@ -209,9 +237,6 @@ pub fn render(run: &RunInfo, summary: &Summary, cases: &[CaseReport]) -> String 
         }
         s.push('\n');
     }
-    let mut s = s.trim_end().to_string();
-    s.push('\n');
-    s
 }
 
 /// Whether a turn has anything from the agent's traces to show.

@@ -133,7 +133,26 @@ fn header(s: &mut String, run: &RunInfo, sum: &Summary, verdict: &str) {
 }
 
 fn counts(s: &mut String, sum: &Summary) {
-    s.push_str("<section class=\"summary\" aria-label=\"Summary\">\n<div class=\"cards\">");
+    s.push_str("<section class=\"summary\" aria-label=\"Summary\">\n");
+    count_cards(s, sum);
+    if sum.total > 0 {
+        status_bar(s, sum);
+    }
+    if !sum.usage.is_empty()
+        || sum.model_calls > 0
+        || sum.stopped_early
+        || sum.over_budget
+        || sum.cost.is_some()
+        || sum.repeats_run > 0
+    {
+        run_extras(s, sum);
+    }
+    s.push_str("</section>\n");
+}
+
+/// One card per count: total, passed, failed, errors, skipped, turns, time.
+fn count_cards(s: &mut String, sum: &Summary) {
+    s.push_str("<div class=\"cards\">");
     let timed_out = if sum.timeouts > 0 {
         format!("{} timed out", sum.timeouts)
     } else {
@@ -163,81 +182,78 @@ fn counts(s: &mut String, sum: &Summary) {
         s.push_str("</div>");
     }
     s.push_str("</div>\n");
-    if sum.total > 0 {
-        s.push_str("<div class=\"bar\" aria-hidden=\"true\">");
-        let timeouts = sum.timeouts;
-        for (class, n) in [
-            ("passed", sum.passed),
-            ("failed", sum.failed.saturating_sub(timeouts)),
-            ("timeout", timeouts),
-            ("error", sum.errors),
-            ("skipped", sum.skipped),
-        ] {
-            if n > 0 {
-                let pct = n as f64 * 100.0 / sum.total as f64;
-                let _ = write!(
+}
+
+/// The cases' statuses as one bar, a segment per status in proportion.
+fn status_bar(s: &mut String, sum: &Summary) {
+    s.push_str("<div class=\"bar\" aria-hidden=\"true\">");
+    let timeouts = sum.timeouts;
+    for (class, n) in [
+        ("passed", sum.passed),
+        ("failed", sum.failed.saturating_sub(timeouts)),
+        ("timeout", timeouts),
+        ("error", sum.errors),
+        ("skipped", sum.skipped),
+    ] {
+        if n > 0 {
+            let pct = n as f64 * 100.0 / sum.total as f64;
+            let _ = write!(
                     s,
                     "<span class=\"seg {class}\" style=\"width:{pct:.3}%\" title=\"{n} {class}\"></span>"
                 );
-            }
         }
-        s.push_str("</div>\n");
     }
-    if !sum.usage.is_empty()
-        || sum.model_calls > 0
-        || sum.stopped_early
-        || sum.over_budget
-        || sum.cost.is_some()
-        || sum.repeats_run > 0
-    {
-        s.push_str("<div class=\"extra\">");
-        if !sum.usage.is_empty() {
-            s.push_str(
-                "<table class=\"tokens\"><thead><tr><th>Tokens</th><th>in</th><th>out</th>\
+    s.push_str("</div>\n");
+}
+
+/// Tokens by role, model calls, cost, stability and why the run stopped, when any.
+fn run_extras(s: &mut String, sum: &Summary) {
+    s.push_str("<div class=\"extra\">");
+    if !sum.usage.is_empty() {
+        s.push_str(
+            "<table class=\"tokens\"><thead><tr><th>Tokens</th><th>in</th><th>out</th>\
                  <th>total</th></tr></thead><tbody>",
-            );
-            for (role, u) in &sum.usage {
-                let _ = write!(
-                    s,
-                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                    role.name(),
-                    u.prompt_tokens,
-                    u.completion_tokens,
-                    u.prompt_tokens + u.completion_tokens
-                );
-            }
-            s.push_str("</tbody></table>");
-        }
-        if sum.model_calls > 0 {
+        );
+        for (role, u) in &sum.usage {
             let _ = write!(
                 s,
-                "<p class=\"muted\">Model calls: {} ({} retried)</p>",
-                sum.model_calls, sum.retries
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                role.name(),
+                u.prompt_tokens,
+                u.completion_tokens,
+                u.prompt_tokens + u.completion_tokens
             );
         }
-        if let Some(cost) = &sum.cost {
-            let _ = write!(
-                s,
-                "<p class=\"cost\">Cost: {}</p>",
-                esc(&crate::record::format::common::cost_line(cost))
-            );
-        }
-        if let Some(line) = crate::record::format::common::stability_summary(sum) {
-            let _ = write!(s, "<p class=\"stability\">Stability: {}</p>", esc(&line));
-        }
-        if sum.over_budget {
-            s.push_str(
+        s.push_str("</tbody></table>");
+    }
+    if sum.model_calls > 0 {
+        let _ = write!(
+            s,
+            "<p class=\"muted\">Model calls: {} ({} retried)</p>",
+            sum.model_calls, sum.retries
+        );
+    }
+    if let Some(cost) = &sum.cost {
+        let _ = write!(
+            s,
+            "<p class=\"cost\">Cost: {}</p>",
+            esc(&crate::record::format::common::cost_line(cost))
+        );
+    }
+    if let Some(line) = crate::record::format::common::stability_summary(sum) {
+        let _ = write!(s, "<p class=\"stability\">Stability: {}</p>", esc(&line));
+    }
+    if sum.over_budget {
+        s.push_str(
                 "<p class=\"warn\">Stopped by the run's budget: cases not started are reported as not run.</p>",
             );
-        }
-        if sum.stopped_early {
-            s.push_str(
+    }
+    if sum.stopped_early {
+        s.push_str(
                 "<p class=\"warn\">Stopped early (--fail-fast): cases after the first failure were not run.</p>",
             );
-        }
-        s.push_str("</div>\n");
     }
-    s.push_str("</section>\n");
+    s.push_str("</div>\n");
 }
 
 fn cases_section(s: &mut String, cases: &[&CaseReport]) {

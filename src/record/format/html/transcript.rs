@@ -2,9 +2,10 @@
 //! verdicts and checkpoints, and each traced turn's spans as a waterfall.
 
 use super::escape::esc;
-use crate::protocol::SpanRole;
+use crate::protocol::{SpanRole, ToolCall};
 use crate::record::format::common::{
     secs, span_name, span_rows, span_status, spans_count, spans_end_ms, traced, turns_label,
+    SpanRow,
 };
 use crate::record::AwaitReason;
 use crate::record::{AssertionReport, CaseReport, CheckpointReport, Status, TurnReport};
@@ -12,6 +13,27 @@ use serde_json::Value;
 use std::fmt::Write;
 
 pub(super) fn case_detail(s: &mut String, id: &str, c: &CaseReport) {
+    facts(s, c);
+    if let Some(e) = &c.error {
+        problem(s, c, e);
+    }
+    if !c.turns.is_empty() {
+        chat(s, id, c);
+    } else if c.mode.is_some() && c.status != Status::Skipped {
+        s.push_str("<p class=\"muted\">No turn completed.</p>\n");
+    }
+    if !c.final_assertions.is_empty() {
+        s.push_str("<div class=\"block\"><h4>Final assertions</h4>");
+        verdicts(s, &c.final_assertions);
+        s.push_str("</div>\n");
+    }
+    if !c.checkpoints.is_empty() {
+        checkpoints(s, &c.checkpoints);
+    }
+}
+
+/// The case's facts in a row: trial, location, agent, mode, duration, usage, repeats.
+fn facts(s: &mut String, c: &CaseReport) {
     s.push_str("<div class=\"facts\">");
     let mut fact = |label: &str, value_html: String| {
         let _ = write!(s, "<span><b>{label}</b> {value_html}</span>");
@@ -65,53 +87,47 @@ pub(super) fn case_detail(s: &mut String, id: &str, c: &CaseReport) {
         );
     }
     s.push_str("</div>\n");
-    if let Some(e) = &c.error {
-        let (title, class) = match (c.mode.is_none(), c.status) {
-            (true, _) => ("Failed to load", "error"),
-            (_, Status::Failed) => ("Why it failed", "failed"),
-            (_, Status::Timeout) => ("Timed out", "timeout"),
-            (_, Status::Error) => ("Error", "error"),
-            (_, Status::Skipped) => ("Skipped", "skipped"),
-            (_, Status::Passed) => ("Note", "passed"),
-        };
-        let _ = writeln!(
-            s,
-            "<div class=\"problem {class}\"><div class=\"problem-title\">{title}</div>\
+}
+
+/// The case's error, titled by what it means for the case's status.
+fn problem(s: &mut String, c: &CaseReport, e: &str) {
+    let (title, class) = match (c.mode.is_none(), c.status) {
+        (true, _) => ("Failed to load", "error"),
+        (_, Status::Failed) => ("Why it failed", "failed"),
+        (_, Status::Timeout) => ("Timed out", "timeout"),
+        (_, Status::Error) => ("Error", "error"),
+        (_, Status::Skipped) => ("Skipped", "skipped"),
+        (_, Status::Passed) => ("Note", "passed"),
+    };
+    let _ = writeln!(
+        s,
+        "<div class=\"problem {class}\"><div class=\"problem-title\">{title}</div>\
              <pre class=\"error-text\">{}</pre></div>",
-            diff_html(e)
-        );
-    }
-    if !c.turns.is_empty() {
-        s.push_str("<ol class=\"chat\">\n");
-        let mut step = None;
-        for t in &c.turns {
-            // A scenario's turns, under the step they belong to.
-            if t.step.is_some() && t.step != step {
-                step = t.step.clone();
-                if let Some(st) = &step {
-                    let _ = writeln!(
-                        s,
-                        "<li class=\"step\"><span class=\"step-name\">{}</span>\
+        diff_html(e)
+    );
+}
+
+/// The case's turns as a chat, a scenario's under the steps they belong to.
+fn chat(s: &mut String, id: &str, c: &CaseReport) {
+    s.push_str("<ol class=\"chat\">\n");
+    let mut step = None;
+    for t in &c.turns {
+        // A scenario's turns, under the step they belong to.
+        if t.step.is_some() && t.step != step {
+            step = t.step.clone();
+            if let Some(st) = &step {
+                let _ = writeln!(
+                    s,
+                    "<li class=\"step\"><span class=\"step-name\">{}</span>\
                          <span class=\"pill\">{}</span></li>",
-                        esc(&st.to_string()),
-                        esc(&st.kind)
-                    );
-                }
+                    esc(&st.to_string()),
+                    esc(&st.kind)
+                );
             }
-            turn(s, id, t);
         }
-        s.push_str("</ol>\n");
-    } else if c.mode.is_some() && c.status != Status::Skipped {
-        s.push_str("<p class=\"muted\">No turn completed.</p>\n");
+        turn(s, id, t);
     }
-    if !c.final_assertions.is_empty() {
-        s.push_str("<div class=\"block\"><h4>Final assertions</h4>");
-        verdicts(s, &c.final_assertions);
-        s.push_str("</div>\n");
-    }
-    if !c.checkpoints.is_empty() {
-        checkpoints(s, &c.checkpoints);
-    }
+    s.push_str("</ol>\n");
 }
 
 fn turn(s: &mut String, case_id: &str, t: &TurnReport) {
@@ -230,42 +246,7 @@ fn exchange(s: &mut String, t: &TurnReport) {
             }
         }
         for call in &t.tool_calls {
-            let state = if call.error.is_some() {
-                "<span class=\"tool-state err\">failed</span>"
-            } else if call.result.is_some() {
-                "<span class=\"tool-state ok\">returned</span>"
-            } else {
-                ""
-            };
-            let from = if traced(call) {
-                "<span class=\"tool-src\" title=\"read from the agent's OpenTelemetry spans\">\
-                 from trace</span>"
-            } else {
-                ""
-            };
-            let _ = write!(
-                s,
-                "<div class=\"tool\"><div class=\"tool-head\"><span class=\"tool-tag\">tool call</span>\
-                 <code class=\"tool-name\">{}</code>{from}{state}</div>\
-                 <div class=\"kv\"><div class=\"k\">arguments</div><pre>{}</pre></div>",
-                esc(&call.name),
-                esc(&pretty(&call.arguments_json()))
-            );
-            if let Some(r) = &call.result {
-                let _ = write!(
-                    s,
-                    "<div class=\"kv\"><div class=\"k\">result</div><pre>{}</pre></div>",
-                    esc(&pretty(r))
-                );
-            }
-            if let Some(e) = &call.error {
-                let _ = write!(
-                    s,
-                    "<div class=\"kv err\"><div class=\"k\">error</div><pre>{}</pre></div>",
-                    esc(&pretty(e))
-                );
-            }
-            s.push_str("</div>");
+            tool_call(s, call);
         }
         if let Some(d) = &t.data {
             let _ = write!(
@@ -285,6 +266,46 @@ fn exchange(s: &mut String, t: &TurnReport) {
         }
         s.push_str("</div>\n");
     }
+}
+
+/// One tool call in the agent's message: its name, arguments, and result or error.
+fn tool_call(s: &mut String, call: &ToolCall) {
+    let state = if call.error.is_some() {
+        "<span class=\"tool-state err\">failed</span>"
+    } else if call.result.is_some() {
+        "<span class=\"tool-state ok\">returned</span>"
+    } else {
+        ""
+    };
+    let from = if traced(call) {
+        "<span class=\"tool-src\" title=\"read from the agent's OpenTelemetry spans\">\
+                 from trace</span>"
+    } else {
+        ""
+    };
+    let _ = write!(
+        s,
+        "<div class=\"tool\"><div class=\"tool-head\"><span class=\"tool-tag\">tool call</span>\
+                 <code class=\"tool-name\">{}</code>{from}{state}</div>\
+                 <div class=\"kv\"><div class=\"k\">arguments</div><pre>{}</pre></div>",
+        esc(&call.name),
+        esc(&pretty(&call.arguments_json()))
+    );
+    if let Some(r) = &call.result {
+        let _ = write!(
+            s,
+            "<div class=\"kv\"><div class=\"k\">result</div><pre>{}</pre></div>",
+            esc(&pretty(r))
+        );
+    }
+    if let Some(e) = &call.error {
+        let _ = write!(
+            s,
+            "<div class=\"kv err\"><div class=\"k\">error</div><pre>{}</pre></div>",
+            esc(&pretty(e))
+        );
+    }
+    s.push_str("</div>");
 }
 
 /// A traced turn's spans as a waterfall in a collapsed `<details>`: one row per span
@@ -312,71 +333,76 @@ fn waterfall(s: &mut String, t: &TurnReport) {
     );
     let total = end.max(1) as f64;
     for row in span_rows(&t.spans) {
-        let node = row.node;
-        let status = span_status(node);
-        let failed = status.as_deref().is_some_and(|st| st.starts_with("error"));
-        let (role_class, role_tag) = match row.role {
-            SpanRole::Tool => (" tool", "<span class=\"wf-tag\">tool</span>"),
-            SpanRole::Model => (" model", "<span class=\"wf-tag\">model</span>"),
-            SpanRole::Other => ("", ""),
-        };
-        let left = (node.start_ms as f64 * 100.0 / total).clamp(0.0, 100.0);
-        let width = (node.duration_ms as f64 * 100.0 / total).clamp(0.0, 100.0 - left);
-        let mut head = format!(
-            "<span class=\"wf-name\" style=\"padding-left:{}px\">{role_tag}\
-             <span class=\"wf-n\">{}</span>",
-            row.depth * 14,
-            esc(&span_name(node))
-        );
-        if !row.detail.is_empty() {
-            let _ = write!(head, " <span class=\"wf-d\">{}</span>", esc(&row.detail));
-        }
-        if let Some(st) = &status {
-            let class = if failed { "err" } else { "ok" };
-            let _ = write!(head, " <span class=\"wf-st {class}\">{}</span>", esc(st));
-        }
-        let _ = write!(
-            head,
-            "</span><span class=\"wf-track\"><span class=\"wf-bar\" \
-             style=\"left:{left:.3}%;width:{width:.3}%\"></span></span>\
-             <span class=\"wf-dur\">{}</span>",
-            secs(node.duration_ms)
-        );
-        let class = format!("wf-row{role_class}{}", if failed { " err" } else { "" });
-        let title = esc(&format!(
-            "{} ({} at +{})",
-            span_name(node),
-            secs(node.duration_ms),
-            secs(node.start_ms)
-        ));
-        if node.attributes.is_empty() && node.kind.is_empty() && status.is_none() {
-            let _ = write!(s, "<div class=\"{class}\" title=\"{title}\">{head}</div>");
-            continue;
-        }
-        let _ = write!(
-            s,
-            "<details class=\"wf-span\"><summary class=\"{class}\" title=\"{title}\">{head}</summary>\
-             <table class=\"wf-attrs\"><tbody>"
-        );
-        let mut attr = |k: &str, v: &str| {
-            let _ = write!(s, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(v));
-        };
-        if !node.kind.is_empty() {
-            attr("kind", &node.kind);
-        }
-        if let Some(st) = &node.status {
-            attr("status", st);
-        }
-        for (k, v) in &node.attributes {
-            attr(k, &value_text(v));
-        }
-        s.push_str("</tbody></table></details>");
+        span_row(s, &row, total);
     }
     s.push_str("</div>");
     if let Some(note) = &t.spans_note {
         let _ = write!(s, "<div class=\"note\">{}</div>", esc(note));
     }
     s.push_str("</details>\n");
+}
+
+/// One span's row in the waterfall; `total` is the turn's time line in milliseconds.
+fn span_row(s: &mut String, row: &SpanRow<'_>, total: f64) {
+    let node = row.node;
+    let status = span_status(node);
+    let failed = status.as_deref().is_some_and(|st| st.starts_with("error"));
+    let (role_class, role_tag) = match row.role {
+        SpanRole::Tool => (" tool", "<span class=\"wf-tag\">tool</span>"),
+        SpanRole::Model => (" model", "<span class=\"wf-tag\">model</span>"),
+        SpanRole::Other => ("", ""),
+    };
+    let left = (node.start_ms as f64 * 100.0 / total).clamp(0.0, 100.0);
+    let width = (node.duration_ms as f64 * 100.0 / total).clamp(0.0, 100.0 - left);
+    let mut head = format!(
+        "<span class=\"wf-name\" style=\"padding-left:{}px\">{role_tag}\
+             <span class=\"wf-n\">{}</span>",
+        row.depth * 14,
+        esc(&span_name(node))
+    );
+    if !row.detail.is_empty() {
+        let _ = write!(head, " <span class=\"wf-d\">{}</span>", esc(&row.detail));
+    }
+    if let Some(st) = &status {
+        let class = if failed { "err" } else { "ok" };
+        let _ = write!(head, " <span class=\"wf-st {class}\">{}</span>", esc(st));
+    }
+    let _ = write!(
+        head,
+        "</span><span class=\"wf-track\"><span class=\"wf-bar\" \
+             style=\"left:{left:.3}%;width:{width:.3}%\"></span></span>\
+             <span class=\"wf-dur\">{}</span>",
+        secs(node.duration_ms)
+    );
+    let class = format!("wf-row{role_class}{}", if failed { " err" } else { "" });
+    let title = esc(&format!(
+        "{} ({} at +{})",
+        span_name(node),
+        secs(node.duration_ms),
+        secs(node.start_ms)
+    ));
+    if node.attributes.is_empty() && node.kind.is_empty() && status.is_none() {
+        let _ = write!(s, "<div class=\"{class}\" title=\"{title}\">{head}</div>");
+        return;
+    }
+    let _ = write!(
+        s,
+        "<details class=\"wf-span\"><summary class=\"{class}\" title=\"{title}\">{head}</summary>\
+             <table class=\"wf-attrs\"><tbody>"
+    );
+    let mut attr = |k: &str, v: &str| {
+        let _ = write!(s, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(v));
+    };
+    if !node.kind.is_empty() {
+        attr("kind", &node.kind);
+    }
+    if let Some(st) = &node.status {
+        attr("status", st);
+    }
+    for (k, v) in &node.attributes {
+        attr(k, &value_text(v));
+    }
+    s.push_str("</tbody></table></details>");
 }
 
 /// A scenario's code step: the code, its output, exit code, stderr and the files.
