@@ -363,11 +363,7 @@ impl Endpoint {
             let repeated = server_error && last_server_error.as_deref() == Some(reason.as_str());
             last_server_error = server_error.then(|| reason.clone());
             if retries + 1 >= tries {
-                let times = if tries == 1 {
-                    "1 try".to_string()
-                } else {
-                    format!("{tries} tries")
-                };
+                let times = crate::util::count(tries, "try", "tries");
                 return Err(LlmError::Failed(format!(
                     "model endpoint {} failed after {times}: {reason}",
                     self.shown

@@ -54,12 +54,8 @@ pub(crate) fn header(agent: &str, config: &str, input: &str, cases: usize) -> St
     let _ = writeln!(s, "{HEAVY}\n  Agent Test\n{HEAVY}");
     let _ = writeln!(s, "ℹ Agent: {agent}");
     let _ = writeln!(s, "ℹ Config: {config}");
-    let plural = if cases == 1 {
-        "test case"
-    } else {
-        "test cases"
-    };
-    let _ = writeln!(s, "ℹ Input: {input} ({cases} {plural})");
+    let cases = crate::util::count(cases as u64, "test case", "test cases");
+    let _ = writeln!(s, "ℹ Input: {input} ({cases})");
     let _ = writeln!(s, "\n{LIGHT}\n  Running Tests\n{LIGHT}");
     s
 }
@@ -544,8 +540,8 @@ pub(crate) fn failure_line(r: &CaseReport) -> Option<(String, String)> {
 pub(crate) fn summary(sum: &Summary) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "\n{LIGHT}\n  Summary\n{LIGHT}");
-    let plural = if sum.total == 1 { "test" } else { "tests" };
-    let _ = writeln!(s, "  Total:   {} {plural}", sum.total);
+    let total = crate::util::count(sum.total, "test", "tests");
+    let _ = writeln!(s, "  Total:   {total}");
     let _ = writeln!(s, "  Passed:  {}", sum.passed);
     let timeouts = if sum.timeouts > 0 {
         format!(" ({} timed out)", sum.timeouts)

@@ -172,11 +172,7 @@ pub(crate) fn compact_json(v: &serde_json::Value) -> String {
 
 /// `1 turn`, `3 turns`.
 pub(crate) fn turns_label(n: u32) -> String {
-    if n == 1 {
-        "1 turn".into()
-    } else {
-        format!("{n} turns")
-    }
+    crate::util::count(n, "turn", "turns")
 }
 
 /// Token usage by role: `agent 12 in / 9 out, judge 3 in / 1 out`, or `None` when none.
@@ -473,18 +469,12 @@ pub(crate) fn spans_count(spans: &[SpanNode]) -> Option<String> {
     }
     let rows = span_rows(spans);
     let of = |role| rows.iter().filter(|r| r.role == role).count();
-    let plural = |n: usize, one: &str, many: &str| {
-        if n == 1 {
-            format!("1 {one}")
-        } else {
-            format!("{n} {many}")
-        }
-    };
+    let count = |n: usize, one: &str, many: &str| crate::util::count(n as u64, one, many);
     Some(format!(
         "{} ({}, {})",
-        plural(rows.len(), "span", "spans"),
-        plural(of(SpanRole::Tool), "tool", "tools"),
-        plural(of(SpanRole::Model), "model call", "model calls")
+        count(rows.len(), "span", "spans"),
+        count(of(SpanRole::Tool), "tool", "tools"),
+        count(of(SpanRole::Model), "model call", "model calls")
     ))
 }
 

@@ -48,12 +48,10 @@ fn heading(s: &mut String, run: &RunInfo, sum: &Summary) {
     }
     let _ = write!(
         line,
-        ", {} {}, {} skipped of {} {} in {}",
-        sum.errors,
-        if sum.errors == 1 { "error" } else { "errors" },
+        ", {}, {} skipped of {} in {}",
+        crate::util::count(sum.errors, "error", "errors"),
         sum.skipped,
-        sum.total,
-        if sum.total == 1 { "case" } else { "cases" },
+        crate::util::count(sum.total, "case", "cases"),
         secs(sum.duration_ms)
     );
     let _ = writeln!(s, "{line}\n");

@@ -89,11 +89,7 @@ fn header(s: &mut String, run: &RunInfo, sum: &Summary, verdict: &str) {
         bad.push(format!("{} failed", sum.failed));
     }
     if sum.errors > 0 {
-        bad.push(format!(
-            "{} {}",
-            sum.errors,
-            if sum.errors == 1 { "error" } else { "errors" }
-        ));
+        bad.push(crate::util::count(sum.errors, "error", "errors"));
     }
     if sum.skipped > 0 {
         bad.push(format!("{} skipped", sum.skipped));
