@@ -29,11 +29,16 @@ const CASE_KEYS: [(&str, &str); 6] = [
     ("failureCriteriaMode", "failure_criteria_mode"),
 ];
 
+/// How a path under the suites root is named as a suite ([`crate::source::suite_name`]).
+/// Handed in by the file reader rather than imported: discovery, which names suites,
+/// knows every format, this one included.
+pub(crate) type SuiteNamer = fn(&Path, &Path) -> String;
+
 /// Loads what `file` (listed by [`super::listed`]) holds, trials named under `root`.
-pub(crate) fn load(root: &Path, file: &Path, what: Listed) -> Vec<Loaded> {
+pub(crate) fn load(root: &Path, file: &Path, what: Listed, suite_name: SuiteNamer) -> Vec<Loaded> {
     let out = Out {
         file,
-        prefix: prefix(root, project_dir(file, what)),
+        prefix: prefix(suite_name(root, project_dir(file, what))),
     };
     match what {
         Listed::Config => match Document::read(file) {
@@ -52,8 +57,8 @@ pub(crate) fn load(root: &Path, file: &Path, what: Listed) -> Vec<Loaded> {
             store: file.parent().unwrap_or(Path::new(".")).to_path_buf(),
             llms: None,
         }),
-        Listed::Scenarios => out.lone_scenarios(root),
-        Listed::Seed => out.seed(root),
+        Listed::Scenarios => out.lone_scenarios(suite_of(suite_name(root, file))),
+        Listed::Seed => out.seed(suite_of(suite_name(root, file))),
     }
 }
 
@@ -69,9 +74,9 @@ fn project_dir(file: &Path, what: Listed) -> &Path {
     }
 }
 
-/// `dir` under `root` as the start of trial names: `shop/`, or nothing at the root.
-fn prefix(root: &Path, dir: &Path) -> String {
-    let s = crate::source::suite_name(root, dir);
+/// A project directory's suite name (`shop`) as the start of trial names: `shop/`, or
+/// nothing at the root.
+fn prefix(s: String) -> String {
     if s.is_empty() || s == "." {
         String::new()
     } else {
@@ -329,8 +334,7 @@ impl Out<'_> {
 
     /// A `scenarios.json` read alone: each scenario a trial (per persona, from a
     /// `personas.json` beside it), run against the default agent.
-    fn lone_scenarios(&self, root: &Path) -> Vec<Loaded> {
-        let suite = suite_of(root, self.file);
+    fn lone_scenarios(&self, suite: String) -> Vec<Loaded> {
         let dir = self.file.parent().unwrap_or(Path::new("."));
         let mut out = Vec::new();
         let Some(store) = self.store(dir, &format!("{suite}/"), &mut out) else {
@@ -402,8 +406,7 @@ impl Out<'_> {
 
     /// A conversation seed file: the messages EvalStudio's `scenario create -m` takes,
     /// sent as one exchange that passes when the agent answers.
-    fn seed(&self, root: &Path) -> Vec<Loaded> {
-        let suite = suite_of(root, self.file);
+    fn seed(&self, suite: String) -> Vec<Loaded> {
         let entry = match Document::read(self.file) {
             Ok(Some(doc)) => {
                 let messages = match &doc.value {
@@ -731,9 +734,8 @@ fn evalstudio_words(message: &str) -> String {
     out
 }
 
-/// The suite of a file read alone: its path under `root` without `.json`.
-fn suite_of(root: &Path, file: &Path) -> String {
-    let s = crate::source::suite_name(root, file);
+/// The suite of a file read alone, from its suite name: without `.json`.
+fn suite_of(s: String) -> String {
     s.strip_suffix(".json").map(str::to_string).unwrap_or(s)
 }
 

@@ -34,7 +34,7 @@ pub fn parse_case(line: &str, location: Location) -> Result<Case, CaseError> {
                 .count()
                 + 1;
             if let Some((message, column)) =
-                crate::source::file::stray_bom(line, location.line, byte_col - 1)
+                crate::source::bom::stray_bom(line, location.line, byte_col - 1)
             {
                 return Err(CaseError {
                     location: Location { column, ..location },

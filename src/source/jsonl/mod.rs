@@ -282,7 +282,6 @@ fn generator_line(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::{files_for_trial, suite_name};
 
     fn names(text: &str) -> Vec<(String, bool)> {
         parse_suite(
@@ -308,15 +307,5 @@ mod tests {
                 ("s::b".into(), false)
             ]
         );
-    }
-
-    #[test]
-    fn suite_names_and_trial_files() {
-        let root = Path::new("/r");
-        assert_eq!(
-            suite_name(root, Path::new("/r/billing/refunds.jsonl")),
-            "billing/refunds"
-        );
-        assert!(files_for_trial(root, "../x::T1").is_empty());
     }
 }

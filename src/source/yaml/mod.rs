@@ -12,22 +12,20 @@ use crate::case::{Case, Location, Mode};
 use crate::errors::FieldError;
 use crate::source::{CaseError, Loaded, SEPARATOR};
 
-/// The endings of the YAML files agentest reads: scenario and matrix files.
-pub(crate) const SCENARIO_ENDINGS: [&str; 4] = [
-    ".scenario.yaml",
-    ".scenario.yml",
-    ".matrix.yaml",
-    ".matrix.yml",
-];
+/// The endings of an ElizaOS scenario's file name.
+pub(crate) const SCENARIO_ENDINGS: [&str; 2] = [".scenario.yaml", ".scenario.yml"];
+
+/// The endings of a scenario matrix's file name.
+pub(crate) const MATRIX_ENDINGS: [&str; 2] = [".matrix.yaml", ".matrix.yml"];
 
 /// Whether `name` (a file name) is an ElizaOS scenario or scenario matrix.
 pub(crate) fn is_scenario(name: &str) -> bool {
-    SCENARIO_ENDINGS.iter().any(|e| name.ends_with(e))
+    SCENARIO_ENDINGS.iter().any(|e| name.ends_with(e)) || is_matrix(name)
 }
 
 /// Whether `name` is a scenario matrix.
 pub(crate) fn is_matrix(name: &str) -> bool {
-    name.ends_with(".matrix.yaml") || name.ends_with(".matrix.yml")
+    MATRIX_ENDINGS.iter().any(|e| name.ends_with(e))
 }
 
 /// Reads one scenario file: one trial, `<suite>::<slug of its name>`, or its error
