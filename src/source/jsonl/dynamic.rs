@@ -61,6 +61,23 @@ pub(super) fn parse_dynamic(
         }
     }
     let sim = parse_simulator(sim)?;
+    let checkpoints = checkpoints(cps)?;
+    let max_turns = max_turns(obj)?;
+    let input = match obj.get("input") {
+        Some(v) => Some(parse_input(v, "input")?),
+        None => None,
+    };
+    Ok(Mode::Dynamic {
+        input,
+        simulator: Box::new(sim),
+        checkpoints,
+        max_turns,
+    })
+}
+
+/// A dynamic case's `checkpoints`: at least one, ids unique, and an `after` order that
+/// names only its checkpoints and has no cycle.
+fn checkpoints(cps: &Value) -> Result<Vec<Checkpoint>, FieldError> {
     let checkpoints = match cps {
         Value::Array(items) if !items.is_empty() => items
             .iter()
@@ -116,6 +133,11 @@ pub(super) fn parse_dynamic(
             ),
         ));
     }
+    Ok(checkpoints)
+}
+
+/// `max_turns`: 20 unless given, at most 10000.
+fn max_turns(obj: &Map<String, Value>) -> Result<u32, FieldError> {
     let max_turns = match obj.get("max_turns") {
         None | Some(Value::Null) => 20,
         Some(Value::Number(n)) => match n.as_u64() {
@@ -134,16 +156,7 @@ pub(super) fn parse_dynamic(
             ))
         }
     };
-    let input = match obj.get("input") {
-        Some(v) => Some(parse_input(v, "input")?),
-        None => None,
-    };
-    Ok(Mode::Dynamic {
-        input,
-        simulator: Box::new(sim),
-        checkpoints,
-        max_turns,
-    })
+    Ok(max_turns)
 }
 
 /// A dynamic case decided by EvalStudio's criteria: no checkpoints; the simulator is
