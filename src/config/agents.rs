@@ -322,7 +322,27 @@ impl RawAgent {
         self,
         wire: fn(&AgentConfig) -> Result<(), AgentSetupError>,
     ) -> Result<AgentConfig, AgentSetupError> {
-        let given = [
+        let given = self.given();
+        let (kind, allowed) = allowed_keys(&self.kind);
+        if let Some((key, _)) = given
+            .iter()
+            .find(|(k, present)| *present && !allowed.contains(k))
+        {
+            return Err(AgentSetupError::KeyNotApplicable { key, kind });
+        }
+        match self.kind {
+            AgentKind::Process => self.check_process(),
+            AgentKind::Http => self.check_http(wire),
+            AgentKind::LangGraph => self.check_langgraph(),
+            AgentKind::A2a => self.check_a2a(),
+            AgentKind::Eliza => self.check_eliza(),
+            AgentKind::OpenAi => self.check_openai(),
+        }
+    }
+
+    /// Each key the table may hold, and whether it is given.
+    fn given(&self) -> [(&'static str, bool); 29] {
+        [
             ("command", self.command.is_some()),
             ("cwd", self.cwd.is_some()),
             ("env", !self.env.is_empty()),
@@ -352,161 +372,169 @@ impl RawAgent {
             ("version", self.version.is_some()),
             ("allow_card_redirect", self.allow_card_redirect.is_some()),
             ("agent_id", self.agent_id.is_some()),
-        ];
-        let (kind, allowed): (&'static str, &[&str]) = match self.kind {
-            AgentKind::Process => ("process", &["command", "cwd", "env", "timeout"]),
-            AgentKind::Http => (
-                "http",
-                &[
-                    "url", "headers", "timeout", "retries", "format", "body", "reply", "session",
-                    "stream",
-                ],
-            ),
-            AgentKind::OpenAi => (
-                "openai",
-                &[
-                    "llm",
-                    "model",
-                    "system",
-                    "system_file",
-                    "tools",
-                    "tools_file",
-                    "tools_url",
-                    "max_tool_rounds",
-                    "mocks",
-                ],
-            ),
-            AgentKind::LangGraph => (
-                "langgraph",
-                &[
-                    "url",
-                    "assistant_id",
-                    "headers",
-                    "config",
-                    "context",
-                    "stream",
-                    "timeout",
-                    "retries",
-                ],
-            ),
-            AgentKind::A2a => (
-                "a2a",
-                &[
-                    "url",
-                    "card",
-                    "binding",
-                    "version",
-                    "headers",
-                    "stream",
-                    "timeout",
-                    "retries",
-                    "allow_card_redirect",
-                ],
-            ),
-            AgentKind::Eliza => (
-                "eliza",
-                &["url", "agent_id", "headers", "stream", "timeout", "retries"],
-            ),
+        ]
+    }
+
+    /// `type = "process"`: a command to start.
+    fn check_process(self) -> Result<AgentConfig, AgentSetupError> {
+        let command = self.command.ok_or(AgentSetupError::NoCommand)?;
+        if command.is_empty() {
+            return Err(AgentSetupError::CommandEmpty);
+        }
+        Ok(AgentConfig::Process {
+            command,
+            cwd: self.cwd,
+            env: self.env,
+            timeout: self.timeout,
+        })
+    }
+
+    /// `type = "http"`: a URL, and how requests and replies look (`wire` checks those).
+    fn check_http(
+        self,
+        wire: fn(&AgentConfig) -> Result<(), AgentSetupError>,
+    ) -> Result<AgentConfig, AgentSetupError> {
+        let url = self.url.ok_or(AgentSetupError::NoUrl)?;
+        let sse = match self.stream {
+            None | Some(StreamKey::Flag(false)) => false,
+            Some(StreamKey::Mode(m)) if m == "sse" => true,
+            Some(_) => return Err(AgentSetupError::HttpStream),
         };
-        if let Some((key, _)) = given
-            .iter()
-            .find(|(k, present)| *present && !allowed.contains(k))
-        {
-            return Err(AgentSetupError::KeyNotApplicable { key, kind });
+        let http = AgentConfig::Http {
+            url,
+            headers: self.headers,
+            timeout: self.timeout,
+            retries: self.retries,
+            format: self.format.unwrap_or_default(),
+            body: self.body,
+            reply: self.reply.map(Box::new),
+            session: self.session.map(Box::new),
+            sse,
+        };
+        // Checked here, at load, so that a bad placeholder or path names its table.
+        wire(&http)?;
+        Ok(http)
+    }
+
+    /// `type = "langgraph"`: a server's URL and the assistant to run.
+    fn check_langgraph(self) -> Result<AgentConfig, AgentSetupError> {
+        let url = self.url.ok_or(AgentSetupError::NoUrl)?;
+        let assistant_id = self.assistant_id.ok_or(AgentSetupError::NoAssistantId)?;
+        Ok(AgentConfig::LangGraph(LangGraphAgentConfig {
+            url,
+            assistant_id,
+            headers: self.headers,
+            config: self.config,
+            context: self.context,
+            stream: match self.stream {
+                None => false,
+                Some(StreamKey::Flag(on)) => on,
+                Some(StreamKey::Mode(_)) => return Err(AgentSetupError::LangGraphStream),
+            },
+            timeout: self.timeout,
+            retries: self.retries,
+        }))
+    }
+
+    /// `type = "eliza"`: a server's URL and the agent to talk to.
+    fn check_eliza(self) -> Result<AgentConfig, AgentSetupError> {
+        let url = self.url.ok_or(AgentSetupError::NoUrl)?;
+        let agent_id = self.agent_id.ok_or(AgentSetupError::NoElizaAgent)?;
+        Ok(AgentConfig::Eliza(ElizaAgentConfig {
+            url,
+            agent_id,
+            headers: self.headers,
+            stream: match self.stream {
+                None => false,
+                Some(StreamKey::Flag(on)) => on,
+                Some(StreamKey::Mode(_)) => return Err(AgentSetupError::ElizaStream),
+            },
+            timeout: self.timeout,
+            retries: self.retries,
+        }))
+    }
+
+    /// `type = "openai"`: an LLM called directly, with its system prompt and tools.
+    fn check_openai(self) -> Result<AgentConfig, AgentSetupError> {
+        if self.system.is_some() && self.system_file.is_some() {
+            return Err(AgentSetupError::SystemTwice);
         }
-        match self.kind {
-            AgentKind::Process => {
-                let command = self.command.ok_or(AgentSetupError::NoCommand)?;
-                if command.is_empty() {
-                    return Err(AgentSetupError::CommandEmpty);
-                }
-                Ok(AgentConfig::Process {
-                    command,
-                    cwd: self.cwd,
-                    env: self.env,
-                    timeout: self.timeout,
-                })
-            }
-            AgentKind::Http => {
-                let url = self.url.ok_or(AgentSetupError::NoUrl)?;
-                let sse = match self.stream {
-                    None | Some(StreamKey::Flag(false)) => false,
-                    Some(StreamKey::Mode(m)) if m == "sse" => true,
-                    Some(_) => return Err(AgentSetupError::HttpStream),
-                };
-                let http = AgentConfig::Http {
-                    url,
-                    headers: self.headers,
-                    timeout: self.timeout,
-                    retries: self.retries,
-                    format: self.format.unwrap_or_default(),
-                    body: self.body,
-                    reply: self.reply.map(Box::new),
-                    session: self.session.map(Box::new),
-                    sse,
-                };
-                // Checked here, at load, so that a bad placeholder or path names its table.
-                wire(&http)?;
-                Ok(http)
-            }
-            AgentKind::LangGraph => {
-                let url = self.url.ok_or(AgentSetupError::NoUrl)?;
-                let assistant_id = self.assistant_id.ok_or(AgentSetupError::NoAssistantId)?;
-                Ok(AgentConfig::LangGraph(LangGraphAgentConfig {
-                    url,
-                    assistant_id,
-                    headers: self.headers,
-                    config: self.config,
-                    context: self.context,
-                    stream: match self.stream {
-                        None => false,
-                        Some(StreamKey::Flag(on)) => on,
-                        Some(StreamKey::Mode(_)) => return Err(AgentSetupError::LangGraphStream),
-                    },
-                    timeout: self.timeout,
-                    retries: self.retries,
-                }))
-            }
-            AgentKind::A2a => self.check_a2a(),
-            AgentKind::Eliza => {
-                let url = self.url.ok_or(AgentSetupError::NoUrl)?;
-                let agent_id = self.agent_id.ok_or(AgentSetupError::NoElizaAgent)?;
-                Ok(AgentConfig::Eliza(ElizaAgentConfig {
-                    url,
-                    agent_id,
-                    headers: self.headers,
-                    stream: match self.stream {
-                        None => false,
-                        Some(StreamKey::Flag(on)) => on,
-                        Some(StreamKey::Mode(_)) => return Err(AgentSetupError::ElizaStream),
-                    },
-                    timeout: self.timeout,
-                    retries: self.retries,
-                }))
-            }
-            AgentKind::OpenAi => {
-                if self.system.is_some() && self.system_file.is_some() {
-                    return Err(AgentSetupError::SystemTwice);
-                }
-                if self.tools.is_some() && self.tools_file.is_some() {
-                    return Err(AgentSetupError::ToolsTwice);
-                }
-                if self.max_tool_rounds == Some(0) {
-                    return Err(AgentSetupError::ZeroToolRounds);
-                }
-                Ok(AgentConfig::OpenAi(OpenAiAgentConfig {
-                    llm: self.llm,
-                    model: self.model,
-                    system: self.system,
-                    system_file: self.system_file,
-                    tools: self.tools.unwrap_or_default(),
-                    tools_file: self.tools_file,
-                    tools_url: self.tools_url,
-                    max_tool_rounds: self.max_tool_rounds,
-                    mocks: self.mocks.unwrap_or_default(),
-                }))
-            }
+        if self.tools.is_some() && self.tools_file.is_some() {
+            return Err(AgentSetupError::ToolsTwice);
         }
+        if self.max_tool_rounds == Some(0) {
+            return Err(AgentSetupError::ZeroToolRounds);
+        }
+        Ok(AgentConfig::OpenAi(OpenAiAgentConfig {
+            llm: self.llm,
+            model: self.model,
+            system: self.system,
+            system_file: self.system_file,
+            tools: self.tools.unwrap_or_default(),
+            tools_file: self.tools_file,
+            tools_url: self.tools_url,
+            max_tool_rounds: self.max_tool_rounds,
+            mocks: self.mocks.unwrap_or_default(),
+        }))
+    }
+}
+
+/// An agent kind's name and the keys its table may hold.
+fn allowed_keys(kind: &AgentKind) -> (&'static str, &'static [&'static str]) {
+    match kind {
+        AgentKind::Process => ("process", &["command", "cwd", "env", "timeout"]),
+        AgentKind::Http => (
+            "http",
+            &[
+                "url", "headers", "timeout", "retries", "format", "body", "reply", "session",
+                "stream",
+            ],
+        ),
+        AgentKind::OpenAi => (
+            "openai",
+            &[
+                "llm",
+                "model",
+                "system",
+                "system_file",
+                "tools",
+                "tools_file",
+                "tools_url",
+                "max_tool_rounds",
+                "mocks",
+            ],
+        ),
+        AgentKind::LangGraph => (
+            "langgraph",
+            &[
+                "url",
+                "assistant_id",
+                "headers",
+                "config",
+                "context",
+                "stream",
+                "timeout",
+                "retries",
+            ],
+        ),
+        AgentKind::A2a => (
+            "a2a",
+            &[
+                "url",
+                "card",
+                "binding",
+                "version",
+                "headers",
+                "stream",
+                "timeout",
+                "retries",
+                "allow_card_redirect",
+            ],
+        ),
+        AgentKind::Eliza => (
+            "eliza",
+            &["url", "agent_id", "headers", "stream", "timeout", "retries"],
+        ),
     }
 }
 

@@ -332,43 +332,12 @@ impl Config {
     /// Checks the values TOML cannot: durations, counts, URLs (those without `${VAR}`,
     /// which can only be checked once the environment is known).
     fn check_values(&self) -> Result<(), ConfigValueError> {
-        let timeout = |value: &Option<String>, key: &str| match value {
-            Some(t) => match crate::util::parse_duration(t) {
-                Ok(d) if d.is_zero() => Err(ConfigValueError::ZeroTimeout {
-                    key: key.to_string(),
-                }),
-                Ok(_) => Ok(()),
-                Err(source) => Err(ConfigValueError::Duration {
-                    key: key.to_string(),
-                    source,
-                }),
-            },
-            None => Ok(()),
-        };
-        timeout(&self.file.run.timeout, "[run].timeout")?;
+        check_timeout(&self.file.run.timeout, "[run].timeout")?;
         Redaction::compile_all(&self.file.golden)?;
         if let Some(mode) = &self.file.run.cassettes {
             CassetteMode::parse(mode).map_err(ConfigValueError::CassetteMode)?;
         }
-        let llms = self.file.llm.iter().map(|l| ("[llm]".to_string(), l));
-        let llms = llms.chain(
-            self.file
-                .llms
-                .iter()
-                .map(|(n, l)| (format!("[llms.\"{n}\"]"), l)),
-        );
-        for (what, l) in llms {
-            timeout(&l.timeout, &format!("{what}.timeout"))?;
-            if l.max_in_flight == Some(0) {
-                return Err(ConfigValueError::ZeroInFlight { table: what });
-            }
-            if let Some(value) = l.temperature.filter(|t| !(0.0..=2.0).contains(t)) {
-                return Err(ConfigValueError::Temperature { table: what, value });
-            }
-            if let Some(value) = l.top_p.filter(|p| !(*p > 0.0 && *p <= 1.0)) {
-                return Err(ConfigValueError::TopP { table: what, value });
-            }
-        }
+        self.check_llms()?;
         for (key, name) in [
             ("simulator_llm", &self.file.run.simulator_llm),
             ("judge_llm", &self.file.run.judge_llm),
@@ -386,6 +355,38 @@ impl Config {
         self.check_traces()?;
         self.check_repeats()?;
         check_prices(&self.file)?;
+        self.check_agents()?;
+        self.check_commands()?;
+        Ok(())
+    }
+
+    /// `[llm]` and each `[llms.NAME]`: timeout, in-flight cap, sampling settings.
+    fn check_llms(&self) -> Result<(), ConfigValueError> {
+        let llms = self.file.llm.iter().map(|l| ("[llm]".to_string(), l));
+        let llms = llms.chain(
+            self.file
+                .llms
+                .iter()
+                .map(|(n, l)| (format!("[llms.\"{n}\"]"), l)),
+        );
+        for (what, l) in llms {
+            check_timeout(&l.timeout, &format!("{what}.timeout"))?;
+            if l.max_in_flight == Some(0) {
+                return Err(ConfigValueError::ZeroInFlight { table: what });
+            }
+            if let Some(value) = l.temperature.filter(|t| !(0.0..=2.0).contains(t)) {
+                return Err(ConfigValueError::Temperature { table: what, value });
+            }
+            if let Some(value) = l.top_p.filter(|p| !(*p > 0.0 && *p <= 1.0)) {
+                return Err(ConfigValueError::TopP { table: what, value });
+            }
+        }
+        Ok(())
+    }
+
+    /// `[agent]` and each `[agents.NAME]`: the LLM an OpenAI agent names exists, and
+    /// timeouts and URLs (those without `${VAR}`) are valid.
+    fn check_agents(&self) -> Result<(), ConfigValueError> {
         let named = self.agent.iter().map(|a| ("[agent]".to_string(), a));
         let named = named.chain(
             self.agents
@@ -406,7 +407,9 @@ impl Config {
                     }
                     _ => {}
                 },
-                AgentConfig::Process { timeout: t, .. } => timeout(t, &format!("{what}.timeout"))?,
+                AgentConfig::Process { timeout: t, .. } => {
+                    check_timeout(t, &format!("{what}.timeout"))?
+                }
                 AgentConfig::Http {
                     url, timeout: t, ..
                 }
@@ -418,7 +421,7 @@ impl Config {
                 | AgentConfig::Eliza(crate::config::ElizaAgentConfig {
                     url, timeout: t, ..
                 }) => {
-                    timeout(t, &format!("{what}.timeout"))?;
+                    check_timeout(t, &format!("{what}.timeout"))?;
                     if !url.contains("${") {
                         reqwest::Url::parse(url).map_err(|source| ConfigValueError::Url {
                             table: what.clone(),
@@ -427,12 +430,17 @@ impl Config {
                         })?;
                     }
                 }
-                AgentConfig::A2a(a) => timeout(&a.timeout, &format!("{what}.timeout"))?,
+                AgentConfig::A2a(a) => check_timeout(&a.timeout, &format!("{what}.timeout"))?,
             }
         }
+        Ok(())
+    }
+
+    /// `[hooks.NAME]` and `[scripts.NAME]`: a timeout that reads and a command.
+    fn check_commands(&self) -> Result<(), ConfigValueError> {
         for (kind, table) in [("hooks", &self.file.hooks), ("scripts", &self.file.scripts)] {
             for (name, cmd) in table {
-                timeout(&cmd.timeout, &format!("[{kind}.\"{name}\"].timeout"))?;
+                check_timeout(&cmd.timeout, &format!("[{kind}.\"{name}\"].timeout"))?;
                 if cmd.command.is_empty() {
                     return Err(ConfigValueError::EmptyCommand {
                         kind,
@@ -529,6 +537,23 @@ impl Config {
                 crate::util::display_path(&self.dir).display()
             ),
         }
+    }
+}
+
+/// A timeout, when given: a duration above zero.
+fn check_timeout(value: &Option<String>, key: &str) -> Result<(), ConfigValueError> {
+    match value {
+        Some(t) => match crate::util::parse_duration(t) {
+            Ok(d) if d.is_zero() => Err(ConfigValueError::ZeroTimeout {
+                key: key.to_string(),
+            }),
+            Ok(_) => Ok(()),
+            Err(source) => Err(ConfigValueError::Duration {
+                key: key.to_string(),
+                source,
+            }),
+        },
+        None => Ok(()),
     }
 }
 

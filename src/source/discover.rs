@@ -1,11 +1,10 @@
 //! Discovery: the suite files under a suites root, and the names of their trials
 //! (`<suite path without the extension>::<id>`).
 
+use super::formats::FORMATS;
 use crate::errors::SuiteError;
+use crate::source::SEPARATOR;
 use std::path::{Path, PathBuf};
-
-/// The separator between suite and case id in trial names.
-pub const SEPARATOR: &str = "::";
 
 /// Finds every suite file under `root`, sorted: `*.jsonl`, ElizaOS scenarios
 /// (`*.scenario.yaml`, `*.scenario.yml`) and matrices, and EvalStudio projects (their
@@ -69,14 +68,11 @@ pub fn discover_excluding(root: &Path, exclude: &[PathBuf]) -> Result<Vec<PathBu
                 if !name.ends_with(".golden")
                     && name != "target"
                     && name != "node_modules"
-                    && !crate::source::evalstudio::skipped(&dir, &name)
+                    && !FORMATS.iter().any(|f| (f.skips_dir)(&dir, &name))
                 {
                     stack.push(path);
                 }
-            } else if (name.ends_with(".jsonl")
-                || crate::source::yaml::is_scenario(&name)
-                || crate::source::tau2::is_task_file(&name.to_lowercase())
-                || crate::source::evalstudio::listed_in(&dir, &name))
+            } else if FORMATS.iter().any(|f| (f.discovered)(&dir, &name))
                 && !(kind.is_symlink() && path.is_dir())
             {
                 // A file, or a link that does not lead to a directory: a dangling one is
@@ -91,22 +87,6 @@ pub fn discover_excluding(root: &Path, exclude: &[PathBuf]) -> Result<Vec<PathBu
     }
     found.sort();
     Ok(found)
-}
-
-/// The suite name of a file: its path under `root` without `.jsonl`, `/`-separated.
-pub fn suite_name(root: &Path, file: &Path) -> String {
-    let rel = file.strip_prefix(root).unwrap_or(file);
-    let s = rel
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect::<Vec<_>>()
-        .join("/");
-    [".jsonl", ".json"]
-        .iter()
-        .chain(&crate::source::yaml::SCENARIO_ENDINGS)
-        .find_map(|e| s.strip_suffix(e))
-        .map(str::to_string)
-        .unwrap_or(s)
 }
 
 /// The suite files a trial name may come from (for nextest's `--exact NAME`), in the
@@ -128,19 +108,27 @@ pub(crate) fn files_for_trial(root: &Path, trial: &str) -> Vec<PathBuf> {
     {
         return Vec::new();
     }
-    let tasks = root
-        .join(format!("{suite}.json"))
-        .file_name()
-        .is_some_and(|n| crate::source::tau2::is_task_file(&n.to_string_lossy().to_lowercase()));
-    let mut found: Vec<PathBuf> = [".jsonl"]
+    let mut found: Vec<PathBuf> = FORMATS
         .iter()
-        .chain(&crate::source::yaml::SCENARIO_ENDINGS)
-        .chain(tasks.then_some(&".json"))
-        .map(|e| root.join(format!("{suite}{e}")))
-        .filter(|p| p.is_file())
+        .flat_map(|f| (f.trial_files)(root, suite))
         .collect();
-    found.extend(crate::source::evalstudio::file_for_suite(root, suite));
     found.sort();
     found.dedup();
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::suite_name;
+
+    #[test]
+    fn suite_names_and_trial_files() {
+        let root = Path::new("/r");
+        assert_eq!(
+            suite_name(root, Path::new("/r/billing/refunds.jsonl")),
+            "billing/refunds"
+        );
+        assert!(files_for_trial(root, "../x::T1").is_empty());
+    }
 }

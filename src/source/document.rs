@@ -63,11 +63,9 @@ impl Document {
                 let msg = msg.split(" at line ").next().unwrap_or(&msg).to_string();
                 // serde_json's column counts bytes; ours count characters.
                 let line_text = text.lines().nth(e.line().max(1) - 1).unwrap_or_default();
-                if let Some((message, column)) = crate::source::file::stray_bom(
-                    line_text,
-                    e.line().max(1),
-                    e.column().max(1) - 1,
-                ) {
+                if let Some((message, column)) =
+                    crate::source::bom::stray_bom(line_text, e.line().max(1), e.column().max(1) - 1)
+                {
                     return Err(at(e.line().max(1), column, message));
                 }
                 let column = line_text

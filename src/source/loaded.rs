@@ -1,11 +1,17 @@
-//! What loading a suite yields: one entry per case, read or broken.
+//! What loading a suite yields: one entry per case, read or broken, named by its trial
+//! (`<suite>::<id>`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::case::Case;
-use crate::source::generate::GeneratorSpec;
+use crate::source::generator::GeneratorSpec;
 use crate::source::CaseError;
+
+/// The separator between suite and case id in trial names. Here, with the entries
+/// whose trial names it joins, so that every format can use it without importing
+/// discovery, which in turn names every format.
+pub const SEPARATOR: &str = "::";
 
 /// One line of a suite, read: a case, or the error that stopped it.
 #[derive(Debug, Clone)]

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use crate::case::Mock;
 use crate::errors::FieldError;
@@ -55,8 +55,47 @@ fn parse_mock(v: &Value, path: &str) -> Result<Mock, FieldError> {
             "a mock needs `method`: the tool name it answers",
         )
     })?;
-    let mut conditions = Vec::new();
-    let (mut args, mut partial, mut input, mut matcher) = (None, None, None, None);
+    let when = when(m, path)?;
+    let error = mock_error(m, path)?;
+    let (delay, probability) = metadata(m, path)?;
+    if !m.contains_key("response") && error.is_none() {
+        return Err(FieldError::new(
+            join(path, "response"),
+            "a mock needs `response` (what the tool returns) or `error`",
+        ));
+    }
+    Ok(Mock {
+        source: path.to_string(),
+        method,
+        args: when.args,
+        partial: when.partial,
+        input: when.input,
+        matcher: when.matcher,
+        response: m.get("response").cloned().unwrap_or(Value::Null),
+        error,
+        delay,
+        probability,
+        conditions: if when.conditions.is_empty() {
+            "always".into()
+        } else {
+            when.conditions.join(", ")
+        },
+    })
+}
+
+/// A mock's `when`: what a call must match, and those conditions in words.
+#[derive(Default)]
+struct When {
+    conditions: Vec<String>,
+    args: Option<Value>,
+    partial: Option<Value>,
+    input: Option<Value>,
+    matcher: Option<regex::Regex>,
+}
+
+/// The mock `m`'s `when` (none: it answers every call).
+fn when(m: &Map<String, Value>, path: &str) -> Result<When, FieldError> {
+    let mut when = When::default();
     if let Some(w) = m.get("when") {
         let wpath = join(path, "when");
         let Value::Object(w) = w else {
@@ -70,22 +109,28 @@ fn parse_mock(v: &Value, path: &str) -> Result<Mock, FieldError> {
         }
         check_keys(w, &WHEN_KEYS, &wpath, "`when`")?;
         if let Some(a) = w.get("args") {
-            conditions.push(format!("args = {}", compact(a)));
-            args = Some(single(a));
+            when.conditions.push(format!("args = {}", compact(a)));
+            when.args = Some(single(a));
         }
         if let Some(p) = w.get("partialArgs") {
-            conditions.push(format!("partialArgs ⊆ {}", compact(p)));
-            partial = Some(single(p));
+            when.conditions
+                .push(format!("partialArgs ⊆ {}", compact(p)));
+            when.partial = Some(single(p));
         }
         if let Some(p) = w.get("input") {
-            conditions.push(format!("input ⊆ {}", compact(p)));
-            input = Some(p.clone());
+            when.conditions.push(format!("input ⊆ {}", compact(p)));
+            when.input = Some(p.clone());
         }
         if let Some(r) = opt_str(w, "matcher", &wpath)? {
-            conditions.push(format!("matcher /{r}/"));
-            matcher = Some(crate::source::compile_regex(&r, &join(&wpath, "matcher"))?);
+            when.conditions.push(format!("matcher /{r}/"));
+            when.matcher = Some(crate::source::compile_regex(&r, &join(&wpath, "matcher"))?);
         }
     }
+    Ok(when)
+}
+
+/// The mock `m`'s `error`: an object `{code, message, status}`, or a message alone.
+fn mock_error(m: &Map<String, Value>, path: &str) -> Result<Option<Value>, FieldError> {
     let error = match m.get("error") {
         None | Some(Value::Null) => None,
         Some(Value::Object(e)) => {
@@ -104,6 +149,14 @@ fn parse_mock(v: &Value, path: &str) -> Result<Mock, FieldError> {
             ))
         }
     };
+    Ok(error)
+}
+
+/// The mock `m`'s `metadata`: a delay before it answers, and how often it fails.
+fn metadata(
+    m: &Map<String, Value>,
+    path: &str,
+) -> Result<(Option<Duration>, Option<f64>), FieldError> {
     let (mut delay, mut probability) = (None, None);
     if let Some(meta) = m.get("metadata") {
         let mpath = join(path, "metadata");
@@ -136,29 +189,7 @@ fn parse_mock(v: &Value, path: &str) -> Result<Mock, FieldError> {
             probability = Some(p);
         }
     }
-    if !m.contains_key("response") && error.is_none() {
-        return Err(FieldError::new(
-            join(path, "response"),
-            "a mock needs `response` (what the tool returns) or `error`",
-        ));
-    }
-    Ok(Mock {
-        source: path.to_string(),
-        method,
-        args,
-        partial,
-        input,
-        matcher,
-        response: m.get("response").cloned().unwrap_or(Value::Null),
-        error,
-        delay,
-        probability,
-        conditions: if conditions.is_empty() {
-            "always".into()
-        } else {
-            conditions.join(", ")
-        },
-    })
+    Ok((delay, probability))
 }
 
 /// The scenario runner writes positional arguments (`args: [x]`); a tool call has one

@@ -3,13 +3,16 @@
 //! errors in one shape ([`CaseError`]).
 
 mod assertion;
+mod bom;
 mod discover;
 pub(crate) mod document;
 mod evalstudio;
 pub(crate) mod fields;
 mod file;
 mod foreign;
+mod formats;
 pub(crate) mod generate;
+mod generator;
 mod jsonl;
 mod loaded;
 mod mocks;
@@ -19,13 +22,14 @@ mod yaml;
 pub use crate::errors::CaseError;
 pub(crate) use assertion::{compile_regex, parse_assertions};
 pub(crate) use discover::files_for_trial;
-pub use discover::{discover, discover_excluding, suite_name, SEPARATOR};
+pub use discover::{discover, discover_excluding};
 pub(crate) use evalstudio::read_personas_file;
 pub use file::load_file;
-pub use generate::{GeneratorKind, GeneratorSpec};
+pub use formats::suite_name;
+pub use generator::{GeneratorKind, GeneratorSpec};
 pub(crate) use jsonl::{column_of_path, steps as path_steps, Step as PathStep};
 pub use jsonl::{parse_case, parse_suite, parse_suite_bytes, CASE_KEYS};
-pub use loaded::{Generation, Loaded};
+pub use loaded::{Generation, Loaded, SEPARATOR};
 pub use mocks::{parse_config_mocks, parse_mocks};
 pub(crate) use yaml::is_scenario;
 

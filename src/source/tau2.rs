@@ -446,7 +446,6 @@ impl Reader<'_> {
             "`evaluation_criteria`",
         )?;
         let basis = self.reward_basis(c, path)?;
-        let has = |t: &str| basis.iter().any(|b| b == t);
         let mut out = Vec::new();
         let mut ids = HashSet::new();
         let mut unique = |id: String| {
@@ -459,162 +458,216 @@ impl Reader<'_> {
             candidate
         };
         for (i, a) in self.list(c, path, "actions")?.iter().enumerate() {
-            let at = format!("{}[{i}]", join(path, "actions"));
-            let m = self.object(
-                &at,
-                a,
-                &ACTION_KEYS,
-                "evaluation_criteria.actions[]",
-                "an action",
-            )?;
-            let Some(name) = self.text(m, &at, "name")? else {
-                return Err(self.doc.error(
-                    &join(&at, "name"),
-                    "the action has no `name` (the tool to call)",
-                ));
-            };
-            let args = match m.get("arguments") {
-                None | Some(Value::Null) => Map::new(),
-                Some(Value::Object(o)) => o.clone(),
-                Some(other) => {
-                    return Err(self.doc.error(
-                        &join(&at, "arguments"),
-                        format!(
-                            "expected the tool's arguments (an object), found {}",
-                            type_of(other)
-                        ),
-                    ))
-                }
-            };
-            let compared = match m.get("compare_args") {
-                None | Some(Value::Null) => args,
-                Some(Value::Array(keys)) => {
-                    let keys: Vec<&str> = keys.iter().filter_map(Value::as_str).collect();
-                    args.into_iter()
-                        .filter(|(k, _)| keys.contains(&k.as_str()))
-                        .collect()
-                }
-                Some(other) => {
-                    return Err(self.doc.error(
-                        &join(&at, "compare_args"),
-                        format!(
-                            "expected the names of the arguments to compare (an array), found {}",
-                            type_of(other)
-                        ),
-                    ))
-                }
-            };
-            let user_side = self.text(m, &at, "requestor")?.is_some_and(|r| r == "user");
-            let gating = (has("ACTION") || has("DB")) && !user_side;
-            let mut assertion = json!({"type": "tool_called", "name": name});
-            if !compared.is_empty() {
-                assertion["arguments"] = Value::Object(compared);
-            }
-            let id = match self.text(m, &at, "action_id")? {
-                Some(id) => id,
-                None => format!("action-{}", i + 1),
-            };
-            let about = self
-                .text(m, &at, "info")?
-                .unwrap_or_else(|| format!("the agent calls {name}"));
-            let why_not = if user_side {
-                "reported only: a user-side action (requestor: user), and agentest's simulated user calls no tools"
-            } else {
-                "reported only: reward_basis has neither ACTION nor DB"
-            };
-            out.push(checkpoint(unique(id), about, assertion, gating, why_not));
+            let p = self.action(&format!("{}[{i}]", join(path, "actions")), a, i, &basis)?;
+            out.push(checkpoint(
+                unique(p.id),
+                p.about,
+                p.assertion,
+                p.gating,
+                p.why_not,
+            ));
         }
         let mut env_assertions = Vec::new();
         for (i, e) in self.list(c, path, "env_assertions")?.iter().enumerate() {
             let at = format!("{}[{i}]", join(path, "env_assertions"));
-            let m = self.object(
-                &at,
-                e,
-                &ENV_KEYS,
-                "evaluation_criteria.env_assertions[]",
-                "an env assertion",
-            )?;
-            let Some(func) = self.text(m, &at, "func_name")? else {
-                return Err(self.doc.error(
-                    &join(&at, "func_name"),
-                    "the env assertion has no `func_name`",
-                ));
-            };
-            let env = self
-                .text(m, &at, "env_type")?
-                .unwrap_or_else(|| "assistant".into());
-            let expected = match m.get("assert_value") {
-                None | Some(Value::Null) => json!(true),
-                Some(v @ Value::Bool(_)) => v.clone(),
-                Some(other) => {
-                    return Err(self.doc.error(
-                        &join(&at, "assert_value"),
-                        format!("expected true or false, found {}", type_of(other)),
-                    ))
-                }
-            };
-            let args = m.get("arguments").cloned().unwrap_or(json!({}));
-            let about = self.text(m, &at, "message")?.unwrap_or_else(|| {
-                format!(
-                    "{func}({}) on the {env} environment is {expected}, as the agent reports in data.tau2.env_assertions[{i}]",
-                    crate::util::compact(&args)
-                )
-            });
-            let assertion = json!({
-                "type": "json_path",
-                "path": format!("$.tau2.env_assertions[{i}]"),
-                "value": expected,
-            });
-            let gating = has("ENV_ASSERTION") && env == "assistant";
-            let why_not = if env == "assistant" {
-                "reported only: reward_basis has no ENV_ASSERTION"
-            } else {
-                "reported only: an assertion on the user's environment, which agentest does not simulate"
-            };
+            let p = self.env_assertion(&at, e, i, &basis)?;
             out.push(checkpoint(
-                unique(format!("env-{}", i + 1)),
-                about,
-                assertion,
-                gating,
-                why_not,
+                unique(p.id),
+                p.about,
+                p.assertion,
+                p.gating,
+                p.why_not,
             ));
             env_assertions.push(e.clone());
         }
-        for (i, info) in self.list(c, path, "communicate_info")?.iter().enumerate() {
-            let at = format!("{}[{i}]", join(path, "communicate_info"));
-            let Value::String(info) = info else {
-                return Err(self.doc.error(
-                    &at,
-                    format!("expected a string to communicate, found {}", type_of(info)),
-                ));
-            };
+        let infos = self.strings(c, path, "communicate_info", "a string to communicate")?;
+        for (i, info) in infos.into_iter().enumerate() {
             let assertion = json!({"type": "contains", "value": info, "case_sensitive": false});
             out.push(checkpoint(
                 unique(format!("communicate-{}", i + 1)),
                 format!("the agent tells the user \"{info}\""),
                 assertion,
-                has("COMMUNICATE"),
+                has(&basis, "COMMUNICATE"),
                 "reported only: reward_basis has no COMMUNICATE",
             ));
         }
-        for (i, nl) in self.list(c, path, "nl_assertions")?.iter().enumerate() {
-            let at = format!("{}[{i}]", join(path, "nl_assertions"));
-            let Value::String(nl) = nl else {
-                return Err(self.doc.error(
-                    &at,
-                    format!("expected an assertion in words, found {}", type_of(nl)),
-                ));
-            };
+        let nls = self.strings(c, path, "nl_assertions", "an assertion in words")?;
+        for (i, nl) in nls.into_iter().enumerate() {
             let assertion = json!({"type": "llm_judge", "prompt": nl});
             out.push(checkpoint(
                 unique(format!("nl-{}", i + 1)),
                 nl.clone(),
                 assertion,
-                has("NL_ASSERTION"),
+                has(&basis, "NL_ASSERTION"),
                 "reported only: reward_basis has no NL_ASSERTION",
             ));
         }
         Ok((out, env_assertions))
+    }
+
+    /// The list `key` of `c` (at `path`), each item a string (`what`, for the message).
+    fn strings<'v>(
+        &self,
+        c: &'v Map<String, Value>,
+        path: &str,
+        key: &str,
+        what: &str,
+    ) -> Result<Vec<&'v String>, CaseError> {
+        let mut out = Vec::new();
+        for (i, item) in self.list(c, path, key)?.iter().enumerate() {
+            let Value::String(item) = item else {
+                return Err(self.doc.error(
+                    &format!("{}[{i}]", join(path, key)),
+                    format!("expected {what}, found {}", type_of(item)),
+                ));
+            };
+            out.push(item);
+        }
+        Ok(out)
+    }
+
+    /// The checkpoint of an expected action: the tool called (with the arguments
+    /// compared), required when `reward_basis` has ACTION or DB and the agent is the one
+    /// to call it.
+    fn action(
+        &mut self,
+        at: &str,
+        a: &Value,
+        i: usize,
+        basis: &[String],
+    ) -> Result<Pending, CaseError> {
+        let m = self.object(
+            at,
+            a,
+            &ACTION_KEYS,
+            "evaluation_criteria.actions[]",
+            "an action",
+        )?;
+        let Some(name) = self.text(m, at, "name")? else {
+            return Err(self.doc.error(
+                &join(at, "name"),
+                "the action has no `name` (the tool to call)",
+            ));
+        };
+        let args = match m.get("arguments") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(o)) => o.clone(),
+            Some(other) => {
+                return Err(self.doc.error(
+                    &join(at, "arguments"),
+                    format!(
+                        "expected the tool's arguments (an object), found {}",
+                        type_of(other)
+                    ),
+                ))
+            }
+        };
+        let compared = match m.get("compare_args") {
+            None | Some(Value::Null) => args,
+            Some(Value::Array(keys)) => {
+                let keys: Vec<&str> = keys.iter().filter_map(Value::as_str).collect();
+                args.into_iter()
+                    .filter(|(k, _)| keys.contains(&k.as_str()))
+                    .collect()
+            }
+            Some(other) => {
+                return Err(self.doc.error(
+                    &join(at, "compare_args"),
+                    format!(
+                        "expected the names of the arguments to compare (an array), found {}",
+                        type_of(other)
+                    ),
+                ))
+            }
+        };
+        let user_side = self.text(m, at, "requestor")?.is_some_and(|r| r == "user");
+        let gating = (has(basis, "ACTION") || has(basis, "DB")) && !user_side;
+        let mut assertion = json!({"type": "tool_called", "name": name});
+        if !compared.is_empty() {
+            assertion["arguments"] = Value::Object(compared);
+        }
+        let id = match self.text(m, at, "action_id")? {
+            Some(id) => id,
+            None => format!("action-{}", i + 1),
+        };
+        let about = self
+            .text(m, at, "info")?
+            .unwrap_or_else(|| format!("the agent calls {name}"));
+        let why_not = if user_side {
+            "reported only: a user-side action (requestor: user), and agentest's simulated user calls no tools"
+        } else {
+            "reported only: reward_basis has neither ACTION nor DB"
+        };
+        Ok(Pending {
+            id,
+            about,
+            assertion,
+            gating,
+            why_not,
+        })
+    }
+
+    /// The checkpoint of an env assertion: the agent reports the function's result in
+    /// `data.tau2.env_assertions[i]`; required when `reward_basis` has ENV_ASSERTION and
+    /// the assertion is on the agent's (assistant's) environment.
+    fn env_assertion(
+        &mut self,
+        at: &str,
+        e: &Value,
+        i: usize,
+        basis: &[String],
+    ) -> Result<Pending, CaseError> {
+        let m = self.object(
+            at,
+            e,
+            &ENV_KEYS,
+            "evaluation_criteria.env_assertions[]",
+            "an env assertion",
+        )?;
+        let Some(func) = self.text(m, at, "func_name")? else {
+            return Err(self.doc.error(
+                &join(at, "func_name"),
+                "the env assertion has no `func_name`",
+            ));
+        };
+        let env = self
+            .text(m, at, "env_type")?
+            .unwrap_or_else(|| "assistant".into());
+        let expected = match m.get("assert_value") {
+            None | Some(Value::Null) => json!(true),
+            Some(v @ Value::Bool(_)) => v.clone(),
+            Some(other) => {
+                return Err(self.doc.error(
+                    &join(at, "assert_value"),
+                    format!("expected true or false, found {}", type_of(other)),
+                ))
+            }
+        };
+        let args = m.get("arguments").cloned().unwrap_or(json!({}));
+        let about = self.text(m, at, "message")?.unwrap_or_else(|| {
+            format!(
+                "{func}({}) on the {env} environment is {expected}, as the agent reports in data.tau2.env_assertions[{i}]",
+                crate::util::compact(&args)
+            )
+        });
+        let assertion = json!({
+            "type": "json_path",
+            "path": format!("$.tau2.env_assertions[{i}]"),
+            "value": expected,
+        });
+        let gating = has(basis, "ENV_ASSERTION") && env == "assistant";
+        let why_not = if env == "assistant" {
+            "reported only: reward_basis has no ENV_ASSERTION"
+        } else {
+            "reported only: an assertion on the user's environment, which agentest does not simulate"
+        };
+        Ok(Pending {
+            id: format!("env-{}", i + 1),
+            about,
+            assertion,
+            gating,
+            why_not,
+        })
     }
 
     /// `reward_basis`, checked; tau2's default is DB and COMMUNICATE.
@@ -649,6 +702,20 @@ impl Reader<'_> {
 }
 
 /// One checkpoint line: required when `gating`, else reported only, saying why.
+/// Whether `reward_basis` has `kind` (`DB`, `ACTION`, ...).
+fn has(basis: &[String], kind: &str) -> bool {
+    basis.iter().any(|b| b == kind)
+}
+
+/// A checkpoint read, before its id is made unique among the task's.
+struct Pending {
+    id: String,
+    about: String,
+    assertion: Value,
+    gating: bool,
+    why_not: &'static str,
+}
+
 fn checkpoint(id: String, about: String, assertion: Value, gating: bool, why_not: &str) -> Value {
     let description = if gating {
         about

@@ -14,6 +14,35 @@ pub(super) fn parse_judge(
     path: &str,
     type_name: &'static str,
 ) -> Result<Kind, FieldError> {
+    let agent = judge_agent(obj, path)?;
+    let mut metadata = metadata(obj, path)?;
+    let criteria = criteria(obj, path, type_name, &mut metadata)?;
+    let capabilities = capabilities(obj, path)?;
+    let model = model_settings(
+        obj,
+        path,
+        agent
+            .as_ref()
+            .map(|a| format!("the judge agent `{a}`"))
+            .as_deref(),
+    )?;
+    let json_schema = json_schema(obj, path)?;
+    Ok(Kind::Judge {
+        type_name,
+        spec: Box::new(crate::case::JudgeSpec {
+            agent,
+            criteria,
+            metadata,
+            expected: obj.get("expected").cloned(),
+            capabilities,
+            json_schema,
+            model,
+        }),
+    })
+}
+
+/// `use: "agents:NAME"`: the judge agent, when the built-in judge is not the one.
+fn judge_agent(obj: &Map<String, Value>, path: &str) -> Result<Option<String>, FieldError> {
     let agent = match opt_str(obj, "use", path)? {
         None => None,
         Some(u) => match u.strip_prefix("agents:") {
@@ -26,6 +55,12 @@ pub(super) fn parse_judge(
             }
         },
     };
+    Ok(agent)
+}
+
+/// `options.metadata` and `metadata`, merged: what the judge is given besides the
+/// criteria.
+fn metadata(obj: &Map<String, Value>, path: &str) -> Result<Map<String, Value>, FieldError> {
     let mut metadata = Map::new();
     for (source, source_path) in [
         (
@@ -53,6 +88,17 @@ pub(super) fn parse_judge(
             ));
         }
     }
+    Ok(metadata)
+}
+
+/// The criteria the reply must satisfy: `options.metadata.criteria` (taken out of
+/// `metadata`), else `prompt` or `value`.
+fn criteria(
+    obj: &Map<String, Value>,
+    path: &str,
+    type_name: &'static str,
+    metadata: &mut Map<String, Value>,
+) -> Result<String, FieldError> {
     let criteria = match metadata.remove("criteria") {
         Some(Value::String(c)) => Some(c),
         Some(other) => {
@@ -74,6 +120,11 @@ pub(super) fn parse_judge(
             format!("{} `{type_name}` assertion needs its criteria in `{hint}`: what the reply must satisfy", super::values::article(type_name)),
         ));
     };
+    Ok(criteria)
+}
+
+/// `capabilities`: strings the judge weighs.
+fn capabilities(obj: &Map<String, Value>, path: &str) -> Result<Vec<String>, FieldError> {
     let capabilities = match obj.get("capabilities") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(items)) => items
@@ -95,14 +146,11 @@ pub(super) fn parse_judge(
             ))
         }
     };
-    let model = model_settings(
-        obj,
-        path,
-        agent
-            .as_ref()
-            .map(|a| format!("the judge agent `{a}`"))
-            .as_deref(),
-    )?;
+    Ok(capabilities)
+}
+
+/// `json_schema`: a schema the reply must satisfy, checked to be one.
+fn json_schema(obj: &Map<String, Value>, path: &str) -> Result<Option<Value>, FieldError> {
     let json_schema = match obj.get("json_schema") {
         None | Some(Value::Null) => None,
         Some(s @ Value::Object(_)) => {
@@ -123,16 +171,5 @@ pub(super) fn parse_judge(
             ))
         }
     };
-    Ok(Kind::Judge {
-        type_name,
-        spec: Box::new(crate::case::JudgeSpec {
-            agent,
-            criteria,
-            metadata,
-            expected: obj.get("expected").cloned(),
-            capabilities,
-            json_schema,
-            model,
-        }),
-    })
+    Ok(json_schema)
 }

@@ -168,105 +168,18 @@ fn llms(
             ),
         ));
     };
-    let text = |m: &Map<String, Value>, key: &str, at: &str| -> Result<Option<String>, CaseError> {
-        match m.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(v)) => Ok(Some(v.clone())),
-            Some(other) => Err(doc.error(
-                &format!("{at}.{key}"),
-                format!("expected a string, found {}", type_of(other)),
-            )),
-        }
-    };
-    // (provider, key, judge model, simulator model)
-    let (provider, key, judge, simulator) = if s.contains_key("evaluation")
-        && !s.contains_key("provider")
-    {
-        known_keys(doc, s, path, &["evaluation", "persona"], "`llmSettings`")?;
-        let pick = |role: &str| -> Result<Option<(String, Option<String>)>, CaseError> {
-            let at = format!("{path}.{role}");
-            match s.get(role) {
-                None | Some(Value::Null) => Ok(None),
-                Some(Value::Object(r)) => {
-                    known_keys(doc, r, &at, &["providerId", "model"], "a model choice")?;
-                    let id = text(r, "providerId", &at)?.ok_or_else(|| {
-                        doc.error(
-                            &at,
-                            "needs `providerId`: the id of a provider in llm-providers.json",
-                        )
-                    })?;
-                    Ok(Some((id, text(r, "model", &at)?)))
-                }
-                Some(other) => Err(doc.error(
-                    &at,
-                    format!(
-                        "expected an object {{\"providerId\", \"model\"}}, found {}",
-                        type_of(other)
-                    ),
-                )),
-            }
-        };
-        let evaluation = pick("evaluation")?
-            .ok_or_else(|| doc.error(path, "needs `evaluation`: {\"providerId\", \"model\"}"))?;
-        let persona = pick("persona")?;
-        let file = store.join("llm-providers.json");
-        let providers = match Document::read(&file)? {
-            Some(d) => records(&d, provider)?,
-            None => Vec::new(),
-        };
-        let found = providers
-            .iter()
-            .filter_map(|p| p.as_ref().ok())
-            .find(|p| p.id.as_deref() == Some(evaluation.0.as_str()))
-            .ok_or_else(|| {
-                doc.error(
-                    &format!("{path}.evaluation.providerId"),
-                    format!(
-                        "\"{}\" is no provider's id in {}",
-                        evaluation.0,
-                        crate::util::display_path(&file).display()
-                    ),
-                )
-            })?;
-        let persona_model = persona.and_then(|p| p.1);
-        (
-            found.provider.clone(),
-            found.api_key.clone(),
-            evaluation.1.clone(),
-            persona_model.or(evaluation.1),
-        )
+    // The older shape names its providers; the current one holds its own.
+    let chosen = if s.contains_key("evaluation") && !s.contains_key("provider") {
+        older_llms(doc, path, s, store)?
     } else {
-        known_keys(
-            doc,
-            s,
-            path,
-            &["provider", "apiKey", "models"],
-            "`llmSettings`",
-        )?;
-        let provider = text(s, "provider", path)?
-            .ok_or_else(|| doc.error(path, "needs `provider`: \"openai\" or \"anthropic\""))?;
-        let (mut judge, mut simulator) = (None, None);
-        match s.get("models") {
-            None | Some(Value::Null) => {}
-            Some(Value::Object(m)) => {
-                let at = format!("{path}.models");
-                known_keys(doc, m, &at, &["evaluation", "persona"], "`models`")?;
-                judge = text(m, "evaluation", &at)?;
-                simulator = text(m, "persona", &at)?;
-            }
-            Some(other) => {
-                return Err(doc.error(
-                    &format!("{path}.models"),
-                    format!(
-                        "expected an object {{\"evaluation\", \"persona\"}}, found {}",
-                        type_of(other)
-                    ),
-                ))
-            }
-        }
-        let simulator = simulator.or_else(|| judge.clone());
-        (provider, text(s, "apiKey", path)?, judge, simulator)
+        current_llms(doc, path, s)?
     };
+    let Chosen {
+        provider,
+        key,
+        judge,
+        simulator,
+    } = chosen;
     let provider = Provider::parse(&provider).ok_or_else(|| {
         doc.error(
             &format!("{path}.provider"),
@@ -285,4 +198,140 @@ fn llms(
         simulator,
         api_key,
     }))
+}
+
+/// The models `llmSettings` chooses, before they are checked: the provider's name, its
+/// API key as written, and the judge's and the simulator's models.
+struct Chosen {
+    provider: String,
+    key: Option<String>,
+    judge: Option<String>,
+    simulator: Option<String>,
+}
+
+/// The older `llmSettings`, `{evaluation: {providerId, model}, persona: {...}}`, its
+/// provider found in the store's `llm-providers.json`.
+fn older_llms(
+    doc: &Document,
+    path: &str,
+    s: &Map<String, Value>,
+    store: &Path,
+) -> Result<Chosen, CaseError> {
+    known_keys(doc, s, path, &["evaluation", "persona"], "`llmSettings`")?;
+    let evaluation = model_choice(doc, s, path, "evaluation")?
+        .ok_or_else(|| doc.error(path, "needs `evaluation`: {\"providerId\", \"model\"}"))?;
+    let persona = model_choice(doc, s, path, "persona")?;
+    let file = store.join("llm-providers.json");
+    let providers = match Document::read(&file)? {
+        Some(d) => records(&d, provider)?,
+        None => Vec::new(),
+    };
+    let found = providers
+        .iter()
+        .filter_map(|p| p.as_ref().ok())
+        .find(|p| p.id.as_deref() == Some(evaluation.0.as_str()))
+        .ok_or_else(|| {
+            doc.error(
+                &format!("{path}.evaluation.providerId"),
+                format!(
+                    "\"{}\" is no provider's id in {}",
+                    evaluation.0,
+                    crate::util::display_path(&file).display()
+                ),
+            )
+        })?;
+    let persona_model = persona.and_then(|p| p.1);
+    Ok(Chosen {
+        provider: found.provider.clone(),
+        key: found.api_key.clone(),
+        judge: evaluation.1.clone(),
+        simulator: persona_model.or(evaluation.1),
+    })
+}
+
+/// The current `llmSettings`, `{provider, apiKey, models: {evaluation, persona}}`.
+fn current_llms(doc: &Document, path: &str, s: &Map<String, Value>) -> Result<Chosen, CaseError> {
+    known_keys(
+        doc,
+        s,
+        path,
+        &["provider", "apiKey", "models"],
+        "`llmSettings`",
+    )?;
+    let provider = text(doc, s, "provider", path)?
+        .ok_or_else(|| doc.error(path, "needs `provider`: \"openai\" or \"anthropic\""))?;
+    let (mut judge, mut simulator) = (None, None);
+    match s.get("models") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(m)) => {
+            let at = format!("{path}.models");
+            known_keys(doc, m, &at, &["evaluation", "persona"], "`models`")?;
+            judge = text(doc, m, "evaluation", &at)?;
+            simulator = text(doc, m, "persona", &at)?;
+        }
+        Some(other) => {
+            return Err(doc.error(
+                &format!("{path}.models"),
+                format!(
+                    "expected an object {{\"evaluation\", \"persona\"}}, found {}",
+                    type_of(other)
+                ),
+            ))
+        }
+    }
+    let simulator = simulator.or_else(|| judge.clone());
+    Ok(Chosen {
+        provider,
+        key: text(doc, s, "apiKey", path)?,
+        judge,
+        simulator,
+    })
+}
+
+/// The older shape's choice for `role` (`evaluation`, `persona`): the provider's id and
+/// the model.
+fn model_choice(
+    doc: &Document,
+    s: &Map<String, Value>,
+    path: &str,
+    role: &str,
+) -> Result<Option<(String, Option<String>)>, CaseError> {
+    let at = format!("{path}.{role}");
+    match s.get(role) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(r)) => {
+            known_keys(doc, r, &at, &["providerId", "model"], "a model choice")?;
+            let id = text(doc, r, "providerId", &at)?.ok_or_else(|| {
+                doc.error(
+                    &at,
+                    "needs `providerId`: the id of a provider in llm-providers.json",
+                )
+            })?;
+            Ok(Some((id, text(doc, r, "model", &at)?)))
+        }
+        Some(other) => Err(doc.error(
+            &at,
+            format!(
+                "expected an object {{\"providerId\", \"model\"}}, found {}",
+                type_of(other)
+            ),
+        )),
+    }
+}
+
+/// The string `key` of `m` (at `at`), or none when absent or null.
+fn text(
+    doc: &Document,
+    m: &Map<String, Value>,
+    key: &str,
+    at: &str,
+) -> Result<Option<String>, CaseError> {
+    match m.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(v)) => Ok(Some(v.clone())),
+        Some(other) => Err(doc.error(
+            &format!("{at}.{key}"),
+            format!("expected a string, found {}", type_of(other)),
+        )),
+    }
 }

@@ -29,11 +29,16 @@ const CASE_KEYS: [(&str, &str); 6] = [
     ("failureCriteriaMode", "failure_criteria_mode"),
 ];
 
+/// How a path under the suites root is named as a suite ([`crate::source::suite_name`]).
+/// Handed in by the file reader rather than imported: discovery, which names suites,
+/// knows every format, this one included.
+pub(crate) type SuiteNamer = fn(&Path, &Path) -> String;
+
 /// Loads what `file` (listed by [`super::listed`]) holds, trials named under `root`.
-pub(crate) fn load(root: &Path, file: &Path, what: Listed) -> Vec<Loaded> {
+pub(crate) fn load(root: &Path, file: &Path, what: Listed, suite_name: SuiteNamer) -> Vec<Loaded> {
     let out = Out {
         file,
-        prefix: prefix(root, project_dir(file, what)),
+        prefix: prefix(suite_name(root, project_dir(file, what))),
     };
     match what {
         Listed::Config => match Document::read(file) {
@@ -52,8 +57,8 @@ pub(crate) fn load(root: &Path, file: &Path, what: Listed) -> Vec<Loaded> {
             store: file.parent().unwrap_or(Path::new(".")).to_path_buf(),
             llms: None,
         }),
-        Listed::Scenarios => out.lone_scenarios(root),
-        Listed::Seed => out.seed(root),
+        Listed::Scenarios => out.lone_scenarios(suite_of(suite_name(root, file))),
+        Listed::Seed => out.seed(suite_of(suite_name(root, file))),
     }
 }
 
@@ -69,9 +74,9 @@ fn project_dir(file: &Path, what: Listed) -> &Path {
     }
 }
 
-/// `dir` under `root` as the start of trial names: `shop/`, or nothing at the root.
-fn prefix(root: &Path, dir: &Path) -> String {
-    let s = crate::source::suite_name(root, dir);
+/// A project directory's suite name (`shop`) as the start of trial names: `shop/`, or
+/// nothing at the root.
+fn prefix(s: String) -> String {
     if s.is_empty() || s == "." {
         String::new()
     } else {
@@ -84,8 +89,23 @@ struct Out<'a> {
     prefix: String,
 }
 
+/// The trials made so far and their names: two never share one.
+struct Trials {
+    out: Vec<Loaded>,
+    taken: HashSet<String>,
+}
+
+/// An eval, the document it is read from, and its suite (`shop/checkout`).
+struct EvalAt<'a> {
+    eval: &'a Eval,
+    doc: &'a Document,
+    suite: String,
+}
+
 /// The records of a project's store.
 struct Store {
+    /// The store's directory.
+    dir: std::path::PathBuf,
     scenarios: Vec<Record<Scenario>>,
     scenarios_doc: Option<Document>,
     personas: Vec<Record<Persona>>,
@@ -133,12 +153,112 @@ impl Out<'_> {
             Some(s) => s,
             None => return out,
         };
-        let evals_file = p.store.join("evals.json");
+        let Some((evals_doc, evals)) = self.evals(&p.store, &level, &mut out) else {
+            return out;
+        };
+        let mut trials = Trials {
+            out,
+            taken: HashSet::new(),
+        };
+        for (i, eval) in evals.into_iter().enumerate() {
+            let eval = match eval {
+                Ok(e) => e,
+                Err(e) => {
+                    trials.out.push(self.loaded(
+                        &format!("{level}evalstudio"),
+                        &format!("evals-{}", i + 1),
+                        Err(e),
+                    ));
+                    continue;
+                }
+            };
+            let suite = match slug(&eval.name) {
+                s if s.is_empty() => format!("{level}eval-{}", i + 1),
+                s => format!("{level}{s}"),
+            };
+            let at = EvalAt {
+                eval: &eval,
+                doc: &evals_doc,
+                suite,
+            };
+            self.eval_trials(&store, &at, &llms, &mut trials);
+        }
+        trials.out
+    }
+
+    /// The trials of one eval: each scenario it lists, once per persona, run against
+    /// the eval's connector.
+    fn eval_trials(
+        &self,
+        store: &Store,
+        at: &EvalAt,
+        llms: &Option<Arc<SourceLlms>>,
+        trials: &mut Trials,
+    ) {
+        let (eval, evals_doc, suite) = (at.eval, at.doc, &at.suite);
+        let connector = eval.connector_id.as_ref().and_then(|id| {
+            store
+                .connectors
+                .iter()
+                .filter_map(|c| c.as_ref().ok())
+                .find(|c| c.id.as_deref() == Some(id))
+        });
+        let mut listed = HashMap::new();
+        for (j, scenario_id) in eval.scenario_ids.iter().enumerate() {
+            if let Some(first) = earlier(&mut listed, scenario_id, j) {
+                let e = evals_doc.error(
+                    &format!("[{}].scenarioIds[{j}]", eval.index),
+                    repeated("scenario", scenario_id, "scenarioIds", first),
+                );
+                let id = format!("{}-repeated", store.scenario_name(scenario_id));
+                self.push_unique(trials, suite, &id, Err(e), || {
+                    (evals_doc, format!("[{}].name", eval.index))
+                });
+                continue;
+            }
+            let scenario = store.scenario(scenario_id);
+            let context = Context {
+                eval: Some(eval),
+                eval_slug: Some(suite.rsplit('/').next().unwrap_or(suite).to_string()),
+                evals_doc: Some(evals_doc),
+                connector,
+                llms: llms.clone(),
+            };
+            let produced = match scenario {
+                None => {
+                    let e = evals_doc.error(
+                        &format!("[{}].scenarioIds[{j}]", eval.index),
+                        store.no_such_scenario(scenario_id),
+                    );
+                    vec![(slug(scenario_id), Err(e))]
+                }
+                // A broken scenario is named as a good one would be, when it can be.
+                Some(Err(e)) => vec![(store.scenario_name(scenario_id), Err(e.clone()))],
+                Some(Ok(s)) => self.scenario_trials(s, store, &context),
+            };
+            for (id, entry) in produced {
+                // Eval names need not be unique in EvalStudio; trial names must.
+                self.push_unique(trials, suite, &id, entry, || {
+                    (evals_doc, format!("[{}].name", eval.index))
+                });
+            }
+        }
+    }
+
+    /// The evals of the store in `store_dir` and the document they are read from; when
+    /// there are none to read, the one broken trial saying why is in `out`.
+    fn evals(
+        &self,
+        store_dir: &Path,
+        level: &str,
+        out: &mut Vec<Loaded>,
+    ) -> Option<(Document, Vec<Record<Eval>>)> {
+        let evals_file = store_dir.join("evals.json");
         let evals_doc = match Document::read(&evals_file) {
             Ok(d) => d,
             Err(e) => {
                 out.push(self.loaded(&format!("{level}evalstudio"), "evals", Err(e)));
-                return out;
+                return None;
             }
         };
         let Some(evals_doc) = evals_doc else {
@@ -156,124 +276,28 @@ impl Out<'_> {
                     message: "the project has no evals: create one in EvalStudio (an eval names the scenarios to run and the connector), or put `scenarios.json` alone in a folder to run each scenario".into(),
                 }),
             ));
-            return out;
+            return None;
         };
-        let evals = match records(&evals_doc, records::eval) {
-            Ok(e) => e,
+        match records(&evals_doc, records::eval) {
+            Ok(evals) => Some((evals_doc, evals)),
             Err(e) => {
                 out.push(self.loaded(&format!("{level}evalstudio"), "evals", Err(e)));
-                return out;
-            }
-        };
-        let mut taken = HashSet::new();
-        for (i, eval) in evals.into_iter().enumerate() {
-            let eval = match eval {
-                Ok(e) => e,
-                Err(e) => {
-                    out.push(self.loaded(
-                        &format!("{level}evalstudio"),
-                        &format!("evals-{}", i + 1),
-                        Err(e),
-                    ));
-                    continue;
-                }
-            };
-            let suite = match slug(&eval.name) {
-                s if s.is_empty() => format!("{level}eval-{}", i + 1),
-                s => format!("{level}{s}"),
-            };
-            let connector = eval.connector_id.as_ref().and_then(|id| {
-                store
-                    .connectors
-                    .iter()
-                    .filter_map(|c| c.as_ref().ok())
-                    .find(|c| c.id.as_deref() == Some(id))
-            });
-            let mut listed = HashMap::new();
-            for (j, scenario_id) in eval.scenario_ids.iter().enumerate() {
-                if let Some(first) = earlier(&mut listed, scenario_id, j) {
-                    let e = evals_doc.error(
-                        &format!("[{}].scenarioIds[{j}]", eval.index),
-                        repeated("scenario", scenario_id, "scenarioIds", first),
-                    );
-                    let id = format!("{}-repeated", store.scenario_name(scenario_id));
-                    self.push_unique(&mut out, &mut taken, &suite, &id, Err(e), || {
-                        (&evals_doc, format!("[{}].name", eval.index))
-                    });
-                    continue;
-                }
-                let scenario = store.scenario(scenario_id);
-                let context = Context {
-                    eval: Some(&eval),
-                    eval_slug: Some(suite.rsplit('/').next().unwrap_or(&suite).to_string()),
-                    evals_doc: Some(&evals_doc),
-                    connector,
-                    llms: llms.clone(),
-                };
-                let produced = match scenario {
-                    None if store.scenarios_doc.is_none() => {
-                        let e = evals_doc.error(
-                            &format!("[{}].scenarioIds[{j}]", eval.index),
-                            format!(
-                                "the eval runs scenario \"{scenario_id}\", but {} does not exist: EvalStudio keeps a project's scenarios there; restore it, or create the scenarios in EvalStudio",
-                                store.scenarios_file_name(&p.store),
-                            ),
-                        );
-                        vec![(slug(scenario_id), Err(e))]
-                    }
-                    None => {
-                        let known: Vec<String> = store
-                            .scenarios
-                            .iter()
-                            .filter_map(|s| s.as_ref().ok())
-                            .filter_map(|s| s.id.as_ref().map(|id| format!("{id} ({})", s.name)))
-                            .collect();
-                        let e = evals_doc.error(
-                            &format!("[{}].scenarioIds[{j}]", eval.index),
-                            format!(
-                                "\"{scenario_id}\" is no scenario's id in {}; {}",
-                                store.scenarios_file_name(&p.store),
-                                if known.is_empty() {
-                                    "it holds no scenario with an id".to_string()
-                                } else {
-                                    format!("known: {}", known.join(", "))
-                                }
-                            ),
-                        );
-                        vec![(slug(scenario_id), Err(e))]
-                    }
-                    // A broken scenario is named as a good one would be, when it can be.
-                    Some(Err(e)) => vec![(store.scenario_name(scenario_id), Err(e.clone()))],
-                    Some(Ok(s)) => self.scenario_trials(s, &store, &context),
-                };
-                for (id, entry) in produced {
-                    // Eval names need not be unique in EvalStudio; trial names must.
-                    self.push_unique(&mut out, &mut taken, &suite, &id, entry, || {
-                        (&evals_doc, format!("[{}].name", eval.index))
-                    });
-                }
+                None
             }
         }
-        out
     }
 
     /// The scenarios, personas and connectors of `dir`; a file that cannot be read is
     /// one broken trial in `out`.
     fn store(&self, dir: &Path, level: &str, out: &mut Vec<Loaded>) -> Option<Store> {
         let suite = format!("{level}evalstudio");
-        let mut scenarios_doc = None;
-        let scenarios = self.store_file(
-            dir,
-            "scenarios",
-            records::scenario,
-            &suite,
-            out,
-            Some(&mut scenarios_doc),
-        )?;
-        let personas = self.store_file(dir, "personas", records::persona, &suite, out, None)?;
-        let connectors =
-            self.store_file(dir, "connectors", records::connector, &suite, out, None)?;
+        let (scenarios, scenarios_doc) =
+            self.store_file(dir, "scenarios", records::scenario, &suite, out)?;
+        let (personas, _) = self.store_file(dir, "personas", records::persona, &suite, out)?;
+        let (connectors, _) =
+            self.store_file(dir, "connectors", records::connector, &suite, out)?;
         Some(Store {
+            dir: dir.to_path_buf(),
             scenario_at: places(&scenarios),
             persona_at: places(&personas),
             scenarios,
@@ -283,8 +307,9 @@ impl Out<'_> {
         })
     }
 
-    /// The records of `<dir>/<name>.json` (none when there is no such file); a broken
-    /// record keeps its `id`, so what refers to it gets its error.
+    /// The records of `<dir>/<name>.json` and the document they are read from (none, and
+    /// no document, when there is no such file); a broken record keeps its `id`, so what
+    /// refers to it gets its error.
     fn store_file<T>(
         &self,
         dir: &Path,
@@ -292,11 +317,10 @@ impl Out<'_> {
         read: impl Fn(&Document, usize, &Map<String, Value>) -> Record<T>,
         suite: &str,
         out: &mut Vec<Loaded>,
-        keep: Option<&mut Option<Document>>,
-    ) -> Option<Vec<Record<T>>> {
+    ) -> Option<(Vec<Record<T>>, Option<Document>)> {
         let doc = match Document::read(&dir.join(format!("{name}.json"))) {
             Ok(Some(d)) => d,
-            Ok(None) => return Some(Vec::new()),
+            Ok(None) => return Some((Vec::new(), None)),
             Err(e) => {
                 out.push(self.loaded(suite, name, Err(e)));
                 return None;
@@ -321,16 +345,12 @@ impl Out<'_> {
                 return None;
             }
         };
-        if let Some(keep) = keep {
-            *keep = Some(doc);
-        }
-        Some(list)
+        Some((list, Some(doc)))
     }
 
     /// A `scenarios.json` read alone: each scenario a trial (per persona, from a
     /// `personas.json` beside it), run against the default agent.
-    fn lone_scenarios(&self, root: &Path) -> Vec<Loaded> {
-        let suite = suite_of(root, self.file);
+    fn lone_scenarios(&self, suite: String) -> Vec<Loaded> {
         let dir = self.file.parent().unwrap_or(Path::new("."));
         let mut out = Vec::new();
         let Some(store) = self.store(dir, &format!("{suite}/"), &mut out) else {
@@ -343,7 +363,10 @@ impl Out<'_> {
             connector: None,
             llms: None,
         };
-        let mut taken = HashSet::new();
+        let mut trials = Trials {
+            out,
+            taken: HashSet::new(),
+        };
         for s in &store.scenarios {
             let produced = match s {
                 Ok(s) => self.scenario_trials(s, &store, &context),
@@ -359,7 +382,7 @@ impl Out<'_> {
                 Err(_) => None,
             };
             for (id, entry) in produced {
-                self.push_unique(&mut out, &mut taken, &suite, &id, entry, || {
+                self.push_unique(&mut trials, &suite, &id, entry, || {
                     let doc = store.scenarios_doc.as_ref().expect("scenarios were read");
                     (
                         doc,
@@ -368,7 +391,7 @@ impl Out<'_> {
                 });
             }
         }
-        out
+        trials.out
     }
 
     /// Adds the trial `suite::id`, or when an earlier one has that name, an error
@@ -376,16 +399,15 @@ impl Out<'_> {
     /// neither is dropped.
     fn push_unique<'d>(
         &self,
-        out: &mut Vec<Loaded>,
-        taken: &mut HashSet<String>,
+        trials: &mut Trials,
         suite: &str,
         id: &str,
         entry: Result<Case, CaseError>,
         blame: impl FnOnce() -> (&'d Document, String),
     ) {
         let trial = format!("{suite}{SEPARATOR}{id}");
-        if taken.insert(trial.clone()) {
-            out.push(self.loaded(suite, id, entry));
+        if trials.taken.insert(trial.clone()) {
+            trials.out.push(self.loaded(suite, id, entry));
             return;
         }
         let (doc, field) = blame();
@@ -394,16 +416,17 @@ impl Out<'_> {
             format!("another record gives the same trial name, {trial}; rename one of them"),
         );
         let mut k = 2;
-        while !taken.insert(format!("{trial}-{k}")) {
+        while !trials.taken.insert(format!("{trial}-{k}")) {
             k += 1;
         }
-        out.push(self.loaded(suite, &format!("{id}-{k}"), Err(e)));
+        trials
+            .out
+            .push(self.loaded(suite, &format!("{id}-{k}"), Err(e)));
     }
 
     /// A conversation seed file: the messages EvalStudio's `scenario create -m` takes,
     /// sent as one exchange that passes when the agent answers.
-    fn seed(&self, root: &Path) -> Vec<Loaded> {
-        let suite = suite_of(root, self.file);
+    fn seed(&self, suite: String) -> Vec<Loaded> {
         let entry = match Document::read(self.file) {
             Ok(Some(doc)) => {
                 let messages = match &doc.value {
@@ -553,6 +576,32 @@ impl HasId for Persona {
 }
 
 impl Store {
+    /// Why an eval's scenario id names no scenario of the store: there is no
+    /// `scenarios.json`, or which ids it does hold.
+    fn no_such_scenario(&self, scenario_id: &str) -> String {
+        if self.scenarios_doc.is_none() {
+            return format!(
+                "the eval runs scenario \"{scenario_id}\", but {} does not exist: EvalStudio keeps a project's scenarios there; restore it, or create the scenarios in EvalStudio",
+                self.scenarios_file_name(),
+            );
+        }
+        let known: Vec<String> = self
+            .scenarios
+            .iter()
+            .filter_map(|s| s.as_ref().ok())
+            .filter_map(|s| s.id.as_ref().map(|id| format!("{id} ({})", s.name)))
+            .collect();
+        format!(
+            "\"{scenario_id}\" is no scenario's id in {}; {}",
+            self.scenarios_file_name(),
+            if known.is_empty() {
+                "it holds no scenario with an id".to_string()
+            } else {
+                format!("known: {}", known.join(", "))
+            }
+        )
+    }
+
     fn scenario(&self, id: &str) -> Option<&Record<Scenario>> {
         self.scenario_at.get(id).map(|&i| &self.scenarios[i])
     }
@@ -575,8 +624,8 @@ impl Store {
             .unwrap_or_else(|| slug(id))
     }
 
-    fn scenarios_file_name(&self, dir: &Path) -> String {
-        crate::util::display_path(&dir.join("scenarios.json"))
+    fn scenarios_file_name(&self) -> String {
+        crate::util::display_path(&self.dir.join("scenarios.json"))
             .display()
             .to_string()
     }
@@ -731,9 +780,8 @@ fn evalstudio_words(message: &str) -> String {
     out
 }
 
-/// The suite of a file read alone: its path under `root` without `.json`.
-fn suite_of(root: &Path, file: &Path) -> String {
-    let s = crate::source::suite_name(root, file);
+/// The suite of a file read alone, from its suite name: without `.json`.
+fn suite_of(s: String) -> String {
     s.strip_suffix(".json").map(str::to_string).unwrap_or(s)
 }
 

@@ -34,7 +34,7 @@ pub fn parse_case(line: &str, location: Location) -> Result<Case, CaseError> {
                 .count()
                 + 1;
             if let Some((message, column)) =
-                crate::source::file::stray_bom(line, location.line, byte_col - 1)
+                crate::source::bom::stray_bom(line, location.line, byte_col - 1)
             {
                 return Err(CaseError {
                     location: Location { column, ..location },
@@ -427,53 +427,68 @@ fn parse_mode(obj: &Map<String, Value>) -> Result<Mode, FieldError> {
         ));
     }
     if let Some(turns) = turns {
-        if mode.as_deref() == Some("single") {
+        return parse_static(obj, turns, mode.as_deref());
+    }
+    parse_single(obj)
+}
+
+/// A static case: its `turns` (given) and `final_assertions`, and no top-level
+/// single-turn keys.
+fn parse_static(
+    obj: &Map<String, Value>,
+    turns: &Value,
+    mode: Option<&str>,
+) -> Result<Mode, FieldError> {
+    if mode == Some("single") {
+        return Err(FieldError::new(
+            "mode",
+            "`mode` is \"single\" but the case has `turns`; use `mode: \"static\"` or no mode",
+        ));
+    }
+    for key in ["input", "assertions", "assert", "expected"] {
+        if obj.contains_key(key) {
+            let fix = match key {
+                "input" => "put the first message in turns[0].input",
+                "expected" => "compare the last reply with `final_assertions: [{\"type\": \"equals\", ...}]`",
+                _ => "put per-turn checks in each turn and checks on the last reply in `final_assertions`",
+            };
             return Err(FieldError::new(
-                "mode",
-                "`mode` is \"single\" but the case has `turns`; use `mode: \"static\"` or no mode",
+                key,
+                format!("a static case with `turns` takes no top-level `{key}`; {fix}"),
             ));
         }
-        for key in ["input", "assertions", "assert", "expected"] {
-            if obj.contains_key(key) {
-                let fix = match key {
-                    "input" => "put the first message in turns[0].input",
-                    "expected" => "compare the last reply with `final_assertions: [{\"type\": \"equals\", ...}]`",
-                    _ => "put per-turn checks in each turn and checks on the last reply in `final_assertions`",
-                };
-                return Err(FieldError::new(
-                    key,
-                    format!("a static case with `turns` takes no top-level `{key}`; {fix}"),
-                ));
-            }
-        }
-        let turns = match turns {
-            Value::Array(items) if !items.is_empty() => items
-                .iter()
-                .enumerate()
-                .map(|(i, t)| parse_turn(t, &index("turns", i)))
-                .collect::<Result<Vec<_>, _>>()?,
-            Value::Array(_) => {
-                return Err(FieldError::new(
-                    "turns",
-                    "`turns` is empty; give at least one {\"input\": ...}",
-                ))
-            }
-            other => {
-                return Err(FieldError::new(
-                    "turns",
-                    format!("expected an array of turns, found {}", type_of(other)),
-                ))
-            }
-        };
-        let final_assertions = match obj.get("final_assertions") {
-            Some(v) => parse_assertions(v, "final_assertions")?,
-            None => Vec::new(),
-        };
-        return Ok(Mode::Static {
-            turns,
-            final_assertions,
-        });
     }
+    let turns = match turns {
+        Value::Array(items) if !items.is_empty() => items
+            .iter()
+            .enumerate()
+            .map(|(i, t)| parse_turn(t, &index("turns", i)))
+            .collect::<Result<Vec<_>, _>>()?,
+        Value::Array(_) => {
+            return Err(FieldError::new(
+                "turns",
+                "`turns` is empty; give at least one {\"input\": ...}",
+            ))
+        }
+        other => {
+            return Err(FieldError::new(
+                "turns",
+                format!("expected an array of turns, found {}", type_of(other)),
+            ))
+        }
+    };
+    let final_assertions = match obj.get("final_assertions") {
+        Some(v) => parse_assertions(v, "final_assertions")?,
+        None => Vec::new(),
+    };
+    Ok(Mode::Static {
+        turns,
+        final_assertions,
+    })
+}
+
+/// A single-turn case: `input` and `assertions`.
+fn parse_single(obj: &Map<String, Value>) -> Result<Mode, FieldError> {
     if obj.contains_key("final_assertions") {
         return Err(FieldError::new("final_assertions", "`final_assertions` applies to static cases with `turns`; a single-turn case takes `assertions`"));
     }

@@ -6,6 +6,7 @@ use super::keys::CRITERIA_KEYS;
 use super::turn::{parse_input, parse_message};
 use crate::case::{Checkpoint, Criteria, FailureMode, Mode, ModelSettings, ScriptRule, Simulator};
 use crate::errors::FieldError;
+use crate::protocol::Message;
 use crate::source::fields::{
     check_keys, index, join, model_settings, opt_bool, opt_object, opt_str,
 };
@@ -61,6 +62,23 @@ pub(super) fn parse_dynamic(
         }
     }
     let sim = parse_simulator(sim)?;
+    let checkpoints = checkpoints(cps)?;
+    let max_turns = max_turns(obj)?;
+    let input = match obj.get("input") {
+        Some(v) => Some(parse_input(v, "input")?),
+        None => None,
+    };
+    Ok(Mode::Dynamic {
+        input,
+        simulator: Box::new(sim),
+        checkpoints,
+        max_turns,
+    })
+}
+
+/// A dynamic case's `checkpoints`: at least one, ids unique, and an `after` order that
+/// names only its checkpoints and has no cycle.
+fn checkpoints(cps: &Value) -> Result<Vec<Checkpoint>, FieldError> {
     let checkpoints = match cps {
         Value::Array(items) if !items.is_empty() => items
             .iter()
@@ -116,6 +134,11 @@ pub(super) fn parse_dynamic(
             ),
         ));
     }
+    Ok(checkpoints)
+}
+
+/// `max_turns`: 20 unless given, at most 10000.
+fn max_turns(obj: &Map<String, Value>) -> Result<u32, FieldError> {
     let max_turns = match obj.get("max_turns") {
         None | Some(Value::Null) => 20,
         Some(Value::Number(n)) => match n.as_u64() {
@@ -134,16 +157,7 @@ pub(super) fn parse_dynamic(
             ))
         }
     };
-    let input = match obj.get("input") {
-        Some(v) => Some(parse_input(v, "input")?),
-        None => None,
-    };
-    Ok(Mode::Dynamic {
-        input,
-        simulator: Box::new(sim),
-        checkpoints,
-        max_turns,
-    })
+    Ok(max_turns)
 }
 
 /// A dynamic case decided by EvalStudio's criteria: no checkpoints; the simulator is
@@ -183,51 +197,9 @@ fn parse_criteria_case(
             "give `success_criteria` (what the agent must achieve), `failure_criteria`, or both",
         ));
     }
-    let mode = match opt_str(obj, "failure_criteria_mode", "")?.as_deref() {
-        None | Some("on_max_messages") => FailureMode::OnMaxMessages,
-        Some("every_turn") => FailureMode::EveryTurn,
-        Some(other) => {
-            return Err(FieldError::new(
-                "failure_criteria_mode",
-                format!("unknown mode \"{other}\"; expected \"on_max_messages\" (the default: the last evaluation decides) or \"every_turn\" (failure met at any turn fails the case)"),
-            ))
-        }
-    };
-    let max_messages = match obj.get("max_messages") {
-        None | Some(Value::Null) => 10,
-        Some(Value::Number(n)) => match n.as_u64() {
-            Some(v) if (2..=1000).contains(&v) => v as u32,
-            _ => {
-                return Err(FieldError::new(
-                    "max_messages",
-                    format!("expected a whole number from 2 to 1000 (user and assistant messages), found {n}"),
-                ))
-            }
-        },
-        Some(other) => {
-            return Err(FieldError::new(
-                "max_messages",
-                format!("expected a whole number, found {}", type_of(other)),
-            ))
-        }
-    };
-    let seed = match obj.get("messages") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(items)) => items
-            .iter()
-            .enumerate()
-            .map(|(i, m)| parse_message(m, &index("messages", i)))
-            .collect::<Result<Vec<_>, _>>()?,
-        Some(other) => {
-            return Err(FieldError::new(
-                "messages",
-                format!(
-                    "expected an array of messages {{\"role\", \"content\"}}, found {}",
-                    type_of(other)
-                ),
-            ))
-        }
-    };
+    let mode = failure_mode(obj)?;
+    let max_messages = max_messages(obj)?;
+    let seed = seed_messages(obj)?;
     let instructions = opt_str(obj, "instructions", "")?;
     let mut simulator = match sim {
         Some(v) => parse_simulator(v)?,
@@ -264,6 +236,66 @@ fn parse_criteria_case(
             seed,
         }),
     })
+}
+
+/// `failure_criteria_mode`: when the failure criteria are judged.
+fn failure_mode(obj: &Map<String, Value>) -> Result<FailureMode, FieldError> {
+    let mode = match opt_str(obj, "failure_criteria_mode", "")?.as_deref() {
+        None | Some("on_max_messages") => FailureMode::OnMaxMessages,
+        Some("every_turn") => FailureMode::EveryTurn,
+        Some(other) => {
+            return Err(FieldError::new(
+                "failure_criteria_mode",
+                format!("unknown mode \"{other}\"; expected \"on_max_messages\" (the default: the last evaluation decides) or \"every_turn\" (failure met at any turn fails the case)"),
+            ))
+        }
+    };
+    Ok(mode)
+}
+
+/// `max_messages`: what ends a case with criteria, 10 unless given (2 to 1000).
+fn max_messages(obj: &Map<String, Value>) -> Result<u32, FieldError> {
+    let max_messages = match obj.get("max_messages") {
+        None | Some(Value::Null) => 10,
+        Some(Value::Number(n)) => match n.as_u64() {
+            Some(v) if (2..=1000).contains(&v) => v as u32,
+            _ => {
+                return Err(FieldError::new(
+                    "max_messages",
+                    format!("expected a whole number from 2 to 1000 (user and assistant messages), found {n}"),
+                ))
+            }
+        },
+        Some(other) => {
+            return Err(FieldError::new(
+                "max_messages",
+                format!("expected a whole number, found {}", type_of(other)),
+            ))
+        }
+    };
+    Ok(max_messages)
+}
+
+/// `messages`: the conversation a case with criteria starts from.
+fn seed_messages(obj: &Map<String, Value>) -> Result<Vec<Message>, FieldError> {
+    let seed = match obj.get("messages") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, m)| parse_message(m, &index("messages", i)))
+            .collect::<Result<Vec<_>, _>>()?,
+        Some(other) => {
+            return Err(FieldError::new(
+                "messages",
+                format!(
+                    "expected an array of messages {{\"role\", \"content\"}}, found {}",
+                    type_of(other)
+                ),
+            ))
+        }
+    };
+    Ok(seed)
 }
 
 /// The first cycle in the checkpoints' `after` order, found in checkpoint order: the

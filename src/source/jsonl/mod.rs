@@ -14,7 +14,7 @@ pub use keys::CASE_KEYS;
 pub(crate) use locate::{column_of_path, position_of_offset, steps, Indexed, Step};
 
 use super::{Loaded, SEPARATOR};
-use crate::case::Location;
+use crate::case::{Case, Location};
 use crate::errors::CaseError;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -49,30 +49,9 @@ pub fn parse_suite_bytes(
         let line = match line {
             Ok(line) => line,
             Err((line, e)) => {
-                let good = &line[..e.valid_up_to()];
-                let prefix = std::str::from_utf8(good).unwrap_or_default();
                 // A comment is skipped whatever it holds.
-                if prefix.trim_start().starts_with("//") {
+                let Some((column, message)) = invalid_utf8(line, e) else {
                     continue;
-                }
-                let rest = &line[e.valid_up_to()..];
-                let hex = |bytes: &[u8]| {
-                    bytes
-                        .iter()
-                        .map(|b| format!("0x{b:02X}"))
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                };
-                let what = match e.error_len() {
-                    Some(1) => format!(
-                        "the byte {} cannot start or continue a character here",
-                        hex(&rest[..1])
-                    ),
-                    Some(n) => format!("the bytes {} do not make a character", hex(&rest[..n])),
-                    None => format!(
-                        "the line ends inside a character (bytes {})",
-                        hex(&rest[..rest.len().min(3)])
-                    ),
                 };
                 out.push((
                     n,
@@ -82,13 +61,10 @@ pub fn parse_suite_bytes(
                         trial: String::new(),
                         file: file.to_path_buf(),
                         entry: Err(CaseError {
-                            location: Location {
-                                column: prefix.chars().count() + 1,
-                                ..location
-                            },
+                            location: Location { column, ..location },
                             id: None,
                             field: None,
-                            message: format!("invalid UTF-8: {what}; save the file as UTF-8"),
+                            message,
                         }),
                     },
                 ));
@@ -103,64 +79,125 @@ pub fn parse_suite_bytes(
             out.push((n, generator));
             continue;
         }
-        let mut entry = parse_case(line, location.clone());
-        let id = match &entry {
-            Ok(c) => Some(c.id.clone()),
-            Err(e) => e.id.clone(),
-        };
-        let mut name_id = id.clone();
-        if let Some(id) = &id {
-            if let Some(first) = first_line.get(id) {
-                entry = Err(CaseError {
-                    location: Location { column: crate::source::column_of_path(line, "id"), ..location },
-                    id: Some(id.clone()),
-                    field: Some("id".into()),
-                    message: format!("duplicate id \"{id}\" (first used on line {first}); ids must be unique within a file"),
-                });
-                name_id = None;
-            } else {
-                first_line.insert(id.clone(), n);
-            }
-        }
+        let (name_id, entry) = case_line(line, location, n, &mut first_line);
         let trial = match name_id {
             Some(id) => format!("{suite}{SEPARATOR}{id}"),
             None => String::new(),
         };
-        // A case with personas is a trial per persona: `suite::id::persona`.
-        if let (Ok(case), false) = (&entry, trial.is_empty()) {
-            if !case.personas.is_empty() {
-                for p in &case.personas {
-                    let mut one = case.clone();
-                    one.personas = Vec::new();
-                    one.persona = Some(p.clone());
-                    out.push((
-                        n,
-                        Loaded {
-                            generation: None,
-                            suite: suite.to_string(),
-                            trial: format!("{trial}{SEPARATOR}{}", crate::util::slug(&p.name)),
-                            file: file.to_path_buf(),
-                            entry: Ok(one),
-                        },
-                    ));
-                }
-                continue;
-            }
+        for (trial, entry) in per_persona(trial, entry) {
+            out.push((
+                n,
+                Loaded {
+                    generation: None,
+                    suite: suite.to_string(),
+                    trial,
+                    file: file.to_path_buf(),
+                    entry,
+                },
+            ));
         }
-        out.push((
-            n,
-            Loaded {
-                generation: None,
-                suite: suite.to_string(),
-                trial,
-                file: file.to_path_buf(),
-                entry,
-            },
-        ));
     }
-    // Lines without a usable id are named after their line; a real id (or another
-    // line's name) may already be `line-N`, and two trials must never share a name.
-    let mut taken: std::collections::HashSet<String> = first_line.keys().cloned().collect();
+    let taken = first_line.into_keys().collect();
+    name_by_line(suite, out, taken)
+}
+
+/// A case line (line `n`, at `location`) read: the id that names its trial, when it
+/// has a usable one, and the case. An id already in `first_line` is an error (and names
+/// no trial); a new one is added.
+fn case_line(
+    line: &str,
+    location: Location,
+    n: usize,
+    first_line: &mut HashMap<String, usize>,
+) -> (Option<String>, Result<Case, CaseError>) {
+    let mut entry = parse_case(line, location.clone());
+    let id = match &entry {
+        Ok(c) => Some(c.id.clone()),
+        Err(e) => e.id.clone(),
+    };
+    let mut name_id = id.clone();
+    if let Some(id) = &id {
+        if let Some(first) = first_line.get(id) {
+            entry = Err(CaseError {
+                location: Location { column: crate::source::column_of_path(line, "id"), ..location },
+                id: Some(id.clone()),
+                field: Some("id".into()),
+                message: format!("duplicate id \"{id}\" (first used on line {first}); ids must be unique within a file"),
+            });
+            name_id = None;
+        } else {
+            first_line.insert(id.clone(), n);
+        }
+    }
+    (name_id, entry)
+}
+
+/// A case with personas is a trial per persona, `suite::id::persona`, each case with
+/// its one persona; any other entry is its trial alone.
+fn per_persona(
+    trial: String,
+    entry: Result<Case, CaseError>,
+) -> Vec<(String, Result<Case, CaseError>)> {
+    match &entry {
+        Ok(case) if !trial.is_empty() && !case.personas.is_empty() => case
+            .personas
+            .iter()
+            .map(|p| {
+                let mut one = case.clone();
+                one.personas = Vec::new();
+                one.persona = Some(p.clone());
+                (
+                    format!("{trial}{SEPARATOR}{}", crate::util::slug(&p.name)),
+                    Ok(one),
+                )
+            })
+            .collect(),
+        _ => vec![(trial, entry)],
+    }
+}
+
+/// Why a line is not UTF-8: the 1-based column of its first bad byte (counting the
+/// characters before it) and the message; `None` for a comment line, which is skipped
+/// whatever it holds.
+fn invalid_utf8(line: &[u8], e: std::str::Utf8Error) -> Option<(usize, String)> {
+    let good = &line[..e.valid_up_to()];
+    let prefix = std::str::from_utf8(good).unwrap_or_default();
+    if prefix.trim_start().starts_with("//") {
+        return None;
+    }
+    let rest = &line[e.valid_up_to()..];
+    let hex = |bytes: &[u8]| {
+        bytes
+            .iter()
+            .map(|b| format!("0x{b:02X}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let what = match e.error_len() {
+        Some(1) => format!(
+            "the byte {} cannot start or continue a character here",
+            hex(&rest[..1])
+        ),
+        Some(n) => format!("the bytes {} do not make a character", hex(&rest[..n])),
+        None => format!(
+            "the line ends inside a character (bytes {})",
+            hex(&rest[..rest.len().min(3)])
+        ),
+    };
+    Some((
+        prefix.chars().count() + 1,
+        format!("invalid UTF-8: {what}; save the file as UTF-8"),
+    ))
+}
+
+/// The entries, each with its line, their trials named; an entry without a usable id
+/// (its trial still empty) is named after its line. A real id in `taken` (or another
+/// line's name) may already be `line-N`, and two trials must never share a name.
+fn name_by_line(
+    suite: &str,
+    out: Vec<(usize, Loaded)>,
+    mut taken: std::collections::HashSet<String>,
+) -> Vec<Loaded> {
     out.into_iter()
         .map(|(n, mut l)| {
             if l.trial.is_empty() {
@@ -282,7 +319,6 @@ fn generator_line(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::{files_for_trial, suite_name};
 
     fn names(text: &str) -> Vec<(String, bool)> {
         parse_suite(
@@ -308,15 +344,5 @@ mod tests {
                 ("s::b".into(), false)
             ]
         );
-    }
-
-    #[test]
-    fn suite_names_and_trial_files() {
-        let root = Path::new("/r");
-        assert_eq!(
-            suite_name(root, Path::new("/r/billing/refunds.jsonl")),
-            "billing/refunds"
-        );
-        assert!(files_for_trial(root, "../x::T1").is_empty());
     }
 }

@@ -12,22 +12,20 @@ use crate::case::{Case, Location, Mode};
 use crate::errors::FieldError;
 use crate::source::{CaseError, Loaded, SEPARATOR};
 
-/// The endings of the YAML files agentest reads: scenario and matrix files.
-pub(crate) const SCENARIO_ENDINGS: [&str; 4] = [
-    ".scenario.yaml",
-    ".scenario.yml",
-    ".matrix.yaml",
-    ".matrix.yml",
-];
+/// The endings of an ElizaOS scenario's file name.
+pub(crate) const SCENARIO_ENDINGS: [&str; 2] = [".scenario.yaml", ".scenario.yml"];
+
+/// The endings of a scenario matrix's file name.
+pub(crate) const MATRIX_ENDINGS: [&str; 2] = [".matrix.yaml", ".matrix.yml"];
 
 /// Whether `name` (a file name) is an ElizaOS scenario or scenario matrix.
 pub(crate) fn is_scenario(name: &str) -> bool {
-    SCENARIO_ENDINGS.iter().any(|e| name.ends_with(e))
+    SCENARIO_ENDINGS.iter().any(|e| name.ends_with(e)) || is_matrix(name)
 }
 
 /// Whether `name` is a scenario matrix.
 pub(crate) fn is_matrix(name: &str) -> bool {
-    name.ends_with(".matrix.yaml") || name.ends_with(".matrix.yml")
+    MATRIX_ENDINGS.iter().any(|e| name.ends_with(e))
 }
 
 /// Reads one scenario file: one trial, `<suite>::<slug of its name>`, or its error
@@ -104,101 +102,132 @@ pub(crate) fn load_matrix(
     shown: Arc<PathBuf>,
     text: &str,
 ) -> Vec<Loaded> {
-    let broken = |shown: &Arc<PathBuf>,
-                  line: usize,
-                  column: usize,
-                  field: Option<String>,
-                  message: String| {
-        vec![Loaded {
-            generation: None,
-            suite: suite.to_string(),
-            trial: format!("{suite}{SEPARATOR}matrix"),
-            file: file.to_path_buf(),
-            entry: Err(CaseError {
-                location: Location {
-                    file: shown.clone(),
-                    line: line.max(1),
-                    column: column.max(1),
-                },
-                id: None,
-                field,
-                message,
-            }),
-        }]
+    let entry = |trial: String, entry: Result<Case, CaseError>| Loaded {
+        generation: None,
+        suite: suite.to_string(),
+        trial,
+        file: file.to_path_buf(),
+        entry,
     };
-    let field_error = |shown: &Arc<PathBuf>, root: &node::Node, e: FieldError| {
-        let pos = root.locate(&e.path);
+    let read = match read_matrix(file, &shown, text) {
+        Ok(read) => read,
+        Err(e) => return vec![entry(format!("{suite}{SEPARATOR}matrix"), Err(e))],
+    };
+    let mut out = Vec::new();
+    for picks in matrix::combinations(&read.matrix.axes) {
+        for (id, case) in read.combination(&shown, &picks) {
+            out.push(entry(format!("{suite}{SEPARATOR}{id}"), case));
+        }
+    }
+    out
+}
+
+/// A matrix file and its base scenario, read and checked against each other.
+struct ReadMatrix {
+    /// The matrix file's YAML, to locate its mistakes.
+    root: node::Node,
+    matrix: matrix::Matrix,
+    /// The base scenario's YAML, to locate its mistakes, and as JSON.
+    base: node::Node,
+    base_json: serde_json::Value,
+    base_shown: Arc<PathBuf>,
+}
+
+/// A matrix's error at `line`, `column` of `file` (the matrix file or its base).
+fn matrix_error(
+    file: &Arc<PathBuf>,
+    pos: node::Pos,
+    field: Option<String>,
+    message: String,
+) -> CaseError {
+    CaseError {
+        location: Location {
+            file: file.clone(),
+            line: pos.line.max(1),
+            column: pos.column.max(1),
+        },
+        id: None,
+        field,
+        message,
+    }
+}
+
+/// Reads the matrix file `file` (shown as `shown`) and its base scenario; the error is
+/// the trial `<suite>::matrix`'s.
+fn read_matrix(file: &Path, shown: &Arc<PathBuf>, text: &str) -> Result<ReadMatrix, CaseError> {
+    let root = node::parse(text)
+        .map_err(|(m, p)| matrix_error(shown, p, None, format!("invalid YAML: {m}")))?;
+    let field_error = |e: FieldError| {
         let field = (!e.path.is_empty()).then(|| e.path.clone());
-        broken(shown, pos.line, pos.column, field, e.message)
+        matrix_error(shown, root.locate(&e.path), field, e.message)
     };
-    let root = match node::parse(text) {
-        Ok(r) => r,
-        Err((m, p)) => return broken(&shown, p.line, p.column, None, format!("invalid YAML: {m}")),
-    };
-    let m = match matrix::read(&root.to_json()) {
-        Ok(m) => m,
-        Err(e) => return field_error(&shown, &root, e),
-    };
+    let m = matrix::read(&root.to_json()).map_err(field_error)?;
     let base_file = file.parent().unwrap_or(Path::new(".")).join(&m.base);
     let base_shown = Arc::new(crate::util::display_path(&base_file));
-    let base_text = match std::fs::read_to_string(&base_file) {
-        Ok(t) => t,
-        Err(e) => {
-            let pos = root.locate("base_scenario");
-            return broken(
-                &shown,
-                pos.line,
-                pos.column,
-                Some("base_scenario".into()),
-                format!(
-                    "failed to read {}: {e}; the path is relative to the matrix file",
-                    base_file.display()
-                ),
-            );
-        }
-    };
-    let base = match node::parse(&base_text) {
-        Ok(b) => b,
-        Err((msg, p)) => {
-            return broken(
-                &base_shown,
-                p.line,
-                p.column,
-                None,
-                format!("invalid YAML in the base scenario: {msg}"),
-            )
-        }
-    };
+    let base_text = std::fs::read_to_string(&base_file).map_err(|e| {
+        matrix_error(
+            shown,
+            root.locate("base_scenario"),
+            Some("base_scenario".into()),
+            format!(
+                "failed to read {}: {e}; the path is relative to the matrix file",
+                base_file.display()
+            ),
+        )
+    })?;
+    let base = node::parse(&base_text).map_err(|(msg, p)| {
+        matrix_error(
+            &base_shown,
+            p,
+            None,
+            format!("invalid YAML in the base scenario: {msg}"),
+        )
+    })?;
     let base_json = base.to_json();
     // Every axis must point at a field the base scenario has.
     for (i, axis) in m.axes.iter().enumerate() {
         let mut probe = base_json.clone();
         if let Err(why) = matrix::set(&mut probe, &axis.parameter, axis.values[0].clone()) {
             let path = format!("matrix[{i}].parameter");
-            let pos = root.locate(&path);
-            return broken(
-                &shown,
-                pos.line,
-                pos.column,
+            return Err(matrix_error(
+                shown,
+                root.locate(&path),
                 Some(path.clone()),
                 format!("{why}; an axis can only vary a field the base scenario sets"),
-            );
+            ));
         }
     }
-    let mut out = Vec::new();
-    for picks in matrix::combinations(&m.axes) {
-        let combo = matrix::combination_name(&m.axes, &picks);
-        let mut json = base_json.clone();
+    Ok(ReadMatrix {
+        root,
+        matrix: m,
+        base,
+        base_json,
+        base_shown,
+    })
+}
+
+impl ReadMatrix {
+    /// The runs of the combination `picks` (a value's index on each axis): each run's
+    /// id and its case, or the error located in the matrix (a value an axis set) or in
+    /// the base scenario.
+    fn combination(
+        &self,
+        shown: &Arc<PathBuf>,
+        picks: &[usize],
+    ) -> Vec<(String, Result<Case, CaseError>)> {
+        let m = &self.matrix;
+        let combo = matrix::combination_name(&m.axes, picks);
+        let mut json = self.base_json.clone();
         let mut parameters = Vec::new();
-        for (axis, &i) in m.axes.iter().zip(&picks) {
+        for (axis, &i) in m.axes.iter().zip(picks) {
             let value = axis.values[i].clone();
-            // Checked above for every axis: the field exists.
+            // Checked by `read_matrix` for every axis: the field exists.
             let _ = matrix::set(&mut json, &axis.parameter, value.clone());
             parameters.push((axis.parameter.clone(), value));
         }
+        let mut out = Vec::new();
         for run in 1..=m.runs {
             let id = format!("{combo}{SEPARATOR}run-{run}");
-            let trial = format!("{suite}{SEPARATOR}{id}");
             let entry = match scenario::read(&json) {
                 Ok((name, mut sc, mocks)) => {
                     sc.parameters = parameters.clone();
@@ -211,47 +240,39 @@ pub(crate) fn load_matrix(
                         name: Some(format!("{title} [{combo}] run {run}")),
                         location: Location {
                             file: shown.clone(),
-                            line: root.pos.line.max(1),
-                            column: root.pos.column.max(1),
+                            line: self.root.pos.line.max(1),
+                            column: self.root.pos.column.max(1),
                         },
                         mocks,
-                        ..scenario_case(id, sc, json.clone())
+                        ..scenario_case(id.clone(), sc, json.clone())
                     })
                 }
-                Err(e) => {
-                    // A value an axis set is located in the matrix; the rest in the base.
-                    let axis = m.axes.iter().position(|a| {
-                        e.path == a.parameter || e.path.starts_with(&format!("{}.", a.parameter))
-                    });
-                    let (at, pos) = match axis {
-                        Some(i) => (
-                            &shown,
-                            root.locate(&format!("matrix[{i}].values[{}]", picks[i])),
-                        ),
-                        None => (&base_shown, base.locate(&e.path)),
-                    };
-                    Err(CaseError {
-                        location: Location {
-                            file: at.clone(),
-                            line: pos.line.max(1),
-                            column: pos.column.max(1),
-                        },
-                        id: Some(id.clone()),
-                        field: Some(e.path.clone()),
-                        message: e.message,
-                    })
-                }
+                Err(e) => Err(self.located(shown, picks, &id, e)),
             };
-            out.push(Loaded {
-                generation: None,
-                suite: suite.to_string(),
-                trial,
-                file: file.to_path_buf(),
-                entry,
-            });
+            out.push((id, entry));
+        }
+        out
+    }
+
+    /// A combination's error: a value an axis set is located in the matrix; the rest in
+    /// the base.
+    fn located(&self, shown: &Arc<PathBuf>, picks: &[usize], id: &str, e: FieldError) -> CaseError {
+        let axis = self.matrix.axes.iter().position(|a| {
+            e.path == a.parameter || e.path.starts_with(&format!("{}.", a.parameter))
+        });
+        let (at, pos) = match axis {
+            Some(i) => (
+                shown,
+                self.root
+                    .locate(&format!("matrix[{i}].values[{}]", picks[i])),
+            ),
+            None => (&self.base_shown, self.base.locate(&e.path)),
+        };
+        CaseError {
+            id: Some(id.to_string()),
+            ..matrix_error(at, pos, Some(e.path.clone()), e.message)
         }
     }
-    out
 }
 
 /// The case of a scenario (or a matrix combination).

@@ -252,7 +252,7 @@ fn in_file_terms(e: &serde_saphyr::Error, text: &str, pos: Pos) -> Option<(Strin
         .char_indices()
         .nth(pos.column.max(1) - 1)
         .map_or(line_text.len(), |(b, _)| b);
-    if let Some((message, column)) = crate::source::file::stray_bom(line_text, line, byte) {
+    if let Some((message, column)) = crate::source::bom::stray_bom(line_text, line, byte) {
         return Some((message, Pos { line, column }));
     }
     // An error met while replaying an alias is wrapped in where the alias is.

@@ -663,51 +663,9 @@ fn evaluation(v: &Value, path: &str) -> Result<Evaluation, FieldError> {
     };
     let check = match type_name {
         "string_contains" | "regex_match" | "llm_judge" => {
-            // The same checks as agentest's own assertions, in their spelling.
-            let mut a = Map::new();
-            let (as_type, allowed): (&str, &[&str]) = match type_name {
-                "string_contains" => ("contains", &["value", "case_sensitive"]),
-                "regex_match" => ("regex", &["pattern"]),
-                _ => (
-                    "llm_judge",
-                    &[
-                        "prompt",
-                        "expected",
-                        "capabilities",
-                        "json_schema",
-                        "model_type",
-                        "temperature",
-                        "max_tokens",
-                    ],
-                ),
-            };
+            let (as_type, allowed) = assertion_spelling(type_name);
             keys(allowed)?;
-            a.insert("type".into(), as_type.into());
-            for (k, v) in obj {
-                match k.as_str() {
-                    "type" | "description" => {}
-                    "model_type" => {
-                        a.insert("llm".into(), v.clone());
-                    }
-                    _ => {
-                        a.insert(k.clone(), v.clone());
-                    }
-                }
-            }
-            if type_name == "string_contains" && !a.contains_key("case_sensitive") {
-                // ElizaOS compares case-insensitively unless told otherwise.
-                a.insert("case_sensitive".into(), false.into());
-            }
-            let mut parsed =
-                crate::source::parse_assertions(&Value::Object(a), path).map_err(|e| {
-                    FieldError {
-                        path: e
-                            .path
-                            .replace(&join(path, "llm"), &join(path, "model_type")),
-                        message: e.message,
-                    }
-                })?;
-            Evaluator::Assertion(Box::new(parsed.remove(0)))
+            assertion(obj, path, type_name, as_type)?
         }
         "file_exists" => {
             keys(&["path"])?;
@@ -737,130 +695,19 @@ fn evaluation(v: &Value, path: &str) -> Result<Evaluation, FieldError> {
         }
         "execution_time" => {
             keys(&["max_duration_ms", "min_duration_ms", "target_duration_ms"])?;
-            let ms = |k: &str| {
-                opt_int(obj, k, path, 0, i64::MAX)
-                    .map(|n| n.map(|n| Duration::from_millis(n as u64)))
-            };
-            let (max, min, target) = (
-                ms("max_duration_ms")?,
-                ms("min_duration_ms")?,
-                ms("target_duration_ms")?,
-            );
-            if max.is_none() && min.is_none() {
-                return Err(FieldError::new(
-                    join(path, "max_duration_ms"),
-                    "an `execution_time` evaluation needs `max_duration_ms`, `min_duration_ms` or both",
-                ));
-            }
-            if let (Some(lo), Some(hi)) = (min, max) {
-                if lo > hi {
-                    return Err(FieldError::new(
-                        join(path, "min_duration_ms"),
-                        "`min_duration_ms` is above `max_duration_ms`; no run can pass",
-                    ));
-                }
-            }
-            Evaluator::ExecutionTime { max, min, target }
+            execution_time(obj, path)?
         }
         "conversation_length" => {
             keys(&["min_turns", "max_turns", "optimal_turns", "target_range"])?;
-            let turns = |k: &str| opt_int(obj, k, path, 0, 1000).map(|n| n.map(|n| n as u32));
-            let target_range = match obj.get("target_range") {
-                None | Some(Value::Null) => None,
-                Some(Value::Array(r)) if r.len() == 2 && r.iter().all(|n| n.as_u64().is_some()) => {
-                    let (a, b) = (
-                        r[0].as_u64().unwrap_or(0) as u32,
-                        r[1].as_u64().unwrap_or(0) as u32,
-                    );
-                    Some((a.min(b), a.max(b)))
-                }
-                Some(other) => {
-                    return Err(FieldError::new(
-                        join(path, "target_range"),
-                        format!("expected two whole numbers, like [3, 6]; found {other}"),
-                    ))
-                }
-            };
-            let (min, max) = (turns("min_turns")?, turns("max_turns")?);
-            if min.is_none() && max.is_none() && target_range.is_none() {
-                return Err(FieldError::new(
-                    join(path, "min_turns"),
-                    "a `conversation_length` evaluation needs `min_turns`, `max_turns` or `target_range`",
-                ));
-            }
-            Evaluator::ConversationLength {
-                min,
-                max,
-                optimal: turns("optimal_turns")?,
-                target_range,
-            }
+            conversation_length(obj, path)?
         }
         "conversation_flow" => {
             keys(&["required_patterns", "flow_quality_threshold"])?;
-            const PATTERNS: [&str; 5] = [
-                "question_then_answer",
-                "problem_then_solution",
-                "clarification_cycle",
-                "empathy_then_solution",
-                "escalation_pattern",
-            ];
-            let patterns = strings(obj, "required_patterns", path)?;
-            if patterns.is_empty() {
-                return Err(FieldError::new(
-                    join(path, "required_patterns"),
-                    format!("list the patterns to find: {}", PATTERNS.join(", ")),
-                ));
-            }
-            for (i, p) in patterns.iter().enumerate() {
-                if !PATTERNS.contains(&p.as_str()) {
-                    let hint = suggest(p, &PATTERNS)
-                        .map(|n| format!("did you mean \"{n}\"? "))
-                        .unwrap_or_default();
-                    return Err(FieldError::new(
-                        index(&join(path, "required_patterns"), i),
-                        format!(
-                            "unknown pattern \"{p}\"; {hint}expected one of: {}",
-                            PATTERNS.join(", ")
-                        ),
-                    ));
-                }
-            }
-            Evaluator::ConversationFlow {
-                patterns,
-                threshold: opt_num(obj, "flow_quality_threshold", path, 0.0, 1.0)?.unwrap_or(0.7),
-            }
+            conversation_flow(obj, path)?
         }
         "user_satisfaction" => {
             keys(&["satisfaction_threshold", "indicators", "measurement_method"])?;
-            let (positive, negative) = match obj.get("indicators").filter(|v| !v.is_null()) {
-                None => (Vec::new(), Vec::new()),
-                Some(i) => {
-                    let ipath = join(path, "indicators");
-                    let i = object(i, &ipath, "the indicators")?;
-                    check_keys(i, &["positive", "negative"], &ipath, "`indicators`")?;
-                    (
-                        strings(i, "positive", &ipath)?,
-                        strings(i, "negative", &ipath)?,
-                    )
-                }
-            };
-            let method = match choice(
-                obj,
-                "measurement_method",
-                path,
-                &["keyword_analysis", "sentiment_analysis", "llm_judge"],
-            )? {
-                Some("keyword_analysis") => SatisfactionMethod::KeywordAnalysis,
-                Some("sentiment_analysis") => SatisfactionMethod::SentimentAnalysis,
-                Some(_) => SatisfactionMethod::LlmJudge,
-                None => SatisfactionMethod::KeywordAnalysis,
-            };
-            Evaluator::UserSatisfaction {
-                threshold: opt_num(obj, "satisfaction_threshold", path, 0.0, 1.0)?.unwrap_or(0.7),
-                positive,
-                negative,
-                method,
-            }
+            user_satisfaction(obj, path)?
         }
         _ => {
             keys(&[
@@ -868,24 +715,215 @@ fn evaluation(v: &Value, path: &str) -> Result<Evaluation, FieldError> {
                 "retention_turns",
                 "memory_accuracy_threshold",
             ])?;
-            let memory_of = strings(obj, "test_memory_of", path)?;
-            if memory_of.is_empty() {
-                return Err(FieldError::new(
-                    join(path, "test_memory_of"),
-                    "list what the agent must remember, like [\"the user's name\"]",
-                ));
-            }
-            Evaluator::ContextRetention {
-                memory_of,
-                retention_turns: opt_int(obj, "retention_turns", path, 1, 1000)?.map(|n| n as u32),
-                threshold: opt_num(obj, "memory_accuracy_threshold", path, 0.0, 1.0)?
-                    .unwrap_or(0.7),
-            }
+            context_retention(obj, path)?
         }
     };
     Ok(Evaluation {
         type_name: type_name.to_string(),
         raw: v.clone(),
         check,
+    })
+}
+
+/// What an ElizaOS evaluation that is one of agentest's own assertions is called among
+/// them, and the keys it may have.
+fn assertion_spelling(type_name: &str) -> (&'static str, &'static [&'static str]) {
+    match type_name {
+        "string_contains" => ("contains", &["value", "case_sensitive"]),
+        "regex_match" => ("regex", &["pattern"]),
+        _ => (
+            "llm_judge",
+            &[
+                "prompt",
+                "expected",
+                "capabilities",
+                "json_schema",
+                "model_type",
+                "temperature",
+                "max_tokens",
+            ],
+        ),
+    }
+}
+
+/// An evaluation that is one of agentest's own assertions (`string_contains`,
+/// `regex_match`, `llm_judge`): the same check, read in ElizaOS's spelling.
+fn assertion(
+    obj: &Map<String, Value>,
+    path: &str,
+    type_name: &str,
+    as_type: &str,
+) -> Result<Evaluator, FieldError> {
+    let mut a = Map::new();
+    a.insert("type".into(), as_type.into());
+    for (k, v) in obj {
+        match k.as_str() {
+            "type" | "description" => {}
+            "model_type" => {
+                a.insert("llm".into(), v.clone());
+            }
+            _ => {
+                a.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    if type_name == "string_contains" && !a.contains_key("case_sensitive") {
+        // ElizaOS compares case-insensitively unless told otherwise.
+        a.insert("case_sensitive".into(), false.into());
+    }
+    let mut parsed =
+        crate::source::parse_assertions(&Value::Object(a), path).map_err(|e| FieldError {
+            path: e
+                .path
+                .replace(&join(path, "llm"), &join(path, "model_type")),
+            message: e.message,
+        })?;
+    Ok(Evaluator::Assertion(Box::new(parsed.remove(0))))
+}
+
+/// An `execution_time` evaluation: at most and/or at least so long.
+fn execution_time(obj: &Map<String, Value>, path: &str) -> Result<Evaluator, FieldError> {
+    let ms = |k: &str| {
+        opt_int(obj, k, path, 0, i64::MAX).map(|n| n.map(|n| Duration::from_millis(n as u64)))
+    };
+    let (max, min, target) = (
+        ms("max_duration_ms")?,
+        ms("min_duration_ms")?,
+        ms("target_duration_ms")?,
+    );
+    if max.is_none() && min.is_none() {
+        return Err(FieldError::new(
+            join(path, "max_duration_ms"),
+            "an `execution_time` evaluation needs `max_duration_ms`, `min_duration_ms` or both",
+        ));
+    }
+    if let (Some(lo), Some(hi)) = (min, max) {
+        if lo > hi {
+            return Err(FieldError::new(
+                join(path, "min_duration_ms"),
+                "`min_duration_ms` is above `max_duration_ms`; no run can pass",
+            ));
+        }
+    }
+    Ok(Evaluator::ExecutionTime { max, min, target })
+}
+
+/// A `conversation_length` evaluation: bounds on the number of turns.
+fn conversation_length(obj: &Map<String, Value>, path: &str) -> Result<Evaluator, FieldError> {
+    let turns = |k: &str| opt_int(obj, k, path, 0, 1000).map(|n| n.map(|n| n as u32));
+    let target_range = match obj.get("target_range") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(r)) if r.len() == 2 && r.iter().all(|n| n.as_u64().is_some()) => {
+            let (a, b) = (
+                r[0].as_u64().unwrap_or(0) as u32,
+                r[1].as_u64().unwrap_or(0) as u32,
+            );
+            Some((a.min(b), a.max(b)))
+        }
+        Some(other) => {
+            return Err(FieldError::new(
+                join(path, "target_range"),
+                format!("expected two whole numbers, like [3, 6]; found {other}"),
+            ))
+        }
+    };
+    let (min, max) = (turns("min_turns")?, turns("max_turns")?);
+    if min.is_none() && max.is_none() && target_range.is_none() {
+        return Err(FieldError::new(
+            join(path, "min_turns"),
+            "a `conversation_length` evaluation needs `min_turns`, `max_turns` or `target_range`",
+        ));
+    }
+    Ok(Evaluator::ConversationLength {
+        min,
+        max,
+        optimal: turns("optimal_turns")?,
+        target_range,
+    })
+}
+
+/// A `conversation_flow` evaluation: patterns the conversation must show, from a
+/// fixed list.
+fn conversation_flow(obj: &Map<String, Value>, path: &str) -> Result<Evaluator, FieldError> {
+    const PATTERNS: [&str; 5] = [
+        "question_then_answer",
+        "problem_then_solution",
+        "clarification_cycle",
+        "empathy_then_solution",
+        "escalation_pattern",
+    ];
+    let patterns = strings(obj, "required_patterns", path)?;
+    if patterns.is_empty() {
+        return Err(FieldError::new(
+            join(path, "required_patterns"),
+            format!("list the patterns to find: {}", PATTERNS.join(", ")),
+        ));
+    }
+    for (i, p) in patterns.iter().enumerate() {
+        if !PATTERNS.contains(&p.as_str()) {
+            let hint = suggest(p, &PATTERNS)
+                .map(|n| format!("did you mean \"{n}\"? "))
+                .unwrap_or_default();
+            return Err(FieldError::new(
+                index(&join(path, "required_patterns"), i),
+                format!(
+                    "unknown pattern \"{p}\"; {hint}expected one of: {}",
+                    PATTERNS.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(Evaluator::ConversationFlow {
+        patterns,
+        threshold: opt_num(obj, "flow_quality_threshold", path, 0.0, 1.0)?.unwrap_or(0.7),
+    })
+}
+
+/// A `user_satisfaction` evaluation: its indicators and how it is measured.
+fn user_satisfaction(obj: &Map<String, Value>, path: &str) -> Result<Evaluator, FieldError> {
+    let (positive, negative) = match obj.get("indicators").filter(|v| !v.is_null()) {
+        None => (Vec::new(), Vec::new()),
+        Some(i) => {
+            let ipath = join(path, "indicators");
+            let i = object(i, &ipath, "the indicators")?;
+            check_keys(i, &["positive", "negative"], &ipath, "`indicators`")?;
+            (
+                strings(i, "positive", &ipath)?,
+                strings(i, "negative", &ipath)?,
+            )
+        }
+    };
+    let method = match choice(
+        obj,
+        "measurement_method",
+        path,
+        &["keyword_analysis", "sentiment_analysis", "llm_judge"],
+    )? {
+        Some("keyword_analysis") => SatisfactionMethod::KeywordAnalysis,
+        Some("sentiment_analysis") => SatisfactionMethod::SentimentAnalysis,
+        Some(_) => SatisfactionMethod::LlmJudge,
+        None => SatisfactionMethod::KeywordAnalysis,
+    };
+    Ok(Evaluator::UserSatisfaction {
+        threshold: opt_num(obj, "satisfaction_threshold", path, 0.0, 1.0)?.unwrap_or(0.7),
+        positive,
+        negative,
+        method,
+    })
+}
+
+/// A `context_retention` evaluation: what the agent must remember.
+fn context_retention(obj: &Map<String, Value>, path: &str) -> Result<Evaluator, FieldError> {
+    let memory_of = strings(obj, "test_memory_of", path)?;
+    if memory_of.is_empty() {
+        return Err(FieldError::new(
+            join(path, "test_memory_of"),
+            "list what the agent must remember, like [\"the user's name\"]",
+        ));
+    }
+    Ok(Evaluator::ContextRetention {
+        memory_of,
+        retention_turns: opt_int(obj, "retention_turns", path, 1, 1000)?.map(|n| n as u32),
+        threshold: opt_num(obj, "memory_accuracy_threshold", path, 0.0, 1.0)?.unwrap_or(0.7),
     })
 }
