@@ -26,7 +26,7 @@ use crate::case::Location;
 // The errors of the lowest layer live beside their code in `util` (which imports
 // nothing of the crate) and are named here with the rest.
 pub(crate) use crate::util::command::CommandError;
-pub use crate::util::{DurationError, EnvError};
+pub(crate) use crate::util::{DurationError, EnvError};
 
 /// What `reqwest::Url::parse` fails with (the `url` crate's `ParseError`).
 pub(crate) type UrlParseError = <reqwest::Url as std::str::FromStr>::Err;
@@ -861,7 +861,7 @@ pub enum BudgetError {
 /// A repeated case whose gate its runs cannot meet: the case's error, before it runs.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{from} min_pass {min_pass} is more than the {runs} runs; lower min_pass or raise runs (the case's `runs`, --runs / AGENTEST_RUNS, or [run] runs)")]
-pub struct GateError {
+pub(crate) struct GateError {
     /// `the case's` or `[run]`: whose `min_pass` it is.
     pub from: &'static str,
     pub min_pass: u32,

@@ -47,9 +47,19 @@
 //!   ignored at run time (no model, no person to ask) shows as passed.
 
 #![warn(missing_docs)]
+// What is `pub` inside a private module says `pub(crate)`: the public surface is what
+// this file re-exports, and nothing else claims to be.
+#![warn(unreachable_pub)]
 // Without the command line, the parts only it uses (the console, review, freeze, the
 // binary's planning and Ctrl-C handling) are compiled but unused.
-#![cfg_attr(not(feature = "cli"), allow(dead_code, unused_imports))]
+#![cfg_attr(
+    not(feature = "cli"),
+    expect(
+        dead_code,
+        unused_imports,
+        reason = "without the cli feature, the parts only the command line uses are unused"
+    )
+)]
 
 mod agent;
 mod case;

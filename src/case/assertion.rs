@@ -279,7 +279,7 @@ pub enum ToolScope {
 }
 
 /// Every assertion type the parser accepts.
-pub const ASSERTION_TYPES: [&str; 15] = [
+pub(crate) const ASSERTION_TYPES: [&str; 15] = [
     "contains",
     "not_contains",
     "equals",

@@ -5,16 +5,18 @@ mod mock;
 mod model;
 mod model_settings;
 mod repeat;
-pub mod scenario;
+pub(crate) mod scenario;
 
-pub use assertion::{
-    Assertion, JsonPath, JsonType, JudgeSpec, Kind, SpanCount, SpanStatusWanted, ToolScope,
-    ValueMatcher, ASSERTION_TYPES,
+pub use assertion::Assertion;
+pub(crate) use assertion::{
+    JsonPath, JsonType, JudgeSpec, Kind, SpanCount, SpanStatusWanted, ToolScope, ValueMatcher,
+    ASSERTION_TYPES,
 };
-pub use mock::{Mock, MockAnswer};
-pub use model::{
-    Case, Checkpoint, ConnectorAgent, Criteria, EvalStudioRef, FailureMode, Input, Interactive,
-    Location, Mode, PersonaRef, Provider, ScriptRule, Simulator, SourceLlms, Turn,
+pub(crate) use mock::{Mock, MockAnswer};
+pub use model::{Case, Location, Mode};
+pub(crate) use model::{
+    Checkpoint, ConnectorAgent, Criteria, EvalStudioRef, FailureMode, Input, Interactive,
+    PersonaRef, Provider, ScriptRule, Simulator, SourceLlms, Turn,
 };
-pub use model_settings::ModelSettings;
-pub use repeat::{check_cost, check_runs, Budget, Gate, Repeats, MAX_RUNS};
+pub(crate) use model_settings::ModelSettings;
+pub(crate) use repeat::{check_cost, check_runs, Budget, Gate, Repeats, MAX_RUNS};

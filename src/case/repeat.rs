@@ -66,7 +66,7 @@ pub struct Repeats {
 }
 
 /// Largest `runs` accepted: a case repeated more often is a load test, not a gate.
-pub const MAX_RUNS: u32 = 10_000;
+pub(crate) const MAX_RUNS: u32 = 10_000;
 
 impl Gate {
     /// The gate `min_pass`, `pass_rate` and `confidence` give (each as written, at most
@@ -113,7 +113,7 @@ impl Gate {
 }
 
 /// Checks `runs` as written: a whole number from 1 to [`MAX_RUNS`].
-pub fn check_runs(runs: u64) -> Result<u32, String> {
+pub(crate) fn check_runs(runs: u64) -> Result<u32, String> {
     if (1..=u64::from(MAX_RUNS)).contains(&runs) {
         Ok(runs as u32)
     } else {
@@ -124,7 +124,7 @@ pub fn check_runs(runs: u64) -> Result<u32, String> {
 }
 
 /// Checks `max_cost` as written: a positive amount.
-pub fn check_cost(cost: f64) -> Result<f64, String> {
+pub(crate) fn check_cost(cost: f64) -> Result<f64, String> {
     if cost.is_finite() && cost > 0.0 {
         Ok(cost)
     } else {

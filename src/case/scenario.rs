@@ -345,7 +345,7 @@ pub enum SatisfactionMethod {
 }
 
 /// Every evaluator type a scenario may use.
-pub const EVALUATOR_TYPES: [&str; 12] = [
+pub(crate) const EVALUATOR_TYPES: [&str; 12] = [
     "string_contains",
     "regex_match",
     "file_exists",

@@ -7,7 +7,7 @@ use crate::case::Gate;
 /// How a case's repeats ended so far. `error` and `timeout` repeats are `errors`: they
 /// say nothing about whether the agent passes, so they are never counted as failures.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Tally {
+pub(crate) struct Tally {
     /// Repeats that passed.
     pub passed: u32,
     /// Repeats that failed a check.
@@ -18,14 +18,14 @@ pub struct Tally {
 
 impl Tally {
     /// Repeats counted.
-    pub fn done(&self) -> u32 {
+    pub(crate) fn done(&self) -> u32 {
         self.passed + self.failed + self.errors
     }
 }
 
 /// What the gate says of a case's repeats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// The gate holds, whatever the errors and the repeats not run would have been.
     Passed,
     /// The gate fails, whatever the errors and the repeats not run would have been.
@@ -47,7 +47,7 @@ pub enum Verdict {
 /// (`Undecidable`). A gate with confidence is decided on the repeats so far: passed when
 /// the Wilson lower bound, errors counted as failures, is at least the rate; failed when
 /// the upper bound, errors counted as passes, is below it.
-pub fn decide(gate: &Gate, runs: u32, tally: Tally) -> Option<Verdict> {
+pub(crate) fn decide(gate: &Gate, runs: u32, tally: Tally) -> Option<Verdict> {
     let runs = runs.max(1);
     let Tally {
         passed,
@@ -95,7 +95,7 @@ pub fn decide(gate: &Gate, runs: u32, tally: Tally) -> Option<Verdict> {
 }
 
 /// The passes a count gate needs of `runs` (k of N); `None` for a rate with confidence.
-pub fn needed(gate: &Gate, runs: u32) -> Option<u32> {
+pub(crate) fn needed(gate: &Gate, runs: u32) -> Option<u32> {
     match *gate {
         Gate::All => Some(runs),
         Gate::MinPass(k) => Some(k.min(runs)),
@@ -117,7 +117,7 @@ pub fn needed(gate: &Gate, runs: u32) -> Option<u32> {
 
 /// The Wilson score interval of `passed` successes in `n` trials at two-sided
 /// `confidence` (0.95 → z = 1.96): `(lower, upper)`, `(0, 1)` when `n` is 0.
-pub fn wilson(passed: u32, n: u32, confidence: f64) -> (f64, f64) {
+pub(crate) fn wilson(passed: u32, n: u32, confidence: f64) -> (f64, f64) {
     if n == 0 {
         return (0.0, 1.0);
     }
@@ -143,7 +143,7 @@ pub fn wilson(passed: u32, n: u32, confidence: f64) -> (f64, f64) {
 }
 
 /// The standard normal quantile for a two-sided `confidence`: Φ⁻¹(1 − (1 − c) / 2).
-pub fn z_of(confidence: f64) -> f64 {
+pub(crate) fn z_of(confidence: f64) -> f64 {
     inverse_normal(1.0 - (1.0 - confidence) / 2.0)
 }
 
@@ -196,7 +196,7 @@ fn inverse_normal(p: f64) -> f64 {
 }
 
 /// The share of `transcripts` equal to the most common one (1.0 for one or none).
-pub fn consistency(transcripts: &[String]) -> f64 {
+pub(crate) fn consistency(transcripts: &[String]) -> f64 {
     if transcripts.len() < 2 {
         return 1.0;
     }

@@ -9,12 +9,14 @@ pub(crate) mod code;
 pub(crate) mod criteria;
 pub(crate) mod each;
 pub(crate) mod evaluators;
-pub mod gate;
-pub mod judge;
+pub(crate) mod gate;
+pub(crate) mod judge;
 pub(crate) mod scenario;
 mod scripts;
 
 pub(crate) use assertion::parse_json_text;
-pub use assertion::{evaluate, EvalEnv, Latency, Subject, Verdict};
+pub(crate) use assertion::Verdict;
+pub use assertion::{evaluate, EvalEnv, Latency, Subject};
 pub(crate) use each::{check_all, first_failure};
-pub use scripts::{Check, ScriptFn, Scripts};
+pub(crate) use scripts::ScriptFn;
+pub use scripts::{Check, Scripts};

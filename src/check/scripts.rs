@@ -39,7 +39,7 @@ impl Check {
 
 /// A script registered from Rust: receives `{output, input, response, conversation, value,
 /// metadata}`; `Err` means the script itself broke (a case error, not a failure).
-pub type ScriptFn = Arc<dyn Fn(&Value) -> Result<Check, String> + Send + Sync>;
+pub(crate) type ScriptFn = Arc<dyn Fn(&Value) -> Result<Check, String> + Send + Sync>;
 
 /// The scripts one config and the builder define.
 #[derive(Clone, Default)]

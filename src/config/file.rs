@@ -13,10 +13,10 @@ use serde::Deserialize;
 use toml::Spanned;
 
 /// The file name searched for.
-pub const CONFIG_FILE: &str = "agentest.toml";
+pub(crate) const CONFIG_FILE: &str = "agentest.toml";
 
 /// The folder of suites in a crate (`<crate>/agent-tests`), also searched for the config.
-pub const SUITES_DIR: &str = "agent-tests";
+pub(crate) const SUITES_DIR: &str = "agent-tests";
 
 /// The parsed contents of `agentest.toml`. Unknown keys are errors, so a typo never
 /// silently falls back to a default.

@@ -41,7 +41,7 @@ impl GoldenConfig {
 
 /// A compiled redaction.
 #[derive(Debug, Clone)]
-pub struct Redaction {
+pub(crate) struct Redaction {
     pub(crate) suite: Option<String>,
     pub(crate) regex: regex::Regex,
     pub(crate) replace: String,

@@ -8,17 +8,19 @@ mod golden;
 mod llm;
 mod modes;
 
-pub use agents::{
+pub(crate) use agents::{
     A2aAgentConfig, A2aBinding, A2aVersion, AgentConfig, ElizaAgentConfig, HttpFormat,
     HttpReplyPaths, HttpSessionRequest, LangGraphAgentConfig, OpenAiAgentConfig,
 };
 pub(crate) use command::own_deadline;
-pub use command::CommandConfig;
+pub(crate) use command::CommandConfig;
+pub(crate) use file::TracesConfig;
 pub(crate) use file::{command_spec, ConfigChoice, CONFIG_FILE, SUITES_DIR};
-pub use file::{Config, ConfigFile, Loader, TracesConfig};
-pub use golden::GoldenConfig;
+pub use file::{Config, ConfigFile, Loader};
+pub(crate) use golden::GoldenConfig;
 pub(crate) use golden::Redaction;
 #[cfg(test)]
 pub(crate) use golden::RedactionConfig;
-pub use llm::{LlmConfig, Pricing, StructuredOutput};
-pub use modes::{CassetteMode, UpdateMode};
+pub(crate) use llm::{LlmConfig, Pricing, StructuredOutput};
+pub use modes::CassetteMode;
+pub(crate) use modes::UpdateMode;

@@ -63,7 +63,7 @@ impl CassetteMode {
 
 /// What a golden mismatch may write (`AGENTEST_UPDATE`, read with the other settings).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum UpdateMode {
+pub(crate) enum UpdateMode {
     /// Write `<golden>.new` and fail.
     #[default]
     New,

@@ -22,7 +22,7 @@ use crate::util::clip;
 
 /// Counters of a case's model calls, for the report.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct CallStats {
+pub(crate) struct CallStats {
     /// Calls made (replayed ones included).
     pub calls: u32,
     /// Retries the endpoint needed.
@@ -39,7 +39,7 @@ pub struct CallStats {
 
 /// The model calls of one case.
 #[derive(Debug)]
-pub struct ModelCalls {
+pub(crate) struct ModelCalls {
     path: PathBuf,
     mode: CassetteMode,
     cassette: Mutex<Option<Cassette>>,
@@ -56,7 +56,7 @@ pub struct ModelCalls {
 impl ModelCalls {
     /// Calls for a case whose cassette is `path`, in `mode`. Nothing is read until the
     /// first call, so cases that never call a model never touch a file.
-    pub fn new(path: PathBuf, mode: CassetteMode) -> Self {
+    pub(crate) fn new(path: PathBuf, mode: CassetteMode) -> Self {
         ModelCalls {
             path,
             mode,
@@ -88,7 +88,7 @@ impl ModelCalls {
 
     /// Answers a chat request: from the cassette when it holds it, else from the
     /// endpoint (recording the answer), as the cassette mode allows.
-    pub async fn chat(
+    pub(crate) async fn chat(
         &self,
         endpoint: &Endpoint,
         role: Role,
@@ -316,12 +316,12 @@ impl ModelCalls {
     }
 
     /// The counters so far.
-    pub fn stats(&self) -> CallStats {
+    pub(crate) fn stats(&self) -> CallStats {
         self.stats.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Ends the case: writes what was recorded; `None` when no model was called.
-    pub fn finish(&self) -> Result<Option<CassetteStats>, LlmError> {
+    pub(crate) fn finish(&self) -> Result<Option<CassetteStats>, LlmError> {
         let taken = self
             .cassette
             .lock()

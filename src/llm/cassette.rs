@@ -88,7 +88,7 @@ pub fn key_of(request: &Value) -> String {
 /// file (`agent-tests/.cassettes/expense/T001.jsonl`), the id made safe for file names by
 /// [`crate::util::file_name_for_id`]. It depends only on the file, not on the folder a
 /// run started from.
-pub fn path_for(suite_file: &Path, id: &str) -> PathBuf {
+pub(crate) fn path_for(suite_file: &Path, id: &str) -> PathBuf {
     crate::util::beside(
         suite_file,
         |stem| Path::new(".cassettes").join(stem),

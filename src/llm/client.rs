@@ -29,7 +29,7 @@ const MAX_BODY_BYTES: usize = 32 << 20;
 
 /// What one model call produced.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ChatOutcome {
+pub(crate) struct ChatOutcome {
     /// The response body, without volatile fields (`id`, `created`, `system_fingerprint`).
     pub response: Value,
     /// Retries this call needed.
@@ -38,18 +38,18 @@ pub struct ChatOutcome {
 
 impl ChatOutcome {
     /// The first choice's message (`{role, content, tool_calls?}`).
-    pub fn message(&self) -> &Value {
+    pub(crate) fn message(&self) -> &Value {
         &self.response["choices"][0]["message"]
     }
 
     /// Whether the answer was cut off at the token limit (`finish_reason: "length"`):
     /// such an answer is incomplete, whatever it looks like.
-    pub fn truncated(&self) -> bool {
+    pub(crate) fn truncated(&self) -> bool {
         self.response["choices"][0]["finish_reason"] == "length"
     }
 
     /// The token usage the endpoint reported.
-    pub fn usage(&self) -> TokenUsage {
+    pub(crate) fn usage(&self) -> TokenUsage {
         let usage = &self.response["usage"];
         let mut u: TokenUsage = serde_json::from_value(usage.clone()).unwrap_or_default();
         if let Some(cached) = usage["prompt_tokens_details"]["cached_tokens"].as_u64() {
@@ -61,7 +61,7 @@ impl ChatOutcome {
 
 /// One OpenAI-compatible endpoint, ready to call.
 #[derive(Debug)]
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     what: String,
     url: reqwest::Url,
     shown: String,
@@ -115,7 +115,10 @@ fn provider_api(provider: Provider) -> (String, &'static str, &'static str) {
 impl Endpoint {
     /// Builds an endpoint from `[llm]` (`name` None) or `[llms.NAME]`, applying the
     /// environment overrides for the base URL and the model.
-    pub fn from_config(cfg: &LlmConfig, name: Option<&str>) -> Result<Endpoint, AgentSetupError> {
+    pub(crate) fn from_config(
+        cfg: &LlmConfig,
+        name: Option<&str>,
+    ) -> Result<Endpoint, AgentSetupError> {
         let what = match name {
             None => "[llm]".to_string(),
             Some(n) => format!("[llms.\"{n}\"]"),
@@ -243,27 +246,27 @@ impl Endpoint {
     }
 
     /// The endpoint as messages name it: `[llm]`, `[llms."judge"]`.
-    pub fn what(&self) -> &str {
+    pub(crate) fn what(&self) -> &str {
         &self.what
     }
 
     /// What the endpoint's tokens cost, when the config says.
-    pub fn pricing(&self) -> Option<&crate::config::Pricing> {
+    pub(crate) fn pricing(&self) -> Option<&crate::config::Pricing> {
         self.pricing.as_ref()
     }
 
     /// The model name.
-    pub fn model(&self) -> &str {
+    pub(crate) fn model(&self) -> &str {
         &self.model
     }
 
     /// The endpoint's URL for messages, without credentials or query.
-    pub fn shown(&self) -> &str {
+    pub(crate) fn shown(&self) -> &str {
         &self.shown
     }
 
     /// A request to this endpoint's model with its sampling settings.
-    pub fn request(&self, messages: Vec<Value>, tools: Vec<Value>) -> ChatRequest {
+    pub(crate) fn request(&self, messages: Vec<Value>, tools: Vec<Value>) -> ChatRequest {
         ChatRequest {
             model: self.model.clone(),
             // The spec's default, said out loud: servers differ when it is left out.
@@ -285,7 +288,7 @@ impl Endpoint {
 
     /// The `response_format` that asks this endpoint for a JSON answer following
     /// `schema` (named `name`), as its `structured_output` says; `None` when off.
-    pub fn response_format(&self, name: &str, schema: &Value) -> Option<Value> {
+    pub(crate) fn response_format(&self, name: &str, schema: &Value) -> Option<Value> {
         match self.structured_output {
             StructuredOutput::JsonSchema => Some(serde_json::json!({
                 "type": "json_schema",
@@ -313,7 +316,7 @@ impl Endpoint {
     }
 
     /// Why this endpoint cannot be called right now (its API key variable is unset).
-    pub fn unavailable(&self) -> Option<String> {
+    pub(crate) fn unavailable(&self) -> Option<String> {
         let var = self.api_key_env.as_ref()?;
         match std::env::var(var) {
             Ok(v) if !v.is_empty() => None,

@@ -2,16 +2,16 @@
 //! limits, and cassettes that record and replay every call so CI runs offline.
 
 mod calls;
-pub mod cassette;
+pub(crate) mod cassette;
 mod client;
 mod limiter;
 mod request;
 mod rng;
 mod spend;
 
-pub use calls::ModelCalls;
-pub use client::{ChatOutcome, Endpoint};
+pub(crate) use calls::ModelCalls;
+pub(crate) use client::{ChatOutcome, Endpoint};
 pub(crate) use limiter::set_parallelism;
-pub use request::ChatRequest;
+pub(crate) use request::ChatRequest;
 pub use rng::SeededRng;
-pub use spend::{Meter, Meters};
+pub(crate) use spend::{Meter, Meters};

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 /// A chat-completions request: what is sent, and what the cassette key is made of.
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct ChatRequest {
+pub(crate) struct ChatRequest {
     /// Model name.
     pub model: String,
     /// OpenAI-format messages.
@@ -39,7 +39,7 @@ pub struct ChatRequest {
 impl ChatRequest {
     /// Applies a case's settings for a built-in role: the model and sampling settings it
     /// sets replace the endpoint's.
-    pub fn apply(&mut self, settings: &crate::case::ModelSettings) {
+    pub(crate) fn apply(&mut self, settings: &crate::case::ModelSettings) {
         if let Some(m) = &settings.model {
             self.model = m.clone();
         }

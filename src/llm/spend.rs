@@ -19,7 +19,7 @@ struct Spent {
 
 /// One budget and what has been spent against it, shared by everything under it.
 #[derive(Debug)]
-pub struct Meter {
+pub(crate) struct Meter {
     /// `the case's` or `the run's`, for messages.
     owner: &'static str,
     budget: Budget,
@@ -73,7 +73,7 @@ impl Meter {
 
 /// The meters a case's calls spend under: its own and the run's.
 #[derive(Debug, Clone, Default)]
-pub struct Meters(Vec<Arc<Meter>>);
+pub(crate) struct Meters(Vec<Arc<Meter>>);
 
 impl Meters {
     /// Spending under each of `meters`.

@@ -11,7 +11,7 @@ use crate::errors::FreezeError;
 use crate::record::{CaseReport, TurnReport};
 
 /// Builds the frozen case from the original case and its report record.
-pub fn freeze(case: &Case, record: &CaseReport) -> Result<Value, FreezeError> {
+pub(crate) fn freeze(case: &Case, record: &CaseReport) -> Result<Value, FreezeError> {
     if record.turns.is_empty() {
         return Err(FreezeError::NoTurns {
             trial: record.trial.clone(),
@@ -172,7 +172,7 @@ fn turn_input(case: &Case, i: usize, t: &TurnReport) -> Value {
 /// Finds a case's record in a JSONL report: the last record whose location is the
 /// case's suite file (a report may hold several runs, started from any folder), else of
 /// its trial; failing that, the one record with its id, when only one has it.
-pub fn find_record(
+pub(crate) fn find_record(
     report: &Path,
     suite_file: &Path,
     trial: &str,

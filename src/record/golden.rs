@@ -14,13 +14,13 @@ use crate::config::UpdateMode;
 use crate::errors::{GoldenError, NewFile};
 // The outcome has a file of its own: the report model holds it, and this file reads
 // the report model.
-pub use crate::record::golden_check::GoldenCheck;
+pub(crate) use crate::record::golden_check::GoldenCheck;
 use crate::record::{AssertionReport, CaseReport, CodeRun, TurnReport};
 use crate::util::value_text;
 
 /// The golden file of a case: beside its suite file, `<dir>/<suite>.golden/<id>.txt`
 /// (`agent-tests/expense.golden/T001.txt`), the id made safe for file names.
-pub fn path_for(suite_file: &Path, id: &str) -> PathBuf {
+pub(crate) fn path_for(suite_file: &Path, id: &str) -> PathBuf {
     crate::util::beside(
         suite_file,
         |stem| PathBuf::from(format!("{stem}.golden")),
@@ -55,7 +55,7 @@ fn builtin_redactions() -> &'static [(Regex, &'static str)] {
 }
 
 /// Applies the built-in and the suite's redactions (a suite may go by several names).
-pub fn normalise(text: &str, suite: &[&str], redactions: &[Redaction]) -> String {
+pub(crate) fn normalise(text: &str, suite: &[&str], redactions: &[Redaction]) -> String {
     let mut out = text.to_string();
     for (re, with) in builtin_redactions() {
         out = re.replace_all(&out, *with).into_owned();
@@ -74,7 +74,7 @@ pub fn normalise(text: &str, suite: &[&str], redactions: &[Redaction]) -> String
 /// timestamps, session ids or token counts. A traced turn's span tree (its timings) is
 /// left out, and tool calls read from its spans read like the ones a reply lists: the
 /// golden pins what the agent did, not how agentest learned of it.
-pub fn render(r: &CaseReport) -> String {
+pub(crate) fn render(r: &CaseReport) -> String {
     let mut s = String::new();
     // The case as its file names it: the same whichever folder the run started from.
     let file = r.suite.rsplit('/').next().unwrap_or(&r.suite);
@@ -196,7 +196,7 @@ fn verdicts(s: &mut String, list: &[AssertionReport]) {
 
 /// Compares `actual` with the golden file and writes what `mode` allows. `Err` is a
 /// failure whose message holds the diff and how to update.
-pub fn check(
+pub(crate) fn check(
     path: &Path,
     actual: &str,
     mode: UpdateMode,
@@ -306,14 +306,14 @@ fn lf_only(text: &str) -> String {
 }
 
 /// `<golden>.new`.
-pub fn pending_path(path: &Path) -> PathBuf {
+pub(crate) fn pending_path(path: &Path) -> PathBuf {
     let mut p = path.as_os_str().to_os_string();
     p.push(".new");
     PathBuf::from(p)
 }
 
 /// A unified diff, `--- golden` / `+++ actual`, three lines of context.
-pub fn diff(golden: &str, actual: &str) -> String {
+pub(crate) fn diff(golden: &str, actual: &str) -> String {
     similar::TextDiff::from_lines(golden, actual)
         .unified_diff()
         .context_radius(3)

@@ -10,7 +10,7 @@ use super::{CaseReport, Summary};
 
 /// Appends records to a JSONL file. Each record is one `write` on a file opened for
 /// appending, so several processes (nextest runs each case in its own) can share a file.
-pub struct JsonlWriter {
+pub(crate) struct JsonlWriter {
     path: PathBuf,
     file: Mutex<File>,
     /// Set when many processes of one run share the file (nextest): the run's id.
@@ -19,7 +19,7 @@ pub struct JsonlWriter {
 
 impl JsonlWriter {
     /// Opens `path`, creating parent directories; `truncate` starts a new report.
-    pub fn open(path: &Path, truncate: bool) -> std::io::Result<Self> {
+    pub(crate) fn open(path: &Path, truncate: bool) -> std::io::Result<Self> {
         crate::util::create_parents(path)?;
         let file = if truncate {
             File::create(path)?;
@@ -38,7 +38,7 @@ impl JsonlWriter {
     /// its own process). The first record written under a new `run_id` empties the file,
     /// so a report holds one run, not every run since the file was created; a lock on the
     /// file keeps processes from interleaving.
-    pub fn open_for_run(path: &Path, run_id: &str) -> std::io::Result<Self> {
+    pub(crate) fn open_for_run(path: &Path, run_id: &str) -> std::io::Result<Self> {
         let mut w = JsonlWriter::open(path, false)?;
         w.run = Some(run_id.to_string());
         Ok(w)
@@ -52,12 +52,12 @@ impl JsonlWriter {
     }
 
     /// Writes one case record.
-    pub fn write_case(&self, r: &CaseReport) -> std::io::Result<()> {
+    pub(crate) fn write_case(&self, r: &CaseReport) -> std::io::Result<()> {
         self.write_line(&serde_json::to_string(r).map_err(std::io::Error::other)?)
     }
 
     /// Writes the summary line.
-    pub fn write_summary(&self, s: &Summary) -> std::io::Result<()> {
+    pub(crate) fn write_summary(&self, s: &Summary) -> std::io::Result<()> {
         self.write_line(&serde_json::to_string(s).map_err(std::io::Error::other)?)
     }
 

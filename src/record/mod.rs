@@ -2,7 +2,7 @@
 //! golden transcripts and the commands that review, accept and freeze them.
 
 pub(crate) mod console;
-pub mod format;
+pub(crate) mod format;
 pub(crate) mod freeze;
 pub(crate) mod golden;
 mod golden_check;
@@ -16,18 +16,20 @@ mod stability;
 pub(crate) mod store;
 mod termination;
 
-pub use format::{failure_message, Format};
-pub use jsonl::JsonlWriter;
-pub use model::{
-    rfc3339, AssertionReport, AwaitReason, CaseReport, CassetteStats, CheckpointReport, CodeRun,
-    Cost, CriteriaEvaluation, Ending, EvalStudioIds, Judgment, RoleCost, RunInfo, RunResult,
-    Status, StepRef, Summary, TurnReport,
+pub(crate) use format::failure_message;
+pub use format::Format;
+pub(crate) use jsonl::JsonlWriter;
+pub use model::{rfc3339, CaseReport, RunInfo, Status, Summary};
+pub(crate) use model::{
+    AssertionReport, AwaitReason, CassetteStats, CheckpointReport, CodeRun, Cost,
+    CriteriaEvaluation, Ending, EvalStudioIds, Judgment, RoleCost, RunResult, StepRef, TurnReport,
 };
 pub(crate) use recorder::Recorder;
 pub(crate) use replace::{is_report, only_over_a_report};
-pub use sink::{parse_jsonl, read_reports, ReportSink};
-pub use stability::{DurationStats, Stability, StabilityClass};
-pub use termination::Termination;
+pub use sink::parse_jsonl;
+pub(crate) use sink::{read_reports, ReportSink};
+pub(crate) use stability::{DurationStats, Stability, StabilityClass};
+pub(crate) use termination::Termination;
 
 /// `report` with every registered secret (see [`crate::util::register_secret`]) masked
 /// in every text it holds: a server that echoes an `Authorization` header in an error

@@ -8,7 +8,7 @@ use crate::errors::GoldenError;
 use crate::record::golden::diff;
 
 /// Every `<file>.new` inside a `*.golden` folder under `root`, sorted.
-pub fn pending(root: &Path) -> Result<Vec<PathBuf>, GoldenError> {
+pub(crate) fn pending(root: &Path) -> Result<Vec<PathBuf>, GoldenError> {
     let mut found = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
@@ -43,7 +43,7 @@ fn target(new: &Path) -> PathBuf {
 }
 
 /// The diff of one pending file against its golden file (or all of it, for a new one).
-pub fn describe(new: &Path) -> Result<String, GoldenError> {
+pub(crate) fn describe(new: &Path) -> Result<String, GoldenError> {
     let actual = std::fs::read_to_string(new).map_err(|source| GoldenError::ReadPending {
         path: new.to_path_buf(),
         source,
@@ -56,7 +56,7 @@ pub fn describe(new: &Path) -> Result<String, GoldenError> {
 }
 
 /// Accepts one pending file: it replaces its golden file.
-pub fn accept(new: &Path) -> Result<PathBuf, GoldenError> {
+pub(crate) fn accept(new: &Path) -> Result<PathBuf, GoldenError> {
     let golden = target(new);
     std::fs::rename(new, &golden).map_err(|source| GoldenError::Accept {
         path: new.to_path_buf(),
@@ -89,7 +89,7 @@ pub(crate) fn paint_diff(text: &str, color: bool) -> String {
 }
 
 /// `agentest accept`: accepts every pending file under `root`.
-pub fn accept_all(root: &Path) -> Result<usize, GoldenError> {
+pub(crate) fn accept_all(root: &Path) -> Result<usize, GoldenError> {
     let files = pending(root)?;
     for f in &files {
         let golden = accept(f)?;
@@ -103,7 +103,7 @@ pub fn accept_all(root: &Path) -> Result<usize, GoldenError> {
 
 /// `agentest review`: shows each pending file's diff; on a terminal asks whether to
 /// accept, reject (delete the `.new`) or skip it. Returns how many are still pending.
-pub fn review(root: &Path, color: bool, accept_every: bool) -> Result<usize, GoldenError> {
+pub(crate) fn review(root: &Path, color: bool, accept_every: bool) -> Result<usize, GoldenError> {
     let files = pending(root)?;
     if files.is_empty() {
         println!("no pending golden files under {}", root.display());

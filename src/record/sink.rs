@@ -8,7 +8,7 @@ use super::{CaseReport, Format, JsonlWriter, RunInfo, Summary};
 use crate::errors::ReportError;
 
 /// A report file being written.
-pub struct ReportSink {
+pub(crate) struct ReportSink {
     path: PathBuf,
     kind: Kind,
 }
@@ -26,7 +26,7 @@ enum Kind {
 impl ReportSink {
     /// A report at `path`, its format chosen by the extension; `truncate` starts a JSONL
     /// report afresh (a rendered report is always replaced).
-    pub fn create(path: &Path, truncate: bool) -> Result<ReportSink, ReportError> {
+    pub(crate) fn create(path: &Path, truncate: bool) -> Result<ReportSink, ReportError> {
         let format = Format::from_path(path).ok_or_else(|| ReportError::UnknownFormat {
             path: path.to_path_buf(),
             known: Format::EXTENSIONS,
@@ -59,7 +59,7 @@ impl ReportSink {
     /// A JSONL report shared by the processes of one nextest run. Other formats cannot
     /// be rendered by a process that sees one case: build them afterwards with
     /// `agentest report`.
-    pub fn for_run(path: &Path, run_id: &str) -> Result<ReportSink, ReportError> {
+    pub(crate) fn for_run(path: &Path, run_id: &str) -> Result<ReportSink, ReportError> {
         if Format::from_path(path) != Some(Format::Jsonl) {
             return Err(ReportError::NotJsonl {
                 path: path.to_path_buf(),
@@ -76,7 +76,7 @@ impl ReportSink {
     }
 
     /// Records one finished case.
-    pub fn record(&self, r: &CaseReport) -> Result<(), ReportError> {
+    pub(crate) fn record(&self, r: &CaseReport) -> Result<(), ReportError> {
         match &self.kind {
             Kind::Jsonl(w) => w.write_case(r).map_err(|source| ReportError::Append {
                 path: self.path.clone(),
@@ -95,7 +95,7 @@ impl ReportSink {
 
     /// Ends the report: the summary line, or the whole rendered document (written
     /// atomically, so a reader never sees half of it).
-    pub fn finish(&self, run: &RunInfo, summary: &Summary) -> Result<(), ReportError> {
+    pub(crate) fn finish(&self, run: &RunInfo, summary: &Summary) -> Result<(), ReportError> {
         match &self.kind {
             Kind::Jsonl(w) => w
                 .write_summary(summary)
@@ -119,7 +119,7 @@ impl ReportSink {
 
 /// Reads JSONL reports (a file, or every `.jsonl` file in a folder) back into records
 /// and a summary (recounted when no summary line is there, as under nextest).
-pub fn read_reports(path: &Path) -> Result<(Vec<CaseReport>, Summary), ReportError> {
+pub(crate) fn read_reports(path: &Path) -> Result<(Vec<CaseReport>, Summary), ReportError> {
     let files: Vec<PathBuf> = if path.is_dir() {
         let mut f: Vec<PathBuf> = std::fs::read_dir(path)
             .map_err(|source| ReportError::List {

@@ -10,11 +10,12 @@ use crate::record::AwaitReason;
 use crate::util::tool_name_matches;
 
 /// Tools whose call means the agent waits for the user, unless the config lists others.
-pub const DEFAULT_INPUT_TOOLS: [&str; 3] = ["request_confirmation", "ask_user", "get_user_input"];
+pub(crate) const DEFAULT_INPUT_TOOLS: [&str; 3] =
+    ["request_confirmation", "ask_user", "get_user_input"];
 
 /// Whether `reply` awaits the user's input, and why. An explicit `awaiting_input: false`
 /// is believed too: the agent knows best.
-pub fn detect(reply: &Reply, input_tools: &[String]) -> (bool, AwaitReason) {
+pub(crate) fn detect(reply: &Reply, input_tools: &[String]) -> (bool, AwaitReason) {
     if let Some(declared) = reply.awaiting_input {
         return (declared, AwaitReason::AgentDeclared);
     }
@@ -35,7 +36,7 @@ pub fn detect(reply: &Reply, input_tools: &[String]) -> (bool, AwaitReason) {
 
 /// The seed's content heuristics: a trailing question mark, an opening question word,
 /// or a confirm/verify/proceed question anywhere.
-pub fn looks_like_question(text: &str) -> bool {
+pub(crate) fn looks_like_question(text: &str) -> bool {
     static PATTERNS: OnceLock<[Regex; 3]> = OnceLock::new();
     let [trailing, opening, confirm] = PATTERNS.get_or_init(|| {
         [

@@ -11,11 +11,11 @@ use crate::errors::HookError;
 use crate::util::panic_text;
 
 /// A hook registered from Rust: receives the case as JSON; `Err` fails the hook.
-pub type HookFn = Arc<dyn Fn(&Value) -> Result<(), String> + Send + Sync>;
+pub(crate) type HookFn = Arc<dyn Fn(&Value) -> Result<(), String> + Send + Sync>;
 
 /// The hooks one config and the builder define.
 #[derive(Clone, Default)]
-pub struct Hooks {
+pub(crate) struct Hooks {
     commands: BTreeMap<String, CommandConfig>,
     functions: HashMap<String, HookFn>,
     config: Arc<Config>,
@@ -31,7 +31,7 @@ impl Hooks {
     }
 
     /// Whether a hook of that name is defined (in the config or the builder).
-    pub fn has(&self, name: &str) -> bool {
+    pub(crate) fn has(&self, name: &str) -> bool {
         self.functions.contains_key(name) || self.commands.contains_key(name)
     }
 

@@ -10,7 +10,7 @@ use crate::source::{CaseError, Loaded, SEPARATOR};
 /// The status a case ends with when `e` stops it: the one mapping from errors to
 /// statuses. `on_ci`: a model that cannot be reached must fail a CI run rather than be
 /// skipped.
-pub fn status_of(e: &StepError, on_ci: bool) -> Status {
+pub(crate) fn status_of(e: &StepError, on_ci: bool) -> Status {
     match e {
         StepError::Broken(_) => Status::Error,
         StepError::Failed(_) => Status::Failed,

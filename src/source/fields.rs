@@ -19,7 +19,7 @@ pub(crate) fn index(parent: &str, i: usize) -> String {
     format!("{parent}[{i}]")
 }
 
-pub use crate::util::suggest;
+pub(crate) use crate::util::suggest;
 
 /// Fails on the first key that is not in `known`, suggesting the closest known key.
 pub(crate) fn check_keys(

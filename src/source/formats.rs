@@ -50,7 +50,7 @@ impl SuiteFile<'_> {
 
 /// The suite name of a file: its path under `root` without its format's ending
 /// (`.jsonl`), `/`-separated.
-pub fn suite_name(root: &Path, file: &Path) -> String {
+pub(crate) fn suite_name(root: &Path, file: &Path) -> String {
     let rel = file.strip_prefix(root).unwrap_or(file);
     let s = rel
         .components()

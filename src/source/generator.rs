@@ -7,7 +7,7 @@
 use serde_json::{Map, Value};
 
 /// The most cases one generator may be asked for.
-pub const MAX_COUNT: u64 = 10_000;
+pub(crate) const MAX_COUNT: u64 = 10_000;
 
 /// Who generates the cases.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

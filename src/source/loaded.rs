@@ -11,7 +11,7 @@ use crate::source::CaseError;
 /// The separator between suite and case id in trial names. Here, with the entries
 /// whose trial names it joins, so that every format can use it without importing
 /// discovery, which in turn names every format.
-pub const SEPARATOR: &str = "::";
+pub(crate) const SEPARATOR: &str = "::";
 
 /// One line of a suite, read: a case, or the error that stopped it.
 #[derive(Debug, Clone)]

@@ -202,7 +202,7 @@ fn single(v: &Value) -> Value {
 }
 
 /// Converts TOML-side mocks (already JSON values) with their section name as the path.
-pub fn parse_config_mocks(list: &[Value], what: &str) -> Result<Vec<Mock>, FieldError> {
+pub(crate) fn parse_config_mocks(list: &[Value], what: &str) -> Result<Vec<Mock>, FieldError> {
     parse_mocks(&Value::Array(list.to_vec()), &format!("{what}.mocks"))
 }
 

@@ -25,12 +25,14 @@ pub(crate) use discover::files_for_trial;
 pub use discover::{discover, discover_excluding};
 pub(crate) use evalstudio::read_personas_file;
 pub use file::load_file;
-pub use formats::suite_name;
-pub use generator::{GeneratorKind, GeneratorSpec};
+pub(crate) use formats::suite_name;
+pub(crate) use generator::{GeneratorKind, GeneratorSpec};
 pub(crate) use jsonl::{column_of_path, steps as path_steps, Step as PathStep};
 pub use jsonl::{parse_case, parse_suite, parse_suite_bytes, CASE_KEYS};
-pub use loaded::{Generation, Loaded, SEPARATOR};
-pub use mocks::{parse_config_mocks, parse_mocks};
+pub use loaded::Loaded;
+pub(crate) use loaded::{Generation, SEPARATOR};
+pub(crate) use mocks::parse_config_mocks;
+pub use mocks::parse_mocks;
 pub(crate) use yaml::is_scenario;
 
 /// Whether a file of this (lowercase) name is one of an EvalStudio project's.

@@ -46,7 +46,7 @@ pub(crate) enum CommandError {
 
 /// A command ready to run.
 #[derive(Debug, Clone)]
-pub struct CommandSpec {
+pub(crate) struct CommandSpec {
     /// Program and arguments.
     pub argv: Vec<String>,
     /// Working directory.
@@ -59,7 +59,7 @@ pub struct CommandSpec {
 
 /// What a finished command left.
 #[derive(Debug)]
-pub struct CommandOutput {
+pub(crate) struct CommandOutput {
     /// Whether it exited with status 0.
     pub success: bool,
     /// Its exit code (`None` when a signal ended it).
@@ -101,7 +101,7 @@ impl CommandSpec {
     /// short grace after that, and whatever it left running in the background is left
     /// alone. At the deadline the command and everything it started (its process group)
     /// are killed.
-    pub async fn run(
+    pub(crate) async fn run(
         &self,
         input: &[u8],
         deadline: tokio::time::Instant,

@@ -115,7 +115,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
 
 /// Parses a duration that is a timeout: as [`parse_duration`], but zero is rejected,
 /// since a zero deadline would end the case (or the wait) before it starts.
-pub fn parse_timeout(text: &str) -> Result<Duration, DurationError> {
+pub(crate) fn parse_timeout(text: &str) -> Result<Duration, DurationError> {
     let d = parse_duration(text)?;
     if d.is_zero() {
         return Err(DurationError::ZeroTimeout {

@@ -32,7 +32,7 @@ pub(crate) fn json_eq(a: &Value, b: &Value) -> bool {
 
 /// `expected` is a subset of `actual`: objects by the keys `expected` names,
 /// arrays element by element (same length), scalars equal.
-pub fn json_subset(expected: &Value, actual: &Value) -> bool {
+pub(crate) fn json_subset(expected: &Value, actual: &Value) -> bool {
     match (expected, actual) {
         (Value::Object(e), Value::Object(a)) => e
             .iter()

@@ -17,9 +17,10 @@ mod text;
 /// A boxed future, as [`crate::Agent::respond`] returns.
 pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 
-pub use duration::{format_duration, parse_duration, parse_timeout, DurationError};
+pub use duration::{format_duration, parse_duration};
+pub(crate) use duration::{parse_timeout, DurationError};
 pub(crate) use fs::{check_writable, create_parents, write_atomically};
-pub use json::json_subset;
+pub(crate) use json::json_subset;
 pub(crate) use json::{json_eq, tool_name_matches, type_of};
 pub(crate) use paths::beside;
 pub use paths::display_path;
@@ -27,6 +28,6 @@ pub(crate) use secrets::{
     any_secret, expand_env, expand_secret, masks_a_secret, register_secret, root_cause, scrub,
     scrub_json, shown_url,
 };
-pub use secrets::{ApiKey, EnvError};
-pub use text::suggest;
+pub(crate) use secrets::{ApiKey, EnvError};
+pub(crate) use text::suggest;
 pub(crate) use text::{clip, compact, count, panic_text, plural, slug, value_text};

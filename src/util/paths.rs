@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 /// A case id as a file name: letters, digits, `.`, `_` and `-` stay, anything else is
 /// `%HH` (its UTF-8 bytes in hex), so two ids never share a file (`a b` is `a%20b`,
 /// `a_b` stays `a_b`).
-pub fn file_name_for_id(id: &str) -> String {
+pub(crate) fn file_name_for_id(id: &str) -> String {
     let mut out = String::with_capacity(id.len());
     for c in id.chars() {
         if c.is_ascii_alphanumeric() || "._-".contains(c) {
@@ -22,7 +22,12 @@ pub fn file_name_for_id(id: &str) -> String {
 
 /// A file kept beside a suite file, per case: `<dir>/<folder>/<id><ext>` where
 /// `folder` is made from the suite's file stem (`expense.golden`, `.cassettes/expense`).
-pub fn beside(suite_file: &Path, folder: impl Fn(&str) -> PathBuf, id: &str, ext: &str) -> PathBuf {
+pub(crate) fn beside(
+    suite_file: &Path,
+    folder: impl Fn(&str) -> PathBuf,
+    id: &str,
+    ext: &str,
+) -> PathBuf {
     let stem = suite_file
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())

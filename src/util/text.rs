@@ -24,7 +24,7 @@ pub(crate) fn clip(s: &str) -> String {
 }
 
 /// Text of a JSON value: a string as it is, anything else as compact JSON, null as "".
-pub fn value_text(v: &Value) -> String {
+pub(crate) fn value_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         Value::Null => String::new(),
@@ -45,7 +45,7 @@ pub(crate) fn panic_text(e: tokio::task::JoinError) -> String {
 }
 
 /// The closest known word, when it is close enough to be a likely typo.
-pub fn suggest<'a>(word: &str, known: &[&'a str]) -> Option<&'a str> {
+pub(crate) fn suggest<'a>(word: &str, known: &[&'a str]) -> Option<&'a str> {
     known
         .iter()
         .map(|k| (strsim::damerau_levenshtein(word, k), *k))

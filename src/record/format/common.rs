@@ -830,7 +830,7 @@ pub(crate) fn stability_summary(sum: &Summary) -> Option<String> {
 }
 
 /// An amount for messages: up to six decimals, no trailing zeros (`0.0125`).
-pub fn money(amount: f64) -> String {
+pub(crate) fn money(amount: f64) -> String {
     let s = format!("{amount:.6}");
     let s = s.trim_end_matches('0').trim_end_matches('.');
     if s.is_empty() || s == "-" {

@@ -8,7 +8,7 @@ pub mod junit;
 pub mod markdown;
 mod text;
 
-pub use text::failure_message;
+pub(crate) use text::failure_message;
 
 use std::path::Path;
 

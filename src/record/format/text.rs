@@ -9,7 +9,7 @@ use crate::util::value_text;
 
 /// The message for a case that did not pass: status, location, the failing turn's
 /// input and reply, and every assertion of that turn with expected and actual.
-pub fn failure_message(r: &CaseReport) -> String {
+pub(crate) fn failure_message(r: &CaseReport) -> String {
     let mut s = String::new();
     if r.mode.is_none() {
         // The case never loaded: the located parse error says it all.
