@@ -277,51 +277,11 @@ async fn evaluate_conversation(
         } => keyword_satisfaction(&talk.user_words, *threshold, positive, negative),
         Evaluator::UserSatisfaction {
             threshold, method, ..
-        } => {
-            let (how, name) = if *method == SatisfactionMethod::SentimentAnalysis {
-                (
-                    "Judge how the user's sentiment progresses through the conversation",
-                    "sentiment_analysis",
-                )
-            } else {
-                (
-                    "Judge how satisfied the user is at the end of the conversation",
-                    "llm_judge",
-                )
-            };
-            let v = talk
-                .judged(format!(
-                    "{how}. Score 1 for fully satisfied, 0 for not at all."
-                ))
-                .await?;
-            by_score(
-                v,
-                *threshold,
-                format!("user_satisfaction ≥ {threshold} ({name})"),
-                String::new(),
-            )
-        }
+        } => judged_satisfaction(&talk, *method, *threshold).await?,
         Evaluator::ConversationFlow {
             patterns,
             threshold,
-        } => {
-            let described: Vec<String> = patterns
-                .iter()
-                .map(|p| format!("{p} ({})", pattern_text(p)))
-                .collect();
-            let v = talk
-                .judged(format!(
-                    "The conversation shows each of these patterns: {}. Score the share of them it shows.",
-                    described.join("; ")
-                ))
-                .await?;
-            by_score(
-                v,
-                *threshold,
-                format!("conversation_flow {} ≥ {threshold}", patterns.join(", ")),
-                String::new(),
-            )
-        }
+        } => conversation_flow(&talk, patterns, *threshold).await?,
         Evaluator::ContextRetention {
             memory_of,
             retention_turns,
@@ -398,6 +358,60 @@ fn keyword_satisfaction(
         )),
         judgment: None,
     }
+}
+
+/// `user_satisfaction` by `sentiment_analysis` or `llm_judge`: the judge's score.
+async fn judged_satisfaction(
+    talk: &Talk<'_>,
+    method: SatisfactionMethod,
+    threshold: f64,
+) -> Result<Verdict, StepError> {
+    let (how, name) = if method == SatisfactionMethod::SentimentAnalysis {
+        (
+            "Judge how the user's sentiment progresses through the conversation",
+            "sentiment_analysis",
+        )
+    } else {
+        (
+            "Judge how satisfied the user is at the end of the conversation",
+            "llm_judge",
+        )
+    };
+    let v = talk
+        .judged(format!(
+            "{how}. Score 1 for fully satisfied, 0 for not at all."
+        ))
+        .await?;
+    Ok(by_score(
+        v,
+        threshold,
+        format!("user_satisfaction ≥ {threshold} ({name})"),
+        String::new(),
+    ))
+}
+
+/// `conversation_flow`: the judge's score for the share of the patterns it shows.
+async fn conversation_flow(
+    talk: &Talk<'_>,
+    patterns: &[String],
+    threshold: f64,
+) -> Result<Verdict, StepError> {
+    let described: Vec<String> = patterns
+        .iter()
+        .map(|p| format!("{p} ({})", pattern_text(p)))
+        .collect();
+    let v = talk
+        .judged(format!(
+            "The conversation shows each of these patterns: {}. Score the share of them it shows.",
+            described.join("; ")
+        ))
+        .await?;
+    Ok(by_score(
+        v,
+        threshold,
+        format!("conversation_flow {} ≥ {threshold}", patterns.join(", ")),
+        String::new(),
+    ))
 }
 
 /// `context_retention`: the judge's score, with a count anyone can check beside it:

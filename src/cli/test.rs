@@ -562,9 +562,42 @@ fn dry_run(
             "note: no agentest.toml found; the cases were parsed and validated, but the agents, hooks, scripts and model endpoints they name were not checked"
         );
     }
+    let lines = dry_lines(engine, plan, configured);
+    let width = console::name_width(lines.iter().map(|(t, _)| t.as_str()));
+    let mut out = std::io::stdout().lock();
+    let mut broken = 0;
+    for (trial, verdict) in &lines {
+        let _ = match verdict {
+            Ok(mode) => writeln!(out, "{trial:<width$}  {mode}"),
+            Err(e) => {
+                broken += 1;
+                let pad = " ".repeat(width + 2);
+                let e = e.replace('\n', &format!("\n{pad}       "));
+                writeln!(out, "{trial:<width$}  error: {e}")
+            }
+        };
+    }
+    let cases = count(lines.len() as u64, "case", "cases");
+    let _ = writeln!(out, "\n{cases}, {broken} with errors");
+    let _ = out.flush();
+    if let Some(path) = output {
+        write_valid(plan, &lines, path)?;
+    }
+    Ok(if broken > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Each case's line of a dry run: its trial name, and its mode or what is wrong with it.
+fn dry_lines(
+    engine: &Engine,
+    plan: &Plan,
+    configured: bool,
+) -> Vec<(String, Result<String, String>)> {
     let simulator = engine.options.simulator.as_deref();
-    let lines: Vec<(String, Result<String, String>)> = plan
-        .cases
+    plan.cases
         .iter()
         .map(|l| {
             let verdict = match &l.entry {
@@ -585,47 +618,31 @@ fn dry_run(
             };
             (l.trial.clone(), verdict)
         })
+        .collect()
+}
+
+/// `--dry-run -o FILE.jsonl`: the valid cases, written as one suite.
+fn write_valid(
+    plan: &Plan,
+    lines: &[(String, Result<String, String>)],
+    path: &std::path::Path,
+) -> Result<(), String> {
+    let valid: Vec<&Loaded> = plan
+        .cases
+        .iter()
+        .zip(lines)
+        .filter(|(_, (_, v))| v.is_ok())
+        .map(|(l, _)| l)
         .collect();
-    let width = console::name_width(lines.iter().map(|(t, _)| t.as_str()));
-    let mut out = std::io::stdout().lock();
-    let mut broken = 0;
-    for (trial, verdict) in &lines {
-        let _ = match verdict {
-            Ok(mode) => writeln!(out, "{trial:<width$}  {mode}"),
-            Err(e) => {
-                broken += 1;
-                let pad = " ".repeat(width + 2);
-                let e = e.replace('\n', &format!("\n{pad}       "));
-                writeln!(out, "{trial:<width$}  error: {e}")
-            }
-        };
-    }
-    let cases = count(lines.len() as u64, "case", "cases");
-    let _ = writeln!(out, "\n{cases}, {broken} with errors");
-    let _ = out.flush();
-    if let Some(path) = output {
-        let valid: Vec<&Loaded> = plan
-            .cases
-            .iter()
-            .zip(&lines)
-            .filter(|(_, (_, v))| v.is_ok())
-            .map(|(l, _)| l)
-            .collect();
-        let text = normal_form(&valid);
-        crate::util::write_atomically(path, &text)
-            .map_err(|e| format!("failed to write {}: {e}", path.display()))?;
-        let n = valid.len();
-        eprintln!(
-            "wrote {} ({})",
-            path.display(),
-            count(n as u64, "case", "cases")
-        );
-    }
-    Ok(if broken > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    let text = normal_form(&valid);
+    crate::util::write_atomically(path, &text)
+        .map_err(|e| format!("failed to write {}: {e}", path.display()))?;
+    eprintln!(
+        "wrote {} ({})",
+        path.display(),
+        count(valid.len() as u64, "case", "cases")
+    );
+    Ok(())
 }
 
 /// The cases as one suite file: each as written (keys in their order), on one line,

@@ -192,7 +192,7 @@ pub(crate) fn convert(doc: &Document) -> Result<Converted, CaseError> {
         cases,
         ignored: ignored
             .into_iter()
-            .map(|(k, n)| format!("{k} ({n} task{})", if n == 1 { "" } else { "s" }))
+            .map(|(k, n)| format!("{k} ({})", crate::util::count(n as u64, "task", "tasks")))
             .collect(),
     })
 }
