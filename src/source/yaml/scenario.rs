@@ -429,20 +429,7 @@ fn step(v: &Value, path: &str) -> Result<Step, FieldError> {
             }
         },
     };
-    // Conversation evaluators read a conversation: only a conversation step has one.
-    if !matches!(action, Action::Conversation { .. }) {
-        if let Some(Value::Array(list)) = obj.get("evaluations") {
-            for (i, e) in list.iter().enumerate() {
-                let t = e.get("type").and_then(Value::as_str).unwrap_or_default();
-                if CONVERSATION_EVALUATORS.contains(&t) {
-                    return Err(FieldError::new(
-                        join(&index(&join(path, "evaluations"), i), "type"),
-                        format!("`{t}` judges a conversation, and this step has none; move it into a step with `conversation`"),
-                    ));
-                }
-            }
-        }
-    }
+    no_conversation_evaluators(obj, &action, path)?;
     // The schema requires `evaluations`; real files write `evaluations: []`, and a
     // conversation step may check only through its turn and final evaluations.
     let evaluations =
@@ -459,6 +446,28 @@ fn step(v: &Value, path: &str) -> Result<Step, FieldError> {
         action,
         evaluations,
     })
+}
+
+/// Conversation evaluators read a conversation: only a conversation step has one.
+fn no_conversation_evaluators(
+    obj: &serde_json::Map<String, Value>,
+    action: &Action,
+    path: &str,
+) -> Result<(), FieldError> {
+    if !matches!(action, Action::Conversation { .. }) {
+        if let Some(Value::Array(list)) = obj.get("evaluations") {
+            for (i, e) in list.iter().enumerate() {
+                let t = e.get("type").and_then(Value::as_str).unwrap_or_default();
+                if CONVERSATION_EVALUATORS.contains(&t) {
+                    return Err(FieldError::new(
+                    join(&index(&join(path, "evaluations"), i), "type"),
+                    format!("`{t}` judges a conversation, and this step has none; move it into a step with `conversation`"),
+                ));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 fn language(lang: &str, path: &str) -> Result<Lang, FieldError> {
