@@ -15,7 +15,7 @@ pub(crate) use assertion::{
 pub(crate) use mock::{Mock, MockAnswer};
 pub use model::{Case, Location, Mode};
 pub(crate) use model::{
-    Checkpoint, ConnectorAgent, Criteria, EvalStudioRef, FailureMode, Input, Interactive,
+    Checkpoint, ConnectorAgent, Criteria, EvalStudioRef, FailureMode, Input, Interactive, Origin,
     PersonaRef, Provider, ScriptRule, Simulator, SourceLlms, Turn,
 };
 pub(crate) use model_settings::ModelSettings;

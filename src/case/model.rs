@@ -89,6 +89,15 @@ pub struct EvalStudioRef {
     pub llms: Option<Arc<SourceLlms>>,
 }
 
+/// What a case's format says of it beyond the case model: one field on [`Case`], so a
+/// format's own facts stay out of the model's other fields.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Origin {
+    /// An EvalStudio project's eval, scenario and persona.
+    EvalStudio(EvalStudioRef),
+}
+
 /// A LangGraph server and graph that an EvalStudio connector names: an agent as it
 /// stands, which the run makes a `langgraph` agent. The case holds what the file says;
 /// agents are the config's and the run's.
@@ -346,9 +355,9 @@ pub struct Case {
     pub personas: Vec<PersonaRef>,
     /// The persona this trial's simulated user impersonates.
     pub persona: Option<PersonaRef>,
-    /// The EvalStudio eval, scenario and persona this case is, when it came from an
-    /// EvalStudio project.
-    pub evalstudio: Option<Arc<EvalStudioRef>>,
+    /// Where the case came from, when its format says more than the case model holds
+    /// (an EvalStudio eval, scenario and persona).
+    pub origin: Option<Arc<Origin>>,
     /// `runs`, the gate over them and the case's budget, as written.
     pub repeats: crate::case::Repeats,
     /// Where the case was written.
@@ -394,10 +403,18 @@ impl Case {
         }
     }
 
+    /// The EvalStudio eval, scenario and persona this case is, when it came from an
+    /// EvalStudio project.
+    pub fn evalstudio(&self) -> Option<&EvalStudioRef> {
+        match self.origin.as_deref()? {
+            Origin::EvalStudio(e) => Some(e),
+        }
+    }
+
     /// The model endpoints the case's source gives its judge and simulator, used where
     /// `agentest.toml` sets none.
     pub fn source_llms(&self) -> Option<&SourceLlms> {
-        self.evalstudio.as_ref().and_then(|e| e.llms.as_deref())
+        self.evalstudio().and_then(|e| e.llms.as_deref())
     }
 
     /// The number of turns the case scripts (dynamic cases: 0, they are open-ended).

@@ -395,7 +395,7 @@ impl Context {
     /// The agent an EvalStudio case's connector stands for by itself, built once per
     /// connector and persona; named by the connector's name.
     fn connector_agent(&self, case: &Case) -> Option<AgentSlot> {
-        let e = case.evalstudio.as_ref()?;
+        let e = case.evalstudio()?;
         let cfg = e.connector_agent.as_ref()?;
         let mut cache = self
             .from_connectors
@@ -444,7 +444,7 @@ impl Context {
             return case.agent.as_deref();
         }
         let connectors = &self.config.file.connectors;
-        case.evalstudio.as_ref().and_then(|e| {
+        case.evalstudio().and_then(|e| {
             e.connector_id
                 .as_ref()
                 .and_then(|id| connectors.get(id))

@@ -143,7 +143,7 @@ fn prepare(
         role: Role::Agent,
         trace: Default::default(),
         workdir: None,
-        source_llms: case.evalstudio.as_ref().and_then(|e| e.llms.clone()),
+        source_llms: case.evalstudio().and_then(|e| e.llms.clone()),
         tracer: ctx.tracer(case)?,
     };
     let setup = Setup {

@@ -108,15 +108,12 @@ pub(crate) fn new_report(loaded: &Loaded, case: &Case) -> CaseReport {
         },
         input_hash: Some(input_hash(case, "")),
         note: note_of(loaded),
-        evalstudio: case
-            .evalstudio
-            .as_ref()
-            .map(|e| crate::record::EvalStudioIds {
-                eval_id: e.eval_id.clone(),
-                scenario_id: e.scenario_id.clone(),
-                persona_id: e.persona_id.clone(),
-                connector_id: e.connector_id.clone(),
-            }),
+        evalstudio: case.evalstudio().map(|e| crate::record::EvalStudioIds {
+            eval_id: e.eval_id.clone(),
+            scenario_id: e.scenario_id.clone(),
+            persona_id: e.persona_id.clone(),
+            connector_id: e.connector_id.clone(),
+        }),
         ..CaseReport::default()
     }
 }

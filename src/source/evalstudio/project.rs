@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use super::config::{projects, ProjectEntry};
 use super::records::{self, records, Connector, Eval, Persona, Record, Scenario, MESSAGE_EXTRAS};
 use super::Listed;
-use crate::case::{Case, EvalStudioRef, Location, PersonaRef, SourceLlms};
+use crate::case::{Case, EvalStudioRef, Location, Origin, PersonaRef, SourceLlms};
 use crate::errors::{CaseError, FieldError};
 use crate::source::document::Document;
 use crate::source::jsonl::case_from_object;
@@ -482,7 +482,7 @@ impl Out<'_> {
         };
         if s.persona_ids.is_empty() {
             let mut case = case;
-            case.evalstudio = Some(Arc::new(context.reference(s, None)));
+            case.origin = Some(Arc::new(Origin::EvalStudio(context.reference(s, None))));
             return vec![(id, Ok(case))];
         }
         let mut listed = HashMap::new();
@@ -507,7 +507,9 @@ impl Out<'_> {
                             system_prompt: p.system_prompt.clone(),
                             inline: true,
                         });
-                        one.evalstudio = Some(Arc::new(context.reference(s, Some((pid, p)))));
+                        one.origin = Some(Arc::new(Origin::EvalStudio(
+                            context.reference(s, Some((pid, p))),
+                        )));
                         (format!("{id}{SEPARATOR}{}", slug(&p.name)), Ok(one))
                     }
                     Some(Err(e)) => (format!("{id}{SEPARATOR}{}", slug(pid)), Err(e.clone())),

@@ -210,7 +210,7 @@ fn build(obj: &Map<String, Value>, id: String, location: Location) -> Result<Cas
         mocks: parse_setup(obj)?,
         personas,
         persona: None,
-        evalstudio: None,
+        origin: None,
         repeats: parse_repeats(obj)?,
         location,
         raw: Arc::new(Value::Null),

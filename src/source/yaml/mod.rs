@@ -301,7 +301,7 @@ fn scenario_case(
         mocks: Vec::new(),
         personas: Vec::new(),
         persona: None,
-        evalstudio: None,
+        origin: None,
         repeats: Default::default(),
         location: Location {
             file: Arc::new(PathBuf::new()),
