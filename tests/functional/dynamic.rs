@@ -2371,7 +2371,7 @@ fn skip_interactive_and_ci_skip_it_too() -> Needs {
         .expect_status("human", "skipped")
         .expect_error("human", &["no person can answer on CI"]);
     // Even on a terminal, --skip-interactive asks nobody.
-    project::python_pty()?;
+    crate::common::python_pty()?;
     let r = agentest(s.path())
         .arg("--skip-interactive")
         .pty(&["Travel, $500"])
@@ -2474,7 +2474,7 @@ fn a_person_may_replace_the_simulator_for_a_turn() {
 }
 
 fn a_real_terminal_is_asked_without_interactive() -> Needs {
-    project::python_pty()?;
+    crate::common::python_pty()?;
     let s = expense_project("pty", "", &[interactive_case()]);
     let r = agentest(s.path()).pty(&["Travel, $500", "yes"]).run();
     r.expect(0).expect_status("human", "passed");
@@ -2492,7 +2492,7 @@ fn a_real_terminal_is_asked_without_interactive() -> Needs {
 }
 
 fn an_unanswered_question_times_out_as_the_case_says() -> Needs {
-    project::python_pty()?;
+    crate::common::python_pty()?;
     let s = expense_project(
         "pty-silent",
         "",
@@ -2510,7 +2510,7 @@ fn an_unanswered_question_times_out_as_the_case_says() -> Needs {
 }
 
 fn an_answer_after_a_timed_out_question_goes_to_the_next_question() -> Needs {
-    project::python_pty()?;
+    crate::common::python_pty()?;
     let s = expense_project(
         "pty-after-timeout",
         "",
@@ -2620,12 +2620,12 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         an_empty_line_stops_asking,
         without_a_terminal_an_interactive_case_is_skipped_with_the_reason,
         on_missing_input_fail_makes_it_fail,
-        skip_interactive_and_ci_skip_it_too (needs project::python_pty),
+        skip_interactive_and_ci_skip_it_too (needs crate::common::python_pty),
         a_person_may_replace_the_simulator_for_a_turn,
         interactive_on_ci_is_ignored_and_said,
-        a_real_terminal_is_asked_without_interactive (needs project::python_pty),
-        an_unanswered_question_times_out_as_the_case_says (needs project::python_pty),
-        an_answer_after_a_timed_out_question_goes_to_the_next_question (needs project::python_pty),
+        a_real_terminal_is_asked_without_interactive (needs crate::common::python_pty),
+        an_unanswered_question_times_out_as_the_case_says (needs crate::common::python_pty),
+        an_answer_after_a_timed_out_question_goes_to_the_next_question (needs crate::common::python_pty),
         a_dynamic_prompt_shows_the_agents_input_hint,
     ]
 }

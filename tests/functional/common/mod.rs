@@ -444,6 +444,59 @@ impl Run {
     }
 }
 
+/// The one pseudo-terminal driver of the tests (see its docstring).
+const PTY_DRIVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/pty_driver.py");
+
+/// Where a program run [`on_a_terminal`] asks its questions.
+#[derive(Clone, Copy)]
+pub enum Watch {
+    Stdout,
+    Stderr,
+}
+
+/// A command running `program` with its stdin on a fresh pseudo-terminal (through
+/// python3 and tests/python/pty_driver.py), where each `(n, line)` of `script` is typed
+/// once `program` has printed `prompt` `n` times on the `watch`ed stream, or has exited.
+/// Its stdout and stderr are `program`'s, given whole once it exits, and so is its exit
+/// code; add `program`'s arguments to it. Tests that use it need [`python_pty`].
+pub fn on_a_terminal(
+    program: impl AsRef<std::ffi::OsStr>,
+    watch: Watch,
+    prompt: &str,
+    script: &[(usize, &str)],
+) -> Command {
+    let mut cmd = Command::new("python3");
+    cmd.arg(PTY_DRIVER)
+        .arg(match watch {
+            Watch::Stdout => "stdout",
+            Watch::Stderr => "stderr",
+        })
+        .arg(prompt)
+        .arg(serde_json::to_string(script).expect("encode the script"))
+        .arg(program);
+    cmd
+}
+
+/// python3 with its `pty` module, which [`on_a_terminal`] and so every test on a
+/// pseudo-terminal needs (see [`need`]).
+pub fn python_pty() -> Needs {
+    static HAVE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let have = *HAVE.get_or_init(|| {
+        Command::new("python3")
+            .args(["-c", "import pty"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    if have {
+        return Ok(());
+    }
+    need(
+        "python3 with the pty module",
+        "the pseudo-terminal tests run the binary on a pty opened by python3 \
+         (`python3 -c 'import pty'` failed)",
+    )
+}
+
 /// Runs `cmd` to the end and collects what it left.
 pub fn finish(cmd: &mut Command) -> Run {
     Run::of(cmd.output().expect("run the command"))
