@@ -1840,7 +1840,9 @@ fn a_timed_out_process_agent_shows_the_tail_of_its_stderr() {
     let s = scratch("stderr-timeout");
     s.write(
         "agentest.toml",
-        "[agent]\ntype = \"process\"\ncommand = [\"python3\", \"-c\", \"import sys, time; sys.stdin.readline(); sys.stderr.write('still thinking about it\\\\n'); sys.stderr.flush(); time.sleep(30)\"]\n",
+        // A shell, not Python: it has written its line long before the 1 s timeout even on
+        // a loaded machine, where an interpreter's start has taken longer than that.
+        "[agent]\ntype = \"process\"\ncommand = [\"sh\", \"-c\", \"read -r line; echo 'still thinking about it' >&2; sleep 30\"]\n",
     );
     s.write_suite(
         "t.jsonl",

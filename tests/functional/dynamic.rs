@@ -339,222 +339,216 @@ fn an_agent_that_completes_with_checkpoints_missing_fails_naming_them() {
         .expect_stdout("✗ confirm: waiting for create to be reached first");
 }
 
-fn the_simulator_reporting_its_goal_achieved_with_checkpoints_missing_fails() {
-    let s = project(
-        "goal",
-        "",
-        echo(),
-        &[dynamic(
-            "goal",
-            "start",
-            script(json!([{"say": "more"}, {"goal_achieved": true}])),
-            json!([cp("never", contains("unicorn"))]),
-        )],
-    );
-    let r = agentest(s.path()).run();
-    r.expect(1)
-        .expect_status("goal", "failed")
-        .expect_termination("goal", "goal_achieved")
-        .expect_error(
-            "goal",
-            &[
+/// One way a conversation with the bot ends: a project whose agent is the bot with
+/// `agent`'s rules (and, with `simulator`, a second bot `fake-user` with those rules),
+/// one case, and what the run must say of it: the exit code, the case's status, its
+/// termination and the parts of its error. `more` checks what is particular to the row.
+/// Each row is a trial named `dynamic::NAME`.
+struct Ending {
+    name: &'static str,
+    agent: Value,
+    simulator: Option<Value>,
+    case: Value,
+    code: i32,
+    status: &'static str,
+    termination: Option<&'static str>,
+    error: &'static [&'static str],
+    more: fn(&Scratch, &Run),
+}
+
+impl Ending {
+    fn check(&self) {
+        let id = self.case["id"].as_str().expect("the case has an id");
+        let extra = match self.simulator {
+            Some(_) => bot("agents.fake-user", "sim"),
+            None => String::new(),
+        };
+        let s = project(
+            self.name,
+            &extra,
+            self.agent.clone(),
+            std::slice::from_ref(&self.case),
+        );
+        if let Some(rules) = &self.simulator {
+            s.rules("sim", rules.clone());
+        }
+        let r = agentest(s.path()).run();
+        r.expect(self.code).expect_status(id, self.status);
+        if let Some(termination) = self.termination {
+            r.expect_termination(id, termination);
+        }
+        if !self.error.is_empty() {
+            r.expect_error(id, self.error);
+        }
+        (self.more)(&s, &r);
+    }
+}
+
+/// The checkpoints of a case that is not meant to reach them.
+fn never() -> Value {
+    json!([cp("never", contains("unicorn"))])
+}
+
+/// The rows of [`Ending`].
+fn endings() -> Vec<Ending> {
+    let says = |n: usize| -> Value { (1..=n).map(|i| json!({"say": format!("m{i}")})).collect() };
+    vec![
+        Ending {
+            name: "the_simulator_reporting_its_goal_achieved_with_checkpoints_missing_fails",
+            agent: echo(),
+            simulator: None,
+            case: dynamic(
+                "goal",
+                "start",
+                script(json!([{"say": "more"}, {"goal_achieved": true}])),
+                never(),
+            ),
+            code: 1,
+            status: "failed",
+            termination: Some("goal_achieved"),
+            error: &[
                 "the simulator reported its goal achieved after turn 2 (script rule 2) with required checkpoints missing: never (last: ",
                 "unicorn",
             ],
-        );
-    assert_eq!(r.case("goal")["total_turns"], 2);
-}
-
-fn max_turns_ends_the_conversation() {
-    let rules: Vec<Value> = (1..=10).map(|i| json!({"say": format!("m{i}")})).collect();
-    let s = project(
-        "max",
-        "",
-        echo(),
-        &[with(
-            dynamic(
-                "max",
-                "start",
-                script(json!(rules)),
-                json!([cp("never", contains("unicorn"))]),
+            more: |_, r| assert_eq!(r.case("goal")["total_turns"], 2, "{r:?}"),
+        },
+        Ending {
+            name: "max_turns_ends_the_conversation",
+            agent: echo(),
+            simulator: None,
+            case: with(
+                dynamic("max", "start", script(says(10)), never()),
+                json!({"max_turns": 3}),
             ),
-            json!({"max_turns": 3}),
-        )],
-    );
-    let r = agentest(s.path()).run();
-    r.expect(1)
-        .expect_status("max", "failed")
-        .expect_termination("max", "max_turns")
-        .expect_error(
-            "max",
-            &["max turns (3) exceeded; required checkpoints missing: never (last: "],
-        );
-    assert_eq!(
-        r.inputs("max"),
-        pairs(&[
-            ("start", "initial"),
-            ("m1", "simulated"),
-            ("m2", "simulated")
-        ])
-    );
-    assert_eq!(s.log("agent").len(), 3);
-}
-
-fn max_turns_defaults_to_20() {
-    let rules: Vec<Value> = (1..=30).map(|i| json!({"say": format!("m{i}")})).collect();
-    let s = project(
-        "max-default",
-        "",
-        echo(),
-        &[dynamic(
-            "endless",
-            "start",
-            script(json!(rules)),
-            json!([cp("never", contains("unicorn"))]),
-        )],
-    );
-    let r = agentest(s.path()).run();
-    r.expect(1)
-        .expect_status("endless", "failed")
-        .expect_termination("endless", "max_turns")
-        .expect_error("endless", &["max turns (20) exceeded"]);
-    let c = r.case("endless");
-    assert_eq!(c["total_turns"], 20, "{r:?}");
-    assert_eq!(c["turns"][19]["input"], "m19");
-    assert_eq!(s.log("agent").len(), 20);
-}
-
-fn reaching_the_last_checkpoint_on_the_last_allowed_turn_passes() {
-    let s = project(
-        "max-edge",
-        "",
-        echo(),
-        &[with(
-            dynamic(
-                "edge",
-                "start",
-                script(json!([{"say": "one"}, {"say": "two"}, {"say": "three"}])),
-                json!([cp("two", contains("You said: two"))]),
+            code: 1,
+            status: "failed",
+            termination: Some("max_turns"),
+            error: &["max turns (3) exceeded; required checkpoints missing: never (last: "],
+            more: |s, r| {
+                assert_eq!(
+                    r.inputs("max"),
+                    pairs(&[
+                        ("start", "initial"),
+                        ("m1", "simulated"),
+                        ("m2", "simulated")
+                    ])
+                );
+                assert_eq!(s.log("agent").len(), 3);
+            },
+        },
+        Ending {
+            name: "max_turns_defaults_to_20",
+            agent: echo(),
+            simulator: None,
+            case: dynamic("endless", "start", script(says(30)), never()),
+            code: 1,
+            status: "failed",
+            termination: Some("max_turns"),
+            error: &["max turns (20) exceeded"],
+            more: |s, r| {
+                let c = r.case("endless");
+                assert_eq!(c["total_turns"], 20, "{r:?}");
+                assert_eq!(c["turns"][19]["input"], "m19");
+                assert_eq!(s.log("agent").len(), 20);
+            },
+        },
+        Ending {
+            name: "reaching_the_last_checkpoint_on_the_last_allowed_turn_passes",
+            agent: echo(),
+            simulator: None,
+            case: with(
+                dynamic(
+                    "edge",
+                    "start",
+                    script(json!([{"say": "one"}, {"say": "two"}, {"say": "three"}])),
+                    json!([cp("two", contains("You said: two"))]),
+                ),
+                json!({"max_turns": 3}),
             ),
-            json!({"max_turns": 3}),
-        )],
-    );
-    let r = agentest(s.path()).run();
-    r.expect(0)
-        .expect_status("edge", "passed")
-        .expect_termination("edge", "all_checkpoints_reached");
-    assert_eq!(r.checkpoint("edge", "two")["reached_at_turn"], 3);
-}
-
-fn the_timeout_is_checked_during_a_turn() {
-    // Turn 2's reply would take 30 s; the case has 1 s.
-    let s = project(
-        "timeout",
-        "",
-        json!([
-            {"turn": 2, "sleep": 30, "reply": {"content": "too late"}},
-            {"reply": {"content": "What next?"}}
-        ]),
-        &[with(
-            dynamic(
-                "slow",
-                "start",
-                script(json!([{"say": "go on"}])),
-                json!([cp("never", contains("unicorn"))]),
+            code: 0,
+            status: "passed",
+            termination: Some("all_checkpoints_reached"),
+            error: &[],
+            more: |_, r| assert_eq!(r.checkpoint("edge", "two")["reached_at_turn"], 3),
+        },
+        Ending {
+            name: "the_timeout_is_checked_during_a_turn",
+            // Turn 2's reply would take 30 s; the case has 1 s.
+            agent: json!([
+                {"turn": 2, "sleep": 30, "reply": {"content": "too late"}},
+                {"reply": {"content": "What next?"}}
+            ]),
+            simulator: None,
+            case: with(
+                dynamic("slow", "start", script(json!([{"say": "go on"}])), never()),
+                json!({"timeout": "1s"}),
             ),
-            json!({"timeout": "1s"}),
-        )],
-    );
-    let r = agentest(s.path()).run();
-    r.expect(1).expect_status("slow", "timeout").expect_error(
-        "slow",
-        &["timeout after 1s (while waiting for the reply to turn 2"],
-    );
-    let c = r.case("slow");
-    let ms = c["duration_ms"].as_u64().unwrap();
-    assert!(
-        (1000..5000).contains(&ms),
-        "finished near 1s: {ms} ms\n{r:?}"
-    );
-    assert!(r.took < Duration::from_secs(10), "{r:?}");
-    assert_eq!(c["turns"][0]["input_source"], "initial");
-}
-
-fn a_script_with_no_matching_rule_is_a_simulator_error() {
-    let s = project(
-        "no-rule",
-        "",
-        echo(),
-        &[dynamic(
-            "stuck",
-            "start",
-            script(json!([{"when": "(?i)never matches", "say": "x"}])),
-            json!([cp("never", contains("unicorn"))]),
-        )],
-    );
-    let r = agentest(s.path()).run();
-    r.expect(1)
-        .expect_status("stuck", "error")
-        .expect_termination("stuck", "simulator_error")
-        .expect_error(
-            "stuck",
-            &[
+            code: 1,
+            status: "timeout",
+            termination: None,
+            error: &["timeout after 1s (while waiting for the reply to turn 2"],
+            more: |_, r| {
+                let c = r.case("slow");
+                let ms = c["duration_ms"].as_u64().unwrap();
+                assert!(
+                    (1000..5000).contains(&ms),
+                    "finished near 1s: {ms} ms\n{r:?}"
+                );
+                assert!(r.took < Duration::from_secs(10), "{r:?}");
+                assert_eq!(c["turns"][0]["input_source"], "initial");
+            },
+        },
+        Ending {
+            name: "a_script_with_no_matching_rule_is_a_simulator_error",
+            agent: echo(),
+            simulator: None,
+            case: dynamic(
+                "stuck",
+                "start",
+                script(json!([{"when": "(?i)never matches", "say": "x"}])),
+                never(),
+            ),
+            code: 1,
+            status: "error",
+            termination: Some("simulator_error"),
+            error: &[
                 "turn 2: simulator error: the simulator script has no unused rule for the agent's reply \"You said: start. Anything else?\"",
                 "{\"goal_achieved\": true}",
             ],
-        );
-    assert_eq!(r.case("stuck")["total_turns"], 1);
-}
-
-fn a_named_simulator_that_crashes_is_a_simulator_error_naming_it() {
-    let s = project(
-        "sim-crash",
-        &bot("agents.fake-user", "sim"),
-        echo(),
-        &[dynamic(
-            "crash",
-            "start",
-            json!({"use": "fake-user"}),
-            json!([cp("never", contains("unicorn"))]),
-        )],
-    );
-    s.rules("sim", json!([{"crash": 4}]));
-    let r = agentest(s.path()).run();
-    r.expect(1)
-        .expect_status("crash", "error")
-        .expect_termination("crash", "simulator_error")
-        .expect_error(
-            "crash",
-            &[
+            more: |_, r| assert_eq!(r.case("stuck")["total_turns"], 1, "{r:?}"),
+        },
+        Ending {
+            name: "a_named_simulator_that_crashes_is_a_simulator_error_naming_it",
+            agent: echo(),
+            simulator: Some(json!([{"crash": 4}])),
+            case: dynamic("crash", "start", json!({"use": "fake-user"}), never()),
+            code: 1,
+            status: "error",
+            termination: Some("simulator_error"),
+            error: &[
                 "turn 2: simulator error: simulator agent `fake-user`: ",
                 "bot: crashing on purpose",
             ],
-        );
-    assert_eq!(r.case("crash")["simulator"], "fake-user");
-}
-
-fn an_agent_that_crashes_on_turn_2_is_an_agent_error() {
-    let s = project(
-        "agent-crash",
-        "",
-        json!([{"turn": 2, "crash": 3}, {"reply": {"content": "What next?"}}]),
-        &[dynamic(
-            "crash",
-            "start",
-            script(json!([{"say": "boom"}])),
-            json!([cp("never", contains("unicorn"))]),
-        )],
-    );
-    let r = agentest(s.path()).run();
-    r.expect(1)
-        .expect_status("crash", "error")
-        .expect_termination("crash", "agent_error")
-        .expect_error("crash", &["turn 2: ", "bot: crashing on purpose"]);
-    let c = r.case("crash");
-    assert_eq!(c["total_turns"], 2);
-    assert_eq!(c["turns"][1]["input"], "boom");
-    assert_eq!(c["turns"][1]["input_source"], "simulated");
-    assert!(c["turns"][1]["error"].is_string(), "{r:?}");
+            more: |_, r| assert_eq!(r.case("crash")["simulator"], "fake-user", "{r:?}"),
+        },
+        Ending {
+            name: "an_agent_that_crashes_on_turn_2_is_an_agent_error",
+            agent: json!([{"turn": 2, "crash": 3}, {"reply": {"content": "What next?"}}]),
+            simulator: None,
+            case: dynamic("crash", "start", script(json!([{"say": "boom"}])), never()),
+            code: 1,
+            status: "error",
+            termination: Some("agent_error"),
+            error: &["turn 2: ", "bot: crashing on purpose"],
+            more: |_, r| {
+                let c = r.case("crash");
+                assert_eq!(c["total_turns"], 2);
+                assert_eq!(c["turns"][1]["input"], "boom");
+                assert_eq!(c["turns"][1]["input_source"], "simulated");
+                assert!(c["turns"][1]["error"].is_string(), "{r:?}");
+            },
+        },
+    ]
 }
 
 // ---------------------------------------------------------------------------------------
@@ -2371,7 +2365,7 @@ fn skip_interactive_and_ci_skip_it_too() -> Needs {
         .expect_status("human", "skipped")
         .expect_error("human", &["no person can answer on CI"]);
     // Even on a terminal, --skip-interactive asks nobody.
-    project::python_pty()?;
+    crate::common::python_pty()?;
     let r = agentest(s.path())
         .arg("--skip-interactive")
         .pty(&["Travel, $500"])
@@ -2474,7 +2468,7 @@ fn a_person_may_replace_the_simulator_for_a_turn() {
 }
 
 fn a_real_terminal_is_asked_without_interactive() -> Needs {
-    project::python_pty()?;
+    crate::common::python_pty()?;
     let s = expense_project("pty", "", &[interactive_case()]);
     let r = agentest(s.path()).pty(&["Travel, $500", "yes"]).run();
     r.expect(0).expect_status("human", "passed");
@@ -2492,7 +2486,7 @@ fn a_real_terminal_is_asked_without_interactive() -> Needs {
 }
 
 fn an_unanswered_question_times_out_as_the_case_says() -> Needs {
-    project::python_pty()?;
+    crate::common::python_pty()?;
     let s = expense_project(
         "pty-silent",
         "",
@@ -2510,7 +2504,7 @@ fn an_unanswered_question_times_out_as_the_case_says() -> Needs {
 }
 
 fn an_answer_after_a_timed_out_question_goes_to_the_next_question() -> Needs {
-    project::python_pty()?;
+    crate::common::python_pty()?;
     let s = expense_project(
         "pty-after-timeout",
         "",
@@ -2568,7 +2562,17 @@ fn a_dynamic_prompt_shows_the_agents_input_hint() {
 }
 
 pub fn tests() -> Vec<libtest_mimic::Trial> {
-    crate::trials![
+    let module = crate::module_of(module_path!());
+    let mut trials: Vec<libtest_mimic::Trial> = endings()
+        .into_iter()
+        .map(|row| {
+            crate::trial(format!("{module}::{}", row.name), move || {
+                row.check();
+                Ok(libtest_mimic::Completion::Completed)
+            })
+        })
+        .collect();
+    trials.extend(crate::trials![
         the_built_in_judge_calls_the_endpoint_its_role_names,
         a_case_sets_the_model_settings_of_its_simulator_and_judges,
         model_settings_out_of_place_or_undefined_are_errors,
@@ -2579,14 +2583,6 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         a_judge_may_be_an_openai_agent_that_reads_its_instructions,
         every_checkpoint_reached_passes_with_the_scripted_simulator,
         an_agent_that_completes_with_checkpoints_missing_fails_naming_them,
-        the_simulator_reporting_its_goal_achieved_with_checkpoints_missing_fails,
-        max_turns_ends_the_conversation,
-        max_turns_defaults_to_20,
-        reaching_the_last_checkpoint_on_the_last_allowed_turn_passes,
-        the_timeout_is_checked_during_a_turn,
-        a_script_with_no_matching_rule_is_a_simulator_error,
-        a_named_simulator_that_crashes_is_a_simulator_error_naming_it,
-        an_agent_that_crashes_on_turn_2_is_an_agent_error,
         after_holds_a_checkpoint_back_until_its_predecessor_is_reached,
         a_same_turn_chain_counts_even_when_the_dependent_checkpoint_comes_first,
         optional_checkpoints_may_be_missed_and_unmatched_forbidden_ones_do_not_count,
@@ -2620,12 +2616,13 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         an_empty_line_stops_asking,
         without_a_terminal_an_interactive_case_is_skipped_with_the_reason,
         on_missing_input_fail_makes_it_fail,
-        skip_interactive_and_ci_skip_it_too (needs project::python_pty),
+        skip_interactive_and_ci_skip_it_too (needs crate::common::python_pty),
         a_person_may_replace_the_simulator_for_a_turn,
         interactive_on_ci_is_ignored_and_said,
-        a_real_terminal_is_asked_without_interactive (needs project::python_pty),
-        an_unanswered_question_times_out_as_the_case_says (needs project::python_pty),
-        an_answer_after_a_timed_out_question_goes_to_the_next_question (needs project::python_pty),
+        a_real_terminal_is_asked_without_interactive (needs crate::common::python_pty),
+        an_unanswered_question_times_out_as_the_case_says (needs crate::common::python_pty),
+        an_answer_after_a_timed_out_question_goes_to_the_next_question (needs crate::common::python_pty),
         a_dynamic_prompt_shows_the_agents_input_hint,
-    ]
+    ]);
+    trials
 }

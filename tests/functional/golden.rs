@@ -13,7 +13,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
-use crate::common::{clean, expense_agent_section, finish, Report, Run, Scratch, BIN};
+use crate::common::{
+    clean, expense_agent_section, finish, on_a_terminal, python_pty, Needs, Report, Run, Scratch,
+    Watch, BIN,
+};
 use serde_json::{json, Value};
 
 /// The line every golden failure ends with, after what was written.
@@ -1337,64 +1340,23 @@ fn review_and_accept_with_nothing_pending_say_so_and_exit_0() {
     );
 }
 
-/// Runs a command with its stdin on a fresh pseudo-terminal (stdout and stderr piped):
-/// `python3 driver.py ANSWERS_JSON CMD...` types the Nth answer once the command has
-/// printed the review prompt N times, then passes the command's output and exit code on.
-const PTY_DRIVER: &str = r#"import json, os, pty, subprocess, sys, threading, time
-answers = json.loads(sys.argv[1])
-master, slave = pty.openpty()
-p = subprocess.Popen(sys.argv[2:], stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-os.close(slave)
-out = bytearray()
-def pump():
-    while True:
-        b = p.stdout.read1(4096)
-        if not b:
-            break
-        out.extend(b)
-def drain():
-    while True:
-        try:
-            if not os.read(master, 4096):
-                break
-        except OSError:
-            break
-reader = threading.Thread(target=pump)
-reader.start()
-threading.Thread(target=drain, daemon=True).start()
-PROMPT = b"accept (a), reject (r), skip (s), quit (q)? "
-deadline = time.time() + 30
-for i, answer in enumerate(answers):
-    while out.count(PROMPT) <= i and p.poll() is None and time.time() < deadline:
-        time.sleep(0.01)
-    os.write(master, (answer + "\n").encode())
-try:
-    p.wait(timeout=30)
-except subprocess.TimeoutExpired:
-    p.kill()
-    p.wait()
-reader.join()
-err = p.stderr.read()
-sys.stdout.buffer.write(bytes(out))
-sys.stderr.buffer.write(err)
-sys.exit(p.returncode)
-"#;
-
+/// `agentest review` on a terminal: the Nth answer is typed once the review prompt has
+/// been printed N times.
 fn review_on_a_terminal(s: &Scratch, answers: &[&str]) -> Run {
-    s.write("driver.py", PTY_DRIVER);
-    let mut cmd = clean(Command::new("python3"));
-    cmd.current_dir(&s.root)
-        .arg("driver.py")
-        .arg(serde_json::to_string(answers).expect("encode"))
-        .arg(BIN)
-        .arg("review")
-        .stdin(Stdio::null());
+    let script: Vec<(usize, &str)> = answers
+        .iter()
+        .enumerate()
+        .map(|(i, a)| (i + 1, *a))
+        .collect();
+    let mut cmd = clean(on_a_terminal(BIN, Watch::Stdout, PROMPT, &script));
+    cmd.current_dir(&s.root).arg("review").stdin(Stdio::null());
     finish(&mut cmd)
 }
 
 const PROMPT: &str = "accept (a), reject (r), skip (s), quit (q)? ";
 
-fn review_on_a_terminal_accepts_rejects_and_skips_one_by_one() {
+fn review_on_a_terminal_accepts_rejects_and_skips_one_by_one() -> Needs {
+    python_pty()?;
     let s = three_pending();
     // An unknown answer asks again.
     let run = review_on_a_terminal(&s, &["x", "a", "r", "s"]);
@@ -1428,9 +1390,11 @@ fn review_on_a_terminal_accepts_rejects_and_skips_one_by_one() {
         format!("\n[1/1] agent-tests/s.golden/c.txt\n{DIFF_C}{PROMPT}accepted\n")
     );
     assert_eq!(s.read("agent-tests/s.golden/c.txt"), "new c\n");
+    Ok(())
 }
 
-fn quitting_an_interactive_review_leaves_the_rest_pending() {
+fn quitting_an_interactive_review_leaves_the_rest_pending() -> Needs {
+    python_pty()?;
     let s = three_pending();
     let run = review_on_a_terminal(&s, &["q"]);
     assert_eq!(run.code, 1, "{run:?}");
@@ -1439,6 +1403,7 @@ fn quitting_an_interactive_review_leaves_the_rest_pending() {
         format!("\n[1/3] agent-tests/s.golden/a.txt\n{DIFF_A}{PROMPT}")
     );
     untouched(&s);
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------
@@ -2000,8 +1965,8 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         accept_renames_every_pending_file_over_its_golden_file,
         accepted_transcripts_pass_on_the_next_run,
         review_and_accept_with_nothing_pending_say_so_and_exit_0,
-        review_on_a_terminal_accepts_rejects_and_skips_one_by_one,
-        quitting_an_interactive_review_leaves_the_rest_pending,
+        review_on_a_terminal_accepts_rejects_and_skips_one_by_one (needs python_pty),
+        quitting_an_interactive_review_leaves_the_rest_pending (needs python_pty),
         freeze_prints_a_static_case_from_a_dynamic_run,
         a_frozen_case_written_to_the_suite_passes_against_the_same_agent,
         freeze_errors_say_what_is_missing,

@@ -232,56 +232,6 @@ fn closed_port() -> u16 {
 // 1. The client: retries, backoff, Retry-After, timeouts, errors
 // ---------------------------------------------------------------------------------------
 
-fn a_429_with_retry_after_is_waited_for_retried_and_counted() {
-    let server = ChatServer::start();
-    server.script(
-        "hello",
-        vec![rate_limited(Some("1")), text("Hi there", (5, 2))],
-    );
-    let p = project(
-        "429",
-        &conf(&server.url()),
-        &[
-            json!({"id": "T1", "input": "hello", "assertions": [{"type": "contains", "value": "Hi there"}]}),
-        ],
-    );
-    let run = agentest(p.path()).run();
-    run.expect(0).expect_status("T1", "passed").expect_stderr(&format!(
-        "agentest: model endpoint {}: HTTP 429 Too Many Requests: Rate limit reached for test-model; retry 1/2 in 1s",
-        server.url()
-    ));
-    let c = run.case("T1");
-    assert_eq!(c["retries"], 1, "{run:?}");
-    assert_eq!(c["model_calls"], 1, "{run:?}");
-    let seen = server.requests();
-    assert_eq!(seen.len(), 2);
-    let waited = seen[1].at - seen[0].at;
-    assert!(
-        waited >= Duration::from_millis(950),
-        "Retry-After: 1 was not honoured: {waited:?}"
-    );
-    assert!(waited < Duration::from_secs(3), "{waited:?}");
-}
-
-fn a_429_without_retry_after_backs_off() {
-    let server = ChatServer::start();
-    server.script("hello", vec![rate_limited(None), text("Hi", (1, 1))]);
-    let p = project("429-backoff", &conf(&server.url()), &[case("T1", "hello")]);
-    let run = agentest(p.path()).run();
-    run.expect(0).expect_status("T1", "passed").expect_stderr(
-        "HTTP 429 Too Many Requests: Rate limit reached for test-model; retry 1/2 in ",
-    );
-    assert_eq!(run.case("T1")["retries"], 1);
-    let seen = server.requests();
-    assert_eq!(seen.len(), 2);
-    // The first backoff step is 500ms with jitter between half and the whole.
-    let waited = seen[1].at - seen[0].at;
-    assert!(
-        waited >= Duration::from_millis(240) && waited < Duration::from_millis(1500),
-        "{waited:?}"
-    );
-}
-
 /// A pinned `max_in_flight` below the run's parallelism makes cases wait for a slot:
 /// said once on stderr, never a silent slowdown.
 fn a_pinned_limit_below_the_parallelism_is_said_once() {
@@ -385,212 +335,317 @@ fn a_timeout_says_how_long_the_case_waited_for_a_model_slot() {
     );
 }
 
-fn server_errors_exhaust_the_retries() {
-    let server = ChatServer::start();
+/// One way the model endpoint answers, and what agentest makes of it: the server's
+/// answers by input (`script`), the config (`conf`, applied to the default), the cases;
+/// then the exit code, each case's status and the parts of its error (`{url}` stands for
+/// the endpoint's), the stderr lines, how many requests the server received in all, and
+/// whether stderr says no retry at all. `more` checks what is particular to the row.
+/// Each row is a trial named `llm::NAME`.
+struct Answer {
+    name: &'static str,
+    script: Vec<(&'static str, Vec<Action>)>,
+    conf: fn(Conf) -> Conf,
+    cases: Vec<Value>,
+    code: i32,
+    outcomes: &'static [(&'static str, &'static str, &'static [&'static str])],
+    stderr: &'static [&'static str],
+    requests: usize,
+    says_no_retry: bool,
+    more: fn(&ChatServer, &project::ReportedRun),
+}
+
+impl Answer {
+    fn check(&self) {
+        let server = ChatServer::start();
+        for (input, actions) in &self.script {
+            server.script(input, actions.clone());
+        }
+        let p = project(self.name, &(self.conf)(conf(&server.url())), &self.cases);
+        let run = agentest(p.path()).run();
+        let at_url = |text: &str| text.replace("{url}", &server.url());
+        run.expect(self.code);
+        for (id, status, parts) in self.outcomes {
+            run.expect_status(id, status);
+            if !parts.is_empty() {
+                let parts: Vec<String> = parts.iter().map(|p| at_url(p)).collect();
+                let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+                run.expect_error(id, &parts);
+            }
+        }
+        for line in self.stderr {
+            run.expect_stderr(&at_url(line));
+        }
+        if self.says_no_retry {
+            assert!(!run.stderr.contains("retry"), "{run:?}");
+        }
+        assert_eq!(
+            server.count(),
+            self.requests,
+            "the requests the server received\n{run:?}"
+        );
+        (self.more)(&server, &run);
+    }
+}
+
+/// The time between the first two requests the server received.
+fn waited(server: &ChatServer) -> Duration {
+    let seen = server.requests();
+    seen[1].at - seen[0].at
+}
+
+/// The rows of [`Answer`].
+fn answers() -> Vec<Answer> {
     let overloaded = || {
         status(
             503,
             json!({"error": {"message": "overloaded", "type": "server_error"}}),
         )
     };
-    server.script(
-        "hello",
-        vec![
-            overloaded(),
-            overloaded(),
-            overloaded(),
-            text("too late", (1, 1)),
-        ],
-    );
-    let p = project("503", &conf(&server.url()), &[case("T1", "hello")]);
-    let run = agentest(p.path()).run();
-    run.expect(1).expect_status("T1", "error").expect_error(
-        "T1",
-        &[
-            "turn 1: model call failed: model endpoint",
-            "failed after 3 tries: HTTP 503 Service Unavailable: overloaded",
-        ],
-    );
-    assert_eq!(server.count(), 3, "max_retries = 2 means 3 tries");
-    run.expect_stderr("retry 1/2 in ")
-        .expect_stderr("retry 2/2 in ");
-    assert!(!run.stderr.contains("retry 3/"), "{run:?}");
-    assert_eq!(run.counts(), [1, 0, 0, 1, 0]);
-}
-
-/// A 500 that comes back word for word (a request the server cannot read, as
-/// llama-cpp-python answers one it fails to validate) is retried once, not to the end.
-fn the_same_500_twice_is_not_retried_further() {
-    let server = ChatServer::start();
-    server.script(
-        "hello",
-        vec![server_error(), server_error(), server_error()],
-    );
-    let p = project("500-twice", &conf(&server.url()), &[case("T1", "hello")]);
-    let run = agentest(p.path()).run();
-    run.expect(1).expect_status("T1", "error").expect_error(
-        "T1",
-        &["answered the same error twice, so it was not retried further: HTTP 500 Internal Server Error: upstream exploded"],
-    );
-    assert_eq!(server.count(), 2, "one retry, no more");
-}
-
-fn retries_of_a_failed_call_are_counted_in_the_report() {
-    let server = ChatServer::start();
-    server.script(
-        "hello",
-        vec![server_error(), server_error(), server_error()],
-    );
-    let p = project("500-count", &conf(&server.url()), &[case("T1", "hello")]);
-    let run = agentest(p.path()).run();
-    run.expect_status("T1", "error");
-    assert_eq!(server.count(), 2);
-    // One retry happened (the same 500 again ends the call); the record says so.
-    assert_eq!(run.case("T1")["retries"], 1, "{run:?}");
-}
-
-fn max_retries_zero_tries_once() {
-    let server = ChatServer::start();
-    server.script(
-        "hello",
-        vec![status(503, json!({"error": {"message": "busy"}}))],
-    );
-    let p = project(
-        "503",
-        &conf(&server.url()).retries(0),
-        &[case("T1", "hello")],
-    );
-    let run = agentest(p.path()).run();
-    run.expect(1)
-        .expect_status("T1", "error")
-        .expect_error("T1", &["HTTP 503 Service Unavailable: busy"]);
-    assert_eq!(server.count(), 1);
-    assert!(!run.stderr.contains("retry"), "{run:?}");
-}
-
-fn a_slow_reply_past_the_timeout_is_retried() {
-    let server = ChatServer::start();
-    server.script(
-        "hello",
-        vec![
-            slow(Duration::from_millis(1600), text("too slow", (1, 1))),
-            text("on time", (1, 1)),
-        ],
-    );
-    let p = project(
-        "slow",
-        &conf(&server.url()).timeout("1s"),
-        &[json!({"id": "T1", "input": "hello", "expected": "on time"})],
-    );
-    let run = agentest(p.path()).run();
-    run.expect(0)
-        .expect_status("T1", "passed")
-        .expect_stderr("no answer within 1s; retry 1/2 in ");
-    assert_eq!(run.case("T1")["retries"], 1);
-    assert_eq!(run.case("T1")["turns"][0]["output"], "on time");
-    assert_eq!(server.count(), 2);
-}
-
-fn malformed_json_fails_at_once_without_retry() {
-    let server = ChatServer::start();
-    server.script("hello", vec![garbage(), text("unused", (1, 1))]);
-    server.script(
-        "no choices",
-        vec![
-            ok(json!({"object": "chat.completion"})),
-            text("unused", (1, 1)),
-        ],
-    );
-    let p = project(
-        "garbage",
-        &conf(&server.url()),
-        &[case("T1", "hello"), case("T2", "no choices")],
-    );
-    let run = agentest(p.path()).run();
-    run.expect(1)
-        .expect_status("T1", "error")
-        .expect_error(
-            "T1",
-            &["answered with invalid JSON", "{\"choices\": [{\"message\":"],
-        )
-        .expect_status("T2", "error")
-        .expect_error("T2", &["answered without `choices[0].message`"]);
-    assert_eq!(
-        server.requests_for("hello").len(),
-        1,
-        "no retry of invalid JSON"
-    );
-    assert_eq!(server.requests_for("no choices").len(), 1);
-    assert!(!run.stderr.contains("retry"), "{run:?}");
-}
-
-fn a_connection_cut_off_or_dropped_is_retried() {
-    let server = ChatServer::start();
-    server.script("cut", vec![cut_off(), text("whole", (1, 1))]);
-    server.script("hangup", vec![Action::Hangup, text("answered", (1, 1))]);
-    let p = project(
-        "reset",
-        &conf(&server.url()),
-        &[
-            json!({"id": "T1", "input": "cut", "expected": "whole"}),
-            json!({"id": "T2", "input": "hangup", "expected": "answered"}),
-        ],
-    );
-    let run = agentest(p.path()).run();
-    run.expect(0)
-        .expect_status("T1", "passed")
-        .expect_status("T2", "passed")
-        .expect_stderr("the reply was cut off")
-        .expect_stderr("request failed");
-    assert_eq!(run.case("T1")["retries"], 1);
-    assert_eq!(run.case("T2")["retries"], 1);
-    assert_eq!(server.requests_for("cut").len(), 2);
-    assert_eq!(server.requests_for("hangup").len(), 2);
-}
-
-fn a_400_fails_at_once_with_the_servers_message() {
-    let server = ChatServer::start();
-    server.script(
-        "hello",
-        vec![
-            status(
-                400,
-                json!({"error": {"message": "This model's maximum context length is 10 tokens", "type": "invalid_request_error"}}),
-            ),
-            text("unused", (1, 1)),
-        ],
-    );
-    let p = project("400", &conf(&server.url()), &[case("T1", "hello")]);
-    let run = agentest(p.path()).run();
-    run.expect(1).expect_status("T1", "error").expect_error(
-        "T1",
-        &[&format!(
-            "model endpoint {} answered HTTP 400 Bad Request: This model's maximum context length is 10 tokens",
-            server.url()
-        )],
-    );
-    assert_eq!(server.count(), 1);
-    assert!(!run.stderr.contains("retry"), "{run:?}");
-}
-
-fn a_retry_that_would_pass_the_case_deadline_is_not_waited_for() {
-    let server = ChatServer::start();
-    server.script(
-        "hello",
-        vec![rate_limited(Some("30")), text("unused", (1, 1))],
-    );
-    let p = project(
-        "deadline",
-        &conf(&server.url()),
-        &[json!({"id": "T1", "input": "hello", "timeout": "3s"})],
-    );
-    let run = agentest(p.path()).run();
-    run.expect(1).expect_status("T1", "error").expect_error(
-        "T1",
-        &["waiting 30s to retry would pass the case's deadline"],
-    );
-    assert!(run.took < Duration::from_secs(3), "{run:?}");
-    assert_eq!(server.count(), 1);
+    let unchanged = |c: Conf| c;
+    vec![
+        Answer {
+            name: "a_429_with_retry_after_is_waited_for_retried_and_counted",
+            script: vec![("hello", vec![rate_limited(Some("1")), text("Hi there", (5, 2))])],
+            conf: unchanged,
+            cases: vec![
+                json!({"id": "T1", "input": "hello", "assertions": [{"type": "contains", "value": "Hi there"}]}),
+            ],
+            code: 0,
+            outcomes: &[("T1", "passed", &[])],
+            stderr: &["agentest: model endpoint {url}: HTTP 429 Too Many Requests: Rate limit reached for test-model; retry 1/2 in 1s"],
+            requests: 2,
+            says_no_retry: false,
+            more: |server, run| {
+                let c = run.case("T1");
+                assert_eq!(c["retries"], 1, "{run:?}");
+                assert_eq!(c["model_calls"], 1, "{run:?}");
+                let waited = waited(server);
+                assert!(
+                    waited >= Duration::from_millis(950),
+                    "Retry-After: 1 was not honoured: {waited:?}"
+                );
+                assert!(waited < Duration::from_secs(3), "{waited:?}");
+            },
+        },
+        Answer {
+            name: "a_429_without_retry_after_backs_off",
+            script: vec![("hello", vec![rate_limited(None), text("Hi", (1, 1))])],
+            conf: unchanged,
+            cases: vec![case("T1", "hello")],
+            code: 0,
+            outcomes: &[("T1", "passed", &[])],
+            stderr: &["HTTP 429 Too Many Requests: Rate limit reached for test-model; retry 1/2 in "],
+            requests: 2,
+            says_no_retry: false,
+            more: |server, run| {
+                assert_eq!(run.case("T1")["retries"], 1);
+                // The first backoff step is 500ms with jitter between half and the whole.
+                let waited = waited(server);
+                assert!(
+                    waited >= Duration::from_millis(240) && waited < Duration::from_millis(1500),
+                    "{waited:?}"
+                );
+            },
+        },
+        Answer {
+            name: "server_errors_exhaust_the_retries",
+            script: vec![(
+                "hello",
+                vec![
+                    overloaded(),
+                    overloaded(),
+                    overloaded(),
+                    text("too late", (1, 1)),
+                ],
+            )],
+            conf: unchanged,
+            cases: vec![case("T1", "hello")],
+            code: 1,
+            outcomes: &[(
+                "T1",
+                "error",
+                &[
+                    "turn 1: model call failed: model endpoint",
+                    "failed after 3 tries: HTTP 503 Service Unavailable: overloaded",
+                ],
+            )],
+            stderr: &["retry 1/2 in ", "retry 2/2 in "],
+            // max_retries = 2 means 3 tries.
+            requests: 3,
+            says_no_retry: false,
+            more: |_, run| {
+                assert!(!run.stderr.contains("retry 3/"), "{run:?}");
+                assert_eq!(run.counts(), [1, 0, 0, 1, 0]);
+            },
+        },
+        // A 500 that comes back word for word (a request the server cannot read, as
+        // llama-cpp-python answers one it fails to validate) is retried once, not to the end.
+        Answer {
+            name: "the_same_500_twice_is_not_retried_further",
+            script: vec![("hello", vec![server_error(), server_error(), server_error()])],
+            conf: unchanged,
+            cases: vec![case("T1", "hello")],
+            code: 1,
+            outcomes: &[(
+                "T1",
+                "error",
+                &["answered the same error twice, so it was not retried further: HTTP 500 Internal Server Error: upstream exploded"],
+            )],
+            stderr: &[],
+            // One retry, no more.
+            requests: 2,
+            says_no_retry: false,
+            more: |_, _| {},
+        },
+        Answer {
+            name: "retries_of_a_failed_call_are_counted_in_the_report",
+            script: vec![("hello", vec![server_error(), server_error(), server_error()])],
+            conf: unchanged,
+            cases: vec![case("T1", "hello")],
+            code: 1,
+            outcomes: &[("T1", "error", &[])],
+            stderr: &[],
+            requests: 2,
+            says_no_retry: false,
+            // One retry happened (the same 500 again ends the call); the record says so.
+            more: |_, run| assert_eq!(run.case("T1")["retries"], 1, "{run:?}"),
+        },
+        Answer {
+            name: "max_retries_zero_tries_once",
+            script: vec![(
+                "hello",
+                vec![status(503, json!({"error": {"message": "busy"}}))],
+            )],
+            conf: |c| c.retries(0),
+            cases: vec![case("T1", "hello")],
+            code: 1,
+            outcomes: &[("T1", "error", &["HTTP 503 Service Unavailable: busy"])],
+            stderr: &[],
+            requests: 1,
+            says_no_retry: true,
+            more: |_, _| {},
+        },
+        Answer {
+            name: "a_slow_reply_past_the_timeout_is_retried",
+            script: vec![(
+                "hello",
+                vec![
+                    slow(Duration::from_millis(1600), text("too slow", (1, 1))),
+                    text("on time", (1, 1)),
+                ],
+            )],
+            conf: |c| c.timeout("1s"),
+            cases: vec![json!({"id": "T1", "input": "hello", "expected": "on time"})],
+            code: 0,
+            outcomes: &[("T1", "passed", &[])],
+            stderr: &["no answer within 1s; retry 1/2 in "],
+            requests: 2,
+            says_no_retry: false,
+            more: |_, run| {
+                assert_eq!(run.case("T1")["retries"], 1);
+                assert_eq!(run.case("T1")["turns"][0]["output"], "on time");
+            },
+        },
+        Answer {
+            name: "malformed_json_fails_at_once_without_retry",
+            script: vec![
+                ("hello", vec![garbage(), text("unused", (1, 1))]),
+                (
+                    "no choices",
+                    vec![
+                        ok(json!({"object": "chat.completion"})),
+                        text("unused", (1, 1)),
+                    ],
+                ),
+            ],
+            conf: unchanged,
+            cases: vec![case("T1", "hello"), case("T2", "no choices")],
+            code: 1,
+            outcomes: &[
+                (
+                    "T1",
+                    "error",
+                    &["answered with invalid JSON", "{\"choices\": [{\"message\":"],
+                ),
+                ("T2", "error", &["answered without `choices[0].message`"]),
+            ],
+            stderr: &[],
+            // One request each: no retry of invalid JSON.
+            requests: 2,
+            says_no_retry: true,
+            more: |server, _| {
+                assert_eq!(server.requests_for("hello").len(), 1);
+                assert_eq!(server.requests_for("no choices").len(), 1);
+            },
+        },
+        Answer {
+            name: "a_connection_cut_off_or_dropped_is_retried",
+            script: vec![
+                ("cut", vec![cut_off(), text("whole", (1, 1))]),
+                ("hangup", vec![Action::Hangup, text("answered", (1, 1))]),
+            ],
+            conf: unchanged,
+            cases: vec![
+                json!({"id": "T1", "input": "cut", "expected": "whole"}),
+                json!({"id": "T2", "input": "hangup", "expected": "answered"}),
+            ],
+            code: 0,
+            outcomes: &[("T1", "passed", &[]), ("T2", "passed", &[])],
+            stderr: &["the reply was cut off", "request failed"],
+            requests: 4,
+            says_no_retry: false,
+            more: |server, run| {
+                assert_eq!(run.case("T1")["retries"], 1);
+                assert_eq!(run.case("T2")["retries"], 1);
+                assert_eq!(server.requests_for("cut").len(), 2);
+                assert_eq!(server.requests_for("hangup").len(), 2);
+            },
+        },
+        Answer {
+            name: "a_400_fails_at_once_with_the_servers_message",
+            script: vec![(
+                "hello",
+                vec![
+                    status(
+                        400,
+                        json!({"error": {"message": "This model's maximum context length is 10 tokens", "type": "invalid_request_error"}}),
+                    ),
+                    text("unused", (1, 1)),
+                ],
+            )],
+            conf: unchanged,
+            cases: vec![case("T1", "hello")],
+            code: 1,
+            outcomes: &[(
+                "T1",
+                "error",
+                &["model endpoint {url} answered HTTP 400 Bad Request: This model's maximum context length is 10 tokens"],
+            )],
+            stderr: &[],
+            requests: 1,
+            says_no_retry: true,
+            more: |_, _| {},
+        },
+        Answer {
+            name: "a_retry_that_would_pass_the_case_deadline_is_not_waited_for",
+            script: vec![(
+                "hello",
+                vec![rate_limited(Some("30")), text("unused", (1, 1))],
+            )],
+            conf: unchanged,
+            cases: vec![json!({"id": "T1", "input": "hello", "timeout": "3s"})],
+            code: 1,
+            outcomes: &[(
+                "T1",
+                "error",
+                &["waiting 30s to retry would pass the case's deadline"],
+            )],
+            stderr: &[],
+            requests: 1,
+            says_no_retry: false,
+            more: |_, run| assert!(run.took < Duration::from_secs(3), "{run:?}"),
+        },
+    ]
 }
 
 fn requests_carry_the_key_the_model_and_the_settings() {
@@ -2142,24 +2197,23 @@ fn config_errors_exit_2_before_anything_runs() {
 }
 
 pub fn tests() -> Vec<libtest_mimic::Trial> {
-    crate::trials![
+    let module = crate::module_of(module_path!());
+    let mut trials: Vec<libtest_mimic::Trial> = answers()
+        .into_iter()
+        .map(|row| {
+            crate::trial(format!("{module}::{}", row.name), move || {
+                row.check();
+                Ok(libtest_mimic::Completion::Completed)
+            })
+        })
+        .collect();
+    trials.extend(crate::trials![
         an_openai_agents_first_byte_is_its_first_model_answer,
         a_pinned_limit_below_the_parallelism_is_said_once,
         an_overloaded_endpoint_gets_fewer_requests_in_flight,
         a_timeout_says_how_long_the_case_waited_for_a_model_slot,
         a_refused_call_is_recorded_and_replayed_as_that_error,
-        the_same_500_twice_is_not_retried_further,
         a_truncated_agent_reply_is_marked_and_never_the_agent_completing,
-        a_429_with_retry_after_is_waited_for_retried_and_counted,
-        a_429_without_retry_after_backs_off,
-        server_errors_exhaust_the_retries,
-        retries_of_a_failed_call_are_counted_in_the_report,
-        max_retries_zero_tries_once,
-        a_slow_reply_past_the_timeout_is_retried,
-        malformed_json_fails_at_once_without_retry,
-        a_connection_cut_off_or_dropped_is_retried,
-        a_400_fails_at_once_with_the_servers_message,
-        a_retry_that_would_pass_the_case_deadline_is_not_waited_for,
         requests_carry_the_key_the_model_and_the_settings,
         system_file_and_inline_tools_are_sent,
         the_tool_loop_answers_from_the_mock_and_calls_the_model_again,
@@ -2187,5 +2241,6 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         environment_overrides_redirect_the_endpoint_and_the_model,
         named_endpoints_have_their_own_overrides_and_agents_their_model,
         config_errors_exit_2_before_anything_runs,
-    ]
+    ]);
+    trials
 }

@@ -155,6 +155,9 @@ fn needing(trial: Trial, need: fn() -> common::Needs) -> Trial {
 
 fn main() {
     let args = Arguments::from_args();
+    if !args.list {
+        common::python_first_on_path();
+    }
     INVOCATION.get_or_init(|| Invocation {
         list: args.list,
         filter: args.filter.clone(),

@@ -106,6 +106,70 @@ pub fn framework_python(modules: &[&str]) -> Result<PathBuf, Missing> {
     Ok(python)
 }
 
+/// Puts the folder of the interpreter that `python3` runs first on `PATH`, for this
+/// process and so for everything the tests start, when the `python3` found on `PATH` is
+/// not that interpreter itself but a launcher, such as pyenv's shim (a bash script
+/// running `pyenv exec`, which costs about 0.1 s of CPU before Python starts). The tests
+/// start python3 several hundred times (the example agents, the scripted servers), so on
+/// a machine with pyenv that was a minute of CPU of the suite. `pyenv exec` itself puts
+/// that folder first on `PATH` for the program it runs, so the programs are the same.
+/// Called once, before any test runs.
+pub fn python_first_on_path() {
+    let Some(path) = std::env::var_os("PATH") else {
+        return;
+    };
+    let Some(dir) = python_dir(&path) else {
+        return;
+    };
+    let dirs = std::iter::once(dir).chain(std::env::split_paths(&path));
+    let path = std::env::join_paths(dirs).expect("PATH entries stay joinable");
+    // Before any test's thread starts: nothing else reads the environment yet.
+    std::env::set_var("PATH", path);
+}
+
+/// The folder to put first on `PATH` (see [`python_first_on_path`]), if any. Nextest
+/// starts a process per test, so the first one of a run asks `python3` and leaves the
+/// answer for the others.
+fn python_dir(path: &std::ffi::OsStr) -> Option<PathBuf> {
+    let cache = std::env::var("NEXTEST_RUN_ID")
+        .ok()
+        .filter(|id| !id.is_empty() && under_nextest())
+        .map(|id| Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("python3-dir-{id}")));
+    if let Some(answer) = cache.as_ref().and_then(|c| std::fs::read_to_string(c).ok()) {
+        return (!answer.is_empty()).then(|| PathBuf::from(answer));
+    }
+    let dir = launched_python_dir(path);
+    if let Some(cache) = cache {
+        let answer = dir
+            .as_deref()
+            .map(Path::to_string_lossy)
+            .unwrap_or_default();
+        let tmp = cache.with_extension(format!("{}", std::process::id()));
+        if std::fs::write(&tmp, answer.as_bytes()).is_ok() {
+            let _ = std::fs::rename(&tmp, &cache);
+        }
+    }
+    dir
+}
+
+/// The folder of the interpreter that the `python3` on `path` runs, when that `python3`
+/// is not the interpreter itself.
+fn launched_python_dir(path: &std::ffi::OsStr) -> Option<PathBuf> {
+    let on_path = std::env::split_paths(path)
+        .map(|d| d.join("python3"))
+        .find(|p| p.is_file())?;
+    let out = Command::new(&on_path)
+        .args(["-c", "import sys; print(sys.executable)"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    let exe = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    let dir = exe.parent().filter(|d| d.join("python3").is_file())?;
+    let real = |p: &Path| p.canonicalize().ok();
+    (real(&on_path) != real(&dir.join("python3"))).then(|| dir.to_path_buf())
+}
+
 // ---------------------------------------------------------------------------------------
 // The binary and the example agent
 // ---------------------------------------------------------------------------------------
@@ -378,6 +442,59 @@ impl Run {
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         }
     }
+}
+
+/// The one pseudo-terminal driver of the tests (see its docstring).
+const PTY_DRIVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/pty_driver.py");
+
+/// Where a program run [`on_a_terminal`] asks its questions.
+#[derive(Clone, Copy)]
+pub enum Watch {
+    Stdout,
+    Stderr,
+}
+
+/// A command running `program` with its stdin on a fresh pseudo-terminal (through
+/// python3 and tests/python/pty_driver.py), where each `(n, line)` of `script` is typed
+/// once `program` has printed `prompt` `n` times on the `watch`ed stream, or has exited.
+/// Its stdout and stderr are `program`'s, given whole once it exits, and so is its exit
+/// code; add `program`'s arguments to it. Tests that use it need [`python_pty`].
+pub fn on_a_terminal(
+    program: impl AsRef<std::ffi::OsStr>,
+    watch: Watch,
+    prompt: &str,
+    script: &[(usize, &str)],
+) -> Command {
+    let mut cmd = Command::new("python3");
+    cmd.arg(PTY_DRIVER)
+        .arg(match watch {
+            Watch::Stdout => "stdout",
+            Watch::Stderr => "stderr",
+        })
+        .arg(prompt)
+        .arg(serde_json::to_string(script).expect("encode the script"))
+        .arg(program);
+    cmd
+}
+
+/// python3 with its `pty` module, which [`on_a_terminal`] and so every test on a
+/// pseudo-terminal needs (see [`need`]).
+pub fn python_pty() -> Needs {
+    static HAVE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let have = *HAVE.get_or_init(|| {
+        Command::new("python3")
+            .args(["-c", "import pty"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    if have {
+        return Ok(());
+    }
+    need(
+        "python3 with the pty module",
+        "the pseudo-terminal tests run the binary on a pty opened by python3 \
+         (`python3 -c 'import pty'` failed)",
+    )
 }
 
 /// Runs `cmd` to the end and collects what it left.

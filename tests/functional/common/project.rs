@@ -5,12 +5,11 @@
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::time::Instant;
 
 use serde_json::Value;
 
-use super::{clean, need, Needs, Scratch, BIN};
+use super::{clean, on_a_terminal, Scratch, Watch, BIN};
 
 /// The suite file the projects write their cases to: trials are `s::ID`.
 pub const SUITE: &str = "suites/s.jsonl";
@@ -187,66 +186,6 @@ impl Scratch {
 // Runs
 // ---------------------------------------------------------------------------------------
 
-/// Runs a command with its stdin on a fresh pseudo-terminal:
-/// `python3 pty_driver.py SCRIPT_JSON CMD...`, where SCRIPT is `[[N, line], ...]`: each
-/// line is typed once the command has asked its Nth question on stderr (`the agent
-/// asks:`), or once it has exited. The command's stdout and stderr are passed through;
-/// its exit code is ours.
-const PTY_DRIVER: &str = r#"import json, os, pty, subprocess, sys, threading, time
-script = json.loads(sys.argv[1])
-master, slave = pty.openpty()
-p = subprocess.Popen(sys.argv[2:], stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-os.close(slave)
-err = bytearray()
-def pump():
-    while True:
-        b = p.stderr.read1(4096)
-        if not b:
-            break
-        err.extend(b)
-def echo():
-    while True:
-        try:
-            if not os.read(master, 4096):
-                break
-        except OSError:
-            break
-threading.Thread(target=pump, daemon=True).start()
-threading.Thread(target=echo, daemon=True).start()
-deadline = time.time() + 60
-for count, line in script:
-    while err.count(b"the agent asks:") < count and p.poll() is None and time.time() < deadline:
-        time.sleep(0.01)
-    time.sleep(0.05)
-    os.write(master, (line + "\n").encode())
-out = p.stdout.read()
-p.wait()
-time.sleep(0.05)
-sys.stdout.buffer.write(out)
-sys.stderr.buffer.write(bytes(err))
-sys.exit(p.returncode)
-"#;
-
-/// python3 with its `pty` module, which [`PTY_DRIVER`] and so every test on a
-/// pseudo-terminal needs (see [`need`]).
-pub fn python_pty() -> Needs {
-    static HAVE: OnceLock<bool> = OnceLock::new();
-    let have = *HAVE.get_or_init(|| {
-        Command::new("python3")
-            .args(["-c", "import pty"])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    });
-    if have {
-        return Ok(());
-    }
-    need(
-        "python3 with the pty module",
-        "the pseudo-terminal tests run the binary on a pty opened by python3 \
-         (`python3 -c 'import pty'` failed)",
-    )
-}
-
 /// What the test feeds the binary's stdin.
 enum Stdin {
     Null,
@@ -322,13 +261,9 @@ impl Cmd<'_> {
         let _ = std::fs::remove_file(&report);
         let mut cmd = clean(match &self.stdin {
             Stdin::Pty(lines) => {
-                let driver = self.dir.join("pty_driver.py");
-                std::fs::write(&driver, PTY_DRIVER).expect("write the pty driver");
-                let mut c = Command::new("python3");
-                c.arg(driver)
-                    .arg(serde_json::to_string(lines).expect("encode"))
-                    .arg(BIN);
-                c
+                let script: Vec<(usize, &str)> =
+                    lines.iter().map(|(n, l)| (*n, l.as_str())).collect();
+                on_a_terminal(BIN, Watch::Stderr, "the agent asks:", &script)
             }
             _ => Command::new(BIN),
         });
