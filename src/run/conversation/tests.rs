@@ -229,14 +229,22 @@ fn expense(seen: &Seen) -> impl Agent {
 }
 
 async fn play_dynamic(dir: &Dir, case: &Case, seen: &Seen) -> (CaseReport, Result<(), Stop>) {
-    play(dir, case, expense(seen), HashMap::new(), |c| {
+    play_dynamic_with(dir, case, expense(seen)).await
+}
+
+/// Plays a dynamic case against `under_test`, its simulator the case's script.
+async fn play_dynamic_with(
+    dir: &Dir,
+    case: &Case,
+    under_test: impl Agent,
+) -> (CaseReport, Result<(), Stop>) {
+    play(dir, case, under_test, HashMap::new(), |c| {
         Box::pin(async move {
             let Mode::Dynamic {
                 input,
                 simulator,
                 checkpoints,
                 max_turns,
-                ..
             } = &c.case.mode
             else {
                 panic!("a dynamic case")
@@ -322,7 +330,6 @@ async fn a_forbidden_checkpoint_ends_the_conversation_at_once() {
 #[tokio::test]
 async fn an_agent_that_fails_ends_a_dynamic_case_as_agent_error_with_its_turn_kept() {
     let dir = Dir::new("agent-error");
-    let seen = Seen::default();
     let case = dynamic_case(
         &dir,
         json!([{"id": "x", "assert": {"type": "contains", "value": "never"}}]),
@@ -335,24 +342,7 @@ async fn an_agent_that_fails_ends_a_dynamic_case_as_agent_error_with_its_turn_ke
             Ok(Reply::text("Which type?"))
         }
     };
-    let (report, result) = play(&dir, &case, failing, HashMap::new(), |c| {
-        Box::pin(async move {
-            let Mode::Dynamic {
-                input,
-                simulator,
-                checkpoints,
-                max_turns,
-                ..
-            } = &c.case.mode
-            else {
-                panic!("a dynamic case")
-            };
-            Dynamic::new(input.as_ref(), checkpoints, *max_turns, simulator)
-                .run(c, Some("script"))
-                .await
-        })
-    })
-    .await;
+    let (report, result) = play_dynamic_with(&dir, &case, failing).await;
     let stop = result.unwrap_err();
     assert!(
         stop.message.contains("the tool server is down"),
