@@ -352,7 +352,6 @@ async fn an_agent_that_fails_ends_a_dynamic_case_as_agent_error_with_its_turn_ke
     assert_eq!(report.termination, Some(Termination::AgentError));
     assert_eq!(report.turns.len(), 2, "the failed turn is in the record");
     assert!(report.turns[1].error.is_some());
-    let _ = seen;
 }
 
 /// A scenario's conversation step with a named simulator agent and `conditions`.
