@@ -24,7 +24,8 @@ use std::sync::Arc;
 
 use crate::case::Location;
 // The errors of the lowest layer live beside their code in `util` (which imports
-// nothing of the crate) and are named here with the rest.
+// nothing of the crate) and are named here with the rest. The case model, also below
+// this module, keeps its one (`case::RepeatValueError`) beside its code the same way.
 pub(crate) use crate::util::command::CommandError;
 pub(crate) use crate::util::{DurationError, EnvError};
 
@@ -94,6 +95,66 @@ fn did_you_mean(suggestion: Option<&str>) -> String {
         .unwrap_or_default()
 }
 
+/// A matrix axis's `parameter` that names no field of the base scenario; its reader
+/// adds where the axis is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum MatrixPathError {
+    /// `parameter: ""`.
+    #[error("the path is empty")]
+    Empty,
+    /// A key step under something that is not a mapping.
+    #[error("`{0}`: its parent is not a mapping")]
+    NotMapping(String),
+    /// An index step under something that is not a list.
+    #[error("`{0}`: its parent is not a list")]
+    NotList(String),
+    /// A key the base scenario does not have.
+    #[error("the base scenario has no `{0}`")]
+    NoKey(String),
+    /// An index past the end of its list.
+    #[error("the base scenario has no `{walked}` (that list has {len} item(s))")]
+    NoItem {
+        /// The path up to and with the index.
+        walked: String,
+        /// The list's length.
+        len: usize,
+    },
+}
+
+/// A generator reference (`agents:NAME?count=5`) that cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GeneratorSpecError {
+    /// No name, or one with spaces.
+    #[error("`{prefix}:` needs a name without spaces, like `{prefix}:generator?count=5`")]
+    Name {
+        /// `agents` or `scripts`.
+        prefix: &'static str,
+    },
+    /// `agent:gen`: a kind misspelt.
+    #[error("`{kind}:` is no kind of generator; did you mean `{meant}:`?")]
+    Kind {
+        /// As written.
+        kind: String,
+        /// The kind it is closest to.
+        meant: &'static str,
+    },
+    /// `?=value`.
+    #[error("the parameter `{0}` has no name; write `key=value`")]
+    Unnamed(String),
+    /// `?a=1&a=2`.
+    #[error("the parameter `{0}` is given twice")]
+    Twice(String),
+    /// `count` that is not a number in range.
+    #[error("`count={0}` is not a number of cases from 1 to {max}", max = crate::source::MAX_GENERATED)]
+    Count(String),
+    /// A `%` escape that is not two hex digits.
+    #[error("`{0}` has a `%` not followed by two hex digits")]
+    Escape(String),
+    /// An escape that decodes to bytes that are not UTF-8.
+    #[error("`{0}` does not decode to UTF-8")]
+    Utf8(String),
+}
+
 /// What `-i` names cannot be planned.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum PlanError {
@@ -122,7 +183,8 @@ pub(crate) enum PlanError {
         /// The input.
         input: String,
         /// What is wrong and what to write.
-        why: String,
+        #[source]
+        why: GeneratorSpecError,
     },
     /// The suites cannot be found.
     #[error(transparent)]
@@ -779,6 +841,126 @@ fn agent_hint(suggestion: Option<&str>, known: &[String]) -> String {
         Some(s) => format!("; did you mean `{s}`?"),
         None if known.is_empty() => String::new(),
         None => format!("; known agents: {}", known.join(", ")),
+    }
+}
+
+/// Everything the check before a run found wrong with its set-up, by config file, each
+/// said once (exit code 2): every broken config, not only the first.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", .0.iter().map(|errors| errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n\n")).collect::<Vec<_>>().join("\n\nerror: "))]
+pub(crate) struct SetupErrors(pub(crate) Vec<Vec<SetupError>>);
+
+/// A generator or a reporter, an agent or a script asked outside any case, that gave
+/// nothing to use; `who` names it (`agents:gen`, ``reporter `r` ``).
+#[derive(Debug, thiserror::Error)]
+#[error("{}{fault}", self.lead())]
+pub(crate) struct HelperError {
+    /// The generator's label or ``reporter `NAME` ``.
+    pub(crate) who: String,
+    /// What went wrong.
+    pub(crate) fault: HelperFault,
+}
+
+impl HelperError {
+    pub(crate) fn new(who: impl Into<String>, fault: impl Into<HelperFault>) -> Self {
+        HelperError {
+            who: who.into(),
+            fault: fault.into(),
+        }
+    }
+
+    /// What goes before the fault: the answer's own error names who already; the rest
+    /// say `who: ...` or `who did ...`.
+    fn lead(&self) -> String {
+        match &self.fault {
+            HelperFault::Answer(_) => String::new(),
+            f if f.after_colon() => format!("{}: ", self.who),
+            _ => format!("{} ", self.who),
+        }
+    }
+
+    /// The message where the reader already sees who (`-i agents:NAME` errors are
+    /// located at `agents:NAME`): `who: ` left off.
+    pub(crate) fn without_who(&self) -> String {
+        match self.fault.after_colon() {
+            true => self.fault.to_string(),
+            false => self.to_string(),
+        }
+    }
+}
+
+/// What went wrong with a generator or reporter ([`HelperError`]).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum HelperFault {
+    /// Its suite's config, or its agent, cannot be used.
+    #[error(transparent)]
+    Setup(Box<SetupError>),
+    /// Its agent could not be started.
+    #[error("failed to start the agent `{label}`: {source}")]
+    Start {
+        /// The agent.
+        label: String,
+        /// Why.
+        #[source]
+        source: Box<AgentError>,
+    },
+    /// It took longer than a case may.
+    #[error("did not answer within {}; raise --timeout or [run] timeout", crate::util::format_duration(*.0))]
+    Timeout(std::time::Duration),
+    /// Its answer was unusable twice, or its agent broke (the error names it).
+    #[error(transparent)]
+    Answer(#[from] StepError),
+    /// Its model calls' cassette could not be written.
+    #[error(transparent)]
+    Cassette(#[from] LlmError),
+    /// Its script could not be run.
+    #[error(transparent)]
+    Script(#[from] ScriptError),
+    /// A generator registered in Rust panicked.
+    #[error("panicked: {0}")]
+    Panicked(String),
+    /// A generator registered in Rust returned an error: its own text.
+    #[error("failed: {0}")]
+    Failed(String),
+    /// A script generator printed an array that is not JSON.
+    #[error("printed invalid JSON: {source}; print a JSON array of cases or one case per line; it printed: {shown}")]
+    Json {
+        /// What it printed, clipped.
+        shown: String,
+        /// Where the JSON broke.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A script generator printed a line that is not JSON.
+    #[error("printed a line that is not JSON (line {line}: {source}): {shown}; print a JSON array of cases or one case per line")]
+    Line {
+        /// The line's number, from 1.
+        line: usize,
+        /// The line, clipped.
+        shown: String,
+        /// Where the JSON broke.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+// Boxed: the two are large, and a fault travels through every step of a generator.
+impl From<SetupError> for HelperFault {
+    fn from(e: SetupError) -> Self {
+        HelperFault::Setup(Box::new(e))
+    }
+}
+
+impl HelperFault {
+    /// Whether the message reads `who: fault` rather than `who fault`.
+    fn after_colon(&self) -> bool {
+        matches!(
+            self,
+            HelperFault::Setup(_)
+                | HelperFault::Start { .. }
+                | HelperFault::Cassette(_)
+                | HelperFault::Script(_)
+        )
     }
 }
 
@@ -1608,6 +1790,22 @@ impl OtlpError {
             OtlpError::Span { .. } => "span",
         }
     }
+}
+
+/// A traced agent's turn in a cassette that does not read back as a reply.
+#[derive(Debug, thiserror::Error)]
+#[error("a recorded agent turn that cannot be read ({0}); record it again")]
+pub(crate) struct RecordedTurnError(#[source] pub(crate) serde_json::Error);
+
+/// An OTLP/JSON attribute's `bytesValue` that is not base64; the span reader adds where.
+#[derive(Debug, thiserror::Error)]
+#[error("bytesValue `{shown}` is not base64: {source}")]
+pub(crate) struct OtlpBytesError {
+    /// The value, clipped.
+    pub(crate) shown: String,
+    /// What the decoder found.
+    #[source]
+    pub(crate) source: base64::DecodeError,
 }
 
 // Reports, golden files and freezing.

@@ -13,7 +13,7 @@ use crate::agent::Agent;
 use crate::check::Check;
 use crate::config::Config;
 use crate::errors::PlanError;
-use crate::errors::ReportError;
+use crate::errors::{ReportError, StoreError};
 use crate::plan::{Input, Plan};
 use crate::record::store::ExecutionInfo;
 use crate::record::{failure_message, CaseReport, Recorder, ReportSink, RunInfo, Status};
@@ -162,7 +162,7 @@ impl Harness {
         // The run store, when anything will run (a listing opens nothing).
         let will_run = selected(&args, &cases, &problems);
         if let Err(message) = open_store(&execution, &self.root, settings, &will_run) {
-            return fail_all(&args, &will_run, &message);
+            return fail_all(&args, &will_run, &message.to_string());
         }
         let run = TrialRun {
             engine: execution.engine().clone(),
@@ -210,7 +210,7 @@ fn open_store(
     root: &Path,
     settings: &Settings,
     will_run: &[Arc<Loaded>],
-) -> Result<(), String> {
+) -> Result<(), StoreError> {
     if will_run.is_empty() {
         return Ok(());
     }
@@ -230,7 +230,6 @@ fn open_store(
     execution
         .open_store(&path, &info, &list, None, &Default::default())
         .map(drop)
-        .map_err(|e| e.to_string())
 }
 
 /// Every trial that would run fails with `message`: under nextest's `--exact NAME` a

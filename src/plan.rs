@@ -8,7 +8,7 @@ use regex::Regex;
 
 use crate::case::Location;
 use crate::errors::CaseError;
-use crate::errors::PlanError;
+use crate::errors::{GeneratorSpecError, PlanError};
 use crate::source::{
     discover_excluding, files_for_trial, load_file, parse_case, Loaded, SEPARATOR,
 };
@@ -66,7 +66,10 @@ impl Input {
             if let Some(meant) = crate::util::suggest(kind, &["agents", "scripts"]) {
                 return Err(PlanError::Generator {
                     input: input.to_string(),
-                    why: format!("`{kind}:` is no kind of generator; did you mean `{meant}:`?"),
+                    why: GeneratorSpecError::Kind {
+                        kind: kind.to_string(),
+                        meant,
+                    },
                 });
             }
         }

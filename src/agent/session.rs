@@ -289,7 +289,7 @@ impl Session {
             };
             return crate::trace::reply_of_answer(answer)
                 .map(Timed::whole)
-                .map_err(StepError::Failed);
+                .map_err(|e| StepError::Failed(e.to_string()));
         }
         let context = trace
             .next

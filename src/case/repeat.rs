@@ -112,24 +112,32 @@ impl Gate {
     }
 }
 
+/// A repeat setting out of its range; its reader names the field (`runs`, `[run].runs`,
+/// `max_cost`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub(crate) enum RepeatValueError {
+    /// `runs` outside 1 to [`MAX_RUNS`].
+    #[error("expected a whole number of runs from 1 to {MAX_RUNS}, found {0}")]
+    Runs(u64),
+    /// `max_cost` not a positive amount.
+    #[error("expected an amount above 0 in the pricing currency, like 0.50, found {0}")]
+    Cost(f64),
+}
+
 /// Checks `runs` as written: a whole number from 1 to [`MAX_RUNS`].
-pub(crate) fn check_runs(runs: u64) -> Result<u32, String> {
+pub(crate) fn check_runs(runs: u64) -> Result<u32, RepeatValueError> {
     if (1..=u64::from(MAX_RUNS)).contains(&runs) {
         Ok(runs as u32)
     } else {
-        Err(format!(
-            "expected a whole number of runs from 1 to {MAX_RUNS}, found {runs}"
-        ))
+        Err(RepeatValueError::Runs(runs))
     }
 }
 
 /// Checks `max_cost` as written: a positive amount.
-pub(crate) fn check_cost(cost: f64) -> Result<f64, String> {
+pub(crate) fn check_cost(cost: f64) -> Result<f64, RepeatValueError> {
     if cost.is_finite() && cost > 0.0 {
         Ok(cost)
     } else {
-        Err(format!(
-            "expected an amount above 0 in the pricing currency, like 0.50, found {cost}"
-        ))
+        Err(RepeatValueError::Cost(cost))
     }
 }

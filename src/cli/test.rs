@@ -90,7 +90,11 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
         let (engine, output) = (execution.engine(), args.output.as_deref());
         return dry_run(engine, &plan, config.path.is_some(), output);
     }
-    execution.engine().contexts.check_setup(&plan.cases)?;
+    execution
+        .engine()
+        .contexts
+        .check_setup(&plan.cases)
+        .map_err(|e| e.to_string())?;
     // With a reporter agent, -o is its answer, not a built-in report.
     let sink = match (&args.output, &args.reporter) {
         (Some(p), None) => Some(ReportSink::create(p, true).map_err(|e| e.to_string())?),
@@ -556,7 +560,10 @@ fn dry_run(
         }
     }
     if configured {
-        engine.contexts.check_setup(&plan.cases)?;
+        engine
+            .contexts
+            .check_setup(&plan.cases)
+            .map_err(|e| e.to_string())?;
     } else {
         eprintln!(
             "note: no agentest.toml found; the cases were parsed and validated, but the agents, hooks, scripts and model endpoints they name were not checked"

@@ -500,11 +500,11 @@ impl Config {
             .runs
             .map(crate::case::check_runs)
             .transpose()
-            .map_err(|m| bad("runs", m))?;
+            .map_err(|e| bad("runs", e.to_string()))?;
         crate::case::Gate::from_fields(run.min_pass, run.pass_rate, run.confidence, runs)
             .map_err(|(key, m)| bad(key, m))?;
         if let Some(c) = run.max_cost {
-            crate::case::check_cost(c).map_err(|m| bad("max_cost", m))?;
+            crate::case::check_cost(c).map_err(|e| bad("max_cost", e.to_string()))?;
         }
         if run.max_tokens == Some(0) {
             return Err(bad(

@@ -12,7 +12,7 @@ use crate::check::{ScriptFn, Scripts};
 use crate::config::CassetteMode;
 use crate::config::Redaction;
 use crate::config::{AgentConfig, Config, ConfigChoice, LangGraphAgentConfig, LlmConfig, Loader};
-use crate::errors::SetupError;
+use crate::errors::{SetupError, SetupErrors};
 use crate::llm::Endpoint;
 use crate::protocol::Role;
 use crate::run::hooks::{HookFn, Hooks};
@@ -646,16 +646,14 @@ impl Contexts {
     /// every process agent the cases use can be found. An error here is a usage or config
     /// error, not a case failure: each said once (every broken config, not only the
     /// first), not once per case.
-    pub(crate) fn check_setup(&self, loaded: &[Loaded]) -> Result<(), String> {
+    pub(crate) fn check_setup(&self, loaded: &[Loaded]) -> Result<(), SetupErrors> {
         let problems = self.setup_problems(loaded);
         if problems.is_empty() {
             return Ok(());
         }
-        Err(problems
-            .iter()
-            .map(SetupProblem::message)
-            .collect::<Vec<_>>()
-            .join("\n\nerror: "))
+        Err(SetupErrors(
+            problems.into_iter().map(|p| p.errors).collect(),
+        ))
     }
 
     /// What [`Contexts::check_setup`] finds, by config file: its errors and the cases

@@ -19,6 +19,7 @@ use tokio::time::Instant;
 
 use crate::agent::AgentDef;
 use crate::case::ModelSettings;
+use crate::errors::{HelperError, HelperFault};
 use crate::llm::ModelCalls;
 use crate::protocol::Message;
 use crate::run::engine::Engine;
@@ -72,14 +73,11 @@ impl Engine {
                     }
                     generated.extend(g.loaded);
                 }
-                Err(why) => {
+                Err(e) => {
                     // `-i agents:NAME` errors are located at `agents:NAME` already.
                     let why = match origin.command_line {
-                        true => why
-                            .strip_prefix(&format!("{}: ", spec.label()))
-                            .map(str::to_string)
-                            .unwrap_or(why),
-                        false => why,
+                        true => e.without_who(),
+                        false => e.to_string(),
                     };
                     generated.push(broken(&origin, id, why))
                 }
@@ -96,12 +94,16 @@ impl Engine {
     }
 
     /// The generator's cases, as JSON values, or why there are none.
-    async fn generate(&self, spec: &GeneratorSpec, origin: &Origin) -> Result<Vec<Value>, String> {
+    async fn generate(
+        &self,
+        spec: &GeneratorSpec,
+        origin: &Origin,
+    ) -> Result<Vec<Value>, HelperError> {
         let label = spec.label();
         let ctx = self
             .contexts
             .of(&origin.file)
-            .map_err(|e| format!("{label}: {e}"))?;
+            .map_err(|e| HelperError::new(&label, e))?;
         let ctx = &ctx;
         self.within_timeout(ctx, &label, |deadline| async move {
             match spec.kind {
@@ -119,21 +121,17 @@ impl Engine {
         ctx: &crate::run::context::Context,
         who: &str,
         work: impl FnOnce(Instant) -> F,
-    ) -> Result<T, String>
+    ) -> Result<T, HelperError>
     where
-        F: std::future::Future<Output = Result<T, String>>,
+        F: std::future::Future<Output = Result<T, HelperFault>>,
     {
         let timeout = ctx
             .run_timeout(self.options.timeout)
-            .map_err(|e| format!("{who}: {e}"))?;
+            .map_err(|e| HelperError::new(who, e))?;
         let deadline = Instant::now() + timeout;
-        match tokio::time::timeout_at(deadline, work(deadline)).await {
-            Ok(r) => r,
-            Err(_) => Err(format!(
-                "{who} did not answer within {}; raise --timeout or [run] timeout",
-                crate::util::format_duration(timeout)
-            )),
-        }
+        let done = tokio::time::timeout_at(deadline, work(deadline)).await;
+        done.unwrap_or(Err(HelperFault::Timeout(timeout)))
+            .map_err(|fault| HelperError::new(who, fault))
     }
 
     async fn ask_generator(
@@ -142,31 +140,28 @@ impl Engine {
         origin: &Origin,
         ctx: &crate::run::context::Context,
         deadline: Instant,
-    ) -> Result<Vec<Value>, String> {
-        let label = spec.label();
+    ) -> Result<Vec<Value>, HelperFault> {
         let cassette_id = format!("generate-{}-{}", origin.line, spec.name);
         let calls = Arc::new(ModelCalls::new(
             crate::llm::cassette::path_for(&origin.file, &cassette_id),
             ctx.cassettes,
         ));
         let (mut session, template, _) =
-            helper_session(ctx, &spec.name, &cassette_id, calls.clone(), deadline)
-                .await
-                .map_err(|e| format!("{label}: {e}"))?;
+            helper_session(ctx, &spec.name, &cassette_id, calls.clone(), deadline).await?;
         let input = generator_input(spec, self.target(ctx));
         let question = question(&input);
         let mut respondent = Respondent::Agent {
             session: &mut session,
             template,
         };
-        let who = format!("generator `{label}`");
+        let who = format!("generator `{}`", spec.label());
         let found = ask(&mut respondent, &who, &question, read_cases).await;
         drop(respondent);
         session.close().await;
         // What was recorded is written whether or not the answer was usable.
         let written = calls.finish();
-        let cases = found.map_err(|e| e.to_string())?;
-        written.map_err(|e| format!("{label}: {e}"))?;
+        let cases = found?;
+        written?;
         Ok(cases)
     }
 
@@ -313,40 +308,31 @@ async fn run_generator_script(
     spec: &GeneratorSpec,
     ctx: &crate::run::context::Context,
     deadline: Instant,
-) -> Result<Vec<Value>, String> {
-    let label = spec.label();
+) -> Result<Vec<Value>, HelperFault> {
     let params = Value::Object(spec.params_json());
     if let Some(f) = ctx.generators.get(&spec.name) {
         let f = f.clone();
         return tokio::task::spawn_blocking(move || f(&params))
             .await
-            .map_err(|e| format!("{label} panicked: {}", crate::util::panic_text(e)))?
-            .map_err(|e| format!("{label} failed: {e}"));
+            .map_err(|e| HelperFault::Panicked(crate::util::panic_text(e)))?
+            .map_err(HelperFault::Failed);
     }
-    let out = ctx
-        .scripts
-        .run_raw(&spec.name, &params, deadline)
-        .await
-        .map_err(|e| format!("{label}: {e}"))?;
+    let out = ctx.scripts.run_raw(&spec.name, &params, deadline).await?;
     let text = out.trim();
     if text.starts_with('[') {
-        return serde_json::from_str(text).map_err(|e| {
-            format!(
-                "{label} printed invalid JSON: {e}; print a JSON array of cases or one case per line; it printed: {}",
-                crate::util::clip(text)
-            )
+        return serde_json::from_str(text).map_err(|source| HelperFault::Json {
+            shown: crate::util::clip(text),
+            source,
         });
     }
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| {
-            serde_json::from_str(l).map_err(|e| {
-                format!(
-                    "{label} printed a line that is not JSON (line {}: {e}): {}; print a JSON array of cases or one case per line",
-                    i + 1,
-                    crate::util::clip(l)
-                )
+            serde_json::from_str(l).map_err(|source| HelperFault::Line {
+                line: i + 1,
+                shown: crate::util::clip(l),
+                source,
             })
         })
         .collect()

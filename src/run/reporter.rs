@@ -15,6 +15,7 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use crate::config::CassetteMode;
+use crate::errors::HelperError;
 use crate::llm::ModelCalls;
 use crate::protocol::Message;
 use crate::record::format::json::parts;
@@ -39,19 +40,17 @@ pub(crate) struct ReportRequest<'a> {
 
 impl Engine {
     /// Asks the reporter agent for the report and returns its text, or why there is none.
-    pub(crate) async fn report_with(&self, r: &ReportRequest<'_>) -> Result<String, String> {
+    pub(crate) async fn report_with(&self, r: &ReportRequest<'_>) -> Result<String, HelperError> {
         let who = format!("reporter `{}`", r.name);
         let ctx = self
             .contexts
             .of(r.suite)
-            .map_err(|e| format!("{who}: {e}"))?;
+            .map_err(|e| HelperError::new(&who, e))?;
         let (ctx, who) = (&ctx, &who);
         self.within_timeout(ctx, who, |deadline| async move {
             let calls = Arc::new(ModelCalls::new(Default::default(), CassetteMode::Off));
             let (mut session, template, _) =
-                helper_session(ctx, r.name, "reporter", calls, deadline)
-                    .await
-                    .map_err(|e| format!("{who}: {e}"))?;
+                helper_session(ctx, r.name, "reporter", calls, deadline).await?;
             let question = question(&self.reporter_input(r));
             let mut respondent = Respondent::Agent {
                 session: &mut session,
@@ -60,7 +59,7 @@ impl Engine {
             let answer = ask(&mut respondent, who, &question, read_report).await;
             drop(respondent);
             session.close().await;
-            answer.map_err(|e| e.to_string())
+            Ok(answer?)
         })
         .await
     }

@@ -6,6 +6,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::errors::GeneratorSpecError;
+
 /// The most cases one generator may be asked for.
 pub(crate) const MAX_COUNT: u64 = 10_000;
 
@@ -45,7 +47,7 @@ pub struct GeneratorSpec {
 impl GeneratorSpec {
     /// Reads `text` when it starts with `agents:` or `scripts:`; `None` when it does not
     /// (a path or a message), `Some(Err)` with what is wrong when it does but is malformed.
-    pub fn parse(text: &str) -> Option<Result<GeneratorSpec, String>> {
+    pub fn parse(text: &str) -> Option<Result<GeneratorSpec, GeneratorSpecError>> {
         let text = text.trim();
         let (kind, rest) = if let Some(rest) = text.strip_prefix("agents:") {
             (GeneratorKind::Agent, rest)
@@ -57,25 +59,21 @@ impl GeneratorSpec {
         Some(Self::parse_rest(kind, rest))
     }
 
-    fn parse_rest(kind: GeneratorKind, rest: &str) -> Result<GeneratorSpec, String> {
+    fn parse_rest(kind: GeneratorKind, rest: &str) -> Result<GeneratorSpec, GeneratorSpecError> {
         let prefix = kind.prefix();
         let (name, query) = rest.split_once('?').unwrap_or((rest, ""));
         if name.is_empty() || name.contains(char::is_whitespace) {
-            return Err(format!(
-                "`{prefix}:` needs a name without spaces, like `{prefix}:generator?count=5`"
-            ));
+            return Err(GeneratorSpecError::Name { prefix });
         }
         let mut params = Vec::new();
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
             let (k, v) = (decode(k)?, decode(v)?);
             if k.is_empty() {
-                return Err(format!(
-                    "the parameter `{pair}` has no name; write `key=value`"
-                ));
+                return Err(GeneratorSpecError::Unnamed(pair.to_string()));
             }
             if params.iter().any(|(seen, _)| *seen == k) {
-                return Err(format!("the parameter `{k}` is given twice"));
+                return Err(GeneratorSpecError::Twice(k));
             }
             params.push((k, v));
         }
@@ -83,11 +81,7 @@ impl GeneratorSpec {
             None => None,
             Some((_, v)) => match v.parse::<u64>() {
                 Ok(n @ 1..=MAX_COUNT) => Some(n),
-                _ => {
-                    return Err(format!(
-                        "`count={v}` is not a number of cases from 1 to {MAX_COUNT}"
-                    ))
-                }
+                _ => return Err(GeneratorSpecError::Count(v.clone())),
             },
         };
         Ok(GeneratorSpec {
@@ -119,7 +113,7 @@ impl GeneratorSpec {
 }
 
 /// `%XX` and `+` (a space) decoded, as in a URL's query.
-fn decode(s: &str) -> Result<String, String> {
+fn decode(s: &str) -> Result<String, GeneratorSpecError> {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -131,7 +125,7 @@ fn decode(s: &str) -> Result<String, String> {
                     .get(i + 1..i + 3)
                     .and_then(|h| std::str::from_utf8(h).ok())
                     .and_then(|h| u8::from_str_radix(h, 16).ok())
-                    .ok_or_else(|| format!("`{s}` has a `%` not followed by two hex digits"))?;
+                    .ok_or_else(|| GeneratorSpecError::Escape(s.to_string()))?;
                 out.push(hex);
                 i += 2;
             }
@@ -139,7 +133,7 @@ fn decode(s: &str) -> Result<String, String> {
         }
         i += 1;
     }
-    String::from_utf8(out).map_err(|_| format!("`{s}` does not decode to UTF-8"))
+    String::from_utf8(out).map_err(|_| GeneratorSpecError::Utf8(s.to_string()))
 }
 
 #[cfg(test)]
@@ -175,7 +169,7 @@ mod tests {
 
     #[test]
     fn malformed_references_say_what_to_write() {
-        let err = |t: &str| GeneratorSpec::parse(t).unwrap().unwrap_err();
+        let err = |t: &str| GeneratorSpec::parse(t).unwrap().unwrap_err().to_string();
         assert!(
             err("agents:").contains("needs a name"),
             "{}",

@@ -20,7 +20,7 @@ use base64::Engine;
 use serde_json::{Map, Value};
 
 use super::span::{Span, SpanId, SpanKind, SpanStatus, TraceId};
-use crate::errors::OtlpError;
+use crate::errors::{OtlpBytesError, OtlpError};
 
 /// How large a request body may be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -836,7 +836,7 @@ fn base64_bytes(text: &str) -> Result<Vec<u8>, base64::DecodeError> {
 
 /// A JSON `AnyValue` as JSON, as [`Span::attributes`] documents; the first field set
 /// wins, an `AnyValue` with none is `null`.
-fn json_value(v: json::AnyValue) -> Result<Value, String> {
+fn json_value(v: json::AnyValue) -> Result<Value, OtlpBytesError> {
     if let Some(s) = v.string_value {
         return Ok(Value::String(s));
     }
@@ -872,7 +872,10 @@ fn json_value(v: json::AnyValue) -> Result<Value, String> {
     if let Some(b) = v.bytes_value {
         return base64_bytes(&b)
             .map(|bytes| Value::String(hex(&bytes)))
-            .map_err(|e| format!("bytesValue `{}` is not base64: {e}", clip(&b)));
+            .map_err(|source| OtlpBytesError {
+                shown: clip(&b),
+                source,
+            });
     }
     Ok(Value::Null)
 }

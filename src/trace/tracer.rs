@@ -9,7 +9,7 @@ use super::convention::{self, ReadOptions, Traced};
 use super::receiver::{self, Collected, Receiver, ReceiverConfig, TurnHandle, TurnKey};
 use super::{SpanId, TraceId};
 use crate::config::TracesConfig;
-use crate::errors::TraceSetupError;
+use crate::errors::{RecordedTurnError, TraceSetupError};
 use crate::protocol::{Reply, Usage};
 
 /// The quiet period after a reply, unless `[traces] settle` says.
@@ -241,10 +241,8 @@ pub(crate) fn turn_answer(reply: &Reply) -> serde_json::Value {
 }
 
 /// The reply a recorded traced turn gives back, as it was when recorded.
-pub(crate) fn reply_of_answer(answer: serde_json::Value) -> Result<Reply, String> {
-    let read = |e: serde_json::Error| {
-        format!("a recorded agent turn that cannot be read ({e}); record it again")
-    };
+pub(crate) fn reply_of_answer(answer: serde_json::Value) -> Result<Reply, RecordedTurnError> {
+    let read = RecordedTurnError;
     let mut reply: Reply = serde_json::from_value(answer["reply"].clone()).map_err(read)?;
     reply.spans = serde_json::from_value(answer["spans"].clone()).map_err(read)?;
     reply.spans_omitted = answer["spans_omitted"].as_u64().unwrap_or(0);

@@ -13,7 +13,7 @@ use tokio::time::Instant;
 
 use crate::agent::Session;
 use crate::case::ModelSettings;
-use crate::errors::StepError;
+use crate::errors::{HelperFault, StepError};
 use crate::llm::{Endpoint, ModelCalls};
 use crate::protocol::{Message, Request, Role};
 use crate::util::compact;
@@ -158,8 +158,8 @@ pub(crate) async fn helper_session(
     id: &str,
     calls: std::sync::Arc<ModelCalls>,
     deadline: Instant,
-) -> Result<(Session, Box<Request>, String), String> {
-    let (def, label) = ctx.agent(Some(name)).map_err(|e| e.to_string())?;
+) -> Result<(Session, Box<Request>, String), HelperFault> {
+    let (def, label) = ctx.agent(Some(name))?;
     let scope = crate::agent::CaseScope {
         calls,
         mocks: Vec::new(),
@@ -176,7 +176,10 @@ pub(crate) async fn helper_session(
     let session = def
         .start(&scope)
         .await
-        .map_err(|e| format!("failed to start the agent `{label}`: {e}"))?;
+        .map_err(|source| HelperFault::Start {
+            label: label.clone(),
+            source: Box::new(source),
+        })?;
     let template = role_request(format!("{id}-{}", std::process::id()), id, 1, json!({}));
     Ok((session, Box::new(template), label))
 }

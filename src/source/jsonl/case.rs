@@ -246,7 +246,7 @@ fn parse_repeats(obj: &Map<String, Value>) -> Result<Repeats, FieldError> {
     let runs = whole("runs")?
         .map(check_runs)
         .transpose()
-        .map_err(|m| FieldError::new("runs", m))?;
+        .map_err(|e| FieldError::new("runs", e.to_string()))?;
     let gate = Gate::from_fields(
         whole("min_pass")?,
         number("pass_rate")?,
@@ -257,7 +257,7 @@ fn parse_repeats(obj: &Map<String, Value>) -> Result<Repeats, FieldError> {
     let max_cost = number("max_cost")?
         .map(check_cost)
         .transpose()
-        .map_err(|m| FieldError::new("max_cost", m))?;
+        .map_err(|e| FieldError::new("max_cost", e.to_string()))?;
     let max_tokens = match whole("max_tokens")? {
         Some(0) => {
             return Err(FieldError::new(

@@ -268,7 +268,7 @@ fn generator_line(
     };
     let spec = match value.as_str().map(crate::source::GeneratorSpec::parse) {
         Some(Some(Ok(spec))) => Ok(spec),
-        Some(Some(Err(why))) => Err(error("generate", why)),
+        Some(Some(Err(why))) => Err(error("generate", why.to_string())),
         _ => Err(error(
             "generate",
             format!(

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::errors::FieldError;
+use crate::errors::{FieldError, MatrixPathError};
 use crate::source::fields::{check_keys, index, join, opt_str};
 use crate::source::{path_steps, PathStep};
 
@@ -131,10 +131,10 @@ pub(crate) fn read(v: &Value) -> Result<Matrix, FieldError> {
 }
 
 /// Sets the field at `path` in `v`; `Err` names the part of the path that is not there.
-pub(crate) fn set(v: &mut Value, path: &str, value: Value) -> Result<(), String> {
+pub(crate) fn set(v: &mut Value, path: &str, value: Value) -> Result<(), MatrixPathError> {
     let steps = path_steps(path);
     if steps.is_empty() {
-        return Err("the path is empty".into());
+        return Err(MatrixPathError::Empty);
     }
     let mut at = v;
     let mut walked = String::new();
@@ -144,26 +144,22 @@ pub(crate) fn set(v: &mut Value, path: &str, value: Value) -> Result<(), String>
             PathStep::Key(k) => {
                 walked = join(&walked, k);
                 let Some(obj) = at.as_object_mut() else {
-                    return Err(format!("`{walked}`: its parent is not a mapping"));
+                    return Err(MatrixPathError::NotMapping(walked));
                 };
                 match obj.get_mut(*k) {
                     Some(next) => next,
-                    None => return Err(format!("the base scenario has no `{walked}`")),
+                    None => return Err(MatrixPathError::NoKey(walked)),
                 }
             }
             PathStep::Index(n) => {
                 walked = index(&walked, *n);
                 let Some(list) = at.as_array_mut() else {
-                    return Err(format!("`{walked}`: its parent is not a list"));
+                    return Err(MatrixPathError::NotList(walked));
                 };
                 let len = list.len();
                 match list.get_mut(*n) {
                     Some(next) => next,
-                    None => {
-                        return Err(format!(
-                            "the base scenario has no `{walked}` (that list has {len} item(s))"
-                        ))
-                    }
+                    None => return Err(MatrixPathError::NoItem { walked, len }),
                 }
             }
         };
@@ -247,11 +243,15 @@ mod tests {
             "b"
         );
         assert_eq!(
-            set(&mut v, "run[1].input", json!("x")).unwrap_err(),
+            set(&mut v, "run[1].input", json!("x"))
+                .unwrap_err()
+                .to_string(),
             "the base scenario has no `run[1]` (that list has 1 item(s))"
         );
         assert_eq!(
-            set(&mut v, "run[0].conversation.max_turns", json!(3)).unwrap_err(),
+            set(&mut v, "run[0].conversation.max_turns", json!(3))
+                .unwrap_err()
+                .to_string(),
             "the base scenario has no `run[0].conversation.max_turns`"
         );
     }
