@@ -8,11 +8,14 @@
 //! Every error is a `thiserror` type in this module, with what caused it as its
 //! `#[source]`. Each kind of failure of a step (an agent, a mock, a script, a model call)
 //! becomes a [`StepError`] in one `From` impl. `String` is left only where the message is
-//! the product: what user code returns (agents, hooks, scripts, generators), a parser's or
-//! a server's own text, the problem a role's answer reader finds in a model's answer (it
-//! is the repair prompt that model is shown next: `run::roles::ask`'s readers),
-//! `Reply::from_json` (public; its message is the advice an agent's author reads), and
-//! the command line's top, which prints it and exits with code 2.
+//! the product: what user code returns (agents, hooks, scripts, generators registered in
+//! Rust), a parser's or a server's own text (a cassette's recorded refusal), the problem
+//! a role's answer reader finds in a model's answer (it is the repair prompt that model
+//! is shown next: `run::roles::ask`'s readers), `Reply::from_json` (public; its message
+//! is the advice an agent's author reads), and the command line's top (`cli/`), which
+//! prints it and exits with code 2. A type here may still carry a message field where
+//! the text is built once by the one reader that knows the words (a `FieldError`'s
+//! `message`, a step's `StepError`).
 //!
 //! Messages are lowercase fragments that read well after "failed to" or a location, and
 //! never contain a secret (settings are shown as written, before `${VAR}` expansion).

@@ -71,57 +71,88 @@ pub(crate) const MAX_RUNS: u32 = 10_000;
 impl Gate {
     /// The gate `min_pass`, `pass_rate` and `confidence` give (each as written, at most
     /// one of the first two), checked; the error names the field and the fix.
-    pub fn from_fields(
+    pub(crate) fn from_fields(
         min_pass: Option<u64>,
         pass_rate: Option<f64>,
         confidence: Option<f64>,
         runs: Option<u32>,
-    ) -> Result<Option<Gate>, (&'static str, String)> {
-        if let Some(c) = confidence {
-            if !(c > 0.0 && c < 1.0) {
-                return Err((
-                    "confidence",
-                    format!("expected a number between 0 and 1 (exclusive), like 0.95, found {c}"),
-                ));
-            }
+    ) -> Result<Option<Gate>, RepeatValueError> {
+        use RepeatValueError as E;
+        if let Some(c) = confidence.filter(|c| !(*c > 0.0 && *c < 1.0)) {
+            return Err(E::Confidence(c));
         }
         match (min_pass, pass_rate) {
-            (Some(_), Some(_)) => Err(("pass_rate", "give either `min_pass` (k of N repeats) or `pass_rate` (a share of them), not both".into())),
+            (Some(_), Some(_)) => Err(E::BothGates),
+            (Some(_), None) if confidence.is_some() => Err(E::ConfidenceWithMinPass),
             (Some(k), None) => {
-                if confidence.is_some() {
-                    return Err(("confidence", "`confidence` applies to `pass_rate`; with `min_pass` the gate is exact, so remove `confidence` or use `pass_rate`".into()));
-                }
                 if k == 0 || k > u64::from(MAX_RUNS) {
-                    return Err(("min_pass", format!("expected a whole number of passing repeats from 1 to {MAX_RUNS}, found {k}")));
+                    return Err(E::MinPass(k));
                 }
                 let k = k as u32;
-                if let Some(n) = runs.filter(|n| k > *n) {
-                    return Err(("min_pass", format!("min_pass {k} is more than the {n} runs; lower `min_pass` or raise `runs`")));
+                if let Some(runs) = runs.filter(|n| k > *n) {
+                    return Err(E::MinPassOverRuns { k, runs });
                 }
                 Ok(Some(Gate::MinPass(k)))
             }
-            (None, Some(rate)) => {
-                if !(rate > 0.0 && rate <= 1.0) {
-                    return Err(("pass_rate", format!("expected a share of passing repeats above 0 and at most 1, like 0.8, found {rate}")));
-                }
-                Ok(Some(Gate::PassRate { rate, confidence }))
-            }
-            (None, None) if confidence.is_some() => Err(("confidence", "`confidence` needs a `pass_rate` to judge; add `pass_rate`, like 0.8".into())),
+            (None, Some(rate)) if !(rate > 0.0 && rate <= 1.0) => Err(E::PassRate(rate)),
+            (None, Some(rate)) => Ok(Some(Gate::PassRate { rate, confidence })),
+            (None, None) if confidence.is_some() => Err(E::ConfidenceAlone),
             (None, None) => Ok(None),
         }
     }
 }
 
-/// A repeat setting out of its range; its reader names the field (`runs`, `[run].runs`,
-/// `max_cost`).
+/// A repeat setting out of its range, or two that do not go together; its reader says
+/// where ([`RepeatValueError::field`] names the field: `runs`, `[run].runs`, ...).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub(crate) enum RepeatValueError {
+    /// `confidence` outside (0, 1).
+    #[error("expected a number between 0 and 1 (exclusive), like 0.95, found {0}")]
+    Confidence(f64),
+    /// `min_pass` and `pass_rate` together.
+    #[error("give either `min_pass` (k of N repeats) or `pass_rate` (a share of them), not both")]
+    BothGates,
+    /// `confidence` with `min_pass`, whose gate is exact.
+    #[error("`confidence` applies to `pass_rate`; with `min_pass` the gate is exact, so remove `confidence` or use `pass_rate`")]
+    ConfidenceWithMinPass,
+    /// `min_pass` outside 1 to [`MAX_RUNS`].
+    #[error("expected a whole number of passing repeats from 1 to {MAX_RUNS}, found {0}")]
+    MinPass(u64),
+    /// `min_pass` above `runs`.
+    #[error("min_pass {k} is more than the {runs} runs; lower `min_pass` or raise `runs`")]
+    MinPassOverRuns {
+        /// `min_pass`.
+        k: u32,
+        /// `runs`.
+        runs: u32,
+    },
+    /// `pass_rate` outside (0, 1].
+    #[error("expected a share of passing repeats above 0 and at most 1, like 0.8, found {0}")]
+    PassRate(f64),
+    /// `confidence` with no `pass_rate`.
+    #[error("`confidence` needs a `pass_rate` to judge; add `pass_rate`, like 0.8")]
+    ConfidenceAlone,
     /// `runs` outside 1 to [`MAX_RUNS`].
     #[error("expected a whole number of runs from 1 to {MAX_RUNS}, found {0}")]
     Runs(u64),
     /// `max_cost` not a positive amount.
     #[error("expected an amount above 0 in the pricing currency, like 0.50, found {0}")]
     Cost(f64),
+}
+
+impl RepeatValueError {
+    /// The field to blame, as a case line names it.
+    pub(crate) fn field(&self) -> &'static str {
+        match self {
+            RepeatValueError::Confidence(_)
+            | RepeatValueError::ConfidenceWithMinPass
+            | RepeatValueError::ConfidenceAlone => "confidence",
+            RepeatValueError::BothGates | RepeatValueError::PassRate(_) => "pass_rate",
+            RepeatValueError::MinPass(_) | RepeatValueError::MinPassOverRuns { .. } => "min_pass",
+            RepeatValueError::Runs(_) => "runs",
+            RepeatValueError::Cost(_) => "max_cost",
+        }
+    }
 }
 
 /// Checks `runs` as written: a whole number from 1 to [`MAX_RUNS`].

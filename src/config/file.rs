@@ -502,7 +502,7 @@ impl Config {
             .transpose()
             .map_err(|e| bad("runs", e.to_string()))?;
         crate::case::Gate::from_fields(run.min_pass, run.pass_rate, run.confidence, runs)
-            .map_err(|(key, m)| bad(key, m))?;
+            .map_err(|e| bad(e.field(), e.to_string()))?;
         if let Some(c) = run.max_cost {
             crate::case::check_cost(c).map_err(|e| bad("max_cost", e.to_string()))?;
         }

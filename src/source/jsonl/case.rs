@@ -253,7 +253,7 @@ fn parse_repeats(obj: &Map<String, Value>) -> Result<Repeats, FieldError> {
         number("confidence")?,
         runs,
     )
-    .map_err(|(field, m)| FieldError::new(field, m))?;
+    .map_err(|e| FieldError::new(e.field(), e.to_string()))?;
     let max_cost = number("max_cost")?
         .map(check_cost)
         .transpose()
