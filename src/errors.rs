@@ -26,6 +26,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::case::Location;
+use crate::util::StoreAddress;
 // The errors of the lowest layer live beside their code in `util` (which imports
 // nothing of the crate) and are named here with the rest. The case model, also below
 // this module, keeps its one (`case::RepeatValueError`) beside its code the same way.
@@ -148,8 +149,13 @@ pub enum GeneratorSpecError {
     #[error("the parameter `{0}` is given twice")]
     Twice(String),
     /// `count` that is not a number in range.
-    #[error("`count={0}` is not a number of cases from 1 to {max}", max = crate::source::MAX_GENERATED)]
-    Count(String),
+    #[error("`count={given}` is not a number of cases from 1 to {max}")]
+    Count {
+        /// As written.
+        given: String,
+        /// The most cases one generator may be asked for.
+        max: u64,
+    },
     /// A `%` escape that is not two hex digits.
     #[error("`{0}` has a `%` not followed by two hex digits")]
     Escape(String),
@@ -1816,22 +1822,29 @@ pub(crate) struct OtlpBytesError {
 /// The run store cannot be used. Every message ends with how to run without it.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum StoreError {
-    /// Its folder cannot be made (or its thread started).
-    #[error("failed to create the run store {path}: {source}; set AGENTEST_STORE to another file, or AGENTEST_STORE=off to run without the store")]
+    /// Its folder cannot be made.
+    #[error("failed to create the run store {path}: {source}; set AGENTEST_STORE to another file, or AGENTEST_STORE=off to run without the store", path = path.display())]
     Folder {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    /// SQLite cannot open it: not a database, corrupt, unreadable.
-    #[error("failed to open the run store {path}: {source}; if the file is damaged, move it away (a new store is made), or set AGENTEST_STORE=off to run without the store")]
-    Open {
-        path: PathBuf,
+    /// Its writing thread could not be started.
+    #[error("failed to start writing to the run store {store}: {source}")]
+    Thread {
+        store: StoreAddress,
         #[source]
-        source: rusqlite::Error,
+        source: std::io::Error,
+    },
+    /// The database cannot be opened: not a database, corrupt, unreadable, unreachable.
+    #[error("failed to open the run store {store}: {source}; if the file is damaged, move it away (a new store is made), or set AGENTEST_STORE=off to run without the store")]
+    Open {
+        store: StoreAddress,
+        #[source]
+        source: DbError,
     },
     /// The OS will not let this process write it (or its folder).
-    #[error("failed to open the run store {path}: cannot write {}: {source}; {fix}", what.display())]
+    #[error("failed to open the run store {}: cannot write {}: {source}; {fix}", path.display(), what.display())]
     Unwritable {
         path: PathBuf,
         /// The file or folder that cannot be written.
@@ -1841,34 +1854,50 @@ pub(crate) enum StoreError {
         fix: String,
     },
     /// A newer agentest wrote it.
-    #[error("the run store {path} has schema version {found}, newer than this agentest's ({supported}): it was written by a newer agentest; use that version, set AGENTEST_STORE to another file, or AGENTEST_STORE=off to run without the store")]
+    #[error("the run store {store} has schema version {found}, newer than this agentest's ({supported}): it was written by a newer agentest; use that version, set AGENTEST_STORE to another file, or AGENTEST_STORE=off to run without the store")]
     Newer {
-        path: PathBuf,
+        store: StoreAddress,
         found: i64,
         supported: i64,
     },
+    /// A kind of store this build cannot open.
+    #[error("the run store {store} is a PostgreSQL database, which this build of agentest cannot open yet; use a file (the embedded SQLite store), or AGENTEST_STORE=off")]
+    Unsupported { store: StoreAddress },
     /// `--resume` with no execution to resume.
-    #[error("nothing to resume in the run store {path}: every execution there finished; run without --resume")]
-    NothingToResume { path: PathBuf },
+    #[error("nothing to resume in the run store {store}: every execution there finished; run without --resume")]
+    NothingToResume { store: StoreAddress },
     /// Writes failed while the run went on: these runs' ends are not recorded.
-    #[error("the run store {path} did not record {}: {cause}; the console and any report have their results, and `agentest test --resume` runs them again (under `cargo test`, run the trials again)", unrecorded(trials))]
+    #[error("the run store {store} did not record {}: {cause}; the console and any report have their results, and `agentest test --resume` runs them again (under `cargo test`, run the trials again)", unrecorded(trials))]
     Unrecorded {
-        path: PathBuf,
+        store: StoreAddress,
         trials: Vec<String>,
         cause: String,
     },
     /// The file was deleted or replaced while the run wrote to it.
-    #[error("the run store {path} was deleted or replaced while this run wrote to it, so this run's results are not in it (the console and any report have them); run again to record them")]
+    #[error("the run store {} was deleted or replaced while this run wrote to it, so this run's results are not in it (the console and any report have them); run again to record them", path.display())]
     Vanished { path: PathBuf },
     /// The file stopped being a database while the run wrote to it.
-    #[error("the run store {path} was overwritten while this run wrote to it and is no longer a database, so this run's results are not in it (the console and any report have them); move the file away (a new store is made) and run again")]
+    #[error("the run store {} was overwritten while this run wrote to it and is no longer a database, so this run's results are not in it (the console and any report have them); move the file away (a new store is made) and run again", path.display())]
     Damaged { path: PathBuf },
     /// A write failed.
-    #[error("failed to write to the run store {path}: {source}; set AGENTEST_STORE=off to run without the store")]
+    #[error("failed to write to the run store {store}: {source}; set AGENTEST_STORE=off to run without the store")]
     Write {
-        path: PathBuf,
+        store: StoreAddress,
+        #[source]
+        source: DbError,
+    },
+}
+
+/// What a store's database answered instead.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum DbError {
+    /// SQLite's error, with the operating system's when SQLite's is an I/O one ("disk
+    /// I/O error" says nothing of a full disk or a file size limit).
+    #[error("{source}{}", os.as_ref().map(|e| format!(": {e}")).unwrap_or_default())]
+    Sqlite {
         #[source]
         source: rusqlite::Error,
+        os: Option<std::io::Error>,
     },
 }
 

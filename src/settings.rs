@@ -13,6 +13,7 @@ use std::sync::OnceLock;
 
 use crate::config::{CassetteMode, ConfigChoice, UpdateMode};
 use crate::errors::SettingsError;
+use crate::util::StoreAddress;
 
 /// The process's variables, read by name. An empty variable is the same as an unset
 /// one, as for most Unix tools.
@@ -93,13 +94,23 @@ impl Vars {
     }
 
     /// `AGENTEST_STORE`.
-    fn store(&self) -> StoreChoice {
+    fn store(&self) -> Result<StoreChoice, SettingsError> {
         match self.get("AGENTEST_STORE") {
-            None => StoreChoice::Default,
+            None => Ok(StoreChoice::Default),
             Some(v) if ["off", "0", "false", "no"].contains(&v.to_ascii_lowercase().as_str()) => {
-                StoreChoice::Off
+                Ok(StoreChoice::Off)
             }
-            Some(v) => StoreChoice::Path(PathBuf::from(v)),
+            Some(v) => StoreAddress::parse(v).map(StoreChoice::At).map_err(|e| {
+                // The value as shown, without credentials: never the password.
+                SettingsError {
+                    name: "AGENTEST_STORE".into(),
+                    value: e.shown.clone(),
+                    expected: format!(
+                        "a file path (the embedded SQLite store), a postgres:// or postgresql:// URL, or off; `{}:` is no scheme agentest supports",
+                        e.scheme
+                    ),
+                }
+            }),
         }
     }
 }
@@ -177,8 +188,8 @@ pub(crate) enum StoreChoice {
     Default,
     /// `off` (or `0`, `false`, `no`): no store.
     Off,
-    /// A file.
-    Path(PathBuf),
+    /// A file or a database URL.
+    At(StoreAddress),
 }
 
 /// What nextest tells the processes it starts.
@@ -252,7 +263,7 @@ impl Settings {
             no_color: get("NO_COLOR").is_some(),
             test_threads: vars.test_threads()?,
             nextest,
-            store: vars.store(),
+            store: vars.store()?,
             openai_base_url: get("OPENAI_BASE_URL").map(str::to_string),
             anthropic_base_url: get("ANTHROPIC_BASE_URL").map(str::to_string),
         })

@@ -31,9 +31,10 @@ pub(super) fn report(args: ReportArgs) -> Result<ExitCode, String> {
             (cases, summary, run)
         }
         (None, execution) => {
-            let path = super::runs::existing_store(args.store.clone())?;
-            let conn = crate::record::store::open(&path).map_err(|e| e.to_string())?;
-            let stored = super::runs::stored_execution(&conn, execution, &path)?;
+            let given = super::parse_store(args.store.as_deref())?;
+            let address = super::runs::existing_store(given)?;
+            let mut db = crate::record::store::open(&address).map_err(|e| e.to_string())?;
+            let stored = super::runs::stored_execution(db.as_mut(), execution)?;
             let mut summary = crate::record::Summary::new();
             for c in &stored.cases {
                 summary.add(c);

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+use crate::util::StoreAddress;
+
 mod commands;
 pub(crate) mod init;
 mod overwrite;
@@ -168,8 +170,9 @@ struct ReportArgs {
     #[arg(long, conflicts_with = "input")]
     execution: Option<i64>,
     /// The run store, with --execution (default: as `agentest test` finds it).
+    // Read as text and parsed later: clap's own error would print a URL's password.
     #[arg(long, requires = "execution")]
-    store: Option<PathBuf>,
+    store: Option<String>,
     /// The report to write; the extension picks the format.
     #[arg(short = 'o', long = "output")]
     output: PathBuf,
@@ -323,7 +326,7 @@ struct TestArgs {
     retry_execution: Option<i64>,
     /// Set by `agentest runs retry --store FILE`: the store, instead of finding it.
     #[arg(skip)]
-    store: Option<PathBuf>,
+    store: Option<StoreAddress>,
     /// Colour the console output.
     #[arg(
         long = "color",
@@ -483,4 +486,12 @@ pub fn main() -> ExitCode {
             ExitCode::from(USAGE_ERROR)
         }
     }
+}
+
+/// `--store FILE|URL`: a file, or a PostgreSQL URL; another scheme is an error that
+/// shows the URL without its credentials.
+fn parse_store(text: Option<&str>) -> Result<Option<StoreAddress>, String> {
+    text.map(StoreAddress::parse)
+        .transpose()
+        .map_err(|e| e.to_string())
 }

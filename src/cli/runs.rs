@@ -8,8 +8,9 @@ use std::process::ExitCode;
 use clap::Subcommand;
 
 use crate::config::Config;
-use crate::record::store::{self, Doomed, Filter, RunRow, LIFECYCLE, VERDICTS};
+use crate::record::store::{self, Backend, Doomed, Filter, RunRow, LIFECYCLE, VERDICTS};
 use crate::record::CaseReport;
+use crate::util::StoreAddress;
 
 #[derive(clap::Args)]
 pub(super) struct RunsArgs {
@@ -17,8 +18,9 @@ pub(super) struct RunsArgs {
     command: RunsCommand,
     /// The store (default: as `agentest test` finds it from the current folder:
     /// AGENTEST_STORE, `[store] path`, target/agentest/runs.db or .agentest/runs.db).
+    // Read as text and parsed later: clap's own error would print a URL's password.
     #[arg(long, global = true)]
-    store: Option<PathBuf>,
+    store: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -88,10 +90,9 @@ enum RunsCommand {
 
 /// Runs `agentest runs ...`.
 pub(super) fn runs(args: RunsArgs) -> Result<ExitCode, String> {
-    let path = existing_store(args.store)?;
-    let mut conn = store::open(&path).map_err(|e| e.to_string())?;
-    let failed =
-        |e: rusqlite::Error| format!("failed to read the run store {}: {e}", path.display());
+    let address = existing_store(super::parse_store(args.store.as_deref())?)?;
+    let mut db = store::open(&address).map_err(|e| e.to_string())?;
+    let failed = |e: crate::errors::DbError| format!("failed to read the run store {address}: {e}");
     let mut out = std::io::stdout().lock();
     match args.command {
         RunsCommand::List {
@@ -115,16 +116,16 @@ pub(super) fn runs(args: RunsArgs) -> Result<ExitCode, String> {
                 execution,
                 limit,
             };
-            let rows = store::list(&conn, &filter).map_err(failed)?;
+            let rows = db.list(&filter).map_err(failed)?;
             let _ = write_rows(&mut out, &rows);
         }
         RunsCommand::Flaky { last } => {
-            let cases = store::flaky(&conn, last as usize).map_err(failed)?;
+            let cases = db.flaky(last as usize).map_err(failed)?;
             let _ = std::io::Write::write_all(&mut out, flaky_text(&cases, last).as_bytes());
         }
         RunsCommand::Show { id } => {
-            let Some((row, record)) = store::show(&conn, id).map_err(failed)? else {
-                return Err(format!("no run {id} in {}", path.display()));
+            let Some((row, record)) = db.show(id).map_err(failed)? else {
+                return Err(format!("no run {id} in {address}"));
             };
             let _ =
                 std::io::Write::write_all(&mut out, show_text(&row, record.as_deref()).as_bytes());
@@ -133,8 +134,8 @@ pub(super) fn runs(args: RunsArgs) -> Result<ExitCode, String> {
             format,
             execution,
             output,
-        } => export(&conn, &path, &format, execution, output)?,
-        RunsCommand::Retry { execution } => return retry(conn, path, execution),
+        } => export(db.as_mut(), &format, execution, output)?,
+        RunsCommand::Retry { execution } => return retry(db, execution),
         RunsCommand::Delete {
             id,
             execution,
@@ -150,7 +151,7 @@ pub(super) fn runs(args: RunsArgs) -> Result<ExitCode, String> {
                     )
                 }
             };
-            let n = store::delete(&mut conn, &doomed).map_err(failed)?;
+            let n = db.delete(&doomed).map_err(failed)?;
             eprintln!("deleted {}", crate::util::count(n as u64, "run", "runs"));
         }
     }
@@ -159,13 +160,12 @@ pub(super) fn runs(args: RunsArgs) -> Result<ExitCode, String> {
 
 /// `runs export`: an execution's runs as JSONL, or as EvalStudio's records.
 fn export(
-    conn: &rusqlite::Connection,
-    path: &Path,
+    db: &mut dyn Backend,
     format: &str,
     execution: Option<i64>,
     output: Option<std::path::PathBuf>,
 ) -> Result<(), String> {
-    let stored = stored_execution(conn, execution, path)?;
+    let stored = stored_execution(db, execution)?;
     let text = if format == "evalstudio" {
         let mut t = serde_json::to_string_pretty(&store::evalstudio(&stored)).unwrap_or_default();
         t.push('\n');
@@ -192,17 +192,15 @@ fn export(
 }
 
 /// `runs retry`: the cases of an execution whose last run was an error, run again.
-fn retry(
-    conn: rusqlite::Connection,
-    path: std::path::PathBuf,
-    execution: Option<i64>,
-) -> Result<ExitCode, String> {
-    let failed =
-        |e: rusqlite::Error| format!("failed to read the run store {}: {e}", path.display());
-    let Some((id, root)) = store::execution_root(&conn, execution).map_err(failed)? else {
+fn retry(mut db: Box<dyn Backend>, execution: Option<i64>) -> Result<ExitCode, String> {
+    let address = db.address().clone();
+    let Some((id, root)) = db
+        .execution_root(execution)
+        .map_err(|e| format!("failed to read the run store {address}: {e}"))?
+    else {
         return Err(match execution {
-            Some(e) => format!("no execution {e} in {}", path.display()),
-            None => format!("no execution in {}", path.display()),
+            Some(e) => format!("no execution {e} in {address}"),
+            None => format!("no execution in {address}"),
         });
     };
     if !Path::new(&root).exists() {
@@ -210,10 +208,10 @@ fn retry(
             "execution {id} ran {root}, which is no file or folder (a message, or moved); run it again with agentest test"
         ));
     }
-    drop(conn);
+    drop(db);
     let args = super::TestArgs {
         retry_execution: Some(id),
-        store: Some(path),
+        store: Some(address),
         ..super::TestArgs::plain(root)
     };
     super::test::test(args)
@@ -255,36 +253,38 @@ fn flaky_text(cases: &[store::FlakyCase], last: u32) -> String {
 
 /// Execution `id` (the newest without one) with its ended runs.
 pub(super) fn stored_execution(
-    conn: &rusqlite::Connection,
+    db: &mut dyn Backend,
     id: Option<i64>,
-    path: &Path,
 ) -> Result<store::Stored, String> {
-    store::stored(conn, id)
-        .map_err(|e| format!("failed to read the run store {}: {e}", path.display()))?
+    let address = db.address().clone();
+    db.stored(id)
+        .map_err(|e| format!("failed to read the run store {address}: {e}"))?
         .ok_or_else(|| match id {
-            Some(e) => format!("no execution {e} in {}", path.display()),
-            None => format!("no execution in {}", path.display()),
+            Some(e) => format!("no execution {e} in {address}"),
+            None => format!("no execution in {address}"),
         })
 }
 
 /// The store `--store` names, else the one `agentest test` would use from the current
 /// folder; it must exist.
-pub(super) fn existing_store(given: Option<PathBuf>) -> Result<PathBuf, String> {
-    let path = match given {
-        Some(p) => p,
+pub(super) fn existing_store(given: Option<StoreAddress>) -> Result<StoreAddress, String> {
+    let address = match given {
+        Some(a) => a,
         None => default_store()?,
     };
-    if !path.is_file() {
+    // A database server's store is made by migrating it, which any command may do; a
+    // file that is not there is a mistyped path more likely than an empty store.
+    if let Some(path) = address.file().filter(|p| !p.is_file()) {
         return Err(format!(
             "no run store at {}: it is made by the first `agentest test` or `cargo test` run (AGENTEST_STORE=off turns it off)",
             path.display()
         ));
     }
-    Ok(path)
+    Ok(address)
 }
 
 /// The store `agentest test` would use from the current folder.
-fn default_store() -> Result<PathBuf, String> {
+fn default_store() -> Result<StoreAddress, String> {
     let here = Path::new(".");
     let loader = crate::run::context::config_loader(crate::settings::get().config.as_ref());
     let config = Config::discover(here, &loader).map_err(|e| e.to_string())?;

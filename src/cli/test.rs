@@ -125,7 +125,7 @@ fn open_store(
     plan: &mut Plan,
     present: Option<&HashMap<String, Option<String>>>,
 ) -> Result<Option<Resumed>, String> {
-    let Some(path) = execution.store_path() else {
+    let Some(path) = execution.store_address() else {
         if args.resume || retrying(args) {
             return Err(
                 "--resume and retries need the run store, which is off (AGENTEST_STORE=off)".into(),
@@ -441,15 +441,15 @@ fn left_out(trials: &[&str], one: &str, many: &str) {
 
 /// The runs to retry (see [`crate::record::store::errored`]), by trial.
 fn errored_runs(
-    path: &std::path::Path,
+    address: &crate::util::StoreAddress,
     execution: Option<i64>,
 ) -> Result<std::collections::HashMap<String, i64>, String> {
-    if !path.is_file() {
+    if let Some(path) = address.file().filter(|p| !p.is_file()) {
         return Err(format!("no run store at {} to retry from", path.display()));
     }
-    let conn = crate::record::store::open(path).map_err(|e| e.to_string())?;
-    crate::record::store::errored(&conn, execution)
-        .map_err(|e| format!("failed to read the run store {}: {e}", path.display()))
+    let mut db = crate::record::store::open(address).map_err(|e| e.to_string())?;
+    db.errored(execution)
+        .map_err(|e| format!("failed to read the run store {address}: {e}"))
 }
 
 /// The agent the header names: the run's agent, or, when every case names its own

@@ -29,14 +29,14 @@ impl Recorder {
         }
     }
 
-    /// Opens the run store at `path` (see [`crate::record::store::location`]) for an
+    /// Opens the run store at `address` (see [`crate::record::store::location`]) for an
     /// execution that will run `cases`: a new one, or with `resume` (every case of the
     /// suites with its `input_hash`) the newest one that did not finish, whose ended runs
     /// are sorted as [`StoreWriter::resume`] says; the kept ones are counted and reported
     /// here. Called once, before any case starts.
     pub(crate) fn open_store(
         &self,
-        path: &std::path::Path,
+        address: &crate::util::StoreAddress,
         info: &ExecutionInfo,
         cases: &[&Loaded],
         resume: Option<&std::collections::HashMap<String, Option<String>>>,
@@ -67,9 +67,9 @@ impl Recorder {
             })
             .collect();
         let (writer, resumed) = match resume {
-            Some(present) => StoreWriter::resume(path, &planned, present)?,
+            Some(present) => StoreWriter::resume(address, &planned, present)?,
             None => (
-                StoreWriter::begin(path, info, &planned)?,
+                StoreWriter::begin(address, info, &planned)?,
                 Resumed::default(),
             ),
         };

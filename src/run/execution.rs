@@ -30,6 +30,7 @@ use crate::run::options::RunOptions;
 use crate::run::runtime;
 use crate::run::scheduler::Scheduler;
 use crate::source::Loaded;
+use crate::util::StoreAddress;
 
 /// Cases in flight when neither the front end (`--parallel`, `--test-threads`,
 /// `RUST_TEST_THREADS`) nor `[run] concurrency` says otherwise. Agent calls wait on the
@@ -50,7 +51,7 @@ pub(crate) struct ExecutionBuilder {
     /// `[store] path` of the run's config.
     store_configured: Option<PathBuf>,
     /// A store the front end names (`--store`), over the rest.
-    store_given: Option<PathBuf>,
+    store_given: Option<StoreAddress>,
     /// Running as a test binary (the harness): its target folder holds the store.
     test_binary: bool,
 }
@@ -73,7 +74,7 @@ impl ExecutionBuilder {
     }
 
     /// The run store the front end names (`--store`), over `AGENTEST_STORE` and the config.
-    pub(crate) fn store(mut self, given: Option<PathBuf>) -> Self {
+    pub(crate) fn store(mut self, given: Option<StoreAddress>) -> Self {
         self.store_given = given;
         self
     }
@@ -111,7 +112,7 @@ pub(crate) struct Execution {
     recorder: Option<Arc<Recorder>>,
     store_from: PathBuf,
     store_configured: Option<PathBuf>,
-    store_given: Option<PathBuf>,
+    store_given: Option<StoreAddress>,
     test_binary: bool,
 }
 
@@ -167,7 +168,7 @@ impl Execution {
 
     /// Where the run store is: the one the front end names, else as
     /// [`crate::record::store::location`] says; `None` when it is off.
-    pub(crate) fn store_path(&self) -> Option<PathBuf> {
+    pub(crate) fn store_address(&self) -> Option<StoreAddress> {
         self.store_given.clone().or_else(|| {
             crate::record::store::location(
                 &self.store_from,
@@ -177,18 +178,18 @@ impl Execution {
         })
     }
 
-    /// Opens the run store at `path` for the `cases` that will run (see
+    /// Opens the run store at `address` for the `cases` that will run (see
     /// [`Recorder::open_store`]: `resume`, `retry_of`).
     pub(crate) fn open_store(
         &self,
-        path: &Path,
+        address: &StoreAddress,
         info: &ExecutionInfo,
         cases: &[&Loaded],
         resume: Option<&HashMap<String, Option<String>>>,
         retry_of: &HashMap<String, i64>,
     ) -> Result<Resumed, StoreError> {
         self.recorder()
-            .open_store(path, info, cases, resume, retry_of)
+            .open_store(address, info, cases, resume, retry_of)
     }
 
     /// The scheduler that runs the cases, recording each.
@@ -242,9 +243,12 @@ mod tests {
     #[test]
     fn a_store_the_front_end_names_wins() {
         let e = Execution::builder(Registry::default(), RunOptions::default())
-            .store(Some(PathBuf::from("given.db")))
+            .store(Some(StoreAddress::File(PathBuf::from("given.db"))))
             .build();
-        assert_eq!(e.store_path(), Some(PathBuf::from("given.db")));
+        assert_eq!(
+            e.store_address(),
+            Some(StoreAddress::File(PathBuf::from("given.db")))
+        );
     }
 
     #[test]

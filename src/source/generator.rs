@@ -81,7 +81,12 @@ impl GeneratorSpec {
             None => None,
             Some((_, v)) => match v.parse::<u64>() {
                 Ok(n @ 1..=MAX_COUNT) => Some(n),
-                _ => return Err(GeneratorSpecError::Count(v.clone())),
+                _ => {
+                    return Err(GeneratorSpecError::Count {
+                        given: v.clone(),
+                        max: MAX_COUNT,
+                    })
+                }
             },
         };
         Ok(GeneratorSpec {

@@ -26,7 +26,7 @@ pub use discover::{discover, discover_excluding};
 pub(crate) use evalstudio::read_personas_file;
 pub use file::load_file;
 pub(crate) use formats::suite_name;
-pub(crate) use generator::{GeneratorKind, GeneratorSpec, MAX_COUNT as MAX_GENERATED};
+pub(crate) use generator::{GeneratorKind, GeneratorSpec};
 pub(crate) use jsonl::{column_of_path, steps as path_steps, Step as PathStep};
 pub use jsonl::{parse_case, parse_suite, parse_suite_bytes, CASE_KEYS};
 pub use loaded::Loaded;

@@ -12,6 +12,7 @@ mod paths;
 mod secrets;
 #[cfg(unix)]
 pub(crate) mod signals;
+mod store_address;
 mod text;
 
 /// A boxed future, as [`crate::Agent::respond`] returns.
@@ -29,5 +30,6 @@ pub(crate) use secrets::{
     scrub_json, shown_url,
 };
 pub(crate) use secrets::{ApiKey, EnvError};
+pub(crate) use store_address::StoreAddress;
 pub(crate) use text::suggest;
 pub(crate) use text::{clip, compact, count, panic_text, plural, slug, value_text};

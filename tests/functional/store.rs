@@ -183,6 +183,52 @@ fn the_store_goes_where_it_is_told() {
     assert_eq!(listed(&list).len(), 4, "{list:?}");
 }
 
+/// A store address with a URL scheme agentest does not support is refused before
+/// anything runs, naming the scheme and never the password, and no file is made (taken
+/// as a path, `mysql://root:pw@db/x` once became an SQLite file named after the
+/// password); `--store` on `runs` refuses it the same way.
+fn a_store_url_of_another_scheme_is_refused_by_name() {
+    let s = project("scheme");
+    let url = "mysql://root:pw-hunter2-secret@db:3306/agentest";
+    let r = agentest(
+        s.path(),
+        &["test", "-i", "suites"],
+        &[("AGENTEST_STORE", url)],
+    );
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr
+            .contains("AGENTEST_STORE=\"mysql://***@db:3306/agentest\"")
+            && r.stderr.contains("`mysql:` is no scheme agentest supports"),
+        "{r:?}"
+    );
+    assert!(r.stdout.is_empty(), "nothing ran: {r:?}");
+    let listing = format!("{:?}", walk(s.path()));
+    for said in [&r.stderr, &listing] {
+        assert!(!said.contains("hunter2"), "the password leaked: {said}");
+    }
+    assert!(!s.join("mysql:").exists(), "no file was made: {listing}");
+    let r = agentest(s.path(), &["runs", "list", "--store", url], &[]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr.contains("URL scheme `mysql:`") && !r.stderr.contains("hunter2"),
+        "{r:?}"
+    );
+}
+
+/// Every path under `dir`.
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        }
+        out.push(p);
+    }
+    out
+}
+
 /// A store written by a newer agentest is refused, untouched; a file that is no
 /// database is named with the way out; either way nothing runs, and with the store off
 /// the run goes on.
@@ -1023,6 +1069,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         every_run_is_recorded_and_listed,
         the_store_goes_where_it_is_told,
         a_newer_or_damaged_store_is_refused_with_the_way_out,
+        a_store_url_of_another_scheme_is_refused_by_name,
         an_unwritable_store_says_permission_denied_and_the_fix,
         processes_at_once_share_one_store,
         a_killed_run_resumes_with_every_case_once,

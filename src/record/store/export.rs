@@ -3,7 +3,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::read::Stored;
+use super::model::Stored;
 
 /// EvalStudio's `Run[]` as its filesystem store writes it: keys it would leave out are
 /// left out, not `null`; ids are opaque strings.

@@ -1,17 +1,20 @@
-//! The run store: every run of agentest (binary, `cargo test`, nextest) recorded in an
-//! embedded SQLite database, with the executions they belong to. See
-//! docs/store.md for where it is and what it holds.
+//! The run store: every run of agentest (binary, `cargo test`, nextest) recorded with
+//! the executions they belong to, in an embedded SQLite file or a PostgreSQL database,
+//! behind one [`backend::Backend`]. See docs/store.md for where it is and what it holds.
 
+mod backend;
 mod export;
-mod open;
-mod read;
-mod schema;
-mod write;
+mod location;
+mod model;
+mod row;
+mod sqlite;
+mod writer;
 
+pub(crate) use backend::Backend;
 pub(crate) use export::evalstudio;
-pub(crate) use open::{location, open};
-pub(crate) use read::{
-    delete, errored, execution_root, flaky, list, show, stored, Doomed, Filter, FlakyCase, RunRow,
-    Stored, LIFECYCLE, VERDICTS,
+pub(crate) use location::{location, open};
+pub(crate) use model::{
+    Claim, Doomed, ExecutionInfo, Filter, FlakyCase, Planned, Resumed, RunRow, Stored, LIFECYCLE,
+    VERDICTS,
 };
-pub(crate) use write::{Claim, ExecutionInfo, Planned, Resumed, StoreWriter};
+pub(crate) use writer::StoreWriter;

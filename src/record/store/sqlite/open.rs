@@ -1,4 +1,4 @@
-//! Where the store is, and opening it: WAL mode, a busy timeout for the many processes
+//! Opening the SQLite store: WAL mode, a busy timeout for the many processes
 //! of a nextest run, the schema migrated or a newer one refused.
 
 use std::path::{Path, PathBuf};
@@ -7,58 +7,18 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags};
 
 use super::schema::{self, Found};
-use crate::errors::StoreError;
+use super::store::Sqlite;
+use crate::errors::{DbError, StoreError};
+use crate::util::StoreAddress;
 
 /// How long a write waits for another process's transaction before it gives up. Every
 /// transaction is a few statements, so this is only reached by a stuck process.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The store's file name in its folder.
-pub(crate) const FILE: &str = "runs.db";
-
-/// Where the store of a run is: `AGENTEST_STORE`, else the config's `[store] path`, else
-/// `agentest/runs.db` in the Cargo target directory (`CARGO_TARGET_DIR`; under `cargo
-/// test`, the one the test binary was built in; else `target/` of the crate around
-/// `from`, the config's folder or the current one), else `.agentest/runs.db` in `from`.
-/// `None`: the store is off.
-pub(crate) fn location(from: &Path, configured: Option<PathBuf>, harness: bool) -> Option<PathBuf> {
-    use crate::settings::StoreChoice;
-    match &crate::settings::get().store {
-        StoreChoice::Off => return None,
-        StoreChoice::Path(p) => return Some(p.clone()),
-        StoreChoice::Default => {}
-    }
-    if let Some(p) = configured {
-        return Some(p);
-    }
-    Some(target_dir(from, harness).map_or_else(
-        || from.join(".agentest").join(FILE),
-        |t| t.join("agentest").join(FILE),
-    ))
-}
-
-/// The Cargo target directory of the project the run belongs to.
-fn target_dir(from: &Path, harness: bool) -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR").filter(|d| !d.is_empty()) {
-        return Some(PathBuf::from(dir));
-    }
-    if harness {
-        // The test binary lives in `<target>/<profile>/deps/`; Cargo marks `<target>`
-        // with CACHEDIR.TAG.
-        let exe = std::env::current_exe().ok()?;
-        if let Some(t) = exe.ancestors().find(|d| d.join("CACHEDIR.TAG").is_file()) {
-            return Some(t.to_path_buf());
-        }
-    }
-    let from = std::path::absolute(from).unwrap_or_else(|_| from.to_path_buf());
-    let crate_dir = from.ancestors().find(|d| d.join("Cargo.toml").is_file())?;
-    Some(crate_dir.join("target"))
-}
-
 /// Opens (creating it and its folder when missing) the store at `path`. Processes that
 /// open a new store at the same moment (nextest starts several) may find it locked
 /// while another switches it to WAL or migrates it: they try again for a while.
-pub(crate) fn open(path: &Path) -> Result<Connection, StoreError> {
+pub(crate) fn open(path: &Path) -> Result<Sqlite, StoreError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| StoreError::Folder {
             path: path.to_path_buf(),
@@ -68,15 +28,16 @@ pub(crate) fn open(path: &Path) -> Result<Connection, StoreError> {
     let until = std::time::Instant::now() + BUSY_TIMEOUT;
     loop {
         match open_once(path) {
-            Err(StoreError::Open { source, .. })
-                if is_busy(&source) && std::time::Instant::now() < until =>
-            {
+            Err(StoreError::Open {
+                source: DbError::Sqlite { source, .. },
+                ..
+            }) if is_busy(&source) && std::time::Instant::now() < until => {
                 std::thread::sleep(Duration::from_millis(20));
             }
             // SQLite says "unable to open database file" or "readonly database" whatever
             // the cause: the OS's own answer, and its fix, are found by asking it.
             Err(e @ StoreError::Open { .. }) => return Err(unwritable_error(path).unwrap_or(e)),
-            other => return other,
+            other => return other.map(|conn| Sqlite::new(conn, path)),
         }
     }
 }
@@ -145,8 +106,8 @@ fn is_busy(e: &rusqlite::Error) -> bool {
 
 fn open_once(path: &Path) -> Result<Connection, StoreError> {
     let fail = |source| StoreError::Open {
-        path: path.to_path_buf(),
-        source,
+        store: StoreAddress::File(path.to_path_buf()),
+        source: DbError::Sqlite { source, os: None },
     };
     let mut conn = Connection::open_with_flags(
         path,
@@ -170,7 +131,7 @@ fn open_once(path: &Path) -> Result<Connection, StoreError> {
         .map_err(fail)?;
     if version > schema::VERSION {
         return Err(StoreError::Newer {
-            path: path.to_path_buf(),
+            store: StoreAddress::File(path.to_path_buf()),
             found: version,
             supported: schema::VERSION,
         });
@@ -195,7 +156,7 @@ fn open_once(path: &Path) -> Result<Connection, StoreError> {
     match schema::migrate(&mut conn).map_err(fail)? {
         Found::Current { .. } => Ok(conn),
         Found::Newer(found) => Err(StoreError::Newer {
-            path: path.to_path_buf(),
+            store: StoreAddress::File(path.to_path_buf()),
             found,
             supported: schema::VERSION,
         }),

@@ -1,0 +1,106 @@
+//! The one interface to a store's database. SQLite ([`super::sqlite`]) and PostgreSQL
+//! implement it; the writer, the recorder and the `runs` commands see only this trait,
+//! never which database is behind it. What both need the same way (a run's row from its
+//! report, who owns a claim, which runs a dead process left, sorting a resumed
+//! execution's runs) is decided once, in [`super::row`], and the backends only move rows;
+//! the types they exchange are [`super::model`]'s.
+
+use std::collections::HashMap;
+
+use crate::errors::{DbError, StoreError};
+use crate::record::CaseReport;
+use crate::util::StoreAddress;
+
+use super::model::{
+    Claim, Doomed, ExecutionInfo, Filter, FlakyCase, FlakyRow, Planned, Resumed, RunRow, Stored,
+};
+
+/// One write of the writer thread, applied with the others of its wave in one
+/// transaction.
+pub(crate) enum Write<'a> {
+    /// Claim the run of a trial for this process.
+    Claim(&'a str),
+    /// A case ended (any status).
+    Done(&'a CaseReport),
+    /// A case this process claimed did not end: queue its run again.
+    Release(&'a str),
+}
+
+/// A store's database, opened and at the current schema.
+pub(crate) trait Backend: Send {
+    /// Where it is, for messages (a URL without its credentials).
+    fn address(&self) -> &StoreAddress;
+
+    /// Queues again the runs a dead process left `running` (see
+    /// [`super::row::abandoned`]); returns how many.
+    fn recover(&mut self) -> Result<usize, DbError>;
+
+    /// A new execution's id, or the id of the one this run joins (every process of a
+    /// nextest run shares one).
+    fn start_execution(&mut self, info: &ExecutionInfo) -> Result<i64, DbError>;
+
+    /// The newest execution that did not finish, for `--resume`.
+    fn unfinished_execution(&mut self) -> Result<Option<i64>, DbError>;
+
+    /// Queues a run for each of `planned` the execution lacks.
+    fn queue(&mut self, execution: i64, planned: &[Planned<'_>]) -> Result<(), DbError>;
+
+    /// Sorts a resumed execution's ended runs by the cases `present` now (see
+    /// [`super::row::sort_ended`]), queuing again those whose case changed, in one
+    /// transaction.
+    fn sort_ended(
+        &mut self,
+        execution: i64,
+        present: &HashMap<String, Option<String>>,
+    ) -> Result<Resumed, DbError>;
+
+    /// Applies `writes` in one transaction; when that transaction cannot be had or
+    /// committed (`Err` in the pair's first half, said once), each write alone. Each
+    /// write's result, in order: a claim's answer, `None` for the others.
+    fn write_batch(
+        &mut self,
+        execution: i64,
+        writes: &[Write<'_>],
+    ) -> (Option<DbError>, Vec<Result<Option<Claim>, DbError>>);
+
+    /// Marks this process's running runs alive.
+    fn heartbeat(&mut self, execution: i64) -> Result<(), DbError>;
+
+    /// Adds this invocation's time to the execution's, and marks it finished when none
+    /// of its runs is left to run (a nextest run's stays open).
+    fn finish(&mut self, execution: i64, duration_ms: u64) -> Result<(), DbError>;
+
+    /// Closes the database, then checks that what was written is still there (an SQLite
+    /// file deleted, replaced or overwritten while the run wrote to it).
+    fn close(self: Box<Self>) -> Result<(), StoreError>;
+
+    /// The newest runs that match `filter`, newest first.
+    fn list(&mut self, filter: &Filter) -> Result<Vec<RunRow>, DbError>;
+
+    /// One run and its case record (the JSON of a report line), when it has ended.
+    fn show(&mut self, id: i64) -> Result<Option<(RunRow, Option<String>)>, DbError>;
+
+    /// The runs to retry, by trial, with their ids: of `execution`, its runs that ended
+    /// in `error`; without one, each trial's last run that ended, when that was an
+    /// `error`.
+    fn errored(&mut self, execution: Option<i64>) -> Result<HashMap<String, i64>, DbError>;
+
+    /// An execution's id and input (the suites it ran): `id`, else the newest one not
+    /// of a nextest run; `None` when there is none.
+    fn execution_root(&mut self, id: Option<i64>) -> Result<Option<(i64, String)>, DbError>;
+
+    /// Execution `id` (the newest without one) and its ended runs.
+    fn stored(&mut self, id: Option<i64>) -> Result<Option<Stored>, DbError>;
+
+    /// Deletes what `doomed` names; returns how many runs went.
+    fn delete(&mut self, doomed: &Doomed) -> Result<usize, DbError>;
+
+    /// The passed and failed runs of the last `last` executions, by trial then
+    /// execution, for [`Backend::flaky`].
+    fn verdicts(&mut self, last: usize) -> Result<Vec<FlakyRow>, DbError>;
+
+    /// The cases of the last `last` executions whose verdict changed on the same inputs.
+    fn flaky(&mut self, last: usize) -> Result<Vec<FlakyCase>, DbError> {
+        Ok(super::row::flaky(self.verdicts(last)?))
+    }
+}

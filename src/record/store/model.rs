@@ -1,0 +1,191 @@
+//! What the store is told and answers, whichever the backend: an execution and the runs
+//! it plans, a claim's answer, a resumed execution, runs as `runs list` shows them, an
+//! execution with its ended runs, what `runs delete` removes, and the flaky cases.
+
+use std::path::PathBuf;
+
+use crate::record::CaseReport;
+
+/// What an execution is, for its row.
+pub(crate) struct ExecutionInfo {
+    /// The command line.
+    pub(crate) command: Vec<String>,
+    /// The suites' root or input, as shown.
+    pub(crate) root: String,
+    /// `NEXTEST_RUN_ID`: the execution every process of the nextest run shares.
+    pub(crate) nextest_run_id: Option<String>,
+    /// Where to look for the git commit (the suites' folder).
+    pub(crate) git_from: PathBuf,
+}
+
+/// A trial the run will run.
+pub(crate) struct Planned<'a> {
+    pub(crate) trial: &'a str,
+    pub(crate) suite: &'a str,
+    pub(crate) case_id: &'a str,
+    pub(crate) file: &'a str,
+    /// The run this one retries.
+    pub(crate) retry_of: Option<i64>,
+}
+
+/// The store's answer to a claim of a trial's run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Claim {
+    /// The run is this process's: the case runs here.
+    Granted,
+    /// Another process of the execution has the run, or ran it (a nextest run, or a
+    /// `--resume` of the same execution in another terminal).
+    Elsewhere,
+    /// This very process claimed the run before: the trial was planned twice, which
+    /// planning rules out (trial names are unique). A bug, never a skip.
+    Twice,
+}
+
+/// What a resumed execution already holds.
+#[derive(Default)]
+pub(crate) struct Resumed {
+    /// The records of its runs that ended (`completed` or `error`) and are kept: their
+    /// case is still there, with the same `input_hash`.
+    pub(crate) ended: Vec<CaseReport>,
+    /// The trials of ended runs whose case is no longer in the suites: left out of the
+    /// report (their runs stay in the store).
+    pub(crate) gone: Vec<String>,
+    /// The trials of ended runs whose case changed since (or whose record cannot be
+    /// read): queued again, to run.
+    pub(crate) stale: Vec<String>,
+}
+
+/// The seed's run statuses.
+pub(crate) const LIFECYCLE: [&str; 5] = ["queued", "pending", "running", "completed", "error"];
+/// agentest's verdicts, also accepted by `--status`.
+pub(crate) const VERDICTS: [&str; 5] = ["passed", "failed", "error", "skipped", "timeout"];
+
+/// One stored run, as `runs list` shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RunRow {
+    pub(crate) id: i64,
+    pub(crate) execution: i64,
+    pub(crate) trial: String,
+    pub(crate) status: String,
+    pub(crate) verdict: Option<String>,
+    pub(crate) started_at: Option<String>,
+    pub(crate) completed_at: Option<String>,
+    pub(crate) reason: Option<String>,
+    pub(crate) latency_ms: Option<i64>,
+    pub(crate) retry_of: Option<i64>,
+}
+
+/// Which runs to list.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Filter {
+    /// A lifecycle status, or one of agentest's verdicts.
+    pub(crate) status: Option<String>,
+    /// A suite: the runs of it and of the suites under it (`billing` takes
+    /// `billing/refunds`).
+    pub(crate) suite: Option<String>,
+    pub(crate) execution: Option<i64>,
+    pub(crate) limit: usize,
+}
+
+impl Filter {
+    /// Whether `status` is a lifecycle status (else one of agentest's verdicts).
+    pub(crate) fn status_is_lifecycle(&self) -> bool {
+        self.status
+            .as_deref()
+            .is_some_and(|s| LIFECYCLE.contains(&s))
+    }
+
+    /// The suite, and a `LIKE` pattern (escaped with `\`) for the suites under it.
+    pub(crate) fn suite_patterns(&self) -> Option<(String, String)> {
+        let s = self.suite.as_ref()?;
+        let escaped = s
+            .replace('\\', "\\\\")
+            .replace('%', "\\%")
+            .replace('_', "\\_");
+        Some((s.clone(), format!("{escaped}/%")))
+    }
+}
+
+/// An execution's ended runs, for reports rendered from the store.
+pub(crate) struct Stored {
+    pub(crate) execution: i64,
+    /// What it ran (the input).
+    pub(crate) root: String,
+    /// Its command line.
+    pub(crate) command: Vec<String>,
+    /// When it started (RFC 3339).
+    pub(crate) started_at: String,
+    pub(crate) duration_ms: u64,
+    /// The records of its runs that ended, in trial order.
+    pub(crate) cases: Vec<crate::record::CaseReport>,
+    /// Each run as stored, in the same order as `cases`.
+    pub(crate) runs: Vec<StoredRun>,
+}
+
+/// A run's columns an export needs.
+pub(crate) struct StoredRun {
+    pub(crate) id: i64,
+    pub(crate) status: String,
+    pub(crate) started_at: Option<String>,
+    pub(crate) completed_at: Option<String>,
+    pub(crate) success: Option<bool>,
+    pub(crate) reason: Option<String>,
+    pub(crate) error: Option<String>,
+    pub(crate) messages: Option<String>,
+    pub(crate) latency_ms: Option<i64>,
+    pub(crate) persona: Option<String>,
+    pub(crate) case_id: String,
+}
+
+impl Stored {
+    /// An execution from its row and its ended runs (each with its record, the JSON of
+    /// a report line), in trial order; a run whose record cannot be read is left out.
+    pub(crate) fn assemble(
+        execution: i64,
+        root: String,
+        command: &str,
+        started_at: String,
+        duration_ms: Option<i64>,
+        rows: Vec<(StoredRun, Option<String>)>,
+    ) -> Stored {
+        let mut cases = Vec::new();
+        let mut runs = Vec::new();
+        for (run, record) in rows {
+            if let Some(case) = record.and_then(|j| serde_json::from_str(&j).ok()) {
+                cases.push(case);
+                runs.push(run);
+            }
+        }
+        Stored {
+            execution,
+            root,
+            command: serde_json::from_str(command).unwrap_or_default(),
+            started_at,
+            duration_ms: duration_ms.unwrap_or(0).max(0) as u64,
+            cases,
+            runs,
+        }
+    }
+}
+
+/// What `runs delete` removes.
+#[derive(Debug, Clone)]
+pub(crate) enum Doomed {
+    Run(i64),
+    Execution(i64),
+    /// Runs (and then empty executions) that started before this RFC 3339 time.
+    Before(String),
+}
+
+/// A case whose verdict changed between executions on the same inputs.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct FlakyCase {
+    pub(crate) trial: String,
+    /// Oldest first: the execution, its verdict, and the case's pass rate in it (a
+    /// repeated case's share of passing repeats; 1 or 0 for a case run once).
+    pub(crate) history: Vec<(i64, String, f64)>,
+}
+
+/// A passed or failed run, for [`flaky`]: its execution, trial, the case's
+/// `input_hash`, its verdict and, for a repeated case, its pass rate.
+pub(crate) type FlakyRow = (i64, String, Option<String>, String, Option<f64>);

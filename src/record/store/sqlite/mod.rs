@@ -1,0 +1,8 @@
+//! The embedded store: SQLite, compiled in, one file (WAL mode) shared by the processes
+//! of a run on one machine.
+
+mod open;
+mod schema;
+mod store;
+
+pub(crate) use open::open;

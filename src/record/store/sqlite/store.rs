@@ -1,0 +1,620 @@
+//! The SQLite backend: the embedded store's SQL. Every write transaction is IMMEDIATE,
+//! so that the processes of a nextest run queue for the write lock at its start instead
+//! of failing at commit.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row, TransactionBehavior};
+
+use crate::errors::{DbError, StoreError};
+use crate::record::rfc3339;
+use crate::record::store::backend::{Backend, Write};
+use crate::record::store::model::{
+    Claim, Doomed, ExecutionInfo, Filter, FlakyRow, Planned, Resumed, RunRow, Stored, StoredRun,
+};
+use crate::record::store::row::{self, Owner, RunEnd};
+use crate::util::StoreAddress;
+
+/// An open SQLite store.
+pub(crate) struct Sqlite {
+    conn: Connection,
+    address: StoreAddress,
+    /// The file as opened, to notice it deleted or replaced while the run writes.
+    identity: Option<(u64, u64)>,
+}
+
+impl Sqlite {
+    pub(super) fn new(conn: Connection, path: &Path) -> Sqlite {
+        Sqlite {
+            conn,
+            address: StoreAddress::File(path.to_path_buf()),
+            identity: identity(path),
+        }
+    }
+
+    fn path(&self) -> PathBuf {
+        self.address
+            .file()
+            .map(Path::to_path_buf)
+            .unwrap_or_default()
+    }
+
+    /// `e` as the store's error, with the operating system's own error when SQLite's
+    /// is an I/O one ("disk I/O error" says nothing of a full disk or a file size limit).
+    fn db(&self, e: rusqlite::Error) -> DbError {
+        described(&self.conn, e)
+    }
+}
+
+/// See [`Sqlite::db`].
+fn described(conn: &Connection, e: rusqlite::Error) -> DbError {
+    // SAFETY: the handle of a connection this thread holds, used at once; this only
+    // reads the errno SQLite kept from its last failed system call.
+    let errno = unsafe { rusqlite::ffi::sqlite3_system_errno(conn.handle()) };
+    let io = matches!(
+        e.sqlite_error_code(),
+        Some(
+            rusqlite::ErrorCode::SystemIoFailure
+                | rusqlite::ErrorCode::DiskFull
+                | rusqlite::ErrorCode::CannotOpen
+                | rusqlite::ErrorCode::ReadOnly
+                | rusqlite::ErrorCode::PermissionDenied
+        )
+    );
+    DbError::Sqlite {
+        source: e,
+        os: (io && errno != 0).then(|| std::io::Error::from_raw_os_error(errno)),
+    }
+}
+
+/// The device and inode of the file at `path`.
+fn identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// Whether the file at `path` still starts as an SQLite database does.
+fn is_database(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 16];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| &head == b"SQLite format 3\0")
+}
+
+const COLUMNS: &str = "id, execution_id, trial, status, verdict, started_at, completed_at, \
+     COALESCE(error, reason), json_extract(metadata, '$.latency_ms'), retry_of";
+
+fn run_row(r: &Row<'_>) -> rusqlite::Result<RunRow> {
+    Ok(RunRow {
+        id: r.get(0)?,
+        execution: r.get(1)?,
+        trial: r.get(2)?,
+        status: r.get(3)?,
+        verdict: r.get(4)?,
+        started_at: r.get(5)?,
+        completed_at: r.get(6)?,
+        reason: r.get(7)?,
+        latency_ms: r.get(8)?,
+        retry_of: r.get(9)?,
+    })
+}
+
+impl Backend for Sqlite {
+    fn address(&self) -> &StoreAddress {
+        &self.address
+    }
+
+    fn recover(&mut self) -> Result<usize, DbError> {
+        recover(&self.conn).map_err(|e| self.db(e))
+    }
+
+    fn start_execution(&mut self, info: &ExecutionInfo) -> Result<i64, DbError> {
+        start_execution(&mut self.conn, info).map_err(|e| self.db(e))
+    }
+
+    fn unfinished_execution(&mut self) -> Result<Option<i64>, DbError> {
+        self.conn
+            .query_row(
+                "SELECT MAX(id) FROM executions WHERE finished_at IS NULL AND nextest_run_id IS NULL",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.db(e))
+    }
+
+    fn queue(&mut self, execution: i64, planned: &[Planned<'_>]) -> Result<(), DbError> {
+        queue(&mut self.conn, execution, planned).map_err(|e| self.db(e))
+    }
+
+    fn sort_ended(
+        &mut self,
+        execution: i64,
+        present: &HashMap<String, Option<String>>,
+    ) -> Result<Resumed, DbError> {
+        sort_ended(&mut self.conn, execution, present).map_err(|e| self.db(e))
+    }
+
+    fn write_batch(
+        &mut self,
+        execution: i64,
+        writes: &[Write<'_>],
+    ) -> (Option<DbError>, Vec<Result<Option<Claim>, DbError>>) {
+        let apply = |conn: &Connection, w: &Write<'_>| -> rusqlite::Result<Option<Claim>> {
+            match w {
+                Write::Claim(trial) => claim(conn, execution, trial).map(Some),
+                Write::Done(report) => done(conn, execution, report).map(|()| None),
+                Write::Release(trial) => release(conn, execution, trial).map(|()| None),
+            }
+        };
+        let together = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .and_then(|tx| {
+                let results: Vec<_> = writes.iter().map(|w| apply(&tx, w)).collect();
+                tx.commit().map(|()| results)
+            });
+        let (failed, results) = match together {
+            Ok(results) => (None, results),
+            // Rolled back: nothing of it holds, each write is tried on its own.
+            Err(e) => (
+                Some(self.db(e)),
+                writes.iter().map(|w| apply(&self.conn, w)).collect(),
+            ),
+        };
+        let results = results
+            .into_iter()
+            .map(|r| r.map_err(|e| self.db(e)))
+            .collect();
+        (failed, results)
+    }
+
+    fn heartbeat(&mut self, execution: i64) -> Result<(), DbError> {
+        let now = rfc3339(std::time::SystemTime::now());
+        let me = Owner::me();
+        self.conn
+            .execute(
+                "UPDATE runs SET heartbeat_at = ?1
+                 WHERE execution_id = ?2 AND status = 'running' AND owner_pid = ?3 AND owner_host = ?4",
+                params![now, execution, me.pid, me.host],
+            )
+            .map(drop)
+            .map_err(|e| self.db(e))
+    }
+
+    fn finish(&mut self, execution: i64, duration_ms: u64) -> Result<(), DbError> {
+        let now = rfc3339(std::time::SystemTime::now());
+        // A resumed execution adds this invocation's time to the earlier ones'.
+        self.conn
+            .execute(
+                "UPDATE executions SET duration_ms = COALESCE(duration_ms, 0) + ?1 WHERE id = ?2",
+                params![duration_ms as i64, execution],
+            )
+            .and_then(|_| {
+                self.conn.execute(
+                    "UPDATE executions SET finished_at = ?1 WHERE id = ?2 AND nextest_run_id IS NULL
+                     AND NOT EXISTS (SELECT 1 FROM runs WHERE execution_id = ?2
+                                     AND status IN ('queued', 'pending', 'running'))",
+                    params![now, execution],
+                )
+            })
+            .map(drop)
+            .map_err(|e| self.db(e))
+    }
+
+    fn close(self: Box<Self>) -> Result<(), StoreError> {
+        let path = self.path();
+        let opened = self.identity;
+        drop(self);
+        if identity(&path) != opened {
+            return Err(StoreError::Vanished { path });
+        }
+        if !is_database(&path) {
+            return Err(StoreError::Damaged { path });
+        }
+        Ok(())
+    }
+
+    fn list(&mut self, f: &Filter) -> Result<Vec<RunRow>, DbError> {
+        let mut clauses = Vec::new();
+        let mut values: Vec<String> = Vec::new();
+        if let Some(s) = &f.status {
+            clauses.push(match f.status_is_lifecycle() {
+                true => "status = ?",
+                false => "verdict = ?",
+            });
+            values.push(s.clone());
+        }
+        if let Some((suite, under)) = f.suite_patterns() {
+            clauses.push("(suite = ? OR suite LIKE ? ESCAPE '\\')");
+            values.push(suite);
+            values.push(under);
+        }
+        if let Some(e) = f.execution {
+            clauses.push("execution_id = ?");
+            values.push(e.to_string());
+        }
+        let filter = if clauses.is_empty() {
+            String::new()
+        } else {
+            format!("WHERE {}", clauses.join(" AND "))
+        };
+        let sql = format!(
+            "SELECT {COLUMNS} FROM runs {filter} ORDER BY id DESC LIMIT {}",
+            f.limit.max(1)
+        );
+        let rows = self.conn.prepare(&sql).and_then(|mut stmt| {
+            stmt.query_map(params_from_iter(values.iter()), run_row)?
+                .collect()
+        });
+        rows.map_err(|e| self.db(e))
+    }
+
+    fn show(&mut self, id: i64) -> Result<Option<(RunRow, Option<String>)>, DbError> {
+        self.conn
+            .query_row(
+                &format!("SELECT {COLUMNS}, record FROM runs WHERE id = ?1"),
+                [id],
+                |r| Ok((run_row(r)?, r.get::<_, Option<String>>(10)?)),
+            )
+            .optional()
+            .map_err(|e| self.db(e))
+    }
+
+    fn errored(&mut self, execution: Option<i64>) -> Result<HashMap<String, i64>, DbError> {
+        // -1 matches no execution: the second form then decides.
+        let rows = self
+            .conn
+            .prepare(
+                "SELECT trial, id FROM runs WHERE status = 'error' AND (
+                     execution_id = ?1 OR (?1 = -1 AND id IN (
+                         SELECT MAX(id) FROM runs WHERE status IN ('completed', 'error') GROUP BY trial)))",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_map([execution.unwrap_or(-1)], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect()
+            });
+        rows.map_err(|e| self.db(e))
+    }
+
+    fn execution_root(&mut self, id: Option<i64>) -> Result<Option<(i64, String)>, DbError> {
+        execution_root(&self.conn, id).map_err(|e| self.db(e))
+    }
+
+    fn stored(&mut self, id: Option<i64>) -> Result<Option<Stored>, DbError> {
+        stored(&self.conn, id).map_err(|e| self.db(e))
+    }
+
+    fn delete(&mut self, d: &Doomed) -> Result<usize, DbError> {
+        delete(&mut self.conn, d).map_err(|e| self.db(e))
+    }
+
+    fn verdicts(&mut self, last: usize) -> Result<Vec<FlakyRow>, DbError> {
+        let rows = self
+            .conn
+            .prepare(
+                "SELECT execution_id, trial, json_extract(metadata, '$.input_hash'), verdict,
+                        json_extract(metadata, '$.stability.pass_rate')
+                 FROM runs
+                 WHERE execution_id IN (SELECT id FROM executions ORDER BY id DESC LIMIT ?1)
+                   AND verdict IN ('passed', 'failed')
+                 ORDER BY trial, execution_id",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_map([last as i64], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+                })?
+                .collect()
+            });
+        rows.map_err(|e| self.db(e))
+    }
+}
+
+/// See [`Backend::sort_ended`].
+fn sort_ended(
+    conn: &mut Connection,
+    execution: i64,
+    present: &HashMap<String, Option<String>>,
+) -> rusqlite::Result<Resumed> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let rows: Vec<(i64, String, Option<String>)> = {
+        let mut stmt = tx.prepare(
+            "SELECT id, trial, record FROM runs WHERE execution_id = ?1
+             AND status IN ('completed', 'error') ORDER BY id",
+        )?;
+        let rows = stmt.query_map([execution], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        rows.collect::<Result<_, _>>()?
+    };
+    let (resumed, again) = row::sort_ended(rows, present);
+    for id in again {
+        tx.execute(
+            "UPDATE runs SET status = 'queued', verdict = NULL, started_at = NULL,
+                    completed_at = NULL, owner_pid = NULL, owner_host = NULL,
+                    heartbeat_at = NULL, success = NULL, score = NULL, reason = NULL,
+                    error = NULL, messages = NULL, metadata = NULL, record = NULL
+             WHERE id = ?1",
+            [id],
+        )?;
+    }
+    tx.commit()?;
+    Ok(resumed)
+}
+
+/// See [`Backend::start_execution`].
+fn start_execution(conn: &mut Connection, info: &ExecutionInfo) -> rusqlite::Result<i64> {
+    let now = rfc3339(std::time::SystemTime::now());
+    let command = serde_json::to_string(&info.command).unwrap_or_default();
+    let commit = row::git_commit(&info.git_from);
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    if let Some(run_id) = &info.nextest_run_id {
+        let found: Option<i64> = tx
+            .query_row(
+                "SELECT id FROM executions WHERE nextest_run_id = ?1",
+                [run_id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if let Some(id) = found {
+            tx.commit()?;
+            return Ok(id);
+        }
+    }
+    tx.execute(
+        "INSERT INTO executions (started_at, command, version, git_commit, nextest_run_id, root)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![
+            now,
+            command,
+            env!("CARGO_PKG_VERSION"),
+            commit,
+            info.nextest_run_id,
+            info.root
+        ],
+    )?;
+    let id = tx.last_insert_rowid();
+    tx.commit()?;
+    Ok(id)
+}
+
+/// See [`Backend::queue`].
+fn queue(conn: &mut Connection, execution: i64, planned: &[Planned<'_>]) -> rusqlite::Result<()> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    {
+        let mut insert = tx.prepare(
+            "INSERT INTO runs (execution_id, trial, suite, case_id, file, retry_of)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+             ON CONFLICT (execution_id, trial) DO NOTHING",
+        )?;
+        for p in planned {
+            insert.execute(params![
+                execution, p.trial, p.suite, p.case_id, p.file, p.retry_of
+            ])?;
+        }
+    }
+    tx.commit()
+}
+
+/// The atomic claim of the seed's run processor: `queued` to `running` in one
+/// conditional UPDATE, so two processes never run the same run.
+fn claim(conn: &Connection, execution: i64, trial: &str) -> rusqlite::Result<Claim> {
+    let now = rfc3339(std::time::SystemTime::now());
+    let me = Owner::me();
+    let n = conn
+        .prepare_cached(
+            "UPDATE runs SET status = 'running', started_at = ?1, heartbeat_at = ?1, owner_pid = ?2, owner_host = ?3
+             WHERE execution_id = ?4 AND trial = ?5 AND status IN ('queued', 'pending')",
+        )?
+        .execute(params![now, me.pid, me.host, execution, trial])?;
+    if n == 1 {
+        return Ok(Claim::Granted);
+    }
+    let owner = conn
+        .prepare_cached(
+            "SELECT owner_pid, owner_host FROM runs WHERE execution_id = ?1 AND trial = ?2",
+        )?
+        .query_row(params![execution, trial], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    Ok(me.claim_lost_to(owner))
+}
+
+/// Queues again the run of `trial` if this process claimed it and it did not end,
+/// saying why in its `reason` (`runs list` shows it).
+fn release(conn: &Connection, execution: i64, trial: &str) -> rusqlite::Result<()> {
+    let me = Owner::me();
+    conn.prepare_cached(
+        "UPDATE runs SET status = 'queued', owner_pid = NULL, owner_host = NULL,
+                heartbeat_at = NULL, started_at = NULL,
+                reason = 'interrupted before it ended; --resume runs it again'
+         WHERE execution_id = ?1 AND trial = ?2 AND status = 'running'
+           AND owner_pid = ?3 AND owner_host = ?4",
+    )?
+    .execute(params![execution, trial, me.pid, me.host])?;
+    Ok(())
+}
+
+/// See [`Backend::recover`].
+fn recover(conn: &Connection) -> rusqlite::Result<usize> {
+    let cutoff = row::lease_cutoff();
+    // Each running run's id, owner (pid, host) and last heartbeat.
+    type Owned = (i64, Option<i64>, Option<String>, Option<String>);
+    let running: Vec<Owned> = {
+        let mut stmt = conn.prepare(
+            "SELECT id, owner_pid, owner_host, heartbeat_at FROM runs WHERE status = 'running'",
+        )?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
+        rows.collect::<Result<_, _>>()?
+    };
+    let mut recovered = 0;
+    for (id, pid, owner_host, beat) in running {
+        if row::abandoned(pid, owner_host.as_deref(), beat.as_deref(), &cutoff) {
+            // Only if it is still the dead owner's run as read: another process that
+            // recovered it meanwhile may have claimed it (a new owner and heartbeat),
+            // and queuing that claim again would run the case twice.
+            recovered += conn.execute(
+                "UPDATE runs SET status = 'queued', owner_pid = NULL, owner_host = NULL,
+                        heartbeat_at = NULL, started_at = NULL
+                 WHERE id = ?1 AND status = 'running' AND owner_pid IS ?2
+                   AND owner_host IS ?3 AND heartbeat_at IS ?4",
+                params![id, pid, owner_host, beat],
+            )?;
+        }
+    }
+    Ok(recovered)
+}
+
+/// A case's end. A case the plan did not queue (one that failed to load) gets its row
+/// here.
+fn done(conn: &Connection, execution: i64, r: &crate::record::CaseReport) -> rusqlite::Result<()> {
+    let end = RunEnd::of(r);
+    conn.prepare_cached(
+        "INSERT INTO runs (execution_id, trial, suite, case_id, file, status, verdict, started_at,
+                           completed_at, success, reason, error, messages, metadata, record, parameters,
+                           score, persona)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
+         ON CONFLICT (execution_id, trial) DO UPDATE SET
+             status = excluded.status, verdict = excluded.verdict,
+             started_at = COALESCE(runs.started_at, excluded.started_at),
+             completed_at = excluded.completed_at, success = excluded.success,
+             reason = excluded.reason, error = excluded.error, messages = excluded.messages,
+             metadata = excluded.metadata, record = excluded.record,
+             parameters = excluded.parameters, score = excluded.score,
+             persona = excluded.persona",
+    )?
+    .execute(params![
+        execution,
+        r.trial,
+        r.suite,
+        r.id,
+        end.file,
+        end.status,
+        end.verdict,
+        end.completed_at,
+        end.success,
+        end.reason,
+        end.error,
+        end.messages,
+        end.metadata,
+        end.record,
+        end.parameters,
+        end.score,
+        r.persona
+    ])?;
+    Ok(())
+}
+
+/// See [`Backend::execution_root`].
+fn execution_root(conn: &Connection, id: Option<i64>) -> rusqlite::Result<Option<(i64, String)>> {
+    conn.query_row(
+        "SELECT id, root FROM executions WHERE id = ?1
+             OR (?1 = -1 AND id = (SELECT MAX(id) FROM executions WHERE nextest_run_id IS NULL))",
+        [id.unwrap_or(-1)],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+    .optional()
+}
+
+/// See [`Backend::stored`].
+fn stored(conn: &Connection, id: Option<i64>) -> rusqlite::Result<Option<Stored>> {
+    let Some((execution, root)) = execution_root(conn, id)? else {
+        return Ok(None);
+    };
+    let (command, duration, started_at): (String, Option<i64>, String) = conn.query_row(
+        "SELECT command, duration_ms, started_at FROM executions WHERE id = ?1",
+        [execution],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?;
+    let mut stmt = conn.prepare(
+        "SELECT id, status, started_at, completed_at, success, reason, error, messages,
+                json_extract(metadata, '$.latency_ms'), persona, case_id, record
+         FROM runs WHERE execution_id = ?1 AND status IN ('completed', 'error') ORDER BY trial",
+    )?;
+    let rows = stmt
+        .query_map([execution], |r| {
+            Ok((
+                StoredRun {
+                    id: r.get(0)?,
+                    status: r.get(1)?,
+                    started_at: r.get(2)?,
+                    completed_at: r.get(3)?,
+                    success: r.get(4)?,
+                    reason: r.get(5)?,
+                    error: r.get(6)?,
+                    messages: r.get(7)?,
+                    latency_ms: r.get(8)?,
+                    persona: r.get(9)?,
+                    case_id: r.get(10)?,
+                },
+                r.get::<_, Option<String>>(11)?,
+            ))
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Some(Stored::assemble(
+        execution, root, &command, started_at, duration, rows,
+    )))
+}
+
+/// See [`Backend::delete`].
+fn delete(conn: &mut Connection, d: &Doomed) -> rusqlite::Result<usize> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let n = match d {
+        Doomed::Run(id) => tx.execute("DELETE FROM runs WHERE id = ?1", [id])?,
+        Doomed::Execution(id) => {
+            let n = tx.execute("DELETE FROM runs WHERE execution_id = ?1", [id])?;
+            tx.execute("DELETE FROM executions WHERE id = ?1", [id])?;
+            n
+        }
+        Doomed::Before(when) => {
+            let n = tx.execute(
+                "DELETE FROM runs WHERE execution_id IN (SELECT id FROM executions WHERE started_at < ?1)",
+                [when],
+            )?;
+            tx.execute("DELETE FROM executions WHERE started_at < ?1", [when])?;
+            n
+        }
+    };
+    tx.commit()?;
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A claim names who holds the run: this process claiming a trial twice is told so
+    /// (`Twice`, a bug), never that another process ran it; a run another process holds
+    /// is `Elsewhere`; a trial never queued runs here.
+    #[test]
+    fn a_claim_held_by_this_process_is_not_another_processs() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        super::super::schema::migrate(&mut conn).unwrap();
+        conn.execute(
+            "INSERT INTO executions (started_at, command, version, root) VALUES ('t', '[]', 'v', 'r')",
+            [],
+        )
+        .unwrap();
+        let execution = conn.last_insert_rowid();
+        for trial in ["s::mine", "s::theirs"] {
+            conn.execute(
+                "INSERT INTO runs (execution_id, trial, suite, case_id, file) VALUES (?1, ?2, 's', 'x', 's.jsonl')",
+                params![execution, trial],
+            )
+            .unwrap();
+        }
+        assert_eq!(claim(&conn, execution, "s::mine").unwrap(), Claim::Granted);
+        assert_eq!(claim(&conn, execution, "s::mine").unwrap(), Claim::Twice);
+        conn.execute(
+            "UPDATE runs SET status = 'running', owner_pid = ?1, owner_host = ?2 WHERE trial = 's::theirs'",
+            params![std::process::id() + 1, Owner::me().host],
+        )
+        .unwrap();
+        assert_eq!(
+            claim(&conn, execution, "s::theirs").unwrap(),
+            Claim::Elsewhere
+        );
+        assert_eq!(
+            claim(&conn, execution, "s::never-queued").unwrap(),
+            Claim::Granted
+        );
+    }
+}

@@ -1,0 +1,260 @@
+//! Recording a run into the store: an execution per invocation (or per nextest run),
+//! a `queued` run per trial it will run, `running` when the case starts, and its end
+//! committed as soon as it is known, on a thread of its own so that no case waits for
+//! the database. The database is a [`Backend`]; this file does not know which.
+
+use std::collections::HashMap;
+use std::sync::mpsc;
+use std::sync::Mutex;
+use std::thread::JoinHandle;
+
+use crate::errors::{DbError, StoreError};
+use crate::record::CaseReport;
+use crate::util::StoreAddress;
+
+use super::backend::{Backend, Write};
+use super::model::{Claim, ExecutionInfo, Planned, Resumed};
+use super::row::HEARTBEAT;
+
+enum Op {
+    /// Claim the run of a trial; the answer says whether this process runs it.
+    Claim(String, tokio::sync::oneshot::Sender<Claim>),
+    Done(Box<CaseReport>),
+    /// A case this process claimed did not end (the run was interrupted): its run is
+    /// queued again, for `--resume`.
+    Release(String),
+}
+
+/// The store of one run, written in the background.
+pub(crate) struct StoreWriter {
+    address: StoreAddress,
+    execution: i64,
+    tx: Mutex<Option<mpsc::Sender<Op>>>,
+    thread: Mutex<Option<JoinHandle<Box<dyn Backend>>>>,
+    /// What could not be written.
+    lost: std::sync::Arc<Mutex<Lost>>,
+}
+
+/// The writes that failed: the runs whose end is not recorded and the first cause.
+#[derive(Default)]
+struct Lost {
+    trials: Vec<String>,
+    cause: Option<String>,
+}
+
+impl Lost {
+    fn note(&mut self, cause: &DbError) {
+        self.cause.get_or_insert_with(|| cause.to_string());
+    }
+}
+
+impl StoreWriter {
+    /// Opens the store at `address`, starts an execution (or joins the nextest run's)
+    /// and queues `planned`.
+    pub(crate) fn begin(
+        address: &StoreAddress,
+        info: &ExecutionInfo,
+        planned: &[Planned<'_>],
+    ) -> Result<StoreWriter, StoreError> {
+        let mut db = super::open(address)?;
+        let write = |source| StoreError::Write {
+            store: address.clone(),
+            source,
+        };
+        db.recover().map_err(write)?;
+        let execution = db.start_execution(info).map_err(write)?;
+        db.queue(execution, planned).map_err(write)?;
+        StoreWriter::start(db, execution)
+    }
+
+    /// Opens the store at `address` and joins its newest execution that did not finish
+    /// (`--resume`): runs left `running` by a process that is gone are queued again,
+    /// `planned` trials it lacks are queued, and the runs that ended are sorted by
+    /// `present`, every case of the suites (`--run` or not) with its `input_hash`: kept
+    /// while their case is there unchanged, queued again when it changed, left out when
+    /// it is gone.
+    pub(crate) fn resume(
+        address: &StoreAddress,
+        planned: &[Planned<'_>],
+        present: &HashMap<String, Option<String>>,
+    ) -> Result<(StoreWriter, Resumed), StoreError> {
+        let mut db = super::open(address)?;
+        let write = |source| StoreError::Write {
+            store: address.clone(),
+            source,
+        };
+        db.recover().map_err(write)?;
+        let Some(execution) = db.unfinished_execution().map_err(write)? else {
+            return Err(StoreError::NothingToResume {
+                store: address.clone(),
+            });
+        };
+        db.queue(execution, planned).map_err(write)?;
+        let resumed = db.sort_ended(execution, present).map_err(write)?;
+        let writer = StoreWriter::start(db, execution)?;
+        Ok((writer, resumed))
+    }
+
+    /// Hands the database to the writing thread.
+    fn start(db: Box<dyn Backend>, execution: i64) -> Result<StoreWriter, StoreError> {
+        let (sender, receiver) = mpsc::channel::<Op>();
+        let lost = std::sync::Arc::new(Mutex::new(Lost::default()));
+        let address = db.address().clone();
+        let mut db = db;
+        let thread = std::thread::Builder::new()
+            .name("agentest-store".into())
+            .spawn({
+                let lost = lost.clone();
+                move || {
+                    // Said once, when the run ends (see `finish`), with every run it cost.
+                    let warn = |cause: &DbError| {
+                        lost.lock().unwrap_or_else(|e| e.into_inner()).note(cause);
+                    };
+                    let mut beat = std::time::Instant::now();
+                    loop {
+                        let first = match receiver.recv_timeout(HEARTBEAT) {
+                            Ok(op) => Some(op),
+                            Err(mpsc::RecvTimeoutError::Timeout) => None,
+                            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                        };
+                        // What queued up meanwhile (a wave of cases starting or ending
+                        // together) goes in the same transaction: one commit, not one each.
+                        let batch: Vec<Op> = first
+                            .into_iter()
+                            .chain(std::iter::from_fn(|| receiver.try_recv().ok()).take(BATCH))
+                            .collect();
+                        if !batch.is_empty() {
+                            let unwritten = write_batch(db.as_mut(), execution, batch, &warn);
+                            lost.lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .trials
+                                .extend(unwritten);
+                        }
+                        if beat.elapsed() >= HEARTBEAT {
+                            beat = std::time::Instant::now();
+                            if let Err(e) = db.heartbeat(execution) {
+                                warn(&e);
+                            }
+                        }
+                    }
+                    db
+                }
+            })
+            .map_err(|e| StoreError::Thread {
+                store: address.clone(),
+                source: e,
+            })?;
+        Ok(StoreWriter {
+            address,
+            execution,
+            tx: Mutex::new(Some(sender)),
+            thread: Mutex::new(Some(thread)),
+            lost,
+        })
+    }
+
+    /// The execution's id.
+    pub(crate) fn execution(&self) -> i64 {
+        self.execution
+    }
+
+    fn send(&self, op: Op) {
+        if let Some(tx) = &*self.tx.lock().unwrap_or_else(|e| e.into_inner()) {
+            let _ = tx.send(op);
+        }
+    }
+
+    /// Claims the run of `trial` for this process: anything but [`Claim::Granted`] means
+    /// the case must not run here.
+    pub(crate) async fn claim(&self, trial: &str) -> Claim {
+        let (answer, claimed) = tokio::sync::oneshot::channel();
+        self.send(Op::Claim(trial.to_string(), answer));
+        // No writer (it stopped): the case runs, as without a store.
+        claimed.await.unwrap_or(Claim::Granted)
+    }
+
+    /// A case ended (any status).
+    pub(crate) fn done(&self, report: &CaseReport) {
+        self.send(Op::Done(Box::new(report.clone())));
+    }
+
+    /// A case did not end here (the run was interrupted, `--fail-fast` stopped it,
+    /// another process has it): if this process had claimed its run, the run is queued
+    /// again, marked as interrupted.
+    pub(crate) fn unrun(&self, trial: &str) {
+        self.send(Op::Release(trial.to_string()));
+    }
+
+    /// Waits for every write, then marks the execution finished when none of its runs
+    /// is left to run (a run that was interrupted, or stopped by `--fail-fast`, stays
+    /// `queued` for `--resume`; a nextest run's execution stays open). `Err`: runs
+    /// whose end the store did not record, or a store deleted, replaced or damaged
+    /// while the run wrote to it.
+    pub(crate) fn finish(&self, duration_ms: u64) -> Result<(), StoreError> {
+        drop(self.tx.lock().unwrap_or_else(|e| e.into_inner()).take());
+        let thread = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(mut db) = thread.and_then(|t| t.join().ok()) {
+            if let Err(e) = db.finish(self.execution, duration_ms) {
+                self.lost.lock().unwrap_or_else(|e| e.into_inner()).note(&e);
+            }
+            db.close()?;
+        }
+        let lost = std::mem::take(&mut *self.lost.lock().unwrap_or_else(|e| e.into_inner()));
+        match lost {
+            Lost { cause: None, .. } => Ok(()),
+            Lost {
+                trials,
+                cause: Some(cause),
+            } => Err(StoreError::Unrecorded {
+                store: self.address.clone(),
+                trials,
+                cause,
+            }),
+        }
+    }
+}
+
+/// The most writes one transaction takes.
+const BATCH: usize = 256;
+
+/// Applies `batch` in one transaction, then answers its claims (only once committed).
+/// If the transaction cannot be had or committed, each write is tried on its own.
+/// Returns the trials whose end could not be written.
+fn write_batch(
+    db: &mut dyn Backend,
+    execution: i64,
+    batch: Vec<Op>,
+    warn: &dyn Fn(&DbError),
+) -> Vec<String> {
+    let writes: Vec<Write<'_>> = batch
+        .iter()
+        .map(|op| match op {
+            Op::Claim(trial, _) => Write::Claim(trial),
+            Op::Done(report) => Write::Done(report),
+            Op::Release(trial) => Write::Release(trial),
+        })
+        .collect();
+    let (together, results) = db.write_batch(execution, &writes);
+    drop(writes);
+    if let Some(e) = &together {
+        warn(e);
+    }
+    let mut unwritten = Vec::new();
+    for (op, r) in batch.into_iter().zip(results) {
+        let claimed = match r {
+            Ok(c) => c,
+            Err(e) => {
+                warn(&e);
+                if let Op::Done(report) = &op {
+                    unwritten.push(report.trial.clone());
+                }
+                // The store cannot say: the case runs, as without one.
+                Some(Claim::Granted)
+            }
+        };
+        if let (Op::Claim(_, answer), Some(claimed)) = (op, claimed) {
+            let _ = answer.send(claimed);
+        }
+    }
+    unwritten
+}
