@@ -223,6 +223,7 @@ fn open_store(
             .unwrap_or_else(|_| root.to_path_buf())
             .display()
             .to_string(),
+        key: settings.execution_key(path.file().is_none(), true),
         nextest_run_id: settings.nextest.as_ref().and_then(|n| n.run_id.clone()),
         git_from: root.to_path_buf(),
     };

@@ -170,8 +170,11 @@ pub(crate) struct Settings {
     pub(crate) test_threads: Option<usize>,
     /// Running under nextest (`NEXTEST` or `NEXTEST_EXECUTION_MODE`), with its run id.
     pub(crate) nextest: Option<Nextest>,
-    /// `AGENTEST_STORE`: the run store's file, or `off`.
+    /// `AGENTEST_STORE`: the run store's file or URL, or `off`.
     pub(crate) store: StoreChoice,
+    /// `AGENTEST_EXECUTION` and the CI's run id: what joins processes into one
+    /// execution (see [`Settings::execution_key`]).
+    pub(crate) execution: ExecutionKeys,
     /// `OPENAI_BASE_URL`: where an EvalStudio project's `openai` models are called
     /// (as OpenAI's SDKs honour it; default `https://api.openai.com/v1`).
     pub(crate) openai_base_url: Option<String>,
@@ -190,6 +193,38 @@ pub(crate) enum StoreChoice {
     Off,
     /// A file or a database URL.
     At(StoreAddress),
+}
+
+/// What may name the execution a process joins.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ExecutionKeys {
+    /// `AGENTEST_EXECUTION`, as given.
+    pub(crate) given: Option<String>,
+    /// The CI's own run: `github:<GITHUB_RUN_ID>:<GITHUB_RUN_ATTEMPT>` on GitHub Actions,
+    /// `gitlab:<CI_PIPELINE_ID>` on GitLab CI.
+    pub(crate) ci: Option<String>,
+}
+
+impl Vars {
+    /// `AGENTEST_EXECUTION`, and the CI's run id when a CI says one.
+    fn execution(&self) -> ExecutionKeys {
+        // Blank is unset, as for every variable here.
+        let given = self.get("AGENTEST_EXECUTION").map(str::to_string);
+        let github = match (self.get("GITHUB_RUN_ID"), self.get("GITHUB_RUN_ATTEMPT")) {
+            (Some(id), attempt) if self.get("GITHUB_ACTIONS") == Some("true") => {
+                Some(format!("github:{id}:{}", attempt.unwrap_or("1")))
+            }
+            _ => None,
+        };
+        let gitlab = match self.get("CI_PIPELINE_ID") {
+            Some(id) if self.get("GITLAB_CI").is_some() => Some(format!("gitlab:{id}")),
+            _ => None,
+        };
+        ExecutionKeys {
+            given,
+            ci: github.or(gitlab),
+        }
+    }
 }
 
 /// What nextest tells the processes it starts.
@@ -264,9 +299,34 @@ impl Settings {
             test_threads: vars.test_threads()?,
             nextest,
             store: vars.store()?,
+            execution: vars.execution(),
             openai_base_url: get("OPENAI_BASE_URL").map(str::to_string),
             anthropic_base_url: get("ANTHROPIC_BASE_URL").map(str::to_string),
         })
+    }
+
+    /// The key of the execution this process joins, if any: `AGENTEST_EXECUTION`; else,
+    /// when the store is `shared` by machines (a database server), the CI's run id, so
+    /// that the jobs of one CI run (nextest partitions on n machines) make one
+    /// execution; else, for a test binary (`harness`) under nextest, nextest's run id
+    /// (`nextest:<id>`), shared by the processes of one `cargo nextest run`. None: a
+    /// new execution of its own. A CI's id is not used with a store of one machine (an
+    /// SQLite file): no other machine can join it, and a second `agentest test` in the
+    /// same job would find its cases run already. The binary never takes nextest's id:
+    /// run inside a test, it is that test's own run.
+    pub(crate) fn execution_key(&self, shared: bool, harness: bool) -> Option<String> {
+        let nextest = || {
+            self.nextest
+                .as_ref()
+                .filter(|_| harness)
+                .and_then(|n| n.run_id.as_ref())
+                .map(|id| format!("nextest:{id}"))
+        };
+        self.execution
+            .given
+            .clone()
+            .or_else(|| self.execution.ci.clone().filter(|_| shared))
+            .or_else(nextest)
     }
 
     /// The override of `key` (`BASE_URL`, `MODEL`) for the endpoint `[llm]` (`name`
@@ -343,6 +403,38 @@ mod tests {
 
     fn read(vars: &[(&str, &str)]) -> Result<Settings, SettingsError> {
         Settings::from_vars(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+    }
+
+    /// The execution key: given, else the CI's run for a shared store, else nextest's.
+    #[test]
+    fn the_execution_key_comes_from_the_user_the_ci_or_nextest() {
+        let gh = [
+            ("GITHUB_ACTIONS", "true"),
+            ("GITHUB_RUN_ID", "987"),
+            ("GITHUB_RUN_ATTEMPT", "2"),
+            ("NEXTEST", "1"),
+            ("NEXTEST_RUN_ID", "abc"),
+        ];
+        let s = read(&gh).unwrap();
+        assert_eq!(s.execution_key(true, true).as_deref(), Some("github:987:2"));
+        assert_eq!(s.execution_key(false, true).as_deref(), Some("nextest:abc"));
+        assert_eq!(
+            s.execution_key(false, false),
+            None,
+            "the binary is no nextest run's"
+        );
+        let mut given = gh.to_vec();
+        given.push(("AGENTEST_EXECUTION", "pr-12"));
+        let s = read(&given).unwrap();
+        assert_eq!(s.execution_key(false, true).as_deref(), Some("pr-12"));
+        let s = read(&[("GITLAB_CI", "true"), ("CI_PIPELINE_ID", "55")]).unwrap();
+        assert_eq!(s.execution_key(true, true).as_deref(), Some("gitlab:55"));
+        assert_eq!(s.execution_key(false, true), None);
+        // A pipeline id outside GitLab is no key.
+        let s = read(&[("CI_PIPELINE_ID", "55")]).unwrap();
+        assert_eq!(s.execution_key(true, true), None);
+        let s = read(&[("AGENTEST_EXECUTION", " ")]).unwrap();
+        assert_eq!(s.execution_key(true, true), None, "blank is unset");
     }
 
     #[test]

@@ -34,6 +34,7 @@ pub(super) fn report(args: ReportArgs) -> Result<ExitCode, String> {
             let given = super::parse_store(args.store.as_deref())?;
             let address = super::runs::existing_store(given)?;
             let mut db = crate::record::store::open(&address).map_err(|e| e.to_string())?;
+            let execution = super::runs::execution_id(db.as_mut(), execution.as_deref())?;
             let stored = super::runs::stored_execution(db.as_mut(), execution)?;
             let mut summary = crate::record::Summary::new();
             for c in &stored.cases {

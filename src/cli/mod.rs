@@ -166,9 +166,10 @@ struct ReportArgs {
     /// A JSONL report, or a folder of them.
     #[arg(required_unless_present = "execution")]
     input: Option<PathBuf>,
-    /// Render an execution from the run store instead (its ended runs).
+    /// Render an execution from the run store instead (its ended runs): its id, or its
+    /// key (AGENTEST_EXECUTION, the CI's run).
     #[arg(long, conflicts_with = "input")]
-    execution: Option<i64>,
+    execution: Option<String>,
     /// The run store, with --execution (default: as `agentest test` finds it).
     // Read as text and parsed later: clap's own error would print a URL's password.
     #[arg(long, requires = "execution")]

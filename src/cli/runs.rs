@@ -34,9 +34,9 @@ enum RunsCommand {
         /// A suite, with the suites under it.
         #[arg(long)]
         suite: Option<String>,
-        /// An execution's id.
+        /// An execution: its id, or its key (AGENTEST_EXECUTION, the CI's run).
         #[arg(long)]
-        execution: Option<i64>,
+        execution: Option<String>,
         /// At most this many (default 50).
         #[arg(long, default_value_t = 50)]
         limit: usize,
@@ -59,9 +59,9 @@ enum RunsCommand {
         /// `evalstudio` or `jsonl`.
         #[arg(long, value_parser = ["evalstudio", "jsonl"])]
         format: String,
-        /// The execution (default: the newest).
+        /// The execution: its id or its key (default: the newest).
         #[arg(long)]
-        execution: Option<i64>,
+        execution: Option<String>,
         /// The file to write (default: stdout).
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
@@ -70,18 +70,18 @@ enum RunsCommand {
     /// judge with no verdict), as new runs linked to them; passed and failed runs are
     /// not retried.
     Retry {
-        /// The execution (default: the newest).
+        /// The execution: its id or its key (default: the newest).
         #[arg(long)]
-        execution: Option<i64>,
+        execution: Option<String>,
     },
     /// Delete a run, an execution's runs, or every run of executions that started
     /// before a date.
     Delete {
         /// The run's id.
         id: Option<i64>,
-        /// Every run of this execution, and the execution.
+        /// Every run of this execution (its id or its key), and the execution.
         #[arg(long, conflicts_with = "id")]
-        execution: Option<i64>,
+        execution: Option<String>,
         /// Every execution that started before this date (YYYY-MM-DD, or RFC 3339).
         #[arg(long, conflicts_with_all = ["id", "execution"])]
         before: Option<String>,
@@ -113,7 +113,7 @@ pub(super) fn runs(args: RunsArgs) -> Result<ExitCode, String> {
             let filter = Filter {
                 status,
                 suite,
-                execution,
+                execution: execution_id(db.as_mut(), execution.as_deref())?,
                 limit,
             };
             let rows = db.list(&filter).map_err(failed)?;
@@ -134,13 +134,20 @@ pub(super) fn runs(args: RunsArgs) -> Result<ExitCode, String> {
             format,
             execution,
             output,
-        } => export(db.as_mut(), &format, execution, output)?,
-        RunsCommand::Retry { execution } => return retry(db, execution),
+        } => {
+            let execution = execution_id(db.as_mut(), execution.as_deref())?;
+            export(db.as_mut(), &format, execution, output)?
+        }
+        RunsCommand::Retry { execution } => {
+            let execution = execution_id(db.as_mut(), execution.as_deref())?;
+            return retry(db, execution);
+        }
         RunsCommand::Delete {
             id,
             execution,
             before,
         } => {
+            let execution = execution_id(db.as_mut(), execution.as_deref())?;
             let doomed = match (id, execution, before) {
                 (Some(id), _, _) => Doomed::Run(id),
                 (_, Some(e), _) => Doomed::Execution(e),
@@ -156,6 +163,27 @@ pub(super) fn runs(args: RunsArgs) -> Result<ExitCode, String> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The execution `given` names: the one with that key, else the one with that id;
+/// `None` when none is given.
+pub(super) fn execution_id(
+    db: &mut dyn Backend,
+    given: Option<&str>,
+) -> Result<Option<i64>, String> {
+    let Some(given) = given else {
+        return Ok(None);
+    };
+    let address = db.address().clone();
+    if let Some(id) = db
+        .execution_by_key(given)
+        .map_err(|e| format!("failed to read the run store {address}: {e}"))?
+    {
+        return Ok(Some(id));
+    }
+    given.trim().parse::<i64>().map(Some).map_err(|_| {
+        format!("no execution with the key `{given}` in {address}; give an execution's key (AGENTEST_EXECUTION, the CI's run) or its id (agentest runs list shows them)")
+    })
 }
 
 /// `runs export`: an execution's runs as JSONL, or as EvalStudio's records.

@@ -166,6 +166,7 @@ fn open_store(
                 .to_string(),
             Input::Message(_) | Input::Generator(_) => plan.label.clone(),
         },
+        key: crate::settings::get().execution_key(path.file().is_none(), false),
         nextest_run_id: None,
         git_from: plan.root.clone(),
     };

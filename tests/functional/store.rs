@@ -229,6 +229,77 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     out
 }
 
+/// Processes that give one `AGENTEST_EXECUTION` record into one execution: two
+/// invocations on different suites are one execution, which `runs list`, `runs export`
+/// and `report` find by its key; an unknown key is said with the way out.
+fn processes_with_one_execution_key_make_one_execution() {
+    let s = project("key");
+    s.write(
+        "suites/t.jsonl",
+        concat!(
+            r#"{"id": "ok2", "input": "hello", "assert": {"type": "contains", "value": "Hello"}}"#,
+            "\n"
+        ),
+    );
+    let key = [("AGENTEST_EXECUTION", "pr-42")];
+    agentest(s.path(), &["test", "-i", "suites/s.jsonl"], &key);
+    let r = agentest(s.path(), &["test", "-i", "suites/t.jsonl"], &key);
+    assert_eq!(r.code, 0, "{r:?}");
+    agentest(s.path(), &["test", "-i", "suites/t.jsonl"], &[]);
+    let list = agentest(s.path(), &["runs", "list", "--execution", "pr-42"], &[]);
+    let mut trials: Vec<String> = listed(&list).into_iter().map(|(_, _, t)| t).collect();
+    trials.sort();
+    assert_eq!(
+        trials,
+        ["s::bad", "s::crash", "s::later", "s::ok", "t::ok2"],
+        "{list:?}"
+    );
+    let execution: std::collections::BTreeSet<String> = list
+        .stdout
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().nth(1).unwrap().to_string())
+        .collect();
+    assert_eq!(execution.len(), 1, "one execution: {list:?}");
+    let out = s.join("whole.jsonl");
+    let r = agentest(
+        s.path(),
+        &[
+            "report",
+            "--execution",
+            "pr-42",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(r.code, 0, "{r:?}");
+    let report = std::fs::read_to_string(&out).unwrap();
+    let cases = report.lines().filter(|l| l.contains("\"trial\"")).count();
+    assert_eq!(cases, 5, "{report}");
+    assert!(
+        report.contains(r#""type":"summary","total":5,"passed":2"#),
+        "{report}"
+    );
+    let r = agentest(
+        s.path(),
+        &[
+            "runs",
+            "export",
+            "--format",
+            "jsonl",
+            "--execution",
+            "pr-43",
+        ],
+        &[],
+    );
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr.contains("no execution with the key `pr-43`"),
+        "{r:?}"
+    );
+}
+
 /// A store written by a newer agentest is refused, untouched; a file that is no
 /// database is named with the way out; either way nothing runs, and with the store off
 /// the run goes on.
@@ -250,7 +321,7 @@ fn a_newer_or_damaged_store_is_refused_with_the_way_out() {
     assert_eq!(r.code, 2, "{r:?}");
     assert_eq!(
         r.stderr.trim_end(),
-        format!("error: the run store {db_str} has schema version 99, newer than this agentest's (2): it was written by a newer agentest; use that version, set AGENTEST_STORE to another file, or AGENTEST_STORE=off to run without the store")
+        format!("error: the run store {db_str} has schema version 99, newer than this agentest's (3): it was written by a newer agentest; use that version, set AGENTEST_STORE to another file, or AGENTEST_STORE=off to run without the store")
     );
     assert!(r.stdout.is_empty(), "nothing ran: {r:?}");
     assert_eq!(
@@ -1070,6 +1141,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         the_store_goes_where_it_is_told,
         a_newer_or_damaged_store_is_refused_with_the_way_out,
         a_store_url_of_another_scheme_is_refused_by_name,
+        processes_with_one_execution_key_make_one_execution,
         an_unwritable_store_says_permission_denied_and_the_fix,
         processes_at_once_share_one_store,
         a_killed_run_resumes_with_every_case_once,

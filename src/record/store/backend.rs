@@ -89,6 +89,9 @@ pub(crate) trait Backend: Send {
     /// of a nextest run; `None` when there is none.
     fn execution_root(&mut self, id: Option<i64>) -> Result<Option<(i64, String)>, DbError>;
 
+    /// The execution with this key (see [`ExecutionInfo::key`]).
+    fn execution_by_key(&mut self, key: &str) -> Result<Option<i64>, DbError>;
+
     /// Execution `id` (the newest without one) and its ended runs.
     fn stored(&mut self, id: Option<i64>) -> Result<Option<Stored>, DbError>;
 

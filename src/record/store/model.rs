@@ -12,7 +12,11 @@ pub(crate) struct ExecutionInfo {
     pub(crate) command: Vec<String>,
     /// The suites' root or input, as shown.
     pub(crate) root: String,
-    /// `NEXTEST_RUN_ID`: the execution every process of the nextest run shares.
+    /// The key every process of the execution gives (see
+    /// [`crate::settings::Settings::execution_key`]): the first to start it makes the
+    /// row, the rest join it. None: an execution of its own.
+    pub(crate) key: Option<String>,
+    /// `NEXTEST_RUN_ID`, kept in its own column as before keys.
     pub(crate) nextest_run_id: Option<String>,
     /// Where to look for the git commit (the suites' folder).
     pub(crate) git_from: PathBuf,

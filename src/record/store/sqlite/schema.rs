@@ -6,7 +6,7 @@
 use rusqlite::Connection;
 
 /// The schema version this agentest writes.
-pub(crate) const VERSION: i64 = 2;
+pub(crate) const VERSION: i64 = 3;
 
 /// The migrations, in order: `MIGRATIONS[i]` takes version `i` to `i + 1`.
 const MIGRATIONS: [&str; VERSION as usize] = [
@@ -57,6 +57,13 @@ CREATE INDEX runs_by_execution ON runs (execution_id, id);
 "#,
     // 2: an execution's wall time, for reports rendered from the store.
     "ALTER TABLE executions ADD COLUMN duration_ms INTEGER;",
+    // 3: the key processes join an execution by (AGENTEST_EXECUTION, the CI's run,
+    // nextest's run id); a nextest run's execution keeps its run id as its key.
+    r#"
+ALTER TABLE executions ADD COLUMN execution_key TEXT;
+UPDATE executions SET execution_key = 'nextest:' || nextest_run_id WHERE nextest_run_id IS NOT NULL;
+CREATE UNIQUE INDEX executions_by_key ON executions (execution_key);
+"#,
 ];
 
 /// What opening found about the schema.
@@ -101,7 +108,8 @@ mod tests {
         conn.execute_batch(MIGRATIONS[0]).unwrap();
         conn.pragma_update(None, "user_version", 1).unwrap();
         conn.execute(
-            "INSERT INTO executions (started_at, command, version, root) VALUES ('t', '[]', 'v', 'r')",
+            "INSERT INTO executions (started_at, command, version, root, nextest_run_id)
+             VALUES ('t', '[]', 'v', 'r', 'abc')",
             [],
         )
         .unwrap();
@@ -114,6 +122,14 @@ mod tests {
             )
             .unwrap();
         assert_eq!((n, d), (1, None));
+        let key: Option<String> = conn
+            .query_row("SELECT execution_key FROM executions", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(
+            key.as_deref(),
+            Some("nextest:abc"),
+            "a nextest run keeps its id"
+        );
         assert_eq!(
             migrate(&mut conn).unwrap(),
             Found::Current { from: VERSION }

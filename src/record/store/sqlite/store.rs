@@ -117,7 +117,7 @@ impl Backend for Sqlite {
     fn unfinished_execution(&mut self) -> Result<Option<i64>, DbError> {
         self.conn
             .query_row(
-                "SELECT MAX(id) FROM executions WHERE finished_at IS NULL AND nextest_run_id IS NULL",
+                "SELECT MAX(id) FROM executions WHERE finished_at IS NULL AND execution_key IS NULL",
                 [],
                 |r| r.get(0),
             )
@@ -193,7 +193,7 @@ impl Backend for Sqlite {
             )
             .and_then(|_| {
                 self.conn.execute(
-                    "UPDATE executions SET finished_at = ?1 WHERE id = ?2 AND nextest_run_id IS NULL
+                    "UPDATE executions SET finished_at = ?1 WHERE id = ?2 AND execution_key IS NULL
                      AND NOT EXISTS (SELECT 1 FROM runs WHERE execution_id = ?2
                                      AND status IN ('queued', 'pending', 'running'))",
                     params![now, execution],
@@ -282,6 +282,17 @@ impl Backend for Sqlite {
         execution_root(&self.conn, id).map_err(|e| self.db(e))
     }
 
+    fn execution_by_key(&mut self, key: &str) -> Result<Option<i64>, DbError> {
+        self.conn
+            .query_row(
+                "SELECT id FROM executions WHERE execution_key = ?1",
+                [key],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.db(e))
+    }
+
     fn stored(&mut self, id: Option<i64>) -> Result<Option<Stored>, DbError> {
         stored(&self.conn, id).map_err(|e| self.db(e))
     }
@@ -347,11 +358,11 @@ fn start_execution(conn: &mut Connection, info: &ExecutionInfo) -> rusqlite::Res
     let command = serde_json::to_string(&info.command).unwrap_or_default();
     let commit = row::git_commit(&info.git_from);
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    if let Some(run_id) = &info.nextest_run_id {
+    if let Some(key) = &info.key {
         let found: Option<i64> = tx
             .query_row(
-                "SELECT id FROM executions WHERE nextest_run_id = ?1",
-                [run_id],
+                "SELECT id FROM executions WHERE execution_key = ?1",
+                [key],
                 |r| r.get(0),
             )
             .optional()?;
@@ -361,15 +372,17 @@ fn start_execution(conn: &mut Connection, info: &ExecutionInfo) -> rusqlite::Res
         }
     }
     tx.execute(
-        "INSERT INTO executions (started_at, command, version, git_commit, nextest_run_id, root)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT INTO executions (started_at, command, version, git_commit, nextest_run_id, root,
+                                 execution_key)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![
             now,
             command,
             env!("CARGO_PKG_VERSION"),
             commit,
             info.nextest_run_id,
-            info.root
+            info.root,
+            info.key
         ],
     )?;
     let id = tx.last_insert_rowid();
@@ -507,7 +520,7 @@ fn done(conn: &Connection, execution: i64, r: &crate::record::CaseReport) -> rus
 fn execution_root(conn: &Connection, id: Option<i64>) -> rusqlite::Result<Option<(i64, String)>> {
     conn.query_row(
         "SELECT id, root FROM executions WHERE id = ?1
-             OR (?1 = -1 AND id = (SELECT MAX(id) FROM executions WHERE nextest_run_id IS NULL))",
+             OR (?1 = -1 AND id = (SELECT MAX(id) FROM executions WHERE execution_key IS NULL))",
         [id.unwrap_or(-1)],
         |r| Ok((r.get(0)?, r.get(1)?)),
     )
