@@ -4,6 +4,8 @@
 
 mod export;
 mod open;
+#[cfg_attr(not(test), expect(dead_code, reason = "wired in by the store backend"))]
+mod postgres_schema;
 mod read;
 mod schema;
 mod write;
