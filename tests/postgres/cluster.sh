@@ -105,6 +105,13 @@ EOF
   echo "cluster.sh: PostgreSQL $("$bindir/postgres" --version | awk '{print $3}') on 127.0.0.1:$port (PID $(cat "$dir/pid")), data in $dir/data" >&2
 }
 
+# Whether process $1 runs (a zombie, exited but not yet reaped, does not).
+running() {
+  local state
+  state=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
+  [[ $state != Z* ]]
+}
+
 stop() {
   if [ ! -f "$dir/pid" ]; then
     echo "cluster.sh: no $dir/pid: nothing to stop" >&2
@@ -117,14 +124,17 @@ stop() {
     return 0
   fi
   # pg_ctl could not (a data folder gone, a server wedged): the postmaster by its PID,
-  # if that PID is still a postgres process.
+  # if that PID is still a postgres process; SIGTERM is a smart shutdown, SIGQUIT an
+  # immediate one.
   if [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = postgres ]; then
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 50); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
+    local sig
+    for sig in TERM QUIT KILL; do
+      kill -"$sig" "$pid" 2>/dev/null || true
+      for _ in $(seq 50); do
+        running "$pid" || break 2
+        sleep 0.1
+      done
     done
-    kill -KILL "$pid" 2>/dev/null || true
   fi
   rm -f "$dir/pid"
 }
