@@ -197,7 +197,8 @@ pub(crate) fn error_text(err: &postgres::Error) -> String {
 }
 
 /// rustls for tokio-postgres: what tokio-postgres-rustls does, without the x509-cert
-/// parser (and its four crates) it brings for channel binding. Without channel binding,
+/// parser it brings for channel binding (with der, der_derive, spki, flagset and a
+/// second const-oid). Without channel binding,
 /// SCRAM authenticates as `SCRAM-SHA-256` rather than `SCRAM-SHA-256-PLUS`; what
 /// `-PLUS` adds (a server holding a trusted certificate for another name cannot relay
 /// the login) the verified certificate already gives. A URL that demands it
@@ -622,6 +623,32 @@ mod tests {
             .expect("require against a server without TLS is refused");
         let text = error_text(&err);
         assert!(text.contains("TLS"), "{text}");
+    }
+
+    /// Without a server: a URL that does not parse, and a port nothing listens on. The
+    /// errors say which, and never the password.
+    #[test]
+    fn errors_without_a_server_name_their_cause_and_not_the_password() {
+        let password = "Secr3tPassw0rdAbc";
+        let err = connect(&format!("postgres://agentest:{password}@127.0.0.1:port/db"))
+            .err()
+            .expect("a port that is not a number");
+        let text = format!("{} {err:?}", error_text(&err));
+        assert!(text.contains("invalid value for option `port`"), "{text}");
+        assert!(!text.contains(password), "{text}");
+
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+        let err = connect(&format!(
+            "postgres://agentest:{password}@127.0.0.1:{port}/db"
+        ))
+        .err()
+        .expect("nothing listens");
+        let text = format!("{} {err:?}", error_text(&err));
+        assert!(text.contains("error connecting to server"), "{text}");
+        assert!(text.contains("Connection refused"), "{text}");
+        assert!(!text.contains(password), "{text}");
     }
 
     #[test]
