@@ -1860,9 +1860,6 @@ pub(crate) enum StoreError {
         found: i64,
         supported: i64,
     },
-    /// A kind of store this build cannot open.
-    #[error("the run store {store} is a PostgreSQL database, which this build of agentest cannot open yet; use a file (the embedded SQLite store), or AGENTEST_STORE=off")]
-    Unsupported { store: StoreAddress },
     /// `--resume` with no execution to resume.
     #[error("nothing to resume in the run store {store}: every execution there finished; run without --resume")]
     NothingToResume { store: StoreAddress },
@@ -1899,6 +1896,11 @@ pub(crate) enum DbError {
         source: rusqlite::Error,
         os: Option<std::io::Error>,
     },
+    /// PostgreSQL's error, with its causes (its own text is only "db error" or "error
+    /// connecting to server"; the server's words are the cause). Never the URL, so
+    /// never its password.
+    #[error("{}", crate::util::error_chain(.0))]
+    Postgres(#[source] postgres::Error),
 }
 
 /// "3 runs (a, b, c)", at most ten named; or "the end of the execution" when only that

@@ -23,7 +23,9 @@ pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<std::t
         .map(|s| std::time::Duration::from_secs_f64(s.min(31_536_000.0)))
 }
 
-fn tls() -> &'static rustls::ClientConfig {
+/// The TLS configuration of every client agentest makes: its HTTP clients' and the
+/// PostgreSQL store's (`record::store::postgres::connect`).
+pub(crate) fn tls() -> &'static rustls::ClientConfig {
     static TLS: OnceLock<rustls::ClientConfig> = OnceLock::new();
     TLS.get_or_init(|| {
         let roots = rustls::RootCertStore {

@@ -26,10 +26,10 @@ pub(crate) use json::{json_eq, tool_name_matches, type_of};
 pub(crate) use paths::beside;
 pub use paths::display_path;
 pub(crate) use secrets::{
-    any_secret, expand_env, expand_secret, masks_a_secret, register_secret, root_cause, scrub,
-    scrub_json, shown_url,
+    any_secret, error_chain, expand_env, expand_secret, masks_a_secret, register_secret,
+    root_cause, scrub, scrub_json, shown_url,
 };
 pub(crate) use secrets::{ApiKey, EnvError};
-pub(crate) use store_address::StoreAddress;
+pub(crate) use store_address::{DatabaseUrl, StoreAddress};
 pub(crate) use text::suggest;
 pub(crate) use text::{clip, compact, count, panic_text, plural, slug, value_text};

@@ -208,6 +208,19 @@ pub(crate) fn shown_url(raw: &str) -> String {
     format!("{scheme}{authority}{path}{query}")
 }
 
+/// An error and its causes, joined with `: `: for errors whose own `Display` leaves the
+/// cause out (postgres says only "db error", the server's words are its source).
+pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
 /// The innermost cause of an error: what actually went wrong, without wrappers.
 pub(crate) fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
     let mut cur = e;

@@ -24,10 +24,6 @@ pub(crate) struct DatabaseUrl(String);
 
 impl DatabaseUrl {
     /// The whole URL, password and all: for the database driver, nothing else.
-    #[expect(
-        dead_code,
-        reason = "read by the PostgreSQL backend's connector, which lands next"
-    )]
     pub(crate) fn expose(&self) -> &str {
         &self.0
     }

@@ -81,6 +81,7 @@ mod layers;
 mod llm;
 mod output_path;
 mod parse_errors;
+mod postgres;
 mod readme;
 mod real_model;
 mod repeats;
@@ -193,6 +194,7 @@ fn main() {
     trials.extend(langgraph::tests());
     trials.extend(llm::tests());
     trials.extend(parse_errors::tests());
+    trials.extend(postgres::tests());
     trials.extend(readme::tests());
     trials.extend(real_model::tests());
     trials.extend(repeats::tests());

@@ -11,7 +11,7 @@ use crate::common::{finish, toml_str, PyServer, Run, Scratch, BIN, EXPENSE_AGENT
 
 /// A project with the example agent and a suite of four cases: one passes, one fails,
 /// one errors (the agent crashes), one is skipped.
-fn project(tag: &str) -> Scratch {
+pub(crate) fn project(tag: &str) -> Scratch {
     let s = Scratch::named("store", tag);
     s.write(
         "agentest.toml",
@@ -36,7 +36,7 @@ fn project(tag: &str) -> Scratch {
     s
 }
 
-fn agentest(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Run {
+pub(crate) fn agentest(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Run {
     let mut cmd = Command::new(BIN);
     cmd.current_dir(dir)
         .args(args)
@@ -51,7 +51,7 @@ fn agentest(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Run {
 }
 
 /// The rows of `runs list` below its header, as (status, verdict, trial).
-fn listed(run: &Run) -> Vec<(String, String, String)> {
+pub(crate) fn listed(run: &Run) -> Vec<(String, String, String)> {
     run.stdout
         .lines()
         .skip(1)

@@ -11,9 +11,7 @@ use crate::util::StoreAddress;
 pub(crate) fn open(address: &StoreAddress) -> Result<Box<dyn Backend>, StoreError> {
     match address {
         StoreAddress::File(path) => Ok(Box::new(super::sqlite::open(path)?)),
-        StoreAddress::Postgres(_) => Err(StoreError::Unsupported {
-            store: address.clone(),
-        }),
+        StoreAddress::Postgres(url) => Ok(Box::new(super::postgres::open(url)?)),
     }
 }
 

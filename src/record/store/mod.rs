@@ -6,6 +6,7 @@ mod backend;
 mod export;
 mod location;
 mod model;
+mod postgres;
 mod row;
 mod sqlite;
 mod writer;

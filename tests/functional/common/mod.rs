@@ -106,6 +106,100 @@ pub fn framework_python(modules: &[&str]) -> Result<PathBuf, Missing> {
     Ok(python)
 }
 
+/// How to get the PostgreSQL server that the PostgreSQL store's tests need.
+const POSTGRES_HOW: &str = "start a throwaway one with `bash tests/postgres/cluster.sh start DIR` \
+     and `export AGENTEST_TEST_POSTGRES=$(cat DIR/url)` (.ci/run does)";
+
+/// The URL of a PostgreSQL server for the store's tests (`AGENTEST_TEST_POSTGRES`, a
+/// role that may create databases), as a registration check: `(needs postgres)`.
+pub fn postgres() -> Needs {
+    postgres_url().map(|_| ())
+}
+
+fn postgres_url() -> Result<String, Missing> {
+    match std::env::var("AGENTEST_TEST_POSTGRES") {
+        Ok(url) if !url.trim().is_empty() => Ok(url.trim().to_string()),
+        _ => need(
+            "a PostgreSQL server",
+            format!("AGENTEST_TEST_POSTGRES is not set; {POSTGRES_HOW}"),
+        ),
+    }
+}
+
+/// An empty database of one test's own on the server of `AGENTEST_TEST_POSTGRES`,
+/// dropped (with any connection still open to it) when this is dropped.
+pub struct PgDatabase {
+    admin: String,
+    name: String,
+    url: String,
+}
+
+impl PgDatabase {
+    /// Its URL: the server's, naming this database.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Its name: `agentest_test_` and what makes it unique.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Drop for PgDatabase {
+    fn drop(&mut self) {
+        let dropped = postgres::Client::connect(&self.admin, postgres::NoTls).and_then(|mut c| {
+            c.batch_execute(&format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ))
+        });
+        if let Err(e) = dropped {
+            eprintln!("could not drop the test database {}: {e:?}", self.name);
+        }
+    }
+}
+
+/// A fresh empty database for a test (see [`PgDatabase`]); missing (see [`need`]) when
+/// `AGENTEST_TEST_POSTGRES` is not set. A server that is named but cannot be reached
+/// fails the test: that is not a machine lacking something.
+pub fn fresh_postgres() -> Result<PgDatabase, Missing> {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let admin = postgres_url()?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let name = format!(
+        "agentest_test_{}_{}_{nanos}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    );
+    // The cluster of tests/postgres/cluster.sh speaks no TLS; the store's own TLS is
+    // tested in src/record/store/postgres/schema.rs.
+    let mut client = postgres::Client::connect(&admin, postgres::NoTls)
+        .unwrap_or_else(|e| panic!("connecting to AGENTEST_TEST_POSTGRES: {e:?}"));
+    client
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .unwrap_or_else(|e| panic!("CREATE DATABASE {name}: {e:?}"));
+    let url = url_with_database(&admin, &name);
+    Ok(PgDatabase { admin, name, url })
+}
+
+/// `url` (`postgres://user:pass@host:port/db?options`) naming database `name`.
+fn url_with_database(url: &str, name: &str) -> String {
+    let (base, query) = url
+        .split_once('?')
+        .map_or((url, None), |(b, q)| (b, Some(q)));
+    let after_scheme = base.find("://").map_or(0, |i| i + 3);
+    let host_end = base[after_scheme..]
+        .find('/')
+        .map_or(base.len(), |i| after_scheme + i);
+    match query {
+        Some(q) => format!("{}/{name}?{q}", &base[..host_end]),
+        None => format!("{}/{name}", &base[..host_end]),
+    }
+}
+
 /// Puts the folder of the interpreter that `python3` runs first on `PATH`, for this
 /// process and so for everything the tests start, when the `python3` found on `PATH` is
 /// not that interpreter itself but a launcher, such as pyenv's shim (a bash script

@@ -2,7 +2,7 @@
 //! of a run on one machine.
 
 mod open;
-mod schema;
+pub(super) mod schema;
 mod store;
 
 pub(crate) use open::open;

@@ -1,0 +1,25 @@
+//! Opening the PostgreSQL store: connected, its schema migrated, or a newer one refused
+//! before anything writes to it.
+
+use super::schema::{self, Found};
+use super::store::Postgres;
+use crate::errors::{DbError, StoreError};
+use crate::util::{DatabaseUrl, StoreAddress};
+
+/// Connects to the database at `url` and brings its schema to the current version.
+pub(crate) fn open(url: &DatabaseUrl) -> Result<Postgres, StoreError> {
+    let address = StoreAddress::Postgres(url.clone());
+    let fail = |source| StoreError::Open {
+        store: address.clone(),
+        source: DbError::Postgres(source),
+    };
+    let mut client = super::connect::connect(url.expose()).map_err(fail)?;
+    match schema::migrate(&mut client).map_err(fail)? {
+        Found::Current { .. } => Ok(Postgres::new(client, address)),
+        Found::Newer(found) => Err(StoreError::Newer {
+            store: address,
+            found,
+            supported: schema::VERSION,
+        }),
+    }
+}

@@ -1,0 +1,548 @@
+//! The PostgreSQL backend: the shared store's SQL. The same rows as SQLite's, so that
+//! both export the same; what differs is the dialect (`$n` parameters, `IS NOT
+//! DISTINCT FROM`, `jsonb` reads of the JSON kept as text) and how concurrent writers
+//! meet: row locks under READ COMMITTED instead of SQLite's one write lock, so a
+//! conditional UPDATE that another transaction got to first matches no row.
+
+use std::collections::HashMap;
+
+use postgres::types::ToSql;
+use postgres::{Client, GenericClient, Row};
+
+use crate::errors::{DbError, StoreError};
+use crate::record::rfc3339;
+use crate::record::store::backend::{Backend, Write};
+use crate::record::store::model::{
+    Claim, Doomed, ExecutionInfo, Filter, FlakyRow, Planned, Resumed, RunRow, Stored, StoredRun,
+};
+use crate::record::store::row::{self, Owner, RunEnd};
+use crate::util::StoreAddress;
+
+/// An open PostgreSQL store.
+pub(crate) struct Postgres {
+    client: Client,
+    address: StoreAddress,
+}
+
+impl Postgres {
+    pub(super) fn new(client: Client, address: StoreAddress) -> Postgres {
+        Postgres { client, address }
+    }
+}
+
+type Result<T> = std::result::Result<T, DbError>;
+
+fn db(e: postgres::Error) -> DbError {
+    DbError::Postgres(e)
+}
+
+const COLUMNS: &str = "id, execution_id, trial, status, verdict, started_at, completed_at, \
+     COALESCE(error, reason), (metadata::jsonb ->> 'latency_ms')::bigint, retry_of";
+
+fn run_row(r: &Row) -> RunRow {
+    RunRow {
+        id: r.get(0),
+        execution: r.get(1),
+        trial: r.get(2),
+        status: r.get(3),
+        verdict: r.get(4),
+        started_at: r.get(5),
+        completed_at: r.get(6),
+        reason: r.get(7),
+        latency_ms: r.get(8),
+        retry_of: r.get(9),
+    }
+}
+
+impl Backend for Postgres {
+    fn address(&self) -> &StoreAddress {
+        &self.address
+    }
+
+    fn recover(&mut self) -> Result<usize> {
+        let cutoff = row::lease_cutoff();
+        let running = self
+            .client
+            .query(
+                "SELECT id, owner_pid, owner_host, heartbeat_at FROM runs WHERE status = 'running'",
+                &[],
+            )
+            .map_err(db)?;
+        let mut recovered = 0;
+        for r in running {
+            let (id, pid, host, beat): (i64, Option<i64>, Option<String>, Option<String>) =
+                (r.get(0), r.get(1), r.get(2), r.get(3));
+            if row::abandoned(pid, host.as_deref(), beat.as_deref(), &cutoff) {
+                // Only if it is still the dead owner's run as read (see SQLite's).
+                recovered += self
+                    .client
+                    .execute(
+                        "UPDATE runs SET status = 'queued', owner_pid = NULL, owner_host = NULL,
+                                heartbeat_at = NULL, started_at = NULL
+                         WHERE id = $1 AND status = 'running'
+                           AND owner_pid IS NOT DISTINCT FROM $2
+                           AND owner_host IS NOT DISTINCT FROM $3
+                           AND heartbeat_at IS NOT DISTINCT FROM $4",
+                        &[&id, &pid, &host, &beat],
+                    )
+                    .map_err(db)? as usize;
+            }
+        }
+        Ok(recovered)
+    }
+
+    fn start_execution(&mut self, info: &ExecutionInfo) -> Result<i64> {
+        let now = rfc3339(std::time::SystemTime::now());
+        let command = serde_json::to_string(&info.command).unwrap_or_default();
+        let commit = row::git_commit(&info.git_from);
+        let version = env!("CARGO_PKG_VERSION");
+        // The first process with the key makes the row; the others, at the same
+        // moment or later, find it: ON CONFLICT waits for the first's commit.
+        let made = self
+            .client
+            .query_opt(
+                "INSERT INTO executions (started_at, command, version, git_commit, nextest_run_id,
+                                         root, execution_key)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)
+                 ON CONFLICT (execution_key) DO NOTHING
+                 RETURNING id",
+                &[
+                    &now,
+                    &command,
+                    &version,
+                    &commit,
+                    &info.nextest_run_id,
+                    &info.root,
+                    &info.key,
+                ],
+            )
+            .map_err(db)?;
+        match made {
+            Some(r) => Ok(r.get(0)),
+            None => self
+                .client
+                .query_one(
+                    "SELECT id FROM executions WHERE execution_key = $1",
+                    &[&info.key],
+                )
+                .map(|r| r.get(0))
+                .map_err(db),
+        }
+    }
+
+    fn unfinished_execution(&mut self) -> Result<Option<i64>> {
+        self.client
+            .query_one(
+                "SELECT MAX(id) FROM executions WHERE finished_at IS NULL AND execution_key IS NULL",
+                &[],
+            )
+            .map(|r| r.get(0))
+            .map_err(db)
+    }
+
+    fn queue(&mut self, execution: i64, planned: &[Planned<'_>]) -> Result<()> {
+        // One statement for the whole plan: a hundred thousand runs are one round trip.
+        let trials: Vec<&str> = planned.iter().map(|p| p.trial).collect();
+        let suites: Vec<&str> = planned.iter().map(|p| p.suite).collect();
+        let cases: Vec<&str> = planned.iter().map(|p| p.case_id).collect();
+        let files: Vec<&str> = planned.iter().map(|p| p.file).collect();
+        let retry_of: Vec<Option<i64>> = planned.iter().map(|p| p.retry_of).collect();
+        self.client
+            .execute(
+                "INSERT INTO runs (execution_id, trial, suite, case_id, file, retry_of)
+                 SELECT $1, t.* FROM UNNEST($2::text[], $3::text[], $4::text[], $5::text[],
+                                            $6::bigint[]) AS t
+                 ON CONFLICT (execution_id, trial) DO NOTHING",
+                &[&execution, &trials, &suites, &cases, &files, &retry_of],
+            )
+            .map(drop)
+            .map_err(db)
+    }
+
+    fn sort_ended(
+        &mut self,
+        execution: i64,
+        present: &HashMap<String, Option<String>>,
+    ) -> Result<Resumed> {
+        let mut tx = self.client.transaction().map_err(db)?;
+        let rows = tx
+            .query(
+                "SELECT id, trial, record FROM runs WHERE execution_id = $1
+                 AND status IN ('completed', 'error') ORDER BY id FOR UPDATE",
+                &[&execution],
+            )
+            .map_err(db)?
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .collect();
+        let (resumed, again) = row::sort_ended(rows, present);
+        tx.execute(
+            "UPDATE runs SET status = 'queued', verdict = NULL, started_at = NULL,
+                    completed_at = NULL, owner_pid = NULL, owner_host = NULL,
+                    heartbeat_at = NULL, success = NULL, score = NULL, reason = NULL,
+                    error = NULL, messages = NULL, metadata = NULL, record = NULL
+             WHERE id = ANY($1)",
+            &[&again],
+        )
+        .map_err(db)?;
+        tx.commit().map_err(db)?;
+        Ok(resumed)
+    }
+
+    fn write_batch(
+        &mut self,
+        execution: i64,
+        writes: &[Write<'_>],
+    ) -> (Option<DbError>, Vec<Result<Option<Claim>>>) {
+        let together = self.client.transaction().and_then(|mut tx| {
+            let mut results = Vec::with_capacity(writes.len());
+            for w in writes {
+                // A statement that fails aborts PostgreSQL's transaction: the rest
+                // could not run in it, so the batch is redone write by write.
+                results.push(Ok(apply(&mut tx, execution, w)?));
+            }
+            tx.commit().map(|()| results)
+        });
+        match together {
+            Ok(results) => (None, results),
+            Err(e) => {
+                let results = writes
+                    .iter()
+                    .map(|w| apply(&mut self.client, execution, w).map_err(db))
+                    .collect();
+                (Some(db(e)), results)
+            }
+        }
+    }
+
+    fn heartbeat(&mut self, execution: i64) -> Result<()> {
+        let now = rfc3339(std::time::SystemTime::now());
+        let me = Owner::me();
+        self.client
+            .execute(
+                "UPDATE runs SET heartbeat_at = $1
+                 WHERE execution_id = $2 AND status = 'running' AND owner_pid = $3 AND owner_host = $4",
+                &[&now, &execution, &i64::from(me.pid), &me.host],
+            )
+            .map(drop)
+            .map_err(db)
+    }
+
+    fn finish(&mut self, execution: i64, duration_ms: u64) -> Result<()> {
+        let now = rfc3339(std::time::SystemTime::now());
+        let duration = duration_ms as i64;
+        self.client
+            .execute(
+                "UPDATE executions SET duration_ms = COALESCE(duration_ms, 0) + $1 WHERE id = $2",
+                &[&duration, &execution],
+            )
+            .and_then(|_| {
+                self.client.execute(
+                    "UPDATE executions SET finished_at = $1 WHERE id = $2 AND execution_key IS NULL
+                     AND NOT EXISTS (SELECT 1 FROM runs WHERE execution_id = $2
+                                     AND status IN ('queued', 'pending', 'running'))",
+                    &[&now, &execution],
+                )
+            })
+            .map(drop)
+            .map_err(db)
+    }
+
+    fn close(self: Box<Self>) -> std::result::Result<(), StoreError> {
+        // Nothing to check: the server keeps what was committed.
+        drop(self);
+        Ok(())
+    }
+
+    fn list(&mut self, f: &Filter) -> Result<Vec<RunRow>> {
+        let mut clauses: Vec<String> = Vec::new();
+        let mut values: Vec<Box<dyn ToSql + Sync>> = Vec::new();
+        if let Some(s) = &f.status {
+            let column = match f.status_is_lifecycle() {
+                true => "status",
+                false => "verdict",
+            };
+            values.push(Box::new(s.clone()));
+            clauses.push(format!("{column} = ${}", values.len()));
+        }
+        if let Some((suite, under)) = f.suite_patterns() {
+            values.push(Box::new(suite));
+            values.push(Box::new(under));
+            let n = values.len();
+            clauses.push(format!(
+                "(suite = ${} OR suite LIKE ${n} ESCAPE '\\')",
+                n - 1
+            ));
+        }
+        if let Some(e) = f.execution {
+            values.push(Box::new(e));
+            clauses.push(format!("execution_id = ${}", values.len()));
+        }
+        let filter = if clauses.is_empty() {
+            String::new()
+        } else {
+            format!("WHERE {}", clauses.join(" AND "))
+        };
+        let sql = format!(
+            "SELECT {COLUMNS} FROM runs {filter} ORDER BY id DESC LIMIT {}",
+            f.limit.max(1)
+        );
+        let params: Vec<&(dyn ToSql + Sync)> = values.iter().map(|v| v.as_ref()).collect();
+        let rows = self.client.query(&sql, &params).map_err(db)?;
+        Ok(rows.iter().map(run_row).collect())
+    }
+
+    fn show(&mut self, id: i64) -> Result<Option<(RunRow, Option<String>)>> {
+        let r = self
+            .client
+            .query_opt(
+                &format!("SELECT {COLUMNS}, record FROM runs WHERE id = $1"),
+                &[&id],
+            )
+            .map_err(db)?;
+        Ok(r.map(|r| (run_row(&r), r.get(10))))
+    }
+
+    fn errored(&mut self, execution: Option<i64>) -> Result<HashMap<String, i64>> {
+        // -1 matches no execution: the second form then decides.
+        let rows = self
+            .client
+            .query(
+                "SELECT trial, id FROM runs WHERE status = 'error' AND (
+                     execution_id = $1 OR ($1 = -1 AND id IN (
+                         SELECT MAX(id) FROM runs WHERE status IN ('completed', 'error') GROUP BY trial)))",
+                &[&execution.unwrap_or(-1)],
+            )
+            .map_err(db)?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+
+    fn execution_root(&mut self, id: Option<i64>) -> Result<Option<(i64, String)>> {
+        execution_root(&mut self.client, id)
+    }
+
+    fn execution_by_key(&mut self, key: &str) -> Result<Option<i64>> {
+        self.client
+            .query_opt(
+                "SELECT id FROM executions WHERE execution_key = $1",
+                &[&key],
+            )
+            .map(|r| r.map(|r| r.get(0)))
+            .map_err(db)
+    }
+
+    fn stored(&mut self, id: Option<i64>) -> Result<Option<Stored>> {
+        let Some((execution, root)) = execution_root(&mut self.client, id)? else {
+            return Ok(None);
+        };
+        let e = self
+            .client
+            .query_one(
+                "SELECT command, duration_ms, started_at FROM executions WHERE id = $1",
+                &[&execution],
+            )
+            .map_err(db)?;
+        let (command, duration, started_at): (String, Option<i64>, String) =
+            (e.get(0), e.get(1), e.get(2));
+        let rows = self
+            .client
+            .query(
+                "SELECT id, status, started_at, completed_at, success, reason, error, messages,
+                        (metadata::jsonb ->> 'latency_ms')::bigint, persona, case_id, record
+                 FROM runs WHERE execution_id = $1 AND status IN ('completed', 'error')
+                 ORDER BY trial COLLATE \"C\"",
+                &[&execution],
+            )
+            .map_err(db)?;
+        let rows = rows
+            .iter()
+            .map(|r| {
+                let success: Option<i64> = r.get(4);
+                (
+                    StoredRun {
+                        id: r.get(0),
+                        status: r.get(1),
+                        started_at: r.get(2),
+                        completed_at: r.get(3),
+                        success: success.map(|s| s != 0),
+                        reason: r.get(5),
+                        error: r.get(6),
+                        messages: r.get(7),
+                        latency_ms: r.get(8),
+                        persona: r.get(9),
+                        case_id: r.get(10),
+                    },
+                    r.get(11),
+                )
+            })
+            .collect();
+        Ok(Some(Stored::assemble(
+            execution, root, &command, started_at, duration, rows,
+        )))
+    }
+
+    fn delete(&mut self, d: &Doomed) -> Result<usize> {
+        let mut tx = self.client.transaction().map_err(db)?;
+        let n = match d {
+            Doomed::Run(id) => tx
+                .execute("DELETE FROM runs WHERE id = $1", &[id])
+                .map_err(db)?,
+            Doomed::Execution(id) => {
+                let n = tx
+                    .execute("DELETE FROM runs WHERE execution_id = $1", &[id])
+                    .map_err(db)?;
+                tx.execute("DELETE FROM executions WHERE id = $1", &[id])
+                    .map_err(db)?;
+                n
+            }
+            Doomed::Before(when) => {
+                let n = tx
+                    .execute(
+                        "DELETE FROM runs WHERE execution_id IN
+                             (SELECT id FROM executions WHERE started_at < $1)",
+                        &[when],
+                    )
+                    .map_err(db)?;
+                tx.execute("DELETE FROM executions WHERE started_at < $1", &[when])
+                    .map_err(db)?;
+                n
+            }
+        };
+        tx.commit().map_err(db)?;
+        Ok(n as usize)
+    }
+
+    fn verdicts(&mut self, last: usize) -> Result<Vec<FlakyRow>> {
+        let rows = self
+            .client
+            .query(
+                "SELECT execution_id, trial, metadata::jsonb ->> 'input_hash', verdict,
+                        (metadata::jsonb #>> '{stability,pass_rate}')::double precision
+                 FROM runs
+                 WHERE execution_id IN (SELECT id FROM executions ORDER BY id DESC LIMIT $1)
+                   AND verdict IN ('passed', 'failed')
+                 ORDER BY trial COLLATE \"C\", execution_id",
+                &[&(last as i64)],
+            )
+            .map_err(db)?;
+        Ok(rows
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4)))
+            .collect())
+    }
+}
+
+/// One write of a batch, in the transaction or alone.
+fn apply(
+    c: &mut impl GenericClient,
+    execution: i64,
+    w: &Write<'_>,
+) -> std::result::Result<Option<Claim>, postgres::Error> {
+    match w {
+        Write::Claim(trial) => claim(c, execution, trial).map(Some),
+        Write::Done(report) => done(c, execution, report).map(|()| None),
+        Write::Release(trial) => release(c, execution, trial).map(|()| None),
+    }
+}
+
+/// The atomic claim: `queued` to `running` in one conditional UPDATE. A concurrent
+/// claim of the same row waits for this one's commit, then finds the status changed
+/// and matches nothing, so two processes never run the same run.
+fn claim(
+    c: &mut impl GenericClient,
+    execution: i64,
+    trial: &str,
+) -> std::result::Result<Claim, postgres::Error> {
+    let now = rfc3339(std::time::SystemTime::now());
+    let me = Owner::me();
+    let pid = i64::from(me.pid);
+    let n = c.execute(
+        "UPDATE runs SET status = 'running', started_at = $1, heartbeat_at = $1, owner_pid = $2,
+                owner_host = $3
+         WHERE execution_id = $4 AND trial = $5 AND status IN ('queued', 'pending')",
+        &[&now, &pid, &me.host, &execution, &trial],
+    )?;
+    if n == 1 {
+        return Ok(Claim::Granted);
+    }
+    let owner = c
+        .query_opt(
+            "SELECT owner_pid, owner_host FROM runs WHERE execution_id = $1 AND trial = $2",
+            &[&execution, &trial],
+        )?
+        .map(|r| (r.get(0), r.get(1)));
+    Ok(me.claim_lost_to(owner))
+}
+
+/// Queues again the run of `trial` if this process claimed it and it did not end.
+fn release(
+    c: &mut impl GenericClient,
+    execution: i64,
+    trial: &str,
+) -> std::result::Result<(), postgres::Error> {
+    let me = Owner::me();
+    c.execute(
+        "UPDATE runs SET status = 'queued', owner_pid = NULL, owner_host = NULL,
+                heartbeat_at = NULL, started_at = NULL,
+                reason = 'interrupted before it ended; --resume runs it again'
+         WHERE execution_id = $1 AND trial = $2 AND status = 'running'
+           AND owner_pid = $3 AND owner_host = $4",
+        &[&execution, &trial, &i64::from(me.pid), &me.host],
+    )?;
+    Ok(())
+}
+
+/// A case's end; a case the plan did not queue gets its row here.
+fn done(
+    c: &mut impl GenericClient,
+    execution: i64,
+    r: &crate::record::CaseReport,
+) -> std::result::Result<(), postgres::Error> {
+    let end = RunEnd::of(r);
+    let success = end.success.map(i64::from);
+    c.execute(
+        "INSERT INTO runs (execution_id, trial, suite, case_id, file, status, verdict, started_at,
+                           completed_at, success, reason, error, messages, metadata, record,
+                           parameters, score, persona)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+         ON CONFLICT (execution_id, trial) DO UPDATE SET
+             status = excluded.status, verdict = excluded.verdict,
+             started_at = COALESCE(runs.started_at, excluded.started_at),
+             completed_at = excluded.completed_at, success = excluded.success,
+             reason = excluded.reason, error = excluded.error, messages = excluded.messages,
+             metadata = excluded.metadata, record = excluded.record,
+             parameters = excluded.parameters, score = excluded.score,
+             persona = excluded.persona",
+        &[
+            &execution,
+            &r.trial,
+            &r.suite,
+            &r.id,
+            &end.file,
+            &end.status,
+            &end.verdict,
+            &end.completed_at,
+            &success,
+            &end.reason,
+            &end.error,
+            &end.messages,
+            &end.metadata,
+            &end.record,
+            &end.parameters,
+            &end.score,
+            &r.persona,
+        ],
+    )?;
+    Ok(())
+}
+
+/// See [`Backend::execution_root`].
+fn execution_root(c: &mut Client, id: Option<i64>) -> Result<Option<(i64, String)>> {
+    c.query_opt(
+        "SELECT id, root FROM executions WHERE id = $1
+             OR ($1 = -1 AND id = (SELECT MAX(id) FROM executions WHERE execution_key IS NULL))",
+        &[&id.unwrap_or(-1)],
+    )
+    .map(|r| r.map(|r| (r.get(0), r.get(1))))
+    .map_err(db)
+}

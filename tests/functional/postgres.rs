@@ -1,0 +1,297 @@
+//! The PostgreSQL store through the real binary, on the throwaway cluster of
+//! tests/postgres/cluster.sh (`AGENTEST_TEST_POSTGRES`), each test on a database of its
+//! own that [`fresh_postgres`] gives it: the same runs and exports as SQLite, the
+//! commands, a server that cannot be reached, and never the password. The schema and
+//! connections are tested in src/record/store/postgres/schema.rs, on the same server.
+
+use serde_json::Value;
+
+use crate::common::{fresh_postgres, Needs, Run};
+use crate::store::{agentest, listed, project};
+
+pub fn tests() -> Vec<libtest_mimic::Trial> {
+    crate::trials![
+        a_fresh_database_is_empty_and_dropped_with_its_guard(needs crate::common::postgres),
+        a_run_recorded_in_postgres_exports_as_sqlites_does(needs crate::common::postgres),
+        the_runs_commands_work_on_postgres(needs crate::common::postgres),
+        an_unreachable_or_refused_server_stops_the_run_before_any_case(needs crate::common::postgres),
+        a_newer_postgres_store_is_refused_untouched(needs crate::common::postgres),
+    ]
+}
+
+/// `runs export` of the newest execution, parsed, with what differs between two stores
+/// of the same runs (ids, times, durations) taken out.
+fn exported(dir: &std::path::Path, store: &str, format: &str) -> Vec<Value> {
+    let r = agentest(
+        dir,
+        &["runs", "export", "--format", format, "--store", store],
+        &[],
+    );
+    assert_eq!(r.code, 0, "{r:?}");
+    let values: Vec<Value> = match format {
+        "jsonl" => r
+            .stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect(),
+        _ => serde_json::from_str::<Vec<Value>>(&r.stdout).unwrap(),
+    };
+    values.into_iter().map(normalized).collect()
+}
+
+/// `v` without the keys whose values are ids, times or durations.
+fn normalized(v: Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.into_iter()
+                .filter(|(k, _)| {
+                    !(k == "id"
+                        || k.ends_with("_ms")
+                        || k.ends_with("At")
+                        || k.ends_with("_at")
+                        || k.to_lowercase().contains("latency"))
+                })
+                .map(|(k, v)| (k, normalized(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.into_iter().map(normalized).collect()),
+        other => other,
+    }
+}
+
+fn assert_no_password(url: &str, runs: &[&Run]) {
+    let password = url
+        .split_once("://")
+        .and_then(|(_, rest)| rest.split_once('@'))
+        .and_then(|(user, _)| user.split_once(':'))
+        .map(|(_, p)| p.to_string())
+        .expect("the test cluster's URL has a password");
+    for r in runs {
+        assert!(
+            !r.stdout.contains(&password) && !r.stderr.contains(&password),
+            "the password leaked: {r:?}"
+        );
+    }
+}
+
+/// The same suite run into SQLite and into PostgreSQL: both exports (agentest's JSONL
+/// and EvalStudio's runs) are the same but for ids and times; nothing shown holds the
+/// password, and no file is made for the store.
+fn a_run_recorded_in_postgres_exports_as_sqlites_does() -> Needs {
+    let db = fresh_postgres()?;
+    let s = project("pg-export");
+    let sqlite = s.join("local.db");
+    let sqlite = sqlite.to_str().unwrap();
+    let on_sqlite = agentest(
+        s.path(),
+        &["test", "-i", "suites"],
+        &[("AGENTEST_STORE", sqlite)],
+    );
+    let on_pg = agentest(
+        s.path(),
+        &["test", "-i", "suites"],
+        &[("AGENTEST_STORE", db.url())],
+    );
+    assert_eq!(on_pg.code, on_sqlite.code, "{on_pg:?}");
+    assert!(
+        on_pg.stderr.is_empty() && on_sqlite.stderr.is_empty(),
+        "{on_pg:?}"
+    );
+    for format in ["jsonl", "evalstudio"] {
+        let a = exported(s.path(), sqlite, format);
+        let b = exported(s.path(), db.url(), format);
+        assert_eq!(a.len(), 4, "{a:?}");
+        assert_eq!(a, b, "{format}");
+    }
+    assert_no_password(db.url(), &[&on_pg]);
+    let files: Vec<String> = std::fs::read_dir(s.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        files
+            .iter()
+            .all(|f| !f.contains("postgres") && !f.contains("127.0.0.1")),
+        "{files:?}"
+    );
+    Ok(())
+}
+
+/// `runs list`, `show`, `flaky`, `retry`, `delete` and `report --execution` read and
+/// write a PostgreSQL store as they do a file.
+fn the_runs_commands_work_on_postgres() -> Needs {
+    let db = fresh_postgres()?;
+    let s = project("pg-runs");
+    let store = [("AGENTEST_STORE", db.url())];
+    agentest(s.path(), &["test", "-i", "suites"], &store);
+    let list = agentest(s.path(), &["runs", "list"], &store);
+    assert_eq!(list.code, 0, "{list:?}");
+    let mut rows = listed(&list);
+    rows.sort();
+    assert_eq!(
+        rows,
+        [
+            ("completed".into(), "failed".into(), "s::bad".into()),
+            ("completed".into(), "passed".into(), "s::ok".into()),
+            ("completed".into(), "skipped".into(), "s::later".into()),
+            ("error".into(), "error".into(), "s::crash".into()),
+        ]
+    );
+    let id = list
+        .stdout
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap();
+    let show = agentest(s.path(), &["runs", "show", id], &store);
+    assert_eq!(show.code, 0, "{show:?}");
+    assert!(
+        show.stdout.starts_with(&format!("run {id} (execution ")),
+        "{show:?}"
+    );
+    let failed = agentest(s.path(), &["runs", "list", "--status", "error"], &store);
+    assert_eq!(listed(&failed).len(), 1, "{failed:?}");
+    let retry = agentest(s.path(), &["runs", "retry"], &store);
+    assert_eq!(retry.code, 1, "the crash crashes again: {retry:?}");
+    assert!(
+        retry.stdout.contains("[s::crash]") && !retry.stdout.contains("[s::ok]"),
+        "{retry:?}"
+    );
+    let list = agentest(s.path(), &["runs", "list", "--suite", "s"], &store);
+    assert_eq!(
+        listed(&list).len(),
+        5,
+        "the retry is a run of its own: {list:?}"
+    );
+    let report = s.join("r.md");
+    let r = agentest(
+        s.path(),
+        &["report", "--execution", "1", "-o", report.to_str().unwrap()],
+        &store,
+    );
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(std::fs::read_to_string(&report).unwrap().contains("s::ok"));
+    let flaky = agentest(s.path(), &["runs", "flaky"], &store);
+    assert_eq!(flaky.code, 0, "{flaky:?}");
+    let gone = agentest(s.path(), &["runs", "delete", "--execution", "1"], &store);
+    assert!(gone.stderr.contains("deleted 4 runs"), "{gone:?}");
+    let list = agentest(s.path(), &["runs", "list"], &store);
+    assert_eq!(listed(&list).len(), 1, "{list:?}");
+    assert_no_password(db.url(), &[&list, &show, &retry, &r, &flaky, &gone]);
+    Ok(())
+}
+
+/// A server that refuses the password, a database that does not exist and a port no
+/// server listens on each stop the run before any case starts (exit 2), with the cause
+/// and without the password.
+fn an_unreachable_or_refused_server_stops_the_run_before_any_case() -> Needs {
+    let db = fresh_postgres()?;
+    let s = project("pg-refused");
+    let url = db.url().to_string();
+    let (user, rest) = url.split_once('@').unwrap();
+    let (scheme_user, password) = user.rsplit_once(':').unwrap();
+    let wrong = format!("{scheme_user}:not-{password}@{rest}");
+    let (host_port, _) = rest.split_once('/').unwrap();
+    let missing = format!("{user}@{host_port}/no_such_database_here");
+    let closed = format!("{user}@127.0.0.1:1/agentest");
+    for (url, cause) in [
+        (wrong.as_str(), "password authentication failed"),
+        (missing.as_str(), "does not exist"),
+        (closed.as_str(), "Connection refused"),
+    ] {
+        let r = agentest(
+            s.path(),
+            &["test", "-i", "suites"],
+            &[("AGENTEST_STORE", url)],
+        );
+        assert_eq!(r.code, 2, "{r:?}");
+        assert!(
+            r.stderr
+                .contains("failed to open the run store postgres://***@"),
+            "{r:?}"
+        );
+        assert!(r.stderr.contains(cause), "{cause}: {r:?}");
+        assert!(r.stdout.is_empty(), "no case ran: {r:?}");
+        assert!(!r.stderr.contains(password), "the password leaked: {r:?}");
+    }
+    Ok(())
+}
+
+/// A PostgreSQL store a newer agentest migrated is refused before anything writes to it.
+fn a_newer_postgres_store_is_refused_untouched() -> Needs {
+    let db = fresh_postgres()?;
+    let s = project("pg-newer");
+    let store = [("AGENTEST_STORE", db.url())];
+    agentest(s.path(), &["runs", "list"], &store);
+    let mut client = ::postgres::Client::connect(db.url(), ::postgres::NoTls).unwrap();
+    client
+        .batch_execute("UPDATE agentest_schema SET version = 99")
+        .unwrap();
+    let r = agentest(s.path(), &["test", "-i", "suites"], &store);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr
+            .contains("has schema version 99, newer than this agentest's (3)"),
+        "{r:?}"
+    );
+    let runs: i64 = client
+        .query_one("SELECT COUNT(*) FROM runs", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(runs, 0, "nothing was written");
+    Ok(())
+}
+
+/// Two fresh databases are distinct and empty, reached by their own URLs with the
+/// cluster's password login; dropping the guard drops the database even while a
+/// connection to it is still open.
+fn a_fresh_database_is_empty_and_dropped_with_its_guard() -> Needs {
+    let db = fresh_postgres()?;
+    let other = fresh_postgres()?;
+    assert_ne!(db.name(), other.name());
+    assert!(db.name().starts_with("agentest_test_"), "{}", db.name());
+
+    let mut client = ::postgres::Client::connect(db.url(), ::postgres::NoTls)
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    let row = client
+        .query_one(
+            "SELECT current_database()::text, current_user::text,
+                    (SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'public')",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(row.get::<_, String>(0), db.name());
+    assert_eq!(row.get::<_, String>(1), "agentest");
+    assert_eq!(row.get::<_, i64>(2), 0, "a fresh database has no tables");
+    client
+        .batch_execute("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1);")
+        .unwrap();
+
+    let name = db.name().to_string();
+    let admin = std::env::var("AGENTEST_TEST_POSTGRES").unwrap();
+    let mut server =
+        ::postgres::Client::connect(&admin, ::postgres::NoTls).unwrap_or_else(|e| panic!("{e:?}"));
+    let exists = |server: &mut ::postgres::Client, name: &str| -> bool {
+        server
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)",
+                &[&name],
+            )
+            .unwrap()
+            .get(0)
+    };
+    assert!(exists(&mut server, &name));
+    drop(db);
+    assert!(!exists(&mut server, &name), "{name} was not dropped");
+    assert!(
+        client.query_one("SELECT 1", &[]).is_err(),
+        "the open connection was ended with its database"
+    );
+    assert!(
+        exists(&mut server, other.name()),
+        "the other database stays"
+    );
+    Ok(())
+}
