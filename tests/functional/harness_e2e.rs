@@ -1618,6 +1618,70 @@ fn a_nextest_run_is_one_execution_in_the_store() -> Needs {
     Ok(())
 }
 
+/// Two nextest partitions (two `cargo nextest run` processes, as on two CI machines)
+/// with one `AGENTEST_EXECUTION` and a PostgreSQL store record one execution: every case
+/// once, with its verdict; `agentest report --execution KEY` renders it whole from the
+/// store.
+fn nextest_partitions_with_one_key_are_one_execution_in_postgres() -> Needs {
+    nextest()?;
+    let db = crate::common::fresh_postgres()?;
+    let fx = fixture();
+    let env = [
+        ("AGENTEST_STORE", OsStr::new(db.url())),
+        ("AGENTEST_EXECUTION", OsStr::new("ci-run-7")),
+    ];
+    for k in 1..=2 {
+        let partition = format!("hash:{k}/2");
+        let out = fx.nextest("run", &["--no-fail-fast", "--partition", &partition], &env);
+        assert!(
+            matches!(out.code, Some(0 | 100)),
+            "partition {k}: unexpected exit code\n{out}"
+        );
+    }
+    let mut client = postgres::Client::connect(db.url(), postgres::NoTls).unwrap();
+    let executions: Vec<(i64, Option<String>)> = client
+        .query("SELECT id, execution_key FROM executions", &[])
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(executions.len(), 1, "{executions:?}");
+    assert_eq!(executions[0].1.as_deref(), Some("ci-run-7"));
+    let runs: Vec<(String, String, Option<String>)> = client
+        .query(
+            "SELECT trial, status, verdict FROM runs ORDER BY trial COLLATE \"C\"",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    let trials: Vec<&str> = runs.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(trials, NEXTEST_RUNS, "each case once");
+    for (trial, _, verdict) in &runs {
+        assert_eq!(verdict.as_deref(), Some(expected_status(trial)), "{trial}");
+    }
+    let scratch = Scratch::new("pg-partitions");
+    let report = scratch.path("whole.jsonl");
+    let out = Command::new(crate::common::BIN)
+        .args(["report", "--execution", "ci-run-7", "-o"])
+        .arg(&report)
+        .env("AGENTEST_STORE", db.url())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = std::fs::read_to_string(&report).unwrap();
+    let mut lines = json_lines(&text);
+    lines.retain(|l| l["type"] != "summary");
+    let records = records_by_trial(&lines);
+    assert_eq!(
+        records.keys().map(String::as_str).collect::<Vec<_>>(),
+        NEXTEST_RUNS,
+        "{text}"
+    );
+    Ok(())
+}
+
 /// The trials `AGENTEST_RUNS` is tried on: two that pass and one that fails.
 const REPEATED: [&str; 3] = [
     "billing/refunds::R1",
@@ -1889,6 +1953,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         nextest_lists_the_trials (needs nextest),
         nextest_run_fails_and_appends_a_record_per_case (needs nextest),
         a_nextest_run_is_one_execution_in_the_store (needs nextest),
+        nextest_partitions_with_one_key_are_one_execution_in_postgres (needs crate::common::postgres),
         nextest_runs_start_the_report_afresh (needs nextest),
         agentest_runs_repeats_each_case_inside_its_trial (needs nextest),
         a_generator_line_expands_into_trials_under_cargo_test_and_nextest (needs nextest),
