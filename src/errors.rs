@@ -365,6 +365,15 @@ pub enum ConfigValueError {
     /// `[run].cassettes` names no mode.
     #[error("[run].cassettes: {0}")]
     CassetteMode(#[source] CassetteModeError),
+    /// `[store]` that names no usable store.
+    #[error("[store]: {problem}")]
+    StoreUrl {
+        /// What is wrong and what to write.
+        problem: String,
+    },
+    /// A `${VAR}` of `[store].url` that is not set.
+    #[error(transparent)]
+    StoreEnv(#[from] EnvError),
     /// `[run].concurrency = 0`.
     #[error("[run].concurrency: must be at least 1")]
     ZeroConcurrency,
@@ -1829,6 +1838,9 @@ pub(crate) enum StoreError {
         #[source]
         source: std::io::Error,
     },
+    /// The config's `[store]` cannot be used.
+    #[error("{problem}")]
+    Configured { problem: String },
     /// Its writing thread could not be started.
     #[error("failed to start writing to the run store {store}: {source}")]
     Thread {

@@ -214,7 +214,7 @@ fn open_store(
     if will_run.is_empty() {
         return Ok(());
     }
-    let Some(path) = execution.store_address() else {
+    let Some(path) = execution.store_address()? else {
         return Ok(());
     };
     let info = ExecutionInfo {

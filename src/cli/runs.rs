@@ -316,7 +316,13 @@ fn default_store() -> Result<StoreAddress, String> {
     let here = Path::new(".");
     let loader = crate::run::context::config_loader(crate::settings::get().config.as_ref());
     let config = Config::discover(here, &loader).map_err(|e| e.to_string())?;
-    store::location(&config.dir, config.store_path(), false)
+    let configured = match crate::settings::get().store {
+        crate::settings::StoreChoice::Default => {
+            config.store_address().map_err(|e| e.to_string())?
+        }
+        _ => None,
+    };
+    store::location(&config.dir, configured, false)
         .ok_or_else(|| "the run store is off (AGENTEST_STORE=off)".to_string())
 }
 

@@ -125,7 +125,7 @@ fn open_store(
     plan: &mut Plan,
     present: Option<&HashMap<String, Option<String>>>,
 ) -> Result<Option<Resumed>, String> {
-    let Some(path) = execution.store_address() else {
+    let Some(path) = execution.store_address().map_err(|e| e.to_string())? else {
         if args.resume || retrying(args) {
             return Err(
                 "--resume and retries need the run store, which is off (AGENTEST_STORE=off)".into(),

@@ -9,6 +9,7 @@ use super::{AgentConfig, CassetteMode, CommandConfig, GoldenConfig, Redaction};
 use crate::case::PersonaRef;
 use crate::errors::{AgentSetupError, CaseError, ConfigError, ConfigValueError, SetupError};
 use crate::util::command::CommandSpec;
+use crate::util::StoreAddress;
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -101,6 +102,9 @@ pub struct PersonaConfig {
 pub struct StoreConfig {
     /// The store's file, relative to the config file (`AGENTEST_STORE` wins).
     pub path: Option<String>,
+    /// A PostgreSQL database's URL (`${VAR}` expanded when the store opens, so the
+    /// password can stay in the environment; `AGENTEST_STORE` wins).
+    pub url: Option<String>,
 }
 
 /// `[run]`: how cases are run.
@@ -199,9 +203,27 @@ pub struct Config {
 }
 
 impl Config {
-    /// `[store] path`, resolved against the config's folder.
-    pub(crate) fn store_path(&self) -> Option<PathBuf> {
-        self.file.store.path.as_ref().map(|p| self.dir.join(p))
+    /// `[store] path`, resolved against the config's folder, or `[store] url` with its
+    /// `${VAR}`s expanded (each a secret).
+    pub(crate) fn store_address(&self) -> Result<Option<StoreAddress>, ConfigValueError> {
+        let store = &self.file.store;
+        if let Some(p) = &store.path {
+            return Ok(Some(StoreAddress::File(self.dir.join(p))));
+        }
+        let Some(url) = &store.url else {
+            return Ok(None);
+        };
+        let url = crate::util::expand_secret(url, "[store].url")?;
+        match StoreAddress::parse(&url) {
+            Ok(a @ StoreAddress::Postgres(_)) => Ok(Some(a)),
+            Ok(StoreAddress::File(_)) => Err(ConfigValueError::StoreUrl {
+                problem: "expected a postgres:// or postgresql:// URL; for a file, write `path`"
+                    .into(),
+            }),
+            Err(e) => Err(ConfigValueError::StoreUrl {
+                problem: e.to_string(),
+            }),
+        }
     }
 
     /// The config `chosen` names (`AGENTEST_CONFIG` / `--config`), else the
@@ -332,6 +354,7 @@ impl Config {
     /// Checks the values TOML cannot: durations, counts, URLs (those without `${VAR}`,
     /// which can only be checked once the environment is known).
     fn check_values(&self) -> Result<(), ConfigValueError> {
+        self.check_store()?;
         check_timeout(&self.file.run.timeout, "[run].timeout")?;
         Redaction::compile_all(&self.file.golden)?;
         if let Some(mode) = &self.file.run.cassettes {
@@ -361,6 +384,26 @@ impl Config {
     }
 
     /// `[llm]` and each `[llms.NAME]`: timeout, in-flight cap, sampling settings.
+    /// `[store]`: a file or a database, and a URL of a scheme agentest reads. The URL's
+    /// variables are expanded when the store opens, not here.
+    fn check_store(&self) -> Result<(), ConfigValueError> {
+        let store = &self.file.store;
+        match (&store.path, &store.url) {
+            (Some(_), Some(_)) => Err(ConfigValueError::StoreUrl {
+                problem: "give `path` (a file) or `url` (a PostgreSQL database), not both".into(),
+            }),
+            (None, Some(url)) if !url.trim_start().to_ascii_lowercase().starts_with("postgres") => {
+                Err(ConfigValueError::StoreUrl {
+                    problem: format!(
+                        "expected a postgres:// or postgresql:// URL, found `{}`; for a file, write `path`",
+                        crate::util::shown_url(url)
+                    ),
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
     fn check_llms(&self) -> Result<(), ConfigValueError> {
         let llms = self.file.llm.iter().map(|l| ("[llm]".to_string(), l));
         let llms = llms.chain(

@@ -48,8 +48,8 @@ pub(crate) struct ExecutionBuilder {
     configured: Option<usize>,
     /// Where the store is looked for: the config's folder, else the suites'.
     store_from: PathBuf,
-    /// `[store] path` of the run's config.
-    store_configured: Option<PathBuf>,
+    /// `[store]` of the run's config, or why it cannot be used.
+    store_configured: Result<Option<StoreAddress>, String>,
     /// A store the front end names (`--store`), over the rest.
     store_given: Option<StoreAddress>,
     /// Running as a test binary (the harness): its target folder holds the store.
@@ -68,7 +68,11 @@ impl ExecutionBuilder {
     /// is found from when there is no config: `[run] concurrency`, `[store] path`.
     pub(crate) fn config(mut self, config: Option<&Config>, dir: &Path) -> Self {
         self.configured = config.and_then(|c| c.file.run.concurrency);
-        self.store_configured = config.and_then(Config::store_path);
+        self.store_configured = config
+            .map(Config::store_address)
+            .transpose()
+            .map(Option::flatten)
+            .map_err(|e| e.to_string());
         self.store_from = config.map_or_else(|| dir.to_path_buf(), |c| c.dir.clone());
         self
     }
@@ -111,7 +115,7 @@ pub(crate) struct Execution {
     parallel: usize,
     recorder: Option<Arc<Recorder>>,
     store_from: PathBuf,
-    store_configured: Option<PathBuf>,
+    store_configured: Result<Option<StoreAddress>, String>,
     store_given: Option<StoreAddress>,
     test_binary: bool,
 }
@@ -125,7 +129,7 @@ impl Execution {
             asked: None,
             configured: None,
             store_from: PathBuf::new(),
-            store_configured: None,
+            store_configured: Ok(None),
             store_given: None,
             test_binary: false,
         }
@@ -167,15 +171,24 @@ impl Execution {
     }
 
     /// Where the run store is: the one the front end names, else as
-    /// [`crate::record::store::location`] says; `None` when it is off.
-    pub(crate) fn store_address(&self) -> Option<StoreAddress> {
-        self.store_given.clone().or_else(|| {
-            crate::record::store::location(
-                &self.store_from,
-                self.store_configured.clone(),
-                self.test_binary,
-            )
-        })
+    /// [`crate::record::store::location`] says; `None` when it is off. `Err`: the
+    /// config's `[store]`, which decides, cannot be used (a `${VAR}` not set).
+    pub(crate) fn store_address(&self) -> Result<Option<StoreAddress>, StoreError> {
+        if let Some(given) = &self.store_given {
+            return Ok(Some(given.clone()));
+        }
+        let configured = match crate::settings::get().store {
+            crate::settings::StoreChoice::Default => self
+                .store_configured
+                .clone()
+                .map_err(|problem| StoreError::Configured { problem })?,
+            _ => None,
+        };
+        Ok(crate::record::store::location(
+            &self.store_from,
+            configured,
+            self.test_binary,
+        ))
     }
 
     /// Opens the run store at `address` for the `cases` that will run (see
@@ -246,7 +259,7 @@ mod tests {
             .store(Some(StoreAddress::File(PathBuf::from("given.db"))))
             .build();
         assert_eq!(
-            e.store_address(),
+            e.store_address().unwrap(),
             Some(StoreAddress::File(PathBuf::from("given.db")))
         );
     }

@@ -16,6 +16,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         the_runs_commands_work_on_postgres(needs crate::common::postgres),
         an_unreachable_or_refused_server_stops_the_run_before_any_case(needs crate::common::postgres),
         a_newer_postgres_store_is_refused_untouched(needs crate::common::postgres),
+        the_configs_store_url_takes_its_password_from_the_environment(needs crate::common::postgres),
     ]
 }
 
@@ -293,5 +294,38 @@ fn a_fresh_database_is_empty_and_dropped_with_its_guard() -> Needs {
         exists(&mut server, other.name()),
         "the other database stays"
     );
+    Ok(())
+}
+
+/// `[store] url` with `${VAR}` for the password: recorded into the database when the
+/// variable is set; unset, the run stops before any case with the variable named, and
+/// neither says the password.
+fn the_configs_store_url_takes_its_password_from_the_environment() -> Needs {
+    let db = fresh_postgres()?;
+    let s = project("pg-config");
+    let (user, rest) = db.url().split_once('@').unwrap();
+    let (scheme_user, password) = user.rsplit_once(':').unwrap();
+    let config = std::fs::read_to_string(s.join("agentest.toml")).unwrap();
+    s.write(
+        "agentest.toml",
+        &format!("{config}\n[store]\nurl = \"{scheme_user}:${{AGENTEST_T_PGPASS}}@{rest}\"\n"),
+    );
+    let r = agentest(
+        s.path(),
+        &["test", "-i", "suites"],
+        &[("AGENTEST_T_PGPASS", password)],
+    );
+    assert_eq!(r.code, 1, "{r:?}");
+    let mut client = ::postgres::Client::connect(db.url(), ::postgres::NoTls).unwrap();
+    let runs: i64 = client
+        .query_one("SELECT COUNT(*) FROM runs", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(runs, 4, "recorded into the database");
+    let r = agentest(s.path(), &["test", "-i", "suites"], &[]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stderr.contains("AGENTEST_T_PGPASS"), "{r:?}");
+    assert!(r.stdout.is_empty(), "no case ran: {r:?}");
+    assert_no_password(db.url(), &[&r]);
     Ok(())
 }

@@ -216,6 +216,29 @@ fn a_store_url_of_another_scheme_is_refused_by_name() {
     );
 }
 
+/// `[store]` with both `path` and `url`, or a `url` that is no PostgreSQL URL, is a
+/// config error before anything runs.
+fn a_config_store_of_two_kinds_or_another_scheme_is_refused() {
+    let s = project("store-config");
+    let config = std::fs::read_to_string(s.join("agentest.toml")).unwrap();
+    for (store, said) in [
+        (
+            "path = \"runs.db\"\nurl = \"postgres://db/x\"",
+            "[store]: give `path` (a file) or `url` (a PostgreSQL database), not both",
+        ),
+        (
+            "url = \"mysql://u:pw-secret-x@db/x\"",
+            "[store]: expected a postgres:// or postgresql:// URL, found `mysql://***@db/x`",
+        ),
+    ] {
+        s.write("agentest.toml", &format!("{config}\n[store]\n{store}\n"));
+        let r = agentest(s.path(), &["test", "-i", "suites"], &[]);
+        assert_eq!(r.code, 2, "{r:?}");
+        assert!(r.stderr.contains(said), "{r:?}");
+        assert!(!r.stderr.contains("pw-secret-x"), "{r:?}");
+    }
+}
+
 /// Every path under `dir`.
 fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
@@ -1142,6 +1165,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         a_newer_or_damaged_store_is_refused_with_the_way_out,
         a_store_url_of_another_scheme_is_refused_by_name,
         processes_with_one_execution_key_make_one_execution,
+        a_config_store_of_two_kinds_or_another_scheme_is_refused,
         an_unwritable_store_says_permission_denied_and_the_fix,
         processes_at_once_share_one_store,
         a_killed_run_resumes_with_every_case_once,

@@ -25,7 +25,7 @@ pub(crate) const FILE: &str = "runs.db";
 /// `None`: the store is off.
 pub(crate) fn location(
     from: &Path,
-    configured: Option<PathBuf>,
+    configured: Option<StoreAddress>,
     harness: bool,
 ) -> Option<StoreAddress> {
     use crate::settings::StoreChoice;
@@ -34,8 +34,8 @@ pub(crate) fn location(
         StoreChoice::At(a) => return Some(a.clone()),
         StoreChoice::Default => {}
     }
-    if let Some(p) = configured {
-        return Some(StoreAddress::File(p));
+    if configured.is_some() {
+        return configured;
     }
     Some(StoreAddress::File(target_dir(from, harness).map_or_else(
         || from.join(".agentest").join(FILE),
