@@ -216,6 +216,19 @@ struct Fixture {
     binary: PathBuf,
 }
 
+/// Starts building the fixture on a thread of its own, for a run that has tests of this
+/// module to run. On a fresh clone that build compiles agentest again (a dependency of a
+/// crate of another workspace is a unit of its own to cargo), mostly on one core: started
+/// when the first of these tests asks for it, it held both test threads waiting; started
+/// early, it overlaps the tests that come before them.
+pub fn build_early() {
+    std::thread::spawn(|| {
+        // A failed build panics here, and again in each test that asks for the fixture,
+        // which reports it.
+        fixture();
+    });
+}
+
 /// Builds the fixture once (copying the repository's `Cargo.lock` into it, so it
 /// resolves offline to the same versions) and finds its test binary.
 fn fixture() -> &'static Fixture {
