@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use crate::config::{CassetteMode, ConfigChoice, UpdateMode};
 use crate::errors::SettingsError;
@@ -91,6 +92,17 @@ impl Vars {
             })
             .map(|(k, v)| (k.clone(), v.trim().to_string()))
             .collect()
+    }
+
+    /// `AGENTEST_SLOW_NOTICE_MIN`.
+    fn slow_notice_min(&self) -> Result<Option<Duration>, SettingsError> {
+        self.get("AGENTEST_SLOW_NOTICE_MIN")
+            .map(|v| {
+                crate::util::parse_duration(v).map_err(|_| {
+                    self.invalid("AGENTEST_SLOW_NOTICE_MIN", "a duration such as 500ms or 5s")
+                })
+            })
+            .transpose()
     }
 
     /// `AGENTEST_STORE`.
@@ -175,6 +187,10 @@ pub(crate) struct Settings {
     /// `AGENTEST_EXECUTION` and the CI's run id: what joins processes into one
     /// execution (see [`Settings::execution_key`]).
     pub(crate) execution: ExecutionKeys,
+    /// `AGENTEST_SLOW_NOTICE_MIN`: the least wait before an agent much slower than usual
+    /// is said on stderr (default 5 s). Agentest's own tests lower it, so that the test
+    /// of the notice does not wait five seconds.
+    pub(crate) slow_notice_min: Option<Duration>,
     /// `OPENAI_BASE_URL`: where an EvalStudio project's `openai` models are called
     /// (as OpenAI's SDKs honour it; default `https://api.openai.com/v1`).
     pub(crate) openai_base_url: Option<String>,
@@ -300,6 +316,7 @@ impl Settings {
             nextest,
             store: vars.store()?,
             execution: vars.execution(),
+            slow_notice_min: vars.slow_notice_min()?,
             openai_base_url: get("OPENAI_BASE_URL").map(str::to_string),
             anthropic_base_url: get("ANTHROPIC_BASE_URL").map(str::to_string),
         })
@@ -451,6 +468,11 @@ mod tests {
             ("AGENTEST_LIVE", "maybe", "1, true, yes or on"),
             ("AGENTEST_INTERACTIVE", "2", "1, true, yes or on"),
             ("RUST_TEST_THREADS", "0", "a whole number above 0"),
+            (
+                "AGENTEST_SLOW_NOTICE_MIN",
+                "5",
+                "a duration such as 500ms or 5s",
+            ),
         ] {
             let e = read(&[(name, value)]).unwrap_err().to_string();
             assert!(

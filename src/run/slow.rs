@@ -12,7 +12,8 @@ use crate::util::format_duration;
 
 /// When an agent's usual reply time is not known yet.
 const FIRST_NOTICE: Duration = Duration::from_secs(60);
-/// Never sooner than this, however fast the agent usually is.
+/// Never sooner than this, however fast the agent usually is (unless
+/// `AGENTEST_SLOW_NOTICE_MIN` says otherwise: agentest's own tests lower it).
 const SOONEST: Duration = Duration::from_secs(5);
 /// "Much longer than usual".
 const TIMES_USUAL: u32 = 10;
@@ -33,11 +34,11 @@ fn usual(agent: &str) -> Option<Duration> {
         .map(|(n, total)| *total / *n)
 }
 
-/// How long a reply may take before it is said: ten times the usual, at least 5 s, at
-/// most a minute; a minute while the usual is not known.
-fn threshold(usual: Option<Duration>) -> Duration {
+/// How long a reply may take before it is said: ten times the usual, at least `soonest`
+/// (5 s unless set), at most a minute; a minute while the usual is not known.
+fn threshold(usual: Option<Duration>, soonest: Duration) -> Duration {
     match usual {
-        Some(u) => (u * TIMES_USUAL).clamp(SOONEST, FIRST_NOTICE),
+        Some(u) => (u * TIMES_USUAL).clamp(soonest.min(FIRST_NOTICE), FIRST_NOTICE),
         None => FIRST_NOTICE,
     }
 }
@@ -51,7 +52,8 @@ pub(crate) async fn noting<T>(
     turn: u32,
 ) -> T {
     let usual = usual(agent);
-    let wait = threshold(usual);
+    let soonest = crate::settings::get().slow_notice_min.unwrap_or(SOONEST);
+    let wait = threshold(usual, soonest);
     let started = tokio::time::Instant::now();
     tokio::pin!(reply);
     let out = tokio::select! {
@@ -82,12 +84,25 @@ mod tests {
 
     #[test]
     fn the_notice_comes_at_ten_times_the_usual_within_bounds() {
-        assert_eq!(threshold(None), FIRST_NOTICE);
-        assert_eq!(threshold(Some(Duration::from_millis(10))), SOONEST);
+        let ms = Duration::from_millis;
+        assert_eq!(threshold(None, SOONEST), FIRST_NOTICE);
+        assert_eq!(threshold(Some(ms(10)), SOONEST), SOONEST);
         assert_eq!(
-            threshold(Some(Duration::from_secs(2))),
+            threshold(Some(Duration::from_secs(2)), SOONEST),
             Duration::from_secs(20)
         );
-        assert_eq!(threshold(Some(Duration::from_secs(30))), FIRST_NOTICE);
+        assert_eq!(
+            threshold(Some(Duration::from_secs(30)), SOONEST),
+            FIRST_NOTICE
+        );
+        // A lower floor (AGENTEST_SLOW_NOTICE_MIN) lowers only the floor.
+        assert_eq!(threshold(Some(ms(10)), ms(500)), ms(500));
+        assert_eq!(threshold(Some(ms(100)), ms(500)), Duration::from_secs(1));
+        assert_eq!(threshold(None, ms(500)), FIRST_NOTICE);
+        // One above the ceiling is the ceiling.
+        assert_eq!(
+            threshold(Some(ms(10)), Duration::from_secs(600)),
+            FIRST_NOTICE
+        );
     }
 }

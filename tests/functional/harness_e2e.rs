@@ -38,7 +38,7 @@ use std::ffi::OsStr;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::OnceLock;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -216,11 +216,17 @@ struct Fixture {
     binary: PathBuf,
 }
 
-/// Serializes cargo commands on the fixture, so they never race on its lock file and
-/// build directory.
-fn cargo_lock() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+/// Starts building the fixture on a thread of its own, for a run that has tests of this
+/// module to run. On a fresh clone that build compiles agentest again (a dependency of a
+/// crate of another workspace is a unit of its own to cargo), mostly on one core: started
+/// when the first of these tests asks for it, it held both test threads waiting; started
+/// early, it overlaps the tests that come before them.
+pub fn build_early() {
+    std::thread::spawn(|| {
+        // A failed build panics here, and again in each test that asks for the fixture,
+        // which reports it.
+        fixture();
+    });
 }
 
 /// Builds the fixture once (copying the repository's `Cargo.lock` into it, so it
@@ -301,7 +307,9 @@ impl Fixture {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let mut cmd = self.command(cargo);
         cmd.args(args).envs(env.iter().map(|(k, v)| (k, v)));
-        let _guard = cargo_lock();
+        // Not serialized: once [`fixture`] has built it (and written its lock file),
+        // cargo only checks that the build is fresh, under its own lock, and runs the
+        // tests without holding it; so two tests' runs overlap, as under nextest.
         run(&mut cmd, CARGO_LIMIT)
     }
 

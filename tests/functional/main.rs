@@ -155,7 +155,14 @@ fn needing(trial: Trial, need: fn() -> common::Needs) -> Trial {
 }
 
 fn main() {
-    let args = Arguments::from_args();
+    let mut args = Arguments::from_args();
+    // Two tests at once per core, unless `--test-threads` says otherwise: most of these
+    // tests wait (on agents that sleep, on timeouts, on Python and cargo starting), so at
+    // one per core the cores sat idle about half the time.
+    if args.test_threads.is_none() {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        args.test_threads = Some(2 * cores);
+    }
     if !args.list {
         common::python_first_on_path();
     }
@@ -209,6 +216,13 @@ fn main() {
     names.sort_unstable();
     if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
         panic!("two tests are named {}", w[0]);
+    }
+    let runs = |t: &Trial| !args.list && !args.is_filtered_out(t) && !args.is_ignored(t);
+    if trials
+        .iter()
+        .any(|t| t.name().starts_with("harness_e2e::") && runs(t))
+    {
+        harness_e2e::build_early();
     }
     libtest_mimic::run(&args, trials).exit();
 }
