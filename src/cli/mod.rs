@@ -14,6 +14,7 @@ pub(crate) mod init;
 mod overwrite;
 mod runs;
 mod test;
+mod worker;
 
 /// Exit code for usage and config errors.
 const USAGE_ERROR: u8 = 2;
@@ -56,6 +57,9 @@ enum Command {
     Scenario(ScenarioArgs),
     /// What the run store holds: `runs list`, `runs show ID`, `runs delete`.
     Runs(runs::RunsArgs),
+    /// Run the queued runs of an execution that `agentest test --enqueue` planned, with
+    /// any number of workers on other machines, until every run of it ended.
+    Worker(worker::WorkerArgs),
     /// Convert another tool's test files into an agentest suite you can edit:
     /// `agentest import tau2 tasks.json -o suite.jsonl`.
     Import(ImportArgs),
@@ -107,6 +111,8 @@ impl TestArgs {
             keep_env: false,
             resume: false,
             retry_errors: false,
+            enqueue: false,
+            batch: None,
             retry_execution: None,
             store: None,
             color: ColorChoice::Auto,
@@ -322,6 +328,18 @@ struct TestArgs {
         conflicts_with = "resume"
     )]
     retry_errors: bool,
+    /// Plan every run into the run store's execution and run nothing: workers
+    /// (`agentest worker --execution KEY`, on any machine) run them. Needs the
+    /// execution's key: AGENTEST_EXECUTION, or the CI's run with a PostgreSQL store.
+    #[arg(
+        long = "enqueue",
+        help_heading = "Less common",
+        conflicts_with_all = ["dry_run", "resume", "retry_errors"]
+    )]
+    enqueue: bool,
+    /// Set by `agentest worker`: the batch of runs it claimed, to run here.
+    #[arg(skip)]
+    batch: Option<worker::Batch>,
     /// Set by `agentest runs retry`: the execution whose error runs to run again.
     #[arg(skip)]
     retry_execution: Option<i64>,
@@ -433,6 +451,7 @@ fn dispatch(command: Command) -> Result<ExitCode, String> {
         }) => commands::import_tau2(&args.file, &args.output),
         Command::Report(args) => commands::report(args),
         Command::Runs(args) => runs::runs(args),
+        Command::Worker(args) => worker::worker(args),
         Command::Scenario(ScenarioArgs {
             command: ScenarioCommand::Run(run),
         }) => test::test(TestArgs {

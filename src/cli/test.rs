@@ -77,6 +77,14 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
     if let Some(f) = &filter {
         plan.retain(f);
     }
+    if let Some(batch) = &args.batch {
+        // A worker's batch: the runs it claimed; one whose case is gone from the suites
+        // is ended by the worker.
+        plan.cases.retain(|l| batch.trials.contains(&l.trial));
+        if plan.cases.is_empty() {
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
     if plan.cases.is_empty() {
         let why = if filter.is_some() {
             " matching --run"
@@ -105,8 +113,38 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
     let Some(resumed) = open_store(&execution, &args, &input, &mut plan, present.as_ref())? else {
         return Ok(ExitCode::SUCCESS);
     };
+    if args.enqueue {
+        return Ok(enqueued(&execution, &args, plan.cases.len()));
+    }
+    if let Some(batch) = &args.batch {
+        execution.recorder().preclaimed(&batch.trials);
+    }
     let ran = run(&execution, &args, &config, plan, resumed);
     conclude(&execution, &args, ran, &first_suite)
+}
+
+/// `--enqueue` planned `runs` runs into the store's execution: said on stderr, with
+/// how to run them.
+fn enqueued(execution: &Execution, args: &TestArgs, runs: usize) -> ExitCode {
+    let address = execution.store_address().ok().flatten();
+    let key = address
+        .and_then(|a| execution_key(args, &a))
+        .unwrap_or_default();
+    let id = execution.recorder().execution().unwrap_or_default();
+    eprintln!(
+        "queued {} into execution {id} (key {key}); runs it already had are kept. Run them with: agentest worker --execution {key}",
+        count(runs as u64, "run", "runs")
+    );
+    ExitCode::SUCCESS
+}
+
+/// The key of the execution this run joins in the store at `address`: a worker's,
+/// else as the settings say.
+fn execution_key(args: &TestArgs, address: &crate::util::StoreAddress) -> Option<String> {
+    match &args.batch {
+        Some(b) => Some(b.key.clone()),
+        None => settings::get().execution_key(address.file().is_none(), false),
+    }
 }
 
 /// `--retry-errors` or `--retry-execution`.
@@ -126,9 +164,10 @@ fn open_store(
     present: Option<&HashMap<String, Option<String>>>,
 ) -> Result<Option<Resumed>, String> {
     let Some(path) = execution.store_address().map_err(|e| e.to_string())? else {
-        if args.resume || retrying(args) {
+        if args.resume || retrying(args) || args.enqueue {
             return Err(
-                "--resume and retries need the run store, which is off (AGENTEST_STORE=off)".into(),
+                "--resume, retries and --enqueue need the run store, which is off (AGENTEST_STORE=off)"
+                    .into(),
             );
         }
         return Ok(Some(Resumed::default()));
@@ -156,6 +195,10 @@ fn open_store(
     } else {
         Default::default()
     };
+    let key = execution_key(args, &path);
+    if args.enqueue && key.is_none() {
+        return Err("--enqueue needs the execution's key, for workers to find it: set AGENTEST_EXECUTION (or run on a CI whose run id names it, with a PostgreSQL store)".into());
+    }
     let info = ExecutionInfo {
         command: std::env::args().collect(),
         // A folder or file as an absolute path, for `agentest runs retry`.
@@ -166,7 +209,7 @@ fn open_store(
                 .to_string(),
             Input::Message(_) | Input::Generator(_) => plan.label.clone(),
         },
-        key: crate::settings::get().execution_key(path.file().is_none(), false),
+        key,
         nextest_run_id: None,
         git_from: plan.root.clone(),
     };

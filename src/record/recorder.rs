@@ -85,6 +85,13 @@ impl Recorder {
         self.store.get().map(StoreWriter::execution)
     }
 
+    /// Runs this process claimed before it planned them (a worker's batch).
+    pub(crate) fn preclaimed(&self, trials: &[String]) {
+        if let Some(s) = self.store.get() {
+            s.preclaimed(trials);
+        }
+    }
+
     /// Claims the case of `trial` for this process (always granted without a store).
     pub(crate) async fn claim(&self, trial: &str) -> crate::record::store::Claim {
         match self.store.get() {

@@ -17,6 +17,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         an_unreachable_or_refused_server_stops_the_run_before_any_case(needs crate::common::postgres),
         a_newer_postgres_store_is_refused_untouched(needs crate::common::postgres),
         the_configs_store_url_takes_its_password_from_the_environment(needs crate::common::postgres),
+        three_workers_share_a_thousand_runs_and_survive_a_kill(needs crate::common::postgres),
     ]
 }
 
@@ -327,5 +328,14 @@ fn the_configs_store_url_takes_its_password_from_the_environment() -> Needs {
     assert!(r.stderr.contains("AGENTEST_T_PGPASS"), "{r:?}");
     assert!(r.stdout.is_empty(), "no case ran: {r:?}");
     assert_no_password(db.url(), &[&r]);
+    Ok(())
+}
+
+/// Three workers on one PostgreSQL execution of 1,000 runs, one killed with SIGKILL
+/// mid-run: see [`crate::store::workers_share_an_execution`].
+fn three_workers_share_a_thousand_runs_and_survive_a_kill() -> Needs {
+    let db = fresh_postgres()?;
+    let (s, _agent) = crate::store::slow_project("pg-workers", 1000);
+    crate::store::workers_share_an_execution(&s, db.url(), 1000);
     Ok(())
 }

@@ -486,7 +486,7 @@ serve(H)
 
 /// A project of `n` one-turn cases against the slow agent; the agent's log is
 /// `agent.log`.
-fn slow_project(tag: &str, n: usize) -> (Scratch, PyServer) {
+pub(crate) fn slow_project(tag: &str, n: usize) -> (Scratch, PyServer) {
     let s = Scratch::named("store", tag);
     let log = s.join("agent.log");
     let agent = PyServer::start(&s, "agent.py", SLOW_AGENT, &[log.as_os_str()]);
@@ -519,7 +519,7 @@ fn start(s: &Scratch, extra: &[&str]) -> Child {
 }
 
 /// Kills `agentest` with SIGKILL once the agent has seen `requests` requests.
-fn kill_after(s: &Scratch, mut child: Child, requests: usize) {
+pub(crate) fn kill_after(s: &Scratch, mut child: Child, requests: usize) {
     let until = Instant::now() + Duration::from_secs(30);
     while Instant::now() < until {
         let seen = std::fs::read_to_string(s.join("agent.log"))
@@ -536,7 +536,7 @@ fn kill_after(s: &Scratch, mut child: Child, requests: usize) {
 }
 
 /// How many requests the agent got for each case.
-fn requests(s: &Scratch) -> BTreeMap<String, usize> {
+pub(crate) fn requests(s: &Scratch) -> BTreeMap<String, usize> {
     let mut by = BTreeMap::new();
     for id in std::fs::read_to_string(s.join("agent.log"))
         .unwrap()
@@ -561,6 +561,106 @@ fn stored(s: &Scratch) -> (i64, Vec<(String, String)>) {
         .collect::<Result<Vec<_>, _>>()
         .unwrap();
     (executions, runs)
+}
+
+/// `agentest test --enqueue` plans an execution's runs into the store at `store`
+/// (twice: nothing more is queued), three `agentest worker` processes run them, one
+/// is killed with SIGKILL mid-run: every run completed exactly once in the store, no
+/// run left queued or running, the report from the store whole, and only runs the
+/// killed worker had in flight reached the agent twice.
+pub(crate) fn workers_share_an_execution(s: &Scratch, store: &str, runs: usize) {
+    let key = [("AGENTEST_EXECUTION", "work-1"), ("AGENTEST_STORE", store)];
+    for _ in 0..2 {
+        let r = agentest(s.path(), &["test", "-i", "suites", "--enqueue"], &key);
+        assert_eq!(r.code, 0, "{r:?}");
+        assert!(r.stdout.is_empty(), "nothing ran: {r:?}");
+    }
+    let list = agentest(
+        s.path(),
+        &["runs", "list", "--execution", "work-1", "--limit", "100000"],
+        &key,
+    );
+    let rows = listed(&list);
+    assert_eq!(rows.len(), runs, "a second --enqueue adds nothing");
+    assert!(
+        rows.iter().all(|(status, _, _)| status == "queued"),
+        "{list:?}"
+    );
+    let worker = || {
+        Command::new(BIN)
+            .current_dir(s.path())
+            .args([
+                "worker",
+                "--execution",
+                "work-1",
+                "--parallel",
+                "8",
+                "--poll",
+                "200ms",
+            ])
+            .env("AGENTEST_STORE", store)
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start a worker")
+    };
+    let mut workers: Vec<Child> = (0..3).map(|_| worker()).collect();
+    kill_after(s, workers.remove(0), runs / 3);
+    for w in workers {
+        let out = w.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(
+            stderr.contains("agentest worker: execution work-1 ended"),
+            "{stderr}"
+        );
+    }
+    let list = agentest(
+        s.path(),
+        &["runs", "list", "--execution", "work-1", "--limit", "100000"],
+        &key,
+    );
+    let rows = listed(&list);
+    assert_eq!(rows.len(), runs, "one run per case");
+    assert!(
+        rows.iter()
+            .all(|(status, verdict, _)| status == "completed" && verdict == "passed"),
+        "{list:?}"
+    );
+    let by_case = requests(s);
+    assert_eq!(by_case.len(), runs, "every case reached the agent");
+    let twice = by_case.values().filter(|n| **n > 1).count();
+    assert!(
+        twice <= 8,
+        "only the killed worker's runs in flight ran again: {twice}"
+    );
+    let report = s.join("whole.jsonl");
+    let r = agentest(
+        s.path(),
+        &[
+            "report",
+            "--execution",
+            "work-1",
+            "-o",
+            report.to_str().unwrap(),
+        ],
+        &key,
+    );
+    assert_eq!(r.code, 0, "{r:?}");
+    let text = std::fs::read_to_string(&report).unwrap();
+    assert_eq!(
+        text.lines().filter(|l| l.contains("\"trial\"")).count(),
+        runs
+    );
+}
+
+/// [`workers_share_an_execution`] on the SQLite store: the processes of one machine.
+fn workers_on_one_machine_run_every_queued_run_once() {
+    let (s, _agent) = slow_project("workers", 300);
+    let store = s.join("runs.db");
+    workers_share_an_execution(&s, store.to_str().unwrap(), 300);
 }
 
 /// `kill -9` in the middle of a 200-case run, then `--resume`: one execution, every
@@ -1166,6 +1266,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         a_store_url_of_another_scheme_is_refused_by_name,
         processes_with_one_execution_key_make_one_execution,
         a_config_store_of_two_kinds_or_another_scheme_is_refused,
+        workers_on_one_machine_run_every_queued_run_once,
         an_unwritable_store_says_permission_denied_and_the_fix,
         processes_at_once_share_one_store,
         a_killed_run_resumes_with_every_case_once,

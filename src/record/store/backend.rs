@@ -63,6 +63,25 @@ pub(crate) trait Backend: Send {
         writes: &[Write<'_>],
     ) -> (Option<DbError>, Vec<Result<Option<Claim>, DbError>>);
 
+    /// Claims for this process up to `n` of the execution's queued runs, oldest first,
+    /// each `queued` to `running` in one statement that no other claimer can also win
+    /// (PostgreSQL skips rows another claimer has locked); returns their trials.
+    fn claim_queued(&mut self, execution: i64, n: usize) -> Result<Vec<String>, DbError>;
+
+    /// How many of the execution's runs are still to run (`queued` or `pending`) and
+    /// how many are `running`.
+    fn open_runs(&mut self, execution: i64) -> Result<(u64, u64), DbError>;
+
+    /// Ends as `error`, with `reason`, the runs of `trials` that this process claimed
+    /// and that are still `running` (a worker's claimed run whose case was not run:
+    /// gone from the suites); returns how many.
+    fn end_claimed(
+        &mut self,
+        execution: i64,
+        trials: &[String],
+        reason: &str,
+    ) -> Result<usize, DbError>;
+
     /// Marks this process's running runs alive.
     fn heartbeat(&mut self, execution: i64) -> Result<(), DbError>;
 

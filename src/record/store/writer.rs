@@ -33,6 +33,9 @@ pub(crate) struct StoreWriter {
     thread: Mutex<Option<JoinHandle<Box<dyn Backend>>>>,
     /// What could not be written.
     lost: std::sync::Arc<Mutex<Lost>>,
+    /// The trials whose runs this process claimed before they were planned here (a
+    /// worker claims a batch, then runs it): their claim is granted without asking.
+    preclaimed: Mutex<std::collections::HashSet<String>>,
 }
 
 /// The writes that failed: the runs whose end is not recorded and the first cause.
@@ -150,6 +153,7 @@ impl StoreWriter {
             tx: Mutex::new(Some(sender)),
             thread: Mutex::new(Some(thread)),
             lost,
+            preclaimed: Mutex::default(),
         })
     }
 
@@ -167,10 +171,27 @@ impl StoreWriter {
     /// Claims the run of `trial` for this process: anything but [`Claim::Granted`] means
     /// the case must not run here.
     pub(crate) async fn claim(&self, trial: &str) -> Claim {
+        if self
+            .preclaimed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(trial)
+        {
+            return Claim::Granted;
+        }
         let (answer, claimed) = tokio::sync::oneshot::channel();
         self.send(Op::Claim(trial.to_string(), answer));
         // No writer (it stopped): the case runs, as without a store.
         claimed.await.unwrap_or(Claim::Granted)
+    }
+
+    /// Runs this process claimed already (see [`super::Backend::claim_queued`]): each
+    /// one's claim is granted once, without asking the store again.
+    pub(crate) fn preclaimed(&self, trials: &[String]) {
+        self.preclaimed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(trials.iter().cloned());
     }
 
     /// A case ended (any status).

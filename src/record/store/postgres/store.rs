@@ -215,6 +215,62 @@ impl Backend for Postgres {
         }
     }
 
+    fn claim_queued(&mut self, execution: i64, n: usize) -> Result<Vec<String>> {
+        let now = rfc3339(std::time::SystemTime::now());
+        let me = Owner::me();
+        // The rows are chosen and locked in one statement; rows another claimer holds
+        // are skipped, not waited for, and the status is checked again on update.
+        let rows = self
+            .client
+            .query(
+                "UPDATE runs SET status = 'running', started_at = $1, heartbeat_at = $1,
+                        owner_pid = $2, owner_host = $3
+                 WHERE id IN (SELECT id FROM runs WHERE execution_id = $4
+                              AND status IN ('queued', 'pending') ORDER BY id LIMIT $5
+                              FOR UPDATE SKIP LOCKED)
+                   AND status IN ('queued', 'pending')
+                 RETURNING trial",
+                &[&now, &i64::from(me.pid), &me.host, &execution, &(n as i64)],
+            )
+            .map_err(db)?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    fn open_runs(&mut self, execution: i64) -> Result<(u64, u64)> {
+        let r = self
+            .client
+            .query_one(
+                "SELECT COUNT(*) FILTER (WHERE status IN ('queued', 'pending')),
+                        COUNT(*) FILTER (WHERE status = 'running')
+                 FROM runs WHERE execution_id = $1",
+                &[&execution],
+            )
+            .map_err(db)?;
+        Ok((r.get::<_, i64>(0) as u64, r.get::<_, i64>(1) as u64))
+    }
+
+    fn end_claimed(&mut self, execution: i64, trials: &[String], reason: &str) -> Result<usize> {
+        let now = rfc3339(std::time::SystemTime::now());
+        let me = Owner::me();
+        self.client
+            .execute(
+                "UPDATE runs SET status = 'error', verdict = 'error', completed_at = $1,
+                        error = $2, reason = $2
+                 WHERE execution_id = $3 AND trial = ANY($4) AND status = 'running'
+                   AND owner_pid = $5 AND owner_host = $6",
+                &[
+                    &now,
+                    &reason,
+                    &execution,
+                    &trials,
+                    &i64::from(me.pid),
+                    &me.host,
+                ],
+            )
+            .map(|n| n as usize)
+            .map_err(db)
+    }
+
     fn heartbeat(&mut self, execution: i64) -> Result<()> {
         let now = rfc3339(std::time::SystemTime::now());
         let me = Owner::me();

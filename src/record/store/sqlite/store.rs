@@ -170,6 +170,65 @@ impl Backend for Sqlite {
         (failed, results)
     }
 
+    fn claim_queued(&mut self, execution: i64, n: usize) -> Result<Vec<String>, DbError> {
+        let now = rfc3339(std::time::SystemTime::now());
+        let me = Owner::me();
+        // One statement under SQLite's write lock: no other process claims between the
+        // choice of the rows and their update.
+        let claimed = self
+            .conn
+            .prepare_cached(
+                "UPDATE runs SET status = 'running', started_at = ?1, heartbeat_at = ?1,
+                        owner_pid = ?2, owner_host = ?3
+                 WHERE id IN (SELECT id FROM runs WHERE execution_id = ?4
+                              AND status IN ('queued', 'pending') ORDER BY id LIMIT ?5)
+                 RETURNING trial",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_map(params![now, me.pid, me.host, execution, n as i64], |r| {
+                    r.get(0)
+                })?
+                .collect()
+            });
+        claimed.map_err(|e| self.db(e))
+    }
+
+    fn open_runs(&mut self, execution: i64) -> Result<(u64, u64), DbError> {
+        self.conn
+            .query_row(
+                "SELECT COUNT(*) FILTER (WHERE status IN ('queued', 'pending')),
+                        COUNT(*) FILTER (WHERE status = 'running')
+                 FROM runs WHERE execution_id = ?1",
+                [execution],
+                |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64)),
+            )
+            .map_err(|e| self.db(e))
+    }
+
+    fn end_claimed(
+        &mut self,
+        execution: i64,
+        trials: &[String],
+        reason: &str,
+    ) -> Result<usize, DbError> {
+        let now = rfc3339(std::time::SystemTime::now());
+        let me = Owner::me();
+        let mut ended = 0;
+        for trial in trials {
+            ended += self
+                .conn
+                .execute(
+                    "UPDATE runs SET status = 'error', verdict = 'error', completed_at = ?1,
+                            error = ?2, reason = ?2
+                     WHERE execution_id = ?3 AND trial = ?4 AND status = 'running'
+                       AND owner_pid = ?5 AND owner_host = ?6",
+                    params![now, reason, execution, trial, me.pid, me.host],
+                )
+                .map_err(|e| self.db(e))?;
+        }
+        Ok(ended)
+    }
+
     fn heartbeat(&mut self, execution: i64) -> Result<(), DbError> {
         let now = rfc3339(std::time::SystemTime::now());
         let me = Owner::me();
