@@ -225,6 +225,7 @@ fn open_store(
             .to_string(),
         key: settings.execution_key(path.file().is_none(), true),
         nextest_run_id: settings.nextest.as_ref().and_then(|n| n.run_id.clone()),
+        lease: execution.store_lease(),
         git_from: root.to_path_buf(),
     };
     let list: Vec<&Loaded> = will_run.iter().map(|l| l.as_ref()).collect();

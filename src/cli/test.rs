@@ -211,6 +211,7 @@ fn open_store(
         },
         key,
         nextest_run_id: None,
+        lease: execution.store_lease(),
         git_from: plan.root.clone(),
     };
     let cases: Vec<&Loaded> = plan.cases.iter().collect();

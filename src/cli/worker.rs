@@ -70,13 +70,14 @@ pub(super) fn worker(args: WorkerArgs) -> Result<ExitCode, String> {
     let Some((_, root)) = db.execution_root(Some(execution)).map_err(failed)? else {
         return Err(format!("no execution {execution} in {address}"));
     };
+    let lease = lease_of(&root);
     let batch_size = 4 * args
         .parallel
         .map_or(crate::DEFAULT_CONCURRENCY, |p| p as usize);
     let mut ran = 0usize;
     loop {
         // Runs a dead worker left go back to the queue first.
-        db.recover().map_err(failed)?;
+        db.recover(lease).map_err(failed)?;
         let trials = db.claim_queued(execution, batch_size).map_err(failed)?;
         if trials.is_empty() {
             let (queued, running) = db.open_runs(execution).map_err(failed)?;
@@ -104,6 +105,22 @@ pub(super) fn worker(args: WorkerArgs) -> Result<ExitCode, String> {
             return Ok(code);
         }
     }
+}
+
+/// `[store] lease` of the config that governs the execution's suites (`root`), as the
+/// batches' runs read it; the default without one.
+fn lease_of(root: &str) -> Duration {
+    let loader = crate::run::context::config_loader(crate::settings::get().config.as_ref());
+    let root = std::path::Path::new(root);
+    let dir = if root.is_file() {
+        root.parent().unwrap_or(root)
+    } else {
+        root
+    };
+    crate::config::Config::discover(dir, &loader)
+        .ok()
+        .and_then(|c| c.store_lease())
+        .unwrap_or(store::LEASE)
 }
 
 /// Runs one batch of claimed runs, as `agentest test` would, into the execution.

@@ -105,6 +105,9 @@ pub struct StoreConfig {
     /// A PostgreSQL database's URL (`${VAR}` expanded when the store opens, so the
     /// password can stay in the environment; `AGENTEST_STORE` wins).
     pub url: Option<String>,
+    /// How long a claimed run holds without its process's heartbeat before another
+    /// process takes it back, like "30s" (heartbeats come three times per lease).
+    pub lease: Option<String>,
 }
 
 /// `[run]`: how cases are run.
@@ -203,6 +206,15 @@ pub struct Config {
 }
 
 impl Config {
+    /// `[store] lease`, checked when the config loaded.
+    pub(crate) fn store_lease(&self) -> Option<std::time::Duration> {
+        self.file
+            .store
+            .lease
+            .as_deref()
+            .and_then(|l| crate::util::parse_duration(l).ok())
+    }
+
     /// `[store] path`, resolved against the config's folder, or `[store] url` with its
     /// `${VAR}`s expanded (each a secret).
     pub(crate) fn store_address(&self) -> Result<Option<StoreAddress>, ConfigValueError> {
@@ -388,6 +400,22 @@ impl Config {
     /// variables are expanded when the store opens, not here.
     fn check_store(&self) -> Result<(), ConfigValueError> {
         let store = &self.file.store;
+        if let Some(lease) = &store.lease {
+            match crate::util::parse_duration(lease) {
+                Err(source) => {
+                    return Err(ConfigValueError::Duration {
+                        key: "[store].lease".into(),
+                        source,
+                    })
+                }
+                Ok(d) if d < std::time::Duration::from_secs(3) => {
+                    return Err(ConfigValueError::StoreUrl {
+                        problem: format!("lease: {lease} is too short for heartbeats three times per lease over a network; give 3s or more, like \"30s\""),
+                    })
+                }
+                Ok(_) => {}
+            }
+        }
         match (&store.path, &store.url) {
             (Some(_), Some(_)) => Err(ConfigValueError::StoreUrl {
                 problem: "give `path` (a file) or `url` (a PostgreSQL database), not both".into(),

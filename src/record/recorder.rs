@@ -67,7 +67,7 @@ impl Recorder {
             })
             .collect();
         let (writer, resumed) = match resume {
-            Some(present) => StoreWriter::resume(address, &planned, present)?,
+            Some(present) => StoreWriter::resume(address, info, &planned, present)?,
             None => (
                 StoreWriter::begin(address, info, &planned)?,
                 Resumed::default(),

@@ -52,6 +52,8 @@ pub(crate) struct ExecutionBuilder {
     store_configured: Result<Option<StoreAddress>, String>,
     /// A store the front end names (`--store`), over the rest.
     store_given: Option<StoreAddress>,
+    /// `[store] lease` of the run's config.
+    store_lease: Option<std::time::Duration>,
     /// Running as a test binary (the harness): its target folder holds the store.
     test_binary: bool,
 }
@@ -74,6 +76,7 @@ impl ExecutionBuilder {
             .map(Option::flatten)
             .map_err(|e| e.to_string());
         self.store_from = config.map_or_else(|| dir.to_path_buf(), |c| c.dir.clone());
+        self.store_lease = config.and_then(Config::store_lease);
         self
     }
 
@@ -104,6 +107,7 @@ impl ExecutionBuilder {
             store_from: self.store_from,
             store_configured: self.store_configured,
             store_given: self.store_given,
+            store_lease: self.store_lease.unwrap_or(crate::record::store::LEASE),
             test_binary: self.test_binary,
         }
     }
@@ -117,6 +121,7 @@ pub(crate) struct Execution {
     store_from: PathBuf,
     store_configured: Result<Option<StoreAddress>, String>,
     store_given: Option<StoreAddress>,
+    store_lease: std::time::Duration,
     test_binary: bool,
 }
 
@@ -131,6 +136,7 @@ impl Execution {
             store_from: PathBuf::new(),
             store_configured: Ok(None),
             store_given: None,
+            store_lease: None,
             test_binary: false,
         }
     }
@@ -189,6 +195,11 @@ impl Execution {
             configured,
             self.test_binary,
         ))
+    }
+
+    /// How long this run's claims hold without a heartbeat (`[store] lease`).
+    pub(crate) fn store_lease(&self) -> std::time::Duration {
+        self.store_lease
     }
 
     /// Opens the run store at `address` for the `cases` that will run (see

@@ -230,6 +230,11 @@ fn a_config_store_of_two_kinds_or_another_scheme_is_refused() {
             "url = \"mysql://u:pw-secret-x@db/x\"",
             "[store]: expected a postgres:// or postgresql:// URL, found `mysql://***@db/x`",
         ),
+        (
+            "lease = \"1s\"",
+            "[store]: lease: 1s is too short for heartbeats three times per lease",
+        ),
+        ("lease = \"soon\"", "[store].lease: "),
     ] {
         s.write("agentest.toml", &format!("{config}\n[store]\n{store}\n"));
         let r = agentest(s.path(), &["test", "-i", "suites"], &[]);

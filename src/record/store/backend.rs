@@ -31,9 +31,9 @@ pub(crate) trait Backend: Send {
     /// Where it is, for messages (a URL without its credentials).
     fn address(&self) -> &StoreAddress;
 
-    /// Queues again the runs a dead process left `running` (see
-    /// [`super::row::abandoned`]); returns how many.
-    fn recover(&mut self) -> Result<usize, DbError>;
+    /// Queues again the runs a dead process left `running`: gone from this host, or no
+    /// heartbeat within `lease` (see [`super::row::abandoned`]); returns how many.
+    fn recover(&mut self, lease: std::time::Duration) -> Result<usize, DbError>;
 
     /// A new execution's id, or the id of the one this run joins (every process of a
     /// nextest run shares one).

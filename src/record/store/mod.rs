@@ -18,4 +18,5 @@ pub(crate) use model::{
     Claim, Doomed, ExecutionInfo, Filter, FlakyCase, Planned, Resumed, RunRow, Stored, LIFECYCLE,
     VERDICTS,
 };
+pub(crate) use row::LEASE;
 pub(crate) use writer::StoreWriter;

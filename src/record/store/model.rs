@@ -18,6 +18,9 @@ pub(crate) struct ExecutionInfo {
     pub(crate) key: Option<String>,
     /// `NEXTEST_RUN_ID`, kept in its own column as before keys.
     pub(crate) nextest_run_id: Option<String>,
+    /// How long this process's claimed runs hold without a heartbeat, and how long it
+    /// takes another's to be abandoned (`[store] lease`).
+    pub(crate) lease: std::time::Duration,
     /// Where to look for the git commit (the suites' folder).
     pub(crate) git_from: PathBuf,
 }

@@ -11,11 +11,15 @@ use crate::record::{rfc3339, CaseReport, Status};
 
 use super::model::{Claim, FlakyCase, FlakyRow, Resumed};
 
-/// How often a process marks its running runs alive.
-pub(crate) const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(5);
-/// A `running` run whose process has not marked it alive for this long (on any host)
-/// is taken to be abandoned.
-pub(crate) const LEASE: std::time::Duration = std::time::Duration::from_secs(60);
+/// How long a `running` run holds without its process marking it alive, when `[store]
+/// lease` does not say: after that (on any host) it is taken to be abandoned.
+pub(crate) const LEASE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// How often a process marks its running runs alive: three times per lease, so that a
+/// late heartbeat or two never lets a live run's lease lapse.
+pub(crate) fn heartbeat(lease: std::time::Duration) -> std::time::Duration {
+    lease / 3
+}
 
 /// A run's columns once its case ended.
 pub(crate) struct RunEnd {
@@ -159,8 +163,8 @@ fn host() -> &'static str {
 }
 
 /// When a heartbeat older than this makes a running run abandoned (RFC 3339).
-pub(crate) fn lease_cutoff() -> String {
-    rfc3339(std::time::SystemTime::now() - LEASE)
+pub(crate) fn lease_cutoff(lease: std::time::Duration) -> String {
+    rfc3339(std::time::SystemTime::now() - lease)
 }
 
 /// Whether a `running` run with this owner and last heartbeat was left by a dead

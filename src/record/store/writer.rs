@@ -14,7 +14,6 @@ use crate::util::StoreAddress;
 
 use super::backend::{Backend, Write};
 use super::model::{Claim, ExecutionInfo, Planned, Resumed};
-use super::row::HEARTBEAT;
 
 enum Op {
     /// Claim the run of a trial; the answer says whether this process runs it.
@@ -64,10 +63,10 @@ impl StoreWriter {
             store: address.clone(),
             source,
         };
-        db.recover().map_err(write)?;
+        db.recover(info.lease).map_err(write)?;
         let execution = db.start_execution(info).map_err(write)?;
         db.queue(execution, planned).map_err(write)?;
-        StoreWriter::start(db, execution)
+        StoreWriter::start(db, execution, info.lease)
     }
 
     /// Opens the store at `address` and joins its newest execution that did not finish
@@ -78,6 +77,7 @@ impl StoreWriter {
     /// it is gone.
     pub(crate) fn resume(
         address: &StoreAddress,
+        info: &ExecutionInfo,
         planned: &[Planned<'_>],
         present: &HashMap<String, Option<String>>,
     ) -> Result<(StoreWriter, Resumed), StoreError> {
@@ -86,7 +86,7 @@ impl StoreWriter {
             store: address.clone(),
             source,
         };
-        db.recover().map_err(write)?;
+        db.recover(info.lease).map_err(write)?;
         let Some(execution) = db.unfinished_execution().map_err(write)? else {
             return Err(StoreError::NothingToResume {
                 store: address.clone(),
@@ -94,12 +94,17 @@ impl StoreWriter {
         };
         db.queue(execution, planned).map_err(write)?;
         let resumed = db.sort_ended(execution, present).map_err(write)?;
-        let writer = StoreWriter::start(db, execution)?;
+        let writer = StoreWriter::start(db, execution, info.lease)?;
         Ok((writer, resumed))
     }
 
     /// Hands the database to the writing thread.
-    fn start(db: Box<dyn Backend>, execution: i64) -> Result<StoreWriter, StoreError> {
+    fn start(
+        db: Box<dyn Backend>,
+        execution: i64,
+        lease: std::time::Duration,
+    ) -> Result<StoreWriter, StoreError> {
+        let heartbeat = super::row::heartbeat(lease);
         let (sender, receiver) = mpsc::channel::<Op>();
         let lost = std::sync::Arc::new(Mutex::new(Lost::default()));
         let address = db.address().clone();
@@ -115,7 +120,7 @@ impl StoreWriter {
                     };
                     let mut beat = std::time::Instant::now();
                     loop {
-                        let first = match receiver.recv_timeout(HEARTBEAT) {
+                        let first = match receiver.recv_timeout(heartbeat) {
                             Ok(op) => Some(op),
                             Err(mpsc::RecvTimeoutError::Timeout) => None,
                             Err(mpsc::RecvTimeoutError::Disconnected) => break,
@@ -133,7 +138,7 @@ impl StoreWriter {
                                 .trials
                                 .extend(unwritten);
                         }
-                        if beat.elapsed() >= HEARTBEAT {
+                        if beat.elapsed() >= heartbeat {
                             beat = std::time::Instant::now();
                             if let Err(e) = db.heartbeat(execution) {
                                 warn(&e);

@@ -59,8 +59,8 @@ impl Backend for Postgres {
         &self.address
     }
 
-    fn recover(&mut self) -> Result<usize> {
-        let cutoff = row::lease_cutoff();
+    fn recover(&mut self, lease: std::time::Duration) -> Result<usize> {
+        let cutoff = row::lease_cutoff(lease);
         let running = self
             .client
             .query(

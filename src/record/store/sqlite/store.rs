@@ -106,8 +106,8 @@ impl Backend for Sqlite {
         &self.address
     }
 
-    fn recover(&mut self) -> Result<usize, DbError> {
-        recover(&self.conn).map_err(|e| self.db(e))
+    fn recover(&mut self, lease: std::time::Duration) -> Result<usize, DbError> {
+        recover(&self.conn, lease).map_err(|e| self.db(e))
     }
 
     fn start_execution(&mut self, info: &ExecutionInfo) -> Result<i64, DbError> {
@@ -506,8 +506,8 @@ fn release(conn: &Connection, execution: i64, trial: &str) -> rusqlite::Result<(
 }
 
 /// See [`Backend::recover`].
-fn recover(conn: &Connection) -> rusqlite::Result<usize> {
-    let cutoff = row::lease_cutoff();
+fn recover(conn: &Connection, lease: std::time::Duration) -> rusqlite::Result<usize> {
+    let cutoff = row::lease_cutoff(lease);
     // Each running run's id, owner (pid, host) and last heartbeat.
     type Owned = (i64, Option<i64>, Option<String>, Option<String>);
     let running: Vec<Owned> = {
@@ -652,6 +652,39 @@ fn delete(conn: &mut Connection, d: &Doomed) -> rusqlite::Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Another host's running run is taken back once its last heartbeat is older than
+    /// the lease, not before.
+    #[test]
+    fn another_hosts_run_is_taken_back_when_its_lease_lapses() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        super::super::schema::migrate(&mut conn).unwrap();
+        conn.execute(
+            "INSERT INTO executions (started_at, command, version, root) VALUES ('t', '[]', 'v', 'r')",
+            [],
+        )
+        .unwrap();
+        let beat = rfc3339(std::time::SystemTime::now() - std::time::Duration::from_secs(10));
+        conn.execute(
+            "INSERT INTO runs (execution_id, trial, suite, case_id, file, status, owner_pid,
+                               owner_host, heartbeat_at)
+             VALUES (1, 's::a', 's', 'a', 's.jsonl', 'running', 1, 'elsewhere', ?1)",
+            [&beat],
+        )
+        .unwrap();
+        assert_eq!(
+            recover(&conn, std::time::Duration::from_secs(30)).unwrap(),
+            0
+        );
+        assert_eq!(
+            recover(&conn, std::time::Duration::from_secs(5)).unwrap(),
+            1
+        );
+        let status: String = conn
+            .query_row("SELECT status FROM runs", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(status, "queued");
+    }
 
     /// A claim names who holds the run: this process claiming a trial twice is told so
     /// (`Twice`, a bug), never that another process ran it; a run another process holds
