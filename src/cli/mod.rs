@@ -13,6 +13,7 @@ mod commands;
 pub(crate) mod init;
 mod overwrite;
 mod runs;
+mod store;
 mod test;
 mod worker;
 
@@ -57,6 +58,9 @@ enum Command {
     Scenario(ScenarioArgs),
     /// What the run store holds: `runs list`, `runs show ID`, `runs delete`.
     Runs(runs::RunsArgs),
+    /// Operate the run store: `store migrate`, `store check` (reachable, schema
+    /// version, counts).
+    Store(store::StoreArgs),
     /// Run the queued runs of an execution that `agentest test --enqueue` planned, with
     /// any number of workers on other machines, until every run of it ended.
     Worker(worker::WorkerArgs),
@@ -452,6 +456,7 @@ fn dispatch(command: Command) -> Result<ExitCode, String> {
         Command::Report(args) => commands::report(args),
         Command::Runs(args) => runs::runs(args),
         Command::Worker(args) => worker::worker(args),
+        Command::Store(args) => store::store(args),
         Command::Scenario(ScenarioArgs {
             command: ScenarioCommand::Run(run),
         }) => test::test(TestArgs {

@@ -312,7 +312,7 @@ pub(super) fn existing_store(given: Option<StoreAddress>) -> Result<StoreAddress
 }
 
 /// The store `agentest test` would use from the current folder.
-fn default_store() -> Result<StoreAddress, String> {
+pub(super) fn default_store() -> Result<StoreAddress, String> {
     let here = Path::new(".");
     let loader = crate::run::context::config_loader(crate::settings::get().config.as_ref());
     let config = Config::discover(here, &loader).map_err(|e| e.to_string())?;

@@ -18,6 +18,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         a_newer_postgres_store_is_refused_untouched(needs crate::common::postgres),
         the_configs_store_url_takes_its_password_from_the_environment(needs crate::common::postgres),
         three_workers_share_a_thousand_runs_and_survive_a_kill(needs crate::common::postgres),
+        store_check_and_migrate_operate_a_database(needs crate::common::postgres),
     ]
 }
 
@@ -337,5 +338,61 @@ fn three_workers_share_a_thousand_runs_and_survive_a_kill() -> Needs {
     let db = fresh_postgres()?;
     let (s, _agent) = crate::store::slow_project("pg-workers", 1000);
     crate::store::workers_share_an_execution(&s, db.url(), 1000);
+    Ok(())
+}
+
+/// `agentest store check` on a new database says it needs migrating (exit 1) and
+/// changes nothing; `store migrate` brings it to the current version, once; after a run
+/// `check` counts what it holds; an unreachable server is exit 2, without the password.
+fn store_check_and_migrate_operate_a_database() -> Needs {
+    let db = fresh_postgres()?;
+    let s = project("pg-store-cmd");
+    let store = [("AGENTEST_STORE", db.url())];
+    let check = agentest(s.path(), &["store", "check"], &store);
+    assert_eq!(check.code, 1, "{check:?}");
+    assert!(
+        check
+            .stdout
+            .contains("schema: version 0, older than this agentest's (3)"),
+        "{check:?}"
+    );
+    let mut client = ::postgres::Client::connect(db.url(), ::postgres::NoTls).unwrap();
+    let tables: i64 = client
+        .query_one(
+            "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'public'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(tables, 0, "check changed nothing");
+    let migrate = agentest(s.path(), &["store", "migrate"], &store);
+    assert_eq!(migrate.code, 0, "{migrate:?}");
+    assert!(
+        migrate.stderr.contains("from schema version 0 to 3"),
+        "{migrate:?}"
+    );
+    let again = agentest(s.path(), &["store", "migrate"], &store);
+    assert!(again.stderr.contains("nothing to migrate"), "{again:?}");
+    agentest(s.path(), &["test", "-i", "suites"], &store);
+    let check = agentest(s.path(), &["store", "check"], &store);
+    assert_eq!(check.code, 0, "{check:?}");
+    assert!(check.stdout.contains("(PostgreSQL database)"), "{check:?}");
+    assert!(
+        check.stdout.contains("schema: version 3 (current)"),
+        "{check:?}"
+    );
+    assert!(
+        check
+            .stdout
+            .contains("executions: 1\nruns: 4 (completed 3, error 1)"),
+        "{check:?}"
+    );
+    let url = db.url().to_string();
+    let (user, _) = url.split_once('@').unwrap();
+    let closed = format!("{user}@127.0.0.1:1/agentest");
+    let r = agentest(s.path(), &["store", "check", "--store", &closed], &[]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stderr.contains("Connection refused"), "{r:?}");
+    assert_no_password(db.url(), &[&check, &migrate, &r]);
     Ok(())
 }

@@ -244,6 +244,30 @@ fn a_config_store_of_two_kinds_or_another_scheme_is_refused() {
     }
 }
 
+/// `agentest store migrate` makes a new SQLite store at the current version, once;
+/// `store check` says what it holds; a store that is not there is named.
+fn store_check_and_migrate_operate_a_file() {
+    let s = project("store-cmd");
+    let db = s.join("ops.db");
+    let store = [("AGENTEST_STORE", db.to_str().unwrap())];
+    let r = agentest(s.path(), &["store", "check"], &store);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stderr.contains("no run store at"), "{r:?}");
+    let r = agentest(s.path(), &["store", "migrate"], &store);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stderr.contains("from schema version 0 to 3"), "{r:?}");
+    agentest(s.path(), &["test", "-i", "suites"], &store);
+    let r = agentest(s.path(), &["store", "check"], &store);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(
+        r.stdout,
+        format!(
+            "store: {} (SQLite file)\nschema: version 3 (current)\nexecutions: 1\nruns: 4 (completed 3, error 1)\n",
+            db.display()
+        )
+    );
+}
+
 /// Every path under `dir`.
 fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
@@ -1272,6 +1296,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         processes_with_one_execution_key_make_one_execution,
         a_config_store_of_two_kinds_or_another_scheme_is_refused,
         workers_on_one_machine_run_every_queued_run_once,
+        store_check_and_migrate_operate_a_file,
         an_unwritable_store_says_permission_denied_and_the_fix,
         processes_at_once_share_one_store,
         a_killed_run_resumes_with_every_case_once,

@@ -82,6 +82,9 @@ pub(crate) trait Backend: Send {
         reason: &str,
     ) -> Result<usize, DbError>;
 
+    /// How many executions the store holds, and its runs by lifecycle status.
+    fn counts(&mut self) -> Result<(u64, Vec<(String, u64)>), DbError>;
+
     /// Marks this process's running runs alive.
     fn heartbeat(&mut self, execution: i64) -> Result<(), DbError>;
 

@@ -6,6 +6,17 @@ use super::backend::Backend;
 use crate::errors::StoreError;
 use crate::util::StoreAddress;
 
+/// The schema version the store at `address` is at, and the one this agentest writes,
+/// read without changing anything.
+pub(crate) fn version(address: &StoreAddress) -> Result<(i64, i64), StoreError> {
+    let found = match address {
+        StoreAddress::File(path) => super::sqlite::version(path)?,
+        StoreAddress::Postgres(url) => super::postgres::version(url)?,
+    };
+    // Both backends are at the same version: one schema, two dialects.
+    Ok((found, super::sqlite::VERSION))
+}
+
 /// Opens the store at `address` (an SQLite file is made, with its folder, when
 /// missing), its schema migrated, or a newer one refused.
 pub(crate) fn open(address: &StoreAddress) -> Result<Box<dyn Backend>, StoreError> {

@@ -13,7 +13,7 @@ mod writer;
 
 pub(crate) use backend::Backend;
 pub(crate) use export::evalstudio;
-pub(crate) use location::{location, open};
+pub(crate) use location::{location, open, version};
 pub(crate) use model::{
     Claim, Doomed, ExecutionInfo, Filter, FlakyCase, Planned, Resumed, RunRow, Stored, LIFECYCLE,
     VERDICTS,

@@ -6,4 +6,4 @@ mod open;
 mod schema;
 mod store;
 
-pub(crate) use open::open;
+pub(crate) use open::{open, version};

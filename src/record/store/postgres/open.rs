@@ -23,3 +23,24 @@ pub(crate) fn open(url: &DatabaseUrl) -> Result<Postgres, StoreError> {
         }),
     }
 }
+
+/// The schema version of the database at `url` (0 before the first migration), read
+/// without changing it (`agentest store check`).
+pub(crate) fn version(url: &DatabaseUrl) -> Result<i64, StoreError> {
+    let fail = |source| StoreError::Open {
+        store: StoreAddress::Postgres(url.clone()),
+        source: DbError::Postgres(source),
+    };
+    let mut client = super::connect::connect(url.expose()).map_err(fail)?;
+    let exists: bool = client
+        .query_one("SELECT to_regclass('agentest_schema') IS NOT NULL", &[])
+        .map_err(fail)?
+        .get(0);
+    if !exists {
+        return Ok(0);
+    }
+    let row = client
+        .query_opt("SELECT version FROM agentest_schema", &[])
+        .map_err(fail)?;
+    Ok(row.map_or(0, |r| i64::from(r.get::<_, i32>(0))))
+}

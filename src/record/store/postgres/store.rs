@@ -271,6 +271,27 @@ impl Backend for Postgres {
             .map_err(db)
     }
 
+    fn counts(&mut self) -> Result<(u64, Vec<(String, u64)>)> {
+        let executions: i64 = self
+            .client
+            .query_one("SELECT COUNT(*) FROM executions", &[])
+            .map_err(db)?
+            .get(0);
+        let rows = self
+            .client
+            .query(
+                "SELECT status, COUNT(*) FROM runs GROUP BY status ORDER BY status",
+                &[],
+            )
+            .map_err(db)?;
+        Ok((
+            executions as u64,
+            rows.iter()
+                .map(|r| (r.get(0), r.get::<_, i64>(1) as u64))
+                .collect(),
+        ))
+    }
+
     fn heartbeat(&mut self, execution: i64) -> Result<()> {
         let now = rfc3339(std::time::SystemTime::now());
         let me = Owner::me();

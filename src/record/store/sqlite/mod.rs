@@ -5,4 +5,5 @@ mod open;
 pub(super) mod schema;
 mod store;
 
-pub(crate) use open::open;
+pub(crate) use open::{open, version};
+pub(crate) use schema::VERSION;

@@ -162,3 +162,15 @@ fn open_once(path: &Path) -> Result<Connection, StoreError> {
         }),
     }
 }
+
+/// The schema version of the store at `path`, read without changing it (`agentest
+/// store check`).
+pub(crate) fn version(path: &Path) -> Result<i64, StoreError> {
+    let fail = |source| StoreError::Open {
+        store: StoreAddress::File(path.to_path_buf()),
+        source: DbError::Sqlite { source, os: None },
+    };
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(fail)?;
+    conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(fail)
+}

@@ -229,6 +229,24 @@ impl Backend for Sqlite {
         Ok(ended)
     }
 
+    fn counts(&mut self) -> Result<(u64, Vec<(String, u64)>), DbError> {
+        let counted = self
+            .conn
+            .query_row("SELECT COUNT(*) FROM executions", [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .and_then(|executions| {
+                let mut stmt = self
+                    .conn
+                    .prepare("SELECT status, COUNT(*) FROM runs GROUP BY status ORDER BY status")?;
+                let rows = stmt
+                    .query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as u64)))?
+                    .collect::<rusqlite::Result<Vec<_>>>()?;
+                Ok((executions as u64, rows))
+            });
+        counted.map_err(|e| self.db(e))
+    }
+
     fn heartbeat(&mut self, execution: i64) -> Result<(), DbError> {
         let now = rfc3339(std::time::SystemTime::now());
         let me = Owner::me();
