@@ -105,6 +105,19 @@ impl Vars {
             .transpose()
     }
 
+    /// `AGENTEST_RATE_WINDOW`.
+    fn rate_window(&self) -> Result<Duration, SettingsError> {
+        match self.get("AGENTEST_RATE_WINDOW") {
+            None => Ok(Duration::from_secs(60)),
+            Some(v) => crate::util::parse_duration(v)
+                .ok()
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| {
+                    self.invalid("AGENTEST_RATE_WINDOW", "a duration above zero such as 60s")
+                }),
+        }
+    }
+
     /// `AGENTEST_STORE`.
     fn store(&self) -> Result<StoreChoice, SettingsError> {
         match self.get("AGENTEST_STORE") {
@@ -191,6 +204,10 @@ pub(crate) struct Settings {
     /// is said on stderr (default 5 s). Agentest's own tests lower it, so that the test
     /// of the notice does not wait five seconds.
     pub(crate) slow_notice_min: Option<Duration>,
+    /// `AGENTEST_RATE_WINDOW`: the window `requests_per_minute` counts starts in (60 s;
+    /// agentest's own tests shorten it, so that the test of the rule does not take
+    /// minutes).
+    pub(crate) rate_window: Duration,
     /// `OPENAI_BASE_URL`: where an EvalStudio project's `openai` models are called
     /// (as OpenAI's SDKs honour it; default `https://api.openai.com/v1`).
     pub(crate) openai_base_url: Option<String>,
@@ -317,6 +334,7 @@ impl Settings {
             store: vars.store()?,
             execution: vars.execution(),
             slow_notice_min: vars.slow_notice_min()?,
+            rate_window: vars.rate_window()?,
             openai_base_url: get("OPENAI_BASE_URL").map(str::to_string),
             anthropic_base_url: get("ANTHROPIC_BASE_URL").map(str::to_string),
         })

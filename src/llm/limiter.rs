@@ -1,6 +1,7 @@
 //! One limiter per endpoint per process: requests in flight, and requests started per
-//! minute. Under nextest each case is its own process, so bound model traffic there
-//! with a test group (`max-threads`) instead; see docs/models.md.
+//! minute. The in-flight limit is the process's own (under nextest each case is its own
+//! process, so bound it there with a test group, `max-threads`; see docs/models.md);
+//! the rate is the execution's, kept in the run store's ledger when a store is open.
 //!
 //! The in-flight limit adapts unless `max_in_flight` pins it (additive increase,
 //! multiplicative decrease): it starts at 16; each run of successful calls as long as
@@ -41,7 +42,7 @@ pub(crate) struct Limiter {
     shown: String,
     in_flight: Arc<Semaphore>,
     adaptive: Mutex<Adaptive>,
-    per_minute: Option<Mutex<Bucket>>,
+    per_minute: Option<Mutex<Window>>,
 }
 
 /// Where the in-flight limit stands.
@@ -65,12 +66,38 @@ struct Adaptive {
     said_lowered: bool,
 }
 
+/// `requests_per_minute` kept as a window, not a bucket: no window (a minute) holds more
+/// than `limit` starts. A bucket that starts full would allow nearly twice the limit in
+/// the first minute: the full bucket, then its refill.
 #[derive(Debug)]
-struct Bucket {
-    capacity: f64,
-    tokens: f64,
-    refill_per_sec: f64,
-    last: Instant,
+struct Window {
+    limit: u32,
+    /// The starts within the last window, oldest first.
+    starts: std::collections::VecDeque<Instant>,
+}
+
+impl Window {
+    /// Starts now if the window allows it, else how long until it will.
+    fn start(&mut self, window: Duration) -> Option<Duration> {
+        let now = Instant::now();
+        while self
+            .starts
+            .front()
+            .is_some_and(|s| now.duration_since(*s) >= window)
+        {
+            self.starts.pop_front();
+        }
+        if self.starts.len() < self.limit as usize {
+            self.starts.push_back(now);
+            return None;
+        }
+        let oldest = *self.starts.front().expect("a full window has a start");
+        Some(
+            (oldest + window)
+                .saturating_duration_since(now)
+                .max(Duration::from_millis(1)),
+        )
+    }
 }
 
 /// A slot in flight; returned (or retired, when the limit fell) when dropped.
@@ -194,12 +221,10 @@ impl Limiter {
                 lowered_at: None,
                 said_lowered: false,
             }),
-            per_minute: per_minute.filter(|n| *n > 0).map(|n| {
-                Mutex::new(Bucket {
-                    capacity: f64::from(n).clamp(1.0, 60.0),
-                    tokens: f64::from(n).clamp(1.0, 60.0),
-                    refill_per_sec: f64::from(n) / 60.0,
-                    last: Instant::now(),
+            per_minute: per_minute.filter(|n| *n > 0).map(|limit| {
+                Mutex::new(Window {
+                    limit,
+                    starts: Default::default(),
                 })
             }),
         }
@@ -236,31 +261,31 @@ impl Limiter {
             .acquire_owned()
             .await
             .expect("the semaphore is never closed");
-        if let Some(bucket) = &self.per_minute {
-            loop {
-                let wait = {
-                    let mut b = bucket.lock().unwrap_or_else(|e| e.into_inner());
-                    let now = Instant::now();
-                    let elapsed = now.duration_since(b.last).as_secs_f64();
-                    b.tokens = (b.tokens + elapsed * b.refill_per_sec).min(b.capacity);
-                    b.last = now;
-                    if b.tokens >= 1.0 {
-                        b.tokens -= 1.0;
-                        None
-                    } else {
-                        Some(Duration::from_secs_f64((1.0 - b.tokens) / b.refill_per_sec))
-                    }
-                };
-                match wait {
-                    None => break,
-                    Some(d) => tokio::time::sleep(d).await,
-                }
-            }
+        if let Some(window) = &self.per_minute {
+            self.wait_for_the_rate(window).await;
         }
         Slot {
             permit: Some(permit),
             limiter: self.clone(),
             started: Instant::now(),
+        }
+    }
+
+    /// Waits until the rate allows a start: the execution's ledger in the run store,
+    /// when one is open, which counts the starts of every process of the execution
+    /// (machines included); else this process's own window.
+    async fn wait_for_the_rate(&self, window: &Mutex<Window>) {
+        let span = crate::settings::get().rate_window;
+        let limit = window.lock().unwrap_or_else(|e| e.into_inner()).limit;
+        loop {
+            let wait = match crate::record::store::start_request(&self.shown, limit, span).await {
+                Some(wait) => wait,
+                None => window.lock().unwrap_or_else(|e| e.into_inner()).start(span),
+            };
+            match wait {
+                None => return,
+                Some(d) => tokio::time::sleep(d).await,
+            }
         }
     }
 

@@ -78,6 +78,7 @@ mod http_formats;
 mod langgraph;
 mod latency;
 mod layers;
+mod ledger;
 mod llm;
 mod output_path;
 mod parse_errors;
@@ -198,6 +199,7 @@ fn main() {
     trials.extend(output_path::tests());
     trials.extend(latency::tests());
     trials.extend(layers::tests());
+    trials.extend(ledger::tests());
     trials.extend(langgraph::tests());
     trials.extend(llm::tests());
     trials.extend(parse_errors::tests());

@@ -24,6 +24,25 @@ pub(crate) enum Write<'a> {
     Done(&'a CaseReport),
     /// A case this process claimed did not end: queue its run again.
     Release(&'a str),
+    /// A model request wants to start at the endpoint `endpoint`, where no `window`
+    /// may hold more than `limit` starts across the execution: recorded as started, or
+    /// how long until a start is free.
+    StartRequest {
+        endpoint: &'a str,
+        limit: u32,
+        window: std::time::Duration,
+    },
+}
+
+/// What a [`Write`] answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Answer {
+    /// Nothing to say (an end, a release).
+    Done,
+    /// A claim's answer.
+    Claim(Claim),
+    /// A request start: `None` it started, else wait this long and ask again.
+    Start(Option<std::time::Duration>),
 }
 
 /// A store's database, opened and at the current schema.
@@ -56,12 +75,12 @@ pub(crate) trait Backend: Send {
 
     /// Applies `writes` in one transaction; when that transaction cannot be had or
     /// committed (`Err` in the pair's first half, said once), each write alone. Each
-    /// write's result, in order: a claim's answer, `None` for the others.
+    /// write's answer, in order.
     fn write_batch(
         &mut self,
         execution: i64,
         writes: &[Write<'_>],
-    ) -> (Option<DbError>, Vec<Result<Option<Claim>, DbError>>);
+    ) -> (Option<DbError>, Vec<Result<Answer, DbError>>);
 
     /// Claims for this process up to `n` of the execution's queued runs, oldest first,
     /// each `queued` to `running` in one statement that no other claimer can also win

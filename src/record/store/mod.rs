@@ -19,4 +19,4 @@ pub(crate) use model::{
     VERDICTS,
 };
 pub(crate) use row::LEASE;
-pub(crate) use writer::StoreWriter;
+pub(crate) use writer::{start_request, StoreWriter};

@@ -12,7 +12,7 @@ use crate::errors::{DbError, StoreError};
 use crate::record::CaseReport;
 use crate::util::StoreAddress;
 
-use super::backend::{Backend, Write};
+use super::backend::{Answer, Backend, Write};
 use super::model::{Claim, ExecutionInfo, Planned, Resumed};
 
 enum Op {
@@ -22,6 +22,42 @@ enum Op {
     /// A case this process claimed did not end (the run was interrupted): its run is
     /// queued again, for `--resume`.
     Release(String),
+    /// A model request asks to start (see [`start_request`]); the answer is `None` when
+    /// it may, else how long to wait before asking again, or `Err` when the store
+    /// could not say.
+    StartRequest {
+        endpoint: String,
+        limit: u32,
+        window: std::time::Duration,
+        answer: tokio::sync::oneshot::Sender<Result<Option<std::time::Duration>, ()>>,
+    },
+}
+
+/// The writer of this process's open store, for the model requests' rate ledger.
+static LEDGER: Mutex<Option<mpsc::Sender<Op>>> = Mutex::new(None);
+
+/// Asks the execution's ledger to start a model request at `endpoint`, where no
+/// `window` may hold more than `limit` starts across every process of the execution.
+/// `None`: no store is open (or it could not say), and the caller keeps the rate
+/// itself; `Some(None)`: started; `Some(Some(wait))`: ask again after `wait`.
+pub(crate) async fn start_request(
+    endpoint: &str,
+    limit: u32,
+    window: std::time::Duration,
+) -> Option<Option<std::time::Duration>> {
+    let (answer, answered) = tokio::sync::oneshot::channel();
+    let sent = LEDGER
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()?
+        .send(Op::StartRequest {
+            endpoint: endpoint.to_string(),
+            limit,
+            window,
+            answer,
+        });
+    sent.ok()?;
+    answered.await.ok()?.ok()
 }
 
 /// The store of one run, written in the background.
@@ -152,6 +188,7 @@ impl StoreWriter {
                 store: address.clone(),
                 source: e,
             })?;
+        *LEDGER.lock().unwrap_or_else(|e| e.into_inner()) = Some(sender.clone());
         Ok(StoreWriter {
             address,
             execution,
@@ -218,6 +255,7 @@ impl StoreWriter {
     /// while the run wrote to it.
     pub(crate) fn finish(&self, duration_ms: u64) -> Result<(), StoreError> {
         drop(self.tx.lock().unwrap_or_else(|e| e.into_inner()).take());
+        drop(LEDGER.lock().unwrap_or_else(|e| e.into_inner()).take());
         let thread = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(mut db) = thread.and_then(|t| t.join().ok()) {
             if let Err(e) = db.finish(self.execution, duration_ms) {
@@ -258,6 +296,16 @@ fn write_batch(
             Op::Claim(trial, _) => Write::Claim(trial),
             Op::Done(report) => Write::Done(report),
             Op::Release(trial) => Write::Release(trial),
+            Op::StartRequest {
+                endpoint,
+                limit,
+                window,
+                ..
+            } => Write::StartRequest {
+                endpoint,
+                limit: *limit,
+                window: *window,
+            },
         })
         .collect();
     let (together, results) = db.write_batch(execution, &writes);
@@ -267,19 +315,26 @@ fn write_batch(
     }
     let mut unwritten = Vec::new();
     for (op, r) in batch.into_iter().zip(results) {
-        let claimed = match r {
-            Ok(c) => c,
-            Err(e) => {
-                warn(&e);
-                if let Op::Done(report) = &op {
-                    unwritten.push(report.trial.clone());
-                }
-                // The store cannot say: the case runs, as without one.
-                Some(Claim::Granted)
+        if let Err(e) = &r {
+            warn(e);
+        }
+        match (op, r) {
+            (Op::Claim(_, answer), Ok(Answer::Claim(claimed))) => {
+                let _ = answer.send(claimed);
             }
-        };
-        if let (Op::Claim(_, answer), Some(claimed)) = (op, claimed) {
-            let _ = answer.send(claimed);
+            // The store cannot say: the case runs, as without one.
+            (Op::Claim(_, answer), _) => {
+                let _ = answer.send(Claim::Granted);
+            }
+            (Op::StartRequest { answer, .. }, Ok(Answer::Start(wait))) => {
+                let _ = answer.send(Ok(wait));
+            }
+            // The caller keeps the rate itself.
+            (Op::StartRequest { answer, .. }, _) => {
+                let _ = answer.send(Err(()));
+            }
+            (Op::Done(report), Err(_)) => unwritten.push(report.trial.clone()),
+            (Op::Done(_) | Op::Release(_), _) => {}
         }
     }
     unwritten

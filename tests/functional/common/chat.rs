@@ -42,6 +42,8 @@ struct State {
     scripts: HashMap<String, VecDeque<Action>>,
     /// Every request received, with its route, in arrival order.
     seen: Vec<(String, Request)>,
+    /// When each request of `seen` arrived.
+    arrived: Vec<std::time::Instant>,
 }
 
 /// The scripted server; stopped (port closed, connections shut) on drop.
@@ -104,6 +106,11 @@ impl ChatServer {
         self.script(route, contents.iter().map(|c| text(c, (10, 5))).collect());
     }
 
+    /// When each request so far arrived, in order.
+    pub fn arrivals(&self) -> Vec<std::time::Instant> {
+        lock(&self.state).arrived.clone()
+    }
+
     /// Every request received so far, in arrival order.
     pub fn requests(&self) -> Vec<Request> {
         lock(&self.state)
@@ -159,6 +166,7 @@ fn serve(stream: TcpStream, router: Router, state: &Mutex<State>) {
                 )
             });
             s.seen.push((route, request));
+            s.arrived.push(std::time::Instant::now());
             action
         };
         if !perform(&mut writer, action) {

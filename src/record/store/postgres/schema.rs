@@ -27,7 +27,7 @@
 use postgres::Client;
 
 /// The schema version this agentest writes; SQLite's, since the tables are the same.
-pub(crate) const VERSION: i64 = 3;
+pub(crate) const VERSION: i64 = 4;
 
 /// The key of the advisory lock that migrators take inside their transaction, so that
 /// two processes opening a new store at once migrate it once: "agentest" in ASCII.
@@ -88,6 +88,16 @@ CREATE INDEX runs_by_execution ON runs (execution_id, id);
 ALTER TABLE executions ADD COLUMN execution_key TEXT;
 UPDATE executions SET execution_key = 'nextest:' || nextest_run_id WHERE nextest_run_id IS NOT NULL;
 ALTER TABLE executions ADD CONSTRAINT executions_by_key UNIQUE (execution_key);
+"#,
+    // 4: the model requests started in the last window, per endpoint, so that every
+    // process of an execution keeps one `requests_per_minute` together.
+    r#"
+CREATE TABLE request_starts (
+    execution_id  BIGINT NOT NULL REFERENCES executions(id) ON DELETE CASCADE,
+    endpoint      TEXT NOT NULL,
+    started_ms    BIGINT NOT NULL
+);
+CREATE INDEX request_starts_by_endpoint ON request_starts (execution_id, endpoint, started_ms);
 "#,
 ];
 

@@ -11,7 +11,7 @@ use postgres::{Client, GenericClient, Row};
 
 use crate::errors::{DbError, StoreError};
 use crate::record::rfc3339;
-use crate::record::store::backend::{Backend, Write};
+use crate::record::store::backend::{Answer, Backend, Write};
 use crate::record::store::model::{
     Claim, Doomed, ExecutionInfo, Filter, FlakyRow, Planned, Resumed, RunRow, Stored, StoredRun,
 };
@@ -193,7 +193,7 @@ impl Backend for Postgres {
         &mut self,
         execution: i64,
         writes: &[Write<'_>],
-    ) -> (Option<DbError>, Vec<Result<Option<Claim>>>) {
+    ) -> (Option<DbError>, Vec<Result<Answer>>) {
         let together = self.client.transaction().and_then(|mut tx| {
             let mut results = Vec::with_capacity(writes.len());
             for w in writes {
@@ -514,12 +514,62 @@ fn apply(
     c: &mut impl GenericClient,
     execution: i64,
     w: &Write<'_>,
-) -> std::result::Result<Option<Claim>, postgres::Error> {
+) -> std::result::Result<Answer, postgres::Error> {
     match w {
-        Write::Claim(trial) => claim(c, execution, trial).map(Some),
-        Write::Done(report) => done(c, execution, report).map(|()| None),
-        Write::Release(trial) => release(c, execution, trial).map(|()| None),
+        Write::Claim(trial) => claim(c, execution, trial).map(Answer::Claim),
+        Write::Done(report) => done(c, execution, report).map(|()| Answer::Done),
+        Write::Release(trial) => release(c, execution, trial).map(|()| Answer::Done),
+        Write::StartRequest {
+            endpoint,
+            limit,
+            window,
+        } => start_request(c, execution, endpoint, *limit, *window).map(Answer::Start),
     }
+}
+
+/// A request start at `endpoint` if the last `window` holds fewer than `limit` starts
+/// of the execution, else how long until the oldest leaves it. Processes counting the
+/// same endpoint take turns on an advisory lock held to their transaction's end, and
+/// the time is the server's, so machines whose clocks differ share one window.
+fn start_request(
+    c: &mut impl GenericClient,
+    execution: i64,
+    endpoint: &str,
+    limit: u32,
+    window: std::time::Duration,
+) -> std::result::Result<Option<std::time::Duration>, postgres::Error> {
+    let key = format!("{execution}:{endpoint}");
+    c.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+        &[&key],
+    )?;
+    let now: i64 = c
+        .query_one(
+            "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint",
+            &[],
+        )?
+        .get(0);
+    let window_ms = window.as_millis() as i64;
+    c.execute(
+        "DELETE FROM request_starts WHERE execution_id = $1 AND endpoint = $2 AND started_ms <= $3",
+        &[&execution, &endpoint, &(now - window_ms)],
+    )?;
+    let r = c.query_one(
+        "SELECT COUNT(*), MIN(started_ms) FROM request_starts WHERE execution_id = $1 AND endpoint = $2",
+        &[&execution, &endpoint],
+    )?;
+    let (count, oldest): (i64, Option<i64>) = (r.get(0), r.get(1));
+    if count < i64::from(limit) {
+        c.execute(
+            "INSERT INTO request_starts (execution_id, endpoint, started_ms) VALUES ($1, $2, $3)",
+            &[&execution, &endpoint, &now],
+        )?;
+        return Ok(None);
+    }
+    let free_at = oldest.unwrap_or(now) + window_ms;
+    Ok(Some(std::time::Duration::from_millis(
+        (free_at - now).max(1) as u64,
+    )))
 }
 
 /// The atomic claim: `queued` to `running` in one conditional UPDATE. A concurrent

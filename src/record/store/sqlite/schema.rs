@@ -6,7 +6,7 @@
 use rusqlite::Connection;
 
 /// The schema version this agentest writes.
-pub(crate) const VERSION: i64 = 3;
+pub(crate) const VERSION: i64 = 4;
 
 /// The migrations, in order: `MIGRATIONS[i]` takes version `i` to `i + 1`.
 const MIGRATIONS: [&str; VERSION as usize] = [
@@ -63,6 +63,16 @@ CREATE INDEX runs_by_execution ON runs (execution_id, id);
 ALTER TABLE executions ADD COLUMN execution_key TEXT;
 UPDATE executions SET execution_key = 'nextest:' || nextest_run_id WHERE nextest_run_id IS NOT NULL;
 CREATE UNIQUE INDEX executions_by_key ON executions (execution_key);
+"#,
+    // 4: the model requests started in the last window, per endpoint, so that every
+    // process of an execution keeps one `requests_per_minute` together.
+    r#"
+CREATE TABLE request_starts (
+    execution_id  INTEGER NOT NULL REFERENCES executions(id) ON DELETE CASCADE,
+    endpoint      TEXT NOT NULL,
+    started_ms    INTEGER NOT NULL
+);
+CREATE INDEX request_starts_by_endpoint ON request_starts (execution_id, endpoint, started_ms);
 "#,
 ];
 

@@ -9,7 +9,7 @@ use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row, Tra
 
 use crate::errors::{DbError, StoreError};
 use crate::record::rfc3339;
-use crate::record::store::backend::{Backend, Write};
+use crate::record::store::backend::{Answer, Backend, Write};
 use crate::record::store::model::{
     Claim, Doomed, ExecutionInfo, Filter, FlakyRow, Planned, Resumed, RunRow, Stored, StoredRun,
 };
@@ -140,12 +140,17 @@ impl Backend for Sqlite {
         &mut self,
         execution: i64,
         writes: &[Write<'_>],
-    ) -> (Option<DbError>, Vec<Result<Option<Claim>, DbError>>) {
-        let apply = |conn: &Connection, w: &Write<'_>| -> rusqlite::Result<Option<Claim>> {
+    ) -> (Option<DbError>, Vec<Result<Answer, DbError>>) {
+        let apply = |conn: &Connection, w: &Write<'_>| -> rusqlite::Result<Answer> {
             match w {
-                Write::Claim(trial) => claim(conn, execution, trial).map(Some),
-                Write::Done(report) => done(conn, execution, report).map(|()| None),
-                Write::Release(trial) => release(conn, execution, trial).map(|()| None),
+                Write::Claim(trial) => claim(conn, execution, trial).map(Answer::Claim),
+                Write::Done(report) => done(conn, execution, report).map(|()| Answer::Done),
+                Write::Release(trial) => release(conn, execution, trial).map(|()| Answer::Done),
+                Write::StartRequest {
+                    endpoint,
+                    limit,
+                    window,
+                } => start_request(conn, execution, endpoint, *limit, *window).map(Answer::Start),
             }
         };
         let together = self
@@ -506,6 +511,44 @@ fn claim(conn: &Connection, execution: i64, trial: &str) -> rusqlite::Result<Cla
         .query_row(params![execution, trial], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?;
     Ok(me.claim_lost_to(owner))
+}
+
+/// A request start at `endpoint` if the last `window` holds fewer than `limit` starts
+/// of the execution (under SQLite's write lock, so no other process counts at the same
+/// time), else how long until the oldest leaves the window. Starts older than the
+/// window are dropped: only the window is ever read.
+fn start_request(
+    conn: &Connection,
+    execution: i64,
+    endpoint: &str,
+    limit: u32,
+    window: std::time::Duration,
+) -> rusqlite::Result<Option<std::time::Duration>> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let window_ms = window.as_millis() as i64;
+    conn.prepare_cached(
+        "DELETE FROM request_starts WHERE execution_id = ?1 AND endpoint = ?2 AND started_ms <= ?3",
+    )?
+    .execute(params![execution, endpoint, now - window_ms])?;
+    let (count, oldest): (i64, Option<i64>) = conn
+        .prepare_cached(
+            "SELECT COUNT(*), MIN(started_ms) FROM request_starts
+             WHERE execution_id = ?1 AND endpoint = ?2",
+        )?
+        .query_row(params![execution, endpoint], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    if count < i64::from(limit) {
+        conn.prepare_cached(
+            "INSERT INTO request_starts (execution_id, endpoint, started_ms) VALUES (?1, ?2, ?3)",
+        )?
+        .execute(params![execution, endpoint, now])?;
+        return Ok(None);
+    }
+    let free_at = oldest.unwrap_or(now) + window_ms;
+    Ok(Some(std::time::Duration::from_millis(
+        (free_at - now).max(1) as u64,
+    )))
 }
 
 /// Queues again the run of `trial` if this process claimed it and it did not end,

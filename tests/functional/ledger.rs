@@ -1,0 +1,143 @@
+//! The execution's ledger in the run store: a model endpoint's `requests_per_minute` held
+//! by every process of an execution together, as a window (no window holds more than
+//! the limit), against a loopback chat server that notes when each request arrives.
+//! The window is shortened with `AGENTEST_RATE_WINDOW` so the test takes seconds.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::chat::{text, ChatServer};
+use crate::common::{fresh_postgres, Needs, Scratch, BIN};
+
+pub fn tests() -> Vec<libtest_mimic::Trial> {
+    crate::trials![
+        four_processes_share_one_rate_window_in_sqlite,
+        four_processes_share_one_rate_window_in_postgres(needs crate::common::postgres),
+        one_process_keeps_a_window_not_a_bucket,
+    ]
+}
+
+const WINDOW: Duration = Duration::from_secs(2);
+const LIMIT: usize = 4;
+/// What a request may take from its start being granted to its arrival.
+const TRANSIT: Duration = Duration::from_millis(150);
+
+/// A project of `suites` suites of `per_suite` one-turn cases against an `openai` agent
+/// whose endpoint allows [`LIMIT`] starts per window.
+fn project(tag: &str, server: &ChatServer, suites: usize, per_suite: usize) -> Scratch {
+    let s = Scratch::named("ledger", tag);
+    s.write(
+        "agentest.toml",
+        &format!(
+            "[llm]\nbase_url = \"{}\"\nmodel = \"m\"\nrequests_per_minute = {LIMIT}\n\n\
+             [agent]\ntype = \"openai\"\nsystem = \"You are a test agent.\"\n",
+            server.url()
+        ),
+    );
+    for k in 0..suites {
+        let cases: String = (0..per_suite)
+            .map(|i| format!("{{\"id\": \"c{i}\", \"input\": \"hello\", \"assert\": {{\"type\": \"contains\", \"value\": \"hi\"}}}}\n"))
+            .collect();
+        s.write(&format!("suites/s{k}.jsonl"), &cases);
+    }
+    server.answer("hello", &vec!["hi".to_string(); suites * per_suite]);
+    s
+}
+
+/// Runs one `agentest test` per suite at once, all in one execution of `store`.
+fn run_all(s: &Scratch, store: &str, suites: usize) {
+    let children: Vec<_> = (0..suites)
+        .map(|k| {
+            Command::new(BIN)
+                .current_dir(s.path())
+                .args([
+                    "test",
+                    "-i",
+                    &format!("suites/s{k}.jsonl"),
+                    "--parallel",
+                    "8",
+                ])
+                .env("AGENTEST_STORE", store)
+                .env("AGENTEST_EXECUTION", "rate-1")
+                .env("AGENTEST_RATE_WINDOW", "2s")
+                .env("AGENTEST_CASSETTES", "off")
+                .env_remove("CARGO_TARGET_DIR")
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("start agentest")
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+    }
+}
+
+/// No window (less the transit allowance) holds more than [`LIMIT`] arrivals.
+#[track_caller]
+fn assert_window_kept(arrivals: &[Instant], total: usize) {
+    assert_eq!(arrivals.len(), total, "every call reached the server");
+    let mut sorted = arrivals.to_vec();
+    sorted.sort();
+    for (i, start) in sorted.iter().enumerate() {
+        let within = sorted[i..]
+            .iter()
+            .take_while(|t| t.duration_since(*start) < WINDOW - TRANSIT)
+            .count();
+        assert!(
+            within <= LIMIT,
+            "{within} requests arrived within one window of {WINDOW:?} (limit {LIMIT}): {:?}",
+            sorted
+                .iter()
+                .map(|t| t.duration_since(sorted[0]))
+                .collect::<Vec<_>>()
+        );
+    }
+    // And the limit was used, not starved: the calls took about the windows they need.
+    let span = sorted[total - 1].duration_since(sorted[0]);
+    let windows = (total - 1) / LIMIT;
+    assert!(
+        span >= WINDOW * windows as u32 - TRANSIT,
+        "{total} calls at {LIMIT} per window took only {span:?}"
+    );
+}
+
+/// Four processes on one machine, one SQLite store and one execution: together they
+/// keep the endpoint's window.
+fn four_processes_share_one_rate_window_in_sqlite() {
+    let server = ChatServer::start();
+    let s = project("sqlite", &server, 4, 3);
+    let store = s.join("runs.db");
+    run_all(&s, store.to_str().unwrap(), 4);
+    assert_window_kept(&server.arrivals(), 12);
+}
+
+/// The same on a PostgreSQL store, as processes on several machines would share it.
+fn four_processes_share_one_rate_window_in_postgres() -> Needs {
+    let db = fresh_postgres()?;
+    let server = ChatServer::start();
+    let s = project("pg", &server, 4, 3);
+    run_all(&s, db.url(), 4);
+    assert_window_kept(&server.arrivals(), 12);
+    Ok(())
+}
+
+/// Without a store, one process keeps the window itself: the first window holds the
+/// limit, not the limit plus a full bucket's refill.
+fn one_process_keeps_a_window_not_a_bucket() {
+    let server = ChatServer::start();
+    let s = project("alone", &server, 1, 9);
+    let out = Command::new(BIN)
+        .current_dir(s.path())
+        .args(["test", "-i", "suites", "--parallel", "16"])
+        .env("AGENTEST_STORE", "off")
+        .env("AGENTEST_RATE_WINDOW", "2s")
+        .env("AGENTEST_CASSETTES", "off")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_window_kept(&server.arrivals(), 9);
+}
