@@ -6,7 +6,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::chat::{text, ChatServer};
+use crate::common::chat::ChatServer;
 use crate::common::{fresh_postgres, Needs, Scratch, BIN};
 
 pub fn tests() -> Vec<libtest_mimic::Trial> {
