@@ -114,6 +114,9 @@ impl ModelCalls {
                 return Ok(outcome);
             }
         }
+        if self.meters.shared() {
+            super::spend::learn_spent_elsewhere().await;
+        }
         self.meters
             .check(endpoint.pricing().is_some(), endpoint.what())
             .map_err(LlmError::from)?;

@@ -2,6 +2,12 @@
 //! and the run's `[run] max_cost` / `max_tokens`. Every model call sent (not replayed)
 //! adds what it spent to the meters above it, and each call first checks them, so a
 //! case stops at the first call after its budget is gone.
+//!
+//! The run's budget is the execution's: with a run store open, every spending is also
+//! written to the store's ledger, and before each call the run's meter learns what the
+//! execution's other processes have spent (machines included). So the execution as a
+//! whole stops at the first call after the budget is gone, over by at most what the
+//! calls in flight across the execution at that moment spend.
 
 use std::sync::{Arc, Mutex};
 
@@ -17,6 +23,20 @@ struct Spent {
     cost: f64,
 }
 
+/// What the execution's other processes spent, as the store's ledger last said.
+static ELSEWHERE: Mutex<Spent> = Mutex::new(Spent {
+    tokens: 0,
+    cost: 0.0,
+});
+
+/// Asks the store's ledger what the execution's other processes have spent, for the
+/// run's meter (nothing changes without a store).
+pub(crate) async fn learn_spent_elsewhere() {
+    if let Some((tokens, cost)) = crate::record::store::spent_elsewhere().await {
+        *ELSEWHERE.lock().unwrap_or_else(|e| e.into_inner()) = Spent { tokens, cost };
+    }
+}
+
 /// One budget and what has been spent against it, shared by everything under it.
 #[derive(Debug)]
 pub(crate) struct Meter {
@@ -26,6 +46,8 @@ pub(crate) struct Meter {
     /// The pricing currency, for messages.
     currency: String,
     spent: Mutex<Spent>,
+    /// The run's budget, which every process of the execution spends under.
+    shared: bool,
 }
 
 impl Meter {
@@ -36,12 +58,27 @@ impl Meter {
             budget,
             currency: currency.unwrap_or("USD").to_string(),
             spent: Mutex::new(Spent::default()),
+            shared: false,
         })
+    }
+
+    /// The run's meter: its budget holds for every process of the execution.
+    pub(crate) fn for_run(budget: Budget, currency: Option<&str>) -> Arc<Meter> {
+        let mut m = Meter::new("the run's", budget, currency);
+        if let Some(m) = Arc::get_mut(&mut m) {
+            m.shared = true;
+        }
+        m
     }
 
     /// Why no more may be spent, when the budget is gone.
     pub(crate) fn exhausted(&self) -> Option<String> {
-        let spent = *self.spent.lock().unwrap_or_else(|e| e.into_inner());
+        let mut spent = *self.spent.lock().unwrap_or_else(|e| e.into_inner());
+        if self.shared {
+            let elsewhere = *ELSEWHERE.lock().unwrap_or_else(|e| e.into_inner());
+            spent.tokens += elsewhere.tokens;
+            spent.cost += elsewhere.cost;
+        }
         if let Some(max) = self.budget.max_cost.filter(|m| spent.cost >= *m) {
             return Some(format!(
                 "{} budget max_cost {max} {c} is spent ({} {c} so far)",
@@ -98,10 +135,20 @@ impl Meters {
         Ok(())
     }
 
-    /// Counts a call's spending (or an agent turn's reported usage).
+    /// Whether the run's budget is among them: its checks first learn what the
+    /// execution's other processes spent.
+    pub(crate) fn shared(&self) -> bool {
+        self.0.iter().any(|m| m.shared)
+    }
+
+    /// Counts a call's spending (or an agent turn's reported usage), and writes it to
+    /// the store's ledger for the execution's other processes.
     pub(crate) fn add(&self, usage: TokenUsage, cost: Option<f64>) {
         for m in &self.0 {
             m.add(usage, cost);
+        }
+        if self.shared() && (usage.total() > 0 || cost.is_some_and(|c| c > 0.0)) {
+            crate::record::store::spend(usage.total(), cost.unwrap_or(0.0));
         }
     }
 }

@@ -153,7 +153,7 @@ impl Context {
         let budget = config.file.run.budget();
         let run_meter = budget
             .is_set()
-            .then(|| crate::llm::Meter::new("the run's", budget, currency.as_deref()));
+            .then(|| crate::llm::Meter::for_run(budget, currency.as_deref()));
         Ok(Context {
             fingerprint: fingerprint(&config),
             currency,

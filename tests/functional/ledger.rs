@@ -6,7 +6,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::chat::ChatServer;
+use crate::common::chat::{text, Action, ChatServer};
 use crate::common::{fresh_postgres, Needs, Scratch, BIN};
 
 pub fn tests() -> Vec<libtest_mimic::Trial> {
@@ -14,6 +14,8 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         four_processes_share_one_rate_window_in_sqlite,
         four_processes_share_one_rate_window_in_postgres(needs crate::common::postgres),
         one_process_keeps_a_window_not_a_bucket,
+        three_processes_share_one_run_budget,
+        three_processes_share_one_run_budget_in_postgres(needs crate::common::postgres),
     ]
 }
 
@@ -140,4 +142,80 @@ fn one_process_keeps_a_window_not_a_bucket() {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     assert_window_kept(&server.arrivals(), 9);
+}
+
+/// Three processes of one execution under `[run] max_tokens = 150`, each call 15
+/// tokens: together they stop once the execution spent it, over by at most their calls
+/// in flight (3 processes × 2 at once), where each alone would have spent 150.
+fn three_processes_share_one_run_budget() {
+    let s = Scratch::named("ledger", "budget");
+    let store = s.join("runs.db");
+    share_a_budget(&s, store.to_str().unwrap());
+}
+
+/// The same on a PostgreSQL store.
+fn three_processes_share_one_run_budget_in_postgres() -> Needs {
+    let db = fresh_postgres()?;
+    let s = Scratch::named("ledger", "budget-pg");
+    share_a_budget(&s, db.url());
+    Ok(())
+}
+
+/// See [`three_processes_share_one_run_budget`].
+fn share_a_budget(s: &Scratch, store: &str) {
+    let server = ChatServer::start();
+    s.write(
+        "agentest.toml",
+        &format!(
+            "[llm]\nbase_url = \"{}\"\nmodel = \"m\"\n\n\
+             [agent]\ntype = \"openai\"\nsystem = \"You are a test agent.\"\n\n\
+             [run]\nmax_tokens = 150\n",
+            server.url()
+        ),
+    );
+    for k in 0..3 {
+        let cases: String = (0..20)
+            .map(|i| format!("{{\"id\": \"c{i}\", \"input\": \"hello\"}}\n"))
+            .collect();
+        s.write(&format!("suites/s{k}.jsonl"), &cases);
+    }
+    // Each answer takes 100 ms, and reports 10 + 5 tokens.
+    server.script(
+        "hello",
+        (0..60)
+            .map(|_| Action::Slow(Duration::from_millis(100), Box::new(text("hi", (10, 5)))))
+            .collect(),
+    );
+    let children: Vec<_> = (0..3)
+        .map(|k| {
+            Command::new(BIN)
+                .current_dir(s.path())
+                .args([
+                    "test",
+                    "-i",
+                    &format!("suites/s{k}.jsonl"),
+                    "--parallel",
+                    "2",
+                ])
+                .env("AGENTEST_STORE", store)
+                .env("AGENTEST_EXECUTION", "budget-1")
+                .env("AGENTEST_CASSETTES", "off")
+                .env_remove("CARGO_TARGET_DIR")
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("start agentest")
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(said.contains("max_tokens 150 is spent"), "{said}");
+    }
+    let calls = server.arrivals().len();
+    assert!(
+        (10..=10 + 6).contains(&calls),
+        "{calls} calls of 15 tokens under a budget of 150 for the execution"
+    );
 }

@@ -32,10 +32,14 @@ pub(crate) enum Write<'a> {
         limit: u32,
         window: std::time::Duration,
     },
+    /// This process spent `tokens` and `cost` on models.
+    Spend { tokens: u64, cost: f64 },
+    /// What the execution's other processes spent on models so far.
+    SpentElsewhere,
 }
 
 /// What a [`Write`] answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Answer {
     /// Nothing to say (an end, a release).
     Done,
@@ -43,6 +47,8 @@ pub(crate) enum Answer {
     Claim(Claim),
     /// A request start: `None` it started, else wait this long and ask again.
     Start(Option<std::time::Duration>),
+    /// Tokens and cost spent by the other processes.
+    Spent(u64, f64),
 }
 
 /// A store's database, opened and at the current schema.

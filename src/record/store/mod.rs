@@ -19,4 +19,4 @@ pub(crate) use model::{
     VERDICTS,
 };
 pub(crate) use row::LEASE;
-pub(crate) use writer::{start_request, StoreWriter};
+pub(crate) use writer::{spend, spent_elsewhere, start_request, StoreWriter};

@@ -31,10 +31,38 @@ enum Op {
         window: std::time::Duration,
         answer: tokio::sync::oneshot::Sender<Result<Option<std::time::Duration>, ()>>,
     },
+    /// This process spent on models.
+    Spend {
+        tokens: u64,
+        cost: f64,
+    },
+    /// What the other processes of the execution spent so far.
+    SpentElsewhere(tokio::sync::oneshot::Sender<(u64, f64)>),
 }
 
 /// The writer of this process's open store, for the model requests' rate ledger.
 static LEDGER: Mutex<Option<mpsc::Sender<Op>>> = Mutex::new(None);
+
+/// Records in the execution's ledger what this process spent on models (nothing
+/// without a store).
+pub(crate) fn spend(tokens: u64, cost: f64) {
+    if let Some(tx) = &*LEDGER.lock().unwrap_or_else(|e| e.into_inner()) {
+        let _ = tx.send(Op::Spend { tokens, cost });
+    }
+}
+
+/// What the execution's other processes spent on models so far, as the ledger says;
+/// `None` without a store (or when it could not say).
+pub(crate) async fn spent_elsewhere() -> Option<(u64, f64)> {
+    let (answer, answered) = tokio::sync::oneshot::channel();
+    LEDGER
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()?
+        .send(Op::SpentElsewhere(answer))
+        .ok()?;
+    answered.await.ok()
+}
 
 /// Asks the execution's ledger to start a model request at `endpoint`, where no
 /// `window` may hold more than `limit` starts across every process of the execution.
@@ -306,6 +334,11 @@ fn write_batch(
                 limit: *limit,
                 window: *window,
             },
+            Op::Spend { tokens, cost } => Write::Spend {
+                tokens: *tokens,
+                cost: *cost,
+            },
+            Op::SpentElsewhere(_) => Write::SpentElsewhere,
         })
         .collect();
     let (together, results) = db.write_batch(execution, &writes);
@@ -333,8 +366,13 @@ fn write_batch(
             (Op::StartRequest { answer, .. }, _) => {
                 let _ = answer.send(Err(()));
             }
+            (Op::SpentElsewhere(answer), Ok(Answer::Spent(tokens, cost))) => {
+                let _ = answer.send((tokens, cost));
+            }
+            // Dropped unanswered: the caller goes by its own spending.
+            (Op::SpentElsewhere(_), _) => {}
             (Op::Done(report), Err(_)) => unwritten.push(report.trial.clone()),
-            (Op::Done(_) | Op::Release(_), _) => {}
+            (Op::Done(_) | Op::Release(_) | Op::Spend { .. }, _) => {}
         }
     }
     unwritten

@@ -89,8 +89,9 @@ ALTER TABLE executions ADD COLUMN execution_key TEXT;
 UPDATE executions SET execution_key = 'nextest:' || nextest_run_id WHERE nextest_run_id IS NOT NULL;
 ALTER TABLE executions ADD CONSTRAINT executions_by_key UNIQUE (execution_key);
 "#,
-    // 4: the model requests started in the last window, per endpoint, so that every
-    // process of an execution keeps one `requests_per_minute` together.
+    // 4: the ledger: the model requests started in the last window, per endpoint, so
+    // that every process of an execution keeps one `requests_per_minute` together, and
+    // what each spent, so that they keep one run budget.
     r#"
 CREATE TABLE request_starts (
     execution_id  BIGINT NOT NULL REFERENCES executions(id) ON DELETE CASCADE,
@@ -98,6 +99,15 @@ CREATE TABLE request_starts (
     started_ms    BIGINT NOT NULL
 );
 CREATE INDEX request_starts_by_endpoint ON request_starts (execution_id, endpoint, started_ms);
+-- What each process of the execution spent on models, for the run's budget.
+CREATE TABLE spend (
+    execution_id  BIGINT NOT NULL REFERENCES executions(id) ON DELETE CASCADE,
+    owner_pid     BIGINT NOT NULL,
+    owner_host    TEXT NOT NULL,
+    tokens        BIGINT NOT NULL,
+    cost          DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX spend_by_execution ON spend (execution_id);
 "#,
 ];
 

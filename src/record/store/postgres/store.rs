@@ -524,6 +524,30 @@ fn apply(
             limit,
             window,
         } => start_request(c, execution, endpoint, *limit, *window).map(Answer::Start),
+        Write::Spend { tokens, cost } => {
+            let me = Owner::me();
+            c.execute(
+                "INSERT INTO spend (execution_id, owner_pid, owner_host, tokens, cost)
+                 VALUES ($1, $2, $3, $4, $5)",
+                &[
+                    &execution,
+                    &i64::from(me.pid),
+                    &me.host,
+                    &(*tokens as i64),
+                    cost,
+                ],
+            )
+            .map(|_| Answer::Done)
+        }
+        Write::SpentElsewhere => {
+            let me = Owner::me();
+            let r = c.query_one(
+                "SELECT COALESCE(SUM(tokens), 0)::bigint, COALESCE(SUM(cost), 0)::double precision
+                 FROM spend WHERE execution_id = $1 AND NOT (owner_pid = $2 AND owner_host = $3)",
+                &[&execution, &i64::from(me.pid), &me.host],
+            )?;
+            Ok(Answer::Spent(r.get::<_, i64>(0) as u64, r.get(1)))
+        }
     }
 }
 

@@ -151,6 +151,25 @@ impl Backend for Sqlite {
                     limit,
                     window,
                 } => start_request(conn, execution, endpoint, *limit, *window).map(Answer::Start),
+                Write::Spend { tokens, cost } => {
+                    let me = Owner::me();
+                    conn.prepare_cached(
+                        "INSERT INTO spend (execution_id, owner_pid, owner_host, tokens, cost)
+                         VALUES (?1, ?2, ?3, ?4, ?5)",
+                    )?
+                    .execute(params![execution, me.pid, me.host, *tokens as i64, cost])
+                    .map(|_| Answer::Done)
+                }
+                Write::SpentElsewhere => {
+                    let me = Owner::me();
+                    conn.prepare_cached(
+                        "SELECT COALESCE(SUM(tokens), 0), COALESCE(SUM(cost), 0.0) FROM spend
+                         WHERE execution_id = ?1 AND NOT (owner_pid = ?2 AND owner_host = ?3)",
+                    )?
+                    .query_row(params![execution, me.pid, me.host], |r| {
+                        Ok(Answer::Spent(r.get::<_, i64>(0)? as u64, r.get(1)?))
+                    })
+                }
             }
         };
         let together = self
