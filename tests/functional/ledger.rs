@@ -50,31 +50,35 @@ fn project(tag: &str, server: &ChatServer, suites: usize, per_suite: usize) -> S
 fn run_all(s: &Scratch, store: &str, suites: usize) {
     let children: Vec<_> = (0..suites)
         .map(|k| {
-            Command::new(BIN)
-                .current_dir(s.path())
-                .args([
-                    "test",
-                    "-i",
-                    &format!("suites/s{k}.jsonl"),
-                    "--parallel",
-                    "8",
-                ])
-                .env("AGENTEST_STORE", store)
-                .env("AGENTEST_EXECUTION", "rate-1")
-                .env("AGENTEST_RATE_WINDOW", "2s")
-                .env("AGENTEST_CASSETTES", "off")
-                .env_remove("CARGO_TARGET_DIR")
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("start agentest")
+            let env = [
+                ("AGENTEST_STORE", store),
+                ("AGENTEST_EXECUTION", "rate-1"),
+                ("AGENTEST_RATE_WINDOW", "2s"),
+            ];
+            start_suite(s, k, 8, &env)
         })
         .collect();
     for c in children {
         let out = c.wait_with_output().unwrap();
         assert!(out.status.success(), "{out:?}");
     }
+}
+
+/// Starts `agentest test` on `suites/s<k>.jsonl` with `parallel` cases at once, no
+/// cassettes, and `env`.
+fn start_suite(s: &Scratch, k: usize, parallel: u32, env: &[(&str, &str)]) -> std::process::Child {
+    Command::new(BIN)
+        .current_dir(s.path())
+        .args(["test", "-i", &format!("suites/s{k}.jsonl")])
+        .args(["--parallel", &parallel.to_string()])
+        .envs(env.iter().copied())
+        .env("AGENTEST_CASSETTES", "off")
+        .env_remove("CARGO_TARGET_DIR")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start agentest")
 }
 
 /// No window (less the transit allowance) holds more than [`LIMIT`] arrivals.
@@ -188,24 +192,11 @@ fn share_a_budget(s: &Scratch, store: &str) {
     );
     let children: Vec<_> = (0..3)
         .map(|k| {
-            Command::new(BIN)
-                .current_dir(s.path())
-                .args([
-                    "test",
-                    "-i",
-                    &format!("suites/s{k}.jsonl"),
-                    "--parallel",
-                    "2",
-                ])
-                .env("AGENTEST_STORE", store)
-                .env("AGENTEST_EXECUTION", "budget-1")
-                .env("AGENTEST_CASSETTES", "off")
-                .env_remove("CARGO_TARGET_DIR")
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("start agentest")
+            let env = [
+                ("AGENTEST_STORE", store),
+                ("AGENTEST_EXECUTION", "budget-1"),
+            ];
+            start_suite(s, k, 2, &env)
         })
         .collect();
     for c in children {
