@@ -19,6 +19,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         the_configs_store_url_takes_its_password_from_the_environment(needs crate::common::postgres),
         three_workers_share_a_thousand_runs_and_survive_a_kill(needs crate::common::postgres),
         store_check_and_migrate_operate_a_database(needs crate::common::postgres),
+        a_server_that_goes_away_mid_run_loses_nothing_already_recorded(needs crate::common::postgres),
     ]
 }
 
@@ -394,5 +395,119 @@ fn store_check_and_migrate_operate_a_database() -> Needs {
     assert_eq!(r.code, 2, "{r:?}");
     assert!(r.stderr.contains("Connection refused"), "{r:?}");
     assert_no_password(db.url(), &[&check, &migrate, &r]);
+    Ok(())
+}
+
+/// A cluster of this test's own (tests/postgres/cluster.sh), stopped when dropped.
+struct OwnCluster {
+    dir: std::path::PathBuf,
+}
+
+impl OwnCluster {
+    fn start(s: &crate::common::Scratch) -> OwnCluster {
+        let dir = s.join("cluster");
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/postgres/cluster.sh");
+        let out = std::process::Command::new("bash")
+            .args([script, "start"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        OwnCluster { dir }
+    }
+
+    fn url(&self) -> String {
+        std::fs::read_to_string(self.dir.join("url"))
+            .unwrap()
+            .trim()
+            .to_string()
+    }
+
+    fn stop(&self) {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/postgres/cluster.sh");
+        let _ = std::process::Command::new("bash")
+            .args([script, "stop"])
+            .arg(&self.dir)
+            .output();
+    }
+}
+
+impl Drop for OwnCluster {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The server stops while a run writes to it: the cases go on and the console has every
+/// result; the run ends in error (exit 2) naming what the store did not record and the
+/// cause; what it recorded before the server went away is still there when it is back.
+fn a_server_that_goes_away_mid_run_loses_nothing_already_recorded() -> Needs {
+    crate::common::postgres()?;
+    let (s, _agent) = crate::store::slow_project("pg-gone", 60);
+    let cluster = OwnCluster::start(&s);
+    let url = cluster.url();
+    let child = std::process::Command::new(crate::common::BIN)
+        .current_dir(s.path())
+        .args(["test", "-i", "suites", "--parallel", "4", "--compact"])
+        .env("AGENTEST_STORE", &url)
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Stop the server once a third of the cases reached the agent.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::time::Instant::now() < until
+        && std::fs::read_to_string(s.join("agent.log"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+            < 20
+    {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // The store writes each end within moments of it: give the first ones that time.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    cluster.stop();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("Total:   60 tests"),
+        "every result on the console: {stdout}"
+    );
+    assert!(
+        stderr.contains("did not record") && stderr.contains(&format!("postgres://***@")),
+        "{stderr}"
+    );
+    let password = url.split_once("://").unwrap().1.split_once('@').unwrap().0;
+    assert!(
+        !stderr.contains(password.split_once(':').unwrap().1),
+        "{stderr}"
+    );
+    // Back: what was recorded before is there.
+    let cluster = OwnCluster {
+        dir: cluster.dir.clone(),
+    };
+    let restart = std::process::Command::new("bash")
+        .args([
+            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/postgres/cluster.sh"),
+            "restart",
+        ])
+        .arg(&cluster.dir)
+        .output()
+        .unwrap();
+    assert!(restart.status.success(), "{restart:?}");
+    let mut client = ::postgres::Client::connect(&url, ::postgres::NoTls).unwrap();
+    let completed: i64 = client
+        .query_one("SELECT COUNT(*) FROM runs WHERE status = 'completed'", &[])
+        .unwrap()
+        .get(0);
+    assert!(
+        completed >= 1,
+        "the runs that ended before the server went away are kept"
+    );
     Ok(())
 }

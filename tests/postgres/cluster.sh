@@ -3,6 +3,7 @@
 #
 #   bash tests/postgres/cluster.sh start DIR   # then: export AGENTEST_TEST_POSTGRES=$(cat DIR/url)
 #   bash tests/postgres/cluster.sh stop DIR
+#   bash tests/postgres/cluster.sh restart DIR  # a stopped cluster, again
 #
 # `start` makes a cluster in DIR/data, listening on 127.0.0.1 only, on a free port, with
 # a role `agentest` (password auth, scram-sha-256, a password generated here) and a
@@ -17,7 +18,7 @@
 set -euo pipefail
 
 usage() {
-  echo "usage: $0 start|stop DIR" >&2
+  echo "usage: $0 start|stop|restart DIR" >&2
   exit 2
 }
 [ $# -eq 2 ] || usage
@@ -139,8 +140,16 @@ stop() {
   rm -f "$dir/pid"
 }
 
+# Starts a stopped cluster again, on the same port, with the same role and data.
+restart() {
+  dir=$(cd "$dir" && pwd)
+  as_owner "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 start >/dev/null
+  head -n 1 "$dir/data/postmaster.pid" >"$dir/pid"
+}
+
 case $cmd in
   start) start ;;
   stop) stop ;;
+  restart) restart ;;
   *) usage ;;
 esac
