@@ -479,7 +479,7 @@ fn a_server_that_goes_away_mid_run_loses_nothing_already_recorded() -> Needs {
         "every result on the console: {stdout}"
     );
     assert!(
-        stderr.contains("did not record") && stderr.contains(&format!("postgres://***@")),
+        stderr.contains("did not record") && stderr.contains("postgres://***@"),
         "{stderr}"
     );
     let password = url.split_once("://").unwrap().1.split_once('@').unwrap().0;
