@@ -116,7 +116,7 @@ impl TestArgs {
             resume: false,
             retry_errors: false,
             enqueue: false,
-            batch: None,
+            worker: None,
             retry_execution: None,
             store: None,
             color: ColorChoice::Auto,
@@ -341,9 +341,9 @@ struct TestArgs {
         conflicts_with_all = ["dry_run", "resume", "retry_errors"]
     )]
     enqueue: bool,
-    /// Set by `agentest worker`: the batch of runs it claimed, to run here.
+    /// Set by `agentest worker`: run the execution's queued runs instead of the plan.
     #[arg(skip)]
-    batch: Option<worker::Batch>,
+    worker: Option<worker::Spec>,
     /// Set by `agentest runs retry`: the execution whose error runs to run again.
     #[arg(skip)]
     retry_execution: Option<i64>,

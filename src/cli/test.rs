@@ -77,14 +77,6 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
     if let Some(f) = &filter {
         plan.retain(f);
     }
-    if let Some(batch) = &args.batch {
-        // A worker's batch: the runs it claimed; one whose case is gone from the suites
-        // is ended by the worker.
-        plan.cases.retain(|l| batch.trials.contains(&l.trial));
-        if plan.cases.is_empty() {
-            return Ok(ExitCode::SUCCESS);
-        }
-    }
     if plan.cases.is_empty() {
         let why = if filter.is_some() {
             " matching --run"
@@ -116,10 +108,10 @@ pub(super) fn test(args: TestArgs) -> Result<ExitCode, String> {
     if args.enqueue {
         return Ok(enqueued(&execution, &args, plan.cases.len()));
     }
-    if let Some(batch) = &args.batch {
-        execution.recorder().preclaimed(&batch.trials);
-    }
-    let ran = run(&execution, &args, &config, plan, resumed);
+    let ran = match &args.worker {
+        Some(spec) => work(&execution, &args, &config, plan, spec)?,
+        None => run(&execution, &args, &config, plan, resumed),
+    };
     conclude(&execution, &args, ran, &first_suite)
 }
 
@@ -141,8 +133,8 @@ fn enqueued(execution: &Execution, args: &TestArgs, runs: usize) -> ExitCode {
 /// The key of the execution this run joins in the store at `address`: a worker's,
 /// else as the settings say.
 fn execution_key(args: &TestArgs, address: &crate::util::StoreAddress) -> Option<String> {
-    match &args.batch {
-        Some(b) => Some(b.key.clone()),
+    match &args.worker {
+        Some(w) => Some(w.key.clone()),
         None => settings::get().execution_key(address.file().is_none(), false),
     }
 }
@@ -214,7 +206,11 @@ fn open_store(
         lease: execution.store_lease(),
         git_from: plan.root.clone(),
     };
-    let cases: Vec<&Loaded> = plan.cases.iter().collect();
+    // A worker joins an execution planned already: it queues nothing.
+    let cases: Vec<&Loaded> = match args.worker {
+        Some(_) => Vec::new(),
+        None => plan.cases.iter().collect(),
+    };
     let resume = present.filter(|_| args.resume);
     let resumed = execution
         .open_store(&path, &info, &cases, resume, &retry_of)
@@ -321,6 +317,65 @@ fn run(
         started,
         out,
     }
+}
+
+/// A worker's run: the header, then batch after batch of the execution's queued runs
+/// claimed from the store (see [`super::worker::drain`]), each case printed as it ends.
+/// The plan is read once: a claimed run is found in it by its trial.
+fn work(
+    execution: &Execution,
+    args: &TestArgs,
+    config: &Config,
+    plan: Plan,
+    spec: &super::worker::Spec,
+) -> Result<Ran, String> {
+    let scheduler = execution.scheduler(false);
+    let style = Style {
+        color: use_color(args.color),
+        verbose: args.verbose,
+        qualified: plan.qualified,
+        compact: !args.verbose,
+    };
+    let agent = header_agent(execution.engine(), &plan.cases);
+    let mut out = std::io::stdout().lock();
+    let header = console::header(&agent, &config.label(), &plan.label, plan.cases.len());
+    let _ = write!(out, "{header}");
+    let mut printer = console::Console::new(style);
+    let mut failed = Vec::new();
+    let by_trial: HashMap<String, Loaded> = plan
+        .cases
+        .into_iter()
+        .map(|l| (l.trial.clone(), l))
+        .collect();
+    let recorder = execution.recorder();
+    let started = Instant::now();
+    let mut ending = crate::run::scheduler::Ending::default();
+    let address = execution
+        .store_address()
+        .map_err(|e| e.to_string())?
+        .ok_or("agentest worker needs the run store, which is off (AGENTEST_STORE=off)")?;
+    let id = recorder.execution().unwrap_or_default();
+    super::worker::drain(&address, id, spec, execution.store_lease(), |trials| {
+        let (cases, missing): (Vec<_>, Vec<_>) =
+            trials.iter().partition(|t| by_trial.contains_key(*t));
+        let cases: Vec<Loaded> = cases.into_iter().map(|t| by_trial[t].clone()).collect();
+        recorder.preclaimed(trials);
+        ending = runtime().block_on(scheduler.run_all(cases, |report| {
+            failed.extend(console::failure_line(report));
+            let _ = write!(out, "{}", printer.case(report));
+            let _ = out.flush();
+        }));
+        missing.into_iter().cloned().collect()
+    })?;
+    Ok(Ran {
+        agent,
+        label: plan.label,
+        ending,
+        failed,
+        reported: Vec::new(),
+        started,
+        out,
+    })
 }
 
 /// The runs of a resumed execution that ended (`kept`, in trial order, as if they had

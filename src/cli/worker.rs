@@ -4,10 +4,12 @@
 //! `maxConcurrent`): claim a batch of queued runs (a claim no other worker can also
 //! win), run it, and again, until every run of the execution ended.
 //!
-//! A worker that dies leaves its runs `running`; they go back to `queued` when their
-//! lease lapses (at once on the same machine, where its process is seen gone), and a
-//! worker still waiting takes them. So a worker ends only when no run of the execution
-//! is queued or running, and waits, polling, while other workers run theirs.
+//! The worker reads the execution's suites once, as `agentest test` would (`test.rs`'s
+//! `work`), and finds each claimed run's case there by its trial. A worker that dies
+//! leaves its runs `running`; they go back to `queued` when their lease lapses (at once
+//! on the same machine, where its process is seen gone), and a worker still waiting
+//! takes them. So a worker ends only when no run of the execution is queued or running,
+//! and waits, polling, while other workers run theirs.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -16,13 +18,17 @@ use super::TestArgs;
 use crate::record::store;
 use crate::util::StoreAddress;
 
-/// What a worker hands `agentest test` to run: the runs it claimed.
+/// What `agentest test` runs as a worker.
 #[derive(Debug, Clone)]
-pub(super) struct Batch {
+pub(super) struct Spec {
     /// The execution's key.
     pub(super) key: String,
-    /// The trials of the claimed runs.
-    pub(super) trials: Vec<String>,
+    /// Runs claimed at once.
+    batch: usize,
+    /// Keep polling once the queue is empty.
+    follow: bool,
+    /// How often to look for runs when none is free to claim.
+    poll: Duration,
 }
 
 #[derive(clap::Args)]
@@ -70,73 +76,64 @@ pub(super) fn worker(args: WorkerArgs) -> Result<ExitCode, String> {
     let Some((_, root)) = db.execution_root(Some(execution)).map_err(failed)? else {
         return Err(format!("no execution {execution} in {address}"));
     };
-    let lease = lease_of(&root);
-    let batch_size = 4 * args
-        .parallel
-        .map_or(crate::DEFAULT_CONCURRENCY, |p| p as usize);
+    drop(db);
+    let mut test = TestArgs::plain(root);
+    test.parallel = args.parallel;
+    test.store = Some(address);
+    test.worker = Some(Spec {
+        key: args.execution,
+        batch: 4 * args
+            .parallel
+            .map_or(crate::DEFAULT_CONCURRENCY, |p| p as usize),
+        follow: args.follow,
+        poll: args.poll,
+    });
+    // The cases' verdicts are the execution's: a failing case does not fail the worker.
+    super::test::test(test).map(|code| match code == ExitCode::from(1) {
+        true => ExitCode::SUCCESS,
+        false => code,
+    })
+}
+
+/// Claims batches of the queued runs of `execution` and hands each to `run`, which
+/// returns the trials it could not find (their cases are gone from the suites: their
+/// runs end as errors), until no run of the execution is queued or running (with
+/// `follow`, never). Runs a dead worker left are taken back before each claim.
+pub(super) fn drain(
+    address: &StoreAddress,
+    execution: i64,
+    spec: &Spec,
+    lease: Duration,
+    mut run: impl FnMut(&[String]) -> Vec<String>,
+) -> Result<(), String> {
+    let mut db = store::open(address).map_err(|e| e.to_string())?;
+    let failed = |e: crate::errors::DbError| format!("failed to use the run store {address}: {e}");
     let mut ran = 0usize;
     loop {
-        // Runs a dead worker left go back to the queue first.
         db.recover(lease).map_err(failed)?;
-        let trials = db.claim_queued(execution, batch_size).map_err(failed)?;
+        let trials = db.claim_queued(execution, spec.batch).map_err(failed)?;
         if trials.is_empty() {
             let (queued, running) = db.open_runs(execution).map_err(failed)?;
-            if queued == 0 && running == 0 && !args.follow {
+            if queued == 0 && running == 0 && !spec.follow {
                 eprintln!(
                     "agentest worker: execution {} ended; this worker ran {}",
-                    args.execution,
+                    spec.key,
                     crate::util::count(ran as u64, "run", "runs")
                 );
-                return Ok(ExitCode::SUCCESS);
+                return Ok(());
             }
-            std::thread::sleep(args.poll);
+            std::thread::sleep(spec.poll);
             continue;
         }
         ran += trials.len();
-        let code = run_batch(&args, &address, &root, &trials)?;
-        // A claimed run whose case is not in the suites any more did not run.
-        db.end_claimed(
-            execution,
-            &trials,
-            "not run: its case is no longer in the suites the execution planned",
-        )
-        .map_err(failed)?;
-        if code == ExitCode::from(2) {
-            return Ok(code);
+        let missing = run(&trials);
+        if !missing.is_empty() {
+            db.end_claimed(
+                execution,
+                &missing,
+                "not run: its case is no longer in the suites the execution planned",
+            )
+            .map_err(failed)?;
         }
     }
-}
-
-/// `[store] lease` of the config that governs the execution's suites (`root`), as the
-/// batches' runs read it; the default without one.
-fn lease_of(root: &str) -> Duration {
-    let loader = crate::run::context::config_loader(crate::settings::get().config.as_ref());
-    let root = std::path::Path::new(root);
-    let dir = if root.is_file() {
-        root.parent().unwrap_or(root)
-    } else {
-        root
-    };
-    crate::config::Config::discover(dir, &loader)
-        .ok()
-        .and_then(|c| c.store_lease())
-        .unwrap_or(store::LEASE)
-}
-
-/// Runs one batch of claimed runs, as `agentest test` would, into the execution.
-fn run_batch(
-    args: &WorkerArgs,
-    address: &StoreAddress,
-    root: &str,
-    trials: &[String],
-) -> Result<ExitCode, String> {
-    let mut test = TestArgs::plain(root.to_string());
-    test.parallel = args.parallel;
-    test.compact = true;
-    test.store = Some(address.clone());
-    test.batch = Some(Batch {
-        key: args.execution.clone(),
-        trials: trials.to_vec(),
-    });
-    super::test::test(test)
 }

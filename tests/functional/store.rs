@@ -685,6 +685,56 @@ pub(crate) fn workers_share_an_execution(s: &Scratch, store: &str, runs: usize) 
     );
 }
 
+/// A queued run whose case was removed from the suites after `--enqueue` ends as an
+/// `error` that says so; the others run; the worker ends (exit 0) with a line saying
+/// how many runs it took. Without the execution, a worker says how to plan one.
+fn a_worker_ends_a_run_whose_case_is_gone() {
+    let s = project("worker-gone");
+    let store = s.join("runs.db");
+    let env = [
+        ("AGENTEST_STORE", store.to_str().unwrap()),
+        ("AGENTEST_EXECUTION", "gone-1"),
+    ];
+    let r = agentest(s.path(), &["test", "-i", "suites", "--enqueue"], &env);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stderr.contains("queued 4 runs into execution"), "{r:?}");
+    let suite = std::fs::read_to_string(s.join("suites/s.jsonl")).unwrap();
+    let kept: String = suite
+        .lines()
+        .filter(|l| !l.contains("\"later\""))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    s.write("suites/s.jsonl", &kept);
+    let r = agentest(
+        s.path(),
+        &["worker", "--execution", "gone-1", "--poll", "100ms"],
+        &env,
+    );
+    assert_eq!(r.code, 0, "a failing case does not fail the worker: {r:?}");
+    assert!(
+        r.stderr
+            .contains("execution gone-1 ended; this worker ran 4 runs"),
+        "{r:?}"
+    );
+    let show = agentest(
+        s.path(),
+        &["runs", "list", "--execution", "gone-1", "--status", "error"],
+        &env,
+    );
+    let rows = listed(&show);
+    assert!(
+        rows.contains(&row("error", "error", "s::later")),
+        "{show:?}"
+    );
+    assert!(show.stdout.contains("no longer in the suites"), "{show:?}");
+    let r = agentest(s.path(), &["worker", "--execution", "nope"], &env);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr.contains("agentest test -i SUITES --enqueue"),
+        "{r:?}"
+    );
+}
+
 /// [`workers_share_an_execution`] on the SQLite store: the processes of one machine.
 fn workers_on_one_machine_run_every_queued_run_once() {
     let (s, _agent) = slow_project("workers", 300);
@@ -1296,6 +1346,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         processes_with_one_execution_key_make_one_execution,
         a_config_store_of_two_kinds_or_another_scheme_is_refused,
         workers_on_one_machine_run_every_queued_run_once,
+        a_worker_ends_a_run_whose_case_is_gone,
         store_check_and_migrate_operate_a_file,
         an_unwritable_store_says_permission_denied_and_the_fix,
         processes_at_once_share_one_store,
