@@ -31,8 +31,8 @@ pub(super) fn report(args: ReportArgs) -> Result<ExitCode, String> {
             (cases, summary, run)
         }
         (None, execution) => {
-            let given = super::parse_store(args.store.as_deref())?;
-            let address = super::runs::existing_store(given)?;
+            let given = super::locate::parse_store(args.store.as_deref())?;
+            let address = super::locate::existing_store(given)?;
             let mut db = crate::record::store::open(&address).map_err(|e| e.to_string())?;
             let execution = super::runs::execution_id(db.as_mut(), execution.as_deref())?;
             let stored = super::runs::stored_execution(db.as_mut(), execution)?;

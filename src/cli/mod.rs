@@ -11,7 +11,9 @@ use crate::util::StoreAddress;
 
 mod commands;
 pub(crate) mod init;
+mod locate;
 mod overwrite;
+mod queue;
 mod runs;
 mod store;
 mod test;
@@ -343,7 +345,7 @@ struct TestArgs {
     enqueue: bool,
     /// Set by `agentest worker`: run the execution's queued runs instead of the plan.
     #[arg(skip)]
-    worker: Option<worker::Spec>,
+    worker: Option<queue::Spec>,
     /// Set by `agentest runs retry`: the execution whose error runs to run again.
     #[arg(skip)]
     retry_execution: Option<i64>,
@@ -511,12 +513,4 @@ pub fn main() -> ExitCode {
             ExitCode::from(USAGE_ERROR)
         }
     }
-}
-
-/// `--store FILE|URL`: a file, or a PostgreSQL URL; another scheme is an error that
-/// shows the URL without its credentials.
-fn parse_store(text: Option<&str>) -> Result<Option<StoreAddress>, String> {
-    text.map(StoreAddress::parse)
-        .transpose()
-        .map_err(|e| e.to_string())
 }

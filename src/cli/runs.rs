@@ -7,10 +7,8 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
-use crate::config::Config;
 use crate::record::store::{self, Backend, Doomed, Filter, RunRow, LIFECYCLE, VERDICTS};
 use crate::record::CaseReport;
-use crate::util::StoreAddress;
 
 #[derive(clap::Args)]
 pub(super) struct RunsArgs {
@@ -90,7 +88,8 @@ enum RunsCommand {
 
 /// Runs `agentest runs ...`.
 pub(super) fn runs(args: RunsArgs) -> Result<ExitCode, String> {
-    let address = existing_store(super::parse_store(args.store.as_deref())?)?;
+    let address =
+        super::locate::existing_store(super::locate::parse_store(args.store.as_deref())?)?;
     let mut db = store::open(&address).map_err(|e| e.to_string())?;
     let failed = |e: crate::errors::DbError| format!("failed to read the run store {address}: {e}");
     let mut out = std::io::stdout().lock();
@@ -291,39 +290,6 @@ pub(super) fn stored_execution(
             Some(e) => format!("no execution {e} in {address}"),
             None => format!("no execution in {address}"),
         })
-}
-
-/// The store `--store` names, else the one `agentest test` would use from the current
-/// folder; it must exist.
-pub(super) fn existing_store(given: Option<StoreAddress>) -> Result<StoreAddress, String> {
-    let address = match given {
-        Some(a) => a,
-        None => default_store()?,
-    };
-    // A database server's store is made by migrating it, which any command may do; a
-    // file that is not there is a mistyped path more likely than an empty store.
-    if let Some(path) = address.file().filter(|p| !p.is_file()) {
-        return Err(format!(
-            "no run store at {}: it is made by the first `agentest test` or `cargo test` run (AGENTEST_STORE=off turns it off)",
-            path.display()
-        ));
-    }
-    Ok(address)
-}
-
-/// The store `agentest test` would use from the current folder.
-pub(super) fn default_store() -> Result<StoreAddress, String> {
-    let here = Path::new(".");
-    let loader = crate::run::context::config_loader(crate::settings::get().config.as_ref());
-    let config = Config::discover(here, &loader).map_err(|e| e.to_string())?;
-    let configured = match crate::settings::get().store {
-        crate::settings::StoreChoice::Default => {
-            config.store_address().map_err(|e| e.to_string())?
-        }
-        _ => None,
-    };
-    store::location(&config.dir, configured, false)
-        .ok_or_else(|| "the run store is off (AGENTEST_STORE=off)".to_string())
 }
 
 /// `YYYY-MM-DD` as the start of that day (UTC), or an RFC 3339 time as given.

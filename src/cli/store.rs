@@ -31,12 +31,12 @@ enum StoreCommand {
 /// cannot be reached or was written by a newer agentest; `check` exits 1 for a store
 /// that needs `migrate`.
 pub(super) fn store(args: StoreArgs) -> Result<ExitCode, String> {
-    let given = super::parse_store(args.store.as_deref())?;
+    let given = super::locate::parse_store(args.store.as_deref())?;
     let address = match (&args.command, given) {
         // A database is made by migrating it; a file too.
         (StoreCommand::Migrate, Some(a)) => a,
-        (StoreCommand::Migrate, None) => super::runs::default_store()?,
-        (StoreCommand::Check, given) => super::runs::existing_store(given)?,
+        (StoreCommand::Migrate, None) => super::locate::default_store()?,
+        (StoreCommand::Check, given) => super::locate::existing_store(given)?,
     };
     match args.command {
         StoreCommand::Migrate => {

@@ -320,14 +320,14 @@ fn run(
 }
 
 /// A worker's run: the header, then batch after batch of the execution's queued runs
-/// claimed from the store (see [`super::worker::drain`]), each case printed as it ends.
+/// claimed from the store (see [`super::queue::drain`]), each case printed as it ends.
 /// The plan is read once: a claimed run is found in it by its trial.
 fn work(
     execution: &Execution,
     args: &TestArgs,
     config: &Config,
     plan: Plan,
-    spec: &super::worker::Spec,
+    spec: &super::queue::Spec,
 ) -> Result<Ran, String> {
     let scheduler = execution.scheduler(false);
     let style = Style {
@@ -355,7 +355,7 @@ fn work(
         .map_err(|e| e.to_string())?
         .ok_or("agentest worker needs the run store, which is off (AGENTEST_STORE=off)")?;
     let id = recorder.execution().unwrap_or_default();
-    super::worker::drain(&address, id, spec, execution.store_lease(), |trials| {
+    super::queue::drain(&address, id, spec, execution.store_lease(), |trials| {
         let (cases, missing): (Vec<_>, Vec<_>) =
             trials.iter().partition(|t| by_trial.contains_key(*t));
         let cases: Vec<Loaded> = cases.into_iter().map(|t| by_trial[t].clone()).collect();

@@ -16,20 +16,6 @@ use std::time::Duration;
 
 use super::TestArgs;
 use crate::record::store;
-use crate::util::StoreAddress;
-
-/// What `agentest test` runs as a worker.
-#[derive(Debug, Clone)]
-pub(super) struct Spec {
-    /// The execution's key.
-    pub(super) key: String,
-    /// Runs claimed at once.
-    batch: usize,
-    /// Keep polling once the queue is empty.
-    follow: bool,
-    /// How often to look for runs when none is free to claim.
-    poll: Duration,
-}
 
 #[derive(clap::Args)]
 #[command(after_help = "Examples:
@@ -58,7 +44,8 @@ pub(super) struct WorkerArgs {
 /// verdicts are the store's, not the worker's); 2 when the store cannot be reached or
 /// the execution is not there.
 pub(super) fn worker(args: WorkerArgs) -> Result<ExitCode, String> {
-    let address = super::runs::existing_store(super::parse_store(args.store.as_deref())?)?;
+    let address =
+        super::locate::existing_store(super::locate::parse_store(args.store.as_deref())?)?;
     let mut db = store::open(&address).map_err(|e| e.to_string())?;
     let failed = |e: crate::errors::DbError| format!("failed to read the run store {address}: {e}");
     let execution = loop {
@@ -80,7 +67,7 @@ pub(super) fn worker(args: WorkerArgs) -> Result<ExitCode, String> {
     let mut test = TestArgs::plain(root);
     test.parallel = args.parallel;
     test.store = Some(address);
-    test.worker = Some(Spec {
+    test.worker = Some(super::queue::Spec {
         key: args.execution,
         batch: 4 * args
             .parallel
@@ -93,47 +80,4 @@ pub(super) fn worker(args: WorkerArgs) -> Result<ExitCode, String> {
         true => ExitCode::SUCCESS,
         false => code,
     })
-}
-
-/// Claims batches of the queued runs of `execution` and hands each to `run`, which
-/// returns the trials it could not find (their cases are gone from the suites: their
-/// runs end as errors), until no run of the execution is queued or running (with
-/// `follow`, never). Runs a dead worker left are taken back before each claim.
-pub(super) fn drain(
-    address: &StoreAddress,
-    execution: i64,
-    spec: &Spec,
-    lease: Duration,
-    mut run: impl FnMut(&[String]) -> Vec<String>,
-) -> Result<(), String> {
-    let mut db = store::open(address).map_err(|e| e.to_string())?;
-    let failed = |e: crate::errors::DbError| format!("failed to use the run store {address}: {e}");
-    let mut ran = 0usize;
-    loop {
-        db.recover(lease).map_err(failed)?;
-        let trials = db.claim_queued(execution, spec.batch).map_err(failed)?;
-        if trials.is_empty() {
-            let (queued, running) = db.open_runs(execution).map_err(failed)?;
-            if queued == 0 && running == 0 && !spec.follow {
-                eprintln!(
-                    "agentest worker: execution {} ended; this worker ran {}",
-                    spec.key,
-                    crate::util::count(ran as u64, "run", "runs")
-                );
-                return Ok(());
-            }
-            std::thread::sleep(spec.poll);
-            continue;
-        }
-        ran += trials.len();
-        let missing = run(&trials);
-        if !missing.is_empty() {
-            db.end_claimed(
-                execution,
-                &missing,
-                "not run: its case is no longer in the suites the execution planned",
-            )
-            .map_err(failed)?;
-        }
-    }
 }

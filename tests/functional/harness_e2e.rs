@@ -1035,11 +1035,11 @@ fn a_store_that_cannot_record_is_a_failing_trial() {
     // SAFETY: between fork and exec, only async-signal-safe calls.
     unsafe {
         cmd.pre_exec(|| {
-            // Enough for the store's start (about 60 kB), not for the suite's
-            // transcripts (about 200 kB).
+            // Enough for the store's start (its migrations and the queued runs, about
+            // 100 kB of write-ahead log), not for the suite's transcripts (about 200 kB).
             let max = libc::rlimit {
-                rlim_cur: 100_000,
-                rlim_max: 100_000,
+                rlim_cur: 160_000,
+                rlim_max: 160_000,
             };
             libc::setrlimit(libc::RLIMIT_FSIZE, &max);
             // A write past the limit then fails with EFBIG instead of killing.
