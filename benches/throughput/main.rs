@@ -6,7 +6,7 @@
 //! a slow machine; the table says which targets were met.
 //!
 //! ```text
-//! cargo bench                      # every group (under three minutes on 2 cores)
+//! cargo bench                      # every group (about four minutes on 2 cores)
 //! cargo bench -- throughput replay # only the groups named
 //! cargo bench -- kinds             # the agent kinds' throughput rows alone
 //! cargo bench -- traces            # what reading an agent's traces costs a run

@@ -1,7 +1,8 @@
 //! A throwaway PostgreSQL cluster for the groups that record into PostgreSQL: the
 //! tests' `tests/postgres/cluster.sh` in a folder of its own under the system's temp
 //! folder, started on first use and stopped when dropped (the end of the bench, or a
-//! panic unwinding out of `main`).
+//! panic unwinding out of `main`). A bench stopped by a signal (Ctrl-C) leaves it
+//! running: `bash tests/postgres/cluster.sh stop /tmp/agentest-bench-pg-<PID>` stops it.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
