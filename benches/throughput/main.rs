@@ -6,14 +6,21 @@
 //! a slow machine; the table says which targets were met.
 //!
 //! ```text
-//! cargo bench                      # every group (under three minutes on 2 cores)
+//! cargo bench                      # every group (about four minutes on 2 cores)
 //! cargo bench -- throughput replay # only the groups named
 //! cargo bench -- kinds             # the agent kinds' throughput rows alone
 //! cargo bench -- traces            # what reading an agent's traces costs a run
+//! cargo bench -- store_cpu store_pg store_memory workers   # the run store's cost (issue 28)
+//! cargo bench -- store_memory_100k # opt-in: the memory rows at 100,000 cases
 //! ```
 //!
 //! Groups: `startup`, `throughput`, `kinds`, `traces`, `repeats`, `replay`, `nextest`,
-//! `memory`, `scenarios`, `store`, `loading`.
+//! `memory`, `scenarios`, `store`, `loading`, and the run store's cost on SQLite and
+//! PostgreSQL (`store_cost.rs`): `store_cpu`, `store_pg`, `store_memory`, `workers`.
+//! `store_memory_100k` runs only when named exactly (about 100 s on 2 cores).
+//! The PostgreSQL rows record into a throwaway cluster the bench starts with
+//! `tests/postgres/cluster.sh` under the system's temp folder and stops at its end (also
+//! when a group panics); without PostgreSQL's programs they say `skipped: no PostgreSQL`.
 //! Every `agentest` run records into a run store in the group's own folder (as users'
 //! runs do; `store` measures what that costs). The table is printed
 //! and saved to `target/agentest-bench.txt`.
@@ -26,7 +33,9 @@
 //! (`agentest::Harness`) for that root instead: the nextest figures time it as a process.
 
 mod fixtures;
+mod postgres;
 mod server;
+mod store_cost;
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -70,13 +79,14 @@ fn main() -> ExitCode {
     let bench = Bench {
         server: AgentServer::start(),
         work: work.clone(),
+        postgres: std::cell::OnceCell::new(),
     };
 
     let started = Instant::now();
     let mut rows = Vec::new();
     let mut notes = Vec::new();
     type Group = fn(&Bench, &mut Vec<String>) -> Vec<Row>;
-    let groups: [(&str, Group); 11] = [
+    let groups: [(&str, Group); 15] = [
         ("throughput", throughput),
         ("kinds", kinds),
         ("traces", traces),
@@ -88,17 +98,30 @@ fn main() -> ExitCode {
         ("scenarios", scenarios),
         ("store", store),
         ("loading", loading),
+        ("store_cpu", store_cost::store_cpu),
+        ("store_pg", store_cost::store_pg),
+        ("store_memory", |b, notes| {
+            store_cost::store_memory(b, notes, false)
+        }),
+        ("workers", store_cost::workers),
     ];
-    for (name, group) in groups {
-        if wanted(name) {
-            eprintln!("agentest bench: {name} ...");
-            let t = Instant::now();
-            rows.extend(group(&bench, &mut notes));
-            eprintln!(
-                "agentest bench: {name} done in {:.1} s",
-                t.elapsed().as_secs_f64()
-            );
-        }
+    // Opt-in groups: only when a filter names them exactly.
+    let opt_in: [(&str, Group); 1] = [("store_memory_100k", |b, notes| {
+        store_cost::store_memory(b, notes, true)
+    })];
+    let chosen = groups.into_iter().filter(|(name, _)| wanted(name)).chain(
+        opt_in
+            .into_iter()
+            .filter(|(name, _)| filters.contains(name)),
+    );
+    for (name, group) in chosen {
+        eprintln!("agentest bench: {name} ...");
+        let t = Instant::now();
+        rows.extend(group(&bench, &mut notes));
+        eprintln!(
+            "agentest bench: {name} done in {:.1} s",
+            t.elapsed().as_secs_f64()
+        );
     }
     let text = render(&rows, &notes, started.elapsed());
     print!("{text}");
@@ -117,6 +140,25 @@ fn main() -> ExitCode {
 struct Bench {
     server: AgentServer,
     work: PathBuf,
+    /// The PostgreSQL cluster, started by the first group that records into it (or why
+    /// it could not start); stopped when the bench ends.
+    postgres: std::cell::OnceCell<Result<postgres::Postgres, String>>,
+}
+
+impl Bench {
+    /// The bench's PostgreSQL cluster, started on first use; `Err` says why there is none.
+    fn postgres(&self) -> Result<&postgres::Postgres, String> {
+        self.postgres
+            .get_or_init(|| {
+                let started = postgres::Postgres::start(Path::new(env!("CARGO_MANIFEST_DIR")));
+                if let Err(why) = &started {
+                    eprintln!("agentest bench: the PostgreSQL rows are skipped: {why}");
+                }
+                started
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -128,6 +170,8 @@ enum Unit {
     Seconds,
     Millis,
     Megabytes,
+    Kilobytes,
+    Micros,
     /// A count (repeats, requests).
     Count,
 }
@@ -138,6 +182,8 @@ impl Unit {
             Unit::Seconds => format!("{v:.3} s"),
             Unit::Millis => format!("{v:.1} ms"),
             Unit::Megabytes => format!("{v:.1} MB"),
+            Unit::Kilobytes => format!("{v:.2} KB"),
+            Unit::Micros => format!("{v:.1} µs"),
             Unit::Count => thousands(v.round() as usize),
         }
     }
@@ -156,6 +202,8 @@ enum Goal {
         max: f64,
         what: &'static str,
     },
+    /// No target: reported only.
+    Report,
 }
 
 struct Row {
@@ -175,6 +223,7 @@ impl Row {
             Goal::Ideal { ideal, .. } => self.value / ideal,
             Goal::Below { limit } => self.value / limit,
             Goal::Near { reference, .. } => self.value / reference,
+            Goal::Report => f64::NAN,
         }
     }
 
@@ -183,6 +232,7 @@ impl Row {
         match self.goal {
             Goal::Ideal { max, .. } | Goal::Near { max, .. } => r <= max,
             Goal::Below { .. } => r < 1.0,
+            Goal::Report => true,
         }
     }
 
@@ -195,6 +245,7 @@ impl Row {
                 max,
                 what,
             } => format!("≤ {max}× {what} {}", self.unit.show(reference)),
+            Goal::Report => "reported".into(),
         }
     }
 
@@ -203,13 +254,16 @@ impl Row {
             Goal::Ideal { .. } => "ideal",
             Goal::Below { .. } => "target",
             Goal::Near { what, .. } => what,
+            Goal::Report => return "-".into(),
         };
         format!("{:.2}× {basis}", self.ratio())
     }
 
     fn verdict(&self) -> &'static str {
         match (&self.invalid, self.met()) {
+            (Some(why), _) if why.starts_with("skipped:") => "skipped",
             (Some(_), _) => "INVALID",
+            (None, _) if matches!(self.goal, Goal::Report) => "reported",
             (None, true) => "met",
             (None, false) => "MISSED",
         }
@@ -223,7 +277,11 @@ fn render(rows: &[Row], notes: &[String], took: Duration) -> String {
         .map(|r| {
             [
                 r.figure.clone(),
-                r.unit.show(r.value),
+                if r.value.is_nan() {
+                    "-".into()
+                } else {
+                    r.unit.show(r.value)
+                },
                 r.target(),
                 r.ratio_text(),
                 r.verdict().to_string(),
@@ -263,7 +321,11 @@ fn render(rows: &[Row], notes: &[String], took: Duration) -> String {
     let _ = writeln!(out, "\nverdicts:");
     for r in rows {
         let why = match &r.invalid {
+            Some(e) if e.starts_with("skipped:") => e.clone(),
             Some(e) => format!("the run failed: {e}"),
+            None if matches!(r.goal, Goal::Report) => {
+                format!("{}; {}", r.unit.show(r.value), r.detail)
+            }
             None => format!(
                 "{} is {} (target {}){}",
                 r.unit.show(r.value),
@@ -544,7 +606,7 @@ fn in_unit(d: Duration, unit: Unit) -> f64 {
     match unit {
         Unit::Seconds => d.as_secs_f64(),
         Unit::Millis => d.as_secs_f64() * 1000.0,
-        Unit::Megabytes | Unit::Count => f64::NAN,
+        Unit::Megabytes | Unit::Kilobytes | Unit::Micros | Unit::Count => f64::NAN,
     }
 }
 
