@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 
 use postgres::types::ToSql;
-use postgres::{Client, GenericClient, Row};
+use postgres::{Client, GenericClient, Row, Statement};
 
 use crate::errors::{DbError, StoreError};
 use crate::record::rfc3339;
@@ -22,11 +22,39 @@ use crate::util::StoreAddress;
 pub(crate) struct Postgres {
     client: Client,
     address: StoreAddress,
+    /// The writer's statements, prepared on this connection.
+    prepared: Prepared,
 }
 
 impl Postgres {
     pub(super) fn new(client: Client, address: StoreAddress) -> Postgres {
-        Postgres { client, address }
+        Postgres {
+            client,
+            address,
+            prepared: Prepared::default(),
+        }
+    }
+}
+
+/// The statements every case writes (its claim, its end, the ledger's), each prepared
+/// once per connection: the server parses and plans it once, and each use is one round
+/// trip instead of two (parse, then bind and execute). Emptied after any error, in case
+/// the error took a statement with it.
+#[derive(Default)]
+struct Prepared(HashMap<&'static str, Statement>);
+
+impl Prepared {
+    fn get(
+        &mut self,
+        c: &mut impl GenericClient,
+        sql: &'static str,
+    ) -> std::result::Result<Statement, postgres::Error> {
+        if let Some(s) = self.0.get(sql) {
+            return Ok(s.clone());
+        }
+        let s = c.prepare(sql)?;
+        self.0.insert(sql, s.clone());
+        Ok(s)
     }
 }
 
@@ -194,21 +222,23 @@ impl Backend for Postgres {
         execution: i64,
         writes: &[Write<'_>],
     ) -> (Option<DbError>, Vec<Result<Answer>>) {
+        let prepared = &mut self.prepared;
         let together = self.client.transaction().and_then(|mut tx| {
             let mut results = Vec::with_capacity(writes.len());
             for w in writes {
                 // A statement that fails aborts PostgreSQL's transaction: the rest
                 // could not run in it, so the batch is redone write by write.
-                results.push(Ok(apply(&mut tx, execution, w)?));
+                results.push(Ok(apply(&mut tx, prepared, execution, w)?));
             }
             tx.commit().map(|()| results)
         });
         match together {
             Ok(results) => (None, results),
             Err(e) => {
+                self.prepared.0.clear();
                 let results = writes
                     .iter()
-                    .map(|w| apply(&mut self.client, execution, w).map_err(db))
+                    .map(|w| apply(&mut self.client, &mut self.prepared, execution, w).map_err(db))
                     .collect();
                 (Some(db(e)), results)
             }
@@ -512,23 +542,28 @@ impl Backend for Postgres {
 /// One write of a batch, in the transaction or alone.
 fn apply(
     c: &mut impl GenericClient,
+    p: &mut Prepared,
     execution: i64,
     w: &Write<'_>,
 ) -> std::result::Result<Answer, postgres::Error> {
     match w {
-        Write::Claim(trial) => claim(c, execution, trial).map(Answer::Claim),
-        Write::Done(report) => done(c, execution, report).map(|()| Answer::Done),
-        Write::Release(trial) => release(c, execution, trial).map(|()| Answer::Done),
+        Write::Claim(trial) => claim(c, p, execution, trial).map(Answer::Claim),
+        Write::Done(report) => done(c, p, execution, report).map(|()| Answer::Done),
+        Write::Release(trial) => release(c, p, execution, trial).map(|()| Answer::Done),
         Write::StartRequest {
             endpoint,
             limit,
             window,
-        } => start_request(c, execution, endpoint, *limit, *window).map(Answer::Start),
+        } => start_request(c, p, execution, endpoint, *limit, *window).map(Answer::Start),
         Write::Spend { tokens, cost } => {
             let me = Owner::me();
-            c.execute(
+            let insert = p.get(
+                c,
                 "INSERT INTO spend (execution_id, owner_pid, owner_host, tokens, cost)
                  VALUES ($1, $2, $3, $4, $5)",
+            )?;
+            c.execute(
+                &insert,
                 &[
                     &execution,
                     &i64::from(me.pid),
@@ -541,11 +576,12 @@ fn apply(
         }
         Write::SpentElsewhere => {
             let me = Owner::me();
-            let r = c.query_one(
+            let sum = p.get(
+                c,
                 "SELECT COALESCE(SUM(tokens), 0)::bigint, COALESCE(SUM(cost), 0)::double precision
                  FROM spend WHERE execution_id = $1 AND NOT (owner_pid = $2 AND owner_host = $3)",
-                &[&execution, &i64::from(me.pid), &me.host],
             )?;
+            let r = c.query_one(&sum, &[&execution, &i64::from(me.pid), &me.host])?;
             Ok(Answer::Spent(r.get::<_, i64>(0) as u64, r.get(1)))
         }
     }
@@ -557,37 +593,38 @@ fn apply(
 /// the time is the server's, so machines whose clocks differ share one window.
 fn start_request(
     c: &mut impl GenericClient,
+    p: &mut Prepared,
     execution: i64,
     endpoint: &str,
     limit: u32,
     window: std::time::Duration,
 ) -> std::result::Result<Option<std::time::Duration>, postgres::Error> {
     let key = format!("{execution}:{endpoint}");
-    c.execute(
-        "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
-        &[&key],
+    let lock = p.get(c, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")?;
+    c.execute(&lock, &[&key])?;
+    let clock = p.get(
+        c,
+        "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint",
     )?;
-    let now: i64 = c
-        .query_one(
-            "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint",
-            &[],
-        )?
-        .get(0);
+    let now: i64 = c.query_one(&clock, &[])?.get(0);
     let window_ms = window.as_millis() as i64;
-    c.execute(
+    let old = p.get(
+        c,
         "DELETE FROM request_starts WHERE execution_id = $1 AND endpoint = $2 AND started_ms <= $3",
-        &[&execution, &endpoint, &(now - window_ms)],
     )?;
-    let r = c.query_one(
+    c.execute(&old, &[&execution, &endpoint, &(now - window_ms)])?;
+    let count = p.get(
+        c,
         "SELECT COUNT(*), MIN(started_ms) FROM request_starts WHERE execution_id = $1 AND endpoint = $2",
-        &[&execution, &endpoint],
     )?;
+    let r = c.query_one(&count, &[&execution, &endpoint])?;
     let (count, oldest): (i64, Option<i64>) = (r.get(0), r.get(1));
     if count < i64::from(limit) {
-        c.execute(
+        let insert = p.get(
+            c,
             "INSERT INTO request_starts (execution_id, endpoint, started_ms) VALUES ($1, $2, $3)",
-            &[&execution, &endpoint, &now],
         )?;
+        c.execute(&insert, &[&execution, &endpoint, &now])?;
         return Ok(None);
     }
     let free_at = oldest.unwrap_or(now) + window_ms;
@@ -601,26 +638,29 @@ fn start_request(
 /// and matches nothing, so two processes never run the same run.
 fn claim(
     c: &mut impl GenericClient,
+    p: &mut Prepared,
     execution: i64,
     trial: &str,
 ) -> std::result::Result<Claim, postgres::Error> {
     let now = rfc3339(std::time::SystemTime::now());
     let me = Owner::me();
     let pid = i64::from(me.pid);
-    let n = c.execute(
+    let update = p.get(
+        c,
         "UPDATE runs SET status = 'running', started_at = $1, heartbeat_at = $1, owner_pid = $2,
                 owner_host = $3
          WHERE execution_id = $4 AND trial = $5 AND status IN ('queued', 'pending')",
-        &[&now, &pid, &me.host, &execution, &trial],
     )?;
+    let n = c.execute(&update, &[&now, &pid, &me.host, &execution, &trial])?;
     if n == 1 {
         return Ok(Claim::Granted);
     }
+    let owner = p.get(
+        c,
+        "SELECT owner_pid, owner_host FROM runs WHERE execution_id = $1 AND trial = $2",
+    )?;
     let owner = c
-        .query_opt(
-            "SELECT owner_pid, owner_host FROM runs WHERE execution_id = $1 AND trial = $2",
-            &[&execution, &trial],
-        )?
+        .query_opt(&owner, &[&execution, &trial])?
         .map(|r| (r.get(0), r.get(1)));
     Ok(me.claim_lost_to(owner))
 }
@@ -628,30 +668,34 @@ fn claim(
 /// Queues again the run of `trial` if this process claimed it and it did not end.
 fn release(
     c: &mut impl GenericClient,
+    p: &mut Prepared,
     execution: i64,
     trial: &str,
 ) -> std::result::Result<(), postgres::Error> {
     let me = Owner::me();
-    c.execute(
+    let update = p.get(
+        c,
         "UPDATE runs SET status = 'queued', owner_pid = NULL, owner_host = NULL,
                 heartbeat_at = NULL, started_at = NULL,
                 reason = 'interrupted before it ended; --resume runs it again'
          WHERE execution_id = $1 AND trial = $2 AND status = 'running'
            AND owner_pid = $3 AND owner_host = $4",
-        &[&execution, &trial, &i64::from(me.pid), &me.host],
     )?;
+    c.execute(&update, &[&execution, &trial, &i64::from(me.pid), &me.host])?;
     Ok(())
 }
 
 /// A case's end; a case the plan did not queue gets its row here.
 fn done(
     c: &mut impl GenericClient,
+    p: &mut Prepared,
     execution: i64,
     r: &crate::record::CaseReport,
 ) -> std::result::Result<(), postgres::Error> {
     let end = RunEnd::of(r);
     let success = end.success.map(i64::from);
-    c.execute(
+    let upsert = p.get(
+        c,
         "INSERT INTO runs (execution_id, trial, suite, case_id, file, status, verdict, started_at,
                            completed_at, success, reason, error, messages, metadata, record,
                            parameters, score, persona)
@@ -664,6 +708,9 @@ fn done(
              metadata = excluded.metadata, record = excluded.record,
              parameters = excluded.parameters, score = excluded.score,
              persona = excluded.persona",
+    )?;
+    c.execute(
+        &upsert,
         &[
             &execution,
             &r.trial,
