@@ -40,6 +40,16 @@ enum Op {
     SpentElsewhere(tokio::sync::oneshot::Sender<(u64, f64)>),
 }
 
+impl Op {
+    /// Whether a caller waits for this write's answer.
+    fn is_awaited(&self) -> bool {
+        matches!(
+            self,
+            Op::Claim(..) | Op::StartRequest { .. } | Op::SpentElsewhere(_)
+        )
+    }
+}
+
 /// The writer of this process's open store, for the model requests' rate ledger.
 static LEDGER: Mutex<Option<mpsc::Sender<Op>>> = Mutex::new(None);
 
@@ -195,7 +205,15 @@ impl StoreWriter {
                             .into_iter()
                             .chain(std::iter::from_fn(|| receiver.try_recv().ok()).take(BATCH))
                             .collect();
-                        if !batch.is_empty() {
+                        // What a case waits on (its claim, a model request's start) is
+                        // written and answered first, in a transaction of its own, so it
+                        // never waits behind a wave of ends being written.
+                        let (waited, rest): (Vec<Op>, Vec<Op>) =
+                            batch.into_iter().partition(Op::is_awaited);
+                        for batch in [waited, rest] {
+                            if batch.is_empty() {
+                                continue;
+                            }
                             let unwritten = write_batch(db.as_mut(), execution, batch, &warn);
                             lost.lock()
                                 .unwrap_or_else(|e| e.into_inner())
