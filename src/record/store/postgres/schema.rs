@@ -438,7 +438,10 @@ mod tests {
             )
             .unwrap()
             .get(0);
-        assert_eq!(tables, 3, "executions, runs, agentest_schema");
+        assert_eq!(
+            tables, 5,
+            "executions, runs, request_starts, spend, agentest_schema"
+        );
         let rows: i64 = client
             .query_one("SELECT COUNT(*) FROM agentest_schema", &[])
             .unwrap()
