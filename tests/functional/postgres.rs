@@ -179,6 +179,10 @@ fn the_runs_commands_work_on_postgres() -> Needs {
     assert!(std::fs::read_to_string(&report).unwrap().contains("s::ok"));
     let flaky = agentest(s.path(), &["runs", "flaky"], &store);
     assert_eq!(flaky.code, 0, "{flaky:?}");
+    assert_eq!(
+        flaky.stdout, "no case changed its verdict on the same inputs in the last 10 executions\n",
+        "the retry ran only the crash, which errored again: no verdict changed"
+    );
     let gone = agentest(s.path(), &["runs", "delete", "--execution", "1"], &store);
     assert!(gone.stderr.contains("deleted 4 runs"), "{gone:?}");
     let list = agentest(s.path(), &["runs", "list"], &store);

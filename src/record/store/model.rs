@@ -94,22 +94,55 @@ pub(crate) struct Filter {
     pub(crate) limit: usize,
 }
 
-impl Filter {
-    /// Whether `status` is a lifecycle status (else one of agentest's verdicts).
-    pub(crate) fn status_is_lifecycle(&self) -> bool {
-        self.status
-            .as_deref()
-            .is_some_and(|s| LIFECYCLE.contains(&s))
-    }
+/// A value a [`Filter`] compares a column with.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum FilterValue {
+    Text(String),
+    Id(i64),
+}
 
-    /// The suite, and a `LIKE` pattern (escaped with `\`) for the suites under it.
-    pub(crate) fn suite_patterns(&self) -> Option<(String, String)> {
-        let s = self.suite.as_ref()?;
-        let escaped = s
-            .replace('\\', "\\\\")
-            .replace('%', "\\%")
-            .replace('_', "\\_");
-        Some((s.clone(), format!("{escaped}/%")))
+impl Filter {
+    /// The filter as a `WHERE` clause (empty without one) and its values in order;
+    /// `placeholder(n)` writes the backend's n-th parameter (`?`, `$n`).
+    pub(crate) fn where_clause(
+        &self,
+        placeholder: impl Fn(usize) -> String,
+    ) -> (String, Vec<FilterValue>) {
+        let mut clauses = Vec::new();
+        let mut values = Vec::new();
+        let next = |v: FilterValue, values: &mut Vec<FilterValue>| {
+            values.push(v);
+            placeholder(values.len())
+        };
+        if let Some(s) = &self.status {
+            let column = match LIFECYCLE.contains(&s.as_str()) {
+                true => "status",
+                false => "verdict",
+            };
+            let p = next(FilterValue::Text(s.clone()), &mut values);
+            clauses.push(format!("{column} = {p}"));
+        }
+        if let Some(s) = &self.suite {
+            // The suite, and the suites under it (`LIKE` escaped with `\`).
+            let escaped = s
+                .replace('\\', "\\\\")
+                .replace('%', "\\%")
+                .replace('_', "\\_");
+            let same = next(FilterValue::Text(s.clone()), &mut values);
+            let under = next(FilterValue::Text(format!("{escaped}/%")), &mut values);
+            clauses.push(format!(
+                "(suite = {same} OR suite LIKE {under} ESCAPE '\\')"
+            ));
+        }
+        if let Some(e) = self.execution {
+            let p = next(FilterValue::Id(e), &mut values);
+            clauses.push(format!("execution_id = {p}"));
+        }
+        let clause = match clauses.is_empty() {
+            true => String::new(),
+            false => format!("WHERE {}", clauses.join(" AND ")),
+        };
+        (clause, values)
     }
 }
 
@@ -196,3 +229,40 @@ pub(crate) struct FlakyCase {
 /// A passed or failed run, for [`flaky`]: its execution, trial, the case's
 /// `input_hash`, its verdict and, for a repeated case, its pass rate.
 pub(crate) type FlakyRow = (i64, String, Option<String>, String, Option<f64>);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each backend's placeholders, in order; a suite's own `%` and `_` are matched as
+    /// themselves, not as `LIKE` wildcards.
+    #[test]
+    fn a_filter_is_one_where_clause_for_either_backend() {
+        let f = Filter {
+            status: Some("failed".into()),
+            suite: Some("a_b%".into()),
+            execution: Some(7),
+            limit: 5,
+        };
+        let (clause, values) = f.where_clause(|n| format!("${n}"));
+        assert_eq!(
+            clause,
+            "WHERE verdict = $1 AND (suite = $2 OR suite LIKE $3 ESCAPE '\\') AND execution_id = $4"
+        );
+        assert_eq!(
+            values,
+            [
+                FilterValue::Text("failed".into()),
+                FilterValue::Text("a_b%".into()),
+                FilterValue::Text("a\\_b\\%/%".into()),
+                FilterValue::Id(7),
+            ]
+        );
+        let lifecycle = Filter {
+            status: Some("queued".into()),
+            ..Default::default()
+        };
+        assert_eq!(lifecycle.where_clause(|_| "?".into()).0, "WHERE status = ?");
+        assert_eq!(Filter::default().where_clause(|_| "?".into()).0, "");
+    }
+}

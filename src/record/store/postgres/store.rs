@@ -13,7 +13,8 @@ use crate::errors::{DbError, StoreError};
 use crate::record::rfc3339;
 use crate::record::store::backend::{Answer, Backend, Write};
 use crate::record::store::model::{
-    Claim, Doomed, ExecutionInfo, Filter, FlakyRow, Planned, Resumed, RunRow, Stored, StoredRun,
+    Claim, Doomed, ExecutionInfo, Filter, FilterValue, FlakyRow, Planned, Resumed, RunRow, Stored,
+    StoredRun,
 };
 use crate::record::store::row::{self, Owner, RunEnd};
 use crate::util::StoreAddress;
@@ -362,34 +363,16 @@ impl Backend for Postgres {
     }
 
     fn list(&mut self, f: &Filter) -> Result<Vec<RunRow>> {
-        let mut clauses: Vec<String> = Vec::new();
-        let mut values: Vec<Box<dyn ToSql + Sync>> = Vec::new();
-        if let Some(s) = &f.status {
-            let column = match f.status_is_lifecycle() {
-                true => "status",
-                false => "verdict",
-            };
-            values.push(Box::new(s.clone()));
-            clauses.push(format!("{column} = ${}", values.len()));
-        }
-        if let Some((suite, under)) = f.suite_patterns() {
-            values.push(Box::new(suite));
-            values.push(Box::new(under));
-            let n = values.len();
-            clauses.push(format!(
-                "(suite = ${} OR suite LIKE ${n} ESCAPE '\\')",
-                n - 1
-            ));
-        }
-        if let Some(e) = f.execution {
-            values.push(Box::new(e));
-            clauses.push(format!("execution_id = ${}", values.len()));
-        }
-        let filter = if clauses.is_empty() {
-            String::new()
-        } else {
-            format!("WHERE {}", clauses.join(" AND "))
-        };
+        let (filter, values) = f.where_clause(|n| format!("${n}"));
+        let values: Vec<Box<dyn ToSql + Sync>> = values
+            .into_iter()
+            .map(|v| -> Box<dyn ToSql + Sync> {
+                match v {
+                    FilterValue::Text(t) => Box::new(t),
+                    FilterValue::Id(i) => Box::new(i),
+                }
+            })
+            .collect();
         let sql = format!(
             "SELECT {COLUMNS} FROM runs {filter} ORDER BY id DESC LIMIT {}",
             f.limit.max(1)

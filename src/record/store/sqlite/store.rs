@@ -11,7 +11,8 @@ use crate::errors::{DbError, StoreError};
 use crate::record::rfc3339;
 use crate::record::store::backend::{Answer, Backend, Write};
 use crate::record::store::model::{
-    Claim, Doomed, ExecutionInfo, Filter, FlakyRow, Planned, Resumed, RunRow, Stored, StoredRun,
+    Claim, Doomed, ExecutionInfo, Filter, FilterValue, FlakyRow, Planned, Resumed, RunRow, Stored,
+    StoredRun,
 };
 use crate::record::store::row::{self, Owner, RunEnd};
 use crate::util::StoreAddress;
@@ -318,29 +319,14 @@ impl Backend for Sqlite {
     }
 
     fn list(&mut self, f: &Filter) -> Result<Vec<RunRow>, DbError> {
-        let mut clauses = Vec::new();
-        let mut values: Vec<String> = Vec::new();
-        if let Some(s) = &f.status {
-            clauses.push(match f.status_is_lifecycle() {
-                true => "status = ?",
-                false => "verdict = ?",
-            });
-            values.push(s.clone());
-        }
-        if let Some((suite, under)) = f.suite_patterns() {
-            clauses.push("(suite = ? OR suite LIKE ? ESCAPE '\\')");
-            values.push(suite);
-            values.push(under);
-        }
-        if let Some(e) = f.execution {
-            clauses.push("execution_id = ?");
-            values.push(e.to_string());
-        }
-        let filter = if clauses.is_empty() {
-            String::new()
-        } else {
-            format!("WHERE {}", clauses.join(" AND "))
-        };
+        let (filter, values) = f.where_clause(|_| "?".to_string());
+        let values: Vec<rusqlite::types::Value> = values
+            .into_iter()
+            .map(|v| match v {
+                FilterValue::Text(t) => rusqlite::types::Value::Text(t),
+                FilterValue::Id(i) => rusqlite::types::Value::Integer(i),
+            })
+            .collect();
         let sql = format!(
             "SELECT {COLUMNS} FROM runs {filter} ORDER BY id DESC LIMIT {}",
             f.limit.max(1)
