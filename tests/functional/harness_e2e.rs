@@ -214,6 +214,8 @@ struct Fixture {
     dir: PathBuf,
     target: PathBuf,
     binary: PathBuf,
+    /// The packages other than agentest and the fixture that its build compiled.
+    rebuilt: Vec<String>,
 }
 
 /// Starts building the fixture on a thread of its own, for a run that has tests of this
@@ -242,6 +244,7 @@ fn fixture() -> &'static Fixture {
             dir,
             target,
             binary: PathBuf::new(),
+            rebuilt: Vec::new(),
         };
         let started = Instant::now();
         let out = fx.cargo([
@@ -260,13 +263,55 @@ fn fixture() -> &'static Fixture {
             .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "agent_tests")
             .find_map(|m| m["executable"].as_str().map(PathBuf::from))
             .unwrap_or_else(|| panic!("no agent_tests executable in the build output\n{out}"));
+        let rebuilt = out
+            .stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|m| m["reason"] == "compiler-artifact" && m["fresh"] == false)
+            .filter_map(|m| Some(m["target"]["name"].as_str()?.to_string()))
+            .filter(|name| {
+                !["agentest", "agent_tests", "build_script_build"].contains(&name.as_str())
+            })
+            .collect();
         eprintln!(
             "fixture built in {:.1?}: {}",
             started.elapsed(),
             binary.display()
         );
-        Fixture { binary, ..fx }
+        Fixture {
+            binary,
+            rebuilt,
+            ..fx
+        }
     })
+}
+
+/// The fixture, built into the outer target directory, compiles only agentest again
+/// (a path dependency of another workspace is a unit of its own to cargo), not the
+/// dependencies `cargo test` has already built. Cargo reuses a dependency only when its
+/// features are the same in both builds: when agentest's dev-dependencies turn on a
+/// feature of a shared crate (proptest once did, of getrandom's), the fixture's build
+/// compiles that crate and all it reaches again, half a minute on a fresh clone.
+fn the_fixture_reuses_the_dependencies_cargo_test_built() {
+    let fx = fixture();
+    // This binary is <target>/<profile>/deps/functional-<hash>; the fixture builds in
+    // the dev profile, so under another one there is nothing of the outer build to reuse.
+    let outer = std::env::current_exe().unwrap();
+    let profile = outer
+        .parent()
+        .and_then(Path::parent)
+        .and_then(Path::file_name);
+    if profile.is_some_and(|p| p != "debug") {
+        eprintln!("the outer build is not the dev profile's: nothing to compare");
+        return;
+    }
+    assert!(
+        fx.rebuilt.is_empty(),
+        "building tests/fixtures/demo compiled again {:?}: their features differ from \
+         the outer build's. Compare `cargo tree -e features --prefix none` here and in \
+         the fixture, and ask the fixture for the feature it lacks",
+        fx.rebuilt
+    );
 }
 
 /// Copies the lock file when the fixture has none or an older one. The copy is renamed
@@ -1933,6 +1978,7 @@ fn a_trial_name_defined_twice_fails_under_cargo_test_and_nextest() -> Needs {
 
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
+        the_fixture_reuses_the_dependencies_cargo_test_built,
         an_invalid_setting_is_one_failing_trial_naming_it,
         a_config_error_is_one_trial_and_each_case_points_to_it,
         list_prints_exactly_the_sorted_trial_names,

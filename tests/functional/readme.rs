@@ -144,15 +144,6 @@ impl Crate {
             "path = \"../agentest\"",
             &format!("path = {:?}", repo.display().to_string()),
         );
-        // Not the guide's: getrandom's `std` feature, which agentest's own dev-dependency
-        // proptest turns on in the outer build. With getrandom's features the same, this
-        // build reuses ahash, jsonschema and the rest from the outer target directory
-        // instead of building them again (tests/fixtures/demo asks for it too).
-        let manifest = manifest.replacen(
-            "[dev-dependencies]\n",
-            "[dev-dependencies]\ngetrandom = { version = \"0.3\", features = [\"std\"] }\n",
-            1,
-        );
         std::fs::create_dir_all(dir.join("src")).unwrap();
         std::fs::write(dir.join("src/lib.rs"), "").unwrap();
         std::fs::write(

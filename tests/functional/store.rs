@@ -660,10 +660,12 @@ pub(crate) fn workers_share_an_execution(s: &Scratch, store: &str, runs: usize) 
     );
     let by_case = requests(s);
     assert_eq!(by_case.len(), runs, "every case reached the agent");
+    // In flight: the 8 the killed worker was running, and those that had ended but
+    // whose end its store writer had not yet committed (as for a killed run's resume).
     let twice = by_case.values().filter(|n| **n > 1).count();
     assert!(
-        twice <= 8,
-        "only the killed worker's runs in flight ran again: {twice}"
+        by_case.values().all(|n| *n <= 2) && twice <= 16,
+        "only the killed worker's runs in flight ran again: {twice}\n{by_case:?}"
     );
     let report = s.join("whole.jsonl");
     let r = agentest(
