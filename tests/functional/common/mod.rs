@@ -318,6 +318,11 @@ pub fn clean_command(program: impl AsRef<std::ffi::OsStr>, dir: &Path) -> Comman
         }
     }
     cmd.env("CARGO_TERM_COLOR", "never");
+    // The fixture crates' cargo builds compile agentest once more (a path dependency of
+    // another workspace is a unit of its own to cargo), from nothing: incremental
+    // compilation only adds to a first build (about a third more, 19 s against 15 s on
+    // two cores) and writes hundreds of megabytes no later build of it reads.
+    cmd.env("CARGO_INCREMENTAL", "0");
     cmd
 }
 
