@@ -252,7 +252,16 @@ fn run(
     resumed: Resumed,
 ) -> Ran {
     let total = plan.cases.len();
-    let scheduler = execution.scheduler(args.fail_fast);
+    // Processes that share an execution by its key wait for each other's cases.
+    let shared = execution
+        .store_address()
+        .ok()
+        .flatten()
+        .and_then(|a| execution_key(args, &a))
+        .is_some();
+    let scheduler = execution
+        .scheduler(args.fail_fast)
+        .waiting_for_others(shared);
     let style = Style {
         color: use_color(args.color),
         verbose: args.verbose,

@@ -100,6 +100,24 @@ impl Recorder {
         }
     }
 
+    /// Where the runs of `trials`, which other processes of the execution held, stand
+    /// now; one queued again is claimed for this process. `Err` without a store.
+    pub(crate) async fn settle(
+        &self,
+        trials: Vec<String>,
+    ) -> Result<Vec<crate::record::store::Settled>, String> {
+        match self.store.get() {
+            Some(s) => s.settle(trials).await,
+            None => Err("there is no run store".into()),
+        }
+    }
+
+    /// A case another process of the execution ran, with the record it ended with
+    /// there: counted and reported here, and left as it is in the store.
+    pub(crate) fn record_elsewhere(&self, report: &CaseReport) {
+        self.count_and_report(report);
+    }
+
     /// Waits for the store's last writes and closes its execution, which took
     /// `duration_ms` in this process. `Err`: what the store did not record.
     pub(crate) fn close_store(&self, duration_ms: u64) -> Result<(), StoreError> {

@@ -4,14 +4,14 @@
 //! failure (`--fail-fast`) or when a budget is spent, and stops the run cleanly on
 //! Ctrl-C (the binary).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 use tokio::task::AbortHandle;
 
-use crate::record::store::Claim;
+use crate::record::store::{Claim, Settled};
 use crate::record::{CaseReport, Recorder, Status};
 use crate::run::engine::Engine;
 use crate::run::outcome::not_run;
@@ -36,7 +36,17 @@ pub(crate) struct Scheduler {
     recorder: Arc<Recorder>,
     parallel: usize,
     fail_fast: bool,
+    /// Wait for the cases another process of the execution runs (see
+    /// [`Scheduler::waiting_for_others`]).
+    wait: bool,
 }
+
+/// How often the cases another process runs are looked at again.
+const SETTLE_POLL: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// A case another process of the execution was running when this one came to it: the
+/// report it would have had ("not run here"), and the case.
+type Waiting = (CaseReport, Arc<Loaded>);
 
 /// A finished case, by its index in the plan.
 type Done = (usize, CaseReport);
@@ -53,7 +63,18 @@ impl Scheduler {
             recorder,
             parallel: parallel.max(1),
             fail_fast,
+            wait: false,
         }
+    }
+
+    /// With `yes`, a case whose run another process of the execution holds is not
+    /// reported as "not run here" at once: once this process's own cases ended, it
+    /// waits for them, reports each with the record it ended with there, and runs
+    /// itself any that goes back to the queue (its process died and the lease lapsed).
+    /// For `agentest test` processes that share an execution by its key.
+    pub(crate) fn waiting_for_others(mut self, yes: bool) -> Self {
+        self.wait = yes;
+        self
     }
 
     /// Starts every case in trial order, each as a permit frees up, and sends each
@@ -69,6 +90,8 @@ impl Scheduler {
         let (tx, rx) = mpsc::unbounded_channel::<Done>();
         let (engine, recorder, fail_fast) =
             (self.engine.clone(), self.recorder.clone(), self.fail_fast);
+        let deferred: Arc<Mutex<HashSet<usize>>> = Arc::default();
+        let defer = self.wait.then(|| deferred.clone());
         let over_budget = Arc::new(AtomicBool::new(false));
         let parallel = self.parallel;
         let dispatcher = {
@@ -86,6 +109,7 @@ impl Scheduler {
                     tx,
                     fail_fast,
                     over_budget,
+                    defer,
                 };
                 d.take_permits(&cases, &semaphore, parallel).await;
             })
@@ -96,6 +120,7 @@ impl Scheduler {
             groups,
             stop,
             over_budget,
+            deferred,
             rx,
         }
     }
@@ -103,7 +128,8 @@ impl Scheduler {
     /// Runs every case and waits for them. `in_order` sees each report in trial order
     /// (for the console), as soon as every earlier one is done. Ctrl-C stops the run:
     /// running cases (and their agents) are stopped, finished ones keep their results,
-    /// the rest are reported as not run.
+    /// the rest are reported as not run. Waiting for other processes (see
+    /// [`Scheduler::waiting_for_others`]), the cases they ran come last.
     pub(crate) async fn run_all(
         &self,
         cases: Vec<Loaded>,
@@ -111,14 +137,111 @@ impl Scheduler {
     ) -> Ending {
         // Registered before any agent starts, so SIGINT, SIGTERM and SIGHUP are ours
         // (running agents are killed as their cases are dropped).
-        let mut signals = Listener::new();
-        let cases = shared(cases);
+        let signals = Listener::new();
+        let (mut ending, mut waiting, mut signals) =
+            self.run_batch(shared(cases), &mut in_order, signals).await;
+        let mut said = false;
+        while !waiting.is_empty() && !ending.stopped {
+            let Some(mut listener) = signals.take() else {
+                break;
+            };
+            if !said {
+                said = true;
+                eprintln!(
+                    "agentest: waiting for {} that another process of this execution is running",
+                    crate::util::count(waiting.len() as u64, "case", "cases")
+                );
+            }
+            let trials = waiting.iter().map(|(_, l)| l.trial.clone()).collect();
+            let settled = match self.recorder.settle(trials).await {
+                Ok(s) => s,
+                Err(cause) => {
+                    for (mut report, _) in std::mem::take(&mut waiting) {
+                        let why = report.error.take().unwrap_or_default();
+                        report.error = Some(format!(
+                            "{why}; the run store could not say how it ended: {cause}"
+                        ));
+                        self.recorder.record_unrun(&report);
+                        in_order(&report);
+                    }
+                    signals = Some(listener);
+                    break;
+                }
+            };
+            let mut claimed = Vec::new();
+            for ((report, l), settled) in std::mem::take(&mut waiting).into_iter().zip(settled) {
+                match settled {
+                    Settled::Claimed => claimed.push(l),
+                    Settled::Ended(record) => {
+                        let ended = record
+                            .and_then(|r| serde_json::from_str::<CaseReport>(&r).ok())
+                            .unwrap_or_else(|| {
+                                let mut r = report;
+                                r.error = Some(
+                                    "ran in another process of this execution, whose record of it could not be read"
+                                        .into(),
+                                );
+                                r
+                            });
+                        self.recorder.record_elsewhere(&ended);
+                        in_order(&ended);
+                    }
+                    Settled::Running => waiting.push((report, l)),
+                }
+            }
+            if !claimed.is_empty() {
+                let trials: Vec<String> = claimed.iter().map(|l| l.trial.clone()).collect();
+                self.recorder.preclaimed(&trials);
+                let (more, left, back) = self
+                    .run_batch(Arc::new(claimed), &mut in_order, listener)
+                    .await;
+                ending.stopped |= more.stopped;
+                ending.over_budget |= more.over_budget;
+                ending.interrupted = ending.interrupted.or(more.interrupted);
+                waiting.extend(left);
+                signals = back;
+                continue;
+            }
+            if !waiting.is_empty() {
+                tokio::select! {
+                    () = tokio::time::sleep(SETTLE_POLL) => {}
+                    s = listener.recv() => {
+                        ending.interrupted = Some(s);
+                        listener.exit_on_next();
+                        break;
+                    }
+                }
+            }
+            signals = Some(listener);
+        }
+        // Not waited for (a stop, a signal): reported as not run here, as without waiting.
+        for (report, _) in waiting {
+            self.recorder.record_unrun(&report);
+            in_order(&report);
+        }
+        if let Some(signals) = signals {
+            // From now on (writing the reports) a signal ends agentest at once.
+            signals.exit_on_next();
+        }
+        ending
+    }
+
+    /// Runs `cases` on a dispatcher of their own (see [`Scheduler::run_all`]). Returns
+    /// how it ended, the cases left waiting for other processes, and the signal
+    /// listener unless a signal stopped the run (then the next one exits at once).
+    async fn run_batch(
+        &self,
+        cases: Arc<Vec<Arc<Loaded>>>,
+        in_order: &mut impl FnMut(&CaseReport),
+        mut signals: Listener,
+    ) -> (Ending, Vec<Waiting>, Option<Listener>) {
         let total = cases.len();
         let mut d = self.dispatch(cases.clone());
         let mut pending: BTreeMap<usize, CaseReport> = BTreeMap::new();
         let mut next = 0;
         let mut seen = vec![false; total];
         let mut interrupted = None;
+        let mut waiting = Vec::new();
         loop {
             let message = tokio::select! {
                 m = d.rx.recv() => m,
@@ -132,36 +255,46 @@ impl Scheduler {
             d.forget(i);
             pending.insert(i, report);
             while let Some(r) = pending.remove(&next) {
-                in_order(&r);
+                if d.is_deferred(next) {
+                    waiting.push((r, cases[next].clone()));
+                } else {
+                    in_order(&r);
+                }
                 next += 1;
             }
         }
-        // From now on (stopping the run, writing its reports) a signal ends agentest at once.
-        signals.exit_on_next();
-        if let Some(signal) = interrupted {
-            eprintln!(
-                "\nagentest: interrupted ({}); stopping the running cases",
-                signal.shown()
-            );
-            d.abort();
-            // Cases that finished meanwhile keep their results; the rest are not run.
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-            while let Ok((i, report)) = d.rx.try_recv() {
-                seen[i] = true;
-                pending.insert(i, report);
-            }
-            for (i, l) in cases.iter().enumerate().filter(|(i, _)| !seen[*i]) {
-                pending.insert(i, d.interrupted(i, l, &self.recorder, signal));
-            }
-            for (_, r) in std::mem::take(&mut pending) {
-                in_order(&r);
-            }
-        }
-        Ending {
+        let ending = |interrupted| Ending {
             stopped: d.stop.load(Ordering::SeqCst),
             interrupted,
             over_budget: d.over_budget.load(Ordering::SeqCst),
+        };
+        let Some(signal) = interrupted else {
+            return (ending(None), waiting, Some(signals));
+        };
+        // From now on (stopping the run, writing its reports) a signal ends agentest at once.
+        signals.exit_on_next();
+        eprintln!(
+            "\nagentest: interrupted ({}); stopping the running cases",
+            signal.shown()
+        );
+        d.abort();
+        // Cases that finished meanwhile keep their results; the rest are not run.
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        while let Ok((i, report)) = d.rx.try_recv() {
+            seen[i] = true;
+            pending.insert(i, report);
         }
+        for (i, l) in cases.iter().enumerate().filter(|(i, _)| !seen[*i]) {
+            pending.insert(i, d.interrupted(i, l, &self.recorder, signal));
+        }
+        for (i, r) in std::mem::take(&mut pending) {
+            if d.is_deferred(i) {
+                waiting.push((r, cases[i].clone()));
+            } else {
+                in_order(&r);
+            }
+        }
+        (ending(Some(signal)), waiting, None)
     }
 
     /// Starts every case at once (within the limit) and returns a ticket per case, in
@@ -220,6 +353,9 @@ struct Dispatcher {
     tx: mpsc::UnboundedSender<Done>,
     fail_fast: bool,
     over_budget: Arc<AtomicBool>,
+    /// Waiting for other processes: the cases another process holds (see
+    /// [`Scheduler::waiting_for_others`]).
+    defer: Option<Arc<Mutex<HashSet<usize>>>>,
 }
 
 /// The repeats in flight (a case run once is its repeat 1), so Ctrl-C can stop them.
@@ -273,11 +409,16 @@ impl Dispatcher {
         let why = match self.recorder.claim(&l.trial).await {
             Claim::Granted => return true,
             Claim::Elsewhere => {
-                self.unrun(
-                    i,
-                    l,
-                    "not run here: another process of this execution ran it".into(),
-                );
+                let why = "not run here: another process of this execution ran it";
+                match &self.defer {
+                    // Sent, for the order, but neither counted nor recorded: the run
+                    // waits for the other process (see `Scheduler::run_all`).
+                    Some(deferred) => {
+                        lock(deferred).insert(i);
+                        let _ = self.tx.send((i, not_run(l, why.into())));
+                    }
+                    None => self.unrun(i, l, why.into()),
+                }
                 return false;
             }
             Claim::Twice => format!(
@@ -456,10 +597,17 @@ struct Dispatch {
     groups: Groups,
     stop: Arc<AtomicBool>,
     over_budget: Arc<AtomicBool>,
+    /// The cases left to other processes, reported when they end there.
+    deferred: Arc<Mutex<HashSet<usize>>>,
     rx: mpsc::UnboundedReceiver<Done>,
 }
 
 impl Dispatch {
+    /// Whether case `i` waits for another process (see [`Scheduler::waiting_for_others`]).
+    fn is_deferred(&self, i: usize) -> bool {
+        lock(&self.deferred).contains(&i)
+    }
+
     fn forget(&self, i: usize) {
         lock(&self.running).retain(|(case, _), _| *case != i);
         lock(&self.groups).remove(&i);

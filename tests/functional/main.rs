@@ -90,6 +90,7 @@ mod replies;
 mod reports;
 mod scenarios;
 mod secrets;
+mod sharing;
 mod store;
 mod tau2;
 mod traces;
@@ -212,6 +213,7 @@ fn main() {
     trials.extend(reports::tests());
     trials.extend(scenarios::tests());
     trials.extend(secrets::tests());
+    trials.extend(sharing::tests());
     trials.extend(store::tests());
     #[cfg(unix)]
     trials.extend(writes::tests());

@@ -51,6 +51,18 @@ pub(crate) enum Answer {
     Spent(u64, f64),
 }
 
+/// Where a run that another process of the execution held stands (see
+/// [`Backend::settle`]).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Settled {
+    /// It was queued again (its process is gone) and is now this process's to run.
+    Claimed,
+    /// It ended there: its record, as JSON, when the store has one.
+    Ended(Option<String>),
+    /// Still running there.
+    Running,
+}
+
 /// A store's database, opened and at the current schema.
 pub(crate) trait Backend: Send {
     /// Where it is, for messages (a URL without its credentials).
@@ -96,6 +108,44 @@ pub(crate) trait Backend: Send {
     /// How many of the execution's runs are still to run (`queued` or `pending`) and
     /// how many are `running`.
     fn open_runs(&mut self, execution: i64) -> Result<(u64, u64), DbError>;
+
+    /// The status of the run of `trial` in the execution and its record (JSON), when
+    /// it has one; `None` when the execution has no such run.
+    fn run_state(
+        &mut self,
+        execution: i64,
+        trial: &str,
+    ) -> Result<Option<(String, Option<String>)>, DbError>;
+
+    /// Where the runs of `trials`, which other processes of the execution held, stand
+    /// now: runs a dead process left are taken back first (see [`Backend::recover`]),
+    /// then each one queued is claimed for this process; the others have ended (with
+    /// their record) or are still running.
+    fn settle(
+        &mut self,
+        execution: i64,
+        trials: &[String],
+        lease: std::time::Duration,
+    ) -> Result<Vec<Settled>, DbError> {
+        self.recover(lease)?;
+        let mut settled = Vec::with_capacity(trials.len());
+        for trial in trials {
+            let (_, mut answers) = self.write_batch(execution, &[Write::Claim(trial)]);
+            match answers.pop() {
+                Some(Ok(Answer::Claim(Claim::Granted))) => {
+                    settled.push(Settled::Claimed);
+                    continue;
+                }
+                Some(Err(e)) => return Err(e),
+                _ => {}
+            }
+            settled.push(match self.run_state(execution, trial)? {
+                Some((status, record)) if super::row::ended(&status) => Settled::Ended(record),
+                _ => Settled::Running,
+            });
+        }
+        Ok(settled)
+    }
 
     /// Ends as `error`, with `reason`, the runs of `trials` that this process claimed
     /// and that are still `running` (a worker's claimed run whose case was not run:

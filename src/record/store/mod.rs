@@ -11,7 +11,7 @@ mod row;
 mod sqlite;
 mod writer;
 
-pub(crate) use backend::Backend;
+pub(crate) use backend::{Backend, Settled};
 pub(crate) use export::evalstudio;
 pub(crate) use location::{location, open, version};
 pub(crate) use model::{

@@ -95,6 +95,11 @@ fn lifecycle(s: Status) -> (&'static str, Option<bool>) {
     }
 }
 
+/// Whether a run's status (the seed's lifecycle word) is an end: `completed` or `error`.
+pub(crate) fn ended(status: &str) -> bool {
+    matches!(status, "completed" | "error")
+}
+
 fn status_word(s: Status) -> &'static str {
     match s {
         Status::Passed => "passed",

@@ -12,7 +12,7 @@ use crate::errors::{DbError, StoreError};
 use crate::record::CaseReport;
 use crate::util::StoreAddress;
 
-use super::backend::{Answer, Backend, Write};
+use super::backend::{Answer, Backend, Settled, Write};
 use super::model::{Claim, ExecutionInfo, Planned, Resumed};
 
 enum Op {
@@ -38,6 +38,12 @@ enum Op {
     },
     /// What the other processes of the execution spent so far.
     SpentElsewhere(tokio::sync::oneshot::Sender<(u64, f64)>),
+    /// Where the runs of these trials, held by other processes, stand now (see
+    /// [`Backend::settle`]); `Err` with the cause when the store cannot say.
+    Settle(
+        Vec<String>,
+        tokio::sync::oneshot::Sender<Result<Vec<Settled>, String>>,
+    ),
 }
 
 impl Op {
@@ -45,7 +51,7 @@ impl Op {
     fn is_awaited(&self) -> bool {
         matches!(
             self,
-            Op::Claim(..) | Op::StartRequest { .. } | Op::SpentElsewhere(_)
+            Op::Claim(..) | Op::StartRequest { .. } | Op::SpentElsewhere(_) | Op::Settle(..)
         )
     }
 }
@@ -214,7 +220,8 @@ impl StoreWriter {
                             if batch.is_empty() {
                                 continue;
                             }
-                            let unwritten = write_batch(db.as_mut(), execution, batch, &warn);
+                            let unwritten =
+                                write_batch(db.as_mut(), execution, lease, batch, &warn);
                             lost.lock()
                                 .unwrap_or_else(|e| e.into_inner())
                                 .trials
@@ -282,6 +289,17 @@ impl StoreWriter {
             .extend(trials.iter().cloned());
     }
 
+    /// Where the runs of `trials`, which other processes of the execution held, stand
+    /// now; a run queued again is claimed for this process. `Err` with the cause when
+    /// the store cannot say.
+    pub(crate) async fn settle(&self, trials: Vec<String>) -> Result<Vec<Settled>, String> {
+        let (answer, settled) = tokio::sync::oneshot::channel();
+        self.send(Op::Settle(trials, answer));
+        settled
+            .await
+            .unwrap_or_else(|_| Err("the store's writer stopped".into()))
+    }
+
     /// A case ended (any status).
     pub(crate) fn done(&self, report: &CaseReport) {
         self.send(Op::Done(Box::new(report.clone())));
@@ -333,30 +351,46 @@ const BATCH: usize = 256;
 fn write_batch(
     db: &mut dyn Backend,
     execution: i64,
+    lease: std::time::Duration,
     batch: Vec<Op>,
     warn: &dyn Fn(&DbError),
 ) -> Vec<String> {
+    // Settling reads and claims run by run, outside the wave's transaction.
+    let (settles, batch): (Vec<Op>, Vec<Op>) = batch
+        .into_iter()
+        .partition(|op| matches!(op, Op::Settle(..)));
+    for op in settles {
+        if let Op::Settle(trials, answer) = op {
+            let settled = db
+                .settle(execution, &trials, lease)
+                .map_err(|e| e.to_string());
+            let _ = answer.send(settled);
+        }
+    }
     let writes: Vec<Write<'_>> = batch
         .iter()
-        .map(|op| match op {
-            Op::Claim(trial, _) => Write::Claim(trial),
-            Op::Done(report) => Write::Done(report),
-            Op::Release(trial) => Write::Release(trial),
-            Op::StartRequest {
-                endpoint,
-                limit,
-                window,
-                ..
-            } => Write::StartRequest {
-                endpoint,
-                limit: *limit,
-                window: *window,
-            },
-            Op::Spend { tokens, cost } => Write::Spend {
-                tokens: *tokens,
-                cost: *cost,
-            },
-            Op::SpentElsewhere(_) => Write::SpentElsewhere,
+        .filter_map(|op| {
+            Some(match op {
+                Op::Claim(trial, _) => Write::Claim(trial),
+                Op::Done(report) => Write::Done(report),
+                Op::Release(trial) => Write::Release(trial),
+                Op::StartRequest {
+                    endpoint,
+                    limit,
+                    window,
+                    ..
+                } => Write::StartRequest {
+                    endpoint,
+                    limit: *limit,
+                    window: *window,
+                },
+                Op::Spend { tokens, cost } => Write::Spend {
+                    tokens: *tokens,
+                    cost: *cost,
+                },
+                Op::SpentElsewhere(_) => Write::SpentElsewhere,
+                Op::Settle(..) => return None,
+            })
         })
         .collect();
     let (together, results) = db.write_batch(execution, &writes);
@@ -390,7 +424,7 @@ fn write_batch(
             // Dropped unanswered: the caller goes by its own spending.
             (Op::SpentElsewhere(_), _) => {}
             (Op::Done(report), Err(_)) => unwritten.push(report.trial.clone()),
-            (Op::Done(_) | Op::Release(_) | Op::Spend { .. }, _) => {}
+            (Op::Done(_) | Op::Release(_) | Op::Spend { .. } | Op::Settle(..), _) => {}
         }
     }
     unwritten

@@ -267,6 +267,21 @@ impl Backend for Postgres {
         Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 
+    fn run_state(
+        &mut self,
+        execution: i64,
+        trial: &str,
+    ) -> Result<Option<(String, Option<String>)>> {
+        let row = self
+            .client
+            .query_opt(
+                "SELECT status, record FROM runs WHERE execution_id = $1 AND trial = $2",
+                &[&execution, &trial],
+            )
+            .map_err(db)?;
+        Ok(row.map(|r| (r.get(0), r.get(1))))
+    }
+
     fn open_runs(&mut self, execution: i64) -> Result<(u64, u64)> {
         let r = self
             .client

@@ -137,6 +137,22 @@ impl Backend for Sqlite {
         sort_ended(&mut self.conn, execution, present).map_err(|e| self.db(e))
     }
 
+    fn run_state(
+        &mut self,
+        execution: i64,
+        trial: &str,
+    ) -> Result<Option<(String, Option<String>)>, DbError> {
+        self.conn
+            .prepare_cached(
+                "SELECT status, record FROM runs WHERE execution_id = ?1 AND trial = ?2",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_row(params![execution, trial], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()
+            })
+            .map_err(|e| self.db(e))
+    }
+
     fn write_batch(
         &mut self,
         execution: i64,
