@@ -230,7 +230,17 @@ fn open_store(
     };
     let list: Vec<&Loaded> = will_run.iter().map(|l| l.as_ref()).collect();
     execution
-        .open_store(&path, &info, &list, None, &Default::default())
+        .open_store(
+            &path,
+            &info,
+            crate::record::StorePlan {
+                cases: &list,
+                resume: None,
+                retry_of: &Default::default(),
+                repeats: Vec::new(),
+            },
+            false,
+        )
         .map(drop)
 }
 

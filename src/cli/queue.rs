@@ -14,34 +14,46 @@ pub(super) struct Spec {
     pub(super) key: String,
     /// Runs claimed at once.
     pub(super) batch: usize,
+    /// Repeats of cases spread over workers claimed at once: as many as run at once.
+    pub(super) repeats: usize,
     /// Keep polling once the queue is empty.
     pub(super) follow: bool,
     /// How often to look for runs when none is free to claim.
     pub(super) poll: Duration,
 }
 
-/// Claims batches of the queued runs of `execution` and hands each to `run`, which
-/// returns the trials it could not find (their cases are gone from the suites: their
-/// runs end as errors), until no run of the execution is queued or running (with
-/// `follow`, never). Runs a dead worker left are taken back before each claim.
+/// Claims batches of the queued work of `execution` (whole runs, and single repeats of
+/// cases whose repeats spread over workers) and hands each to `run`, which returns the
+/// trials it could not find (their cases are gone from the suites: their runs end as
+/// errors), until no run of the execution is queued or running (with `follow`, never).
+/// Work a dead worker left is taken back before each claim.
 pub(super) fn drain(
     address: &StoreAddress,
     execution: i64,
     spec: &Spec,
     lease: Duration,
-    mut run: impl FnMut(&[String]) -> Vec<String>,
+    mut run: impl FnMut(&[store::Work]) -> Vec<String>,
 ) -> Result<(), String> {
     let mut db = store::open(address).map_err(|e| e.to_string())?;
     let failed = |e: crate::errors::DbError| format!("failed to use the run store {address}: {e}");
-    let mut ran = 0usize;
+    let (mut ran, mut repeats) = (0usize, 0usize);
     loop {
         db.recover(lease).map_err(failed)?;
-        let trials = db.claim_queued(execution, spec.batch).map_err(failed)?;
-        if trials.is_empty() {
+        let work = db
+            .claim_queued(execution, spec.batch, spec.repeats)
+            .map_err(failed)?;
+        if work.is_empty() {
             let (queued, running) = db.open_runs(execution).map_err(failed)?;
             if queued == 0 && running == 0 && !spec.follow {
+                let repeats = match repeats {
+                    0 => String::new(),
+                    n => format!(
+                        " and {} of cases spread over workers",
+                        crate::util::count(n as u64, "repeat", "repeats")
+                    ),
+                };
                 eprintln!(
-                    "agentest worker: execution {} ended; this worker ran {}",
+                    "agentest worker: execution {} ended; this worker ran {}{repeats}",
                     spec.key,
                     crate::util::count(ran as u64, "run", "runs")
                 );
@@ -50,8 +62,10 @@ pub(super) fn drain(
             std::thread::sleep(spec.poll);
             continue;
         }
-        ran += trials.len();
-        let missing = run(&trials);
+        let spread = work.iter().filter(|w| w.repeat.is_some()).count();
+        repeats += spread;
+        ran += work.len() - spread;
+        let missing = run(&work);
         if !missing.is_empty() {
             db.end_claimed(
                 execution,

@@ -12,7 +12,7 @@ use crate::config::Config;
 use crate::plan::{Input, Plan};
 use crate::record::console::{self, Style};
 use crate::record::store::{ExecutionInfo, Resumed};
-use crate::record::{Recorder, ReportSink, RunInfo};
+use crate::record::{Recorder, ReportSink, RunInfo, StorePlan};
 use crate::run::context::Registry;
 use crate::run::engine::Engine;
 use crate::run::execution::Execution;
@@ -213,7 +213,17 @@ fn open_store(
     };
     let resume = present.filter(|_| args.resume);
     let resumed = execution
-        .open_store(&path, &info, &cases, resume, &retry_of)
+        .open_store(
+            &path,
+            &info,
+            StorePlan {
+                cases: &cases,
+                resume,
+                retry_of: &retry_of,
+                repeats: Vec::new(),
+            },
+            args.enqueue,
+        )
         .map_err(|e| e.to_string())?;
     let gone: Vec<&str> = resumed.gone.iter().map(String::as_str).collect();
     left_out(
@@ -351,10 +361,11 @@ fn work(
     let _ = write!(out, "{header}");
     let mut printer = console::Console::new(style);
     let mut failed = Vec::new();
-    let by_trial: HashMap<String, Loaded> = plan
+    // Shared: a case's repeats may be claimed in the same batch.
+    let by_trial: HashMap<String, std::sync::Arc<Loaded>> = plan
         .cases
         .into_iter()
-        .map(|l| (l.trial.clone(), l))
+        .map(|l| (l.trial.clone(), std::sync::Arc::new(l)))
         .collect();
     let recorder = execution.recorder();
     let started = Instant::now();
@@ -364,17 +375,46 @@ fn work(
         .map_err(|e| e.to_string())?
         .ok_or("agentest worker needs the run store, which is off (AGENTEST_STORE=off)")?;
     let id = recorder.execution().unwrap_or_default();
-    super::queue::drain(&address, id, spec, execution.store_lease(), |trials| {
-        let (cases, missing): (Vec<_>, Vec<_>) =
-            trials.iter().partition(|t| by_trial.contains_key(*t));
-        let cases: Vec<Loaded> = cases.into_iter().map(|t| by_trial[t].clone()).collect();
-        recorder.preclaimed(trials);
-        ending = runtime().block_on(scheduler.run_all(cases, |report| {
+    let mut plans: HashMap<String, Result<crate::run::repeats::Plan, String>> = HashMap::new();
+    super::queue::drain(&address, id, spec, execution.store_lease(), |work| {
+        let (known, missing): (Vec<_>, Vec<_>) =
+            work.iter().partition(|w| by_trial.contains_key(&w.trial));
+        let (repeats, whole): (Vec<_>, Vec<_>) =
+            known.into_iter().partition(|w| w.repeat.is_some());
+        let mut show = |report: &crate::record::CaseReport| {
             failed.extend(console::failure_line(report));
             let _ = write!(out, "{}", printer.case(report));
             let _ = out.flush();
-        }));
-        missing.into_iter().cloned().collect()
+        };
+        if !repeats.is_empty() {
+            let engine = execution.engine();
+            let runs = repeats
+                .iter()
+                .filter_map(|w| {
+                    let l = by_trial.get(&w.trial)?;
+                    // One plan per case in this worker: its repeats here share the
+                    // case's budget meter.
+                    let plan = plans
+                        .entry(w.trial.clone())
+                        .or_insert_with(|| engine.plan(l).map_err(|e| e.to_string()))
+                        .clone();
+                    Some((l.clone(), plan, w.repeat?))
+                })
+                .collect();
+            ending = runtime().block_on(scheduler.run_repeats(runs, &mut show));
+        }
+        if ending.interrupted.is_none() && !whole.is_empty() {
+            let trials: Vec<String> = whole.iter().map(|w| w.trial.clone()).collect();
+            let cases: Vec<Loaded> = whole
+                .iter()
+                .map(|w| Loaded::clone(&by_trial[&w.trial]))
+                .collect();
+            recorder.preclaimed(&trials);
+            ending = runtime().block_on(scheduler.run_all(cases, &mut show));
+        }
+        let mut missing: Vec<String> = missing.into_iter().map(|w| w.trial.clone()).collect();
+        missing.dedup();
+        missing
     })?;
     Ok(Ran {
         agent,

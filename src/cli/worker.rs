@@ -67,11 +67,13 @@ pub(super) fn worker(args: WorkerArgs) -> Result<ExitCode, String> {
     let mut test = TestArgs::plain(root);
     test.parallel = args.parallel;
     test.store = Some(address);
+    let parallel = args
+        .parallel
+        .map_or(crate::DEFAULT_CONCURRENCY, |p| p as usize);
     test.worker = Some(super::queue::Spec {
         key: args.execution,
-        batch: 4 * args
-            .parallel
-            .map_or(crate::DEFAULT_CONCURRENCY, |p| p as usize),
+        batch: 4 * parallel,
+        repeats: parallel,
         follow: args.follow,
         poll: args.poll,
     });

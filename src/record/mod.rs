@@ -24,7 +24,7 @@ pub(crate) use model::{
     AssertionReport, AwaitReason, CassetteStats, CheckpointReport, CodeRun, Cost,
     CriteriaEvaluation, Ending, EvalStudioIds, Judgment, RoleCost, RunResult, StepRef, TurnReport,
 };
-pub(crate) use recorder::Recorder;
+pub(crate) use recorder::{Recorder, StorePlan};
 pub(crate) use replace::{is_report, only_over_a_report};
 pub use sink::parse_jsonl;
 pub(crate) use sink::{read_reports, ReportSink};

@@ -9,6 +9,19 @@ use crate::record::store::{ExecutionInfo, Planned, Resumed, StoreWriter};
 use crate::record::{CaseReport, ReportSink, RunInfo, Summary};
 use crate::source::Loaded;
 
+/// What an execution plans into the store (see [`Recorder::open_store`]).
+pub(crate) struct StorePlan<'a> {
+    /// The cases it will run.
+    pub(crate) cases: &'a [&'a Loaded],
+    /// Resuming: every case of the suites (`--run` or not) with its `input_hash`.
+    pub(crate) resume: Option<&'a std::collections::HashMap<String, Option<String>>>,
+    /// The runs that the cases retry, by trial.
+    pub(crate) retry_of: &'a std::collections::HashMap<String, i64>,
+    /// Per case, how many repeats to queue one by one, so that they spread over
+    /// workers (`--enqueue`); empty when none is.
+    pub(crate) repeats: Vec<Option<u32>>,
+}
+
 /// A run's report file, store and summary, fed one case at a time, from any thread.
 pub(crate) struct Recorder {
     sink: Option<ReportSink>,
@@ -38,10 +51,14 @@ impl Recorder {
         &self,
         address: &crate::util::StoreAddress,
         info: &ExecutionInfo,
-        cases: &[&Loaded],
-        resume: Option<&std::collections::HashMap<String, Option<String>>>,
-        retry_of: &std::collections::HashMap<String, i64>,
+        plan: StorePlan<'_>,
     ) -> Result<Resumed, StoreError> {
+        let StorePlan {
+            cases,
+            resume,
+            retry_of,
+            repeats,
+        } = plan;
         // Absolute, so that `runs retry` finds the files from anywhere.
         let files: Vec<String> = cases
             .iter()
@@ -55,7 +72,8 @@ impl Recorder {
         let planned: Vec<Planned<'_>> = cases
             .iter()
             .zip(&files)
-            .map(|(l, file)| Planned {
+            .enumerate()
+            .map(|(i, (l, file))| Planned {
                 trial: &l.trial,
                 suite: &l.suite,
                 case_id: match &l.entry {
@@ -64,6 +82,7 @@ impl Recorder {
                 },
                 file,
                 retry_of: retry_of.get(&l.trial).copied(),
+                repeats: repeats.get(i).copied().flatten(),
             })
             .collect();
         let (writer, resumed) = match resume {
@@ -112,9 +131,25 @@ impl Recorder {
         }
     }
 
-    /// A case another process of the execution ran, with the record it ended with
-    /// there: counted and reported here, and left as it is in the store.
-    pub(crate) fn record_elsewhere(&self, report: &CaseReport) {
+    /// Repeat `index` of the spread case `trial` ended with `report` (see
+    /// [`StoreWriter::end_repeat`]). `Err` without a store, or when it failed.
+    pub(crate) async fn end_repeat(
+        &self,
+        trial: String,
+        index: u32,
+        report: CaseReport,
+        decide: crate::record::store::Decide,
+    ) -> Result<crate::record::store::RepeatEnd, String> {
+        match self.store.get() {
+            Some(s) => s.end_repeat(trial, index, report, decide).await,
+            None => Err("there is no run store".into()),
+        }
+    }
+
+    /// A case whose record the store has already (the repeat that decided its gate
+    /// wrote it there, or another process of the execution ran it): counted and
+    /// reported here, and left as it is in the store.
+    pub(crate) fn record_stored(&self, report: &CaseReport) {
         self.count_and_report(report);
     }
 

@@ -11,19 +11,18 @@
 //! plan.cases = execution.expand(plan.cases);    // generators make their cases
 //! execution.size(plan.cases.len());              // cases in flight, model calls
 //! let recorder = execution.record(sink);         // the report
-//! execution.open_store(&path, &info, &cases, None, &retry_of)?;
+//! execution.open_store(&path, &info, plan, false)?;
 //! ... execution.scheduler(fail_fast) runs the cases ...
 //! execution.finish(elapsed_ms)?;                 // environments, the store
 //! ```
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::config::Config;
 use crate::errors::StoreError;
 use crate::record::store::{ExecutionInfo, Resumed};
-use crate::record::{Recorder, ReportSink};
+use crate::record::{Recorder, ReportSink, StorePlan};
 use crate::run::context::Registry;
 use crate::run::engine::Engine;
 use crate::run::options::RunOptions;
@@ -204,16 +203,27 @@ impl Execution {
 
     /// Opens the run store at `address` for the `cases` that will run (see
     /// [`Recorder::open_store`]: `resume`, `retry_of`).
+    ///
+    /// With `spread` (`--enqueue`: the runs are for workers), a case run more than once
+    /// is queued repeat by repeat, so that its repeats spread over the workers.
     pub(crate) fn open_store(
         &self,
         address: &StoreAddress,
         info: &ExecutionInfo,
-        cases: &[&Loaded],
-        resume: Option<&HashMap<String, Option<String>>>,
-        retry_of: &HashMap<String, i64>,
+        mut plan: StorePlan<'_>,
+        spread: bool,
     ) -> Result<Resumed, StoreError> {
-        self.recorder()
-            .open_store(address, info, cases, resume, retry_of)
+        if spread {
+            plan.repeats = plan
+                .cases
+                .iter()
+                .map(|l| {
+                    let runs = self.engine.plan(l).ok()?.runs;
+                    (runs > 1).then_some(runs)
+                })
+                .collect();
+        }
+        self.recorder().open_store(address, info, plan)
     }
 
     /// The scheduler that runs the cases, recording each.

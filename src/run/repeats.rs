@@ -386,6 +386,47 @@ impl Group {
     }
 }
 
+/// The case's record when its repeats as the store holds them (`stored`, spread over
+/// workers) decide its gate, decided as [`Group`] decides in one process: in repeat
+/// order, repeats started and not ended counting as cancelled. A repeat whose stored
+/// record cannot be read counts as an error, saying so. Its duration is the counted
+/// repeats' summed time (they ran on several workers, not one after the other).
+pub(crate) fn decide_stored(
+    loaded: Arc<Loaded>,
+    plan: Plan,
+    stored: &[crate::record::store::StoredRepeat],
+    transcript: &dyn Fn(&CaseReport) -> String,
+) -> Option<CaseReport> {
+    let group = Group::new(loaded.clone(), plan);
+    for r in stored.iter().filter(|r| r.running || r.ended.is_some()) {
+        group.starting(r.index);
+    }
+    for r in stored {
+        let Some(json) = &r.ended else {
+            continue;
+        };
+        let report = serde_json::from_str::<CaseReport>(json).unwrap_or_else(|e| {
+            let mut report = crate::run::outcome::not_run(&loaded, String::new());
+            crate::run::outcome::fail(
+                &mut report,
+                crate::record::Status::Error,
+                format!(
+                    "repeat {}: its record in the run store could not be read: {e}",
+                    r.index
+                ),
+            );
+            report.repeat = Some(r.index);
+            report
+        });
+        let transcript = transcript(&report);
+        if let Some(mut case) = group.finish(r.index, Finished { report, transcript }) {
+            case.duration_ms = case.repeats.iter().map(|r| r.duration_ms).sum();
+            return Some(case);
+        }
+    }
+    None
+}
+
 /// What the counted repeats used, summed into the case's record.
 fn sum_usage(record: &mut CaseReport, counted: &[Finished]) {
     record.usage.clear();

@@ -11,11 +11,11 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 use tokio::task::AbortHandle;
 
-use crate::record::store::{Claim, Settled};
+use crate::record::store::{Claim, Decide, RepeatEnd, Settled};
 use crate::record::{CaseReport, Recorder, Status};
 use crate::run::engine::Engine;
 use crate::run::outcome::not_run;
-use crate::run::repeats::{Finished, Group, Plan, Repeat};
+use crate::run::repeats::{decide_stored, Finished, Group, Plan, Repeat};
 use crate::source::Loaded;
 use crate::util::signals::{Listener, StopSignal};
 
@@ -183,7 +183,7 @@ impl Scheduler {
                                 );
                                 r
                             });
-                        self.recorder.record_elsewhere(&ended);
+                        self.recorder.record_stored(&ended);
                         in_order(&ended);
                     }
                     Settled::Running => waiting.push((report, l)),
@@ -295,6 +295,103 @@ impl Scheduler {
             }
         }
         (ending(Some(signal)), waiting, None)
+    }
+
+    /// Runs single repeats of cases whose repeats spread over workers (a worker's
+    /// claimed work), at most `parallel` at once; `plan` is the case's, `Err` with why
+    /// it cannot run. Each repeat's end goes to the store, where the case's repeats
+    /// meet and its gate is decided in repeat order (see [`decide_stored`]);
+    /// `decided` sees each case whose gate a repeat run here decided, as that happens.
+    /// A repeat of a case this process saw decided does not start. Ctrl-C stops them:
+    /// their repeats go back to the queue once this process is seen gone.
+    pub(crate) async fn run_repeats(
+        &self,
+        work: Vec<(Arc<Loaded>, Result<Plan, String>, u32)>,
+        mut decided: impl FnMut(&CaseReport),
+    ) -> Ending {
+        let mut signals = Listener::new();
+        let semaphore = Arc::new(Semaphore::new(self.parallel));
+        let done: Arc<Mutex<HashSet<String>>> = Arc::default();
+        let mut tasks = tokio::task::JoinSet::new();
+        for (l, plan, index) in work {
+            let (engine, recorder) = (self.engine.clone(), self.recorder.clone());
+            let (semaphore, done) = (semaphore.clone(), done.clone());
+            tasks.spawn(async move {
+                let _permit = semaphore.acquire_owned().await.ok()?;
+                let (report, plan) = match plan {
+                    Err(why) => {
+                        let mut report = not_run(&l, String::new());
+                        crate::run::outcome::fail(&mut report, Status::Error, why);
+                        (report, Plan::single())
+                    }
+                    Ok(_) if lock(&done).contains(&l.trial) => (
+                        not_run(
+                            &l,
+                            "not run: its case's gate was decided before this repeat started"
+                                .into(),
+                        ),
+                        Plan::single(),
+                    ),
+                    Ok(plan) => {
+                        let repeat = Repeat {
+                            index,
+                            of: plan.runs,
+                            meters: plan.meters(),
+                        };
+                        let report = engine.clone().run_guarded(l.clone(), repeat).await;
+                        (crate::record::without_secrets(report), plan)
+                    }
+                };
+                let decide: Decide = {
+                    let (l, engine) = (l.clone(), engine.clone());
+                    Box::new(move |stored| {
+                        let transcript = |r: &CaseReport| engine.transcript(&l, r);
+                        decide_stored(l.clone(), plan.clone(), stored, &transcript)
+                            .map(crate::record::without_secrets)
+                    })
+                };
+                let ended = recorder
+                    .end_repeat(l.trial.clone(), index, report, decide)
+                    .await;
+                Some((l, index, ended))
+            });
+        }
+        let mut interrupted = None;
+        loop {
+            let joined = tokio::select! {
+                j = tasks.join_next() => j,
+                s = signals.recv() => {
+                    interrupted = Some(s);
+                    None
+                }
+            };
+            let Some(joined) = joined else { break };
+            match joined {
+                Ok(Some((l, _, Ok(RepeatEnd::Decided(case))))) => {
+                    lock(&done).insert(l.trial.clone());
+                    self.recorder.record_stored(&case);
+                    decided(&case);
+                }
+                Ok(Some((l, index, Err(why)))) => eprintln!(
+                    "agentest: repeat {index} of {} was not recorded in the run store: {why}",
+                    l.trial
+                ),
+                _ => {}
+            }
+        }
+        if let Some(signal) = interrupted {
+            eprintln!(
+                "\nagentest: interrupted ({}); stopping the running repeats",
+                signal.shown()
+            );
+            tasks.abort_all();
+        }
+        signals.exit_on_next();
+        Ending {
+            stopped: false,
+            interrupted,
+            over_budget: false,
+        }
     }
 
     /// Starts every case at once (within the limit) and returns a ticket per case, in

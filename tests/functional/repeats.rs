@@ -24,6 +24,8 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         runs_flaky_finds_verdicts_that_changed_between_executions,
         bad_repeat_settings_are_located_errors,
         ctrl_c_keeps_the_finished_repeats_and_says_the_gate_was_not_decided,
+        repeats_spread_over_workers_decide_as_one_process_does,
+        repeats_spread_over_workers_on_postgres(needs crate::common::postgres),
     ]
 }
 
@@ -788,4 +790,160 @@ fn bad_repeat_settings_are_located_errors() {
             .contains("currency \"EUR\" differs from [llm]'s \"USD\""),
         "{r:?}"
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// Repeats spread over workers
+// ---------------------------------------------------------------------------------------
+
+/// The gates' suite, each repeat taking 40 ms, so that three workers share the cases'
+/// repeats.
+fn slow_gates() -> Vec<Value> {
+    suite_of_gates()
+        .into_iter()
+        .map(|mut c| {
+            c["options"]["sleep_ms"] = json!(40);
+            c
+        })
+        .collect()
+}
+
+/// `agentest test --enqueue` queues the repeated cases repeat by repeat into the store
+/// at `store`; three `agentest worker`s share them, and one is killed with SIGKILL
+/// mid-run. The execution's report (from the store) gives every case the verdict, the
+/// counted repeats and their statuses and the interval of a run in one process, one
+/// repeat at a time; a case's repeats were run by more than one worker; a decided
+/// case's queued repeats never ran. `owners` reads the owners of the `wilson` case's
+/// counted-or-ended repeats from the store.
+fn spread_over_workers(s: &Scratch, store: &str, owners: impl Fn() -> Vec<(i64, String)>) {
+    let one = agentest(s.path(), KEY)
+        .arg("--parallel")
+        .arg("1")
+        .env("AGENTEST_STORE", "off")
+        .run();
+    let env = [
+        ("AGENTEST_STORE", store),
+        ("AGENTEST_EXECUTION", "spread-1"),
+        KEY,
+    ];
+    let enqueue = finish(
+        Command::new(BIN)
+            .current_dir(s.path())
+            .args(["test", "-i", "suites", "--enqueue"])
+            .envs(env),
+    );
+    assert_eq!(enqueue.code, 0, "{enqueue:?}");
+    assert!(
+        enqueue.stderr.contains("queued 9 runs into execution"),
+        "{enqueue:?}"
+    );
+    let mut workers: Vec<std::process::Child> = (0..3)
+        .map(|_| {
+            Command::new(BIN)
+                .current_dir(s.path())
+                .args(["worker", "--execution", "spread-1", "--parallel", "2"])
+                .args(["--poll", "100ms"])
+                .envs(env)
+                .env("NO_COLOR", "1")
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("start a worker")
+        })
+        .collect();
+    // One worker is lost mid-run (kill -9): the repeats it was running go back to the
+    // queue, and the others run them.
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    let mut lost = workers.remove(0);
+    lost.kill().expect("SIGKILL");
+    let _ = lost.wait();
+    for w in workers {
+        let out = w.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(stderr.contains("execution spread-1 ended"), "{stderr}");
+    }
+    let report = s.join("whole.jsonl");
+    let r = finish(
+        Command::new(BIN)
+            .current_dir(s.path())
+            .args(["report", "--execution", "spread-1", "-o"])
+            .arg(&report)
+            .envs(env),
+    );
+    assert_eq!(r.code, 0, "{r:?}");
+    let spread = crate::common::Report::read(&report);
+    for case in suite_of_gates() {
+        let id = case["id"].as_str().expect("id");
+        let a = one.case(id);
+        let b = spread
+            .cases
+            .iter()
+            .find(|c| c["trial"] == format!("s::{id}"))
+            .unwrap_or_else(|| panic!("{id} is not in the execution's report\n{}", spread.text))
+            .clone();
+        assert_eq!(a["status"], b["status"], "{id}: {b}");
+        assert_eq!(repeats(&a), repeats(&b), "{id}: {b}");
+        let (sa, sb) = (&a["stability"], &b["stability"]);
+        for field in [
+            "runs", "saved", "passed", "failed", "errors", "wilson", "class",
+        ] {
+            assert_eq!(sa[field], sb[field], "{id}: stability.{field}\n{b}");
+        }
+    }
+    // The 30-repeat case was run by several workers, and it was decided early (a pass
+    // rate of 0.8 is settled by fewer than 30 passes): the rest never ran.
+    let owners = owners();
+    let workers: std::collections::BTreeSet<i64> = owners.iter().map(|(pid, _)| *pid).collect();
+    assert!(workers.len() >= 2, "one worker ran them all: {owners:?}");
+    let wilson = one.case("wilson");
+    let saved = wilson["stability"]["saved"].as_u64().unwrap_or_default();
+    assert!(saved > 0, "{wilson}");
+    assert!(
+        owners.len() < 30,
+        "the decided case's queued repeats were cancelled, not run: {} ran",
+        owners.len()
+    );
+}
+
+/// The `wilson` case's repeats that ran, as an SQLite store at `db` holds them.
+fn sqlite_owners(db: &std::path::Path) -> Vec<(i64, String)> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut stmt = conn
+        .prepare(
+            "SELECT r.owner_pid, r.status FROM repeats r JOIN runs u ON u.id = r.run_id
+             WHERE u.trial = 's::wilson' AND r.status = 'ended'",
+        )
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+fn repeats_spread_over_workers_decide_as_one_process_does() {
+    let s = project("spread", "", &slow_gates());
+    let db = s.join("runs.db");
+    spread_over_workers(&s, db.to_str().unwrap(), || sqlite_owners(&db));
+}
+
+fn repeats_spread_over_workers_on_postgres() -> crate::common::Needs {
+    let pg = crate::common::fresh_postgres()?;
+    let s = project("spread-pg", "", &slow_gates());
+    let url = pg.url().to_string();
+    spread_over_workers(&s, &url, || {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        client
+            .query(
+                "SELECT r.owner_pid, r.status FROM repeats r JOIN runs u ON u.id = r.run_id
+                 WHERE u.trial = 's::wilson' AND r.status = 'ended'",
+                &[],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect()
+    });
+    Ok(())
 }

@@ -12,7 +12,8 @@ use crate::record::CaseReport;
 use crate::util::StoreAddress;
 
 use super::model::{
-    Claim, Doomed, ExecutionInfo, Filter, FlakyCase, FlakyRow, Planned, Resumed, RunRow, Stored,
+    Claim, Doomed, ExecutionInfo, Filter, FlakyCase, FlakyRow, Planned, RepeatEnd, Resumed, RunRow,
+    Stored, StoredRepeat, Work,
 };
 
 /// One write of the writer thread, applied with the others of its wave in one
@@ -100,10 +101,32 @@ pub(crate) trait Backend: Send {
         writes: &[Write<'_>],
     ) -> (Option<DbError>, Vec<Result<Answer, DbError>>);
 
-    /// Claims for this process up to `n` of the execution's queued runs, oldest first,
-    /// each `queued` to `running` in one statement that no other claimer can also win
-    /// (PostgreSQL skips rows another claimer has locked); returns their trials.
-    fn claim_queued(&mut self, execution: i64, n: usize) -> Result<Vec<String>, DbError>;
+    /// Claims for this process up to `n` units of the execution's queued work: first
+    /// up to `repeats` queued repeats of cases whose repeats spread over workers and
+    /// that are not decided yet (oldest case first, in repeat order; few at a time, so
+    /// that the other workers get some and a decision stops the rest early), then whole
+    /// runs, oldest first; each `queued` to `running` in a way no other claimer can also
+    /// win (PostgreSQL skips rows another claimer has locked).
+    fn claim_queued(
+        &mut self,
+        execution: i64,
+        n: usize,
+        repeats: usize,
+    ) -> Result<Vec<Work>, DbError>;
+
+    /// Records the end of repeat `index` of the spread case `trial`, which this process
+    /// ran, then, in the same transaction (so that two workers ending its last repeats
+    /// at once decide it once), asks `decide` whether the case's repeats as stored now
+    /// decide its gate: if so the case's record becomes its run's, and its repeats still
+    /// queued are cancelled.
+    fn end_repeat(
+        &mut self,
+        execution: i64,
+        trial: &str,
+        index: u32,
+        record: &CaseReport,
+        decide: &mut dyn FnMut(&[StoredRepeat]) -> Option<CaseReport>,
+    ) -> Result<RepeatEnd, DbError>;
 
     /// How many of the execution's runs are still to run (`queued` or `pending`) and
     /// how many are `running`.

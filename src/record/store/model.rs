@@ -33,6 +33,40 @@ pub(crate) struct Planned<'a> {
     pub(crate) file: &'a str,
     /// The run this one retries.
     pub(crate) retry_of: Option<i64>,
+    /// Queued for workers, a case run more than once: how many times. Each repeat is
+    /// then a unit of work of its own, which any worker may claim.
+    pub(crate) repeats: Option<u32>,
+}
+
+/// A unit of an execution's queued work that a worker claimed: a case's run, or one
+/// repeat of a case whose repeats spread over workers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Work {
+    pub(crate) trial: String,
+    /// The repeat (from 1), when the case's repeats spread over workers.
+    pub(crate) repeat: Option<u32>,
+}
+
+/// A repeat of a case whose repeats spread over workers, as the store holds it.
+#[derive(Debug, Clone)]
+pub(crate) struct StoredRepeat {
+    /// From 1.
+    pub(crate) index: u32,
+    /// Whether it ended: then its record (JSON).
+    pub(crate) ended: Option<String>,
+    /// Whether a worker is running it.
+    pub(crate) running: bool,
+}
+
+/// What ending a spread repeat came to (see [`super::Backend::end_repeat`]).
+#[derive(Debug)]
+pub(crate) enum RepeatEnd {
+    /// It decided its case's gate: the case's record, now the run's.
+    Decided(Box<crate::record::CaseReport>),
+    /// Counted; the gate is not decided yet.
+    Counted,
+    /// The case was decided (or ended) before: this repeat's result is not counted.
+    Late,
 }
 
 /// The store's answer to a claim of a trial's run.

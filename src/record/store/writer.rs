@@ -13,7 +13,7 @@ use crate::record::CaseReport;
 use crate::util::StoreAddress;
 
 use super::backend::{Answer, Backend, Settled, Write};
-use super::model::{Claim, ExecutionInfo, Planned, Resumed};
+use super::model::{Claim, ExecutionInfo, Planned, RepeatEnd, Resumed, StoredRepeat};
 
 enum Op {
     /// Claim the run of a trial; the answer says whether this process runs it.
@@ -44,14 +44,29 @@ enum Op {
         Vec<String>,
         tokio::sync::oneshot::Sender<Result<Vec<Settled>, String>>,
     ),
+    /// A spread repeat this process ran ended (see [`Backend::end_repeat`]).
+    EndRepeat {
+        trial: String,
+        index: u32,
+        report: Box<CaseReport>,
+        decide: Decide,
+        answer: tokio::sync::oneshot::Sender<Result<RepeatEnd, String>>,
+    },
 }
+
+/// Whether a spread case's repeats as stored decide its gate: its record if so.
+pub(crate) type Decide = Box<dyn FnMut(&[StoredRepeat]) -> Option<CaseReport> + Send>;
 
 impl Op {
     /// Whether a caller waits for this write's answer.
     fn is_awaited(&self) -> bool {
         matches!(
             self,
-            Op::Claim(..) | Op::StartRequest { .. } | Op::SpentElsewhere(_) | Op::Settle(..)
+            Op::Claim(..)
+                | Op::StartRequest { .. }
+                | Op::SpentElsewhere(_)
+                | Op::Settle(..)
+                | Op::EndRepeat { .. }
         )
     }
 }
@@ -300,6 +315,29 @@ impl StoreWriter {
             .unwrap_or_else(|_| Err("the store's writer stopped".into()))
     }
 
+    /// Repeat `index` of the spread case `trial`, which this process ran, ended with
+    /// `report`: recorded, and the case decided when `decide` says its repeats as stored
+    /// decide its gate. `Err` with the cause when the store could not record it.
+    pub(crate) async fn end_repeat(
+        &self,
+        trial: String,
+        index: u32,
+        report: CaseReport,
+        decide: Decide,
+    ) -> Result<RepeatEnd, String> {
+        let (answer, ended) = tokio::sync::oneshot::channel();
+        self.send(Op::EndRepeat {
+            trial,
+            index,
+            report: Box::new(report),
+            decide,
+            answer,
+        });
+        ended
+            .await
+            .unwrap_or_else(|_| Err("the store's writer stopped".into()))
+    }
+
     /// A case ended (any status).
     pub(crate) fn done(&self, report: &CaseReport) {
         self.send(Op::Done(Box::new(report.clone())));
@@ -355,16 +393,34 @@ fn write_batch(
     batch: Vec<Op>,
     warn: &dyn Fn(&DbError),
 ) -> Vec<String> {
-    // Settling reads and claims run by run, outside the wave's transaction.
-    let (settles, batch): (Vec<Op>, Vec<Op>) = batch
+    // Settling and ending spread repeats have transactions of their own.
+    let (own, batch): (Vec<Op>, Vec<Op>) = batch
         .into_iter()
-        .partition(|op| matches!(op, Op::Settle(..)));
-    for op in settles {
-        if let Op::Settle(trials, answer) = op {
-            let settled = db
-                .settle(execution, &trials, lease)
-                .map_err(|e| e.to_string());
-            let _ = answer.send(settled);
+        .partition(|op| matches!(op, Op::Settle(..) | Op::EndRepeat { .. }));
+    for op in own {
+        match op {
+            Op::Settle(trials, answer) => {
+                let settled = db
+                    .settle(execution, &trials, lease)
+                    .map_err(|e| e.to_string());
+                let _ = answer.send(settled);
+            }
+            Op::EndRepeat {
+                trial,
+                index,
+                report,
+                mut decide,
+                answer,
+            } => {
+                let ended = db
+                    .end_repeat(execution, &trial, index, &report, &mut *decide)
+                    .map_err(|e| {
+                        warn(&e);
+                        e.to_string()
+                    });
+                let _ = answer.send(ended);
+            }
+            _ => {}
         }
     }
     let writes: Vec<Write<'_>> = batch
@@ -389,7 +445,7 @@ fn write_batch(
                     cost: *cost,
                 },
                 Op::SpentElsewhere(_) => Write::SpentElsewhere,
-                Op::Settle(..) => return None,
+                Op::Settle(..) | Op::EndRepeat { .. } => return None,
             })
         })
         .collect();
@@ -424,7 +480,14 @@ fn write_batch(
             // Dropped unanswered: the caller goes by its own spending.
             (Op::SpentElsewhere(_), _) => {}
             (Op::Done(report), Err(_)) => unwritten.push(report.trial.clone()),
-            (Op::Done(_) | Op::Release(_) | Op::Spend { .. } | Op::Settle(..), _) => {}
+            (
+                Op::Done(_)
+                | Op::Release(_)
+                | Op::Spend { .. }
+                | Op::Settle(..)
+                | Op::EndRepeat { .. },
+                _,
+            ) => {}
         }
     }
     unwritten

@@ -27,7 +27,7 @@
 use postgres::Client;
 
 /// The schema version this agentest writes; SQLite's, since the tables are the same.
-pub(crate) const VERSION: i64 = 4;
+pub(crate) const VERSION: i64 = 5;
 
 /// The key of the advisory lock that migrators take inside their transaction, so that
 /// two processes opening a new store at once migrate it once: "agentest" in ASCII.
@@ -108,6 +108,26 @@ CREATE TABLE spend (
     cost          DOUBLE PRECISION NOT NULL
 );
 CREATE INDEX spend_by_execution ON spend (execution_id);
+"#,
+    // 5: a queued case's repeats, each a unit of work that any worker may claim, so
+    // that they spread over workers; the case's own row (`runs.repeats`, how many)
+    // gets the record once its gate decided on them in repeat order.
+    r#"
+ALTER TABLE runs ADD COLUMN repeats BIGINT;
+CREATE TABLE repeats (
+    run_id        BIGINT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    idx           BIGINT NOT NULL,
+    status        TEXT NOT NULL DEFAULT 'queued'
+                  CHECK (status IN ('queued', 'running', 'ended', 'cancelled')),
+    owner_pid     BIGINT,
+    owner_host    TEXT,
+    heartbeat_at  TEXT,
+    started_at    TEXT,
+    ended_at      TEXT,
+    record        TEXT,
+    PRIMARY KEY (run_id, idx)
+);
+CREATE INDEX repeats_by_status ON repeats (status, run_id, idx);
 "#,
 ];
 
@@ -295,6 +315,9 @@ mod tests {
             "index runs_by_status",
             "index runs_by_suite",
             "index runs_by_execution",
+            "index repeats_by_status",
+            "runs.repeats bigint",
+            "repeats.run_id bigint",
             "index agentest_schema_one_row",
         ] {
             assert!(
@@ -305,7 +328,7 @@ mod tests {
         // The columns of schema.rs's SQLite tables, by name and in order.
         let mut sqlite = rusqlite::Connection::open_in_memory().unwrap();
         crate::record::store::sqlite::schema::migrate(&mut sqlite).unwrap();
-        for table in ["executions", "runs"] {
+        for table in ["executions", "runs", "repeats", "spend", "request_starts"] {
             let lite: Vec<String> = sqlite
                 .prepare(&format!(
                     "SELECT name FROM pragma_table_info('{table}') ORDER BY cid"
@@ -439,8 +462,8 @@ mod tests {
             .unwrap()
             .get(0);
         assert_eq!(
-            tables, 5,
-            "executions, runs, request_starts, spend, agentest_schema"
+            tables, 6,
+            "executions, runs, request_starts, spend, repeats, agentest_schema"
         );
         let rows: i64 = client
             .query_one("SELECT COUNT(*) FROM agentest_schema", &[])

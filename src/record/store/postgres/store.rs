@@ -13,8 +13,8 @@ use crate::errors::{DbError, StoreError};
 use crate::record::rfc3339;
 use crate::record::store::backend::{Answer, Backend, Write};
 use crate::record::store::model::{
-    Claim, Doomed, ExecutionInfo, Filter, FilterValue, FlakyRow, Planned, Resumed, RunRow, Stored,
-    StoredRun,
+    Claim, Doomed, ExecutionInfo, Filter, FilterValue, FlakyRow, Planned, RepeatEnd, Resumed,
+    RunRow, Stored, StoredRepeat, StoredRun, Work,
 };
 use crate::record::store::row::{self, Owner, RunEnd};
 use crate::util::StoreAddress;
@@ -93,7 +93,8 @@ impl Backend for Postgres {
         let running = self
             .client
             .query(
-                "SELECT id, owner_pid, owner_host, heartbeat_at FROM runs WHERE status = 'running'",
+                "SELECT id, owner_pid, owner_host, heartbeat_at FROM runs
+                 WHERE status = 'running' AND repeats IS NULL",
                 &[],
             )
             .map_err(db)?;
@@ -113,6 +114,38 @@ impl Backend for Postgres {
                            AND owner_host IS NOT DISTINCT FROM $3
                            AND heartbeat_at IS NOT DISTINCT FROM $4",
                         &[&id, &pid, &host, &beat],
+                    )
+                    .map_err(db)? as usize;
+            }
+        }
+        // The repeats a dead worker was running, likewise.
+        let running = self
+            .client
+            .query(
+                "SELECT run_id, idx, owner_pid, owner_host, heartbeat_at FROM repeats
+                 WHERE status = 'running'",
+                &[],
+            )
+            .map_err(db)?;
+        for r in running {
+            let (run, idx, pid, host, beat): (
+                i64,
+                i64,
+                Option<i64>,
+                Option<String>,
+                Option<String>,
+            ) = (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4));
+            if row::abandoned(pid, host.as_deref(), beat.as_deref(), &cutoff) {
+                recovered += self
+                    .client
+                    .execute(
+                        "UPDATE repeats SET status = 'queued', owner_pid = NULL, owner_host = NULL,
+                                heartbeat_at = NULL, started_at = NULL
+                         WHERE run_id = $1 AND idx = $2 AND status = 'running'
+                           AND owner_pid IS NOT DISTINCT FROM $3
+                           AND owner_host IS NOT DISTINCT FROM $4
+                           AND heartbeat_at IS NOT DISTINCT FROM $5",
+                        &[&run, &idx, &pid, &host, &beat],
                     )
                     .map_err(db)? as usize;
             }
@@ -176,16 +209,35 @@ impl Backend for Postgres {
         let cases: Vec<&str> = planned.iter().map(|p| p.case_id).collect();
         let files: Vec<&str> = planned.iter().map(|p| p.file).collect();
         let retry_of: Vec<Option<i64>> = planned.iter().map(|p| p.retry_of).collect();
-        self.client
-            .execute(
-                "INSERT INTO runs (execution_id, trial, suite, case_id, file, retry_of)
+        let repeats: Vec<Option<i64>> = planned.iter().map(|p| p.repeats.map(i64::from)).collect();
+        let mut tx = self.client.transaction().map_err(db)?;
+        let made = tx
+            .query(
+                "INSERT INTO runs (execution_id, trial, suite, case_id, file, retry_of, repeats)
                  SELECT $1, t.* FROM UNNEST($2::text[], $3::text[], $4::text[], $5::text[],
-                                            $6::bigint[]) AS t
-                 ON CONFLICT (execution_id, trial) DO NOTHING",
-                &[&execution, &trials, &suites, &cases, &files, &retry_of],
+                                            $6::bigint[], $7::bigint[]) AS t
+                 ON CONFLICT (execution_id, trial) DO NOTHING
+                 RETURNING id, repeats",
+                &[
+                    &execution, &trials, &suites, &cases, &files, &retry_of, &repeats,
+                ],
             )
-            .map(drop)
-            .map_err(db)
+            .map_err(db)?;
+        // A run queued before keeps its repeats as they are.
+        let (ids, counts): (Vec<i64>, Vec<i64>) = made
+            .iter()
+            .filter_map(|r| Some((r.get::<_, i64>(0), r.get::<_, Option<i64>>(1)?)))
+            .unzip();
+        if !ids.is_empty() {
+            tx.execute(
+                "INSERT INTO repeats (run_id, idx)
+                 SELECT t.id, g FROM UNNEST($1::bigint[], $2::bigint[]) AS t(id, n),
+                                     generate_series(1, t.n) AS g",
+                &[&ids, &counts],
+            )
+            .map_err(db)?;
+        }
+        tx.commit().map_err(db)
     }
 
     fn sort_ended(
@@ -246,25 +298,168 @@ impl Backend for Postgres {
         }
     }
 
-    fn claim_queued(&mut self, execution: i64, n: usize) -> Result<Vec<String>> {
+    fn claim_queued(&mut self, execution: i64, n: usize, most_repeats: usize) -> Result<Vec<Work>> {
         let now = rfc3339(std::time::SystemTime::now());
         let me = Owner::me();
-        // The rows are chosen and locked in one statement; rows another claimer holds
-        // are skipped, not waited for, and the status is checked again on update.
-        let rows = self
-            .client
+        let pid = i64::from(me.pid);
+        let mut tx = self.client.transaction().map_err(db)?;
+        // The queued repeats of cases not yet decided, locked as they are chosen (rows
+        // another claimer holds are skipped, not waited for). The case's own row is not
+        // touched: ends lock it first, then repeats, so claims lock only repeats.
+        let repeats = tx
             .query(
-                "UPDATE runs SET status = 'running', started_at = $1, heartbeat_at = $1,
-                        owner_pid = $2, owner_host = $3
-                 WHERE id IN (SELECT id FROM runs WHERE execution_id = $4
-                              AND status IN ('queued', 'pending') ORDER BY id LIMIT $5
-                              FOR UPDATE SKIP LOCKED)
-                   AND status IN ('queued', 'pending')
-                 RETURNING trial",
-                &[&now, &i64::from(me.pid), &me.host, &execution, &(n as i64)],
+                "WITH picked AS (
+                     SELECT r.run_id, r.idx FROM repeats r JOIN runs u ON u.id = r.run_id
+                     WHERE u.execution_id = $1 AND r.status = 'queued'
+                       AND u.status IN ('queued', 'running')
+                     ORDER BY r.run_id, r.idx LIMIT $2
+                     FOR UPDATE OF r SKIP LOCKED)
+                 UPDATE repeats r SET status = 'running', owner_pid = $3, owner_host = $4,
+                        started_at = $5, heartbeat_at = $5
+                 FROM picked
+                 WHERE r.run_id = picked.run_id AND r.idx = picked.idx AND r.status = 'queued'
+                 RETURNING r.run_id, r.idx",
+                &[
+                    &execution,
+                    &(n.min(most_repeats) as i64),
+                    &pid,
+                    &me.host,
+                    &now,
+                ],
             )
             .map_err(db)?;
-        Ok(rows.iter().map(|r| r.get(0)).collect())
+        let mut picked: Vec<(i64, i64)> = repeats.iter().map(|r| (r.get(0), r.get(1))).collect();
+        picked.sort_unstable();
+        let ids: Vec<i64> = picked.iter().map(|(run, _)| *run).collect();
+        let trials: HashMap<i64, String> = tx
+            .query("SELECT id, trial FROM runs WHERE id = ANY($1)", &[&ids])
+            .map_err(db)?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        let mut work: Vec<Work> = picked
+            .into_iter()
+            .filter_map(|(run, idx)| {
+                Some(Work {
+                    trial: trials.get(&run)?.clone(),
+                    repeat: Some(idx as u32),
+                })
+            })
+            .collect();
+        let left = n.saturating_sub(work.len());
+        if left > 0 {
+            // The rows are chosen and locked in one statement; rows another claimer
+            // holds are skipped, not waited for, and the status is checked again on
+            // update.
+            let whole = tx
+                .query(
+                    "UPDATE runs SET status = 'running', started_at = $1, heartbeat_at = $1,
+                            owner_pid = $2, owner_host = $3
+                     WHERE id IN (SELECT id FROM runs WHERE execution_id = $4
+                                  AND repeats IS NULL AND status IN ('queued', 'pending')
+                                  ORDER BY id LIMIT $5 FOR UPDATE SKIP LOCKED)
+                       AND status IN ('queued', 'pending')
+                     RETURNING trial",
+                    &[&now, &pid, &me.host, &execution, &(left as i64)],
+                )
+                .map_err(db)?;
+            work.extend(whole.iter().map(|r| Work {
+                trial: r.get(0),
+                repeat: None,
+            }));
+        }
+        tx.commit().map_err(db)?;
+        Ok(work)
+    }
+
+    fn end_repeat(
+        &mut self,
+        execution: i64,
+        trial: &str,
+        index: u32,
+        record: &crate::record::CaseReport,
+        decide: &mut dyn FnMut(&[StoredRepeat]) -> Option<crate::record::CaseReport>,
+    ) -> Result<RepeatEnd> {
+        let now = rfc3339(std::time::SystemTime::now());
+        let me = Owner::me();
+        let prepared = &mut self.prepared;
+        let mut tx = self.client.transaction().map_err(db)?;
+        // The case's row, locked: two workers ending its last repeats at once decide it
+        // one after the other, and the second finds it decided.
+        let Some(row) = tx
+            .query_opt(
+                "SELECT id, status FROM runs WHERE execution_id = $1 AND trial = $2 FOR UPDATE",
+                &[&execution, &trial],
+            )
+            .map_err(db)?
+        else {
+            return Ok(RepeatEnd::Late);
+        };
+        let (run, status): (i64, String) = (row.get(0), row.get(1));
+        let json = serde_json::to_string(record).unwrap_or_default();
+        // After its case was decided, a repeat is not counted: `cancelled`, with its
+        // record.
+        let late = row::ended(&status);
+        let ended = tx
+            .execute(
+                "UPDATE repeats SET status = $1, ended_at = $2, record = $3
+                 WHERE run_id = $4 AND idx = $5 AND status = 'running'
+                   AND owner_pid = $6 AND owner_host = $7",
+                &[
+                    &if late { "cancelled" } else { "ended" },
+                    &now,
+                    &json,
+                    &run,
+                    &i64::from(index),
+                    &i64::from(me.pid),
+                    &me.host,
+                ],
+            )
+            .map_err(db)?;
+        if ended == 0 || late {
+            // Taken back meanwhile (this worker was thought dead), or decided already.
+            tx.commit().map_err(db)?;
+            return Ok(RepeatEnd::Late);
+        }
+        let repeats: Vec<StoredRepeat> = tx
+            .query(
+                "SELECT idx, status, record FROM repeats WHERE run_id = $1 ORDER BY idx",
+                &[&run],
+            )
+            .map_err(db)?
+            .iter()
+            .map(|r| {
+                let status: String = r.get(1);
+                StoredRepeat {
+                    index: r.get::<_, i64>(0) as u32,
+                    ended: if status == "ended" { r.get(2) } else { None },
+                    running: status == "running",
+                }
+            })
+            .collect();
+        let Some(case) = decide(&repeats) else {
+            tx.execute(
+                "UPDATE runs SET status = 'running', started_at = COALESCE(started_at, $1)
+                 WHERE id = $2 AND status = 'queued'",
+                &[&now, &run],
+            )
+            .map_err(db)?;
+            tx.commit().map_err(db)?;
+            return Ok(RepeatEnd::Counted);
+        };
+        let decided = done(&mut tx, prepared, execution, &case).and_then(|()| {
+            tx.execute(
+                "UPDATE repeats SET status = 'cancelled' WHERE run_id = $1 AND status = 'queued'",
+                &[&run],
+            )
+        });
+        if let Err(e) = decided {
+            // Statements prepared in a failed transaction are not trusted again.
+            self.prepared.0.clear();
+            return Err(db(e));
+        }
+        tx.commit().map_err(db)?;
+        Ok(RepeatEnd::Decided(Box::new(case)))
     }
 
     fn run_state(
@@ -298,12 +493,14 @@ impl Backend for Postgres {
     fn end_claimed(&mut self, execution: i64, trials: &[String], reason: &str) -> Result<usize> {
         let now = rfc3339(std::time::SystemTime::now());
         let me = Owner::me();
-        self.client
+        let ended = self
+            .client
             .execute(
                 "UPDATE runs SET status = 'error', verdict = 'error', completed_at = $1,
                         error = $2, reason = $2
-                 WHERE execution_id = $3 AND trial = ANY($4) AND status = 'running'
-                   AND owner_pid = $5 AND owner_host = $6",
+                 WHERE execution_id = $3 AND trial = ANY($4)
+                   AND ((status = 'running' AND owner_pid = $5 AND owner_host = $6)
+                        OR (repeats IS NOT NULL AND status IN ('queued', 'running')))",
                 &[
                     &now,
                     &reason,
@@ -313,8 +510,17 @@ impl Backend for Postgres {
                     &me.host,
                 ],
             )
-            .map(|n| n as usize)
-            .map_err(db)
+            .map_err(db)?;
+        // A case whose repeats spread: none of them runs any more.
+        self.client
+            .execute(
+                "UPDATE repeats SET status = 'cancelled'
+                 WHERE status IN ('queued', 'running')
+                   AND run_id IN (SELECT id FROM runs WHERE execution_id = $1 AND trial = ANY($2))",
+                &[&execution, &trials],
+            )
+            .map_err(db)?;
+        Ok(ended as usize)
     }
 
     fn counts(&mut self) -> Result<(u64, Vec<(String, u64)>)> {
@@ -346,6 +552,14 @@ impl Backend for Postgres {
                 "UPDATE runs SET heartbeat_at = $1
                  WHERE execution_id = $2 AND status = 'running' AND owner_pid = $3 AND owner_host = $4",
                 &[&now, &execution, &i64::from(me.pid), &me.host],
+            )
+            .map_err(db)?;
+        self.client
+            .execute(
+                "UPDATE repeats SET heartbeat_at = $1
+                 WHERE status = 'running' AND owner_pid = $2 AND owner_host = $3
+                   AND run_id IN (SELECT id FROM runs WHERE execution_id = $4)",
+                &[&now, &i64::from(me.pid), &me.host, &execution],
             )
             .map(drop)
             .map_err(db)
@@ -647,7 +861,8 @@ fn claim(
         c,
         "UPDATE runs SET status = 'running', started_at = $1, heartbeat_at = $1, owner_pid = $2,
                 owner_host = $3
-         WHERE execution_id = $4 AND trial = $5 AND status IN ('queued', 'pending')",
+         WHERE execution_id = $4 AND trial = $5 AND status IN ('queued', 'pending')
+           AND repeats IS NULL",
     )?;
     let n = c.execute(&update, &[&now, &pid, &me.host, &execution, &trial])?;
     if n == 1 {

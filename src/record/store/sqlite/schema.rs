@@ -6,7 +6,7 @@
 use rusqlite::Connection;
 
 /// The schema version this agentest writes.
-pub(crate) const VERSION: i64 = 4;
+pub(crate) const VERSION: i64 = 5;
 
 /// The migrations, in order: `MIGRATIONS[i]` takes version `i` to `i + 1`.
 const MIGRATIONS: [&str; VERSION as usize] = [
@@ -83,6 +83,26 @@ CREATE TABLE spend (
     cost          REAL NOT NULL
 );
 CREATE INDEX spend_by_execution ON spend (execution_id);
+"#,
+    // 5: a queued case's repeats, each a unit of work that any worker may claim, so
+    // that they spread over workers; the case's own row (`runs.repeats`, how many)
+    // gets the record once its gate decided on them in repeat order.
+    r#"
+ALTER TABLE runs ADD COLUMN repeats INTEGER;
+CREATE TABLE repeats (
+    run_id        INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    idx           INTEGER NOT NULL,
+    status        TEXT NOT NULL DEFAULT 'queued'
+                  CHECK (status IN ('queued', 'running', 'ended', 'cancelled')),
+    owner_pid     INTEGER,
+    owner_host    TEXT,
+    heartbeat_at  TEXT,
+    started_at    TEXT,
+    ended_at      TEXT,
+    record        TEXT,
+    PRIMARY KEY (run_id, idx)
+);
+CREATE INDEX repeats_by_status ON repeats (status, run_id, idx);
 "#,
 ];
 

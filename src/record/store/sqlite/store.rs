@@ -11,8 +11,8 @@ use crate::errors::{DbError, StoreError};
 use crate::record::rfc3339;
 use crate::record::store::backend::{Answer, Backend, Write};
 use crate::record::store::model::{
-    Claim, Doomed, ExecutionInfo, Filter, FilterValue, FlakyRow, Planned, Resumed, RunRow, Stored,
-    StoredRun,
+    Claim, Doomed, ExecutionInfo, Filter, FilterValue, FlakyRow, Planned, RepeatEnd, Resumed,
+    RunRow, Stored, StoredRepeat, StoredRun, Work,
 };
 use crate::record::store::row::{self, Owner, RunEnd};
 use crate::util::StoreAddress;
@@ -211,27 +211,24 @@ impl Backend for Sqlite {
         (failed, results)
     }
 
-    fn claim_queued(&mut self, execution: i64, n: usize) -> Result<Vec<String>, DbError> {
-        let now = rfc3339(std::time::SystemTime::now());
-        let me = Owner::me();
-        // One statement under SQLite's write lock: no other process claims between the
-        // choice of the rows and their update.
-        let claimed = self
-            .conn
-            .prepare_cached(
-                "UPDATE runs SET status = 'running', started_at = ?1, heartbeat_at = ?1,
-                        owner_pid = ?2, owner_host = ?3
-                 WHERE id IN (SELECT id FROM runs WHERE execution_id = ?4
-                              AND status IN ('queued', 'pending') ORDER BY id LIMIT ?5)
-                 RETURNING trial",
-            )
-            .and_then(|mut stmt| {
-                stmt.query_map(params![now, me.pid, me.host, execution, n as i64], |r| {
-                    r.get(0)
-                })?
-                .collect()
-            });
-        claimed.map_err(|e| self.db(e))
+    fn claim_queued(
+        &mut self,
+        execution: i64,
+        n: usize,
+        repeats: usize,
+    ) -> Result<Vec<Work>, DbError> {
+        claim_queued(&mut self.conn, execution, n, repeats).map_err(|e| self.db(e))
+    }
+
+    fn end_repeat(
+        &mut self,
+        execution: i64,
+        trial: &str,
+        index: u32,
+        record: &crate::record::CaseReport,
+        decide: &mut dyn FnMut(&[StoredRepeat]) -> Option<crate::record::CaseReport>,
+    ) -> Result<RepeatEnd, DbError> {
+        end_repeat(&mut self.conn, execution, trial, index, record, decide).map_err(|e| self.db(e))
     }
 
     fn open_runs(&mut self, execution: i64) -> Result<(u64, u64), DbError> {
@@ -261,9 +258,19 @@ impl Backend for Sqlite {
                 .execute(
                     "UPDATE runs SET status = 'error', verdict = 'error', completed_at = ?1,
                             error = ?2, reason = ?2
-                     WHERE execution_id = ?3 AND trial = ?4 AND status = 'running'
-                       AND owner_pid = ?5 AND owner_host = ?6",
+                     WHERE execution_id = ?3 AND trial = ?4
+                       AND ((status = 'running' AND owner_pid = ?5 AND owner_host = ?6)
+                            OR (repeats IS NOT NULL AND status IN ('queued', 'running')))",
                     params![now, reason, execution, trial, me.pid, me.host],
+                )
+                .map_err(|e| self.db(e))?;
+            // A case whose repeats spread: none of them runs any more.
+            self.conn
+                .execute(
+                    "UPDATE repeats SET status = 'cancelled'
+                     WHERE status IN ('queued', 'running')
+                       AND run_id = (SELECT id FROM runs WHERE execution_id = ?1 AND trial = ?2)",
+                    params![execution, trial],
                 )
                 .map_err(|e| self.db(e))?;
         }
@@ -297,6 +304,14 @@ impl Backend for Sqlite {
                  WHERE execution_id = ?2 AND status = 'running' AND owner_pid = ?3 AND owner_host = ?4",
                 params![now, execution, me.pid, me.host],
             )
+            .and_then(|_| {
+                self.conn.execute(
+                    "UPDATE repeats SET heartbeat_at = ?1
+                     WHERE status = 'running' AND owner_pid = ?2 AND owner_host = ?3
+                       AND run_id IN (SELECT id FROM runs WHERE execution_id = ?4)",
+                    params![now, me.pid, me.host, execution],
+                )
+            })
             .map(drop)
             .map_err(|e| self.db(e))
     }
@@ -498,14 +513,25 @@ fn queue(conn: &mut Connection, execution: i64, planned: &[Planned<'_>]) -> rusq
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     {
         let mut insert = tx.prepare(
-            "INSERT INTO runs (execution_id, trial, suite, case_id, file, retry_of)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-             ON CONFLICT (execution_id, trial) DO NOTHING",
+            "INSERT INTO runs (execution_id, trial, suite, case_id, file, retry_of, repeats)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+             ON CONFLICT (execution_id, trial) DO NOTHING
+             RETURNING id",
         )?;
+        let mut repeat = tx.prepare("INSERT INTO repeats (run_id, idx) VALUES (?1, ?2)")?;
         for p in planned {
-            insert.execute(params![
-                execution, p.trial, p.suite, p.case_id, p.file, p.retry_of
-            ])?;
+            let id: Option<i64> = insert
+                .query_row(
+                    params![execution, p.trial, p.suite, p.case_id, p.file, p.retry_of, p.repeats],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            // A run queued before keeps its repeats as they are.
+            if let (Some(id), Some(n)) = (id, p.repeats) {
+                for idx in 1..=n {
+                    repeat.execute(params![id, idx])?;
+                }
+            }
         }
     }
     tx.commit()
@@ -519,7 +545,8 @@ fn claim(conn: &Connection, execution: i64, trial: &str) -> rusqlite::Result<Cla
     let n = conn
         .prepare_cached(
             "UPDATE runs SET status = 'running', started_at = ?1, heartbeat_at = ?1, owner_pid = ?2, owner_host = ?3
-             WHERE execution_id = ?4 AND trial = ?5 AND status IN ('queued', 'pending')",
+             WHERE execution_id = ?4 AND trial = ?5 AND status IN ('queued', 'pending')
+               AND repeats IS NULL",
         )?
         .execute(params![now, me.pid, me.host, execution, trial])?;
     if n == 1 {
@@ -594,7 +621,8 @@ fn recover(conn: &Connection, lease: std::time::Duration) -> rusqlite::Result<us
     type Owned = (i64, Option<i64>, Option<String>, Option<String>);
     let running: Vec<Owned> = {
         let mut stmt = conn.prepare(
-            "SELECT id, owner_pid, owner_host, heartbeat_at FROM runs WHERE status = 'running'",
+            "SELECT id, owner_pid, owner_host, heartbeat_at FROM runs
+             WHERE status = 'running' AND repeats IS NULL",
         )?;
         let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
         rows.collect::<Result<_, _>>()?
@@ -614,7 +642,166 @@ fn recover(conn: &Connection, lease: std::time::Duration) -> rusqlite::Result<us
             )?;
         }
     }
+    // The repeats a dead worker was running, likewise.
+    type OwnedRepeat = (i64, i64, Option<i64>, Option<String>, Option<String>);
+    let running: Vec<OwnedRepeat> = {
+        let mut stmt = conn.prepare(
+            "SELECT run_id, idx, owner_pid, owner_host, heartbeat_at FROM repeats
+             WHERE status = 'running'",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })?;
+        rows.collect::<Result<_, _>>()?
+    };
+    for (run, idx, pid, owner_host, beat) in running {
+        if row::abandoned(pid, owner_host.as_deref(), beat.as_deref(), &cutoff) {
+            recovered += conn.execute(
+                "UPDATE repeats SET status = 'queued', owner_pid = NULL, owner_host = NULL,
+                        heartbeat_at = NULL, started_at = NULL
+                 WHERE run_id = ?1 AND idx = ?2 AND status = 'running' AND owner_pid IS ?3
+                   AND owner_host IS ?4 AND heartbeat_at IS ?5",
+                params![run, idx, pid, owner_host, beat],
+            )?;
+        }
+    }
     Ok(recovered)
+}
+
+/// See [`Backend::claim_queued`]: the queued repeats of cases not yet decided first
+/// (oldest case first, in repeat order), then whole runs, in one transaction under
+/// SQLite's write lock, so no other process claims between the choice and the update.
+fn claim_queued(
+    conn: &mut Connection,
+    execution: i64,
+    n: usize,
+    most_repeats: usize,
+) -> rusqlite::Result<Vec<Work>> {
+    let now = rfc3339(std::time::SystemTime::now());
+    let me = Owner::me();
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let mut work = Vec::new();
+    {
+        let repeats: Vec<(i64, i64, String)> = tx
+            .prepare_cached(
+                "SELECT r.run_id, r.idx, u.trial FROM repeats r JOIN runs u ON u.id = r.run_id
+                 WHERE u.execution_id = ?1 AND r.status = 'queued'
+                   AND u.status IN ('queued', 'running')
+                 ORDER BY r.run_id, r.idx LIMIT ?2",
+            )?
+            .query_map(params![execution, n.min(most_repeats) as i64], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?
+            .collect::<Result<_, _>>()?;
+        let mut take = tx.prepare_cached(
+            "UPDATE repeats SET status = 'running', owner_pid = ?1, owner_host = ?2,
+                    started_at = ?3, heartbeat_at = ?3
+             WHERE run_id = ?4 AND idx = ?5 AND status = 'queued'",
+        )?;
+        // The case's own row stays as it is until a repeat ends (see `end_repeat`): a
+        // claim touches only repeats, so claims and ends never wait on each other in a
+        // circle (PostgreSQL's claims lock repeats, its ends the run first).
+        for (run, idx, trial) in repeats {
+            take.execute(params![me.pid, me.host, now, run, idx])?;
+            work.push(Work {
+                trial,
+                repeat: Some(idx as u32),
+            });
+        }
+    }
+    let left = n.saturating_sub(work.len());
+    if left > 0 {
+        let whole: Vec<String> = tx
+            .prepare_cached(
+                "UPDATE runs SET status = 'running', started_at = ?1, heartbeat_at = ?1,
+                        owner_pid = ?2, owner_host = ?3
+                 WHERE id IN (SELECT id FROM runs WHERE execution_id = ?4 AND repeats IS NULL
+                              AND status IN ('queued', 'pending') ORDER BY id LIMIT ?5)
+                 RETURNING trial",
+            )?
+            .query_map(params![now, me.pid, me.host, execution, left as i64], |r| {
+                r.get(0)
+            })?
+            .collect::<Result<Vec<String>, _>>()?;
+        work.extend(whole.into_iter().map(|trial| Work {
+            trial,
+            repeat: None,
+        }));
+    }
+    tx.commit()?;
+    Ok(work)
+}
+
+/// See [`Backend::end_repeat`]. Under SQLite's write lock, so two workers ending the
+/// last repeats of one case at once decide it once.
+fn end_repeat(
+    conn: &mut Connection,
+    execution: i64,
+    trial: &str,
+    index: u32,
+    record: &crate::record::CaseReport,
+    decide: &mut dyn FnMut(&[StoredRepeat]) -> Option<crate::record::CaseReport>,
+) -> rusqlite::Result<RepeatEnd> {
+    let now = rfc3339(std::time::SystemTime::now());
+    let me = Owner::me();
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let run: Option<(i64, String)> = tx
+        .prepare_cached("SELECT id, status FROM runs WHERE execution_id = ?1 AND trial = ?2")?
+        .query_row(params![execution, trial], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    let Some((run, status)) = run else {
+        return Ok(RepeatEnd::Late);
+    };
+    let json = serde_json::to_string(record).unwrap_or_default();
+    // After its case was decided, a repeat is not counted: `cancelled`, with its record.
+    let late = row::ended(&status);
+    let ended = tx
+        .prepare_cached(
+            "UPDATE repeats SET status = ?1, ended_at = ?2, record = ?3
+             WHERE run_id = ?4 AND idx = ?5 AND status = 'running'
+               AND owner_pid = ?6 AND owner_host = ?7",
+        )?
+        .execute(params![
+            if late { "cancelled" } else { "ended" },
+            now,
+            json,
+            run,
+            index,
+            me.pid,
+            me.host
+        ])?;
+    if ended == 0 || late {
+        // Taken back meanwhile (this worker was thought dead), or decided already.
+        tx.commit()?;
+        return Ok(RepeatEnd::Late);
+    }
+    let repeats: Vec<StoredRepeat> = tx
+        .prepare_cached("SELECT idx, status, record FROM repeats WHERE run_id = ?1 ORDER BY idx")?
+        .query_map([run], |r| {
+            let status: String = r.get(1)?;
+            Ok(StoredRepeat {
+                index: r.get::<_, i64>(0)? as u32,
+                ended: if status == "ended" { r.get(2)? } else { None },
+                running: status == "running",
+            })
+        })?
+        .collect::<Result<_, _>>()?;
+    let Some(case) = decide(&repeats) else {
+        tx.execute(
+            "UPDATE runs SET status = 'running', started_at = COALESCE(started_at, ?1)
+             WHERE id = ?2 AND status = 'queued'",
+            params![now, run],
+        )?;
+        tx.commit()?;
+        return Ok(RepeatEnd::Counted);
+    };
+    done(&tx, execution, &case)?;
+    tx.execute(
+        "UPDATE repeats SET status = 'cancelled' WHERE run_id = ?1 AND status = 'queued'",
+        [run],
+    )?;
+    tx.commit()?;
+    Ok(RepeatEnd::Decided(Box::new(case)))
 }
 
 /// A case's end. A case the plan did not queue (one that failed to load) gets its row
