@@ -109,7 +109,15 @@ impl Machines {
             let (host, addr) = (Ipv4Addr::from(base + 1), Ipv4Addr::from(base + 2));
             ip(&["addr", "add", &format!("{host}/30"), "dev", &veth])?;
             ip(&["link", "set", &veth, "up"])?;
-            ip(&["-n", &ns, "addr", "add", &format!("{addr}/30"), "dev", &peer])?;
+            ip(&[
+                "-n",
+                &ns,
+                "addr",
+                "add",
+                &format!("{addr}/30"),
+                "dev",
+                &peer,
+            ])?;
             ip(&["-n", &ns, "link", "set", &peer, "up"])?;
             ip(&["-n", &ns, "link", "set", "lo", "up"])?;
             let hostname = format!("agentest-m{i}-{pid}");
@@ -250,7 +258,8 @@ fn around_host(url: &str) -> (&str, &str, &str) {
 
 /// Seconds since the epoch.
 fn epoch(t: SystemTime) -> f64 {
-    t.duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// What the lost machine left `running` at the moment it died.
@@ -475,9 +484,19 @@ fn three_machines_share_a_thousand_runs_and_lose_one() -> Needs {
         back.push(completed - died);
     }
     let twice = counts.values().filter(|n| **n > 1).count();
+    let requests: Vec<String> = m
+        .iter()
+        .map(|m| {
+            format!(
+                "{} {}",
+                m.hostname,
+                per_machine[m.addr.to_string().as_str()]
+            )
+        })
+        .collect();
     eprintln!(
-        "machines: 3 workers in network namespaces; per machine {:?} agent requests; the lost machine left {} runs running ({twice} of them in flight), back {:.1}-{:.1} s after it died (lease {LEASE_SECS} s)",
-        per_machine.values().collect::<Vec<_>>(),
+        "machines: agent requests per machine: {}; the lost one left {} runs running ({twice} in flight), back {:.1} to {:.1} s after it died (lease {LEASE_SECS} s; the store's times are whole seconds)",
+        requests.join(", "),
         left.trials.len(),
         back.iter().copied().fold(f64::MAX, f64::min),
         back.iter().copied().fold(0.0, f64::max),
