@@ -80,6 +80,7 @@ mod latency;
 mod layers;
 mod ledger;
 mod llm;
+mod machines;
 mod output_path;
 mod parse_errors;
 mod postgres;
@@ -204,6 +205,7 @@ fn main() {
     trials.extend(ledger::tests());
     trials.extend(langgraph::tests());
     trials.extend(llm::tests());
+    trials.extend(machines::tests());
     trials.extend(parse_errors::tests());
     trials.extend(postgres::tests());
     trials.extend(readme::tests());

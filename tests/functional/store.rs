@@ -499,36 +499,82 @@ fn processes_at_once_share_one_store() {
     );
 }
 
-/// An HTTP agent that takes 100 ms per reply and logs each request's case id.
+/// An HTTP agent that takes `argv[2]` seconds per reply and logs each request's case id
+/// and the address it came from (`c001 127.0.0.1`) to `argv[1]`; it listens on one port
+/// on each address of `argv[3:]`.
 const SLOW_AGENT: &str = r#"
-import json, sys, time
-from serve import Handler, serve
+import json, sys, threading, time
+from http.server import ThreadingHTTPServer
+from serve import Handler
 log = open(sys.argv[1], "a", buffering=1)
+delay = float(sys.argv[2])
 class H(Handler):
     def do_POST(self):
         req = self.body_json()
-        log.write(req["test_id"] + "\n")
-        time.sleep(0.1)
+        log.write("%s %s\n" % (req["test_id"], self.client_address[0]))
+        time.sleep(delay)
         self.answer(200, json.dumps({"content": "done " + req["input"]}))
-serve(H)
+ThreadingHTTPServer.daemon_threads = True
+ThreadingHTTPServer.request_queue_size = 128
+first, rest = sys.argv[3], sys.argv[4:]
+servers = [ThreadingHTTPServer((first, 0), H)]
+port = servers[0].server_address[1]
+servers += [ThreadingHTTPServer((host, port), H) for host in rest]
+for s in servers[1:]:
+    threading.Thread(target=s.serve_forever, daemon=True).start()
+print("listening on %d" % port, flush=True)
+servers[0].serve_forever()
 "#;
 
-/// A project of `n` one-turn cases against the slow agent; the agent's log is
-/// `agent.log`.
+/// How [`slow_project_with`] sets up its agent.
+pub(crate) struct SlowAgent<'a> {
+    /// Seconds per reply.
+    pub(crate) delay: f64,
+    /// The addresses it listens on, all on one port.
+    pub(crate) hosts: &'a [&'a str],
+    /// The host of `[agent] url` (a `${VAR}` is expanded by each agentest process).
+    pub(crate) url_host: &'a str,
+    /// More of agentest.toml, after `[agent]`.
+    pub(crate) toml: &'a str,
+}
+
+/// A project of `n` one-turn cases against an agent that takes 100 ms per reply, on
+/// 127.0.0.1; the agent's log is `agent.log`.
 pub(crate) fn slow_project(tag: &str, n: usize) -> (Scratch, PyServer) {
+    slow_project_with(
+        tag,
+        n,
+        &SlowAgent {
+            delay: 0.1,
+            hosts: &["127.0.0.1"],
+            url_host: "127.0.0.1",
+            toml: "",
+        },
+    )
+}
+
+/// A project of `n` one-turn cases against the slow agent set up as `agent` says; the
+/// agent's log is `agent.log`.
+pub(crate) fn slow_project_with(tag: &str, n: usize, agent: &SlowAgent) -> (Scratch, PyServer) {
     let s = Scratch::named("store", tag);
     let log = s.join("agent.log");
-    let agent = PyServer::start(&s, "agent.py", SLOW_AGENT, &[log.as_os_str()]);
-    let port = agent.port;
+    let delay = agent.delay.to_string();
+    let mut args = vec![log.as_os_str(), std::ffi::OsStr::new(&delay)];
+    args.extend(agent.hosts.iter().map(std::ffi::OsStr::new));
+    let server = PyServer::start(&s, "agent.py", SLOW_AGENT, &args);
+    let (host, port) = (agent.url_host, server.port);
     s.write(
         "agentest.toml",
-        &format!("[agent]\ntype = \"http\"\nurl = \"http://127.0.0.1:{port}/\"\n"),
+        &format!(
+            "[agent]\ntype = \"http\"\nurl = \"http://{host}:{port}/\"\n{}",
+            agent.toml
+        ),
     );
     let cases: String = (0..n)
         .map(|i| format!("{{\"id\": \"c{i:03}\", \"input\": \"case {i}\", \"assert\": {{\"type\": \"contains\", \"value\": \"done case {i}\"}}}}\n"))
         .collect();
     s.write("suites/s.jsonl", &cases);
-    (s, agent)
+    (s, server)
 }
 
 /// Starts `agentest test -i suites --parallel 16 <extra>` in `s`, with the store in it.
@@ -567,13 +613,22 @@ pub(crate) fn kill_after(s: &Scratch, mut child: Child, requests: usize) {
 /// How many requests the agent got for each case.
 pub(crate) fn requests(s: &Scratch) -> BTreeMap<String, usize> {
     let mut by = BTreeMap::new();
-    for id in std::fs::read_to_string(s.join("agent.log"))
-        .unwrap()
-        .lines()
-    {
-        *by.entry(id.to_string()).or_insert(0) += 1;
+    for (id, _) in agent_log(s) {
+        *by.entry(id).or_insert(0) += 1;
     }
     by
+}
+
+/// The slow agent's log, in order: (case id, the address the request came from).
+pub(crate) fn agent_log(s: &Scratch) -> Vec<(String, String)> {
+    std::fs::read_to_string(s.join("agent.log"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (id, from) = l.split_once(' ').unwrap_or((l, ""));
+            (id.to_string(), from.to_string())
+        })
+        .collect()
 }
 
 /// The store's runs of its one execution: (trial, status, how many rows).
@@ -592,13 +647,52 @@ fn stored(s: &Scratch) -> (i64, Vec<(String, String)>) {
     (executions, runs)
 }
 
-/// `agentest test --enqueue` plans an execution's runs into the store at `store`
-/// (twice: nothing more is queued), three `agentest worker` processes run them, one
-/// is killed with SIGKILL mid-run: every run completed exactly once in the store, no
-/// run left queued or running, the report from the store whole, and only runs the
-/// killed worker had in flight reached the agent twice.
+/// [`share_an_execution`] among three plain `agentest worker` processes of this machine,
+/// each given the store at `store`.
 pub(crate) fn workers_share_an_execution(s: &Scratch, store: &str, runs: usize) {
-    let key = [("AGENTEST_EXECUTION", "work-1"), ("AGENTEST_STORE", store)];
+    let start = |_: usize, args: &[&str]| {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args).env("AGENTEST_STORE", store);
+        cmd
+    };
+    share_an_execution(
+        s,
+        runs,
+        Workers {
+            store,
+            env: &[],
+            start: &start,
+            killed: &mut |_| {},
+        },
+    );
+}
+
+/// How [`share_an_execution`] runs its workers.
+pub(crate) struct Workers<'a> {
+    /// The store, as this machine's agentest (`--enqueue`, `runs list`, `report`)
+    /// reaches it.
+    pub(crate) store: &'a str,
+    /// More environment for those commands.
+    pub(crate) env: &'a [(&'a str, &'a str)],
+    /// The command that runs worker `i` (0, 1 or 2; 0 is killed): the binary with these
+    /// arguments, wherever it runs, with the store it reaches there.
+    pub(crate) start: &'a dyn Fn(usize, &[&str]) -> Command,
+    /// Told the killed worker's pid as soon as it is dead.
+    pub(crate) killed: &'a mut dyn FnMut(u32),
+}
+
+/// `agentest test --enqueue` plans an execution's runs into the store (twice: nothing
+/// more is queued), three `agentest worker` processes run them, the first is killed
+/// with SIGKILL once a third of the runs reached the agent: every run completed exactly
+/// once in the store, no run left queued or running, the report from the store whole,
+/// and only runs the killed worker had in flight reached the agent twice. Returns the
+/// workers' pids.
+pub(crate) fn share_an_execution(s: &Scratch, runs: usize, workers: Workers) -> [u32; 3] {
+    let mut key = vec![
+        ("AGENTEST_EXECUTION", "work-1"),
+        ("AGENTEST_STORE", workers.store),
+    ];
+    key.extend_from_slice(workers.env);
     for _ in 0..2 {
         let r = agentest(s.path(), &["test", "-i", "suites", "--enqueue"], &key);
         assert_eq!(r.code, 0, "{r:?}");
@@ -615,19 +709,18 @@ pub(crate) fn workers_share_an_execution(s: &Scratch, store: &str, runs: usize) 
         rows.iter().all(|(status, _, _)| status == "queued"),
         "{list:?}"
     );
-    let worker = || {
-        Command::new(BIN)
+    let worker = |i: usize| {
+        let args = [
+            "worker",
+            "--execution",
+            "work-1",
+            "--parallel",
+            "8",
+            "--poll",
+            "200ms",
+        ];
+        (workers.start)(i, &args)
             .current_dir(s.path())
-            .args([
-                "worker",
-                "--execution",
-                "work-1",
-                "--parallel",
-                "8",
-                "--poll",
-                "200ms",
-            ])
-            .env("AGENTEST_STORE", store)
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -635,9 +728,11 @@ pub(crate) fn workers_share_an_execution(s: &Scratch, store: &str, runs: usize) 
             .spawn()
             .expect("start a worker")
     };
-    let mut workers: Vec<Child> = (0..3).map(|_| worker()).collect();
-    kill_after(s, workers.remove(0), runs / 3);
-    for w in workers {
+    let mut started: Vec<Child> = (0..3).map(worker).collect();
+    let pids = [started[0].id(), started[1].id(), started[2].id()];
+    kill_after(s, started.remove(0), runs / 3);
+    (workers.killed)(pids[0]);
+    for w in started {
         let out = w.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{stderr}");
@@ -685,6 +780,7 @@ pub(crate) fn workers_share_an_execution(s: &Scratch, store: &str, runs: usize) 
         text.lines().filter(|l| l.contains("\"trial\"")).count(),
         runs
     );
+    pids
 }
 
 /// A queued run whose case was removed from the suites after `--enqueue` ends as an
