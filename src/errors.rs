@@ -1849,7 +1849,7 @@ pub(crate) enum StoreError {
         source: std::io::Error,
     },
     /// The database cannot be opened: not a database, corrupt, unreadable, unreachable.
-    #[error("failed to open the run store {store}: {source}; if the file is damaged, move it away (a new store is made), or set AGENTEST_STORE=off to run without the store")]
+    #[error("failed to open the run store {store}: {source}; {}", open_fix(store))]
     Open {
         store: StoreAddress,
         #[source]
@@ -1953,6 +1953,15 @@ pub(crate) enum PgConnectError {
     /// failure other than the above.
     #[error("{}", crate::util::error_chain(.0))]
     Postgres(#[source] postgres::Error),
+}
+
+/// What to do about a store that cannot be opened: a file may be damaged; a server's
+/// database is not agentest's to move away.
+fn open_fix(store: &StoreAddress) -> &'static str {
+    match store {
+        StoreAddress::File(_) => "if the file is damaged, move it away (a new store is made), or set AGENTEST_STORE=off to run without the store",
+        StoreAddress::Postgres(_) => "set AGENTEST_STORE=off to run without the store",
+    }
 }
 
 /// "3 runs (a, b, c)", at most ten named; or "the end of the execution" when only that
