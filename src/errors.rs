@@ -1914,9 +1914,10 @@ pub(crate) enum DbError {
     #[error("{}", crate::util::error_chain(.0))]
     Postgres(#[source] postgres::Error),
     /// No connection to the PostgreSQL server: its URL's TLS settings, its certificate,
-    /// or what the driver says.
+    /// or what the driver says. Boxed: rustls' errors would make every `StoreError`
+    /// large.
     #[error("{0}")]
-    Connect(#[source] PgConnectError),
+    Connect(#[source] Box<PgConnectError>),
 }
 
 /// A connection to a PostgreSQL store that cannot be made

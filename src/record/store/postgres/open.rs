@@ -15,7 +15,7 @@ pub(crate) fn open(url: &DatabaseUrl) -> Result<Postgres, StoreError> {
     };
     let mut client = super::connect::connect(url.expose()).map_err(|source| StoreError::Open {
         store: address.clone(),
-        source: DbError::Connect(source),
+        source: DbError::Connect(Box::new(source)),
     })?;
     match schema::migrate(&mut client).map_err(fail)? {
         Found::Current { .. } => Ok(Postgres::new(client, address)),
@@ -36,7 +36,7 @@ pub(crate) fn version(url: &DatabaseUrl) -> Result<i64, StoreError> {
     };
     let mut client = super::connect::connect(url.expose()).map_err(|source| StoreError::Open {
         store: StoreAddress::Postgres(url.clone()),
-        source: DbError::Connect(source),
+        source: DbError::Connect(Box::new(source)),
     })?;
     let exists: bool = client
         .query_one("SELECT to_regclass('agentest_schema') IS NOT NULL", &[])
