@@ -1849,7 +1849,7 @@ pub(crate) enum StoreError {
         source: std::io::Error,
     },
     /// The database cannot be opened: not a database, corrupt, unreadable, unreachable.
-    #[error("failed to open the run store {store}: {source}; if the file is damaged, move it away (a new store is made), or set AGENTEST_STORE=off to run without the store")]
+    #[error("failed to open the run store {store}: {source}; {}", open_fix(store))]
     Open {
         store: StoreAddress,
         #[source]
@@ -1913,6 +1913,56 @@ pub(crate) enum DbError {
     /// never its password.
     #[error("{}", crate::util::error_chain(.0))]
     Postgres(#[source] postgres::Error),
+    /// No connection to the PostgreSQL server: its URL's TLS settings, its certificate,
+    /// or what the driver says. Boxed: rustls' errors would make every `StoreError`
+    /// large.
+    #[error("{0}")]
+    Connect(#[source] Box<PgConnectError>),
+}
+
+/// A connection to a PostgreSQL store that cannot be made
+/// (`record::store::postgres::connect`). No message holds the URL, so none holds its
+/// password.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PgConnectError {
+    /// The URL's `sslrootcert` file cannot be read.
+    #[error("cannot read the sslrootcert file {path}: {source}", path = path.display())]
+    RootFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The `sslrootcert` file is not PEM that can be read.
+    #[error("the sslrootcert file {path} is not readable PEM: {problem}", path = path.display())]
+    RootFilePem { path: PathBuf, problem: String },
+    /// The `sslrootcert` file holds no certificate.
+    #[error("the sslrootcert file {path} holds no certificate (no -----BEGIN CERTIFICATE----- section); name a PEM file with the certificate of the CA that signed the server's", path = path.display())]
+    NoCertificate { path: PathBuf },
+    /// A certificate in the `sslrootcert` file cannot be a trust anchor.
+    #[error("the sslrootcert file {path} has a certificate that cannot be trusted as a CA: {cause}", path = path.display())]
+    BadRoot { path: PathBuf, cause: rustls::Error },
+    /// The server's certificate is signed by no CA agentest trusts by default.
+    #[error("the PostgreSQL server's TLS certificate is not trusted ({cause}): none of the Mozilla root CAs agentest trusts by default signed it; if a private CA did (a company's, a cloud provider's such as AWS RDS's), add sslrootcert=/path/to/ca.pem to the URL, naming that CA's certificate file")]
+    Untrusted { cause: rustls::Error },
+    /// The server's certificate is signed by no CA of the `sslrootcert` file.
+    #[error("the PostgreSQL server's TLS certificate is not trusted ({cause}): no certificate in the sslrootcert file {path} signed it; name the file of the CA that signed the server's certificate", path = path.display())]
+    UntrustedByRootFile { path: PathBuf, cause: rustls::Error },
+    /// The server's certificate is for another name than the URL's host.
+    #[error("the PostgreSQL server's TLS certificate is not for the host agentest connected to ({cause}); use a host name the certificate has (agentest checks the name for every sslmode but disable)")]
+    WrongName { cause: rustls::Error },
+    /// The driver's error: a URL it cannot read, no server, a refused login, a TLS
+    /// failure other than the above.
+    #[error("{}", crate::util::error_chain(.0))]
+    Postgres(#[source] postgres::Error),
+}
+
+/// What to do about a store that cannot be opened: a file may be damaged; a server's
+/// database is not agentest's to move away.
+fn open_fix(store: &StoreAddress) -> &'static str {
+    match store {
+        StoreAddress::File(_) => "if the file is damaged, move it away (a new store is made), or set AGENTEST_STORE=off to run without the store",
+        StoreAddress::Postgres(_) => "set AGENTEST_STORE=off to run without the store",
+    }
 }
 
 /// "3 runs (a, b, c)", at most ten named; or "the end of the execution" when only that

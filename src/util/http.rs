@@ -28,17 +28,20 @@ pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<std::t
 pub(crate) fn tls() -> &'static rustls::ClientConfig {
     static TLS: OnceLock<rustls::ClientConfig> = OnceLock::new();
     TLS.get_or_init(|| {
-        let roots = rustls::RootCertStore {
+        tls_trusting(rustls::RootCertStore {
             roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-        };
-        rustls::ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
+        })
+    })
+}
+
+/// agentest's TLS configuration (rustls on ring, its default protocol versions) trusting
+/// `roots` only: [`tls`]'s Mozilla roots, or a PostgreSQL URL's `sslrootcert` file.
+pub(crate) fn tls_trusting(roots: rustls::RootCertStore) -> rustls::ClientConfig {
+    rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
         .with_safe_default_protocol_versions()
         .expect("ring supports the default TLS versions")
         .with_root_certificates(roots)
         .with_no_client_auth()
-    })
 }
 
 #[cfg(test)]

@@ -4,9 +4,12 @@
 //! commands, a server that cannot be reached, and never the password. The schema and
 //! connections are tested in src/record/store/postgres/schema.rs, on the same server.
 
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
 use serde_json::Value;
 
-use crate::common::{fresh_postgres, Needs, Run};
+use crate::common::{fresh_postgres, need, Missing, Needs, Run};
 use crate::store::{agentest, listed, project};
 
 pub fn tests() -> Vec<libtest_mimic::Trial> {
@@ -20,6 +23,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         three_workers_share_a_thousand_runs_and_survive_a_kill(needs crate::common::postgres),
         store_check_and_migrate_operate_a_database(needs crate::common::postgres),
         a_server_that_goes_away_mid_run_loses_nothing_already_recorded(needs crate::common::postgres),
+        a_server_with_a_private_cas_certificate_is_verified_by_sslrootcert(needs crate::common::postgres),
     ]
 }
 
@@ -409,15 +413,28 @@ struct OwnCluster {
 
 impl OwnCluster {
     fn start(s: &crate::common::Scratch) -> OwnCluster {
+        OwnCluster::start_with(s, &[])
+    }
+
+    /// A cluster that speaks TCP over TLS only, with the server certificate `cert` and
+    /// its key `key`.
+    fn start_tls(s: &crate::common::Scratch, cert: &Path, key: &Path) -> OwnCluster {
+        OwnCluster::start_with(s, &[cert, key])
+    }
+
+    fn start_with(s: &crate::common::Scratch, tls: &[&Path]) -> OwnCluster {
         let dir = s.join("cluster");
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/postgres/cluster.sh");
         let out = std::process::Command::new("bash")
             .args([script, "start"])
             .arg(&dir)
+            .args(tls)
             .output()
             .unwrap();
+        // Stopped even when the start failed half-way (a postmaster running, no URL).
+        let cluster = OwnCluster { dir };
         assert!(out.status.success(), "{out:?}");
-        OwnCluster { dir }
+        cluster
     }
 
     fn url(&self) -> String {
@@ -437,8 +454,20 @@ impl OwnCluster {
 }
 
 impl Drop for OwnCluster {
+    /// `cluster.sh stop` (pg_ctl, else the postmaster by its PID); should that script
+    /// not run at all, the postmaster is killed by its PID here.
     fn drop(&mut self) {
+        let pid = std::fs::read_to_string(self.dir.join("pid")).ok();
         self.stop();
+        let Some(pid) = pid.and_then(|p| p.trim().parse::<u32>().ok()) else {
+            return;
+        };
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if comm.trim() == "postgres" {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+        }
     }
 }
 
@@ -512,6 +541,259 @@ fn a_server_that_goes_away_mid_run_loses_nothing_already_recorded() -> Needs {
     assert!(
         completed >= 1,
         "the runs that ended before the server went away are kept"
+    );
+    Ok(())
+}
+
+/// The `openssl` command, which makes the TLS test's certificates (`.ci/run` installs
+/// Debian's `openssl` where it is missing).
+fn openssl() -> Result<(), Missing> {
+    let runs = Command::new("openssl")
+        .arg("version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if runs {
+        Ok(())
+    } else {
+        need(
+            "the openssl command",
+            "it makes the TLS test's throwaway CA and server certificate; on Debian: apt-get install openssl (.ci/run does)",
+        )
+    }
+}
+
+/// Runs `openssl` with `args` in `dir`, which must succeed.
+fn run_openssl(dir: &Path, args: &[&str]) {
+    let out = Command::new("openssl")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "openssl {args:?}: {out:?}");
+}
+
+/// A throwaway CA in `dir` (`NAME.pem`, `NAME.key`): an EC P-256 key, a day's validity.
+fn make_ca(dir: &Path, name: &str) {
+    run_openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            &format!("{name}.key"),
+            "-out",
+            &format!("{name}.pem"),
+            "-days",
+            "1",
+            "-subj",
+            &format!("/CN=agentest {name}"),
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+        ],
+    );
+}
+
+/// `path` percent-encoded for a URL's query: all but letters, digits and `/-_.`.
+fn url_encoded(path: &Path) -> String {
+    path.to_str()
+        .unwrap()
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'-' | b'_' | b'.' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// A server whose certificate a private CA signed, for `localhost` and 127.0.0.1, on a
+/// cluster that refuses TCP without TLS: `sslmode=verify-full&sslrootcert=CA.pem`
+/// (the path percent-encoded, with a space in it) checks and records a run; without
+/// `sslrootcert` the certificate is not trusted, and the message says to name the CA's
+/// file; a root file of another CA, a missing one and one without a certificate are
+/// named; a host the certificate is not for is refused on its name; no output holds
+/// the password.
+fn a_server_with_a_private_cas_certificate_is_verified_by_sslrootcert() -> Needs {
+    crate::common::postgres()?;
+    openssl()?;
+    let s = project("pg-tls");
+    let pki: PathBuf = s.join("private ca");
+    std::fs::create_dir(&pki).unwrap();
+    make_ca(&pki, "ca");
+    make_ca(&pki, "other-ca");
+    run_openssl(
+        &pki,
+        &[
+            "req",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=localhost",
+        ],
+    );
+    std::fs::write(
+        pki.join("server.ext"),
+        "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=critical,CA:FALSE\n\
+         keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    run_openssl(
+        &pki,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-set_serial",
+            "2",
+            "-days",
+            "1",
+            "-extfile",
+            "server.ext",
+            "-out",
+            "server.crt",
+        ],
+    );
+    let cluster = OwnCluster::start_tls(&s, &pki.join("server.crt"), &pki.join("server.key"));
+    let url = cluster.url();
+    let at_localhost = url.replacen("@127.0.0.1:", "@localhost:", 1);
+    assert_ne!(at_localhost, url);
+    let root = |file: &str| url_encoded(&pki.join(file));
+    let verified = format!(
+        "{at_localhost}?sslmode=verify-full&sslrootcert={}",
+        root("ca.pem")
+    );
+    // Every run, whatever it says, says it without the password.
+    let on = |store: &str, args: &[&str]| {
+        let r = agentest(s.path(), args, &[("AGENTEST_STORE", store)]);
+        assert_no_password(&url, &[&r]);
+        r
+    };
+
+    // Verified end to end: checked, recorded into, counted.
+    let check = on(&verified, &["store", "check"]);
+    assert_eq!(check.code, 1, "{check:?}");
+    assert!(check.stdout.contains("schema: version 0"), "{check:?}");
+    let run = on(&verified, &["test", "-i", "suites"]);
+    assert_eq!(run.code, 1, "s::bad fails, the rest is recorded: {run:?}");
+    assert!(run.stderr.is_empty(), "{run:?}");
+    let check = on(&verified, &["store", "check"]);
+    assert_eq!(check.code, 0, "{check:?}");
+    assert!(
+        check.stdout.contains("runs: 4 (completed 3, error 1)"),
+        "{check:?}"
+    );
+    // verify-ca too (as strict here).
+    let ca_mode = format!(
+        "{at_localhost}?sslmode=verify-ca&sslrootcert={}",
+        root("ca.pem")
+    );
+    assert_eq!(on(&ca_mode, &["store", "check"]).code, 0);
+    // The cluster refuses TCP without TLS: the connections above were over TLS.
+    let clear = on(&format!("{url}?sslmode=disable"), &["store", "check"]);
+    assert_eq!(clear.code, 2, "{clear:?}");
+    assert!(clear.stderr.contains("no encryption"), "{clear:?}");
+
+    // Not trusted by the default roots, whatever the mode: the message names the fix.
+    for query in [
+        "?sslmode=verify-full",
+        "",
+        "?sslmode=require",
+        "?sslrootcert=system",
+    ] {
+        let r = on(&format!("{at_localhost}{query}"), &["test", "-i", "suites"]);
+        assert_eq!(r.code, 2, "{query}: {r:?}");
+        assert!(r.stdout.is_empty(), "no case ran: {r:?}");
+        assert!(
+            r.stderr
+                .contains("the PostgreSQL server's TLS certificate is not trusted")
+                && r.stderr.contains("UnknownIssuer")
+                && r.stderr
+                    .contains("add sslrootcert=/path/to/ca.pem to the URL"),
+            "{query}: {r:?}"
+        );
+    }
+    let other = pki.join("other-ca.pem");
+    let r = on(
+        &format!(
+            "{at_localhost}?sslmode=verify-full&sslrootcert={}",
+            root("other-ca.pem")
+        ),
+        &["store", "check"],
+    );
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr.contains(&format!(
+            "no certificate in the sslrootcert file {} signed it",
+            other.display()
+        )),
+        "{r:?}"
+    );
+
+    // Root files that cannot be used, named.
+    let missing = pki.join("missing.pem");
+    let r = on(
+        &format!(
+            "{at_localhost}?sslmode=verify-full&sslrootcert={}",
+            root("missing.pem")
+        ),
+        &["store", "check"],
+    );
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr.contains(&format!(
+            "cannot read the sslrootcert file {}: No such file or directory",
+            missing.display()
+        )),
+        "{r:?}"
+    );
+    let key = pki.join("server.key");
+    let r = on(
+        &format!("{at_localhost}?sslrootcert={}", root("server.key")),
+        &["store", "check"],
+    );
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr.contains(&format!(
+            "the sslrootcert file {} holds no certificate",
+            key.display()
+        )),
+        "{r:?}"
+    );
+
+    // A name the certificate does not have (connecting to 127.0.0.1 all the same).
+    let elsewhere = url.replacen("@127.0.0.1:", "@db.example.com:", 1);
+    let r = on(
+        &format!(
+            "{elsewhere}?hostaddr=127.0.0.1&sslmode=verify-full&sslrootcert={}",
+            root("ca.pem")
+        ),
+        &["store", "check"],
+    );
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stderr.contains("TLS certificate is not for the host")
+            && r.stderr.contains("db.example.com"),
+        "{r:?}"
     );
     Ok(())
 }

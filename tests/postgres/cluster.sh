@@ -2,6 +2,7 @@
 # A throwaway PostgreSQL cluster for the tests of the PostgreSQL run store (issue 28).
 #
 #   bash tests/postgres/cluster.sh start DIR   # then: export AGENTEST_TEST_POSTGRES=$(cat DIR/url)
+#   bash tests/postgres/cluster.sh start DIR CERT KEY  # the same, TCP over TLS only
 #   bash tests/postgres/cluster.sh stop DIR
 #   bash tests/postgres/cluster.sh restart DIR  # a stopped cluster, again
 #
@@ -15,15 +16,23 @@
 # and the server run as `nobody` (DIR is handed to it). Its Unix socket is in DIR, which
 # only nobody (and root) can enter, so the socket trusts local connections; TCP needs
 # the password.
+#
+# With CERT and KEY (PEM files: the server's certificate, its chain after it, and its
+# key), the server has ssl = on with copies of them in DIR/data (the key 0600 and, as
+# PostgreSQL demands, owned by the server's user) and pg_hba.conf's `host` lines become
+# `hostssl`: a TCP connection without TLS is refused (the tests of sslmode and
+# sslrootcert, tests/functional/postgres.rs).
 set -euo pipefail
 
 usage() {
-  echo "usage: $0 start|stop|restart DIR" >&2
+  echo "usage: $0 start|stop|restart DIR, or $0 start DIR CERT KEY" >&2
   exit 2
 }
-[ $# -eq 2 ] || usage
+[ $# -eq 2 ] || { [ $# -eq 4 ] && [ "$1" = start ]; } || usage
 cmd=$1
 dir=$2
+cert=${3:-}
+key=${4:-}
 
 # The server's programs: pg_config's folder when it has initdb (Debian's libpq-dev
 # gives /usr/lib/postgresql/N/bin), else the newest /usr/lib/postgresql/N/bin.
@@ -71,6 +80,22 @@ start() {
     exit 1
   fi
   rm -f "$pwfile"
+
+  if [ -n "$cert" ]; then
+    install -m 644 "$cert" "$dir/data/server.crt"
+    install -m 600 "$key" "$dir/data/server.key"
+    if [ "$(id -u)" -eq 0 ]; then
+      chown nobody:nogroup "$dir/data/server.crt" "$dir/data/server.key"
+    fi
+    cat >>"$dir/data/postgresql.conf" <<EOF
+ssl = on
+ssl_cert_file = 'server.crt'
+ssl_key_file = 'server.key'
+EOF
+    # TCP over TLS only; the Unix socket (createdb below) stays as it is. As the owner:
+    # sed -i writes a new file.
+    as_owner sed -i 's/^host\([[:space:]]\)/hostssl\1/' "$dir/data/pg_hba.conf"
+  fi
 
   # A free port: the kernel's pick for a socket bound to port 0, released at once (a
   # port taken in between makes the start fail, and we try another).

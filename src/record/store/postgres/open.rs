@@ -13,7 +13,10 @@ pub(crate) fn open(url: &DatabaseUrl) -> Result<Postgres, StoreError> {
         store: address.clone(),
         source: DbError::Postgres(source),
     };
-    let mut client = super::connect::connect(url.expose()).map_err(fail)?;
+    let mut client = super::connect::connect(url.expose()).map_err(|source| StoreError::Open {
+        store: address.clone(),
+        source: DbError::Connect(Box::new(source)),
+    })?;
     match schema::migrate(&mut client).map_err(fail)? {
         Found::Current { .. } => Ok(Postgres::new(client, address)),
         Found::Newer(found) => Err(StoreError::Newer {
@@ -31,7 +34,10 @@ pub(crate) fn version(url: &DatabaseUrl) -> Result<i64, StoreError> {
         store: StoreAddress::Postgres(url.clone()),
         source: DbError::Postgres(source),
     };
-    let mut client = super::connect::connect(url.expose()).map_err(fail)?;
+    let mut client = super::connect::connect(url.expose()).map_err(|source| StoreError::Open {
+        store: StoreAddress::Postgres(url.clone()),
+        source: DbError::Connect(Box::new(source)),
+    })?;
     let exists: bool = client
         .query_one("SELECT to_regclass('agentest_schema') IS NOT NULL", &[])
         .map_err(fail)?
