@@ -62,6 +62,25 @@ impl Meter {
         })
     }
 
+    /// A meter for the same budget with nothing spent against it: to count again what
+    /// stored records spent (a case's repeats spread over workers).
+    pub(crate) fn fresh(&self) -> Arc<Meter> {
+        Arc::new(Meter {
+            owner: self.owner,
+            budget: self.budget,
+            currency: self.currency.clone(),
+            spent: Mutex::new(Spent::default()),
+            shared: false,
+        })
+    }
+
+    /// Counts `tokens` and `cost` spent against the budget (see [`Meter::fresh`]).
+    pub(crate) fn charge(&self, tokens: u64, cost: f64) {
+        let mut s = self.spent.lock().unwrap_or_else(|e| e.into_inner());
+        s.tokens += tokens;
+        s.cost += cost;
+    }
+
     /// The run's meter: its budget holds for every process of the execution.
     pub(crate) fn for_run(budget: Budget, currency: Option<&str>) -> Arc<Meter> {
         let mut m = Meter::new("the run's", budget, currency);

@@ -386,21 +386,30 @@ impl Group {
     }
 }
 
-/// The case's record when its repeats as the store holds them (`stored`, spread over
-/// workers) decide its gate, decided as [`Group`] decides in one process: in repeat
-/// order, repeats started and not ended counting as cancelled. A repeat whose stored
-/// record cannot be read counts as an error, saying so. Its duration is the counted
-/// repeats' summed time (they ran on several workers, not one after the other).
+/// What a case's repeats as the store holds them (`stored`, spread over workers) come
+/// to, decided as [`Group`] decides in one process: the gate in repeat order, repeats
+/// started and not ended counting as cancelled. A repeat whose stored record cannot be
+/// read counts as an error, saying so. The case's own budget holds for all its repeats,
+/// wherever they ran: what the ended ones spent, as recorded, is counted against it,
+/// and once it is spent no more repeats start (the case is an error, as in one
+/// process). The record's duration is the counted repeats' summed time (they ran on
+/// several workers, not one after the other).
 pub(crate) fn decide_stored(
     loaded: Arc<Loaded>,
     plan: Plan,
     stored: &[crate::record::store::StoredRepeat],
     transcript: &dyn Fn(&CaseReport) -> String,
-) -> Option<CaseReport> {
+) -> crate::record::store::Decision {
+    use crate::record::store::Decision;
+    let spent = plan.case_meter.as_ref().map(|m| m.fresh());
     let group = Group::new(loaded.clone(), plan);
     for r in stored.iter().filter(|r| r.running || r.ended.is_some()) {
         group.starting(r.index);
     }
+    let summed = |mut case: CaseReport| {
+        case.duration_ms = case.repeats.iter().map(|r| r.duration_ms).sum();
+        Decision::Record(Box::new(case))
+    };
     for r in stored {
         let Some(json) = &r.ended else {
             continue;
@@ -418,13 +427,25 @@ pub(crate) fn decide_stored(
             report.repeat = Some(r.index);
             report
         });
+        if let Some(meter) = &spent {
+            let tokens = report.usage.values().map(|u| u.total()).sum();
+            meter.charge(
+                tokens,
+                report.cost.as_ref().and_then(|c| c.spent).unwrap_or(0.0),
+            );
+        }
         let transcript = transcript(&report);
-        if let Some(mut case) = group.finish(r.index, Finished { report, transcript }) {
-            case.duration_ms = case.repeats.iter().map(|r| r.duration_ms).sum();
-            return Some(case);
+        if let Some(case) = group.finish(r.index, Finished { report, transcript }) {
+            return summed(case);
         }
     }
-    None
+    match spent.as_ref().and_then(|m| m.exhausted()) {
+        Some(why) => match group.halt(crate::record::Status::Error, format!("not run: {why}")) {
+            Some(case) => summed(case),
+            None => Decision::Halt,
+        },
+        None => Decision::Open,
+    }
 }
 
 /// What the counted repeats used, summed into the case's record.

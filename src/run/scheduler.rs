@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 use tokio::task::AbortHandle;
 
-use crate::record::store::{Claim, Decide, RepeatEnd, Settled};
+use crate::record::store::{Claim, Decide, Decision, RepeatEnd, Settled};
 use crate::record::{CaseReport, Recorder, Status};
 use crate::run::engine::Engine;
 use crate::run::outcome::not_run;
@@ -346,8 +346,12 @@ impl Scheduler {
                     let (l, engine) = (l.clone(), engine.clone());
                     Box::new(move |stored| {
                         let transcript = |r: &CaseReport| engine.transcript(&l, r);
-                        decide_stored(l.clone(), plan.clone(), stored, &transcript)
-                            .map(crate::record::without_secrets)
+                        match decide_stored(l.clone(), plan.clone(), stored, &transcript) {
+                            Decision::Record(case) => {
+                                Decision::Record(Box::new(crate::record::without_secrets(*case)))
+                            }
+                            other => other,
+                        }
                     })
                 };
                 let ended = recorder

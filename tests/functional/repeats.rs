@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::common::chat::{text, ChatServer};
 use crate::common::project::{agentest, ReportedRun};
-use crate::common::{finish, Scratch, BIN};
+use crate::common::{finish, Report, Scratch, BIN};
 
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
@@ -26,6 +26,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         ctrl_c_keeps_the_finished_repeats_and_says_the_gate_was_not_decided,
         repeats_spread_over_workers_decide_as_one_process_does,
         repeats_spread_over_workers_on_postgres(needs crate::common::postgres),
+        a_cases_budget_holds_for_its_repeats_across_workers,
     ]
 }
 
@@ -946,4 +947,110 @@ fn repeats_spread_over_workers_on_postgres() -> crate::common::Needs {
             .collect()
     });
     Ok(())
+}
+
+/// `agentest test --enqueue`, then `workers` workers of `--parallel 1`; the execution's
+/// report from the store at `db`.
+fn enqueue_and_work(s: &Scratch, db: &std::path::Path, key: &str, workers: usize) -> Report {
+    let env = [
+        ("AGENTEST_STORE", db.to_str().unwrap()),
+        ("AGENTEST_EXECUTION", key),
+        KEY,
+    ];
+    let enqueue = finish(
+        Command::new(BIN)
+            .current_dir(s.path())
+            .args(["test", "-i", "suites", "--enqueue"])
+            .envs(env),
+    );
+    assert_eq!(enqueue.code, 0, "{enqueue:?}");
+    let children: Vec<std::process::Child> = (0..workers)
+        .map(|_| {
+            Command::new(BIN)
+                .current_dir(s.path())
+                .args([
+                    "worker",
+                    "--execution",
+                    key,
+                    "--parallel",
+                    "1",
+                    "--poll",
+                    "100ms",
+                ])
+                .envs(env)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("start a worker")
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let report = s.join(&format!("{key}.jsonl"));
+    let r = finish(
+        Command::new(BIN)
+            .current_dir(s.path())
+            .args(["report", "--execution", key, "-o"])
+            .arg(&report)
+            .envs(env),
+    );
+    assert_eq!(r.code, 0, "{r:?}");
+    Report::read(&report)
+}
+
+/// A case's own budget (`max_tokens` 100, 60 tokens a repeat as the agent reports)
+/// holds for its repeats wherever they ran: with one worker, as in one process, the
+/// third repeat never starts and the case is an error saying the budget is spent
+/// (120 tokens); with two workers, each running one repeat at a time, their repeats'
+/// tokens count together: at most one repeat more started before the second ended,
+/// and the fourth never ran.
+fn a_cases_budget_holds_for_its_repeats_across_workers() {
+    let chatty = patterned(
+        "chatty",
+        "P",
+        json!({"runs": 4, "max_tokens": 100, "options": {"pattern": "P", "sleep_ms": 150, "usage": {"input_tokens": 40, "output_tokens": 20}}}),
+    );
+    let s = project("spread-budget", "", std::slice::from_ref(&chatty));
+    let db = s.join("runs.db");
+    let one = enqueue_and_work(&s, &db, "budget-1", 1);
+    let case = one
+        .cases
+        .iter()
+        .find(|c| c["trial"] == "s::chatty")
+        .expect("chatty");
+    assert_eq!(case["status"], "error", "{}", one.text);
+    assert!(
+        case["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("the case's budget max_tokens 100 is spent (120 tokens so far)"),
+        "{}",
+        one.text
+    );
+    assert_eq!(case["stability"]["runs"], 2, "{}", one.text);
+
+    let two = enqueue_and_work(&s, &db, "budget-2", 2);
+    let case = two
+        .cases
+        .iter()
+        .find(|c| c["trial"] == "s::chatty")
+        .expect("chatty");
+    assert_eq!(case["status"], "error", "{}", two.text);
+    assert!(
+        case["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("the case's budget max_tokens 100 is spent ("),
+        "{}",
+        two.text
+    );
+    let runs = case["stability"]["runs"].as_u64().unwrap_or_default();
+    assert!((2..=3).contains(&runs), "{}", two.text);
 }

@@ -12,8 +12,8 @@ use crate::record::CaseReport;
 use crate::util::StoreAddress;
 
 use super::model::{
-    Claim, Doomed, ExecutionInfo, Filter, FlakyCase, FlakyRow, Planned, RepeatEnd, Resumed, RunRow,
-    Stored, StoredRepeat, Work,
+    Claim, Decision, Doomed, ExecutionInfo, Filter, FlakyCase, FlakyRow, Planned, RepeatEnd,
+    Resumed, RunRow, Stored, StoredRepeat, Work,
 };
 
 /// One write of the writer thread, applied with the others of its wave in one
@@ -116,16 +116,16 @@ pub(crate) trait Backend: Send {
 
     /// Records the end of repeat `index` of the spread case `trial`, which this process
     /// ran, then, in the same transaction (so that two workers ending its last repeats
-    /// at once decide it once), asks `decide` whether the case's repeats as stored now
-    /// decide its gate: if so the case's record becomes its run's, and its repeats still
-    /// queued are cancelled.
+    /// at once decide it once), asks `decide` what the case's repeats as stored now come
+    /// to: a record becomes its run's, and with it or a halt its repeats still queued
+    /// are cancelled.
     fn end_repeat(
         &mut self,
         execution: i64,
         trial: &str,
         index: u32,
         record: &CaseReport,
-        decide: &mut dyn FnMut(&[StoredRepeat]) -> Option<CaseReport>,
+        decide: &mut dyn FnMut(&[StoredRepeat]) -> Decision,
     ) -> Result<RepeatEnd, DbError>;
 
     /// How many of the execution's runs are still to run (`queued` or `pending`) and

@@ -15,8 +15,8 @@ pub(crate) use backend::{Backend, Settled};
 pub(crate) use export::evalstudio;
 pub(crate) use location::{location, open, version};
 pub(crate) use model::{
-    Claim, Doomed, ExecutionInfo, Filter, FlakyCase, Planned, RepeatEnd, Resumed, RunRow, Stored,
-    StoredRepeat, Work, LIFECYCLE, VERDICTS,
+    Claim, Decision, Doomed, ExecutionInfo, Filter, FlakyCase, Planned, RepeatEnd, Resumed, RunRow,
+    Stored, StoredRepeat, Work, LIFECYCLE, VERDICTS,
 };
 pub(crate) use row::LEASE;
 pub(crate) use writer::{spend, spent_elsewhere, start_request, Decide, StoreWriter};

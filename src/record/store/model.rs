@@ -58,6 +58,19 @@ pub(crate) struct StoredRepeat {
     pub(crate) running: bool,
 }
 
+/// What a spread case's repeats as stored come to (see [`super::Backend::end_repeat`]).
+#[derive(Debug)]
+pub(crate) enum Decision {
+    /// The case's record: its gate is decided, or no more repeats may start and none
+    /// is running. Its queued repeats are cancelled.
+    Record(Box<crate::record::CaseReport>),
+    /// No more repeats may start (the case's budget is spent), but some still run: the
+    /// queued ones are cancelled, and the last one to end makes the record.
+    Halt,
+    /// More repeats are needed.
+    Open,
+}
+
 /// What ending a spread repeat came to (see [`super::Backend::end_repeat`]).
 #[derive(Debug)]
 pub(crate) enum RepeatEnd {

@@ -13,7 +13,7 @@ use crate::record::CaseReport;
 use crate::util::StoreAddress;
 
 use super::backend::{Answer, Backend, Settled, Write};
-use super::model::{Claim, ExecutionInfo, Planned, RepeatEnd, Resumed, StoredRepeat};
+use super::model::{Claim, Decision, ExecutionInfo, Planned, RepeatEnd, Resumed, StoredRepeat};
 
 enum Op {
     /// Claim the run of a trial; the answer says whether this process runs it.
@@ -54,8 +54,8 @@ enum Op {
     },
 }
 
-/// Whether a spread case's repeats as stored decide its gate: its record if so.
-pub(crate) type Decide = Box<dyn FnMut(&[StoredRepeat]) -> Option<CaseReport> + Send>;
+/// What a spread case's repeats as stored come to (see [`Backend::end_repeat`]).
+pub(crate) type Decide = Box<dyn FnMut(&[StoredRepeat]) -> Decision + Send>;
 
 impl Op {
     /// Whether a caller waits for this write's answer.

@@ -13,8 +13,8 @@ use crate::errors::{DbError, StoreError};
 use crate::record::rfc3339;
 use crate::record::store::backend::{Answer, Backend, Write};
 use crate::record::store::model::{
-    Claim, Doomed, ExecutionInfo, Filter, FilterValue, FlakyRow, Planned, RepeatEnd, Resumed,
-    RunRow, Stored, StoredRepeat, StoredRun, Work,
+    Claim, Decision, Doomed, ExecutionInfo, Filter, FilterValue, FlakyRow, Planned, RepeatEnd,
+    Resumed, RunRow, Stored, StoredRepeat, StoredRun, Work,
 };
 use crate::record::store::row::{self, Owner, RunEnd};
 use crate::util::StoreAddress;
@@ -378,7 +378,7 @@ impl Backend for Postgres {
         trial: &str,
         index: u32,
         record: &crate::record::CaseReport,
-        decide: &mut dyn FnMut(&[StoredRepeat]) -> Option<crate::record::CaseReport>,
+        decide: &mut dyn FnMut(&[StoredRepeat]) -> Decision,
     ) -> Result<RepeatEnd> {
         let now = rfc3339(std::time::SystemTime::now());
         let me = Owner::me();
@@ -437,29 +437,34 @@ impl Backend for Postgres {
                 }
             })
             .collect();
-        let Some(case) = decide(&repeats) else {
-            tx.execute(
-                "UPDATE runs SET status = 'running', started_at = COALESCE(started_at, $1)
-                 WHERE id = $2 AND status = 'queued'",
-                &[&now, &run],
-            )
-            .map_err(db)?;
-            tx.commit().map_err(db)?;
-            return Ok(RepeatEnd::Counted);
-        };
-        let decided = done(&mut tx, prepared, execution, &case).and_then(|()| {
-            tx.execute(
+        let decision = decide(&repeats);
+        let written = match &decision {
+            Decision::Record(case) => done(&mut tx, prepared, execution, case),
+            Decision::Halt | Decision::Open => tx
+                .execute(
+                    "UPDATE runs SET status = 'running', started_at = COALESCE(started_at, $1)
+                     WHERE id = $2 AND status = 'queued'",
+                    &[&now, &run],
+                )
+                .map(drop),
+        }
+        .and_then(|()| match decision {
+            Decision::Open => Ok(0),
+            _ => tx.execute(
                 "UPDATE repeats SET status = 'cancelled' WHERE run_id = $1 AND status = 'queued'",
                 &[&run],
-            )
+            ),
         });
-        if let Err(e) = decided {
+        if let Err(e) = written {
             // Statements prepared in a failed transaction are not trusted again.
             self.prepared.0.clear();
             return Err(db(e));
         }
         tx.commit().map_err(db)?;
-        Ok(RepeatEnd::Decided(Box::new(case)))
+        Ok(match decision {
+            Decision::Record(case) => RepeatEnd::Decided(case),
+            Decision::Halt | Decision::Open => RepeatEnd::Counted,
+        })
     }
 
     fn run_state(

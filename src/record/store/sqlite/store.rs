@@ -11,8 +11,8 @@ use crate::errors::{DbError, StoreError};
 use crate::record::rfc3339;
 use crate::record::store::backend::{Answer, Backend, Write};
 use crate::record::store::model::{
-    Claim, Doomed, ExecutionInfo, Filter, FilterValue, FlakyRow, Planned, RepeatEnd, Resumed,
-    RunRow, Stored, StoredRepeat, StoredRun, Work,
+    Claim, Decision, Doomed, ExecutionInfo, Filter, FilterValue, FlakyRow, Planned, RepeatEnd,
+    Resumed, RunRow, Stored, StoredRepeat, StoredRun, Work,
 };
 use crate::record::store::row::{self, Owner, RunEnd};
 use crate::util::StoreAddress;
@@ -226,7 +226,7 @@ impl Backend for Sqlite {
         trial: &str,
         index: u32,
         record: &crate::record::CaseReport,
-        decide: &mut dyn FnMut(&[StoredRepeat]) -> Option<crate::record::CaseReport>,
+        decide: &mut dyn FnMut(&[StoredRepeat]) -> Decision,
     ) -> Result<RepeatEnd, DbError> {
         end_repeat(&mut self.conn, execution, trial, index, record, decide).map_err(|e| self.db(e))
     }
@@ -740,7 +740,7 @@ fn end_repeat(
     trial: &str,
     index: u32,
     record: &crate::record::CaseReport,
-    decide: &mut dyn FnMut(&[StoredRepeat]) -> Option<crate::record::CaseReport>,
+    decide: &mut dyn FnMut(&[StoredRepeat]) -> Decision,
 ) -> rusqlite::Result<RepeatEnd> {
     let now = rfc3339(std::time::SystemTime::now());
     let me = Owner::me();
@@ -786,22 +786,27 @@ fn end_repeat(
             })
         })?
         .collect::<Result<_, _>>()?;
-    let Some(case) = decide(&repeats) else {
+    let decision = decide(&repeats);
+    if let Decision::Record(case) = &decision {
+        done(&tx, execution, case)?;
+    } else {
         tx.execute(
             "UPDATE runs SET status = 'running', started_at = COALESCE(started_at, ?1)
              WHERE id = ?2 AND status = 'queued'",
             params![now, run],
         )?;
-        tx.commit()?;
-        return Ok(RepeatEnd::Counted);
-    };
-    done(&tx, execution, &case)?;
-    tx.execute(
-        "UPDATE repeats SET status = 'cancelled' WHERE run_id = ?1 AND status = 'queued'",
-        [run],
-    )?;
+    }
+    if !matches!(decision, Decision::Open) {
+        tx.execute(
+            "UPDATE repeats SET status = 'cancelled' WHERE run_id = ?1 AND status = 'queued'",
+            [run],
+        )?;
+    }
     tx.commit()?;
-    Ok(RepeatEnd::Decided(Box::new(case)))
+    Ok(match decision {
+        Decision::Record(case) => RepeatEnd::Decided(case),
+        Decision::Halt | Decision::Open => RepeatEnd::Counted,
+    })
 }
 
 /// A case's end. A case the plan did not queue (one that failed to load) gets its row
