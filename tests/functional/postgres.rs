@@ -16,6 +16,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         a_fresh_database_is_empty_and_dropped_with_its_guard(needs crate::common::postgres),
         a_run_recorded_in_postgres_exports_as_sqlites_does(needs crate::common::postgres),
+        a_wave_of_ends_exports_as_sqlites_does(needs crate::common::postgres),
         the_runs_commands_work_on_postgres(needs crate::common::postgres),
         an_unreachable_or_refused_server_stops_the_run_before_any_case(needs crate::common::postgres),
         a_newer_postgres_store_is_refused_untouched(needs crate::common::postgres),
@@ -45,6 +46,30 @@ fn exported(dir: &std::path::Path, store: &str, format: &str) -> Vec<Value> {
         _ => serde_json::from_str::<Vec<Value>>(&r.stdout).unwrap(),
     };
     values.into_iter().map(normalized).collect()
+}
+
+/// 96 cases at 32 in flight against a 100 ms agent end in waves, which the PostgreSQL
+/// writer records in one statement each: the exports equal SQLite's, which records
+/// each end by itself.
+fn a_wave_of_ends_exports_as_sqlites_does() -> Needs {
+    let db = fresh_postgres()?;
+    let (s, _agent) = crate::store::slow_project("pg-wave", 96);
+    let sqlite = s.join("local.db");
+    for store in [sqlite.to_str().unwrap(), db.url()] {
+        let r = agentest(
+            s.path(),
+            &["test", "-i", "suites", "--parallel", "32", "--compact"],
+            &[("AGENTEST_STORE", store)],
+        );
+        assert_eq!(r.code, 0, "{r:?}");
+    }
+    for format in ["jsonl", "evalstudio"] {
+        let a = exported(s.path(), sqlite.to_str().unwrap(), format);
+        let b = exported(s.path(), db.url(), format);
+        assert_eq!(a.len(), 96, "{a:?}");
+        assert_eq!(a, b, "{format}");
+    }
+    Ok(())
 }
 
 /// `v` without the keys whose values are ids, times or durations.

@@ -277,8 +277,28 @@ impl Backend for Postgres {
     ) -> (Option<DbError>, Vec<Result<Answer>>) {
         let prepared = &mut self.prepared;
         let together = self.client.transaction().and_then(|mut tx| {
+            // A wave's ends go in one statement (one round trip, one plan), unless a
+            // trial ends twice in it, which one upsert cannot take.
+            let ends: Vec<&crate::record::CaseReport> = writes
+                .iter()
+                .filter_map(|w| match w {
+                    Write::Done(r) => Some(*r),
+                    _ => None,
+                })
+                .collect();
+            let mut trials: Vec<&str> = ends.iter().map(|r| r.trial.as_str()).collect();
+            trials.sort_unstable();
+            trials.dedup();
+            let together = ends.len() > 1 && trials.len() == ends.len();
+            if together {
+                done_many(&mut tx, prepared, execution, &ends)?;
+            }
             let mut results = Vec::with_capacity(writes.len());
             for w in writes {
+                if together && matches!(w, Write::Done(_)) {
+                    results.push(Ok(Answer::Done));
+                    continue;
+                }
                 // A statement that fails aborts PostgreSQL's transaction: the rest
                 // could not run in it, so the batch is redone write by write.
                 results.push(Ok(apply(&mut tx, prepared, execution, w)?));
@@ -900,6 +920,81 @@ fn release(
            AND owner_pid = $3 AND owner_host = $4",
     )?;
     c.execute(&update, &[&execution, &trial, &i64::from(me.pid), &me.host])?;
+    Ok(())
+}
+
+/// The ends of several cases (distinct trials) in one statement: each as [`done`].
+fn done_many(
+    c: &mut impl GenericClient,
+    p: &mut Prepared,
+    execution: i64,
+    reports: &[&crate::record::CaseReport],
+) -> std::result::Result<(), postgres::Error> {
+    let ends: Vec<RunEnd> = reports.iter().map(|r| RunEnd::of(r)).collect();
+    let column =
+        |f: fn(&crate::record::CaseReport, &RunEnd) -> Option<String>| -> Vec<Option<String>> {
+            reports.iter().zip(&ends).map(|(r, e)| f(r, e)).collect()
+        };
+    let trials = column(|r, _| Some(r.trial.clone()));
+    let suites = column(|r, _| Some(r.suite.clone()));
+    let ids = column(|r, _| Some(r.id.clone()));
+    let files = column(|_, e| Some(e.file.clone()));
+    let statuses = column(|_, e| Some(e.status.to_string()));
+    let verdicts = column(|_, e| Some(e.verdict.to_string()));
+    let completed = column(|_, e| Some(e.completed_at.clone()));
+    let reasons = column(|_, e| e.reason.clone());
+    let errors = column(|_, e| e.error.clone());
+    let messages = column(|_, e| Some(e.messages.clone()));
+    let metadata = column(|_, e| Some(e.metadata.clone()));
+    let records = column(|_, e| Some(e.record.clone()));
+    let parameters = column(|_, e| e.parameters.clone());
+    let personas = column(|r, _| r.persona.clone());
+    let success: Vec<Option<i64>> = ends.iter().map(|e| e.success.map(i64::from)).collect();
+    let scores: Vec<Option<f64>> = ends.iter().map(|e| e.score).collect();
+    let upsert = p.get(
+        c,
+        "INSERT INTO runs (execution_id, trial, suite, case_id, file, status, verdict, started_at,
+                           completed_at, success, reason, error, messages, metadata, record,
+                           parameters, score, persona)
+         SELECT $1, t.trial, t.suite, t.case_id, t.file, t.status, t.verdict, t.completed_at,
+                t.completed_at, t.success, t.reason, t.error, t.messages, t.metadata, t.record,
+                t.parameters, t.score, t.persona
+         FROM UNNEST($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+                     $8::text[], $9::bigint[], $10::text[], $11::text[], $12::text[],
+                     $13::text[], $14::text[], $15::text[], $16::float8[], $17::text[])
+              AS t(trial, suite, case_id, file, status, verdict, completed_at, success, reason,
+                   error, messages, metadata, record, parameters, score, persona)
+         ON CONFLICT (execution_id, trial) DO UPDATE SET
+             status = excluded.status, verdict = excluded.verdict,
+             started_at = COALESCE(runs.started_at, excluded.started_at),
+             completed_at = excluded.completed_at, success = excluded.success,
+             reason = excluded.reason, error = excluded.error, messages = excluded.messages,
+             metadata = excluded.metadata, record = excluded.record,
+             parameters = excluded.parameters, score = excluded.score,
+             persona = excluded.persona",
+    )?;
+    c.execute(
+        &upsert,
+        &[
+            &execution,
+            &trials,
+            &suites,
+            &ids,
+            &files,
+            &statuses,
+            &verdicts,
+            &completed,
+            &success,
+            &reasons,
+            &errors,
+            &messages,
+            &metadata,
+            &records,
+            &parameters,
+            &scores,
+            &personas,
+        ],
+    )?;
     Ok(())
 }
 
