@@ -1872,6 +1872,14 @@ pub(crate) enum StoreError {
         found: i64,
         supported: i64,
     },
+    /// `--resume` of an execution that its own process is still running.
+    #[error("execution {execution} in the run store {store} is still being run by process {pid} on {host}; let it end (or stop it), then --resume")]
+    StillRunning {
+        store: StoreAddress,
+        execution: i64,
+        pid: i64,
+        host: String,
+    },
     /// `--resume` with no execution to resume.
     #[error("nothing to resume in the run store {store}: every execution there finished; run without --resume")]
     NothingToResume { store: StoreAddress },

@@ -217,13 +217,17 @@ fn open_store(
     let Some(path) = execution.store_address()? else {
         return Ok(());
     };
+    let key = settings.execution_key(path.file().is_none(), true);
     let info = ExecutionInfo {
         command: std::env::args().collect(),
         root: std::path::absolute(root)
             .unwrap_or_else(|_| root.to_path_buf())
             .display()
             .to_string(),
-        key: settings.execution_key(path.file().is_none(), true),
+        // Without a key (no nextest run, no AGENTEST_EXECUTION) the trials of this one
+        // process are the execution's only runs.
+        exclusive: key.is_none(),
+        key,
         nextest_run_id: settings.nextest.as_ref().and_then(|n| n.run_id.clone()),
         lease: execution.store_lease(),
         git_from: root.to_path_buf(),

@@ -191,6 +191,8 @@ fn open_store(
     if args.enqueue && key.is_none() {
         return Err("--enqueue needs the execution's key, for workers to find it: set AGENTEST_EXECUTION (or run on a CI whose run id names it, with a PostgreSQL store)".into());
     }
+    // A new execution of this process's own: nobody joins it but a later --resume.
+    let exclusive = key.is_none() && !args.resume && args.worker.is_none() && !args.enqueue;
     let info = ExecutionInfo {
         command: std::env::args().collect(),
         // A folder or file as an absolute path, for `agentest runs retry`.
@@ -205,6 +207,7 @@ fn open_store(
         nextest_run_id: None,
         lease: execution.store_lease(),
         git_from: plan.root.clone(),
+        exclusive,
     };
     // A worker joins an execution planned already: it queues nothing.
     let cases: Vec<&Loaded> = match args.worker {

@@ -255,14 +255,14 @@ fn store_check_and_migrate_operate_a_file() {
     assert!(r.stderr.contains("no run store at"), "{r:?}");
     let r = agentest(s.path(), &["store", "migrate"], &store);
     assert_eq!(r.code, 0, "{r:?}");
-    assert!(r.stderr.contains("from schema version 0 to 5"), "{r:?}");
+    assert!(r.stderr.contains("from schema version 0 to 6"), "{r:?}");
     agentest(s.path(), &["test", "-i", "suites"], &store);
     let r = agentest(s.path(), &["store", "check"], &store);
     assert_eq!(r.code, 0, "{r:?}");
     assert_eq!(
         r.stdout,
         format!(
-            "store: {} (SQLite file)\nschema: version 5 (current)\nexecutions: 1\nruns: 4 (completed 3, error 1)\n",
+            "store: {} (SQLite file)\nschema: version 6 (current)\nexecutions: 1\nruns: 4 (completed 3, error 1)\n",
             db.display()
         )
     );
@@ -373,7 +373,7 @@ fn a_newer_or_damaged_store_is_refused_with_the_way_out() {
     assert_eq!(r.code, 2, "{r:?}");
     assert_eq!(
         r.stderr.trim_end(),
-        format!("error: the run store {db_str} has schema version 99, newer than this agentest's (5): it was written by a newer agentest; use that version, set AGENTEST_STORE to another file, or AGENTEST_STORE=off to run without the store")
+        format!("error: the run store {db_str} has schema version 99, newer than this agentest's (6): it was written by a newer agentest; use that version, set AGENTEST_STORE to another file, or AGENTEST_STORE=off to run without the store")
     );
     assert!(r.stdout.is_empty(), "nothing ran: {r:?}");
     assert_eq!(
@@ -898,6 +898,42 @@ fn a_killed_run_resumes_with_every_case_once() {
     assert!(
         asked.values().all(|n| *n <= 2) && twice <= 16,
         "only those in flight: {asked:?}"
+    );
+}
+
+/// An execution of its own (no key) is run by one process, whose cases start without
+/// claiming their runs one by one: a `--resume` while that process lives refuses,
+/// naming it, and changes nothing; once it is gone (SIGKILL), the resume runs what is
+/// left, each case once.
+fn a_resume_waits_for_the_process_running_the_execution() {
+    let (s, _agent) = slow_project("exclusive", 100);
+    let store = s.join("runs.db");
+    let env = [("AGENTEST_STORE", store.to_str().unwrap())];
+    let mut first = start(&s, &[]);
+    let until = Instant::now() + Duration::from_secs(30);
+    while requests(&s).len() < 10 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let refused = agentest(s.path(), &["test", "-i", "suites", "--resume"], &env);
+    assert_eq!(refused.code, 2, "{refused:?}");
+    assert!(
+        refused.stderr.contains(&format!(
+            "execution 1 in the run store {} is still being run by process {} on ",
+            store.display(),
+            first.id()
+        )),
+        "{refused:?}"
+    );
+    assert!(refused.stdout.is_empty(), "nothing ran: {refused:?}");
+    first.kill().expect("SIGKILL");
+    let _ = first.wait();
+    let resumed = agentest(s.path(), &["test", "-i", "suites", "--resume"], &env);
+    assert_eq!(resumed.code, 0, "{resumed:?}");
+    let (executions, runs) = stored(&s);
+    assert_eq!(executions, 1);
+    assert!(
+        runs.len() == 100 && runs.iter().all(|(_, st)| st == "completed"),
+        "{runs:?}"
     );
 }
 
@@ -1464,6 +1500,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         an_unwritable_store_says_permission_denied_and_the_fix,
         processes_at_once_share_one_store,
         a_killed_run_resumes_with_every_case_once,
+        a_resume_waits_for_the_process_running_the_execution,
         a_resume_runs_again_what_changed_and_drops_what_is_gone,
         ctrl_c_leaves_no_run_running_and_resume_redoes_them,
         a_store_write_failure_names_the_runs_and_resume_redoes_them,

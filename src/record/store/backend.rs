@@ -80,6 +80,16 @@ pub(crate) trait Backend: Send {
     /// The newest execution that did not finish, for `--resume`.
     fn unfinished_execution(&mut self) -> Result<Option<i64>, DbError>;
 
+    /// Whether the process that ran `execution` as its own (see
+    /// [`ExecutionInfo::exclusive`]) is still alive (on this host, its process exists;
+    /// elsewhere, it marked the row within `lease`): then its pid and host. Else its
+    /// mark is cleared, so that processes may join the execution (`--resume`).
+    fn take_over(
+        &mut self,
+        execution: i64,
+        lease: std::time::Duration,
+    ) -> Result<Option<(i64, String)>, DbError>;
+
     /// Queues a run for each of `planned` the execution lacks.
     fn queue(&mut self, execution: i64, planned: &[Planned<'_>]) -> Result<(), DbError>;
 

@@ -21,6 +21,11 @@ pub(crate) struct ExecutionInfo {
     /// How long this process's claimed runs hold without a heartbeat, and how long it
     /// takes another's to be abandoned (`[store] lease`).
     pub(crate) lease: std::time::Duration,
+    /// A new execution that no other process joins (no key; not a resume, a worker or
+    /// an enqueue): its cases start without waiting for a claim of their runs (each is
+    /// marked `running` with the wave's other writes), and a `--resume` of it waits
+    /// for this process to be gone (see [`super::Backend::take_over`]).
+    pub(crate) exclusive: bool,
     /// Where to look for the git commit (the suites' folder).
     pub(crate) git_from: PathBuf,
 }

@@ -27,8 +27,11 @@ pub(crate) struct RunEnd {
     pub(crate) status: &'static str,
     /// agentest's status.
     pub(crate) verdict: &'static str,
-    /// When it ended (RFC 3339); also its start when the plan never queued it.
+    /// When it ended (RFC 3339).
     pub(crate) completed_at: String,
+    /// When it started: its end less its duration (a run claimed when it started keeps
+    /// the claim's time).
+    pub(crate) started_at: String,
     pub(crate) success: Option<bool>,
     pub(crate) score: Option<f64>,
     pub(crate) reason: Option<String>,
@@ -47,6 +50,7 @@ pub(crate) struct RunEnd {
 
 impl RunEnd {
     pub(crate) fn of(r: &CaseReport) -> RunEnd {
+        let now = std::time::SystemTime::now();
         let (status, success) = lifecycle(r.status);
         // A case with criteria has EvalStudio's result: its score and reason.
         let reason = match (&r.result, r.status) {
@@ -68,7 +72,11 @@ impl RunEnd {
         RunEnd {
             status,
             verdict: status_word(r.status),
-            completed_at: rfc3339(std::time::SystemTime::now()),
+            completed_at: rfc3339(now),
+            started_at: rfc3339(
+                now.checked_sub(std::time::Duration::from_millis(r.duration_ms))
+                    .unwrap_or(now),
+            ),
             success,
             score: r.result.as_ref().and_then(|res| res.score),
             reason,

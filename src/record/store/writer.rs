@@ -18,6 +18,9 @@ use super::model::{Claim, Decision, ExecutionInfo, Planned, RepeatEnd, Resumed, 
 enum Op {
     /// Claim the run of a trial; the answer says whether this process runs it.
     Claim(String, tokio::sync::oneshot::Sender<Claim>),
+    /// A case of an execution of this process's own started: its run is marked
+    /// `running` with the wave's other writes, and nobody waits for the answer.
+    Start(String),
     Done(Box<CaseReport>),
     /// A case this process claimed did not end (the run was interrupted): its run is
     /// queued again, for `--resume`.
@@ -130,6 +133,9 @@ pub(crate) struct StoreWriter {
     /// The trials whose runs this process claimed before they were planned here (a
     /// worker claims a batch, then runs it): their claim is granted without asking.
     preclaimed: Mutex<std::collections::HashSet<String>>,
+    /// The execution is this process's own (see [`ExecutionInfo::exclusive`]): every
+    /// claim is granted without waiting for the store.
+    exclusive: bool,
 }
 
 /// The writes that failed: the runs whose end is not recorded and the first cause.
@@ -161,7 +167,9 @@ impl StoreWriter {
         db.recover(info.lease).map_err(write)?;
         let execution = db.start_execution(info).map_err(write)?;
         db.queue(execution, planned).map_err(write)?;
-        StoreWriter::start(db, execution, info.lease)
+        let mut writer = StoreWriter::start(db, execution, info.lease)?;
+        writer.exclusive = info.exclusive;
+        Ok(writer)
     }
 
     /// Opens the store at `address` and joins its newest execution that did not finish
@@ -187,6 +195,14 @@ impl StoreWriter {
                 store: address.clone(),
             });
         };
+        if let Some((pid, host)) = db.take_over(execution, info.lease).map_err(write)? {
+            return Err(StoreError::StillRunning {
+                store: address.clone(),
+                execution,
+                pid,
+                host,
+            });
+        }
         db.queue(execution, planned).map_err(write)?;
         let resumed = db.sort_ended(execution, present).map_err(write)?;
         let writer = StoreWriter::start(db, execution, info.lease)?;
@@ -264,6 +280,7 @@ impl StoreWriter {
             thread: Mutex::new(Some(thread)),
             lost,
             preclaimed: Mutex::default(),
+            exclusive: false,
         })
     }
 
@@ -281,6 +298,12 @@ impl StoreWriter {
     /// Claims the run of `trial` for this process: anything but [`Claim::Granted`] means
     /// the case must not run here.
     pub(crate) async fn claim(&self, trial: &str) -> Claim {
+        // Nobody else runs an execution of this process's own: the case starts at once,
+        // and its run is marked `running` with the wave's other writes.
+        if self.exclusive {
+            self.send(Op::Start(trial.to_string()));
+            return Claim::Granted;
+        }
         if self
             .preclaimed
             .lock()
@@ -427,7 +450,7 @@ fn write_batch(
         .iter()
         .filter_map(|op| {
             Some(match op {
-                Op::Claim(trial, _) => Write::Claim(trial),
+                Op::Claim(trial, _) | Op::Start(trial) => Write::Claim(trial),
                 Op::Done(report) => Write::Done(report),
                 Op::Release(trial) => Write::Release(trial),
                 Op::StartRequest {
@@ -482,6 +505,7 @@ fn write_batch(
             (Op::Done(report), Err(_)) => unwritten.push(report.trial.clone()),
             (
                 Op::Done(_)
+                | Op::Start(_)
                 | Op::Release(_)
                 | Op::Spend { .. }
                 | Op::Settle(..)

@@ -27,7 +27,7 @@
 use postgres::Client;
 
 /// The schema version this agentest writes; SQLite's, since the tables are the same.
-pub(crate) const VERSION: i64 = 5;
+pub(crate) const VERSION: i64 = 6;
 
 /// The key of the advisory lock that migrators take inside their transaction, so that
 /// two processes opening a new store at once migrate it once: "agentest" in ASCII.
@@ -128,6 +128,14 @@ CREATE TABLE repeats (
     PRIMARY KEY (run_id, idx)
 );
 CREATE INDEX repeats_by_status ON repeats (status, run_id, idx);
+"#,
+    // 6: the one process running an execution of its own (no key), alive while it
+    // marks the row: its cases start without claiming their runs one by one, and a
+    // `--resume` waits for it to be gone.
+    r#"
+ALTER TABLE executions ADD COLUMN owner_pid BIGINT;
+ALTER TABLE executions ADD COLUMN owner_host TEXT;
+ALTER TABLE executions ADD COLUMN heartbeat_at TEXT;
 "#,
 ];
 

@@ -160,12 +160,17 @@ impl Backend for Postgres {
         let version = env!("CARGO_PKG_VERSION");
         // The first process with the key makes the row; the others, at the same
         // moment or later, find it: ON CONFLICT waits for the first's commit.
+        let me = Owner::me();
+        let (owner_pid, owner_host) = match info.exclusive {
+            true => (Some(i64::from(me.pid)), Some(me.host)),
+            false => (None, None),
+        };
         let made = self
             .client
             .query_opt(
                 "INSERT INTO executions (started_at, command, version, git_commit, nextest_run_id,
-                                         root, execution_key)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)
+                                         root, execution_key, owner_pid, owner_host, heartbeat_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $1)
                  ON CONFLICT (execution_key) DO NOTHING
                  RETURNING id",
                 &[
@@ -176,6 +181,8 @@ impl Backend for Postgres {
                     &info.nextest_run_id,
                     &info.root,
                     &info.key,
+                    &owner_pid,
+                    &owner_host,
                 ],
             )
             .map_err(db)?;
@@ -200,6 +207,40 @@ impl Backend for Postgres {
             )
             .map(|r| r.get(0))
             .map_err(db)
+    }
+
+    fn take_over(
+        &mut self,
+        execution: i64,
+        lease: std::time::Duration,
+    ) -> Result<Option<(i64, String)>> {
+        let row = self
+            .client
+            .query_one(
+                "SELECT owner_pid, owner_host, heartbeat_at FROM executions WHERE id = $1",
+                &[&execution],
+            )
+            .map_err(db)?;
+        let (pid, host, beat): (Option<i64>, Option<String>, Option<String>) =
+            (row.get(0), row.get(1), row.get(2));
+        let (Some(pid), Some(host)) = (pid, host) else {
+            return Ok(None);
+        };
+        if !row::abandoned(
+            Some(pid),
+            Some(&host),
+            beat.as_deref(),
+            &row::lease_cutoff(lease),
+        ) {
+            return Ok(Some((pid, host)));
+        }
+        self.client
+            .execute(
+                "UPDATE executions SET owner_pid = NULL, owner_host = NULL WHERE id = $1",
+                &[&execution],
+            )
+            .map_err(db)?;
+        Ok(None)
     }
 
     fn queue(&mut self, execution: i64, planned: &[Planned<'_>]) -> Result<()> {
@@ -586,6 +627,13 @@ impl Backend for Postgres {
                    AND run_id IN (SELECT id FROM runs WHERE execution_id = $4)",
                 &[&now, &i64::from(me.pid), &me.host, &execution],
             )
+            .map_err(db)?;
+        self.client
+            .execute(
+                "UPDATE executions SET heartbeat_at = $1
+                 WHERE id = $2 AND owner_pid = $3 AND owner_host = $4",
+                &[&now, &execution, &i64::from(me.pid), &me.host],
+            )
             .map(drop)
             .map_err(db)
     }
@@ -942,6 +990,7 @@ fn done_many(
     let statuses = column(|_, e| Some(e.status.to_string()));
     let verdicts = column(|_, e| Some(e.verdict.to_string()));
     let completed = column(|_, e| Some(e.completed_at.clone()));
+    let started = column(|_, e| Some(e.started_at.clone()));
     let reasons = column(|_, e| e.reason.clone());
     let errors = column(|_, e| e.error.clone());
     let messages = column(|_, e| Some(e.messages.clone()));
@@ -956,14 +1005,15 @@ fn done_many(
         "INSERT INTO runs (execution_id, trial, suite, case_id, file, status, verdict, started_at,
                            completed_at, success, reason, error, messages, metadata, record,
                            parameters, score, persona)
-         SELECT $1, t.trial, t.suite, t.case_id, t.file, t.status, t.verdict, t.completed_at,
+         SELECT $1, t.trial, t.suite, t.case_id, t.file, t.status, t.verdict, t.started_at,
                 t.completed_at, t.success, t.reason, t.error, t.messages, t.metadata, t.record,
                 t.parameters, t.score, t.persona
          FROM UNNEST($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
                      $8::text[], $9::bigint[], $10::text[], $11::text[], $12::text[],
-                     $13::text[], $14::text[], $15::text[], $16::float8[], $17::text[])
+                     $13::text[], $14::text[], $15::text[], $16::float8[], $17::text[],
+                     $18::text[])
               AS t(trial, suite, case_id, file, status, verdict, completed_at, success, reason,
-                   error, messages, metadata, record, parameters, score, persona)
+                   error, messages, metadata, record, parameters, score, persona, started_at)
          ON CONFLICT (execution_id, trial) DO UPDATE SET
              status = excluded.status, verdict = excluded.verdict,
              started_at = COALESCE(runs.started_at, excluded.started_at),
@@ -993,6 +1043,7 @@ fn done_many(
             &parameters,
             &scores,
             &personas,
+            &started,
         ],
     )?;
     Ok(())
@@ -1012,7 +1063,7 @@ fn done(
         "INSERT INTO runs (execution_id, trial, suite, case_id, file, status, verdict, started_at,
                            completed_at, success, reason, error, messages, metadata, record,
                            parameters, score, persona)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $18, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
          ON CONFLICT (execution_id, trial) DO UPDATE SET
              status = excluded.status, verdict = excluded.verdict,
              started_at = COALESCE(runs.started_at, excluded.started_at),
@@ -1042,6 +1093,7 @@ fn done(
             &end.parameters,
             &end.score,
             &r.persona,
+            &end.started_at,
         ],
     )?;
     Ok(())

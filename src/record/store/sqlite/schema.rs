@@ -6,7 +6,7 @@
 use rusqlite::Connection;
 
 /// The schema version this agentest writes.
-pub(crate) const VERSION: i64 = 5;
+pub(crate) const VERSION: i64 = 6;
 
 /// The migrations, in order: `MIGRATIONS[i]` takes version `i` to `i + 1`.
 const MIGRATIONS: [&str; VERSION as usize] = [
@@ -103,6 +103,14 @@ CREATE TABLE repeats (
     PRIMARY KEY (run_id, idx)
 );
 CREATE INDEX repeats_by_status ON repeats (status, run_id, idx);
+"#,
+    // 6: the one process running an execution of its own (no key), alive while it
+    // marks the row: its cases start without claiming their runs one by one, and a
+    // `--resume` waits for it to be gone.
+    r#"
+ALTER TABLE executions ADD COLUMN owner_pid INTEGER;
+ALTER TABLE executions ADD COLUMN owner_host TEXT;
+ALTER TABLE executions ADD COLUMN heartbeat_at TEXT;
 "#,
 ];
 

@@ -125,6 +125,38 @@ impl Backend for Sqlite {
             .map_err(|e| self.db(e))
     }
 
+    fn take_over(
+        &mut self,
+        execution: i64,
+        lease: std::time::Duration,
+    ) -> Result<Option<(i64, String)>, DbError> {
+        let owner: rusqlite::Result<(Option<i64>, Option<String>, Option<String>)> =
+            self.conn.query_row(
+                "SELECT owner_pid, owner_host, heartbeat_at FROM executions WHERE id = ?1",
+                [execution],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            );
+        let (pid, host, beat) = owner.map_err(|e| self.db(e))?;
+        let (Some(pid), Some(host)) = (pid, host) else {
+            return Ok(None);
+        };
+        if !row::abandoned(
+            Some(pid),
+            Some(&host),
+            beat.as_deref(),
+            &row::lease_cutoff(lease),
+        ) {
+            return Ok(Some((pid, host)));
+        }
+        self.conn
+            .execute(
+                "UPDATE executions SET owner_pid = NULL, owner_host = NULL WHERE id = ?1",
+                [execution],
+            )
+            .map_err(|e| self.db(e))?;
+        Ok(None)
+    }
+
     fn queue(&mut self, execution: i64, planned: &[Planned<'_>]) -> Result<(), DbError> {
         queue(&mut self.conn, execution, planned).map_err(|e| self.db(e))
     }
@@ -312,6 +344,13 @@ impl Backend for Sqlite {
                     params![now, me.pid, me.host, execution],
                 )
             })
+            .and_then(|_| {
+                self.conn.execute(
+                    "UPDATE executions SET heartbeat_at = ?1
+                     WHERE id = ?2 AND owner_pid = ?3 AND owner_host = ?4",
+                    params![now, execution, me.pid, me.host],
+                )
+            })
             .map(drop)
             .map_err(|e| self.db(e))
     }
@@ -489,10 +528,15 @@ fn start_execution(conn: &mut Connection, info: &ExecutionInfo) -> rusqlite::Res
             return Ok(id);
         }
     }
+    let me = Owner::me();
+    let (owner_pid, owner_host) = match info.exclusive {
+        true => (Some(me.pid), Some(me.host)),
+        false => (None, None),
+    };
     tx.execute(
         "INSERT INTO executions (started_at, command, version, git_commit, nextest_run_id, root,
-                                 execution_key)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                                 execution_key, owner_pid, owner_host, heartbeat_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?1)",
         params![
             now,
             command,
@@ -500,7 +544,9 @@ fn start_execution(conn: &mut Connection, info: &ExecutionInfo) -> rusqlite::Res
             commit,
             info.nextest_run_id,
             info.root,
-            info.key
+            info.key,
+            owner_pid,
+            owner_host
         ],
     )?;
     let id = tx.last_insert_rowid();
@@ -817,7 +863,7 @@ fn done(conn: &Connection, execution: i64, r: &crate::record::CaseReport) -> rus
         "INSERT INTO runs (execution_id, trial, suite, case_id, file, status, verdict, started_at,
                            completed_at, success, reason, error, messages, metadata, record, parameters,
                            score, persona)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?18, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
          ON CONFLICT (execution_id, trial) DO UPDATE SET
              status = excluded.status, verdict = excluded.verdict,
              started_at = COALESCE(runs.started_at, excluded.started_at),
@@ -844,7 +890,8 @@ fn done(conn: &Connection, execution: i64, r: &crate::record::CaseReport) -> rus
         end.record,
         end.parameters,
         end.score,
-        r.persona
+        r.persona,
+        end.started_at
     ])?;
     Ok(())
 }
