@@ -894,9 +894,11 @@ fn a_killed_run_resumes_with_every_case_once() {
     assert_eq!(report.summary["passed"], 200);
     let asked = requests(&s);
     assert_eq!(asked.len(), 200, "every case reached the agent");
+    // In flight at the kill: the 16 running, and those that had ended but whose end
+    // the store's writer had not yet written (it gathers a wave's for 2 ms).
     let twice = asked.values().filter(|n| **n == 2).count();
     assert!(
-        asked.values().all(|n| *n <= 2) && twice <= 16,
+        asked.values().all(|n| *n <= 2) && twice <= 24,
         "only those in flight: {asked:?}"
     );
 }

@@ -21,6 +21,9 @@ use super::model::{
 pub(crate) enum Write<'a> {
     /// Claim the run of a trial for this process.
     Claim(&'a str),
+    /// Mark the run of a trial of an execution of this process's own as running (a
+    /// claim nobody waits on; see [`super::ExecutionInfo::exclusive`]).
+    Start(&'a str),
     /// A case ended (any status).
     Done(&'a CaseReport),
     /// A case this process claimed did not end: queue its run again.

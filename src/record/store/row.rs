@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::record::{rfc3339, CaseReport, Status};
 
@@ -58,17 +58,19 @@ impl RunEnd {
             (None, Status::Passed) => Some("passed".to_string()),
             (None, _) => r.error.clone(),
         };
-        let metadata = json!({
-            "latency_ms": r.duration_ms,
-            "usage": r.usage,
-            "replayed_usage": r.replayed_usage,
-            "model_calls": r.model_calls,
-            "replayed_calls": r.replayed_calls,
-            "cassette": r.cassette,
-            "cost": r.cost,
-            "stability": r.stability,
-            "input_hash": r.input_hash,
-        });
+        // Written straight from the report (no JSON tree built first): this runs for
+        // every case, on the store's thread.
+        let metadata = Metadata {
+            latency_ms: r.duration_ms,
+            usage: &r.usage,
+            replayed_usage: &r.replayed_usage,
+            model_calls: r.model_calls,
+            replayed_calls: r.replayed_calls,
+            cassette: &r.cassette,
+            cost: &r.cost,
+            stability: &r.stability,
+            input_hash: &r.input_hash,
+        };
         RunEnd {
             status,
             verdict: status_word(r.status),
@@ -81,8 +83,8 @@ impl RunEnd {
             score: r.result.as_ref().and_then(|res| res.score),
             reason,
             error: matches!(status, "error").then(|| r.error.clone()).flatten(),
-            messages: serde_json::to_string(&messages(r)).unwrap_or_default(),
-            metadata: metadata.to_string(),
+            messages: serde_json::to_string(&Messages(&r.turns)).unwrap_or_default(),
+            metadata: serde_json::to_string(&metadata).unwrap_or_default(),
             record: serde_json::to_string(r).unwrap_or_default(),
             parameters: (!r.parameters.is_empty())
                 .then(|| Value::Object(r.parameters.clone()).to_string()),
@@ -118,19 +120,52 @@ fn status_word(s: Status) -> &'static str {
     }
 }
 
-/// The conversation as the seed's messages: each turn's user message and the reply.
-fn messages(r: &CaseReport) -> Vec<Value> {
-    let mut out = Vec::with_capacity(r.turns.len() * 2);
-    for t in &r.turns {
-        out.push(json!({"role": "user", "content": t.input}));
-        let content = match &t.output {
-            Value::String(s) => Value::String(s.clone()),
-            Value::Null => Value::Null,
-            other => Value::String(other.to_string()),
-        };
-        out.push(json!({"role": "assistant", "content": content}));
+/// A run's metadata column: latency, usage, cost, stability and the input hash, in
+/// this order.
+#[derive(serde::Serialize)]
+struct Metadata<'a> {
+    latency_ms: u64,
+    usage: &'a std::collections::BTreeMap<crate::protocol::Role, crate::protocol::TokenUsage>,
+    replayed_usage:
+        &'a std::collections::BTreeMap<crate::protocol::Role, crate::protocol::TokenUsage>,
+    model_calls: u32,
+    replayed_calls: u32,
+    cassette: &'a Option<crate::record::CassetteStats>,
+    cost: &'a Option<crate::record::Cost>,
+    stability: &'a Option<crate::record::Stability>,
+    input_hash: &'a Option<String>,
+}
+
+/// The conversation as the seed's messages: each turn's user message and the reply
+/// (text as it is; a structured reply as its JSON text).
+struct Messages<'a>(&'a [crate::record::TurnReport]);
+
+impl serde::Serialize for Messages<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        #[derive(serde::Serialize)]
+        struct Message<'a> {
+            role: &'static str,
+            content: Option<std::borrow::Cow<'a, str>>,
+        }
+        let mut seq = serializer.serialize_seq(Some(self.0.len() * 2))?;
+        for t in self.0 {
+            seq.serialize_element(&Message {
+                role: "user",
+                content: Some(std::borrow::Cow::Borrowed(&t.input)),
+            })?;
+            let content = match &t.output {
+                Value::String(s) => Some(std::borrow::Cow::Borrowed(s.as_str())),
+                Value::Null => None,
+                other => Some(std::borrow::Cow::Owned(other.to_string())),
+            };
+            seq.serialize_element(&Message {
+                role: "assistant",
+                content,
+            })?;
+        }
+        seq.end()
     }
-    out
 }
 
 /// Who claims: this process on this machine.
@@ -293,4 +328,43 @@ pub(crate) fn flaky(rows: Vec<FlakyRow>) -> Vec<FlakyCase> {
         })
         .map(|((trial, _), history)| FlakyCase { trial, history })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use crate::record::TurnReport;
+
+    use super::Messages;
+
+    /// The seed's messages, streamed from the turns, are the ones the JSON tree gave:
+    /// the user's input, then the reply as text (structured replies as their JSON
+    /// text, no reply as null).
+    #[test]
+    fn messages_are_each_turns_input_then_its_reply() {
+        let turn = |input: &str, output: Value| TurnReport {
+            input: input.into(),
+            output,
+            ..TurnReport::default()
+        };
+        let turns = [
+            turn("hi \"there\"", json!("hello\n")),
+            turn("order", json!({"id": 7})),
+            turn("silence", Value::Null),
+        ];
+        let written: Value =
+            serde_json::from_str(&serde_json::to_string(&Messages(&turns)).unwrap()).unwrap();
+        assert_eq!(
+            written,
+            json!([
+                {"role": "user", "content": "hi \"there\""},
+                {"role": "assistant", "content": "hello\n"},
+                {"role": "user", "content": "order"},
+                {"role": "assistant", "content": "{\"id\":7}"},
+                {"role": "user", "content": "silence"},
+                {"role": "assistant", "content": null},
+            ])
+        );
+    }
 }

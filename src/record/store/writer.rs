@@ -236,6 +236,13 @@ impl StoreWriter {
                             Err(mpsc::RecvTimeoutError::Timeout) => None,
                             Err(mpsc::RecvTimeoutError::Disconnected) => break,
                         };
+                        // Nobody waits on a start or an end: the wave's others, arriving
+                        // over the next moment, are gathered into the same transaction.
+                        // Sleeping, not waiting on the channel, so that their senders
+                        // need not wake this thread one by one.
+                        if first.as_ref().is_some_and(|op| !op.is_awaited()) {
+                            std::thread::sleep(GATHER);
+                        }
                         // What queued up meanwhile (a wave of cases starting or ending
                         // together) goes in the same transaction: one commit, not one each.
                         let batch: Vec<Op> = first
@@ -406,6 +413,12 @@ impl StoreWriter {
 /// The most writes one transaction takes.
 const BATCH: usize = 256;
 
+/// How long the writer gathers a wave's starts and ends before writing them (see the
+/// writing thread in [`StoreWriter::start`]): a case's end reaches the store this much
+/// later, and what a case waits on (a claim) is answered at once unless it arrives
+/// during the gathering.
+const GATHER: std::time::Duration = std::time::Duration::from_millis(2);
+
 /// Applies `batch` in one transaction, then answers its claims (only once committed).
 /// If the transaction cannot be had or committed, each write is tried on its own.
 /// Returns the trials whose end could not be written.
@@ -450,7 +463,8 @@ fn write_batch(
         .iter()
         .filter_map(|op| {
             Some(match op {
-                Op::Claim(trial, _) | Op::Start(trial) => Write::Claim(trial),
+                Op::Claim(trial, _) => Write::Claim(trial),
+                Op::Start(trial) => Write::Start(trial),
                 Op::Done(report) => Write::Done(report),
                 Op::Release(trial) => Write::Release(trial),
                 Op::StartRequest {

@@ -331,12 +331,23 @@ impl Backend for Postgres {
             trials.sort_unstable();
             trials.dedup();
             let together = ends.len() > 1 && trials.len() == ends.len();
+            // Likewise the wave's starts, first.
+            let starts: Vec<&str> = writes
+                .iter()
+                .filter_map(|w| match w {
+                    Write::Start(t) => Some(*t),
+                    _ => None,
+                })
+                .collect();
+            if !starts.is_empty() {
+                start_many(&mut tx, prepared, execution, &starts)?;
+            }
             if together {
                 done_many(&mut tx, prepared, execution, &ends)?;
             }
             let mut results = Vec::with_capacity(writes.len());
             for w in writes {
-                if together && matches!(w, Write::Done(_)) {
+                if matches!(w, Write::Start(_)) || together && matches!(w, Write::Done(_)) {
                     results.push(Ok(Answer::Done));
                     continue;
                 }
@@ -833,6 +844,7 @@ fn apply(
 ) -> std::result::Result<Answer, postgres::Error> {
     match w {
         Write::Claim(trial) => claim(c, p, execution, trial).map(Answer::Claim),
+        Write::Start(trial) => start_many(c, p, execution, &[trial]).map(|()| Answer::Done),
         Write::Done(report) => done(c, p, execution, report).map(|()| Answer::Done),
         Write::Release(trial) => release(c, p, execution, trial).map(|()| Answer::Done),
         Write::StartRequest {
@@ -968,6 +980,30 @@ fn release(
            AND owner_pid = $3 AND owner_host = $4",
     )?;
     c.execute(&update, &[&execution, &trial, &i64::from(me.pid), &me.host])?;
+    Ok(())
+}
+
+/// Marks the runs of `trials` running for this process, in one statement: the starts
+/// of an execution of its own, which nobody else claims (see [`Write::Start`]).
+fn start_many(
+    c: &mut impl GenericClient,
+    p: &mut Prepared,
+    execution: i64,
+    trials: &[&str],
+) -> std::result::Result<(), postgres::Error> {
+    let now = rfc3339(std::time::SystemTime::now());
+    let me = Owner::me();
+    let update = p.get(
+        c,
+        "UPDATE runs SET status = 'running', started_at = $1, heartbeat_at = $1, owner_pid = $2,
+                owner_host = $3
+         WHERE execution_id = $4 AND trial = ANY($5) AND status IN ('queued', 'pending')
+           AND repeats IS NULL",
+    )?;
+    c.execute(
+        &update,
+        &[&now, &i64::from(me.pid), &me.host, &execution, &trials],
+    )?;
     Ok(())
 }
 
