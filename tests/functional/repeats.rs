@@ -1019,38 +1019,25 @@ fn a_cases_budget_holds_for_its_repeats_across_workers() {
     );
     let s = project("spread-budget", "", std::slice::from_ref(&chatty));
     let db = s.join("runs.db");
+    // The case's record in `report`: an error saying the budget is spent (`spent`
+    // says how much), and how many repeats were counted.
+    let capped = |report: &Report, spent: &str| -> u64 {
+        let case = report
+            .cases
+            .iter()
+            .find(|c| c["trial"] == "s::chatty")
+            .expect("chatty");
+        assert_eq!(case["status"], "error", "{}", report.text);
+        let said = format!("the case's budget max_tokens 100 is spent ({spent}");
+        assert!(
+            case["error"].as_str().unwrap_or_default().contains(&said),
+            "{}",
+            report.text
+        );
+        case["stability"]["runs"].as_u64().unwrap_or_default()
+    };
     let one = enqueue_and_work(&s, &db, "budget-1", 1);
-    let case = one
-        .cases
-        .iter()
-        .find(|c| c["trial"] == "s::chatty")
-        .expect("chatty");
-    assert_eq!(case["status"], "error", "{}", one.text);
-    assert!(
-        case["error"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("the case's budget max_tokens 100 is spent (120 tokens so far)"),
-        "{}",
-        one.text
-    );
-    assert_eq!(case["stability"]["runs"], 2, "{}", one.text);
-
+    assert_eq!(capped(&one, "120 tokens so far)"), 2, "{}", one.text);
     let two = enqueue_and_work(&s, &db, "budget-2", 2);
-    let case = two
-        .cases
-        .iter()
-        .find(|c| c["trial"] == "s::chatty")
-        .expect("chatty");
-    assert_eq!(case["status"], "error", "{}", two.text);
-    assert!(
-        case["error"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("the case's budget max_tokens 100 is spent ("),
-        "{}",
-        two.text
-    );
-    let runs = case["stability"]["runs"].as_u64().unwrap_or_default();
-    assert!((2..=3).contains(&runs), "{}", two.text);
+    assert!((2..=3).contains(&capped(&two, "")), "{}", two.text);
 }

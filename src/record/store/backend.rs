@@ -67,6 +67,9 @@ pub(crate) enum Settled {
     Running,
 }
 
+/// An execution's owner as its row names it: pid, host and last heartbeat.
+pub(crate) type ExecutionOwner = (Option<i64>, Option<String>, Option<String>);
+
 /// A store's database, opened and at the current schema.
 pub(crate) trait Backend: Send {
     /// Where it is, for messages (a URL without its credentials).
@@ -91,7 +94,24 @@ pub(crate) trait Backend: Send {
         &mut self,
         execution: i64,
         lease: std::time::Duration,
-    ) -> Result<Option<(i64, String)>, DbError>;
+    ) -> Result<Option<(i64, String)>, DbError> {
+        let (Some(pid), Some(host), beat) = self.execution_owner(execution)? else {
+            return Ok(None);
+        };
+        let cutoff = super::row::lease_cutoff(lease);
+        if !super::row::abandoned(Some(pid), Some(&host), beat.as_deref(), &cutoff) {
+            return Ok(Some((pid, host)));
+        }
+        self.clear_execution_owner(execution)?;
+        Ok(None)
+    }
+
+    /// The process that runs `execution` as its own, as the row names it: its pid, its
+    /// host and its last heartbeat.
+    fn execution_owner(&mut self, execution: i64) -> Result<ExecutionOwner, DbError>;
+
+    /// Clears the process `execution` names as its own (see [`Backend::take_over`]).
+    fn clear_execution_owner(&mut self, execution: i64) -> Result<(), DbError>;
 
     /// Queues a run for each of `planned` the execution lacks.
     fn queue(&mut self, execution: i64, planned: &[Planned<'_>]) -> Result<(), DbError>;

@@ -11,7 +11,7 @@ use postgres::{Client, GenericClient, Row, Statement};
 
 use crate::errors::{DbError, StoreError};
 use crate::record::rfc3339;
-use crate::record::store::backend::{Answer, Backend, Write};
+use crate::record::store::backend::{Answer, Backend, ExecutionOwner, Write};
 use crate::record::store::model::{
     Claim, Decision, Doomed, ExecutionInfo, Filter, FilterValue, FlakyRow, Planned, RepeatEnd,
     Resumed, RunRow, Stored, StoredRepeat, StoredRun, Work,
@@ -209,11 +209,7 @@ impl Backend for Postgres {
             .map_err(db)
     }
 
-    fn take_over(
-        &mut self,
-        execution: i64,
-        lease: std::time::Duration,
-    ) -> Result<Option<(i64, String)>> {
+    fn execution_owner(&mut self, execution: i64) -> Result<ExecutionOwner> {
         let row = self
             .client
             .query_one(
@@ -221,26 +217,17 @@ impl Backend for Postgres {
                 &[&execution],
             )
             .map_err(db)?;
-        let (pid, host, beat): (Option<i64>, Option<String>, Option<String>) =
-            (row.get(0), row.get(1), row.get(2));
-        let (Some(pid), Some(host)) = (pid, host) else {
-            return Ok(None);
-        };
-        if !row::abandoned(
-            Some(pid),
-            Some(&host),
-            beat.as_deref(),
-            &row::lease_cutoff(lease),
-        ) {
-            return Ok(Some((pid, host)));
-        }
+        Ok((row.get(0), row.get(1), row.get(2)))
+    }
+
+    fn clear_execution_owner(&mut self, execution: i64) -> Result<()> {
         self.client
             .execute(
                 "UPDATE executions SET owner_pid = NULL, owner_host = NULL WHERE id = $1",
                 &[&execution],
             )
-            .map_err(db)?;
-        Ok(None)
+            .map(drop)
+            .map_err(db)
     }
 
     fn queue(&mut self, execution: i64, planned: &[Planned<'_>]) -> Result<()> {

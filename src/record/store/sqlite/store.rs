@@ -9,7 +9,7 @@ use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row, Tra
 
 use crate::errors::{DbError, StoreError};
 use crate::record::rfc3339;
-use crate::record::store::backend::{Answer, Backend, Write};
+use crate::record::store::backend::{Answer, Backend, ExecutionOwner, Write};
 use crate::record::store::model::{
     Claim, Decision, Doomed, ExecutionInfo, Filter, FilterValue, FlakyRow, Planned, RepeatEnd,
     Resumed, RunRow, Stored, StoredRepeat, StoredRun, Work,
@@ -125,36 +125,24 @@ impl Backend for Sqlite {
             .map_err(|e| self.db(e))
     }
 
-    fn take_over(
-        &mut self,
-        execution: i64,
-        lease: std::time::Duration,
-    ) -> Result<Option<(i64, String)>, DbError> {
-        let owner: rusqlite::Result<(Option<i64>, Option<String>, Option<String>)> =
-            self.conn.query_row(
+    fn execution_owner(&mut self, execution: i64) -> Result<ExecutionOwner, DbError> {
+        self.conn
+            .query_row(
                 "SELECT owner_pid, owner_host, heartbeat_at FROM executions WHERE id = ?1",
                 [execution],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            );
-        let (pid, host, beat) = owner.map_err(|e| self.db(e))?;
-        let (Some(pid), Some(host)) = (pid, host) else {
-            return Ok(None);
-        };
-        if !row::abandoned(
-            Some(pid),
-            Some(&host),
-            beat.as_deref(),
-            &row::lease_cutoff(lease),
-        ) {
-            return Ok(Some((pid, host)));
-        }
+            )
+            .map_err(|e| self.db(e))
+    }
+
+    fn clear_execution_owner(&mut self, execution: i64) -> Result<(), DbError> {
         self.conn
             .execute(
                 "UPDATE executions SET owner_pid = NULL, owner_host = NULL WHERE id = ?1",
                 [execution],
             )
-            .map_err(|e| self.db(e))?;
-        Ok(None)
+            .map(drop)
+            .map_err(|e| self.db(e))
     }
 
     fn queue(&mut self, execution: i64, planned: &[Planned<'_>]) -> Result<(), DbError> {
