@@ -159,13 +159,21 @@ fn needing(trial: Trial, need: fn() -> common::Needs) -> Trial {
 
 fn main() {
     let mut args = Arguments::from_args();
-    // Three tests at once per core, unless `--test-threads` says otherwise: most of these
-    // tests wait (on agents that sleep, on timeouts, on Python and cargo starting), so at
-    // one per core the cores sat idle about half the time. On two cores, with the fixture
-    // crates built: 61 s at two per core, 57 s at three, 55 s at four.
+    // Several tests at once per core, unless `--test-threads` says otherwise: most of
+    // these tests wait (on agents that sleep, on timeouts, on Python and cargo
+    // starting), so at one per core the cores sat idle about half the time. On two
+    // cores, with the fixture crates built: 61 s at two per core, 57 s at three, 55 s
+    // at four. Three where the real model's, the frameworks' or PostgreSQL's tests run
+    // (on CI, or with their settings given), since each keeps a core busy for seconds
+    // under a timeout; four where those are ignored.
     if args.test_threads.is_none() {
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
-        args.test_threads = Some(3 * cores);
+        let heavy = common::on_ci()
+            || ["AGENTEST_REALLLM_URL", "AGENTEST_PYTHON", "AGENTEST_TEST_POSTGRES"]
+                .iter()
+                .any(|k| std::env::var_os(k).is_some_and(|v| !v.is_empty()));
+        let per_core = if heavy { 3 } else { 4 };
+        args.test_threads = Some(per_core * cores);
     }
     if !args.list {
         common::python_first_on_path();
