@@ -169,9 +169,13 @@ fn main() {
     if args.test_threads.is_none() {
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
         let heavy = common::on_ci()
-            || ["AGENTEST_REALLLM_URL", "AGENTEST_PYTHON", "AGENTEST_TEST_POSTGRES"]
-                .iter()
-                .any(|k| std::env::var_os(k).is_some_and(|v| !v.is_empty()));
+            || [
+                "AGENTEST_REALLLM_URL",
+                "AGENTEST_PYTHON",
+                "AGENTEST_TEST_POSTGRES",
+            ]
+            .iter()
+            .any(|k| std::env::var_os(k).is_some_and(|v| !v.is_empty()));
         let per_core = if heavy { 3 } else { 4 };
         args.test_threads = Some(per_core * cores);
     }
