@@ -822,59 +822,18 @@ fn spread_over_workers(s: &Scratch, store: &str, owners: impl Fn() -> Vec<(i64, 
         .arg("1")
         .env("AGENTEST_STORE", "off")
         .run();
-    let env = [
-        ("AGENTEST_STORE", store),
-        ("AGENTEST_EXECUTION", "spread-1"),
-        KEY,
-    ];
-    let enqueue = finish(
-        Command::new(BIN)
-            .current_dir(s.path())
-            .args(["test", "-i", "suites", "--enqueue"])
-            .envs(env),
-    );
-    assert_eq!(enqueue.code, 0, "{enqueue:?}");
-    assert!(
-        enqueue.stderr.contains("queued 9 runs into execution"),
-        "{enqueue:?}"
-    );
-    let mut workers: Vec<std::process::Child> = (0..3)
-        .map(|_| {
-            Command::new(BIN)
-                .current_dir(s.path())
-                .args(["worker", "--execution", "spread-1", "--parallel", "2"])
-                .args(["--poll", "100ms"])
-                .envs(env)
-                .env("NO_COLOR", "1")
-                .stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .expect("start a worker")
-        })
-        .collect();
     // One worker is lost mid-run (kill -9): the repeats it was running go back to the
     // queue, and the others run them.
-    std::thread::sleep(std::time::Duration::from_millis(600));
-    let mut lost = workers.remove(0);
-    lost.kill().expect("SIGKILL");
-    let _ = lost.wait();
-    for w in workers {
-        let out = w.wait_with_output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{stderr}");
-        assert!(stderr.contains("execution spread-1 ended"), "{stderr}");
-    }
-    let report = s.join("whole.jsonl");
-    let r = finish(
-        Command::new(BIN)
-            .current_dir(s.path())
-            .args(["report", "--execution", "spread-1", "-o"])
-            .arg(&report)
-            .envs(env),
+    let spread = enqueue_and_work(
+        s,
+        store,
+        Workers {
+            key: "spread-1",
+            count: 3,
+            parallel: 2,
+            kill_one: true,
+        },
     );
-    assert_eq!(r.code, 0, "{r:?}");
-    let spread = crate::common::Report::read(&report);
     for case in suite_of_gates() {
         let id = case["id"].as_str().expect("id");
         let a = one.case(id);
@@ -949,14 +908,21 @@ fn repeats_spread_over_workers_on_postgres() -> crate::common::Needs {
     Ok(())
 }
 
-/// `agentest test --enqueue`, then `workers` workers of `--parallel 1`; the execution's
-/// report from the store at `db`.
-fn enqueue_and_work(s: &Scratch, db: &std::path::Path, key: &str, workers: usize) -> Report {
-    let env = [
-        ("AGENTEST_STORE", db.to_str().unwrap()),
-        ("AGENTEST_EXECUTION", key),
-        KEY,
-    ];
+/// The workers an execution gets in [`enqueue_and_work`].
+struct Workers<'a> {
+    key: &'a str,
+    count: usize,
+    parallel: u32,
+    /// Kill the first with SIGKILL 600 ms after they started.
+    kill_one: bool,
+}
+
+/// `agentest test --enqueue` into the store at `store` (the 9 cases of the gates' suite,
+/// or whatever the suite holds), then `workers`; each worker that was not killed ends
+/// (exit 0) saying the execution ended. The execution's report, from the store.
+fn enqueue_and_work(s: &Scratch, store: &str, workers: Workers<'_>) -> Report {
+    let key = workers.key;
+    let env = [("AGENTEST_STORE", store), ("AGENTEST_EXECUTION", key), KEY];
     let enqueue = finish(
         Command::new(BIN)
             .current_dir(s.path())
@@ -964,20 +930,20 @@ fn enqueue_and_work(s: &Scratch, db: &std::path::Path, key: &str, workers: usize
             .envs(env),
     );
     assert_eq!(enqueue.code, 0, "{enqueue:?}");
-    let children: Vec<std::process::Child> = (0..workers)
+    assert!(
+        enqueue.stderr.contains("into execution ")
+            && enqueue.stderr.contains(&format!("(key {key})")),
+        "{enqueue:?}"
+    );
+    let parallel = workers.parallel.to_string();
+    let mut children: Vec<std::process::Child> = (0..workers.count)
         .map(|_| {
             Command::new(BIN)
                 .current_dir(s.path())
-                .args([
-                    "worker",
-                    "--execution",
-                    key,
-                    "--parallel",
-                    "1",
-                    "--poll",
-                    "100ms",
-                ])
+                .args(["worker", "--execution", key, "--parallel", &parallel])
+                .args(["--poll", "100ms"])
                 .envs(env)
+                .env("NO_COLOR", "1")
                 .stdin(std::process::Stdio::null())
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::piped())
@@ -985,12 +951,19 @@ fn enqueue_and_work(s: &Scratch, db: &std::path::Path, key: &str, workers: usize
                 .expect("start a worker")
         })
         .collect();
+    if workers.kill_one {
+        std::thread::sleep(std::time::Duration::from_millis(600));
+        let mut lost = children.remove(0);
+        lost.kill().expect("SIGKILL");
+        let _ = lost.wait();
+    }
     for c in children {
         let out = c.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
         assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+            stderr.contains(&format!("execution {key} ended")),
+            "{stderr}"
         );
     }
     let report = s.join(&format!("{key}.jsonl"));
@@ -1012,6 +985,12 @@ fn enqueue_and_work(s: &Scratch, db: &std::path::Path, key: &str, workers: usize
 /// tokens count together: at most one repeat more started before the second ended,
 /// and the fourth never ran.
 fn a_cases_budget_holds_for_its_repeats_across_workers() {
+    let budget_workers = |key, count| Workers {
+        key,
+        count,
+        parallel: 1,
+        kill_one: false,
+    };
     let chatty = patterned(
         "chatty",
         "P",
@@ -1036,8 +1015,8 @@ fn a_cases_budget_holds_for_its_repeats_across_workers() {
         );
         case["stability"]["runs"].as_u64().unwrap_or_default()
     };
-    let one = enqueue_and_work(&s, &db, "budget-1", 1);
+    let one = enqueue_and_work(&s, db.to_str().unwrap(), budget_workers("budget-1", 1));
     assert_eq!(capped(&one, "120 tokens so far)"), 2, "{}", one.text);
-    let two = enqueue_and_work(&s, &db, "budget-2", 2);
+    let two = enqueue_and_work(&s, db.to_str().unwrap(), budget_workers("budget-2", 2));
     assert!((2..=3).contains(&capped(&two, "")), "{}", two.text);
 }

@@ -994,7 +994,8 @@ fn start_many(
     Ok(())
 }
 
-/// The ends of several cases (distinct trials) in one statement: each as [`done`].
+/// The ends of cases (distinct trials) in one statement: each run's columns from its
+/// report ([`RunEnd`]); a case the plan did not queue gets its row here.
 fn done_many(
     c: &mut impl GenericClient,
     p: &mut Prepared,
@@ -1072,54 +1073,15 @@ fn done_many(
     Ok(())
 }
 
-/// A case's end; a case the plan did not queue gets its row here.
+/// A case's end; a case the plan did not queue gets its row here (the one upsert
+/// [`done_many`] writes a wave's ends with).
 fn done(
     c: &mut impl GenericClient,
     p: &mut Prepared,
     execution: i64,
     r: &crate::record::CaseReport,
 ) -> std::result::Result<(), postgres::Error> {
-    let end = RunEnd::of(r);
-    let success = end.success.map(i64::from);
-    let upsert = p.get(
-        c,
-        "INSERT INTO runs (execution_id, trial, suite, case_id, file, status, verdict, started_at,
-                           completed_at, success, reason, error, messages, metadata, record,
-                           parameters, score, persona)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $18, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
-         ON CONFLICT (execution_id, trial) DO UPDATE SET
-             status = excluded.status, verdict = excluded.verdict,
-             started_at = COALESCE(runs.started_at, excluded.started_at),
-             completed_at = excluded.completed_at, success = excluded.success,
-             reason = excluded.reason, error = excluded.error, messages = excluded.messages,
-             metadata = excluded.metadata, record = excluded.record,
-             parameters = excluded.parameters, score = excluded.score,
-             persona = excluded.persona",
-    )?;
-    c.execute(
-        &upsert,
-        &[
-            &execution,
-            &r.trial,
-            &r.suite,
-            &r.id,
-            &end.file,
-            &end.status,
-            &end.verdict,
-            &end.completed_at,
-            &success,
-            &end.reason,
-            &end.error,
-            &end.messages,
-            &end.metadata,
-            &end.record,
-            &end.parameters,
-            &end.score,
-            &r.persona,
-            &end.started_at,
-        ],
-    )?;
-    Ok(())
+    done_many(c, p, execution, &[r])
 }
 
 /// See [`Backend::execution_root`].
