@@ -25,14 +25,15 @@ pub(super) struct Spec {
 /// Claims batches of the queued work of `execution` (whole runs, and single repeats of
 /// cases whose repeats spread over workers) and hands each to `run`, which returns the
 /// trials it could not find (their cases are gone from the suites: their runs end as
-/// errors), until no run of the execution is queued or running (with `follow`, never).
+/// errors), or `None` when a signal stopped the batch, until no run of the execution
+/// is queued or running (with `follow`, never) or a signal stops it.
 /// Work a dead worker left is taken back before each claim.
 pub(super) fn drain(
     address: &StoreAddress,
     execution: i64,
     spec: &Spec,
     lease: Duration,
-    mut run: impl FnMut(&[store::Work]) -> Vec<String>,
+    mut run: impl FnMut(&[store::Work]) -> Option<Vec<String>>,
 ) -> Result<(), String> {
     let mut db = store::open(address).map_err(|e| e.to_string())?;
     let failed = |e: crate::errors::DbError| format!("failed to use the run store {address}: {e}");
@@ -65,7 +66,10 @@ pub(super) fn drain(
         let spread = work.iter().filter(|w| w.repeat.is_some()).count();
         repeats += spread;
         ran += work.len() - spread;
-        let missing = run(&work);
+        // A signal stopped the batch: the worker stops too, and claims nothing more.
+        let Some(missing) = run(&work) else {
+            return Ok(());
+        };
         if !missing.is_empty() {
             db.end_claimed(
                 execution,

@@ -415,9 +415,12 @@ fn work(
             recorder.preclaimed(&trials);
             ending = runtime().block_on(scheduler.run_all(cases, &mut show));
         }
+        if ending.interrupted.is_some() {
+            return None;
+        }
         let mut missing: Vec<String> = missing.into_iter().map(|w| w.trial.clone()).collect();
         missing.dedup();
-        missing
+        Some(missing)
     })?;
     Ok(Ran {
         agent,

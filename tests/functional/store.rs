@@ -903,6 +903,70 @@ fn a_killed_run_resumes_with_every_case_once() {
     );
 }
 
+/// Ctrl-C stops a worker: it ends (exit 130) without claiming another batch, and the
+/// runs it left are still queued for the other workers.
+fn ctrl_c_stops_a_worker_and_it_claims_nothing_more() {
+    let (s, _agent) = slow_project("worker-ctrl-c", 200);
+    let store = s.join("runs.db");
+    let env = [
+        ("AGENTEST_STORE", store.to_str().unwrap()),
+        ("AGENTEST_EXECUTION", "stop-1"),
+    ];
+    let r = agentest(s.path(), &["test", "-i", "suites", "--enqueue"], &env);
+    assert_eq!(r.code, 0, "{r:?}");
+    let mut worker = Command::new(BIN)
+        .current_dir(s.path())
+        .args(["worker", "--execution", "stop-1", "--parallel", "4"])
+        .envs(env)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start a worker");
+    let until = Instant::now() + Duration::from_secs(30);
+    while requests(&s).len() < 8 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // SAFETY: a signal to the child this test started.
+    assert_eq!(unsafe { libc::kill(worker.id() as i32, libc::SIGINT) }, 0);
+    let stopped = Instant::now();
+    while worker.try_wait().unwrap().is_none() && stopped.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let gone = worker.try_wait().unwrap().is_some();
+    if !gone {
+        worker.kill().expect("SIGKILL");
+    }
+    let out = worker.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        gone,
+        "the worker was still running 5 s after Ctrl-C: {stderr}"
+    );
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let sent = settled_requests(&s).len();
+    assert!(
+        sent < 40,
+        "it kept claiming after Ctrl-C: {sent} cases sent"
+    );
+    let list = agentest(
+        s.path(),
+        &[
+            "runs",
+            "list",
+            "--execution",
+            "stop-1",
+            "--status",
+            "queued",
+            "--limit",
+            "1000",
+        ],
+        &env,
+    );
+    assert!(listed(&list).len() >= 160, "{list:?}");
+}
+
 /// An execution of its own (no key) is run by one process, whose cases start without
 /// claiming their runs one by one: a `--resume` while that process lives refuses,
 /// naming it, and changes nothing; once it is gone (SIGKILL), the resume runs what is
@@ -1503,6 +1567,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         processes_at_once_share_one_store,
         a_killed_run_resumes_with_every_case_once,
         a_resume_waits_for_the_process_running_the_execution,
+        ctrl_c_stops_a_worker_and_it_claims_nothing_more,
         a_resume_runs_again_what_changed_and_drops_what_is_gone,
         ctrl_c_leaves_no_run_running_and_resume_redoes_them,
         a_store_write_failure_names_the_runs_and_resume_redoes_them,
