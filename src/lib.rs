@@ -108,7 +108,7 @@ pub mod __private {
     }
     /// The case model and the JSONL case parser.
     pub mod case {
-        pub use crate::case::{Case, Location, Mode};
+        pub use crate::case::{Case, Location, Mode, Raw};
         pub use crate::protocol::Message;
         pub use crate::source::{parse_case, CaseError, CASE_KEYS};
     }

@@ -17,7 +17,7 @@ pub struct Assertion {
     /// Custom failure text, shown instead of the generated one.
     pub message: Option<String>,
     /// The assertion as written, echoed into reports.
-    pub raw: Value,
+    pub raw: crate::case::Raw,
 }
 
 impl Assertion {

@@ -4,6 +4,7 @@ mod assertion;
 mod mock;
 mod model;
 mod model_settings;
+mod raw;
 mod repeat;
 pub(crate) mod scenario;
 
@@ -19,4 +20,5 @@ pub(crate) use model::{
     PersonaRef, Provider, ScriptRule, Simulator, SourceLlms, Turn,
 };
 pub(crate) use model_settings::ModelSettings;
+pub use raw::Raw;
 pub(crate) use repeat::{check_cost, check_runs, Budget, Gate, Repeats, MAX_RUNS};

@@ -328,17 +328,17 @@ pub struct Case {
     /// A named agent to run against.
     pub agent: Option<String>,
     /// Passed to the agent as is.
-    pub options: Option<Value>,
+    pub options: Option<Box<Value>>,
     /// Compared with `equals` when there are no assertions.
-    pub expected: Option<Value>,
+    pub expected: Option<Box<Value>>,
     /// Free-form labels.
     pub tags: Vec<String>,
     /// Yao's `user`, passed to the agent in the request's metadata.
-    pub user: Option<Value>,
+    pub user: Option<Box<Value>>,
     /// Yao's `team`, passed to the agent in the request's metadata.
-    pub team: Option<Value>,
+    pub team: Option<Box<Value>>,
     /// Passed to the agent in the request.
-    pub metadata: Option<Value>,
+    pub metadata: Option<Box<Value>>,
     /// Hook run before the conversation.
     pub before: Option<String>,
     /// Hook run after the conversation whenever `before` ran.
@@ -354,7 +354,7 @@ pub struct Case {
     /// `personas`, as written: the case runs once per persona (see [`Case::persona`]).
     pub personas: Vec<PersonaRef>,
     /// The persona this trial's simulated user impersonates.
-    pub persona: Option<PersonaRef>,
+    pub persona: Option<Box<PersonaRef>>,
     /// Where the case came from, when its format says more than the case model holds
     /// (an EvalStudio eval, scenario and persona).
     pub origin: Option<Arc<Origin>>,
@@ -363,7 +363,7 @@ pub struct Case {
     /// Where the case was written.
     pub location: Location,
     /// The line as written, given to hooks and scripts.
-    pub raw: Arc<Value>,
+    pub raw: crate::case::Raw,
 }
 
 impl Case {

@@ -66,7 +66,7 @@ pub struct Verdict {
 /// What a `script` assertion's script reads on stdin: the reply, the conversation, the
 /// assertion's value, and the case's metadata with the assertion's own over it.
 fn script_input(assertion: &Assertion, subject: Subject<'_>, env: &EvalEnv<'_>) -> Value {
-    let raw = &assertion.raw;
+    let raw = assertion.raw.value();
     let mut metadata = env.metadata.clone();
     if let (Some(Value::Object(extra)), Value::Object(m)) = (
         raw.get("options")

@@ -18,8 +18,8 @@ pub(crate) async fn check_all(
     let mut out = Vec::with_capacity(list.len());
     let mut broken = None;
     for a in list {
-        let mut spec = match &a.raw {
-            Value::Object(m) => m.clone(),
+        let mut spec = match a.raw.value() {
+            Value::Object(m) => m,
             _ => Map::new(),
         };
         // A custom `message` is part of the verdict's message; one key, not two.

@@ -816,7 +816,7 @@ fn normal_form(cases: &[&Loaded]) -> String {
     let mut text = String::new();
     for l in cases {
         let Ok(case) = &l.entry else { continue };
-        let mut value = (*case.raw).clone();
+        let mut value = case.raw.value();
         if suites.len() > 1 {
             if let Some(obj) = value.as_object_mut() {
                 obj.insert("id".into(), format!("{}/{}", l.suite, case.id).into());

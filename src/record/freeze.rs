@@ -17,7 +17,10 @@ pub(crate) fn freeze(case: &Case, record: &CaseReport) -> Result<Value, FreezeEr
             trial: record.trial.clone(),
         });
     }
-    let raw = case.raw.as_object().cloned().unwrap_or_default();
+    let raw = match case.raw.value() {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
     let mut frozen = frozen_head(case, &raw);
     let (checkpoints, forbidden): (Vec<_>, Vec<_>) = match &case.mode {
         Mode::Dynamic { checkpoints, .. } => checkpoints.iter().partition(|c| !c.forbidden),

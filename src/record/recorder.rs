@@ -172,6 +172,14 @@ impl Recorder {
         }
     }
 
+    /// Waits until the store has room for more case ends (see [`StoreWriter::room`]);
+    /// at once without a store.
+    pub(crate) async fn store_room(&self) {
+        if let Some(s) = self.store.get() {
+            s.room().await;
+        }
+    }
+
     /// A case that did not run, or not to its end (Ctrl-C, `--fail-fast`, another
     /// process has it): counted and reported, and its run left to run in the store
     /// (`queued`, for `--resume`; one this process had started is queued again).

@@ -48,7 +48,7 @@ impl Engine {
     pub(crate) fn prepare_environments(&self, cases: &[Arc<Loaded>], ahead: usize) {
         let jobs: Vec<Job> = cases
             .iter()
-            .filter_map(|l| match &l.entry {
+            .filter_map(|l| match l.entry.as_deref() {
                 Ok(Case {
                     mode: Mode::Scenario(sc),
                     ..

@@ -226,7 +226,7 @@ async fn before_hook(
     *phase = format!("running the before hook `{hook}`");
     *before_ran = true;
     hooks
-        .run(hook, case.raw.as_ref(), setup.deadline)
+        .run(hook, &case.raw.value(), setup.deadline)
         .await
         .map_err(|e| Stop::error(format!("before hook: {e}")))
 }
@@ -450,7 +450,7 @@ async fn after_hook(case: &Case, setup: &Setup, before_ran: bool, report: &mut C
     };
     let grace = Instant::now() + AFTER_HOOK_GRACE.min(setup.timeout);
     let deadline = setup.deadline.max(grace);
-    if let Err(e) = setup.ctx.hooks.run(hook, case.raw.as_ref(), deadline).await {
+    if let Err(e) = setup.ctx.hooks.run(hook, &case.raw.value(), deadline).await {
         add_error(report, format!("after hook: {e}"));
     }
 }

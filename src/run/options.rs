@@ -55,21 +55,23 @@ impl Overrides {
         }
         let mut case = case.clone();
         if let Some(u) = &self.user {
-            case.user = Some(Value::String(u.clone()));
+            case.user = Some(Box::new(Value::String(u.clone())));
         }
         if let Some(t) = &self.team {
-            case.team = Some(Value::String(t.clone()));
+            case.team = Some(Box::new(Value::String(t.clone())));
         }
         if let Some(c) = &self.connector {
-            let set = |options: &mut Option<Value>, always: bool| match options {
+            let set = |options: Option<&mut Value>| match options {
                 Some(Value::Object(m)) => {
                     m.insert("connector".into(), Value::String(c.clone()));
+                    true
                 }
-                // A turn without options takes the case's, which now carry it.
-                _ if always => *options = Some(serde_json::json!({"connector": c})),
-                _ => {}
+                _ => false,
             };
-            set(&mut case.options, true);
+            // A turn without options takes the case's, which now carry it.
+            if !set(case.options.as_deref_mut()) {
+                case.options = Some(Box::new(serde_json::json!({"connector": c})));
+            }
             // A turn's own `connector` would win over the case's in the merge.
             if let Mode::Static { turns, .. } = &mut case.mode {
                 for t in turns {
@@ -77,7 +79,7 @@ impl Overrides {
                         .as_ref()
                         .is_some_and(|o| o.get("connector").is_some())
                     {
-                        set(&mut t.options, false);
+                        set(t.options.as_mut());
                     }
                 }
             }

@@ -774,6 +774,8 @@ impl Dispatcher {
             let Ok(permit) = semaphore.clone().acquire_owned().await else {
                 return;
             };
+            // Ends not yet written wait in memory; a slow store sets the pace.
+            self.recorder.store_room().await;
             // Until the permit starts something: a case that does not run
             // (a plan error, a stop, another process's claim) leaves it free.
             loop {

@@ -34,7 +34,7 @@ impl SuiteFile<'_> {
             trial: format!("{}{SEPARATOR}{trial}", self.suite),
             suite: self.suite.clone(),
             file: self.file.to_path_buf(),
-            entry: Err(CaseError {
+            entry: Err(Box::new(CaseError {
                 location: Location {
                     file: self.shown.clone(),
                     line: 1,
@@ -43,7 +43,7 @@ impl SuiteFile<'_> {
                 id: None,
                 field: None,
                 message,
-            }),
+            })),
         }]
     }
 }
@@ -246,7 +246,7 @@ fn tau2_file(f: &SuiteFile) -> Vec<Loaded> {
             trial: format!("{}{SEPARATOR}tasks", f.suite),
             suite: f.suite.clone(),
             file: f.file.to_path_buf(),
-            entry: Err(e),
+            entry: Err(Box::new(e)),
         }]
     };
     match crate::source::document::Document::read(f.file) {

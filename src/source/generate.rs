@@ -129,7 +129,7 @@ pub(crate) fn read_generated(
             suite: origin.suite.clone(),
             trial: format!("{}{SEPARATOR}{trial_id}", origin.suite),
             file: origin.file.clone(),
-            entry,
+            entry: entry.map(Box::new).map_err(Box::new),
             generation: renamed,
         });
     }
@@ -143,7 +143,7 @@ pub(crate) fn broken(origin: &Origin, id: String, message: String) -> Loaded {
         suite: origin.suite.clone(),
         trial: format!("{}{SEPARATOR}{id}", origin.suite),
         file: origin.file.clone(),
-        entry: Err(CaseError {
+        entry: Err(Box::new(CaseError {
             location: Location {
                 file: origin.shown.clone(),
                 line: origin.line,
@@ -152,7 +152,7 @@ pub(crate) fn broken(origin: &Origin, id: String, message: String) -> Loaded {
             id: None,
             field: None,
             message,
-        }),
+        })),
         generation: None,
     }
 }

@@ -22,8 +22,9 @@ pub struct Loaded {
     pub trial: String,
     /// The suite file.
     pub file: PathBuf,
-    /// The case, or why it could not be read.
-    pub entry: Result<Case, CaseError>,
+    /// The case, or why it could not be read. Both boxed, so that the plan's vector and
+    /// its copies (sorting, sharing the cases between tasks) move small entries.
+    pub entry: Result<Box<Case>, Box<CaseError>>,
     /// What a generator has to do with the entry, if anything.
     pub generation: Option<Generation>,
 }

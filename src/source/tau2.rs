@@ -206,7 +206,7 @@ pub(crate) fn load(suite: &str, file: &Path, doc: &Document) -> Vec<Loaded> {
                 trial: format!("{suite}{SEPARATOR}tasks"),
                 suite: suite.to_string(),
                 file: file.to_path_buf(),
-                entry: Err(e),
+                entry: Err(Box::new(e)),
                 generation: None,
             }]
         }
@@ -228,7 +228,7 @@ pub(crate) fn load(suite: &str, file: &Path, doc: &Document) -> Vec<Loaded> {
                 trial: format!("{suite}{SEPARATOR}{id}"),
                 suite: suite.to_string(),
                 file: file.to_path_buf(),
-                entry,
+                entry: entry.map(Box::new).map_err(Box::new),
                 generation: None,
             }
         })

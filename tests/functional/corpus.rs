@@ -56,7 +56,7 @@ fn load(rel: &str) -> Result<(Vec<Loaded>, Vec<Case>), Missing> {
     );
     let cases = loaded
         .iter()
-        .map(|l| l.entry.clone().expect("checked above"))
+        .map(|l| *l.entry.clone().expect("checked above"))
         .collect();
     Ok((loaded, cases))
 }
@@ -169,9 +169,9 @@ fn yao_dev_app_hooks_read_before_and_after() -> Needs {
         let Mode::Single { assertions, .. } = &case.mode else {
             unreachable!()
         };
-        assert_eq!(assertions[0].raw["value"], json!(value));
+        assert_eq!(assertions[0].raw.value()["value"], json!(value));
         // Hooks receive the line as written.
-        assert_eq!(case.raw["id"], json!(case.id));
+        assert_eq!(case.raw.value()["id"], json!(case.id));
     }
     Ok(())
 }
@@ -217,7 +217,7 @@ fn yao_engine_inputs_parse() -> Needs {
     let Mode::Single { assertions, .. } = &cases[0].mode else {
         unreachable!()
     };
-    assert_eq!(assertions[0].raw["value"], json!("(?i)hello"));
+    assert_eq!(assertions[0].raw.value()["value"], json!("(?i)hello"));
     Ok(())
 }
 
@@ -787,7 +787,7 @@ fn tau2_shape(case: &Case) -> Value {
             "id": c.id,
             "required": c.required,
             "description": c.description,
-            "assertions": c.assertions.iter().map(|a| a.raw.clone()).collect::<Vec<_>>(),
+            "assertions": c.assertions.iter().map(|a| a.raw.value()).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
     })
 }
@@ -823,7 +823,7 @@ fn tau2_task_files_load_and_import_to_the_same_cases() -> Needs {
         let imported: Vec<Case> = imported
             .into_iter()
             .map(|l| {
-                l.entry
+                *l.entry
                     .unwrap_or_else(|e| panic!("{rel}: imported line: {e}"))
             })
             .collect();

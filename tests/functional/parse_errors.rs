@@ -1168,7 +1168,7 @@ fn assert_as_a_bare_type_string() {
     assert_eq!(assertions.len(), 1);
     assert_eq!(assertions[0].type_name(), "tool_called");
     assert!(!assertions[0].negate);
-    assert_eq!(assertions[0].raw, json!({"type": "tool_called"}));
+    assert_eq!(assertions[0].raw.value(), json!({"type": "tool_called"}));
 }
 
 fn dynamic_case_defaults() {

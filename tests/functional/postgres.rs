@@ -25,6 +25,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         store_check_and_migrate_operate_a_database(needs crate::common::postgres),
         a_server_that_goes_away_mid_run_loses_nothing_already_recorded(needs crate::common::postgres),
         a_server_with_a_private_cas_certificate_is_verified_by_sslrootcert(needs crate::common::postgres),
+        a_stalled_store_holds_back_new_cases_until_it_catches_up(needs crate::common::postgres),
     ]
 }
 
@@ -820,5 +821,86 @@ fn a_server_with_a_private_cas_certificate_is_verified_by_sslrootcert() -> Needs
             && r.stderr.contains("db.example.com"),
         "{r:?}"
     );
+    Ok(())
+}
+
+/// The requests the agent of `s` has had so far.
+fn seen(s: &crate::common::Scratch) -> usize {
+    std::fs::read_to_string(s.join("agent.log"))
+        .unwrap_or_default()
+        .lines()
+        .count()
+}
+
+/// While the store can write nothing (another session holds a lock on its `runs`),
+/// a run of 2,500 cases against an agent that answers at once starts cases only until
+/// about a thousand ends wait in memory, instead of running them all and holding every
+/// record; once the lock goes, the run goes on and records all of them.
+fn a_stalled_store_holds_back_new_cases_until_it_catches_up() -> Needs {
+    use std::time::{Duration, Instant};
+    const N: usize = 2500;
+    let db = fresh_postgres()?;
+    let agent = crate::store::SlowAgent {
+        delay: 0.0,
+        hosts: &["127.0.0.1"],
+        url_host: "127.0.0.1",
+        toml: "",
+    };
+    let (s, _agent) = crate::store::slow_project_with("pg-backlog", N, &agent);
+    let child = Command::new(crate::common::BIN)
+        .current_dir(s.path())
+        .args(["test", "-i", "suites", "--parallel", "64", "--compact"])
+        .env_remove("CARGO_TARGET_DIR")
+        .env("AGENTEST_STORE", db.url())
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start agentest");
+    let wait_for = |what: &str, until: &mut dyn FnMut() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !until() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    // The first request: the runs are queued, and cases are running.
+    wait_for("the first request", &mut || seen(&s) >= 1);
+    let mut client = ::postgres::Client::connect(db.url(), ::postgres::NoTls).unwrap();
+    let mut lock = client.transaction().unwrap();
+    lock.batch_execute("LOCK TABLE runs IN ACCESS EXCLUSIVE MODE")
+        .unwrap();
+    let at_lock = seen(&s);
+    // Cases go on until the ends waiting for the store fill the backlog, then stop.
+    let mut last = (at_lock, Instant::now());
+    wait_for("the requests to stop growing", &mut || {
+        let now = seen(&s);
+        if now != last.0 {
+            last = (now, Instant::now());
+        }
+        now == N || last.1.elapsed() >= Duration::from_millis(1500)
+    });
+    let stalled = seen(&s);
+    lock.commit().unwrap();
+    let r = Run::of(child.wait_with_output().unwrap());
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(
+        stalled < N,
+        "all {N} cases ran while the store could write none of their ends ({at_lock} before the lock)"
+    );
+    // At most the backlog (1,024 ends) and the cases in flight (64) after the lock,
+    // with those in flight when it was taken.
+    assert!(
+        stalled - at_lock <= 1024 + 2 * 64,
+        "{} cases started while the store could write nothing",
+        stalled - at_lock
+    );
+    assert_eq!(seen(&s), N, "each case ran once");
+    let recorded: i64 = client
+        .query_one("SELECT COUNT(*) FROM runs WHERE status = 'completed'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(recorded, N as i64);
     Ok(())
 }

@@ -4,6 +4,7 @@
 //! the database. The database is a [`Backend`]; this file does not know which.
 
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::sync::Mutex;
 use std::thread::JoinHandle;
@@ -136,6 +137,34 @@ pub(crate) struct StoreWriter {
     /// The execution is this process's own (see [`ExecutionInfo::exclusive`]): every
     /// claim is granted without waiting for the store.
     exclusive: bool,
+    /// The ends sent and not yet written (see [`StoreWriter::room`]).
+    backlog: std::sync::Arc<Backlog>,
+}
+
+/// The most case ends that may wait in memory for the store: past it, no case starts
+/// until the store has caught up (see [`StoreWriter::room`]). Four of the writer's
+/// transactions' worth, so that it always has a full one to write.
+const BACKLOG: usize = 4 * BATCH;
+
+/// The ends sent to the writing thread and not yet written, and a wake-up for those
+/// waiting for it to shrink.
+#[derive(Default)]
+struct Backlog {
+    ends: std::sync::atomic::AtomicUsize,
+    shrunk: tokio::sync::Notify,
+    /// The writing thread is gone (its run ended, or it panicked): nobody waits.
+    closed: std::sync::atomic::AtomicBool,
+}
+
+/// Marks the backlog closed when the writing thread ends, however it ends, so that no
+/// case waits for a writer that is gone.
+struct Closing(std::sync::Arc<Backlog>);
+
+impl Drop for Closing {
+    fn drop(&mut self) {
+        self.0.closed.store(true, Ordering::SeqCst);
+        self.0.shrunk.notify_waiters();
+    }
 }
 
 /// The writes that failed: the runs whose end is not recorded and the first cause.
@@ -218,13 +247,16 @@ impl StoreWriter {
         let heartbeat = super::row::heartbeat(lease);
         let (sender, receiver) = mpsc::channel::<Op>();
         let lost = std::sync::Arc::new(Mutex::new(Lost::default()));
+        let backlog = std::sync::Arc::new(Backlog::default());
         let address = db.address().clone();
         let mut db = db;
         let thread = std::thread::Builder::new()
             .name("agentest-store".into())
             .spawn({
                 let lost = lost.clone();
+                let backlog = backlog.clone();
                 move || {
+                    let _closing = Closing(backlog.clone());
                     // Said once, when the run ends (see `finish`), with every run it cost.
                     let warn = |cause: &DbError| {
                         lost.lock().unwrap_or_else(|e| e.into_inner()).note(cause);
@@ -254,6 +286,7 @@ impl StoreWriter {
                         // never waits behind a wave of ends being written.
                         let (waited, rest): (Vec<Op>, Vec<Op>) =
                             batch.into_iter().partition(Op::is_awaited);
+                        let ends = rest.iter().filter(|op| matches!(op, Op::Done(_))).count();
                         for batch in [waited, rest] {
                             if batch.is_empty() {
                                 continue;
@@ -264,6 +297,10 @@ impl StoreWriter {
                                 .unwrap_or_else(|e| e.into_inner())
                                 .trials
                                 .extend(unwritten);
+                        }
+                        if ends > 0 {
+                            backlog.ends.fetch_sub(ends, Ordering::SeqCst);
+                            backlog.shrunk.notify_waiters();
                         }
                         if beat.elapsed() >= heartbeat {
                             beat = std::time::Instant::now();
@@ -288,6 +325,7 @@ impl StoreWriter {
             lost,
             preclaimed: Mutex::default(),
             exclusive: false,
+            backlog,
         })
     }
 
@@ -370,7 +408,28 @@ impl StoreWriter {
 
     /// A case ended (any status).
     pub(crate) fn done(&self, report: &CaseReport) {
+        self.backlog.ends.fetch_add(1, Ordering::SeqCst);
         self.send(Op::Done(Box::new(report.clone())));
+    }
+
+    /// Waits until fewer than [`BACKLOG`] case ends wait to be written. Cases end
+    /// faster than a slow store writes them (PostgreSQL far away, 256 cases in flight
+    /// against an agent that answers at once); without this wait their records would
+    /// pile up in memory, a few KB each, for as long as the run lasts. A run starts
+    /// cases at the pace its store keeps.
+    pub(crate) async fn room(&self) {
+        loop {
+            let shrunk = self.backlog.shrunk.notified();
+            tokio::pin!(shrunk);
+            // Registered before the check, so a wake-up between the two is not lost.
+            shrunk.as_mut().enable();
+            if self.backlog.ends.load(Ordering::SeqCst) < BACKLOG
+                || self.backlog.closed.load(Ordering::SeqCst)
+            {
+                return;
+            }
+            shrunk.await;
+        }
     }
 
     /// A case did not end here (the run was interrupted, `--fail-fast` stopped it,

@@ -181,7 +181,7 @@ impl<'a> Conversation<'a> {
     /// A conversation with no turn played yet.
     pub(crate) fn new(parts: Parts<'a>) -> Conversation<'a> {
         Conversation {
-            options: merged_options(&parts.case.options, &None),
+            options: merged_options(parts.case.options.as_deref(), None),
             case: parts.case,
             ctx: parts.ctx,
             scope: parts.scope,

@@ -40,13 +40,15 @@ impl Scripted {
         let steps = match &case.mode {
             Mode::Single { input, assertions } => {
                 let expected = case.expected.as_ref().map(|v| Assertion {
-                    kind: Kind::Equals { value: v.clone() },
+                    kind: Kind::Equals {
+                        value: Value::clone(v),
+                    },
                     negate: false,
                     message: None,
-                    raw: serde_json::json!({"type": "equals", "value": v}),
+                    raw: serde_json::json!({"type": "equals", "value": v}).into(),
                 });
                 vec![Step {
-                    said: step(input, merged_options(&case.options, &None), &[]),
+                    said: step(input, merged_options(case.options.as_deref(), None), &[]),
                     assertions: assertions.iter().cloned().chain(expected).collect(),
                 }]
             }
@@ -55,7 +57,7 @@ impl Scripted {
                 .map(|t| Step {
                     said: step(
                         &t.input,
-                        merged_options(&case.options, &t.options),
+                        merged_options(case.options.as_deref(), t.options.as_ref()),
                         &t.attachments,
                     ),
                     assertions: t.assertions.clone(),

@@ -27,7 +27,7 @@ pub(crate) fn new_session_id() -> String {
 }
 
 /// Shallow merge of the case's options with a turn's.
-pub(crate) fn merged_options(case: &Option<Value>, turn: &Option<Value>) -> Value {
+pub(crate) fn merged_options(case: Option<&Value>, turn: Option<&Value>) -> Value {
     match (case, turn) {
         (Some(Value::Object(a)), Some(Value::Object(b))) => {
             let mut m = a.clone();
@@ -44,15 +44,15 @@ pub(crate) fn merged_options(case: &Option<Value>, turn: &Option<Value>) -> Valu
 
 /// The request's `metadata`: the case's, with its `user` and `team`.
 pub(crate) fn request_metadata(case: &Case) -> Value {
-    let mut m = match &case.metadata {
+    let mut m = match case.metadata.as_deref() {
         Some(Value::Object(m)) => m.clone(),
         _ => Map::new(),
     };
     if let Some(u) = &case.user {
-        m.insert("user".into(), u.clone());
+        m.insert("user".into(), Value::clone(u));
     }
     if let Some(t) = &case.team {
-        m.insert("team".into(), t.clone());
+        m.insert("team".into(), Value::clone(t));
     }
     Value::Object(m)
 }

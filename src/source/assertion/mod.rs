@@ -240,7 +240,7 @@ fn parse_one(v: &Value, path: &str) -> Result<Assertion, FieldError> {
         kind,
         negate,
         message,
-        raw: Value::Object(obj),
+        raw: crate::case::Raw::new(&Value::Object(obj)),
     })
 }
 

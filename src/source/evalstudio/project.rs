@@ -123,7 +123,7 @@ impl Out<'_> {
             suite: suite.to_string(),
             trial: format!("{suite}{SEPARATOR}{id}"),
             file: self.file.to_path_buf(),
-            entry,
+            entry: entry.map(Box::new).map_err(Box::new),
         }
     }
 
@@ -501,12 +501,12 @@ impl Out<'_> {
                     Some(Ok(p)) => {
                         let mut one = case.clone();
                         one.name = Some(format!("{} as {}", s.name, p.name));
-                        one.persona = Some(PersonaRef {
+                        one.persona = Some(Box::new(PersonaRef {
                             name: p.name.clone(),
                             description: p.description.clone(),
                             system_prompt: p.system_prompt.clone(),
                             inline: true,
-                        });
+                        }));
                         one.origin = Some(Arc::new(Origin::EvalStudio(
                             context.reference(s, Some((pid, p))),
                         )));

@@ -1,7 +1,5 @@
 //! The case parser: one JSON line in, one [`Case`] or one located [`CaseError`] out.
 
-use std::sync::Arc;
-
 use serde_json::{Map, Value};
 
 use super::dynamic::parse_dynamic;
@@ -95,8 +93,8 @@ pub fn parse_case(line: &str, location: Location) -> Result<Case, CaseError> {
     };
     let id = parse_id(obj).map_err(&locate)?;
     let mut case = build(obj, id, location.clone()).map_err(locate)?;
-    // The line as written, for hooks and freeze: moved, not copied.
-    case.raw = Arc::new(value);
+    // The line as written, for hooks and freeze.
+    case.raw = crate::case::Raw::new(&value);
     Ok(case)
 }
 
@@ -123,7 +121,7 @@ pub(crate) fn case_from_object(
     location: Location,
 ) -> Result<Case, FieldError> {
     let mut case = build(&obj, id, location)?;
-    case.raw = Arc::new(Value::Object(obj));
+    case.raw = crate::case::Raw::new(&Value::Object(obj));
     Ok(case)
 }
 
@@ -196,12 +194,12 @@ fn build(obj: &Map<String, Value>, id: String, location: Location) -> Result<Cas
         skip: opt_bool(obj, "skip", "")?.unwrap_or(false),
         timeout,
         agent: opt_str(obj, "agent", "")?,
-        options: opt_object(obj, "options", "")?,
-        expected: obj.get("expected").cloned(),
+        options: opt_object(obj, "options", "")?.map(Box::new),
+        expected: obj.get("expected").cloned().map(Box::new),
         tags,
-        user: obj.get("user").cloned(),
-        team: obj.get("team").cloned(),
-        metadata: opt_object(obj, "metadata", "")?,
+        user: obj.get("user").cloned().map(Box::new),
+        team: obj.get("team").cloned().map(Box::new),
+        metadata: opt_object(obj, "metadata", "")?.map(Box::new),
         before: opt_str(obj, "before", "")?,
         after: opt_str(obj, "after", "")?,
         mode,
@@ -213,7 +211,7 @@ fn build(obj: &Map<String, Value>, id: String, location: Location) -> Result<Cas
         origin: None,
         repeats: parse_repeats(obj)?,
         location,
-        raw: Arc::new(Value::Null),
+        raw: crate::case::Raw::default(),
     })
 }
 

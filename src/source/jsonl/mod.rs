@@ -35,11 +35,16 @@ pub fn parse_suite_bytes(
     shown: Arc<PathBuf>,
     bytes: &[u8],
 ) -> Vec<Loaded> {
-    let mut out = Vec::new();
     let mut first_line: HashMap<String, usize> = HashMap::new();
     // Some editors save a byte order mark; RFC 8259 lets parsers ignore it.
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    for (i, line) in lines(bytes).into_iter().enumerate() {
+    let lines = lines(bytes);
+    // Sized once: a plan of 100,000 cases is mostly this vector, and growing it by
+    // doubling would leave up to half of it empty for the whole run.
+    let mut out: Vec<Loaded> = Vec::with_capacity(lines.len());
+    // The entries without a usable id, by index into `out`, with their lines.
+    let mut unnamed: Vec<(usize, usize)> = Vec::new();
+    for (i, line) in lines.into_iter().enumerate() {
         let n = i + 1;
         let location = Location {
             file: shown.clone(),
@@ -53,21 +58,19 @@ pub fn parse_suite_bytes(
                 let Some((column, message)) = invalid_utf8(line, e) else {
                     continue;
                 };
-                out.push((
-                    n,
-                    Loaded {
-                        generation: None,
-                        suite: suite.to_string(),
-                        trial: String::new(),
-                        file: file.to_path_buf(),
-                        entry: Err(CaseError {
-                            location: Location { column, ..location },
-                            id: None,
-                            field: None,
-                            message,
-                        }),
-                    },
-                ));
+                unnamed.push((out.len(), n));
+                out.push(Loaded {
+                    generation: None,
+                    suite: suite.to_string(),
+                    trial: String::new(),
+                    file: file.to_path_buf(),
+                    entry: Err(Box::new(CaseError {
+                        location: Location { column, ..location },
+                        id: None,
+                        field: None,
+                        message,
+                    })),
+                });
                 continue;
             }
         };
@@ -76,7 +79,10 @@ pub fn parse_suite_bytes(
             continue;
         }
         if let Some(generator) = generator_line(suite, file, line, &location, n) {
-            out.push((n, generator));
+            if generator.trial.is_empty() {
+                unnamed.push((out.len(), n));
+            }
+            out.push(generator);
             continue;
         }
         let (name_id, entry) = case_line(line, location, n, &mut first_line);
@@ -85,20 +91,21 @@ pub fn parse_suite_bytes(
             None => String::new(),
         };
         for (trial, entry) in per_persona(trial, entry) {
-            out.push((
-                n,
-                Loaded {
-                    generation: None,
-                    suite: suite.to_string(),
-                    trial,
-                    file: file.to_path_buf(),
-                    entry,
-                },
-            ));
+            if trial.is_empty() {
+                unnamed.push((out.len(), n));
+            }
+            out.push(Loaded {
+                generation: None,
+                suite: suite.to_string(),
+                trial,
+                file: file.to_path_buf(),
+                entry: entry.map(Box::new).map_err(Box::new),
+            });
         }
     }
     let taken = first_line.into_keys().collect();
-    name_by_line(suite, out, taken)
+    name_by_line(suite, &mut out, &unnamed, taken);
+    out
 }
 
 /// A case line (line `n`, at `location`) read: the id that names its trial, when it
@@ -145,7 +152,7 @@ fn per_persona(
             .map(|p| {
                 let mut one = case.clone();
                 one.personas = Vec::new();
-                one.persona = Some(p.clone());
+                one.persona = Some(Box::new(p.clone()));
                 (
                     format!("{trial}{SEPARATOR}{}", crate::util::slug(&p.name)),
                     Ok(one),
@@ -190,33 +197,29 @@ fn invalid_utf8(line: &[u8], e: std::str::Utf8Error) -> Option<(usize, String)> 
     ))
 }
 
-/// The entries, each with its line, their trials named; an entry without a usable id
-/// (its trial still empty) is named after its line. A real id in `taken` (or another
+/// Names the trials of the entries without a usable id (`unnamed`: their indexes in
+/// `out`, with their lines, in line order) after their lines. A real id in `taken` (or another
 /// line's name) may already be `line-N`, and two trials must never share a name.
 fn name_by_line(
     suite: &str,
-    out: Vec<(usize, Loaded)>,
+    out: &mut [Loaded],
+    unnamed: &[(usize, usize)],
     mut taken: std::collections::HashSet<String>,
-) -> Vec<Loaded> {
-    out.into_iter()
-        .map(|(n, mut l)| {
-            if l.trial.is_empty() {
-                let mut name = format!("line-{n}");
-                let mut k = 1;
-                while taken.contains(&name) {
-                    name = if k == 1 {
-                        format!("line-{n}-invalid")
-                    } else {
-                        format!("line-{n}-invalid-{k}")
-                    };
-                    k += 1;
-                }
-                taken.insert(name.clone());
-                l.trial = format!("{suite}{SEPARATOR}{name}");
-            }
-            l
-        })
-        .collect()
+) {
+    for &(i, n) in unnamed {
+        let mut name = format!("line-{n}");
+        let mut k = 1;
+        while taken.contains(&name) {
+            name = if k == 1 {
+                format!("line-{n}-invalid")
+            } else {
+                format!("line-{n}-invalid-{k}")
+            };
+            k += 1;
+        }
+        taken.insert(name.clone());
+        out[i].trial = format!("{suite}{SEPARATOR}{name}");
+    }
 }
 
 /// A line as text, or its bytes and why they are not UTF-8.
@@ -298,20 +301,20 @@ fn generator_line(
             suite: suite.to_string(),
             trial,
             file: file.to_path_buf(),
-            entry: Err(error(
+            entry: Err(Box::new(error(
                 "generate",
                 format!(
                     "the cases of {} are generated when a run plans its cases; run them with `agentest test` or `cargo test`",
                     spec.label()
                 ),
-            )),
+            ))),
         },
         Err(e) => Loaded {
             generation: None,
             suite: suite.to_string(),
             trial,
             file: file.to_path_buf(),
-            entry: Err(e),
+            entry: Err(Box::new(e)),
         },
     })
 }

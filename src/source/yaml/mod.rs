@@ -42,12 +42,12 @@ pub(crate) fn load_scenario(suite: &str, file: &Path, shown: Arc<PathBuf>, text:
             suite: suite.to_string(),
             trial,
             file: file.to_path_buf(),
-            entry: Err(CaseError {
+            entry: Err(Box::new(CaseError {
                 location,
                 id: None,
                 field,
                 message,
-            }),
+            })),
         };
     let fallback = format!("{suite}{SEPARATOR}scenario");
     let root = match node::parse(text) {
@@ -83,12 +83,12 @@ pub(crate) fn load_scenario(suite: &str, file: &Path, shown: Arc<PathBuf>, text:
             suite: suite.to_string(),
             trial,
             file: file.to_path_buf(),
-            entry: Ok(Case {
+            entry: Ok(Box::new(Case {
                 name: Some(name),
                 location: located(root.pos.line, root.pos.column),
                 mocks,
                 ..scenario_case(named.unwrap_or_else(|| "scenario".into()), scenario, json)
-            }),
+            })),
         },
     }
 }
@@ -107,7 +107,7 @@ pub(crate) fn load_matrix(
         suite: suite.to_string(),
         trial,
         file: file.to_path_buf(),
-        entry,
+        entry: entry.map(Box::new).map_err(Box::new),
     };
     let read = match read_matrix(file, &shown, text) {
         Ok(read) => read,
@@ -308,7 +308,7 @@ fn scenario_case(
             line: 1,
             column: 1,
         },
-        raw: Arc::new(raw),
+        raw: crate::case::Raw::new(&raw),
     }
 }
 

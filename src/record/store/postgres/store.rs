@@ -231,39 +231,11 @@ impl Backend for Postgres {
     }
 
     fn queue(&mut self, execution: i64, planned: &[Planned<'_>]) -> Result<()> {
-        // One statement for the whole plan: a hundred thousand runs are one round trip.
-        let trials: Vec<&str> = planned.iter().map(|p| p.trial).collect();
-        let suites: Vec<&str> = planned.iter().map(|p| p.suite).collect();
-        let cases: Vec<&str> = planned.iter().map(|p| p.case_id).collect();
-        let files: Vec<&str> = planned.iter().map(|p| p.file).collect();
-        let retry_of: Vec<Option<i64>> = planned.iter().map(|p| p.retry_of).collect();
-        let repeats: Vec<Option<i64>> = planned.iter().map(|p| p.repeats.map(i64::from)).collect();
+        // One transaction, a statement per chunk: a hundred thousand runs are twenty round
+        // trips, and no statement's arrays (or returned rows) hold the whole plan at once.
         let mut tx = self.client.transaction().map_err(db)?;
-        let made = tx
-            .query(
-                "INSERT INTO runs (execution_id, trial, suite, case_id, file, retry_of, repeats)
-                 SELECT $1, t.* FROM UNNEST($2::text[], $3::text[], $4::text[], $5::text[],
-                                            $6::bigint[], $7::bigint[]) AS t
-                 ON CONFLICT (execution_id, trial) DO NOTHING
-                 RETURNING id, repeats",
-                &[
-                    &execution, &trials, &suites, &cases, &files, &retry_of, &repeats,
-                ],
-            )
-            .map_err(db)?;
-        // A run queued before keeps its repeats as they are.
-        let (ids, counts): (Vec<i64>, Vec<i64>) = made
-            .iter()
-            .filter_map(|r| Some((r.get::<_, i64>(0), r.get::<_, Option<i64>>(1)?)))
-            .unzip();
-        if !ids.is_empty() {
-            tx.execute(
-                "INSERT INTO repeats (run_id, idx)
-                 SELECT t.id, g FROM UNNEST($1::bigint[], $2::bigint[]) AS t(id, n),
-                                     generate_series(1, t.n) AS g",
-                &[&ids, &counts],
-            )
-            .map_err(db)?;
+        for chunk in planned.chunks(QUEUE_CHUNK) {
+            queue_chunk(&mut tx, execution, chunk)?;
         }
         tx.commit().map_err(db)
     }
@@ -1093,4 +1065,50 @@ fn execution_root(c: &mut Client, id: Option<i64>) -> Result<Option<(i64, String
     )
     .map(|r| r.map(|r| (r.get(0), r.get(1))))
     .map_err(db)
+}
+
+/// The runs queued by one statement of `Postgres::queue`.
+const QUEUE_CHUNK: usize = 5_000;
+
+/// Queues `planned` in `tx`, with the repeats of those run more than once.
+fn queue_chunk(
+    tx: &mut postgres::Transaction<'_>,
+    execution: i64,
+    planned: &[Planned<'_>],
+) -> Result<()> {
+    let trials: Vec<&str> = planned.iter().map(|p| p.trial).collect();
+    let suites: Vec<&str> = planned.iter().map(|p| p.suite).collect();
+    let cases: Vec<&str> = planned.iter().map(|p| p.case_id).collect();
+    let files: Vec<&str> = planned.iter().map(|p| p.file).collect();
+    let retry_of: Vec<Option<i64>> = planned.iter().map(|p| p.retry_of).collect();
+    let repeats: Vec<Option<i64>> = planned.iter().map(|p| p.repeats.map(i64::from)).collect();
+    let insert = "INSERT INTO runs (execution_id, trial, suite, case_id, file, retry_of, repeats)
+         SELECT $1, t.* FROM UNNEST($2::text[], $3::text[], $4::text[], $5::text[],
+                                    $6::bigint[], $7::bigint[]) AS t
+         ON CONFLICT (execution_id, trial) DO NOTHING";
+    let params: [&(dyn ToSql + Sync); 7] = [
+        &execution, &trials, &suites, &cases, &files, &retry_of, &repeats,
+    ];
+    if repeats.iter().all(Option::is_none) {
+        tx.execute(insert, &params).map_err(db)?;
+        return Ok(());
+    }
+    let made = tx
+        .query(&format!("{insert} RETURNING id, repeats"), &params)
+        .map_err(db)?;
+    // A run queued before keeps its repeats as they are.
+    let (ids, counts): (Vec<i64>, Vec<i64>) = made
+        .iter()
+        .filter_map(|r| Some((r.get::<_, i64>(0), r.get::<_, Option<i64>>(1)?)))
+        .unzip();
+    if !ids.is_empty() {
+        tx.execute(
+            "INSERT INTO repeats (run_id, idx)
+             SELECT t.id, g FROM UNNEST($1::bigint[], $2::bigint[]) AS t(id, n),
+                                 generate_series(1, t.n) AS g",
+            &[&ids, &counts],
+        )
+        .map_err(db)?;
+    }
+    Ok(())
 }
