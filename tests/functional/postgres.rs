@@ -835,7 +835,8 @@ fn seen(s: &crate::common::Scratch) -> usize {
 /// While the store can write nothing (another session holds a lock on its `runs`),
 /// a run of 2,500 cases against an agent that answers at once starts cases only until
 /// about a thousand ends wait in memory, instead of running them all and holding every
-/// record; once the lock goes, the run goes on and records all of them.
+/// record; once the lock goes, the run goes on and records all of them. Queuing them
+/// had the `runs` table analyzed.
 fn a_stalled_store_holds_back_new_cases_until_it_catches_up() -> Needs {
     use std::time::{Duration, Instant};
     const N: usize = 2500;
@@ -902,5 +903,18 @@ fn a_stalled_store_holds_back_new_cases_until_it_catches_up() -> Needs {
         .unwrap()
         .get(0);
     assert_eq!(recorded, N as i64);
+    // Queuing thousands of runs at once has the table analyzed, so that the planner
+    // does not scan it whole for each wave's writes (docs/performance.md).
+    let analyzed: bool = client
+        .query_one(
+            "SELECT last_analyze IS NOT NULL FROM pg_stat_user_tables WHERE relname = 'runs'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert!(
+        analyzed,
+        "the runs table was not analyzed after {N} runs were queued"
+    );
     Ok(())
 }
