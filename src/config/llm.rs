@@ -79,19 +79,37 @@ impl Pricing {
     }
 }
 
-/// `structured_output`: the `response_format` the built-in judge and simulator send.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+/// `structured_output`: the `response_format` the built-in roles (judges, the
+/// simulator, criteria evaluations, generators, reporters) send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum StructuredOutput {
+    /// The strictest form the endpoint takes, found by trying them in turn
+    /// (`json_schema`, `json_object_schema`, `json_object`, then none) and remembered
+    /// for the endpoint and model for the rest of the process.
+    #[default]
+    Auto,
     /// `{"type": "json_schema", "json_schema": {name, schema}}`: OpenAI's structured
     /// outputs, also vLLM, Ollama, LM Studio and llama.cpp's own server.
     JsonSchema,
     /// `{"type": "json_object"}`: JSON mode, which every server tried accepts.
-    #[default]
     JsonObject,
     /// `{"type": "json_object", "schema": ...}`: JSON mode constrained to the answer's
     /// schema, the form llama-cpp-python (which rejects `json_schema`) and llama.cpp take.
     JsonObjectSchema,
     /// No `response_format`: the instructions alone ask for JSON.
     Off,
+}
+
+impl StructuredOutput {
+    /// The name as `agentest.toml` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            StructuredOutput::Auto => "auto",
+            StructuredOutput::JsonSchema => "json_schema",
+            StructuredOutput::JsonObject => "json_object",
+            StructuredOutput::JsonObjectSchema => "json_object_schema",
+            StructuredOutput::Off => "off",
+        }
+    }
 }

@@ -95,20 +95,9 @@ impl ModelCalls {
         request: &ChatRequest,
         deadline: Instant,
     ) -> Result<ChatOutcome, LlmError> {
-        // Each repeat's simulated user samples with its own seed.
-        let reseeded;
-        let request = match request.seed {
-            Some(seed) if role == Role::Simulator && self.repeat > 1 => {
-                let mut r = request.clone();
-                r.seed = Some(seed.wrapping_add(u64::from(self.repeat - 1)));
-                reseeded = r;
-                &reseeded
-            }
-            _ => request,
-        };
-        let normalised =
-            canonical(&serde_json::to_value(request).map_err(|e| LlmError::Failed(e.to_string()))?);
-        let key = key_of(&normalised);
+        let reseeded = self.reseeded(role, request);
+        let request = reseeded.as_ref().unwrap_or(request);
+        let (key, normalised) = keyed(request)?;
         if self.mode != CassetteMode::Off {
             if let Some(outcome) = self.replay(endpoint, role, request, &key, &normalised)? {
                 return Ok(outcome);
@@ -150,6 +139,31 @@ impl ModelCalls {
             error: None,
         })?;
         Ok(outcome)
+    }
+
+    /// `request` as this repeat sends it: each repeat's simulated user samples with
+    /// its own seed. `None`: as it is.
+    fn reseeded(&self, role: Role, request: &ChatRequest) -> Option<ChatRequest> {
+        match request.seed {
+            Some(seed) if role == Role::Simulator && self.repeat > 1 => {
+                let mut r = request.clone();
+                r.seed = Some(seed.wrapping_add(u64::from(self.repeat - 1)));
+                Some(r)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether the cassette holds an answer (a response or a refusal) to `request`, as
+    /// [`ModelCalls::chat`] would send it; false when cassettes are off or being
+    /// recorded anew.
+    pub(crate) fn recorded(&self, role: Role, request: &ChatRequest) -> Result<bool, LlmError> {
+        if matches!(self.mode, CassetteMode::Off | CassetteMode::Record) {
+            return Ok(false);
+        }
+        let reseeded = self.reseeded(role, request);
+        let (key, _) = keyed(reseeded.as_ref().unwrap_or(request))?;
+        self.with_cassette(|c| Ok(c.holds(&key)))
     }
 
     /// The cassette's answer to a call: its recorded response or refusal, or, when the
@@ -355,4 +369,11 @@ fn summary(request: &ChatRequest) -> String {
         request.messages.len(),
         request.tools.len()
     )
+}
+
+/// A request's cassette key and its canonical form.
+fn keyed(request: &ChatRequest) -> Result<(String, Value), LlmError> {
+    let normalised =
+        canonical(&serde_json::to_value(request).map_err(|e| LlmError::Failed(e.to_string()))?);
+    Ok((key_of(&normalised), normalised))
 }

@@ -197,6 +197,11 @@ impl Cassette {
         }))
     }
 
+    /// Whether an entry answers `key`, without using it up (see [`Cassette::replay`]).
+    pub fn holds(&self, key: &str) -> bool {
+        self.entries.iter().any(|e| e.key == key)
+    }
+
     /// Remembers a call to write when the case ends.
     pub fn record(&mut self, entry: Entry) {
         self.fresh.push(entry);

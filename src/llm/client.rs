@@ -286,10 +286,20 @@ impl Endpoint {
         }
     }
 
-    /// The `response_format` that asks this endpoint for a JSON answer following
-    /// `schema` (named `name`), as its `structured_output` says; `None` when off.
-    pub(crate) fn response_format(&self, name: &str, schema: &Value) -> Option<Value> {
-        match self.structured_output {
+    /// The endpoint's `structured_output`, as configured (`auto` unless set).
+    pub(crate) fn structured_output(&self) -> StructuredOutput {
+        self.structured_output
+    }
+
+    /// The `response_format` that asks for a JSON answer following `schema` (named
+    /// `name`) in `form`; `None` for `off` (and for `auto`, which is not a form: see
+    /// `llm::structured`).
+    pub(crate) fn response_format(
+        form: StructuredOutput,
+        name: &str,
+        schema: &Value,
+    ) -> Option<Value> {
+        match form {
             StructuredOutput::JsonSchema => Some(serde_json::json!({
                 "type": "json_schema",
                 "json_schema": {"name": name, "schema": schema},
@@ -298,7 +308,7 @@ impl Endpoint {
             StructuredOutput::JsonObjectSchema => {
                 Some(serde_json::json!({"type": "json_object", "schema": schema}))
             }
-            StructuredOutput::Off => None,
+            StructuredOutput::Off | StructuredOutput::Auto => None,
         }
     }
 
@@ -307,7 +317,7 @@ impl Endpoint {
     fn with_hint(&self, request: &ChatRequest, refusal: String) -> String {
         if request.response_format.is_some() && refusal.contains("response_format") {
             format!(
-                "{refusal}; this endpoint does not take the `response_format` agentest sent: set `structured_output` in {} (\"json_object_schema\" for llama-cpp-python, \"off\" to send none)",
+                "{refusal}; this endpoint does not take the `response_format` agentest sent: set `structured_output` in {} (\"auto\" to find the form it takes, \"off\" to send none)",
                 self.what
             )
         } else {
@@ -365,6 +375,21 @@ impl Endpoint {
             };
             let repeated = server_error && last_server_error.as_deref() == Some(reason.as_str());
             last_server_error = server_error.then(|| reason.clone());
+            // A 500 that is about the `response_format` sent (llama-cpp-python's answer
+            // to `json_schema`) is a refusal of the form, not an outage.
+            if server_error
+                && request.response_format.is_some()
+                && reason.contains("response_format")
+                && (retries + 1 >= tries || repeated)
+            {
+                return Err(LlmError::Refused(self.with_hint(
+                    request,
+                    format!(
+                        "model endpoint {} refused the request: {reason}",
+                        self.shown
+                    ),
+                )));
+            }
             if retries + 1 >= tries {
                 let times = crate::util::count(tries, "try", "tries");
                 return Err(LlmError::Failed(format!(

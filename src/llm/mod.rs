@@ -8,6 +8,7 @@ mod limiter;
 mod request;
 mod rng;
 mod spend;
+mod structured;
 
 pub(crate) use calls::ModelCalls;
 pub(crate) use client::{ChatOutcome, Endpoint};
@@ -15,3 +16,4 @@ pub(crate) use limiter::set_parallelism;
 pub(crate) use request::ChatRequest;
 pub use rng::SeededRng;
 pub(crate) use spend::{Meter, Meters};
+pub(crate) use structured::chat_for_json;

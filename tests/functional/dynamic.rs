@@ -1056,7 +1056,12 @@ fn the_model_simulator_plays_the_user_from_json_answers_and_replays_offline() {
             "{hidden:?} leaked"
         );
     }
-    assert_eq!(reqs[0]["response_format"], json!({"type": "json_object"}));
+    // `auto`: the strictest form, which this server takes.
+    assert_eq!(reqs[0]["response_format"]["type"], "json_schema");
+    assert_eq!(
+        reqs[0]["response_format"]["json_schema"]["name"],
+        "user_turn"
+    );
     assert_eq!(reqs[0]["model"], "test-model");
     assert!(system.contains("This is turn 2 of at most 6"), "{system}");
     // It sees the conversation from the user's side: its words are its own, the
@@ -1801,6 +1806,132 @@ fn structured_output_sends_the_answer_schema_and_the_verdict_must_follow_it() {
     assert!(bodies[3].get("response_format").is_none(), "{}", bodies[3]);
 }
 
+/// The form of structured output a chat request asks for, as the route of a server
+/// that takes some forms and refuses others.
+fn route_form(body: &Value) -> String {
+    let rf = &body["response_format"];
+    match (rf["type"].as_str(), rf.get("schema").is_some()) {
+        (Some("json_schema"), _) => "json_schema",
+        (Some("json_object"), true) => "json_object_schema",
+        (Some("json_object"), false) => "json_object",
+        _ => "off",
+    }
+    .to_string()
+}
+
+/// `structured_output = "auto"` (the default) tries the forms strictest first: a server
+/// that refuses `json_schema` with a 500 about the `response_format` (as
+/// llama-cpp-python does) and `json_object` with a schema with a 400 is asked in plain
+/// `json_object`. Four cases starting together try the forms once between them, and
+/// the form is said once on stderr with why the stricter ones were not used.
+fn auto_structured_output_settles_on_the_form_the_server_takes_once() {
+    let server = ChatServer::routed(route_form);
+    let refusal = json!({"error": {"message": "1 validation error for CreateChatCompletionRequest: response_format.type: Input should be 'text' or 'json_object'"}});
+    server.script("json_schema", vec![chat::status(500, refusal)]);
+    server.script(
+        "json_object_schema",
+        vec![chat::status(
+            400,
+            json!({"error": {"message": "response_format.schema is not supported"}}),
+        )],
+    );
+    let verdict = json!({"passed": true, "reason": "greets"}).to_string();
+    server.answer("json_object", &vec![verdict; 4]);
+    let case = |id: &str| json!({"id": id, "input": "Hi", "assert": {"type": "llm_judge", "prompt": "The reply greets"}});
+    let s = judge_project(
+        "rf-auto",
+        &server,
+        "",
+        &[case("a"), case("b"), case("c"), case("d")],
+    );
+    let r = agentest(s.path())
+        .env("AGENTEST_CASSETTES", "off")
+        .arg("--parallel")
+        .arg("4")
+        .run();
+    r.expect(0);
+    for id in ["a", "b", "c", "d"] {
+        r.expect_status(id, "passed");
+    }
+    let count = |route: &str| server.requests_for(route).len();
+    assert_eq!(
+        (
+            count("json_schema"),
+            count("json_object_schema"),
+            count("json_object"),
+            count("off")
+        ),
+        (1, 1, 4, 0)
+    );
+    let said: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.contains("takes structured output as"))
+        .collect();
+    assert_eq!(said.len(), 1, "{}", r.stderr);
+    for part in [
+        "[llm] (model `test-model`) takes structured output as `json_object`",
+        "`json_schema` refused: ",
+        "Input should be 'text' or 'json_object'",
+        "`json_object_schema` refused: ",
+        "response_format.schema is not supported",
+    ] {
+        assert!(said[0].contains(part), "{part:?} in {}", said[0]);
+    }
+}
+
+/// Under `auto`, a cassette replays in the form it was recorded in: one recorded when
+/// `json_object` was set (the old default) replays without a call, as does one
+/// recorded under `auto` with the server's refusal of `json_schema` in it, in mode
+/// `strict` (every entry used).
+fn auto_structured_output_replays_a_cassette_in_its_recorded_form() {
+    let server = ChatServer::routed(route_form);
+    let verdict = json!({"passed": true, "reason": "greets"}).to_string();
+    server.answer("json_object", std::slice::from_ref(&verdict));
+    let case = json!({"id": "j", "input": "Hi", "assert": {"type": "llm_judge", "prompt": "The reply greets"}});
+    let s = judge_project("rf-cassette", &server, "", &[case]);
+    let config = std::fs::read_to_string(s.join("agentest.toml")).unwrap();
+    let fixed = config.replace(
+        "max_retries = 0\n",
+        "max_retries = 0\nstructured_output = \"json_object\"\n",
+    );
+    assert_ne!(fixed, config);
+    s.write("agentest.toml", &fixed);
+    agentest(s.path())
+        .env("AGENTEST_CASSETTES", "record")
+        .run()
+        .expect(0)
+        .expect_status("j", "passed");
+    assert_eq!(server.count(), 1);
+    s.write("agentest.toml", &config);
+    agentest(s.path())
+        .env("AGENTEST_CASSETTES", "replay")
+        .run()
+        .expect(0)
+        .expect_status("j", "passed");
+    assert_eq!(server.count(), 1, "replayed without a call");
+
+    // Recorded under `auto`: the refusal of `json_schema`, then the answer.
+    server.script(
+        "json_schema",
+        vec![chat::status(
+            400,
+            json!({"error": {"message": "response_format json_schema is not supported"}}),
+        )],
+    );
+    server.answer("json_object_schema", &[verdict]);
+    agentest(s.path())
+        .env("AGENTEST_CASSETTES", "record")
+        .run()
+        .expect(0)
+        .expect_status("j", "passed");
+    assert_eq!(server.count(), 3);
+    let r = agentest(s.path()).env("AGENTEST_CASSETTES", "strict").run();
+    r.expect(0).expect_status("j", "passed");
+    assert_eq!(server.count(), 3, "replayed without a call");
+    r.expect_stderr("takes structured output as `json_object_schema`; `json_schema` refused");
+}
+
 /// A server that rejects the `response_format` it was sent gets a refusal that says
 /// which setting to change.
 fn a_rejected_response_format_names_the_setting() {
@@ -1813,7 +1944,12 @@ fn a_rejected_response_format_names_the_setting() {
         )],
     );
     let case = json!({"id": "j", "input": "Hi", "assert": {"type": "llm_judge", "prompt": "The reply greets"}});
-    let s = judge_project("rf-rejected", &server, "", &[case]);
+    let url = server.url();
+    let extra = format!(
+        "[llms.fixed]\nbase_url = \"{url}\"\nmodel = \"m\"\nmax_retries = 0\nstructured_output = \"json_object\"\n\
+         [run]\njudge_llm = \"fixed\"\n"
+    );
+    let s = judge_project("rf-rejected", &server, &extra, &[case]);
     agentest(s.path())
         .env("AGENTEST_CASSETTES", "off")
         .run()
@@ -1823,8 +1959,8 @@ fn a_rejected_response_format_names_the_setting() {
             "j",
             &[
                 "must be 'json_schema'",
-                "set `structured_output` in [llm]",
-                "\"off\" to send none",
+                "set `structured_output` in [llms.\"fixed\"]",
+                "\"auto\" to find the form it takes, \"off\" to send none",
             ],
         );
 }
@@ -1881,7 +2017,9 @@ fn the_built_in_judge_passes_a_reply_that_meets_the_criteria() {
     ] {
         assert!(p.contains(part), "{part:?} in {p}");
     }
-    assert_eq!(reqs[0]["response_format"], json!({"type": "json_object"}));
+    // `auto`: the strictest form, which this server takes.
+    assert_eq!(reqs[0]["response_format"]["type"], "json_schema");
+    assert_eq!(reqs[0]["response_format"]["json_schema"]["name"], "verdict");
     let p = user_of(&reqs[1]);
     for part in [
         "Criteria: The reply offers help\n",
@@ -2578,6 +2716,8 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         model_settings_out_of_place_or_undefined_are_errors,
         structured_output_sends_the_answer_schema_and_the_verdict_must_follow_it,
         a_rejected_response_format_names_the_setting,
+        auto_structured_output_settles_on_the_form_the_server_takes_once,
+        auto_structured_output_replays_a_cassette_in_its_recorded_form,
         simulator_garbage_never_reaches_the_agent,
         the_rust_judge_works_inside_an_async_runtime,
         a_judge_may_be_an_openai_agent_that_reads_its_instructions,

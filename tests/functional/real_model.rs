@@ -200,6 +200,20 @@ fn whatever_the_model_says_agentest_keeps_its_guarantees() -> Needs {
         "{rf}"
     );
     assert_eq!(first["request"]["max_tokens"], 160, "{first}");
+    // `[llm]` sets no form: `auto` settled on the one llama-cpp-python takes (it refuses
+    // `json_schema` with a 500 about the response_format), and said so once.
+    let settled: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.contains("[llm] (model `smollm2`) takes structured output as"))
+        .collect();
+    assert_eq!(settled.len(), 1, "{}", run.stderr);
+    assert!(
+        settled[0].contains("as `json_object_schema`; `json_schema` refused"),
+        "{}",
+        settled[0]
+    );
+
     // Every token the server reported is counted, where it was spent.
     let recorded = recorded_tokens(&s, &ids);
     assert!(

@@ -33,8 +33,9 @@ pub(crate) struct Question {
     pub(crate) repair: String,
     /// What a usable answer has, for the error (`a verdict {passed, reason}`).
     pub(crate) wanted: &'static str,
-    /// The answer's JSON schema, sent as the `response_format` of a built-in role
-    /// when its endpoint's `structured_output` allows, under the name `schema_name`.
+    /// The answer's JSON schema, sent as the `response_format` of a built-in role in
+    /// the form its endpoint's `structured_output` says (see `llm::chat_for_json`),
+    /// under the name `schema_name`.
     pub(crate) schema: Value,
     pub(crate) schema_name: &'static str,
     /// The case's model settings for a built-in role.
@@ -103,13 +104,12 @@ pub(crate) async fn ask<T>(
             } => {
                 let wire = messages.iter().map(model_message).collect();
                 let mut chat = endpoint.request(wire, Vec::new());
-                chat.response_format =
-                    endpoint.response_format(question.schema_name, &question.schema);
                 chat.apply(&question.model);
-                let outcome = calls
-                    .chat(endpoint, *role, &chat, *deadline)
-                    .await
-                    .map_err(|e| StepError::from(e).context(who))?;
+                let schema = (question.schema_name, &question.schema);
+                let outcome =
+                    crate::llm::chat_for_json(calls, endpoint, *role, chat, schema, *deadline)
+                        .await
+                        .map_err(|e| StepError::from(e).context(who))?;
                 Answer {
                     value: outcome.message()["content"].clone(),
                     truncated: outcome.truncated(),

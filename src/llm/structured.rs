@@ -1,0 +1,125 @@
+//! Asking a model for JSON that follows a schema, in the strictest form its server takes.
+//!
+//! Servers differ in the `response_format` they accept: OpenAI, vLLM, Ollama and
+//! llama.cpp's server take `json_schema`; llama-cpp-python refuses it and takes
+//! `json_object` with a `schema`; some proxies take no `response_format` at all. With
+//! `structured_output = "auto"` (the default) the forms are tried strictest first, each
+//! refusal moving to the next, and the one accepted is remembered for the endpoint's URL
+//! and model for the rest of the process and said once on stderr. Other values send
+//! their one form.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::{ChatOutcome, ChatRequest, Endpoint, ModelCalls};
+use crate::config::StructuredOutput;
+use crate::errors::LlmError;
+use crate::protocol::Role;
+
+/// The forms `auto` tries, strictest first.
+const AUTO_ORDER: [StructuredOutput; 4] = [
+    StructuredOutput::JsonSchema,
+    StructuredOutput::JsonObjectSchema,
+    StructuredOutput::JsonObject,
+    StructuredOutput::Off,
+];
+
+/// What the process learned of each endpoint (its URL and model) under `auto`: the form
+/// it took. One lock per endpoint, held while the forms are tried, so that cases
+/// starting together do not each try them: they wait for the first one's answer.
+type Learned = Arc<tokio::sync::Mutex<Option<StructuredOutput>>>;
+
+fn learned(endpoint: &Endpoint) -> Learned {
+    static ALL: Mutex<Option<HashMap<(String, String), Learned>>> = Mutex::new(None);
+    let mut all = ALL.lock().unwrap_or_else(|e| e.into_inner());
+    all.get_or_insert_with(HashMap::new)
+        .entry((endpoint.shown().to_string(), endpoint.model().to_string()))
+        .or_default()
+        .clone()
+}
+
+/// Sends `chat` to `endpoint` asking for an answer that follows `schema` (named
+/// `name`), in the form its `structured_output` says; under `auto`, in the form the
+/// endpoint takes (see the module's documentation). A refusal of every form is the
+/// last form's refusal (the request with no `response_format`), which is then about
+/// something else than the form.
+pub(crate) async fn chat_for_json(
+    calls: &ModelCalls,
+    endpoint: &Endpoint,
+    role: Role,
+    mut chat: ChatRequest,
+    (name, schema): (&str, &Value),
+    deadline: Instant,
+) -> Result<ChatOutcome, LlmError> {
+    let configured = endpoint.structured_output();
+    if configured != StructuredOutput::Auto {
+        chat.response_format = Endpoint::response_format(configured, name, schema);
+        return calls.chat(endpoint, role, &chat, deadline).await;
+    }
+    // A cassette answers in the form it was recorded in: the forms before the first one
+    // it holds an answer for are not tried (a cassette recorded when `json_object` was
+    // the default replays as it was recorded, whatever another case taught the process).
+    let mut recorded_from = None;
+    for (i, form) in AUTO_ORDER.iter().enumerate() {
+        chat.response_format = Endpoint::response_format(*form, name, schema);
+        if calls.recorded(role, &chat)? {
+            recorded_from = Some(i);
+            break;
+        }
+    }
+    let learned = learned(endpoint);
+    let known = learned.lock().await;
+    let forms: &[StructuredOutput] = match (recorded_from, *known) {
+        (Some(i), _) => &AUTO_ORDER[i..],
+        (None, Some(form)) => {
+            drop(known);
+            chat.response_format = Endpoint::response_format(form, name, schema);
+            return calls.chat(endpoint, role, &chat, deadline).await;
+        }
+        (None, None) => &AUTO_ORDER,
+    };
+    // Held while the forms are tried, when nothing is known yet: the others wait.
+    let mut learning = if known.is_none() {
+        Some(known)
+    } else {
+        drop(known);
+        None
+    };
+    let mut refused: Vec<(StructuredOutput, String)> = Vec::new();
+    let (last, stricter) = forms.split_last().unwrap_or((&StructuredOutput::Off, &[]));
+    for form in stricter.iter().chain([last]) {
+        chat.response_format = Endpoint::response_format(*form, name, schema);
+        match calls.chat(endpoint, role, &chat, deadline).await {
+            Ok(outcome) => {
+                if let Some(known) = learning.as_mut() {
+                    **known = Some(*form);
+                    say_once(endpoint, *form, &refused);
+                }
+                return Ok(outcome);
+            }
+            Err(LlmError::Refused(why)) if form != last => refused.push((*form, why)),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(LlmError::Failed(format!(
+        "{}: no structured-output form was tried",
+        endpoint.what()
+    )))
+}
+
+/// Says on stderr which form `endpoint` takes, and why the stricter ones were not used.
+fn say_once(endpoint: &Endpoint, form: StructuredOutput, refused: &[(StructuredOutput, String)]) {
+    let why: String = refused
+        .iter()
+        .map(|(f, why)| format!("; `{}` refused: {}", f.name(), crate::util::scrub(why)))
+        .collect();
+    eprintln!(
+        "agentest: {} (model `{}`) takes structured output as `{}`{why}",
+        endpoint.what(),
+        endpoint.model(),
+        form.name()
+    );
+}
