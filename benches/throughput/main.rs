@@ -12,12 +12,15 @@
 //! cargo bench -- traces            # what reading an agent's traces costs a run
 //! cargo bench -- store_cpu store_pg store_memory workers   # the run store's cost (issue 28)
 //! cargo bench -- store_memory_100k # opt-in: the memory rows at 100,000 cases
+//! AGENTEST_REALLLM_URL=http://127.0.0.1:8089/v1 cargo bench -- structured_real   # opt-in
 //! ```
 //!
 //! Groups: `startup`, `throughput`, `kinds`, `traces`, `repeats`, `replay`, `nextest`,
 //! `memory`, `scenarios`, `store`, `loading`, and the run store's cost on SQLite and
 //! PostgreSQL (`store_cost.rs`): `store_cpu`, `store_pg`, `store_memory`, `workers`.
-//! `store_memory_100k` runs only when named exactly (about 100 s on 2 cores).
+//! `store_memory_100k` runs only when named exactly (about 100 s on 2 cores), as does
+//! `structured_real` (`structured.rs`: each `structured_output` form's repairs and
+//! errors against the real model; a few minutes).
 //! The PostgreSQL rows record into a throwaway cluster the bench starts with
 //! `tests/postgres/cluster.sh` under the system's temp folder and stops at its end (also
 //! when a group panics); without PostgreSQL's programs they say `skipped: no PostgreSQL`.
@@ -36,6 +39,7 @@ mod fixtures;
 mod postgres;
 mod server;
 mod store_cost;
+mod structured;
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -106,9 +110,12 @@ fn main() -> ExitCode {
         ("workers", store_cost::workers),
     ];
     // Opt-in groups: only when a filter names them exactly.
-    let opt_in: [(&str, Group); 1] = [("store_memory_100k", |b, notes| {
-        store_cost::store_memory(b, notes, true)
-    })];
+    let opt_in: [(&str, Group); 2] = [
+        ("store_memory_100k", |b, notes| {
+            store_cost::store_memory(b, notes, true)
+        }),
+        ("structured_real", structured::structured_real),
+    ];
     let chosen = groups.into_iter().filter(|(name, _)| wanted(name)).chain(
         opt_in
             .into_iter()

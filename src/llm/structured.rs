@@ -5,8 +5,8 @@
 //! `json_object` with a `schema`; some proxies take no `response_format` at all. With
 //! `structured_output = "auto"` (the default) the forms are tried strictest first, each
 //! refusal moving to the next, and the one accepted is remembered for the endpoint's URL
-//! and model for the rest of the process and said once on stderr. Other values send
-//! their one form.
+//! and model for the rest of the process and said once on stderr, and kept in the run
+//! store, where the next run starts from it. Other values send their one form.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -72,14 +72,23 @@ pub(crate) async fn chat_for_json(
     }
     let learned = learned(endpoint);
     let known = learned.lock().await;
-    let forms: &[StructuredOutput] = match (recorded_from, *known) {
-        (Some(i), _) => &AUTO_ORDER[i..],
-        (None, Some(form)) => {
+    // What an earlier run learned and the run store kept, when nothing else says.
+    let stored = match (recorded_from, *known) {
+        (None, None) => crate::record::store::known_form(endpoint.shown(), endpoint.model())
+            .await
+            .and_then(|f| AUTO_ORDER.iter().position(|a| a.name() == f)),
+        _ => None,
+    };
+    let forms: &[StructuredOutput] = match (recorded_from, *known, stored) {
+        (Some(i), _, _) => &AUTO_ORDER[i..],
+        (None, Some(form), _) => {
             drop(known);
             chat.response_format = Endpoint::response_format(form, name, schema);
             return calls.chat(endpoint, role, &chat, deadline).await;
         }
-        (None, None) => &AUTO_ORDER,
+        // A form the store had that is now refused moves on to the weaker ones.
+        (None, None, Some(i)) => &AUTO_ORDER[i..],
+        (None, None, None) => &AUTO_ORDER,
     };
     // Held while the forms are tried, when nothing is known yet: the others wait.
     let mut learning = if known.is_none() {
@@ -96,7 +105,15 @@ pub(crate) async fn chat_for_json(
             Ok(outcome) => {
                 if let Some(known) = learning.as_mut() {
                     **known = Some(*form);
-                    say_once(endpoint, *form, &refused);
+                    let kept = stored.is_some_and(|i| AUTO_ORDER[i] == *form);
+                    say_once(endpoint, *form, &refused, kept);
+                    if !kept {
+                        crate::record::store::learn_form(
+                            endpoint.shown(),
+                            endpoint.model(),
+                            form.name(),
+                        );
+                    }
                 }
                 return Ok(outcome);
             }
@@ -111,13 +128,23 @@ pub(crate) async fn chat_for_json(
 }
 
 /// Says on stderr which form `endpoint` takes, and why the stricter ones were not used.
-fn say_once(endpoint: &Endpoint, form: StructuredOutput, refused: &[(StructuredOutput, String)]) {
+fn say_once(
+    endpoint: &Endpoint,
+    form: StructuredOutput,
+    refused: &[(StructuredOutput, String)],
+    kept: bool,
+) {
     let why: String = refused
         .iter()
         .map(|(f, why)| format!("; `{}` refused: {}", f.name(), crate::util::scrub(why)))
         .collect();
+    let whence = if kept {
+        " (as the run store had it from an earlier run)"
+    } else {
+        ""
+    };
     eprintln!(
-        "agentest: {} (model `{}`) takes structured output as `{}`{why}",
+        "agentest: {} (model `{}`) takes structured output as `{}`{whence}{why}",
         endpoint.what(),
         endpoint.model(),
         form.name()

@@ -1880,10 +1880,53 @@ fn auto_structured_output_settles_on_the_form_the_server_takes_once() {
     }
 }
 
+/// Under `auto`, the form an endpoint took is kept in the run store: the next run
+/// starts with it instead of trying the stricter forms again, and says where it came
+/// from; with the store off, the forms are tried again.
+fn auto_structured_output_starts_where_the_run_store_left_it() {
+    let server = ChatServer::routed(route_form);
+    let refusal = || {
+        chat::status(
+            400,
+            json!({"error": {"message": "response_format json_schema is not supported"}}),
+        )
+    };
+    server.script("json_schema", vec![refusal(), refusal()]);
+    let verdict = json!({"passed": true, "reason": "greets"}).to_string();
+    server.answer("json_object_schema", &vec![verdict; 3]);
+    let case = json!({"id": "j", "input": "Hi", "assert": {"type": "llm_judge", "prompt": "The reply greets"}});
+    let s = judge_project("rf-store", &server, "", &[case]);
+    let store = s.join("runs.db");
+    let run = |store: &str| {
+        agentest(s.path())
+            .env("AGENTEST_CASSETTES", "off")
+            .env("AGENTEST_STORE", store)
+            .run()
+    };
+    let count = |route: &str| server.requests_for(route).len();
+    let first = run(store.to_str().unwrap());
+    first.expect(0).expect_status("j", "passed");
+    first.expect_stderr("takes structured output as `json_object_schema`; `json_schema` refused");
+    assert_eq!((count("json_schema"), count("json_object_schema")), (1, 1));
+    let second = run(store.to_str().unwrap());
+    second.expect(0).expect_status("j", "passed");
+    second.expect_stderr(
+        "takes structured output as `json_object_schema` (as the run store had it from an earlier run)",
+    );
+    assert_eq!(
+        (count("json_schema"), count("json_object_schema")),
+        (1, 2),
+        "the second run started with the form the store kept"
+    );
+    run("off").expect(0).expect_status("j", "passed");
+    assert_eq!((count("json_schema"), count("json_object_schema")), (2, 3));
+}
+
 /// Under `auto`, a cassette replays in the form it was recorded in: one recorded when
 /// `json_object` was set (the old default) replays without a call, as does one
 /// recorded under `auto` with the server's refusal of `json_schema` in it, in mode
-/// `strict` (every entry used).
+/// `strict` (every entry used). (The run store is off: what it would remember of the
+/// endpoint is another test's.)
 fn auto_structured_output_replays_a_cassette_in_its_recorded_form() {
     let server = ChatServer::routed(route_form);
     let verdict = json!({"passed": true, "reason": "greets"}).to_string();
@@ -1898,6 +1941,7 @@ fn auto_structured_output_replays_a_cassette_in_its_recorded_form() {
     assert_ne!(fixed, config);
     s.write("agentest.toml", &fixed);
     agentest(s.path())
+        .env("AGENTEST_STORE", "off")
         .env("AGENTEST_CASSETTES", "record")
         .run()
         .expect(0)
@@ -1905,6 +1949,7 @@ fn auto_structured_output_replays_a_cassette_in_its_recorded_form() {
     assert_eq!(server.count(), 1);
     s.write("agentest.toml", &config);
     agentest(s.path())
+        .env("AGENTEST_STORE", "off")
         .env("AGENTEST_CASSETTES", "replay")
         .run()
         .expect(0)
@@ -1921,12 +1966,16 @@ fn auto_structured_output_replays_a_cassette_in_its_recorded_form() {
     );
     server.answer("json_object_schema", &[verdict]);
     agentest(s.path())
+        .env("AGENTEST_STORE", "off")
         .env("AGENTEST_CASSETTES", "record")
         .run()
         .expect(0)
         .expect_status("j", "passed");
     assert_eq!(server.count(), 3);
-    let r = agentest(s.path()).env("AGENTEST_CASSETTES", "strict").run();
+    let r = agentest(s.path())
+        .env("AGENTEST_STORE", "off")
+        .env("AGENTEST_CASSETTES", "strict")
+        .run();
     r.expect(0).expect_status("j", "passed");
     assert_eq!(server.count(), 3, "replayed without a call");
     r.expect_stderr("takes structured output as `json_object_schema`; `json_schema` refused");
@@ -2718,6 +2767,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         a_rejected_response_format_names_the_setting,
         auto_structured_output_settles_on_the_form_the_server_takes_once,
         auto_structured_output_replays_a_cassette_in_its_recorded_form,
+        auto_structured_output_starts_where_the_run_store_left_it,
         simulator_garbage_never_reaches_the_agent,
         the_rust_judge_works_inside_an_async_runtime,
         a_judge_may_be_an_openai_agent_that_reads_its_instructions,

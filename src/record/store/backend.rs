@@ -40,6 +40,23 @@ pub(crate) enum Write<'a> {
     Spend { tokens: u64, cost: f64 },
     /// What the execution's other processes spent on models so far.
     SpentElsewhere,
+    /// The structured-output form a model endpoint took, as a run learned it.
+    LearnForm {
+        endpoint: &'a str,
+        model: &'a str,
+        form: &'static str,
+    },
+    /// The form the store knows a model endpoint takes.
+    KnownForm { endpoint: &'a str, model: &'a str },
+}
+
+/// The structured-output forms the store keeps (`structured_output`'s values but
+/// `auto`); anything else read from it is taken as unknown.
+pub(crate) const FORMS: [&str; 4] = ["json_schema", "json_object_schema", "json_object", "off"];
+
+/// `text` as one of [`FORMS`].
+pub(crate) fn known_form(text: &str) -> Option<&'static str> {
+    FORMS.into_iter().find(|f| *f == text)
 }
 
 /// What a [`Write`] answers.
@@ -53,6 +70,8 @@ pub(crate) enum Answer {
     Start(Option<std::time::Duration>),
     /// Tokens and cost spent by the other processes.
     Spent(u64, f64),
+    /// The form the store knows a model endpoint takes (see [`Write::KnownForm`]).
+    Form(Option<&'static str>),
 }
 
 /// Where a run that another process of the execution held stands (see

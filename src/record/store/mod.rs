@@ -19,4 +19,6 @@ pub(crate) use model::{
     Stored, StoredRepeat, Work, LIFECYCLE, VERDICTS,
 };
 pub(crate) use row::LEASE;
-pub(crate) use writer::{spend, spent_elsewhere, start_request, Decide, StoreWriter};
+pub(crate) use writer::{
+    known_form, learn_form, spend, spent_elsewhere, start_request, Decide, StoreWriter,
+};

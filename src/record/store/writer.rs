@@ -42,6 +42,18 @@ enum Op {
     },
     /// What the other processes of the execution spent so far.
     SpentElsewhere(tokio::sync::oneshot::Sender<(u64, f64)>),
+    /// A model endpoint took this structured-output form.
+    LearnForm {
+        endpoint: String,
+        model: String,
+        form: &'static str,
+    },
+    /// The form the store knows a model endpoint takes.
+    KnownForm {
+        endpoint: String,
+        model: String,
+        answer: tokio::sync::oneshot::Sender<Option<&'static str>>,
+    },
     /// Where the runs of these trials, held by other processes, stand now (see
     /// [`Backend::settle`]); `Err` with the cause when the store cannot say.
     Settle(
@@ -69,6 +81,7 @@ impl Op {
             Op::Claim(..)
                 | Op::StartRequest { .. }
                 | Op::SpentElsewhere(_)
+                | Op::KnownForm { .. }
                 | Op::Settle(..)
                 | Op::EndRepeat { .. }
         )
@@ -97,6 +110,35 @@ pub(crate) async fn spent_elsewhere() -> Option<(u64, f64)> {
         .send(Op::SpentElsewhere(answer))
         .ok()?;
     answered.await.ok()
+}
+
+/// Records that the model endpoint `endpoint` (its URL, as shown) with `model` took the
+/// structured-output `form` (nothing without a store).
+pub(crate) fn learn_form(endpoint: &str, model: &str, form: &'static str) {
+    if let Some(tx) = &*LEDGER.lock().unwrap_or_else(|e| e.into_inner()) {
+        let _ = tx.send(Op::LearnForm {
+            endpoint: endpoint.to_string(),
+            model: model.to_string(),
+            form,
+        });
+    }
+}
+
+/// The structured-output form the store knows `endpoint` with `model` takes, as an
+/// earlier run learned it; `None` without a store, or when it does not know.
+pub(crate) async fn known_form(endpoint: &str, model: &str) -> Option<&'static str> {
+    let (answer, answered) = tokio::sync::oneshot::channel();
+    LEDGER
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()?
+        .send(Op::KnownForm {
+            endpoint: endpoint.to_string(),
+            model: model.to_string(),
+            answer,
+        })
+        .ok()?;
+    answered.await.ok()?
 }
 
 /// Asks the execution's ledger to start a model request at `endpoint`, where no
@@ -541,6 +583,18 @@ fn write_batch(
                     cost: *cost,
                 },
                 Op::SpentElsewhere(_) => Write::SpentElsewhere,
+                Op::LearnForm {
+                    endpoint,
+                    model,
+                    form,
+                } => Write::LearnForm {
+                    endpoint,
+                    model,
+                    form,
+                },
+                Op::KnownForm {
+                    endpoint, model, ..
+                } => Write::KnownForm { endpoint, model },
                 Op::Settle(..) | Op::EndRepeat { .. } => return None,
             })
         })
@@ -575,12 +629,20 @@ fn write_batch(
             }
             // Dropped unanswered: the caller goes by its own spending.
             (Op::SpentElsewhere(_), _) => {}
+            (Op::KnownForm { answer, .. }, Ok(Answer::Form(form))) => {
+                let _ = answer.send(form);
+            }
+            // The store cannot say: the forms are tried.
+            (Op::KnownForm { answer, .. }, _) => {
+                let _ = answer.send(None);
+            }
             (Op::Done(report), Err(_)) => unwritten.push(report.trial.clone()),
             (
                 Op::Done(_)
                 | Op::Start(_)
                 | Op::Release(_)
                 | Op::Spend { .. }
+                | Op::LearnForm { .. }
                 | Op::Settle(..)
                 | Op::EndRepeat { .. },
                 _,

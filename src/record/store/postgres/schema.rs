@@ -27,7 +27,7 @@
 use postgres::Client;
 
 /// The schema version this agentest writes; SQLite's, since the tables are the same.
-pub(crate) const VERSION: i64 = 6;
+pub(crate) const VERSION: i64 = 7;
 
 /// The key of the advisory lock that migrators take inside their transaction, so that
 /// two processes opening a new store at once migrate it once: "agentest" in ASCII.
@@ -136,6 +136,17 @@ CREATE INDEX repeats_by_status ON repeats (status, run_id, idx);
 ALTER TABLE executions ADD COLUMN owner_pid BIGINT;
 ALTER TABLE executions ADD COLUMN owner_host TEXT;
 ALTER TABLE executions ADD COLUMN heartbeat_at TEXT;
+"#,
+    // 7: the structured-output form each model endpoint (its URL and model) took under
+    // `structured_output = "auto"`, so that later runs start with it.
+    r#"
+CREATE TABLE endpoint_forms (
+    endpoint    TEXT NOT NULL,
+    model       TEXT NOT NULL,
+    form        TEXT NOT NULL,
+    learned_at  TEXT NOT NULL,
+    PRIMARY KEY (endpoint, model)
+);
 "#,
 ];
 
@@ -336,7 +347,14 @@ mod tests {
         // The columns of schema.rs's SQLite tables, by name and in order.
         let mut sqlite = rusqlite::Connection::open_in_memory().unwrap();
         crate::record::store::sqlite::schema::migrate(&mut sqlite).unwrap();
-        for table in ["executions", "runs", "repeats", "spend", "request_starts"] {
+        for table in [
+            "executions",
+            "runs",
+            "repeats",
+            "spend",
+            "request_starts",
+            "endpoint_forms",
+        ] {
             let lite: Vec<String> = sqlite
                 .prepare(&format!(
                     "SELECT name FROM pragma_table_info('{table}') ORDER BY cid"
@@ -470,8 +488,8 @@ mod tests {
             .unwrap()
             .get(0);
         assert_eq!(
-            tables, 6,
-            "executions, runs, request_starts, spend, repeats, agentest_schema"
+            tables, 7,
+            "executions, runs, request_starts, spend, repeats, endpoint_forms, agentest_schema"
         );
         let rows: i64 = client
             .query_one("SELECT COUNT(*) FROM agentest_schema", &[])

@@ -11,7 +11,7 @@ use postgres::{Client, GenericClient, Row, Statement};
 
 use crate::errors::{DbError, StoreError};
 use crate::record::rfc3339;
-use crate::record::store::backend::{Answer, Backend, ExecutionOwner, Write};
+use crate::record::store::backend::{known_form, Answer, Backend, ExecutionOwner, Write};
 use crate::record::store::model::{
     Claim, Decision, Doomed, ExecutionInfo, Filter, FilterValue, FlakyRow, Planned, RepeatEnd,
     Resumed, RunRow, Stored, StoredRepeat, StoredRun, Work,
@@ -847,6 +847,32 @@ fn apply(
             )?;
             let r = c.query_one(&sum, &[&execution, &i64::from(me.pid), &me.host])?;
             Ok(Answer::Spent(r.get::<_, i64>(0) as u64, r.get(1)))
+        }
+        Write::LearnForm {
+            endpoint,
+            model,
+            form,
+        } => {
+            let upsert = p.get(
+                c,
+                "INSERT INTO endpoint_forms (endpoint, model, form, learned_at)
+                 VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (endpoint, model) DO UPDATE
+                 SET form = excluded.form, learned_at = excluded.learned_at",
+            )?;
+            let now = rfc3339(std::time::SystemTime::now());
+            c.execute(&upsert, &[endpoint, model, form, &now])
+                .map(|_| Answer::Done)
+        }
+        Write::KnownForm { endpoint, model } => {
+            let known = p.get(
+                c,
+                "SELECT form FROM endpoint_forms WHERE endpoint = $1 AND model = $2",
+            )?;
+            let row = c.query_opt(&known, &[endpoint, model])?;
+            Ok(Answer::Form(
+                row.and_then(|r| known_form(&r.get::<_, String>(0))),
+            ))
         }
     }
 }

@@ -6,7 +6,7 @@
 use rusqlite::Connection;
 
 /// The schema version this agentest writes.
-pub(crate) const VERSION: i64 = 6;
+pub(crate) const VERSION: i64 = 7;
 
 /// The migrations, in order: `MIGRATIONS[i]` takes version `i` to `i + 1`.
 const MIGRATIONS: [&str; VERSION as usize] = [
@@ -111,6 +111,17 @@ CREATE INDEX repeats_by_status ON repeats (status, run_id, idx);
 ALTER TABLE executions ADD COLUMN owner_pid INTEGER;
 ALTER TABLE executions ADD COLUMN owner_host TEXT;
 ALTER TABLE executions ADD COLUMN heartbeat_at TEXT;
+"#,
+    // 7: the structured-output form each model endpoint (its URL and model) took under
+    // `structured_output = "auto"`, so that later runs start with it.
+    r#"
+CREATE TABLE endpoint_forms (
+    endpoint    TEXT NOT NULL,
+    model       TEXT NOT NULL,
+    form        TEXT NOT NULL,
+    learned_at  TEXT NOT NULL,
+    PRIMARY KEY (endpoint, model)
+);
 "#,
 ];
 

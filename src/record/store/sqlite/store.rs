@@ -9,7 +9,7 @@ use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row, Tra
 
 use crate::errors::{DbError, StoreError};
 use crate::record::rfc3339;
-use crate::record::store::backend::{Answer, Backend, ExecutionOwner, Write};
+use crate::record::store::backend::{known_form, Answer, Backend, ExecutionOwner, Write};
 use crate::record::store::model::{
     Claim, Decision, Doomed, ExecutionInfo, Filter, FilterValue, FlakyRow, Planned, RepeatEnd,
     Resumed, RunRow, Stored, StoredRepeat, StoredRun, Work,
@@ -208,6 +208,31 @@ impl Backend for Sqlite {
                         Ok(Answer::Spent(r.get::<_, i64>(0)? as u64, r.get(1)?))
                     })
                 }
+                Write::LearnForm {
+                    endpoint,
+                    model,
+                    form,
+                } => conn
+                    .prepare_cached(
+                        "INSERT INTO endpoint_forms (endpoint, model, form, learned_at)
+                         VALUES (?1, ?2, ?3, ?4)
+                         ON CONFLICT (endpoint, model) DO UPDATE
+                         SET form = excluded.form, learned_at = excluded.learned_at",
+                    )?
+                    .execute(params![
+                        endpoint,
+                        model,
+                        form,
+                        crate::record::rfc3339(std::time::SystemTime::now())
+                    ])
+                    .map(|_| Answer::Done),
+                Write::KnownForm { endpoint, model } => conn
+                    .prepare_cached(
+                        "SELECT form FROM endpoint_forms WHERE endpoint = ?1 AND model = ?2",
+                    )?
+                    .query_row(params![endpoint, model], |r| r.get::<_, String>(0))
+                    .optional()
+                    .map(|f| Answer::Form(f.as_deref().and_then(known_form))),
             }
         };
         let together = self
