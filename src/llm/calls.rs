@@ -16,7 +16,7 @@ use super::{ChatOutcome, ChatRequest, Endpoint};
 use crate::config::CassetteMode;
 use crate::errors::LlmError;
 use crate::protocol::{Role, TokenUsage};
-use crate::record::{CassetteStats, RoleCost};
+use crate::record::{CassetteStats, ModelUse, RoleCost};
 use crate::settings::on_ci;
 use crate::util::clip;
 
@@ -35,6 +35,9 @@ pub(crate) struct CallStats {
     pub replayed: BTreeMap<Role, TokenUsage>,
     /// What the calls cost by role, spent and replayed (unknown where one had no price).
     pub cost: BTreeMap<Role, RoleCost>,
+    /// The models called, once per role, endpoint and settings (the record's
+    /// `provenance.models`).
+    pub models: Vec<crate::record::ModelUse>,
 }
 
 /// The model calls of one case.
@@ -97,6 +100,7 @@ impl ModelCalls {
     ) -> Result<ChatOutcome, LlmError> {
         let reseeded = self.reseeded(role, request);
         let request = reseeded.as_ref().unwrap_or(request);
+        self.note_use(endpoint, role, request);
         let (key, normalised) = keyed(request)?;
         if self.mode != CassetteMode::Off {
             if let Some(outcome) = self.replay(endpoint, role, request, &key, &normalised)? {
@@ -139,6 +143,60 @@ impl ModelCalls {
             error: None,
         })?;
         Ok(outcome)
+    }
+
+    /// Notes the model `request` calls, with its settings, unless already noted.
+    fn note_use(&self, endpoint: &Endpoint, role: Role, request: &ChatRequest) {
+        let rf = request.response_format.as_ref();
+        let response_format = rf.and_then(|rf| match (rf["type"].as_str(), rf.get("schema")) {
+            (Some("json_object"), Some(_)) => Some("json_object_schema".to_string()),
+            (Some(t), _) => Some(t.to_string()),
+            (None, _) => None,
+        });
+        let mut used = ModelUse {
+            role,
+            endpoint: endpoint.shown().to_string(),
+            model: request.model.clone(),
+            temperature: request.temperature,
+            seed: request.seed,
+            response_format,
+            prompt: String::new(),
+        };
+        let mut stats = self.stats.lock().unwrap_or_else(|e| e.into_inner());
+        // Once per role, endpoint and settings: the instructions' fingerprint is the
+        // first call's.
+        let same = |m: &ModelUse| {
+            (
+                m.role,
+                &m.endpoint,
+                &m.model,
+                m.temperature,
+                m.seed,
+                &m.response_format,
+            ) == (
+                used.role,
+                &used.endpoint,
+                &used.model,
+                used.temperature,
+                used.seed,
+                &used.response_format,
+            )
+        };
+        if stats.models.iter().any(same) {
+            return;
+        }
+        let instructions = request
+            .messages
+            .first()
+            .filter(|m| m["role"] == "system")
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or_default();
+        if !instructions.is_empty() {
+            use sha2::{Digest, Sha256};
+            let digest = Sha256::digest(instructions.as_bytes());
+            used.prompt = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+        }
+        stats.models.push(used);
     }
 
     /// `request` as this repeat sends it: each repeat's simulated user samples with

@@ -73,6 +73,53 @@ pub struct Judgment {
     pub suggestions: Vec<String>,
 }
 
+/// What made a result, so that it can be told apart from another run's and run again
+/// as it ran (the case's own fingerprint is the record's `input_hash`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Provenance {
+    /// The agentest version that ran the case.
+    pub agentest: String,
+    /// A fingerprint of the case's `agentest.toml` and the personas it names (SHA-256,
+    /// 16 hex digits); empty for a case without a config.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub config_hash: String,
+    /// The cassette mode the case ran in (`auto`, `replay`, `strict`, `record`, `off`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cassettes: String,
+    /// The run's seed (`AGENTEST_SEED`, else `[run] seed`, else 0).
+    #[serde(default)]
+    pub seed: u64,
+    /// Every model the case's roles called, once per role, endpoint and settings, in
+    /// the order first called.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<ModelUse>,
+}
+
+/// A model a role called, with the settings it was called with.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ModelUse {
+    /// Who called it.
+    pub role: Role,
+    /// The endpoint's URL, without credentials.
+    pub endpoint: String,
+    /// The model asked for.
+    pub model: String,
+    /// The sampling temperature sent, when one was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// The sampling seed sent, when one was (a repeat's simulator has its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// The structured-output form sent (`json_schema`, `json_object_schema`,
+    /// `json_object`), when one was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_format: Option<String>,
+    /// A fingerprint of the instructions (the system message) of the role's first call
+    /// with these settings: it changes when agentest's prompt template does.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub prompt: String,
+}
+
 /// One turn of a conversation.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct TurnReport {
@@ -382,6 +429,10 @@ pub struct CaseReport {
     /// A repeat's record: which repeat it is, from 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat: Option<u32>,
+    /// What made the result: agentest's version, the config's fingerprint, the cassette
+    /// mode, the seed, and every model the case's roles called, with their settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Provenance>,
     /// A repeated case: how its repeats ended and how steady they were.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stability: Option<crate::record::Stability>,

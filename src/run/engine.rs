@@ -153,6 +153,7 @@ impl Engine {
             prepared,
         };
         crate::run::lifecycle::run_case(given, case, loaded, repeat, &mut report).await;
+        self.note_provenance(loaded, &mut report);
         report.total_turns = report.turns.len() as u32;
         if let crate::case::Mode::Static { turns, .. } = &case.mode {
             // "(1 turn)" would misdescribe a 3-turn script that stopped at turn 1.
@@ -164,6 +165,18 @@ impl Engine {
         self.pin(loaded, &mut report);
         report.duration_ms = started.elapsed().as_millis() as u64;
         report
+    }
+
+    /// Fills in the record's `provenance` (its `models` are the case's model calls'):
+    /// agentest's version, the config's fingerprint, the cassette mode and the seed.
+    fn note_provenance(&self, loaded: &Loaded, report: &mut CaseReport) {
+        let p = report.provenance.get_or_insert_with(Default::default);
+        p.agentest = env!("CARGO_PKG_VERSION").to_string();
+        if let Ok(ctx) = self.contexts.of(&loaded.file) {
+            p.config_hash = ctx.fingerprint.clone();
+            p.cassettes = ctx.cassettes.name().to_string();
+            p.seed = ctx.seed;
+        }
     }
 
     /// The case's `input_hash` (see [`crate::run::outcome::input_hash`]), with what of

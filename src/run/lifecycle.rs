@@ -418,6 +418,10 @@ fn account(calls: &ModelCalls, currency: Option<&str>, report: &mut CaseReport) 
     report.replayed_calls = stats.replayed_calls;
     report.model_calls = stats.calls;
     report.retries = stats.retries;
+    report
+        .provenance
+        .get_or_insert_with(Default::default)
+        .models = stats.models;
     match calls.finish() {
         Ok(Some(cassette)) => {
             if cassette.unused > 0 && report.status == Status::Passed {

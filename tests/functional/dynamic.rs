@@ -1806,6 +1806,53 @@ fn structured_output_sends_the_answer_schema_and_the_verdict_must_follow_it() {
     assert!(bodies[3].get("response_format").is_none(), "{}", bodies[3]);
 }
 
+/// A record says what made its result: agentest's version, the config's fingerprint
+/// (which changes with the config), the cassette mode, the seed, and the judge's
+/// endpoint, model, temperature, structured-output form and instructions' fingerprint.
+fn a_record_says_what_made_its_result() {
+    let server = ChatServer::routed(route_of);
+    let verdict = json!({"passed": true, "reason": "greets"}).to_string();
+    server.answer("judge", &[verdict.clone(), verdict]);
+    let case = json!({"id": "j", "input": "Hi", "assert": {"type": "llm_judge",
+        "prompt": "The reply greets", "temperature": 0.3}});
+    let s = judge_project("provenance", &server, "", &[case]);
+    let run = || {
+        agentest(s.path())
+            .env("AGENTEST_CASSETTES", "off")
+            .env("AGENTEST_SEED", "11")
+            .run()
+    };
+    let first = run();
+    first.expect(0).expect_status("j", "passed");
+    let p = first.case("j")["provenance"].clone();
+    assert_eq!(p["agentest"], env!("CARGO_PKG_VERSION"), "{p}");
+    assert_eq!(p["cassettes"], "off", "{p}");
+    assert_eq!(p["seed"], 11, "{p}");
+    let hex16 = |v: &Value| {
+        v.as_str()
+            .is_some_and(|h| h.len() == 16 && h.chars().all(|c| c.is_ascii_hexdigit()))
+    };
+    assert!(hex16(&p["config_hash"]), "{p}");
+    let models = p["models"].as_array().expect("models");
+    assert_eq!(models.len(), 1, "{p}");
+    let m = &models[0];
+    assert_eq!(m["role"], "judge", "{m}");
+    assert_eq!(m["endpoint"], server.url(), "{m}");
+    assert_eq!(m["model"], "test-model", "{m}");
+    assert_eq!(m["temperature"], 0.3, "{m}");
+    assert_eq!(m["response_format"], "json_schema", "{m}");
+    assert!(hex16(&m["prompt"]), "{m}");
+    // Another config is another fingerprint; the judge's instructions are the same.
+    let config = std::fs::read_to_string(s.join("agentest.toml")).unwrap();
+    s.write("agentest.toml", &format!("{config}\n# changed\n"));
+    let second = run();
+    second.expect(0);
+    let q = &second.case("j")["provenance"];
+    assert!(hex16(&q["config_hash"]), "{q}");
+    assert_ne!(q["config_hash"], p["config_hash"]);
+    assert_eq!(q["models"][0]["prompt"], m["prompt"]);
+}
+
 /// The form of structured output a chat request asks for, as the route of a server
 /// that takes some forms and refuses others.
 fn route_form(body: &Value) -> String {
@@ -2768,6 +2815,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         auto_structured_output_settles_on_the_form_the_server_takes_once,
         auto_structured_output_replays_a_cassette_in_its_recorded_form,
         auto_structured_output_starts_where_the_run_store_left_it,
+        a_record_says_what_made_its_result,
         simulator_garbage_never_reaches_the_agent,
         the_rust_judge_works_inside_an_async_runtime,
         a_judge_may_be_an_openai_agent_that_reads_its_instructions,
