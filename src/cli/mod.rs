@@ -14,6 +14,7 @@ pub(crate) mod init;
 mod locate;
 mod overwrite;
 mod queue;
+mod rerun;
 mod runs;
 mod store;
 mod test;
@@ -60,6 +61,9 @@ enum Command {
     Scenario(ScenarioArgs),
     /// What the run store holds: `runs list`, `runs show ID`, `runs delete`.
     Runs(runs::RunsArgs),
+    /// Run one stored result again as it ran (its seed, offline from its cassette) and
+    /// say whether its verdict holds: exit 0 when it does, 1 when it changed.
+    Rerun(rerun::RerunArgs),
     /// Operate the run store: `store migrate`, `store check` (reachable, schema
     /// version, counts).
     Store(store::StoreArgs),
@@ -457,6 +461,7 @@ fn dispatch(command: Command) -> Result<ExitCode, String> {
         }) => commands::import_tau2(&args.file, &args.output),
         Command::Report(args) => commands::report(args),
         Command::Runs(args) => runs::runs(args),
+        Command::Rerun(args) => rerun::rerun(args),
         Command::Worker(args) => worker::worker(args),
         Command::Store(args) => store::store(args),
         Command::Scenario(ScenarioArgs {

@@ -1554,6 +1554,8 @@ fn runs_of_a_silent_process_elsewhere_are_taken_back_after_the_lease() {
 
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
+        rerun_replays_a_judged_result_offline_from_its_cassette,
+        rerun_runs_a_stored_result_again_and_says_whether_its_verdict_holds,
         every_run_is_recorded_and_listed,
         the_store_goes_where_it_is_told,
         a_newer_or_damaged_store_is_refused_with_the_way_out,
@@ -1578,4 +1580,130 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         an_execution_exports_and_renders_from_the_store,
         runs_of_a_silent_process_elsewhere_are_taken_back_after_the_lease,
     ]
+}
+
+/// `agentest rerun ID` runs one stored result again: the same verdict exits 0 and says
+/// so; once the case changed, the new verdict exits 1, naming the change; each rerun is
+/// a run of its own in the store; a run the store does not hold is a clear error.
+fn rerun_runs_a_stored_result_again_and_says_whether_its_verdict_holds() {
+    let s = project("rerun");
+    let db = s.join("runs.db");
+    let store = [("AGENTEST_STORE", db.to_str().unwrap())];
+    let first = agentest(s.path(), &["test", "-i", "suites"], &store);
+    assert_eq!(first.code, 1, "{first:?}");
+    let id_of = |trial: &str| -> String {
+        let list = agentest(s.path(), &["runs", "list"], &store);
+        list.stdout
+            .lines()
+            .skip(1)
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .filter(|cols| cols[4] == trial)
+            .map(|cols| cols[0].to_string())
+            .last()
+            .unwrap_or_else(|| panic!("no run of {trial}: {list:?}"))
+    };
+    let ok = id_of("s::ok");
+    let r = agentest(s.path(), &["rerun", &ok], &store);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(
+        r.stdout
+            .contains(&format!("run {ok} (s::ok): passed again, as recorded")),
+        "{r:?}"
+    );
+    let bad = id_of("s::bad");
+    let r = agentest(s.path(), &["rerun", &bad], &store);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(
+        r.stdout.contains("(s::bad): failed again, as recorded"),
+        "{r:?}"
+    );
+    // The case changes: its verdict does, and the change is named.
+    let suite = std::fs::read_to_string(s.join("suites/s.jsonl")).unwrap();
+    s.write(
+        "suites/s.jsonl",
+        &suite.replacen(r#""value": "Hello"}"#, r#""value": "Goodbye"}"#, 1),
+    );
+    let r = agentest(s.path(), &["rerun", &ok], &store);
+    assert_eq!(r.code, 1, "{r:?}");
+    for part in [
+        format!("run {ok} (s::ok): failed now, recorded passed"),
+        "the case changed since (input_hash".to_string(),
+    ] {
+        assert!(r.stdout.contains(&part), "{part:?} in {r:?}");
+    }
+    // Three reruns, three runs of s::ok and s::bad more in the store.
+    let list = agentest(s.path(), &["runs", "list", "--limit", "100"], &store);
+    let runs_of = |trial: &str| listed(&list).iter().filter(|r| r.2 == trial).count();
+    assert_eq!((runs_of("s::ok"), runs_of("s::bad")), (3, 2), "{list:?}");
+    let r = agentest(s.path(), &["rerun", "9999"], &store);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stderr.contains("no run 9999 in"), "{r:?}");
+}
+
+/// A judged result is run again offline: its cassette answers the judge (the model's
+/// server is gone), with the seed it ran with, and the verdict holds.
+fn rerun_replays_a_judged_result_offline_from_its_cassette() {
+    let s = project("rerun-judged");
+    let server = crate::common::chat::ChatServer::start();
+    server.answer(
+        "*",
+        &[serde_json::json!({"passed": true, "reason": "it greets"}).to_string()],
+    );
+    let config = std::fs::read_to_string(s.join("agentest.toml")).unwrap();
+    s.write(
+        "agentest.toml",
+        &format!(
+            "{config}\n[llm]\nbase_url = \"{}\"\nmodel = \"m\"\nmax_retries = 0\n",
+            server.url()
+        ),
+    );
+    s.write(
+        "suites/s.jsonl",
+        r#"{"id": "judged", "input": "hello", "assert": {"type": "llm_judge", "prompt": "The reply greets"}}"#,
+    );
+    let db = s.join("runs.db");
+    let store = [("AGENTEST_STORE", db.to_str().unwrap())];
+    let first = agentest(
+        s.path(),
+        &["test", "-i", "suites"],
+        &[
+            store[0],
+            ("AGENTEST_CASSETTES", "record"),
+            ("AGENTEST_SEED", "5"),
+        ],
+    );
+    assert_eq!(first.code, 0, "{first:?}");
+    assert_eq!(server.count(), 1);
+    drop(server);
+    let list = agentest(s.path(), &["runs", "list"], &store);
+    let id = list
+        .stdout
+        .lines()
+        .nth(1)
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_default()
+        .to_string();
+    let r = agentest(s.path(), &["rerun", &id], &store);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(
+        r.stdout
+            .contains(&format!("run {id} (s::judged): passed again, as recorded")),
+        "{r:?}"
+    );
+    // The rerun's own record: replayed from the cassette, with the seed it ran with.
+    let show = agentest(s.path(), &["runs", "list", "--limit", "1"], &store);
+    let newest = show
+        .stdout
+        .lines()
+        .nth(1)
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_default()
+        .to_string();
+    assert_ne!(newest, id, "{show:?}");
+    let export = agentest(s.path(), &["runs", "export", "--format", "jsonl"], &store);
+    let record: serde_json::Value =
+        serde_json::from_str(export.stdout.lines().next().unwrap_or_default()).unwrap();
+    assert_eq!(record["provenance"]["seed"], 5, "{record}");
+    assert_eq!(record["provenance"]["cassettes"], "replay", "{record}");
+    assert_eq!(record["replayed_calls"], 1, "{record}");
 }

@@ -145,7 +145,7 @@ pub(crate) trait Backend: Send {
     ) -> Result<Resumed, DbError>;
 
     /// Applies `writes` in one transaction; when that transaction cannot be had or
-    /// committed (`Err` in the pair's first half, said once), each write alone. Each
+    /// committed (why, in the pair's first half), each write alone. Each
     /// write's answer, in order.
     fn write_batch(
         &mut self,

@@ -74,6 +74,14 @@ enum Op {
 pub(crate) type Decide = Box<dyn FnMut(&[StoredRepeat]) -> Decision + Send>;
 
 impl Op {
+    /// The trial a claim is for (`""` for any other write).
+    fn claimed(&self) -> &str {
+        match self {
+            Op::Claim(trial, _) => trial,
+            _ => "",
+        }
+    }
+
     /// Whether a caller waits for this write's answer.
     fn is_awaited(&self) -> bool {
         matches!(
@@ -326,8 +334,12 @@ impl StoreWriter {
                         // What a case waits on (its claim, a model request's start) is
                         // written and answered first, in a transaction of its own, so it
                         // never waits behind a wave of ends being written.
-                        let (waited, rest): (Vec<Op>, Vec<Op>) =
+                        let (mut waited, rest): (Vec<Op>, Vec<Op>) =
                             batch.into_iter().partition(Op::is_awaited);
+                        // Claims take their rows in trial order, as every process of
+                        // the execution does, so that two processes' batches of claims
+                        // cannot deadlock on PostgreSQL.
+                        waited.sort_by(|a, b| a.claimed().cmp(&b.claimed()));
                         let ends = rest.iter().filter(|op| matches!(op, Op::Done(_))).count();
                         for batch in [waited, rest] {
                             if batch.is_empty() {
@@ -599,11 +611,11 @@ fn write_batch(
             })
         })
         .collect();
-    let (together, results) = db.write_batch(execution, &writes);
+    // A batch that failed together (PostgreSQL broke a deadlock between processes
+    // sharing the execution by aborting it) was tried write by write: what failed then
+    // is what was lost, and only that is the run's error.
+    let (_together, results) = db.write_batch(execution, &writes);
     drop(writes);
-    if let Some(e) = &together {
-        warn(e);
-    }
     let mut unwritten = Vec::new();
     for (op, r) in batch.into_iter().zip(results) {
         if let Err(e) = &r {

@@ -1008,6 +1008,10 @@ fn done_many(
     execution: i64,
     reports: &[&crate::record::CaseReport],
 ) -> std::result::Result<(), postgres::Error> {
+    // Rows locked in trial order, as every process of the execution locks them, so that
+    // two waves of ends (or a wave and another process's settling) cannot deadlock.
+    let mut reports = reports.to_vec();
+    reports.sort_by(|a, b| a.trial.cmp(&b.trial));
     let ends: Vec<RunEnd> = reports.iter().map(|r| RunEnd::of(r)).collect();
     let column =
         |f: fn(&crate::record::CaseReport, &RunEnd) -> Option<String>| -> Vec<Option<String>> {
