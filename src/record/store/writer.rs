@@ -339,7 +339,7 @@ impl StoreWriter {
                         // Claims take their rows in trial order, as every process of
                         // the execution does, so that two processes' batches of claims
                         // cannot deadlock on PostgreSQL.
-                        waited.sort_by(|a, b| a.claimed().cmp(&b.claimed()));
+                        waited.sort_by(|a, b| a.claimed().cmp(b.claimed()));
                         let ends = rest.iter().filter(|op| matches!(op, Op::Done(_))).count();
                         for batch in [waited, rest] {
                             if batch.is_empty() {
