@@ -39,53 +39,27 @@ pub fn parse_suite_bytes(
     // Some editors save a byte order mark; RFC 8259 lets parsers ignore it.
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     let lines = lines(bytes);
+    let read = read_lines(suite, file, &shown, &lines);
     // Sized once: a plan of 100,000 cases is mostly this vector, and growing it by
     // doubling would leave up to half of it empty for the whole run.
     let mut out: Vec<Loaded> = Vec::with_capacity(lines.len());
     // The entries without a usable id, by index into `out`, with their lines.
     let mut unnamed: Vec<(usize, usize)> = Vec::new();
-    for (i, line) in lines.into_iter().enumerate() {
+    for (i, (line, read)) in lines.iter().zip(read).enumerate() {
         let n = i + 1;
-        let location = Location {
-            file: shown.clone(),
-            line: n,
-            column: 1,
-        };
-        let line = match line {
-            Ok(line) => line,
-            Err((line, e)) => {
-                // A comment is skipped whatever it holds.
-                let Some((column, message)) = invalid_utf8(line, e) else {
-                    continue;
-                };
-                unnamed.push((out.len(), n));
-                out.push(Loaded {
-                    generation: None,
-                    suite: suite.to_string(),
-                    trial: String::new(),
-                    file: file.to_path_buf(),
-                    entry: Err(Box::new(CaseError {
-                        location: Location { column, ..location },
-                        id: None,
-                        field: None,
-                        message,
-                    })),
-                });
+        let entry = match read {
+            Read::Skipped => continue,
+            Read::Generator(generator) => {
+                if generator.trial.is_empty() {
+                    unnamed.push((out.len(), n));
+                }
+                out.push(*generator);
                 continue;
             }
+            Read::Entry(entry) => entry,
         };
-        let trimmed = line.trim();
-        if trimmed.is_empty() || trimmed.starts_with("//") {
-            continue;
-        }
-        if let Some(generator) = generator_line(suite, file, line, &location, n) {
-            if generator.trial.is_empty() {
-                unnamed.push((out.len(), n));
-            }
-            out.push(generator);
-            continue;
-        }
-        let (name_id, entry) = case_line(line, location, n, &mut first_line);
+        let text = line.as_ref().copied().unwrap_or_default();
+        let (name_id, entry) = named(text, n, entry, &mut first_line);
         let trial = match name_id {
             Some(id) => format!("{suite}{SEPARATOR}{id}"),
             None => String::new(),
@@ -99,7 +73,7 @@ pub fn parse_suite_bytes(
                 suite: suite.to_string(),
                 trial,
                 file: file.to_path_buf(),
-                entry: entry.map(Box::new).map_err(Box::new),
+                entry,
             });
         }
     }
@@ -108,16 +82,106 @@ pub fn parse_suite_bytes(
     out
 }
 
-/// A case line (line `n`, at `location`) read: the id that names its trial, when it
-/// has a usable one, and the case. An id already in `first_line` is an error (and names
-/// no trial); a new one is added.
-fn case_line(
+/// A case as a plan entry holds it, or why its line is none.
+type Entry = Result<Box<Case>, Box<CaseError>>;
+
+/// A line as read, before the file's ids are compared.
+enum Read {
+    /// A comment or a blank line.
+    Skipped,
+    /// A generator line, as its entry.
+    Generator(Box<Loaded>),
+    /// A case, or why the line is none.
+    Entry(Entry),
+}
+
+/// The lines below which a file is read on one thread: splitting costs more than it saves.
+const PARALLEL_FROM: usize = 2_000;
+
+/// Reads every line, each on its own (the ids are compared afterwards, in line order):
+/// a big file on as many threads as there are cores, in contiguous chunks.
+fn read_lines(suite: &str, file: &Path, shown: &Arc<PathBuf>, lines: &[Line<'_>]) -> Vec<Read> {
+    let read_one = |i: usize, line: &Line<'_>| -> Read {
+        let n = i + 1;
+        let location = Location {
+            file: shown.clone(),
+            line: n,
+            column: 1,
+        };
+        let line = match line {
+            Ok(line) => *line,
+            Err((line, e)) => {
+                // A comment is skipped whatever it holds.
+                return match invalid_utf8(line, *e) {
+                    None => Read::Skipped,
+                    Some((column, message)) => Read::Entry(Err(Box::new(CaseError {
+                        location: Location { column, ..location },
+                        id: None,
+                        field: None,
+                        message,
+                    }))),
+                };
+            }
+        };
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with("//") {
+            return Read::Skipped;
+        }
+        if let Some(generator) = generator_line(suite, file, line, &location, n) {
+            return Read::Generator(Box::new(generator));
+        }
+        Read::Entry(parse_case(line, location).map(Box::new).map_err(Box::new))
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    if lines.len() < PARALLEL_FROM || threads < 2 {
+        return lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| read_one(i, l))
+            .collect();
+    }
+    let chunk = lines.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = lines
+            .chunks(chunk)
+            .enumerate()
+            .map(|(k, part)| {
+                let read_one = &read_one;
+                scope.spawn(move || {
+                    part.iter()
+                        .enumerate()
+                        .map(|(j, l)| read_one(k * chunk + j, l))
+                        .collect::<Vec<Read>>()
+                })
+            })
+            .collect();
+        let mut all = Vec::with_capacity(lines.len());
+        for (k, h) in handles.into_iter().enumerate() {
+            match h.join() {
+                Ok(part) => all.extend(part),
+                // A panic reading a line is a bug; the chunk is read again here, where
+                // it surfaces as one.
+                Err(_) => all.extend(
+                    lines[k * chunk..((k + 1) * chunk).min(lines.len())]
+                        .iter()
+                        .enumerate()
+                        .map(|(j, l)| read_one(k * chunk + j, l)),
+                ),
+            }
+        }
+        all
+    })
+}
+
+/// A case line `n` (its text `line`) as read: the id that names its trial, when it has
+/// a usable one, and the case. An id already in `first_line` is an error (and names no
+/// trial); a new one is added.
+fn named(
     line: &str,
-    location: Location,
     n: usize,
+    mut entry: Entry,
     first_line: &mut HashMap<String, usize>,
-) -> (Option<String>, Result<Case, CaseError>) {
-    let mut entry = parse_case(line, location.clone());
+) -> (Option<String>, Entry) {
     let id = match &entry {
         Ok(c) => Some(c.id.clone()),
         Err(e) => e.id.clone(),
@@ -125,12 +189,16 @@ fn case_line(
     let mut name_id = id.clone();
     if let Some(id) = &id {
         if let Some(first) = first_line.get(id) {
-            entry = Err(CaseError {
+            let location = match &entry {
+                Ok(c) => c.location.clone(),
+                Err(e) => e.location.clone(),
+            };
+            entry = Err(Box::new(CaseError {
                 location: Location { column: crate::source::column_of_path(line, "id"), ..location },
                 id: Some(id.clone()),
                 field: Some("id".into()),
                 message: format!("duplicate id \"{id}\" (first used on line {first}); ids must be unique within a file"),
-            });
+            }));
             name_id = None;
         } else {
             first_line.insert(id.clone(), n);
@@ -141,10 +209,7 @@ fn case_line(
 
 /// A case with personas is a trial per persona, `suite::id::persona`, each case with
 /// its one persona; any other entry is its trial alone.
-fn per_persona(
-    trial: String,
-    entry: Result<Case, CaseError>,
-) -> Vec<(String, Result<Case, CaseError>)> {
+fn per_persona(trial: String, entry: Entry) -> Vec<(String, Entry)> {
     match &entry {
         Ok(case) if !trial.is_empty() && !case.personas.is_empty() => case
             .personas
@@ -333,6 +398,64 @@ mod tests {
         .into_iter()
         .map(|l| (l.trial, l.entry.is_ok()))
         .collect()
+    }
+
+    /// A file big enough to be read on several threads reads as one read line by line:
+    /// its entries in line order, each located on its own line, a duplicate id found
+    /// across the chunks, a bad line and a comment where they are.
+    #[test]
+    fn a_big_file_read_in_chunks_keeps_its_lines_in_order() {
+        let n = 3 * PARALLEL_FROM + 7;
+        let mut bytes = Vec::new();
+        for i in 1..=n {
+            match i {
+                5 => bytes.extend_from_slice(b"// a comment"),
+                n if n == 2 * PARALLEL_FROM + 1 => {
+                    bytes.extend_from_slice(b"{\"id\": \"c10\", \"input\": \"again\"}")
+                }
+                n if n == 2 * PARALLEL_FROM + 2 => bytes.extend_from_slice(b"{\"id\": \"x\xff\"}"),
+                _ => bytes.extend_from_slice(
+                    format!("{{\"id\": \"c{i}\", \"input\": \"hello {i}\"}}").as_bytes(),
+                ),
+            }
+            bytes.push(b'\n');
+        }
+        let loaded = parse_suite_bytes(
+            "s",
+            Path::new("s.jsonl"),
+            Arc::new(PathBuf::from("s.jsonl")),
+            &bytes,
+        );
+        assert_eq!(loaded.len(), n - 1, "the comment is skipped");
+        let line = |l: &Loaded| match &l.entry {
+            Ok(c) => c.location.line,
+            Err(e) => e.location.line,
+        };
+        let lines: Vec<usize> = loaded.iter().map(line).collect();
+        let want: Vec<usize> = (1..=n).filter(|i| *i != 5).collect();
+        assert_eq!(lines, want);
+        for l in loaded.iter().filter(|l| l.entry.is_ok()) {
+            let c = l.entry.as_ref().unwrap();
+            assert_eq!(l.trial, format!("s::{}", c.id));
+            assert_eq!(c.id, format!("c{}", c.location.line));
+        }
+        let dup = &loaded[2 * PARALLEL_FROM - 1];
+        let e = dup.entry.as_ref().unwrap_err();
+        assert!(
+            e.message
+                .contains("duplicate id \"c10\" (first used on line 10)"),
+            "{}",
+            e.message
+        );
+        assert_eq!(dup.trial, format!("s::line-{}", 2 * PARALLEL_FROM + 1));
+        let bad = &loaded[2 * PARALLEL_FROM];
+        assert!(bad
+            .entry
+            .as_ref()
+            .unwrap_err()
+            .message
+            .contains("invalid UTF-8"));
+        assert_eq!(bad.trial, format!("s::line-{}", 2 * PARALLEL_FROM + 2));
     }
 
     #[test]
