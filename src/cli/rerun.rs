@@ -61,8 +61,14 @@ pub(super) fn rerun(args: RerunArgs) -> Result<ExitCode, String> {
         .as_deref()
         .and_then(|r| serde_json::from_str(r).ok())
         .unwrap_or(Value::Null);
-    let scratch = std::env::temp_dir().join(format!("agentest-rerun-{}", std::process::id()));
-    std::fs::create_dir_all(&scratch)
+    // A folder of its own: created here (an existing one is refused), so nobody else's
+    // file stands where the child writes its report.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let scratch =
+        std::env::temp_dir().join(format!("agentest-rerun-{}-{nanos}", std::process::id()));
+    std::fs::create_dir(&scratch)
         .map_err(|e| format!("failed to create {}: {e}", scratch.display()))?;
     let report = scratch.join("rerun.jsonl");
     let result = run_again(&address, &root, &row.trial, &before, &report);
@@ -158,7 +164,7 @@ fn changes(before: &Value, after: &Value) -> Vec<String> {
     let differs = |a: &Value, b: &Value| !a.is_null() && !b.is_null() && a != b;
     if differs(&before["input_hash"], &after["input_hash"]) {
         out.push(format!(
-            "the case changed since (input_hash {} then, {} now)",
+            "the case or the options it runs with changed since (input_hash {} then, {} now; a rerun takes today's `--runs`, `--timeout` and agent)",
             before["input_hash"], after["input_hash"]
         ));
     }

@@ -70,42 +70,106 @@ pub(crate) async fn chat_for_json(
             break;
         }
     }
+    // A replay teaches nothing about the endpoint: no request reached it.
+    if let Some(i) = recorded_from {
+        return try_forms(
+            calls,
+            endpoint,
+            role,
+            chat,
+            (name, schema),
+            deadline,
+            &AUTO_ORDER[i..],
+            None,
+        )
+        .await;
+    }
     let learned = learned(endpoint);
-    let known = learned.lock().await;
-    // What an earlier run learned and the run store kept, when nothing else says.
-    let stored = match (recorded_from, *known) {
-        (None, None) => crate::record::store::known_form(endpoint.shown(), endpoint.model())
-            .await
-            .and_then(|f| AUTO_ORDER.iter().position(|a| a.name() == f)),
-        _ => None,
+    // The first case to ask tries the forms while the others wait; a probe that ends
+    // in another error (an overloaded endpoint) leaves nothing learned, and a case that
+    // has waited `PROBE_WAIT` tries the forms itself rather than queue behind it.
+    let waited = tokio::time::timeout_at(deadline.min(Instant::now() + PROBE_WAIT), learned.lock());
+    let Ok(known) = waited.await else {
+        return try_forms(
+            calls,
+            endpoint,
+            role,
+            chat,
+            (name, schema),
+            deadline,
+            &AUTO_ORDER,
+            None,
+        )
+        .await;
     };
-    let forms: &[StructuredOutput] = match (recorded_from, *known, stored) {
-        (Some(i), _, _) => &AUTO_ORDER[i..],
-        (None, Some(form), _) => {
-            drop(known);
-            chat.response_format = Endpoint::response_format(form, name, schema);
-            return calls.chat(endpoint, role, &chat, deadline).await;
-        }
-        // A form the store had that is now refused moves on to the weaker ones.
-        (None, None, Some(i)) => &AUTO_ORDER[i..],
-        (None, None, None) => &AUTO_ORDER,
-    };
-    // Held while the forms are tried, when nothing is known yet: the others wait.
-    let mut learning = if known.is_none() {
-        Some(known)
-    } else {
+    if let Some(form) = *known {
         drop(known);
-        None
+        chat.response_format = Endpoint::response_format(form, name, schema);
+        return calls.chat(endpoint, role, &chat, deadline).await;
+    }
+    // What an earlier run learned and the run store kept.
+    let stored = tokio::time::timeout_at(
+        deadline,
+        crate::record::store::known_form(endpoint.shown(), endpoint.model()),
+    )
+    .await
+    .ok()
+    .flatten()
+    .and_then(|f| AUTO_ORDER.iter().position(|a| a.name() == f));
+    // A form the store had that is now refused moves on to the weaker ones.
+    let forms = &AUTO_ORDER[stored.unwrap_or(0)..];
+    let learning = Learning {
+        known,
+        stored: stored.map(|i| AUTO_ORDER[i]),
     };
+    try_forms(
+        calls,
+        endpoint,
+        role,
+        chat,
+        (name, schema),
+        deadline,
+        forms,
+        Some(learning),
+    )
+    .await
+}
+
+/// How long a case waits for another case's trying of the forms before trying them
+/// itself.
+const PROBE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The endpoint's lock, held while the forms are tried, and the form the run store had.
+struct Learning<'a> {
+    known: tokio::sync::MutexGuard<'a, Option<StructuredOutput>>,
+    stored: Option<StructuredOutput>,
+}
+
+/// Tries `forms` in order, moving on at each refusal but the last form's; with
+/// `learning`, the form accepted is remembered, said and kept in the run store.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one call's parts, passed through once"
+)]
+async fn try_forms(
+    calls: &ModelCalls,
+    endpoint: &Endpoint,
+    role: Role,
+    mut chat: ChatRequest,
+    (name, schema): (&str, &Value),
+    deadline: Instant,
+    forms: &[StructuredOutput],
+    mut learning: Option<Learning<'_>>,
+) -> Result<ChatOutcome, LlmError> {
     let mut refused: Vec<(StructuredOutput, String)> = Vec::new();
     let (last, stricter) = forms.split_last().unwrap_or((&StructuredOutput::Off, &[]));
     for form in stricter.iter().chain([last]) {
         chat.response_format = Endpoint::response_format(*form, name, schema);
         match calls.chat(endpoint, role, &chat, deadline).await {
             Ok(outcome) => {
-                if let Some(known) = learning.as_mut() {
+                if let Some(Learning { known, stored }) = learning.as_mut() {
                     **known = Some(*form);
-                    let kept = stored.is_some_and(|i| AUTO_ORDER[i] == *form);
+                    let kept = *stored == Some(*form);
                     say_once(endpoint, *form, &refused, kept);
                     if !kept {
                         crate::record::store::learn_form(

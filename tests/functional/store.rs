@@ -1627,7 +1627,7 @@ fn rerun_runs_a_stored_result_again_and_says_whether_its_verdict_holds() {
     assert_eq!(r.code, 1, "{r:?}");
     for part in [
         format!("run {ok} (s::ok): failed now, recorded passed"),
-        "the case changed since (input_hash".to_string(),
+        "the case or the options it runs with changed since (input_hash".to_string(),
     ] {
         assert!(r.stdout.contains(&part), "{part:?} in {r:?}");
     }

@@ -142,26 +142,30 @@ fn read_lines(suite: &str, file: &Path, shown: &Arc<PathBuf>, lines: &[Line<'_>]
     }
     let chunk = lines.len().div_ceil(threads);
     std::thread::scope(|scope| {
+        // A thread the system refuses (a low thread limit) leaves its chunk to this one.
         let handles: Vec<_> = lines
             .chunks(chunk)
             .enumerate()
             .map(|(k, part)| {
                 let read_one = &read_one;
-                scope.spawn(move || {
-                    part.iter()
-                        .enumerate()
-                        .map(|(j, l)| read_one(k * chunk + j, l))
-                        .collect::<Vec<Read>>()
-                })
+                std::thread::Builder::new()
+                    .name("agentest-load".into())
+                    .spawn_scoped(scope, move || {
+                        part.iter()
+                            .enumerate()
+                            .map(|(j, l)| read_one(k * chunk + j, l))
+                            .collect::<Vec<Read>>()
+                    })
+                    .ok()
             })
             .collect();
         let mut all = Vec::with_capacity(lines.len());
         for (k, h) in handles.into_iter().enumerate() {
-            match h.join() {
-                Ok(part) => all.extend(part),
-                // A panic reading a line is a bug; the chunk is read again here, where
-                // it surfaces as one.
-                Err(_) => all.extend(
+            match h.map(|h| h.join()) {
+                Some(Ok(part)) => all.extend(part),
+                // Not started, or a panic reading a line (a bug): the chunk is read
+                // here, where such a panic surfaces.
+                None | Some(Err(_)) => all.extend(
                     lines[k * chunk..((k + 1) * chunk).min(lines.len())]
                         .iter()
                         .enumerate()

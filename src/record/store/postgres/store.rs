@@ -242,8 +242,12 @@ impl Backend for Postgres {
         // thinks small until autovacuum gets to it: it scans the whole table for each
         // wave's starts and ends (73 s of the server's CPU over a 100,000-case run,
         // against 5 s). Its statistics are taken now instead, in a fraction of a second.
+        // Only a speed-up: a server that refuses it (a statement timeout) runs the
+        // cases all the same.
         if planned.len() >= ANALYZE_FROM {
-            self.client.batch_execute("ANALYZE runs").map_err(db)?;
+            if let Err(e) = self.client.batch_execute("ANALYZE runs") {
+                eprintln!("agentest: warning: the run store could not analyze its runs table ({e}); PostgreSQL may plan its writes slowly until autovacuum does");
+            }
         }
         Ok(())
     }
