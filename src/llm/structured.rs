@@ -70,57 +70,42 @@ pub(crate) async fn chat_for_json(
             break;
         }
     }
-    // A replay teaches nothing about the endpoint: no request reached it.
-    if let Some(i) = recorded_from {
-        return try_forms(
-            calls,
-            endpoint,
-            role,
-            chat,
-            (name, schema),
-            deadline,
-            &AUTO_ORDER[i..],
-            None,
-        )
-        .await;
-    }
     let learned = learned(endpoint);
-    // The first case to ask tries the forms while the others wait; a probe that ends
-    // in another error (an overloaded endpoint) leaves nothing learned, and a case that
-    // has waited `PROBE_WAIT` tries the forms itself rather than queue behind it.
-    let waited = tokio::time::timeout_at(deadline.min(Instant::now() + PROBE_WAIT), learned.lock());
-    let Ok(known) = waited.await else {
-        return try_forms(
-            calls,
-            endpoint,
-            role,
-            chat,
-            (name, schema),
-            deadline,
-            &AUTO_ORDER,
-            None,
-        )
-        .await;
-    };
-    if let Some(form) = *known {
-        drop(known);
-        chat.response_format = Endpoint::response_format(form, name, schema);
-        return calls.chat(endpoint, role, &chat, deadline).await;
-    }
-    // What an earlier run learned and the run store kept.
-    let stored = tokio::time::timeout_at(
-        deadline,
-        crate::record::store::known_form(endpoint.shown(), endpoint.model()),
-    )
-    .await
-    .ok()
-    .flatten()
-    .and_then(|f| AUTO_ORDER.iter().position(|a| a.name() == f));
-    // A form the store had that is now refused moves on to the weaker ones.
-    let forms = &AUTO_ORDER[stored.unwrap_or(0)..];
-    let learning = Learning {
-        known,
-        stored: stored.map(|i| AUTO_ORDER[i]),
+    let (forms, learning): (&[StructuredOutput], Option<Learning<'_>>) = match recorded_from {
+        // A replay teaches nothing about the endpoint: no request reached it.
+        Some(i) => (&AUTO_ORDER[i..], None),
+        None => {
+            // The first case to ask tries the forms while the others wait; a probe that
+            // ends in another error (an overloaded endpoint) leaves nothing learned,
+            // and a case that has waited `PROBE_WAIT` tries the forms itself rather
+            // than queue behind it.
+            let waited = deadline.min(Instant::now() + PROBE_WAIT);
+            match tokio::time::timeout_at(waited, learned.lock()).await {
+                Err(_) => (&AUTO_ORDER, None),
+                Ok(known) => {
+                    if let Some(form) = *known {
+                        drop(known);
+                        chat.response_format = Endpoint::response_format(form, name, schema);
+                        return calls.chat(endpoint, role, &chat, deadline).await;
+                    }
+                    // What an earlier run learned and the run store kept; a form the
+                    // store had that is now refused moves on to the weaker ones.
+                    let stored = tokio::time::timeout_at(
+                        deadline,
+                        crate::record::store::known_form(endpoint.shown(), endpoint.model()),
+                    )
+                    .await
+                    .ok()
+                    .flatten()
+                    .and_then(|f| AUTO_ORDER.iter().position(|a| a.name() == f));
+                    let learning = Learning {
+                        known,
+                        stored: stored.map(|i| AUTO_ORDER[i]),
+                    };
+                    (&AUTO_ORDER[stored.unwrap_or(0)..], Some(learning))
+                }
+            }
+        }
     };
     try_forms(
         calls,
@@ -130,7 +115,7 @@ pub(crate) async fn chat_for_json(
         (name, schema),
         deadline,
         forms,
-        Some(learning),
+        learning,
     )
     .await
 }

@@ -125,10 +125,15 @@ impl Engine {
         let started = Instant::now();
         let case = match &loaded.entry {
             Ok(c) => c,
-            Err(e) => return broken(loaded, e),
+            Err(e) => {
+                let mut report = broken(loaded, e);
+                self.note_provenance(loaded, &mut report);
+                return report;
+            }
         };
         let mut report = new_report(loaded, case);
         report.input_hash = self.input_hash(loaded);
+        self.note_provenance(loaded, &mut report);
         // `--ignored` asks for the `skip: true` cases, as it does for `#[ignore]` tests.
         let reason = if self.options.run_skipped {
             None
@@ -153,7 +158,6 @@ impl Engine {
             prepared,
         };
         crate::run::lifecycle::run_case(given, case, loaded, repeat, &mut report).await;
-        self.note_provenance(loaded, &mut report);
         report.total_turns = report.turns.len() as u32;
         if let crate::case::Mode::Static { turns, .. } = &case.mode {
             // "(1 turn)" would misdescribe a 3-turn script that stopped at turn 1.
@@ -167,8 +171,9 @@ impl Engine {
         report
     }
 
-    /// Fills in the record's `provenance` (its `models` are the case's model calls'):
-    /// agentest's version, the config's fingerprint, the cassette mode and the seed.
+    /// Fills in the record's `provenance`: agentest's version, the config's fingerprint,
+    /// the cassette mode and the seed (its `models`, the case's model calls, are added
+    /// when they are accounted), for every record, a line that did not load included.
     fn note_provenance(&self, loaded: &Loaded, report: &mut CaseReport) {
         let p = report.provenance.get_or_insert_with(Default::default);
         p.agentest = env!("CARGO_PKG_VERSION").to_string();

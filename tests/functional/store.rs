@@ -1587,6 +1587,8 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
 /// a run of its own in the store; a run the store does not hold is a clear error.
 fn rerun_runs_a_stored_result_again_and_says_whether_its_verdict_holds() {
     let s = project("rerun");
+    let suite = std::fs::read_to_string(s.join("suites/s.jsonl")).unwrap();
+    s.write("suites/s.jsonl", &format!("{suite}{{\"id\": \"broken\"\n"));
     let db = s.join("runs.db");
     let store = [("AGENTEST_STORE", db.to_str().unwrap())];
     let first = agentest(s.path(), &["test", "-i", "suites"], &store);
@@ -1617,6 +1619,16 @@ fn rerun_runs_a_stored_result_again_and_says_whether_its_verdict_holds() {
         r.stdout.contains("(s::bad): failed again, as recorded"),
         "{r:?}"
     );
+    // A line that did not load reruns to the same error, its record as complete as
+    // any other's.
+    let broken = id_of("s::line-5");
+    let r = agentest(s.path(), &["rerun", &broken], &store);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(
+        r.stdout.contains("(s::line-5): error again, as recorded"),
+        "{r:?}"
+    );
+    assert!(!r.stdout.contains("predates provenance"), "{r:?}");
     // The case changes: its verdict does, and the change is named.
     let suite = std::fs::read_to_string(s.join("suites/s.jsonl")).unwrap();
     s.write(
