@@ -97,6 +97,7 @@ impl Scheduler {
         let dispatcher = {
             let (stop, running, over_budget) = (stop.clone(), running.clone(), over_budget.clone());
             let groups = groups.clone();
+            let semaphore = semaphore.clone();
             // One dispatcher takes the permits, so cases open in trial order and
             // `--fail-fast` sees a failure before it starts anything after it.
             tokio::spawn(async move {
@@ -116,6 +117,7 @@ impl Scheduler {
         };
         Dispatch {
             dispatcher,
+            semaphore,
             running,
             groups,
             stop,
@@ -280,6 +282,8 @@ impl Scheduler {
         d.abort();
         // Cases that finished meanwhile keep their results; the rest are not run.
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        // A case the dispatcher started while it was being stopped is stopped too.
+        d.abort();
         while let Ok((i, report)) = d.rx.try_recv() {
             seen[i] = true;
             pending.insert(i, report);
@@ -693,6 +697,8 @@ impl Window {
 /// A dispatch in progress.
 struct Dispatch {
     dispatcher: tokio::task::JoinHandle<()>,
+    /// The permits in flight: closed on Ctrl-C, so the dispatcher starts nothing more.
+    semaphore: Arc<Semaphore>,
     /// The repeats in flight, so Ctrl-C can stop them; a finished case leaves the map.
     running: Running,
     groups: Groups,
@@ -745,6 +751,9 @@ impl Dispatch {
     }
 
     fn abort(&self) {
+        // Closed first: the permits the aborted cases free would otherwise start the
+        // next cases before the dispatcher's abort takes effect at its next pause.
+        self.semaphore.close();
         self.dispatcher.abort();
         for (_, h) in lock(&self.running).drain() {
             h.abort();
