@@ -377,6 +377,14 @@ pub enum ConfigValueError {
     /// `[run].concurrency = 0`.
     #[error("[run].concurrency: must be at least 1")]
     ZeroConcurrency,
+    /// A `[judges.NAME]` table, or a `[run]` judging setting, that cannot be used.
+    #[error("{key}: {message}")]
+    Judge {
+        /// The setting, like `[judges."panel"].jury` or `[run].on_inconclusive`.
+        key: String,
+        /// What is wrong and the fix.
+        message: String,
+    },
     /// `[traces].listen` that is not an address.
     #[error("[traces].listen: expected an address and port like \"127.0.0.1:4318\" (port 0: a free one), found {value:?}")]
     TracesListen {

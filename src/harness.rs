@@ -519,6 +519,15 @@ fn outcome(report: &CaseReport) -> Result<Completion, Failed> {
         Status::Skipped => Ok(Completion::ignored_with(
             report.error.clone().unwrap_or_default(),
         )),
+        // `on_inconclusive = "ignore"`: shown as ignored, with why, never as passed.
+        Status::Inconclusive
+            if report.on_inconclusive == Some(crate::case::OnInconclusive::Ignore) =>
+        {
+            Ok(Completion::ignored_with(format!(
+                "inconclusive: {}",
+                report.error.clone().unwrap_or_default()
+            )))
+        }
         _ => Err(failure_message(report).into()),
     }
 }

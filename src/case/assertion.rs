@@ -99,8 +99,8 @@ pub enum ValueMatcher {
 /// What a judge assertion asks.
 #[derive(Debug, Clone)]
 pub struct JudgeSpec {
-    /// The judge agent from `use: "agents:NAME"`; none means the built-in judge.
-    pub agent: Option<String>,
+    /// Who judges (`use`): none named means the run's default judge.
+    pub judges: crate::case::JudgeChoice,
     /// What the reply must satisfy.
     pub criteria: String,
     /// The rest of `options.metadata` / `metadata`.

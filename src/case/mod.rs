@@ -1,6 +1,7 @@
 //! The case model: what a case means once a source has read it, whatever its format.
 
 mod assertion;
+mod judges;
 mod mock;
 mod model;
 mod model_settings;
@@ -13,6 +14,7 @@ pub(crate) use assertion::{
     JsonPath, JsonType, JudgeSpec, Kind, SpanCount, SpanStatusWanted, ToolScope, ValueMatcher,
     ASSERTION_TYPES,
 };
+pub(crate) use judges::{default_max_abstentions, JudgeChoice, JudgeRef, JuryRule, OnInconclusive};
 pub(crate) use mock::{Mock, MockAnswer};
 pub use model::{Case, Location, Mode};
 pub(crate) use model::{

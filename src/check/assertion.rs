@@ -47,14 +47,14 @@ pub struct EvalEnv<'a> {
     /// When the case must end.
     pub deadline: tokio::time::Instant,
     /// Judges for `agent` / `llm_judge` assertions.
-    pub judges: Option<&'a dyn crate::check::judge::Judges>,
+    pub judges: Option<&'a dyn crate::check::jury::Judges>,
 }
 
 /// The outcome of one assertion.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Verdict {
-    /// Whether it held (after `negate`).
-    pub passed: bool,
+    /// Whether it held (after `negate`); `None`: its judge could not decide.
+    pub passed: Option<bool>,
     /// A short description, like `contains "submitted"`.
     pub label: String,
     /// Why it failed (the custom `message` when given), with expected and actual.
@@ -100,7 +100,7 @@ pub async fn evaluate(
         Kind::Script { name } => {
             let input = script_input(a, subject, env);
             let (passed, message) = env.scripts.run(name, input, env.deadline).await?;
-            (passed, format!("script {name}"), message)
+            (Some(passed), format!("script {name}"), message)
         }
         Kind::Judge { type_name, spec } => {
             let (passed, label, why, verdict) = judged(type_name, spec, subject, env).await?;
@@ -117,26 +117,32 @@ pub async fn evaluate(
                     None => why,
                 };
                 return Ok(Verdict {
-                    passed: false,
+                    passed: Some(false),
                     label,
                     detail: Some(detail),
                     judgment: None,
                 });
             }
-            check(&a.kind, subject)
+            let (holds, label, why) = check(&a.kind, subject);
+            (Some(holds), label, why)
         }
     };
-    let passed = holds != a.negate;
+    // Negating "cannot tell" still cannot tell.
+    let passed = holds.map(|h| h != a.negate);
     let label = if a.negate {
         format!("not {label}")
     } else {
         label
     };
-    let detail = (!passed).then(|| match &a.message {
-        Some(m) => format!("{m} ({why})"),
-        None if a.negate => format!("expected the opposite, but it held: {why}"),
-        None => why,
-    });
+    let detail = match passed {
+        Some(true) => None,
+        Some(false) => Some(match &a.message {
+            Some(m) => format!("{m} ({why})"),
+            None if a.negate => format!("expected the opposite, but it held: {why}"),
+            None => why,
+        }),
+        None => Some(format!("inconclusive: {why}")),
+    };
     Ok(Verdict {
         passed,
         label,
@@ -145,16 +151,17 @@ pub async fn evaluate(
     })
 }
 
-/// A judge's verdict on the reply (`agent` and `llm_judge` assertions): whether it
-/// passed, the label, why, and the judgment the report keeps.
+/// A judge's (or a jury's) verdict on the reply (`agent` and `llm_judge` assertions):
+/// whether it passed (`None`: inconclusive), the label, why, and the judgment the
+/// report keeps.
 async fn judged(
     type_name: &str,
     spec: &crate::case::JudgeSpec,
     subject: Subject<'_>,
     env: &EvalEnv<'_>,
-) -> Result<(bool, String, String, Judgment), StepError> {
+) -> Result<(Option<bool>, String, String, Judgment), StepError> {
     let crate::case::JudgeSpec {
-        agent,
+        judges: choice,
         criteria,
         metadata,
         expected,
@@ -186,36 +193,51 @@ async fn judged(
         },
         trace: subject.reply.trace_summary.clone(),
     };
-    let verdict = judges.judge(agent.as_deref(), &request).await?;
-    let judge = agent.as_deref().unwrap_or("judge");
-    let mut why = format!(
-        "{judge}: {}",
-        if verdict.reason.is_empty() {
-            "no reason given"
-        } else {
-            &verdict.reason
-        }
-    );
-    if let Some(score) = verdict.score {
-        why.push_str(&format!(" (score {score})"));
-    }
-    if !verdict.suggestions.is_empty() {
-        why.push_str(&format!(
-            "; suggestions: {}",
-            verdict.suggestions.join("; ")
-        ));
-    }
-    let judgment = Judgment {
-        reason: verdict.reason.clone(),
-        score: verdict.score,
-        suggestions: verdict.suggestions.clone(),
-    };
+    let panel = judges.panel(choice, model).await?;
+    let decision = crate::check::jury::decide(judges, &panel, &request).await?;
+    let why = explain(&decision);
     Ok((
-        verdict.passed,
+        decision.passed,
         format!("{type_name} {}", quote(&clip(criteria))),
         why,
-        judgment,
+        decision.judgment,
     ))
+}
+
+/// What a report says of a judgment: `judge: reason (score s); suggestions: ...`, and
+/// why a verdict that does not count was set aside.
+pub(crate) fn explain(decision: &crate::check::jury::Decision) -> String {
+    let j = &decision.judgment;
+    // The built-in judge keeps its old name in messages; others say who they are.
+    let judge = match j.judge.as_deref() {
+        None | Some("llm") => "judge",
+        Some(other) => other.strip_prefix("agents:").unwrap_or(other),
+    };
+    let mut why = format!(
+        "{judge}: {}",
+        if j.reason.is_empty() {
+            "no reason given"
+        } else {
+            &j.reason
+        }
+    );
+    if let Some(score) = j.score {
+        why.push_str(&format!(" (score {score})"));
+    }
+    if !j.suggestions.is_empty() {
+        why.push_str(&format!("; suggestions: {}", j.suggestions.join("; ")));
+    }
+    if let Some(u) = &j.uncalibrated {
+        why.push_str(&format!("; the verdict does not count: {u}"));
+    }
+    for v in j.jurors.iter().filter(|v| v.uncalibrated.is_some()) {
+        why.push_str(&format!(
+            "; {}'s vote does not count: {}",
+            v.judge,
+            v.uncalibrated.as_deref().unwrap_or_default()
+        ));
+    }
+    why
 }
 
 /// Why a structured check cannot be made on this reply at all, when it cannot.

@@ -9,13 +9,16 @@ use crate::case::Checkpoint;
 use crate::check::each::check_all;
 use crate::check::{EvalEnv, Subject};
 use crate::errors::StepError;
-use crate::record::{AssertionReport, CheckpointReport, Termination};
+use crate::record::{AssertionReport, CheckpointReport, Status, Termination};
 
 /// Where a checkpoint stands.
 #[derive(Default, Clone)]
 struct State {
     reached_at: Option<u32>,
     message: String,
+    /// Its last check was inconclusive (a judge could not decide): not reached, and a
+    /// conversation that ends with it missing is inconclusive, not failed.
+    undecided: bool,
 }
 
 /// The case's checkpoints and where each stands.
@@ -86,22 +89,33 @@ impl<'a> Checkpoints<'a> {
                     format!("checkpoint {id}")
                 };
                 let state = self.state(id);
-                match results.iter().find(|r| !r.passed) {
+                let failed = results.iter().find(|r| r.failed());
+                let undecided = results.iter().find(|r| r.inconclusive());
+                state.undecided = failed.is_none() && undecided.is_some();
+                match failed.or(undecided) {
                     None => {
                         state.reached_at = Some(turn);
                         // What matched; the turn is `reached_at_turn`, said once by each format.
                         state.message = labels(&results);
-                        verdicts.push(verdict(id, label, !c.forbidden, state.message.clone()));
+                        verdicts.push(verdict(
+                            id,
+                            label,
+                            Some(!c.forbidden),
+                            state.message.clone(),
+                        ));
                         if c.forbidden {
                             self.forbidden = Some(id);
                             return Ok((verdicts, true));
                         }
                         progressed = true;
                     }
-                    Some(failed) => {
-                        state.message = failed.message.clone();
+                    Some(not_held) => {
+                        // Not reached, and the conversation goes on: a checkpoint whose
+                        // judge could not decide never ends it.
+                        state.message = not_held.message.clone();
                         if !c.forbidden {
-                            verdicts.push(verdict(id, label, false, failed.message.clone()));
+                            let passed = not_held.passed;
+                            verdicts.push(verdict(id, label, passed, not_held.message.clone()));
                         }
                     }
                 }
@@ -207,8 +221,28 @@ impl<'a> Checkpoints<'a> {
             .join("; ")
     }
 
+    /// Whether every required checkpoint missing was last checked inconclusive: then a
+    /// conversation that ends short of them cannot be called failed.
+    fn missing_undecided(&self) -> bool {
+        let missing = self.missing();
+        !missing.is_empty() && missing.iter().all(|c| self.states[c.id.as_str()].undecided)
+    }
+
+    /// The case's status and message when the conversation ended as `end` says; `None`
+    /// is a pass. Ending short of required checkpoints whose judges could not decide is
+    /// `inconclusive`; a forbidden checkpoint or the agent's own ending is a failure.
+    pub(crate) fn verdict(&self, end: &End<'_>) -> Option<(Status, String)> {
+        let message = self.failure(end)?;
+        let status = match end.termination {
+            Termination::ForbiddenCheckpoint => Status::Failed,
+            _ if self.missing_undecided() => Status::Inconclusive,
+            _ => Status::Failed,
+        };
+        Some((status, message))
+    }
+
     /// The case's failure, when the conversation ended as `end` says; `None` is a pass.
-    pub(crate) fn failure(&self, end: &End<'_>) -> Option<String> {
+    fn failure(&self, end: &End<'_>) -> Option<String> {
         let turn = end.turn;
         let why = end.reasoning.map(|r| format!(" ({r})")).unwrap_or_default();
         let missing = || self.describe_missing();
@@ -251,7 +285,7 @@ impl<'a> Checkpoints<'a> {
     }
 }
 
-fn verdict(id: &str, label: String, passed: bool, message: String) -> AssertionReport {
+fn verdict(id: &str, label: String, passed: Option<bool>, message: String) -> AssertionReport {
     let mut spec = Map::new();
     spec.insert("checkpoint".into(), Value::String(id.into()));
     AssertionReport {

@@ -35,7 +35,7 @@ pub(crate) async fn check_all(
             Err(e) => {
                 out.push(AssertionReport {
                     spec,
-                    passed: false,
+                    passed: Some(false),
                     label: a.type_name().to_string(),
                     message: e.to_string(),
                     judgment: None,
@@ -51,6 +51,14 @@ pub(crate) async fn check_all(
 pub(crate) fn first_failure(at: &str, verdicts: &[AssertionReport]) -> Option<String> {
     verdicts
         .iter()
-        .find(|a| !a.passed)
+        .find(|a| a.failed())
+        .map(|a| format!("{at}: {}: {}", a.label, a.message))
+}
+
+/// The first inconclusive verdict of a list, as `<at>: <label>: <message>`.
+pub(crate) fn first_inconclusive(at: &str, verdicts: &[AssertionReport]) -> Option<String> {
+    verdicts
+        .iter()
+        .find(|a| a.inconclusive())
         .map(|a| format!("{at}: {}: {}", a.label, a.message))
 }

@@ -82,7 +82,7 @@ pub(crate) async fn check(
         Evaluator::FileExists { path } => {
             let found = within(dir, path)?.exists();
             Verdict {
-                passed: found,
+                passed: Some(found),
                 label: format!("file_exists \"{path}\""),
                 detail: Some(if found {
                     format!("{path} exists")
@@ -96,7 +96,7 @@ pub(crate) async fn check(
             let label = format!("file_contains \"{path}\" \"{value}\"");
             match std::fs::read(within(dir, path)?) {
                 Err(_) => Verdict {
-                    passed: false,
+                    passed: Some(false),
                     label,
                     detail: Some(format!("no file {path} in the environment")),
                     judgment: None,
@@ -105,7 +105,7 @@ pub(crate) async fn check(
                     let text = String::from_utf8_lossy(&bytes);
                     let found = text.contains(value.as_str());
                     Verdict {
-                        passed: found,
+                        passed: Some(found),
                         label,
                         detail: Some(if found {
                             format!("{path} contains \"{value}\"")
@@ -133,7 +133,7 @@ pub(crate) async fn check(
                 |c| c.to_string(),
             );
             Verdict {
-                passed,
+                passed: Some(passed),
                 label: format!("command_exit_code_is `{command}` {expected_code}"),
                 detail: Some(if passed {
                     format!("`{command}` exited with {code}")
@@ -152,7 +152,7 @@ pub(crate) async fn check(
             let names: Vec<&str> = step.trajectory.iter().map(String::as_str).collect();
             let found = names.iter().any(|n| same_action(n, action));
             Verdict {
-                passed: found,
+                passed: Some(found),
                 label: format!("trajectory_contains_action \"{action}\""),
                 detail: Some(if found {
                     format!("the agent took the action {action}")
@@ -181,7 +181,7 @@ pub(crate) async fn check(
                 (None, None) => "any time".into(),
             };
             Verdict {
-                passed: over.is_none() && under.is_none(),
+                passed: Some(over.is_none() && under.is_none()),
                 label: format!("execution_time {bounds}"),
                 detail: Some(match (over, under) {
                     (Some(m), _) => format!(

@@ -5,17 +5,16 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::errors::StepError;
 use crate::protocol::Message;
-use crate::util::BoxFuture;
 use crate::util::{clip, compact, value_text};
 
 /// A judge's verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct JudgeVerdict {
-    /// Whether the reply meets the criteria.
-    pub passed: bool,
+    /// Whether the reply meets the criteria; `None` when the judge could not decide
+    /// (its reason says why).
+    pub passed: Option<bool>,
     /// A score from 0 to 1, when the judge gives one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub score: Option<f64>,
@@ -88,18 +87,7 @@ impl JudgeRequest {
     }
 }
 
-/// Runs judgments for the assertions of one case. The engine provides one that knows
-/// the case's model calls and configured agents.
-pub trait Judges: Send + Sync {
-    /// Judges with the agent `agent` (from `use: "agents:NAME"`), or the built-in judge.
-    fn judge<'a>(
-        &'a self,
-        agent: Option<&'a str>,
-        request: &'a JudgeRequest,
-    ) -> BoxFuture<'a, Result<JudgeVerdict, StepError>>;
-}
-
-const SYSTEM: &str = "You are a strict, fair evaluator of an AI assistant's reply. Decide whether the reply meets the criteria, judging only what the reply says. Answer with JSON only: {\"passed\": true or false, \"score\": a number from 0 to 1, \"reason\": \"one or two sentences\", \"suggestions\": [\"how the reply could be better\"]}";
+const SYSTEM: &str = "You are a strict, fair evaluator of an AI assistant's reply. Decide whether the reply meets the criteria, judging only what the reply says. Answer with JSON only: {\"passed\": true or false, \"score\": a number from 0 to 1, \"reason\": \"one or two sentences\", \"suggestions\": [\"how the reply could be better\"]}. If the conversation does not let you decide, answer \"passed\": null and say in \"reason\" what is missing.";
 
 impl JudgeRequest {
     /// The judge's instructions.
@@ -161,7 +149,7 @@ fn verdict_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "passed": {"type": "boolean"},
+            "passed": {"type": ["boolean", "null"]},
             "score": {"type": "number", "minimum": 0, "maximum": 1},
             "reason": {"type": "string"},
             "suggestions": {"type": "array", "items": {"type": "string"}}
@@ -245,11 +233,11 @@ const EXAMPLE_TEXTS: [&str; 5] = [
     "that was not a verdict",
 ];
 
-/// Reads a verdict: JSON (possibly as text) with a boolean `passed` (or `pass`), a
-/// `score` from 0 to 1 when there is one, and a non-empty `reason`. `Err` says why the
-/// answer is no verdict: not JSON, no boolean `passed`, a score out of range, no
-/// reason, or the prompt's own example text (or the request to answer again) given
-/// back.
+/// Reads a verdict: JSON (possibly as text) with a boolean `passed` (or `pass`), or
+/// `null` for a judge that cannot decide, a `score` from 0 to 1 when there is one, and
+/// a non-empty `reason`. `Err` says why the answer is no verdict: not JSON, no
+/// `passed`, a score out of range, no reason, or the prompt's own example text (or the
+/// request to answer again) given back.
 pub(crate) fn read_verdict(v: &Value) -> Result<JudgeVerdict, String> {
     let parsed = match v {
         Value::String(s) => serde_json::from_str::<Value>(s.trim())
@@ -259,11 +247,12 @@ pub(crate) fn read_verdict(v: &Value) -> Result<JudgeVerdict, String> {
     if !parsed.is_object() {
         return Err("the answer is not a JSON object".into());
     }
-    let passed = parsed
-        .get("passed")
-        .or_else(|| parsed.get("pass"))
-        .and_then(Value::as_bool)
-        .ok_or("it has no boolean `passed`")?;
+    // `null` is an answer ("cannot decide"); a missing `passed` is not.
+    let passed = match parsed.get("passed").or_else(|| parsed.get("pass")) {
+        Some(Value::Bool(b)) => Some(*b),
+        Some(Value::Null) => None,
+        _ => return Err("it has no boolean `passed` (nor `null` for undecided)".into()),
+    };
     let score = match parsed.get("score") {
         None | Some(Value::Null) => None,
         Some(Value::Number(n)) => match n.as_f64() {
@@ -336,13 +325,26 @@ mod tests {
     #[test]
     fn verdicts_are_read_from_json_or_text() {
         let v = read_verdict(&json!("{\"passed\": false, \"score\": 0.2, \"reason\": \"rude\", \"suggestions\": [\"be polite\"]}")).unwrap();
-        assert!(!v.passed);
+        assert_eq!(v.passed, Some(false));
         assert_eq!(v.reason, "rude");
         assert_eq!(v.suggestions, vec!["be polite"]);
-        assert!(
+        assert_eq!(
             read_verdict(&json!({"pass": true, "reason": "ok"}))
                 .unwrap()
-                .passed
+                .passed,
+            Some(true)
+        );
+        let undecided =
+            read_verdict(&json!({"passed": null, "reason": "the reply is cut off"})).unwrap();
+        assert_eq!(undecided.passed, None);
+        assert_eq!(
+            read_verdict(&json!({"passed": null})).unwrap_err(),
+            "it gives no `reason`",
+            "an undecided judge must say why"
+        );
+        assert_eq!(
+            read_verdict(&json!({"reason": "fine"})).unwrap_err(),
+            "it has no boolean `passed` (nor `null` for undecided)"
         );
         assert_eq!(
             read_verdict(&json!({"passed": true})).unwrap_err(),
@@ -362,7 +364,7 @@ mod tests {
         );
         assert_eq!(
             read_verdict(&json!({"passed": "yes"})).unwrap_err(),
-            "it has no boolean `passed`"
+            "it has no boolean `passed` (nor `null` for undecided)"
         );
         assert_eq!(
             read_verdict(&json!({"passed": true, "score": 7})).unwrap_err(),
@@ -393,7 +395,8 @@ mod tests {
         };
         let schema = request.answer_schema();
         assert_eq!(
-            schema["properties"]["passed"]["type"], "boolean",
+            schema["properties"]["passed"]["type"],
+            json!(["boolean", "null"]),
             "a verdict's own properties win"
         );
         assert_eq!(
@@ -405,7 +408,7 @@ mod tests {
             json!(["passed", "reason", "judgment", "confidence"])
         );
         let ok = json!({"passed": true, "reason": "r", "judgment": "yes", "confidence": 0.9});
-        assert!(request.read_answer(&ok).unwrap().passed);
+        assert_eq!(request.read_answer(&ok).unwrap().passed, Some(true));
         let why = request
             .read_answer(&json!("{\"passed\": true, \"reason\": \"r\", \"judgment\": \"maybe\", \"confidence\": 0.9}"))
             .unwrap_err();

@@ -3,7 +3,8 @@
 //! the gate over repeats. Everything that decides pass or fail lives here; `run/`
 //! plays the conversation and asks.
 
-mod assertion;
+pub(crate) mod assertion;
+pub(crate) mod calibration;
 pub(crate) mod checkpoints;
 pub(crate) mod code;
 pub(crate) mod criteria;
@@ -11,12 +12,13 @@ pub(crate) mod each;
 pub(crate) mod evaluators;
 pub(crate) mod gate;
 pub(crate) mod judge;
+pub(crate) mod jury;
 pub(crate) mod scenario;
 mod scripts;
 
 pub(crate) use assertion::parse_json_text;
 pub(crate) use assertion::Verdict;
 pub use assertion::{evaluate, EvalEnv, Latency, Subject};
-pub(crate) use each::{check_all, first_failure};
+pub(crate) use each::{check_all, first_failure, first_inconclusive};
 pub(crate) use scripts::ScriptFn;
 pub use scripts::{Check, Scripts};

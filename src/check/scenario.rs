@@ -10,9 +10,11 @@ use serde_json::{Map, Value};
 use crate::case::scenario::{
     EndCondition, Evaluation, Evaluator, Judgment, SatisfactionMethod, TerminationKind,
 };
+use crate::case::{JudgeChoice, ModelSettings};
 use crate::check::each::check_all;
 use crate::check::evaluators::{self, StepResult};
 use crate::check::judge::JudgeRequest;
+use crate::check::jury::Decision;
 use crate::check::{EvalEnv, Subject, Verdict};
 use crate::errors::StepError;
 use crate::protocol::Message;
@@ -109,7 +111,7 @@ pub(crate) async fn evaluate_all(
             Err(err) => {
                 out.push(AssertionReport {
                     spec,
-                    passed: false,
+                    passed: Some(false),
                     label: e.type_name.clone(),
                     message: err.to_string(),
                     judgment: None,
@@ -151,9 +153,11 @@ pub(crate) fn judge(judgment: Judgment, report: &mut CaseReport) {
     let failure = match judgment {
         Judgment::AllPass => all
             .iter()
-            .find(|(_, a)| !a.passed)
+            .find(|(_, a)| a.failed())
             .map(|(t, a)| format!("{}: {}: {} (judgment: all_pass)", at(t), a.label, a.message)),
-        Judgment::AnyPass if all.iter().any(|(_, a)| a.passed) => None,
+        Judgment::AnyPass if all.iter().any(|(_, a)| a.held()) => None,
+        // An undecided evaluation may be the one that passes: the case is inconclusive.
+        Judgment::AnyPass if all.iter().any(|(_, a)| a.inconclusive()) => None,
         Judgment::AnyPass => Some(match all.first() {
             Some((t, a)) => format!(
                 "no evaluation passed (judgment: any_pass); the first, {}: {}: {}",
@@ -167,6 +171,19 @@ pub(crate) fn judge(judgment: Judgment, report: &mut CaseReport) {
     if let Some(f) = failure {
         report.status = Status::Failed;
         report.error = Some(f);
+        return;
+    }
+    // Nothing failed; under `all_pass` an undecided evaluation, under `any_pass` an
+    // undecided one with none passed, leaves the case inconclusive.
+    let decided_by_a_pass =
+        matches!(judgment, Judgment::AnyPass) && all.iter().any(|(_, a)| a.held());
+    if let (false, true, Some((t, a))) = (
+        decided_by_a_pass,
+        report.status == Status::Passed,
+        all.iter().find(|(_, a)| a.inconclusive()),
+    ) {
+        report.status = Status::Inconclusive;
+        report.error = Some(format!("{}: {}: {}", at(t), a.label, a.message));
     }
 }
 
@@ -190,13 +207,13 @@ fn same_text(a: &str, b: &str) -> bool {
     norm(a) == norm(b)
 }
 
-/// A judge's verdict on `criteria` over the conversation.
+/// The run's judge's (or jury's) verdict on `criteria` over the conversation.
 async fn judged_by(
     env: &EvalEnv<'_>,
     criteria: &str,
     last: &str,
     history: &[Message],
-) -> Result<crate::check::judge::JudgeVerdict, StepError> {
+) -> Result<Decision, StepError> {
     let Some(judges) = env.judges else {
         return Err(StepError::Broken("no judge is available here".into()));
     };
@@ -204,12 +221,16 @@ async fn judged_by(
         conversation: history.to_vec(),
         ..JudgeRequest::new(criteria, last)
     };
-    judges.judge(None, &request).await
+    let (choice, model) = (JudgeChoice::default(), ModelSettings::default());
+    let panel = judges.panel(&choice, &model).await?;
+    crate::check::jury::decide(judges, &panel, &request).await
 }
 
-/// A verdict's confidence: its score, else 1 for a pass and 0 for a fail.
-fn verdict_score(v: &crate::check::judge::JudgeVerdict) -> f64 {
-    v.score.unwrap_or(if v.passed { 1.0 } else { 0.0 })
+/// A verdict's confidence: its score, else 1 for a pass and 0 for a fail; `None` when
+/// the judge could not decide.
+fn verdict_score(v: &Decision) -> Option<f64> {
+    v.passed
+        .map(|p| v.judgment.score.unwrap_or(if p { 1.0 } else { 0.0 }))
 }
 
 /// What the conversation evaluators read: the user's and the agent's words, and the
@@ -239,10 +260,7 @@ impl<'a> Talk<'a> {
     }
 
     /// The judge's verdict on `criteria`, over the conversation and its last reply.
-    async fn judged(
-        &self,
-        criteria: String,
-    ) -> Result<crate::check::judge::JudgeVerdict, StepError> {
+    async fn judged(&self, criteria: String) -> Result<Decision, StepError> {
         let last = self.agent_words.last().cloned().unwrap_or_default();
         judged_by(self.env, &criteria, &last, self.history).await
     }
@@ -308,7 +326,7 @@ fn conversation_length(
         .map(|o| format!(" (optimal {o})"))
         .unwrap_or_default();
     Verdict {
-        passed: ok,
+        passed: Some(ok),
         label: format!("conversation_length {bounds} turns"),
         detail: Some(format!("the conversation took {turns} turn(s){optimal}")),
         judgment: None,
@@ -351,7 +369,7 @@ fn keyword_satisfaction(
         p as f64 / (p + n) as f64
     };
     Verdict {
-        passed: score >= threshold,
+        passed: Some(score >= threshold),
         label: format!("user_satisfaction ≥ {threshold} (keyword_analysis)"),
         detail: Some(format!(
             "{p} positive and {n} negative indicator(s) in the user's words: score {score:.2}"
@@ -449,23 +467,21 @@ async fn context_retention(
     ))
 }
 
-/// A judged evaluator's verdict: its score against `threshold`, the judge's words kept.
-fn by_score(
-    v: crate::check::judge::JudgeVerdict,
-    threshold: f64,
-    label: String,
-    extra: String,
-) -> Verdict {
+/// A judged evaluator's verdict: its score against `threshold` (inconclusive when the
+/// judge could not decide), the judge's words kept.
+fn by_score(v: Decision, threshold: f64, label: String, extra: String) -> Verdict {
     let score = verdict_score(&v);
+    let why = crate::check::assertion::explain(&v);
+    let mut judgment = v.judgment;
+    judgment.score = score.or(judgment.score);
     Verdict {
-        passed: score >= threshold,
+        passed: score.map(|s| s >= threshold),
         label,
-        detail: Some(format!("score {score:.2}: {}{extra}", v.reason)),
-        judgment: Some(crate::record::Judgment {
-            reason: v.reason,
-            score: Some(score),
-            suggestions: v.suggestions,
+        detail: Some(match score {
+            Some(score) => format!("score {score:.2}: {}{extra}", judgment.reason),
+            None => format!("inconclusive: {why}{extra}"),
         }),
+        judgment: Some(judgment),
     }
 }
 
@@ -522,7 +538,8 @@ pub(crate) async fn first_condition(
                     continue;
                 };
                 let verdict = judged_by(env, prompt, turn.agent, turn.history).await?;
-                verdict_score(&verdict) >= *threshold
+                // A judge that cannot tell does not end the conversation.
+                verdict_score(&verdict).is_some_and(|s| s >= *threshold)
             }
         };
         if holds {

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::util::StoreAddress;
 
+mod calibrate;
 mod commands;
 pub(crate) mod init;
 mod locate;
@@ -64,6 +65,10 @@ enum Command {
     /// Run one stored result again as it ran (its seed, offline from its cassette) and
     /// say whether its verdict holds: exit 0 when it does, 1 when it changed.
     Rerun(rerun::RerunArgs),
+    /// Measure how far a `[judges.NAME]` can be trusted on a labelled set: accuracy,
+    /// Cohen's κ, flip rate across runs, the items it got wrong; kept in the run store
+    /// for `[run] require_calibrated_judges`. Exit 1 when it falls short of its bar.
+    Calibrate(calibrate::CalibrateArgs),
     /// Operate the run store: `store migrate`, `store check` (reachable, schema
     /// version, counts).
     Store(store::StoreArgs),
@@ -462,6 +467,7 @@ fn dispatch(command: Command) -> Result<ExitCode, String> {
         Command::Report(args) => commands::report(args),
         Command::Runs(args) => runs::runs(args),
         Command::Rerun(args) => rerun::rerun(args),
+        Command::Calibrate(args) => calibrate::calibrate(args),
         Command::Worker(args) => worker::worker(args),
         Command::Store(args) => store::store(args),
         Command::Scenario(ScenarioArgs {

@@ -61,6 +61,9 @@ pub struct ConfigFile {
     /// The OpenTelemetry trace receiver.
     #[serde(default)]
     pub traces: TracesConfig,
+    /// Judges and juries defined once, named as `judges:NAME`.
+    #[serde(default)]
+    pub judges: BTreeMap<String, super::JudgeConfig>,
 }
 
 /// `[traces]`: the OTLP/HTTP receiver agents send their spans to.
@@ -144,6 +147,16 @@ pub struct RunConfig {
     pub max_cost: Option<f64>,
     /// The run's token budget, over every case and role.
     pub max_tokens: Option<u64>,
+    /// The judge of every judgment that names none: `"llm"`, `"agents:NAME"` or
+    /// `"judges:NAME"` (default: the built-in judge).
+    pub judge: Option<String>,
+    /// What an inconclusive verdict does to its case: `fail`, `error` or `ignore`
+    /// (default: `fail` on CI, `error` elsewhere).
+    pub on_inconclusive: Option<String>,
+    /// A verdict of a `[judges.NAME]` with a calibration bar that its current
+    /// fingerprint does not meet is inconclusive.
+    #[serde(default)]
+    pub require_calibrated_judges: bool,
 }
 
 impl RunConfig {
@@ -203,6 +216,12 @@ pub struct Config {
     pub agents: BTreeMap<String, AgentConfig>,
     /// The personas of `personas_file`.
     pub(crate) file_personas: Vec<PersonaRef>,
+    /// `[judges.NAME]`, checked.
+    pub judges: BTreeMap<String, super::Judge>,
+    /// `[run] judge`, checked.
+    pub default_judge: Option<crate::case::JudgeRef>,
+    /// `[run] on_inconclusive`, checked (`None`: unset).
+    pub on_inconclusive: Option<crate::case::OnInconclusive>,
 }
 
 impl Config {
@@ -346,6 +365,22 @@ impl Config {
                 personas
             }
         };
+        let invalid = |source| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            source,
+        };
+        let judges = file
+            .judges
+            .iter()
+            .map(|(name, j)| {
+                let checked = j.check(name, &file.judges, &|l| file.llms.contains_key(l));
+                Ok((name.clone(), checked.map_err(invalid)?))
+            })
+            .collect::<Result<_, ConfigError>>()?;
+        let default_judge = super::judges::default_judge(file.run.judge.as_deref(), &file.judges)
+            .map_err(invalid)?;
+        let on_inconclusive =
+            super::judges::on_inconclusive(file.run.on_inconclusive.as_deref()).map_err(invalid)?;
         let config = Config {
             path: Some(path.to_path_buf()),
             dir,
@@ -353,6 +388,9 @@ impl Config {
             agent,
             agents,
             file_personas,
+            judges,
+            default_judge,
+            on_inconclusive,
         };
         config
             .check_values()

@@ -5,6 +5,7 @@ mod agents;
 mod command;
 mod file;
 mod golden;
+mod judges;
 mod llm;
 mod modes;
 
@@ -21,6 +22,7 @@ pub(crate) use golden::GoldenConfig;
 pub(crate) use golden::Redaction;
 #[cfg(test)]
 pub(crate) use golden::RedactionConfig;
+pub(crate) use judges::{Judge, JudgeConfig, JudgeDef};
 pub(crate) use llm::{LlmConfig, Pricing, StructuredOutput};
 pub use modes::CassetteMode;
 pub(crate) use modes::UpdateMode;

@@ -260,6 +260,11 @@ impl Endpoint {
         &self.model
     }
 
+    /// The temperature it sends, when it sets one.
+    pub(crate) fn temperature(&self) -> Option<f64> {
+        self.temperature
+    }
+
     /// The endpoint's URL for messages, without credentials or query.
     pub(crate) fn shown(&self) -> &str {
         &self.shown

@@ -10,7 +10,7 @@ mod rng;
 mod spend;
 mod structured;
 
-pub(crate) use calls::ModelCalls;
+pub(crate) use calls::{CallStats, ModelCalls};
 pub(crate) use client::{ChatOutcome, Endpoint};
 pub(crate) use limiter::set_parallelism;
 pub(crate) use request::ChatRequest;

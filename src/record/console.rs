@@ -33,7 +33,7 @@ impl Style {
         }
         let code = match status {
             Status::Passed => "32",
-            Status::Skipped => "33",
+            Status::Skipped | Status::Inconclusive => "33",
             _ => "31",
         };
         format!("\x1b[{code}m{text}\x1b[0m")
@@ -199,8 +199,7 @@ fn tree_block(r: &CaseReport, style: &Style) -> String {
         turn_lines(&mut s, t, style);
     }
     if !r.final_assertions.is_empty() {
-        let ok = r.final_assertions.iter().all(|a| a.passed);
-        let st = if ok { Status::Passed } else { Status::Failed };
+        let st = checks_status(&r.final_assertions);
         let _ = writeln!(s, "  ├─ Final Assertions: {}", style.paint(st, st.label()));
         assertion_lines(&mut s, &r.final_assertions, style, "  │  ");
         let _ = writeln!(s, "  │");
@@ -329,10 +328,8 @@ fn result_lines(s: &mut String, r: &CaseReport, style: &Style) {
 fn turn_lines(s: &mut String, t: &TurnReport, style: &Style) {
     let status = if t.error.is_some() {
         Status::Error
-    } else if t.ok() {
-        Status::Passed
     } else {
-        Status::Failed
+        checks_status(&t.assertions)
     };
     // Where the input came from, when it is not the script: the seed's markers.
     let source = match t.input_source.as_str() {
@@ -368,7 +365,7 @@ fn turn_lines(s: &mut String, t: &TurnReport, style: &Style) {
     let shown: Vec<AssertionReport> = t
         .assertions
         .iter()
-        .filter(|a| style.verbose || !a.passed)
+        .filter(|a| style.verbose || !a.held())
         .cloned()
         .collect();
     assertion_lines(s, &shown, style, pad);
@@ -426,7 +423,7 @@ fn turn_activity(s: &mut String, t: &TurnReport, style: &Style, pad: &str) {
     }
     // An assertion that could not be evaluated (a broken judge) shows its error
     // itself, below: once is enough.
-    let shown_below = |e: &str| t.assertions.iter().any(|a| !a.passed && a.message == e);
+    let shown_below = |e: &str| t.assertions.iter().any(|a| !a.held() && a.message == e);
     if let Some(e) = t.error.as_deref().filter(|e| !shown_below(e)) {
         let mut lines = e.lines();
         let _ = writeln!(s, "{pad}Error: {}", lines.next().unwrap_or_default());
@@ -459,7 +456,7 @@ fn turn_verdict_lines(s: &mut String, t: &TurnReport, style: &Style, pad: &str) 
     // Checkpoints: the ones reached always; with -v the others too, as pending (not
     // reached on this turn is not a failure: a later turn may reach them).
     for c in &t.checkpoints {
-        if c.passed {
+        if c.held() {
             assertion_lines(s, std::slice::from_ref(c), style, pad);
         } else if style.verbose {
             let _ = writeln!(
@@ -471,20 +468,49 @@ fn turn_verdict_lines(s: &mut String, t: &TurnReport, style: &Style, pad: &str) 
     }
 }
 
+/// How a list of checks stands: failed if one failed, else inconclusive if one could
+/// not be decided, else passed.
+fn checks_status(list: &[AssertionReport]) -> Status {
+    if list.iter().any(AssertionReport::failed) {
+        Status::Failed
+    } else if list.iter().any(AssertionReport::inconclusive) {
+        Status::Inconclusive
+    } else {
+        Status::Passed
+    }
+}
+
 fn assertion_lines(s: &mut String, list: &[AssertionReport], style: &Style, pad: &str) {
     for a in list {
-        if a.passed {
-            let _ = writeln!(s, "{pad}{} {}", style.paint(Status::Passed, "✓"), a.label);
-            // A judge's pass keeps its reason: a false pass must be auditable.
-            if let Some(j) = &a.judgment {
-                let score = j.score.map(|v| format!(" (score {v})")).unwrap_or_default();
-                let _ = writeln!(s, "{pad}  {}", style.dim(&format!("{}{score}", j.reason)));
+        match a.passed {
+            Some(true) => {
+                let _ = writeln!(s, "{pad}{} {}", style.paint(Status::Passed, "✓"), a.label);
+                // A judge's pass keeps its reason: a false pass must be auditable.
+                if let Some(j) = &a.judgment {
+                    let score = j.score.map(|v| format!(" (score {v})")).unwrap_or_default();
+                    let _ = writeln!(s, "{pad}  {}", style.dim(&format!("{}{score}", j.reason)));
+                }
             }
-        } else {
-            let _ = writeln!(s, "{pad}{} {}", style.paint(Status::Failed, "✗"), a.label);
-            for line in a.message.lines() {
-                let _ = writeln!(s, "{pad}  {line}");
+            Some(false) | None => {
+                let (status, mark) = match a.passed {
+                    None => (Status::Inconclusive, "?"),
+                    _ => (Status::Failed, "✗"),
+                };
+                let _ = writeln!(s, "{pad}{} {}", style.paint(status, mark), a.label);
+                for line in a.message.lines() {
+                    let _ = writeln!(s, "{pad}  {line}");
+                }
             }
+        }
+        // Every juror's vote, so a jury's verdict can be checked juror by juror.
+        for v in a.judgment.iter().flat_map(|j| &j.jurors) {
+            let said = match (&v.error, v.passed) {
+                (Some(e), _) => format!("abstained: {e}"),
+                (None, Some(true)) => format!("pass: {}", v.reason),
+                (None, Some(false)) => format!("fail: {}", v.reason),
+                (None, None) => format!("undecided: {}", v.reason),
+            };
+            let _ = writeln!(s, "{pad}  · {}: {said}", v.judge);
         }
     }
 }
@@ -551,6 +577,15 @@ pub(crate) fn summary(sum: &Summary) -> String {
     let _ = writeln!(s, "  Failed:  {}{timeouts}", sum.failed);
     let _ = writeln!(s, "  Errors:  {}", sum.errors);
     let _ = writeln!(s, "  Skipped: {}", sum.skipped);
+    if sum.inconclusive > 0 {
+        // Apart from the rest: a judge that could not decide is no verdict on the agent.
+        let effect = match sum.inconclusive_failing {
+            0 => "ignored (on_inconclusive = \"ignore\")".to_string(),
+            n if n == sum.inconclusive => "they fail the run".to_string(),
+            n => format!("{n} fail the run"),
+        };
+        let _ = writeln!(s, "  Inconclusive: {}: {effect}", sum.inconclusive);
+    }
     let avg = crate::record::format::common::avg_turns(sum);
     let _ = writeln!(s, "\n  Total turns: {}", sum.total_turns);
     let _ = writeln!(s, "  Avg turns/test: {avg:.1}");

@@ -189,7 +189,11 @@ fn block(s: &mut String, who: &str, text: &str) {
 
 fn verdicts(s: &mut String, list: &[AssertionReport]) {
     for a in list {
-        let mark = if a.passed { "✓" } else { "✗" };
+        let mark = match a.passed {
+            Some(true) => "✓",
+            Some(false) => "✗",
+            None => "?",
+        };
         let _ = writeln!(s, "{mark} {}", a.label);
     }
 }

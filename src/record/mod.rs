@@ -22,8 +22,8 @@ pub(crate) use jsonl::JsonlWriter;
 pub use model::{rfc3339, CaseReport, RunInfo, Status, Summary};
 pub(crate) use model::{
     AssertionReport, AwaitReason, CassetteStats, CheckpointReport, CodeRun, Cost,
-    CriteriaEvaluation, Ending, EvalStudioIds, Judgment, ModelUse, RoleCost, RunResult, StepRef,
-    TurnReport,
+    CriteriaEvaluation, Ending, EvalStudioIds, Judgment, JurorVote, ModelUse, RoleCost, RunResult,
+    StepRef, TurnReport,
 };
 pub(crate) use recorder::{Recorder, StorePlan};
 pub(crate) use replace::{is_report, only_over_a_report};

@@ -24,6 +24,9 @@ pub enum Status {
     Skipped,
     /// The case's deadline passed.
     Timeout,
+    /// No check failed, and a judge (or a jury) could not decide one: never a pass.
+    /// What it does to the run is the record's `on_inconclusive`.
+    Inconclusive,
 }
 
 impl Status {
@@ -35,6 +38,7 @@ impl Status {
             Status::Error => "ERROR",
             Status::Skipped => "SKIPPED",
             Status::Timeout => "TIMEOUT",
+            Status::Inconclusive => "INCONCLUSIVE",
         }
     }
 }
@@ -45,8 +49,8 @@ pub struct AssertionReport {
     /// The assertion as written (`type`, `value`, ...).
     #[serde(flatten)]
     pub spec: Map<String, Value>,
-    /// Whether it held.
-    pub passed: bool,
+    /// Whether it held; `null` when its judge could not decide (inconclusive).
+    pub passed: Option<bool>,
     /// A short description (`contains "x"`).
     #[serde(default)]
     pub label: String,
@@ -59,18 +63,70 @@ pub struct AssertionReport {
     pub judgment: Option<Judgment>,
 }
 
-/// A judge's reason, score and suggestions.
+impl AssertionReport {
+    /// Whether it held.
+    pub fn held(&self) -> bool {
+        self.passed == Some(true)
+    }
+
+    /// Whether it failed (not held, and not inconclusive).
+    pub fn failed(&self) -> bool {
+        self.passed == Some(false)
+    }
+
+    /// Whether its judge could not decide.
+    pub fn inconclusive(&self) -> bool {
+        self.passed.is_none()
+    }
+}
+
+/// A judge's reason, score and suggestions; for a jury, every juror's too.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Judgment {
-    /// Why the judge decided so.
+    /// Why the judge decided so (for a jury: the tally under its rule).
     #[serde(default)]
     pub reason: String,
-    /// A score from 0 to 1, when the judge gave one.
+    /// A score from 0 to 1, when the judge gave one (for a jury: the mean of its
+    /// jurors' that decided and gave one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub score: Option<f64>,
     /// How the reply could be better.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub suggestions: Vec<String>,
+    /// Who judged: `llm`, `agents:NAME`, `judges:NAME`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<String>,
+    /// A jury's rule (`majority`, `unanimous`, `mean_score >= 0.7`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+    /// A jury's jurors, each with its verdict, or the error that made it abstain.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub jurors: Vec<JurorVote>,
+    /// Why the verdict does not count: its judge has no calibration meeting its bar
+    /// (under `[run] require_calibrated_judges`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncalibrated: Option<String>,
+}
+
+/// One juror's vote.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct JurorVote {
+    /// The juror: `llm`, `agents:NAME`, `judges:NAME`.
+    pub judge: String,
+    /// Its verdict; `null` when it could not decide, abstained or is not calibrated.
+    pub passed: Option<bool>,
+    /// Its score, when it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
+    /// Its reason.
+    #[serde(default)]
+    pub reason: String,
+    /// The error that made it abstain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Why its vote does not count (no calibration meeting its bar).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncalibrated: Option<String>,
 }
 
 /// What made a result, so that it can be told apart from another run's and run again
@@ -322,7 +378,7 @@ impl CodeRun {
 impl TurnReport {
     /// True when every assertion held and there was no error.
     pub fn ok(&self) -> bool {
-        self.error.is_none() && self.assertions.iter().all(|a| a.passed)
+        self.error.is_none() && self.assertions.iter().all(AssertionReport::held)
     }
 }
 
@@ -433,6 +489,10 @@ pub struct CaseReport {
     /// mode, the seed, and every model the case's roles called, with their settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provenance: Option<Provenance>,
+    /// For an `inconclusive` case: what the run made of it (`[run] on_inconclusive`):
+    /// `fail` and `error` fail the run, `ignore` does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_inconclusive: Option<crate::case::OnInconclusive>,
     /// A repeated case: how its repeats ended and how steady they were.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stability: Option<crate::record::Stability>,
@@ -585,6 +645,12 @@ pub struct Summary {
     pub skipped: u64,
     /// Of the failed, how many timed out.
     pub timeouts: u64,
+    /// Inconclusive: a judge could not decide, and nothing failed.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub inconclusive: u64,
+    /// Of the inconclusive, those that fail the run (`on_inconclusive` `fail` or `error`).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub inconclusive_failing: u64,
     /// Turns run over all cases.
     pub total_turns: u64,
     /// Wall time of the run.
@@ -723,12 +789,18 @@ impl Summary {
             }
             Status::Error => self.errors += 1,
             Status::Skipped => self.skipped += 1,
+            Status::Inconclusive => {
+                self.inconclusive += 1;
+                if r.on_inconclusive != Some(crate::case::OnInconclusive::Ignore) {
+                    self.inconclusive_failing += 1;
+                }
+            }
         }
     }
 
-    /// True when nothing failed or errored.
+    /// True when nothing failed or errored, and no inconclusive case fails the run.
     pub fn ok(&self) -> bool {
-        self.failed == 0 && self.errors == 0
+        self.failed == 0 && self.errors == 0 && self.inconclusive_failing == 0
     }
 }
 

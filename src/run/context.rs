@@ -112,6 +112,9 @@ pub(crate) struct Context {
         reason = "a cache keyed by connector and persona, read in one place"
     )]
     llms: Mutex<HashMap<(Role, Option<String>), Result<Arc<Endpoint>, SetupError>>>,
+    /// Judges' calibrations as checked against their bars, by name and fingerprint:
+    /// `None` when it meets its bar, else why not. Read from the store once per run.
+    pub(crate) calibration_checks: Mutex<HashMap<(String, String), Option<String>>>,
 }
 
 /// How this process finds and reads configs: the file `AGENTEST_CONFIG` or `--config`
@@ -173,6 +176,7 @@ impl Context {
             connected: Mutex::new(HashMap::new()),
             from_connectors: Mutex::new(HashMap::new()),
             llms: Mutex::new(HashMap::new()),
+            calibration_checks: Mutex::new(HashMap::new()),
         })
     }
 
@@ -333,7 +337,8 @@ impl Context {
         // A scenario's judged conversation checks and conditions use the built-in judge.
         if let Mode::Scenario(sc) = &case.mode {
             if sc.needs_judge() {
-                if let Err(e) = self.llm_choice(Role::Judge, None, case.source_llms()) {
+                let default = crate::case::JudgeChoice::default();
+                if let Some(e) = self.judge_problem(&default, None, case.source_llms()) {
                     problems.push(format!("judged conversation checks: {e}"));
                 }
             }
@@ -343,13 +348,9 @@ impl Context {
                 Kind::Script { name } if !self.scripts.has(name) => {
                     Some(self.scripts.undefined(name).to_string())
                 }
-                Kind::Judge { spec, .. } => match &spec.agent {
-                    Some(name) => self.agent(Some(name)).err().map(|e| e.to_string()),
-                    None => self
-                        .llm_choice(Role::Judge, spec.model.llm.as_deref(), case.source_llms())
-                        .err()
-                        .map(|e| e.to_string()),
-                },
+                Kind::Judge { spec, .. } => {
+                    self.judge_problem(&spec.judges, spec.model.llm.as_deref(), case.source_llms())
+                }
                 _ => None,
             };
             if let Some(p) = problem {
@@ -360,6 +361,70 @@ impl Context {
             }
         }
         problems
+    }
+
+    /// What stops the judges `choice` names (the run's default judge when it names
+    /// none) from judging: an agent, a `[judges.NAME]` or an endpoint that is not
+    /// there, or a `[judges.NAME]` jury sitting on another jury. `llm`: the
+    /// assertion's own endpoint for the built-in judge.
+    fn judge_problem(
+        &self,
+        choice: &crate::case::JudgeChoice,
+        llm: Option<&str>,
+        source: Option<&SourceLlms>,
+    ) -> Option<String> {
+        use crate::case::JudgeRef;
+        use crate::config::JudgeDef;
+        let default;
+        let refs: &[JudgeRef] = if choice.judges.is_empty() {
+            default = [self
+                .config
+                .default_judge
+                .clone()
+                .unwrap_or(JudgeRef::Builtin)];
+            &default
+        } else {
+            &choice.judges
+        };
+        let one = |j: &JudgeRef, in_jury: bool| -> Option<String> {
+            match j {
+                JudgeRef::Builtin => self
+                    .llm_choice(Role::Judge, llm, source)
+                    .err()
+                    .map(|e| e.to_string()),
+                JudgeRef::Agent(a) => self.agent(Some(a)).err().map(|e| e.to_string()),
+                JudgeRef::Named(n) => match self.config.judges.get(n).map(|d| &d.def) {
+                    None => Some(format!(
+                        "no [judges.\"{n}\"] table in {} defines `{j}`; add one",
+                        self.config.describe()
+                    )),
+                    Some(JudgeDef::Builtin(ms)) => self
+                        .llm_choice(Role::Judge, llm.or(ms.llm.as_deref()), source)
+                        .err()
+                        .map(|e| e.to_string()),
+                    Some(JudgeDef::Agent(a)) => {
+                        self.agent(Some(a)).err().map(|e| format!("`{j}`: {e}"))
+                    }
+                    Some(JudgeDef::Jury(_)) if in_jury => Some(format!(
+                        "`{j}` is a jury, and a juror is one judge; list its judges instead"
+                    )),
+                    Some(JudgeDef::Jury(_)) => None,
+                },
+            }
+        };
+        for j in refs {
+            if let Some(p) = one(j, refs.len() > 1) {
+                return Some(p);
+            }
+            if let (JudgeRef::Named(n), 1) = (j, refs.len()) {
+                if let Some(JudgeDef::Jury(jury)) = self.config.judges.get(n).map(|d| &d.def) {
+                    if let Some(p) = jury.judges.iter().find_map(|m| one(m, true)) {
+                        return Some(format!("`{j}`: {p}"));
+                    }
+                }
+            }
+        }
+        None
     }
 
     /// Whether a role's endpoint is configured, without building it (that needs the

@@ -9,6 +9,7 @@ use crate::case::{Case, Mode};
 use crate::run::scenario::{wait_for_every_folder, Job, Preparer, Workdir};
 
 use crate::case::Gate;
+use crate::case::OnInconclusive;
 use crate::errors::GateError;
 use crate::record::golden;
 use crate::record::{CaseReport, Status};
@@ -158,6 +159,17 @@ impl Engine {
             prepared,
         };
         crate::run::lifecycle::run_case(given, case, loaded, repeat, &mut report).await;
+        if report.status == Status::Inconclusive {
+            // What the run makes of it goes with the record, so every report, the
+            // trial and the exit code read it alike.
+            let configured = self
+                .contexts
+                .of(&loaded.file)
+                .ok()
+                .and_then(|c| c.config.on_inconclusive);
+            report.on_inconclusive =
+                Some(configured.unwrap_or(OnInconclusive::default_for(crate::settings::on_ci())));
+        }
         report.total_turns = report.turns.len() as u32;
         if let crate::case::Mode::Static { turns, .. } = &case.mode {
             // "(1 turn)" would misdescribe a 3-turn script that stopped at turn 1.

@@ -182,6 +182,7 @@ async fn body(
     let judges = CaseJudges {
         ctx,
         scope: &setup.scope,
+        check_calibration: true,
     };
     let metadata = case_metadata(case, setup);
     let env = EvalEnv {

@@ -2,6 +2,7 @@
 //! conversation loops and the roles that are not the agent under test.
 
 pub(crate) mod awaiting;
+pub(crate) mod calibrate;
 pub(crate) mod context;
 pub(crate) mod conversation;
 pub(crate) mod engine;

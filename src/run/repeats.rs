@@ -534,7 +534,12 @@ fn verdict(
                 Some(format!(
                     "gate {gate} cannot be decided: {counts}; {need}, and errors are not failures, so fix what errored{}{}",
                     interval(),
-                    first(&[Status::Error, Status::Timeout, Status::Skipped])
+                    first(&[
+                        Status::Error,
+                        Status::Timeout,
+                        Status::Inconclusive,
+                        Status::Skipped
+                    ])
                 )),
             )
         }

@@ -606,11 +606,14 @@ impl Dispatcher {
 
 /// With `--fail-fast`, a case that did not pass stops the run from starting more.
 fn note_failure(fail_fast: bool, stop: &AtomicBool, report: &CaseReport) {
+    let inconclusive_fails = report.status == Status::Inconclusive
+        && report.on_inconclusive != Some(crate::case::OnInconclusive::Ignore);
     if fail_fast
-        && matches!(
-            report.status,
-            Status::Failed | Status::Error | Status::Timeout
-        )
+        && (inconclusive_fails
+            || matches!(
+                report.status,
+                Status::Failed | Status::Error | Status::Timeout
+            ))
     {
         stop.store(true, Ordering::SeqCst);
     }

@@ -23,8 +23,8 @@ pub(crate) use duration::{parse_timeout, DurationError};
 pub(crate) use fs::{check_writable, create_parents, write_atomically};
 pub(crate) use json::json_subset;
 pub(crate) use json::{json_eq, tool_name_matches, type_of};
-pub(crate) use paths::beside;
 pub use paths::display_path;
+pub(crate) use paths::{beside, file_name_for_id};
 pub(crate) use secrets::{
     any_secret, error_chain, expand_env, expand_secret, masks_a_secret, register_secret,
     root_cause, scrub, scrub_json, shown_url,

@@ -433,7 +433,7 @@ fn run_vector(v: &Vector, rt: &tokio::runtime::Runtime) -> Result<(bool, Vec<Str
             let verdict = evaluate(a, subject, &env)
                 .await
                 .map_err(|e| e.to_string())?;
-            if !verdict.passed {
+            if verdict.passed != Some(true) {
                 all = false;
                 details.push(format!(
                     "{}: {}",

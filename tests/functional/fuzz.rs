@@ -1477,7 +1477,13 @@ fn check_evaluation(
                 "{} evaluated without a judge or script",
                 assertion.type_name()
             );
-            prop_assert_eq!(verdict.passed, verdict.detail.is_none(), "{:?}", verdict);
+            // Without a judge, every check decides: never inconclusive.
+            prop_assert_eq!(
+                verdict.passed,
+                Some(verdict.detail.is_none()),
+                "{:?}",
+                verdict
+            );
             let Some(flipped) = flipped.as_ref().and_then(|f| f.get(i)) else {
                 continue;
             };
@@ -1485,7 +1491,7 @@ fn check_evaluation(
             let other = evaluate(flipped, subject, &env)
                 .await
                 .map_err(|e| TestCaseError::fail(format!("the negated twin failed to run: {e}")))?;
-            let unevaluable = !verdict.passed
+            let unevaluable = verdict.passed == Some(false)
                 && verdict
                     .detail
                     .as_deref()
@@ -1494,14 +1500,14 @@ fn check_evaluation(
             if unevaluable {
                 // A check that cannot look at the reply fails either way.
                 prop_assert!(
-                    !other.passed,
+                    other.passed == Some(false),
                     "negate turned an unevaluable check into a pass: {:?}",
                     other
                 );
             } else {
                 prop_assert_eq!(
                     other.passed,
-                    !verdict.passed,
+                    verdict.passed.map(|p| !p),
                     "negate did not invert {:?} / {:?}",
                     verdict,
                     other

@@ -472,6 +472,8 @@ fn junit_report_is_well_formed_with_required_structure() {
                     skipped += 1;
                     assert_eq!(outcome, ["skipped"], "{id}");
                 }
+                // No judge in this run decides "cannot tell".
+                other => panic!("{id}: unexpected status {other:?}"),
             }
             for o in &tc.children {
                 assert!(!o.attr("message").is_empty(), "{id}: <{}> message", o.name);
@@ -614,6 +616,7 @@ impl StatusName for CaseReport {
             Status::Error => "error",
             Status::Skipped => "skipped",
             Status::Timeout => "timeout",
+            Status::Inconclusive => "inconclusive",
         }
     }
 }

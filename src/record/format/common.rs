@@ -58,6 +58,7 @@ pub(crate) fn status_name(status: Status) -> &'static str {
         Status::Error => "error",
         Status::Skipped => "skipped",
         Status::Timeout => "timeout",
+        Status::Inconclusive => "inconclusive",
     }
 }
 
@@ -211,7 +212,7 @@ pub(crate) fn avg_turns(summary: &Summary) -> f64 {
 /// Whether a checkpoint verdict on a turn is one that matched there (reached, or, for a
 /// forbidden checkpoint, hit).
 fn turn_checkpoint_hit(a: &AssertionReport) -> bool {
-    a.passed
+    a.held()
 }
 
 /// The plain-text transcript of a case, for JUnit and Markdown: a header (status, mode,
@@ -381,10 +382,11 @@ fn turn_text(s: &mut String, t: &TurnReport) {
 
 fn verdicts(s: &mut String, indent: &str, list: &[AssertionReport]) {
     for a in list {
-        if a.passed {
+        if a.held() {
             let _ = writeln!(s, "{indent}✓ {}", a.label);
         } else {
-            let _ = writeln!(s, "{indent}✗ {}", a.label);
+            let mark = if a.inconclusive() { "?" } else { "✗" };
+            let _ = writeln!(s, "{indent}{mark} {}", a.label);
             if !a.message.is_empty() && a.message != a.label {
                 for line in a.message.lines() {
                     let _ = writeln!(s, "{indent}    {line}");
@@ -558,7 +560,7 @@ pub(crate) fn shown_with_its_turn(r: &CaseReport, error: &str) -> bool {
                 .assertions
                 .iter()
                 .chain(&t.checkpoints)
-                .any(|a| !a.passed && rest.starts_with(&a.label)),
+                .any(|a| !a.held() && rest.starts_with(&a.label)),
         }
     })
 }

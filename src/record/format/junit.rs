@@ -8,6 +8,7 @@ use super::common::{
     clean, first_line, sorted, span_tree_text, spans_count, tool_call_label, tool_call_text,
     total_ms, traced, transcript,
 };
+use crate::case::OnInconclusive;
 use crate::record::RunInfo;
 use crate::record::{CaseReport, Status, Summary};
 
@@ -115,6 +116,7 @@ fn testcase(s: &mut String, c: &CaseReport) {
             let (tag, kind) = match r.status {
                 Status::Error => ("Error", "error"),
                 Status::Timeout => ("Failure", "timeout"),
+                Status::Inconclusive => ("Failure", "inconclusive"),
                 _ => ("Failure", "failed"),
             };
             let message = format!(
@@ -144,10 +146,22 @@ fn testcase(s: &mut String, c: &CaseReport) {
         Status::Skipped => {
             let _ = writeln!(s, ">\n      <skipped message=\"{}\"/>", attr(&reason()));
         }
-        Status::Failed | Status::Timeout | Status::Error => {
+        // `ignore`: neither a pass nor a failure, as JUnit says of a skipped test.
+        Status::Inconclusive if c.on_inconclusive == Some(OnInconclusive::Ignore) => {
+            let _ = writeln!(
+                s,
+                ">\n      <skipped message=\"{}\"/>",
+                attr(&format!("inconclusive: {}", reason()))
+            );
+        }
+        Status::Failed | Status::Timeout | Status::Error | Status::Inconclusive => {
             let (tag, kind, fallback) = match c.status {
                 Status::Error => ("error", "error", "error"),
                 Status::Timeout => ("failure", "timeout", "timed out"),
+                Status::Inconclusive if c.on_inconclusive == Some(OnInconclusive::Error) => {
+                    ("error", "inconclusive", "inconclusive")
+                }
+                Status::Inconclusive => ("failure", "inconclusive", "inconclusive"),
                 _ => ("failure", "failed", "failed"),
             };
             let mut message = reason();
@@ -204,11 +218,13 @@ impl Counts {
         let mut n = Counts::default();
         for c in cases {
             n.tests += 1;
-            match c.status {
-                Status::Failed | Status::Timeout => n.failures += 1,
-                Status::Error => n.errors += 1,
-                Status::Skipped => n.skipped += 1,
-                Status::Passed => {}
+            match (c.status, c.on_inconclusive) {
+                (Status::Inconclusive, Some(OnInconclusive::Ignore)) => n.skipped += 1,
+                (Status::Inconclusive, Some(OnInconclusive::Error)) => n.errors += 1,
+                (Status::Failed | Status::Timeout | Status::Inconclusive, _) => n.failures += 1,
+                (Status::Error, _) => n.errors += 1,
+                (Status::Skipped, _) => n.skipped += 1,
+                (Status::Passed, _) => {}
             }
         }
         n

@@ -46,6 +46,9 @@ fn heading(s: &mut String, run: &RunInfo, sum: &Summary) {
     if sum.timeouts > 0 {
         let _ = write!(line, " ({} timed out)", sum.timeouts);
     }
+    if sum.inconclusive > 0 {
+        let _ = write!(line, ", {} inconclusive", sum.inconclusive);
+    }
     let _ = write!(
         line,
         ", {}, {} skipped of {} in {}",
@@ -299,6 +302,7 @@ fn icon(status: Status) -> &'static str {
         Status::Error => "💥",
         Status::Timeout => "⏱️",
         Status::Skipped => "⏭️",
+        Status::Inconclusive => "❔",
     }
 }
 

@@ -26,6 +26,7 @@ pub(crate) fn failure_message(r: &CaseReport) -> String {
         Status::Timeout => "timed out",
         Status::Skipped => "was skipped",
         Status::Passed => "passed",
+        Status::Inconclusive => "is inconclusive",
     };
     let _ = write!(s, "case {} ", r.id);
     if r.name != r.id {
@@ -43,7 +44,7 @@ pub(crate) fn failure_message(r: &CaseReport) -> String {
         .iter()
         .flat_map(|t| &t.assertions)
         .chain(&r.final_assertions)
-        .any(|a| !a.passed);
+        .any(|a| !a.held());
     // A repeated case's error is its gate's verdict, which no turn shows.
     let said_below = |e: &str| {
         r.stability.is_none()
@@ -73,7 +74,7 @@ pub(crate) fn failure_message(r: &CaseReport) -> String {
 fn write_turn(s: &mut String, t: &TurnReport) {
     let _ = writeln!(s, "  turn {} input: {}", t.turn, quote(&t.input));
     // An assertion that could not be evaluated (a broken judge) shows its error itself.
-    let shown_below = |e: &str| t.assertions.iter().any(|a| !a.passed && a.message == e);
+    let shown_below = |e: &str| t.assertions.iter().any(|a| !a.held() && a.message == e);
     if let Some(e) = t.error.as_deref().filter(|e| !shown_below(e)) {
         let _ = writeln!(s, "  turn error: {e}");
     }
@@ -106,10 +107,16 @@ fn write_turn(s: &mut String, t: &TurnReport) {
 
 fn write_assertions(s: &mut String, list: &[AssertionReport]) {
     for a in list {
-        if a.passed {
-            let _ = writeln!(s, "    ✓ {}", a.label);
-        } else {
-            let _ = writeln!(s, "    ✗ {}: {}", a.label, a.message);
+        match a.passed {
+            Some(true) => {
+                let _ = writeln!(s, "    ✓ {}", a.label);
+            }
+            Some(false) => {
+                let _ = writeln!(s, "    ✗ {}: {}", a.label, a.message);
+            }
+            None => {
+                let _ = writeln!(s, "    ? {}: {}", a.label, a.message);
+            }
         }
     }
 }
@@ -172,7 +179,7 @@ mod tests {
         r.turns[0].error = Some(why.into());
         r.turns[0].output = serde_json::json!("Hello");
         r.turns[0].assertions = vec![AssertionReport {
-            passed: false,
+            passed: Some(false),
             label: "llm_judge".into(),
             message: why.into(),
             ..serde_json::from_value(serde_json::json!({"type": "llm_judge", "passed": false, "label": "", "message": ""})).unwrap()

@@ -13,7 +13,7 @@ use crate::util::StoreAddress;
 
 use super::model::{
     Claim, Decision, Doomed, ExecutionInfo, Filter, FlakyCase, FlakyRow, Planned, RepeatEnd,
-    Resumed, RunRow, Stored, StoredRepeat, Work,
+    Resumed, RunRow, Stored, StoredCalibration, StoredRepeat, Work,
 };
 
 /// One write of the writer thread, applied with the others of its wave in one
@@ -273,6 +273,16 @@ pub(crate) trait Backend: Send {
     /// The passed and failed runs of the last `last` executions, by trial then
     /// execution, for [`Backend::flaky`].
     fn verdicts(&mut self, last: usize) -> Result<Vec<FlakyRow>, DbError>;
+
+    /// Keeps a judge's calibration, over the one of the same judge and fingerprint.
+    fn save_calibration(&mut self, c: &StoredCalibration) -> Result<(), DbError>;
+
+    /// The calibration kept for `judge` at `fingerprint`, if any.
+    fn calibration(
+        &mut self,
+        judge: &str,
+        fingerprint: &str,
+    ) -> Result<Option<StoredCalibration>, DbError>;
 
     /// The cases of the last `last` executions whose verdict changed on the same inputs.
     fn flaky(&mut self, last: usize) -> Result<Vec<FlakyCase>, DbError> {

@@ -16,9 +16,9 @@ pub(crate) use export::evalstudio;
 pub(crate) use location::{location, open, version};
 pub(crate) use model::{
     Claim, Decision, Doomed, ExecutionInfo, Filter, FlakyCase, Planned, RepeatEnd, Resumed, RunRow,
-    Stored, StoredRepeat, Work, LIFECYCLE, VERDICTS,
+    Stored, StoredCalibration, StoredRepeat, Work, LIFECYCLE, VERDICTS,
 };
 pub(crate) use row::LEASE;
 pub(crate) use writer::{
-    known_form, learn_form, spend, spent_elsewhere, start_request, Decide, StoreWriter,
+    calibration, known_form, learn_form, spend, spent_elsewhere, start_request, Decide, StoreWriter,
 };

@@ -117,7 +117,33 @@ pub(crate) struct Resumed {
 /// The seed's run statuses.
 pub(crate) const LIFECYCLE: [&str; 5] = ["queued", "pending", "running", "completed", "error"];
 /// agentest's verdicts, also accepted by `--status`.
-pub(crate) const VERDICTS: [&str; 5] = ["passed", "failed", "error", "skipped", "timeout"];
+pub(crate) const VERDICTS: [&str; 6] = [
+    "passed",
+    "failed",
+    "error",
+    "skipped",
+    "timeout",
+    "inconclusive",
+];
+
+/// A judge's calibration as the store keeps it: the latest for its name and
+/// fingerprint (`agentest calibrate`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct StoredCalibration {
+    /// The `[judges.NAME]` name.
+    pub(crate) judge: String,
+    /// What the judge was when calibrated (endpoint, model, prompt, temperature, schema).
+    pub(crate) fingerprint: String,
+    /// When, RFC 3339.
+    pub(crate) calibrated_at: String,
+    pub(crate) items: u64,
+    pub(crate) runs: u64,
+    pub(crate) accuracy: f64,
+    pub(crate) kappa: Option<f64>,
+    pub(crate) flip_rate: Option<f64>,
+    /// The whole calibration report, JSON.
+    pub(crate) report: String,
+}
 
 /// One stored run, as `runs list` shows it.
 #[derive(Debug, Clone, PartialEq)]

@@ -100,7 +100,8 @@ fn lifecycle(s: Status) -> (&'static str, Option<bool>) {
     match s {
         Status::Passed => ("completed", Some(true)),
         Status::Failed => ("completed", Some(false)),
-        Status::Skipped => ("completed", None),
+        // A verdict nobody could give: ended, with no success either way.
+        Status::Skipped | Status::Inconclusive => ("completed", None),
         Status::Error | Status::Timeout => ("error", None),
     }
 }
@@ -117,6 +118,7 @@ fn status_word(s: Status) -> &'static str {
         Status::Error => "error",
         Status::Skipped => "skipped",
         Status::Timeout => "timeout",
+        Status::Inconclusive => "inconclusive",
     }
 }
 

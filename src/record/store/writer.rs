@@ -14,7 +14,9 @@ use crate::record::CaseReport;
 use crate::util::StoreAddress;
 
 use super::backend::{Answer, Backend, Settled, Write};
-use super::model::{Claim, Decision, ExecutionInfo, Planned, RepeatEnd, Resumed, StoredRepeat};
+use super::model::{
+    Claim, Decision, ExecutionInfo, Planned, RepeatEnd, Resumed, StoredCalibration, StoredRepeat,
+};
 
 enum Op {
     /// Claim the run of a trial; the answer says whether this process runs it.
@@ -54,6 +56,12 @@ enum Op {
         model: String,
         answer: tokio::sync::oneshot::Sender<Option<&'static str>>,
     },
+    /// The calibration the store keeps for a judge at a fingerprint.
+    Calibration {
+        judge: String,
+        fingerprint: String,
+        answer: tokio::sync::oneshot::Sender<Result<Option<StoredCalibration>, String>>,
+    },
     /// Where the runs of these trials, held by other processes, stand now (see
     /// [`Backend::settle`]); `Err` with the cause when the store cannot say.
     Settle(
@@ -90,6 +98,7 @@ impl Op {
                 | Op::StartRequest { .. }
                 | Op::SpentElsewhere(_)
                 | Op::KnownForm { .. }
+                | Op::Calibration { .. }
                 | Op::Settle(..)
                 | Op::EndRepeat { .. }
         )
@@ -147,6 +156,29 @@ pub(crate) async fn known_form(endpoint: &str, model: &str) -> Option<&'static s
         })
         .ok()?;
     answered.await.ok()?
+}
+
+/// The calibration the open store keeps for the judge `judge` at `fingerprint`:
+/// `Ok(None)` when it keeps none, `Err` without a store (or when it could not say).
+pub(crate) async fn calibration(
+    judge: &str,
+    fingerprint: &str,
+) -> Result<Option<StoredCalibration>, String> {
+    let (answer, answered) = tokio::sync::oneshot::channel();
+    LEDGER
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .ok_or("no run store is open, so no calibration can be read")?
+        .send(Op::Calibration {
+            judge: judge.to_string(),
+            fingerprint: fingerprint.to_string(),
+            answer,
+        })
+        .map_err(|_| "the run store has closed".to_string())?;
+    answered
+        .await
+        .map_err(|_| "the run store did not answer".to_string())?
 }
 
 /// Asks the execution's ledger to start a model request at `endpoint`, where no
@@ -543,9 +575,12 @@ fn write_batch(
     warn: &dyn Fn(&DbError),
 ) -> Vec<String> {
     // Settling and ending spread repeats have transactions of their own.
-    let (own, batch): (Vec<Op>, Vec<Op>) = batch
-        .into_iter()
-        .partition(|op| matches!(op, Op::Settle(..) | Op::EndRepeat { .. }));
+    let (own, batch): (Vec<Op>, Vec<Op>) = batch.into_iter().partition(|op| {
+        matches!(
+            op,
+            Op::Settle(..) | Op::EndRepeat { .. } | Op::Calibration { .. }
+        )
+    });
     for op in own {
         match op {
             Op::Settle(trials, answer) => {
@@ -568,6 +603,16 @@ fn write_batch(
                         e.to_string()
                     });
                 let _ = answer.send(ended);
+            }
+            Op::Calibration {
+                judge,
+                fingerprint,
+                answer,
+            } => {
+                let found = db
+                    .calibration(&judge, &fingerprint)
+                    .map_err(|e| e.to_string());
+                let _ = answer.send(found);
             }
             _ => {}
         }
@@ -607,7 +652,7 @@ fn write_batch(
                 Op::KnownForm {
                     endpoint, model, ..
                 } => Write::KnownForm { endpoint, model },
-                Op::Settle(..) | Op::EndRepeat { .. } => return None,
+                Op::Settle(..) | Op::EndRepeat { .. } | Op::Calibration { .. } => return None,
             })
         })
         .collect();
@@ -655,6 +700,7 @@ fn write_batch(
                 | Op::Release(_)
                 | Op::Spend { .. }
                 | Op::LearnForm { .. }
+                | Op::Calibration { .. }
                 | Op::Settle(..)
                 | Op::EndRepeat { .. },
                 _,

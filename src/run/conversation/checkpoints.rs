@@ -7,7 +7,7 @@
 use crate::case::{Checkpoint, Input};
 use crate::check::checkpoints::{Checkpoints, End};
 use crate::check::{EvalEnv, Subject};
-use crate::record::{Status, Termination};
+use crate::record::Termination;
 use crate::run::conversation::driver::{Conversation, Exchanged, Policy, Said, SimView, UserSide};
 use crate::run::outcome::{Party, Stop};
 use crate::run::roles::simulator::SimTurn;
@@ -66,8 +66,8 @@ impl<'a> Dynamic<'a> {
             reasoning: self.reasoning.as_deref(),
             max_turns: self.max_turns,
         };
-        if let Some(message) = self.checkpoints.failure(&end) {
-            conv.report.status = Status::Failed;
+        if let Some((status, message)) = self.checkpoints.verdict(&end) {
+            conv.report.status = status;
             conv.report.error = Some(message);
         }
         Ok(())

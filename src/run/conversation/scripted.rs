@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use crate::case::{Assertion, Case, Kind, Mode};
-use crate::check::{check_all, first_failure, EvalEnv, Subject};
+use crate::check::{check_all, first_failure, first_inconclusive, EvalEnv, Subject};
 use crate::record::{Status, Termination};
 use crate::run::conversation::driver::{Conversation, Exchanged, Policy, Said, SimView, UserSide};
 use crate::run::conversation::turn::{latencies, merged_options};
@@ -175,7 +175,28 @@ pub(crate) async fn run(conv: &mut Conversation<'_>, people: People) -> Result<(
     let mut script = Scripted::new(conv.case, people);
     match conv.play(&mut script).await? {
         Termination::AssertionFailed => Ok(()),
-        _ => final_assertions(conv).await,
+        _ => {
+            final_assertions(conv).await?;
+            settle_inconclusive(conv.report);
+            Ok(())
+        }
+    }
+}
+
+/// A case nothing failed in, with a check its judge could not decide, is inconclusive:
+/// never a pass.
+fn settle_inconclusive(report: &mut crate::record::CaseReport) {
+    if report.status != Status::Passed {
+        return;
+    }
+    let undecided = report
+        .turns
+        .iter()
+        .find_map(|t| first_inconclusive(&format!("turn {}", t.turn), &t.assertions))
+        .or_else(|| first_inconclusive("final assertions", &report.final_assertions));
+    if let Some(why) = undecided {
+        report.status = Status::Inconclusive;
+        report.error = Some(why);
     }
 }
 

@@ -168,7 +168,7 @@ async fn a_static_script_builds_each_request_from_the_history() {
     assert_eq!(report.turns.len(), 2);
     assert!(report.turns.iter().all(|t| t.input_source == "static"));
     assert_eq!(report.final_assertions.len(), 1);
-    assert!(report.final_assertions[0].passed);
+    assert!(report.final_assertions[0].held());
     assert_eq!(
         report.termination, None,
         "scripted cases report no termination"

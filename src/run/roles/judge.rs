@@ -8,8 +8,12 @@ use serde_json::{Map, Value};
 use tokio::time::Instant;
 
 use crate::agent::CaseScope;
-use crate::check::judge::{JudgeRequest, JudgeVerdict, Judges};
+use crate::case::{default_max_abstentions, JudgeChoice, JudgeRef, ModelSettings};
+use crate::check::judge::{JudgeRequest, JudgeVerdict};
+use crate::check::jury::Judges;
+use crate::check::jury::{Juror, JurorKind, Panel};
 use crate::config::CassetteMode;
+use crate::config::JudgeDef;
 use crate::errors::{JudgeError, StepError};
 use crate::llm::{Endpoint, ModelCalls};
 use crate::protocol::{Message, Role};
@@ -66,6 +70,9 @@ async fn model_judge(
 pub(crate) struct CaseJudges<'a> {
     pub(crate) ctx: &'a Context,
     pub(crate) scope: &'a CaseScope,
+    /// Whether judges are held to their calibrations (`require_calibrated_judges`);
+    /// not while calibrating them.
+    pub(crate) check_calibration: bool,
 }
 
 impl CaseJudges<'_> {
@@ -106,22 +113,331 @@ impl CaseJudges<'_> {
     }
 }
 
+impl CaseJudges<'_> {
+    /// One juror as a judgment names it; `model` is the assertion's own settings for the
+    /// built-in judge. A `[judges.NAME]` jury is refused here: a juror is one judge.
+    /// `checked`: whether its calibration is to be checked (not when the jury it sits on
+    /// was calibrated as a whole).
+    async fn juror(
+        &self,
+        j: &JudgeRef,
+        model: &ModelSettings,
+        checked: bool,
+    ) -> Result<Juror, StepError> {
+        let (kind, def) = match j {
+            JudgeRef::Builtin => (JurorKind::Builtin(model.clone()), None),
+            JudgeRef::Agent(a) => (JurorKind::Agent(a.clone()), None),
+            JudgeRef::Named(n) => {
+                let def = self.named(n)?;
+                let kind = match &def.def {
+                    JudgeDef::Builtin(own) => JurorKind::Builtin(overlay(own, model)),
+                    JudgeDef::Agent(a) => JurorKind::Agent(a.clone()),
+                    JudgeDef::Jury(_) => {
+                        return Err(StepError::Broken(format!(
+                            "`{j}` is a jury, and a juror is one judge; list its judges in this jury instead"
+                        )))
+                    }
+                };
+                (kind, Some((n.as_str(), def)))
+            }
+        };
+        let uncalibrated = if checked && self.check_calibration {
+            let fingerprint = self.fingerprint(&kind)?;
+            self.calibration_problem(j, def, &fingerprint).await
+        } else {
+            None
+        };
+        Ok(Juror {
+            label: j.to_string(),
+            kind,
+            uncalibrated,
+        })
+    }
+
+    fn named(&self, name: &str) -> Result<&crate::config::Judge, StepError> {
+        self.ctx.config.judges.get(name).ok_or_else(|| {
+            StepError::Broken(format!(
+                "no [judges.\"{name}\"] table in {} defines `judges:{name}`; add one",
+                self.ctx.config.describe()
+            ))
+        })
+    }
+
+    /// What the juror is, for its calibrations (see [`fingerprint`]).
+    fn fingerprint(&self, kind: &JurorKind) -> Result<String, StepError> {
+        let endpoint = match kind {
+            JurorKind::Builtin(model) => Some(self.ctx.llm(
+                Role::Judge,
+                model.llm.as_deref(),
+                self.scope.source_llms.as_deref(),
+            )?),
+            JurorKind::Agent(_) => None,
+        };
+        Ok(fingerprint(&self.ctx.config, kind, endpoint.as_deref()))
+    }
+
+    /// Why a judge's verdict does not count under `[run] require_calibrated_judges`:
+    /// it is not a `[judges.NAME]` with a bar, or its current fingerprint has no
+    /// calibration meeting the bar. `None`: it counts (or nothing is required).
+    async fn calibration_problem(
+        &self,
+        j: &JudgeRef,
+        def: Option<(&str, &crate::config::Judge)>,
+        fingerprint: &str,
+    ) -> Option<String> {
+        if !self.ctx.config.file.run.require_calibrated_judges {
+            return None;
+        }
+        let Some((name, def)) = def else {
+            return Some(format!(
+                "`{j}` is no [judges.NAME] with a calibration bar, and [run] require_calibrated_judges is on; define the judge with `min_kappa` or `min_accuracy` and run `agentest calibrate NAME -i LABELS.jsonl`"
+            ));
+        };
+        if !def.has_bar() {
+            return Some(format!(
+                "[judges.\"{name}\"] sets no `min_kappa` or `min_accuracy`, so no calibration can make it trusted under [run] require_calibrated_judges"
+            ));
+        }
+        let key = (name.to_string(), fingerprint.to_string());
+        if let Some(known) = self.ctx.calibration_checks.lock().ok()?.get(&key) {
+            return known.clone();
+        }
+        let problem = match crate::record::store::calibration(name, fingerprint).await {
+            Err(why) => Some(format!("its calibration cannot be read: {why}")),
+            Ok(None) => Some(format!(
+                "`judges:{name}` has no calibration of what it is now (fingerprint {fingerprint}: its endpoint, model, prompt, temperature and schema); run `agentest calibrate {name} -i LABELS.jsonl`"
+            )),
+            // The figures of the report `agentest calibrate` kept.
+            Ok(Some(c)) => match serde_json::from_str::<serde_json::Value>(&c.report)
+                .and_then(|r| {
+                    serde_json::from_value::<crate::check::calibration::Figures>(
+                        r["figures"].clone(),
+                    )
+                }) {
+                Err(e) => Some(format!("its stored calibration cannot be read: {e}")),
+                Ok(figures) => crate::check::calibration::meets(&figures, def.min_kappa, def.min_accuracy)
+                    .err()
+                    .map(|why| {
+                        format!(
+                            "its calibration of {} falls short of its bar: {why}",
+                            c.calibrated_at
+                        )
+                    }),
+            },
+        };
+        if let Ok(mut checks) = self.ctx.calibration_checks.lock() {
+            checks.insert(key, problem.clone());
+        }
+        problem
+    }
+
+    /// The fingerprint of `[judges.NAME]` as the run's judgments that name it (and
+    /// set no model settings of their own) use it: its own, or for a jury its rule's
+    /// and its jurors'.
+    pub(crate) fn named_fingerprint(&self, name: &str) -> Result<String, StepError> {
+        let def = self.named(name)?;
+        let none = ModelSettings::default();
+        let kind_of = |j: &JudgeRef| -> Result<JurorKind, StepError> {
+            Ok(match j {
+                JudgeRef::Builtin => JurorKind::Builtin(none.clone()),
+                JudgeRef::Agent(a) => JurorKind::Agent(a.clone()),
+                JudgeRef::Named(n) => match &self.named(n)?.def {
+                    JudgeDef::Builtin(own) => JurorKind::Builtin(own.clone()),
+                    JudgeDef::Agent(a) => JurorKind::Agent(a.clone()),
+                    JudgeDef::Jury(_) => {
+                        return Err(StepError::Broken(format!(
+                            "`{j}` is a jury, and a juror is one judge"
+                        )))
+                    }
+                },
+            })
+        };
+        match &def.def {
+            JudgeDef::Jury(jury) => {
+                let prints = jury
+                    .judges
+                    .iter()
+                    .map(|j| self.fingerprint(&kind_of(j)?))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(jury_fingerprint(jury, &prints))
+            }
+            _ => self.fingerprint(&kind_of(&JudgeRef::Named(name.to_string()))?),
+        }
+    }
+
+    /// The panel of a `[judges.NAME]` jury.
+    async fn named_jury(
+        &self,
+        name: &str,
+        def: &crate::config::Judge,
+        jury: &JudgeChoice,
+        model: &ModelSettings,
+    ) -> Result<Panel, StepError> {
+        // A jury with a bar is calibrated as a whole; without one, each juror is.
+        let as_whole = def.has_bar();
+        let mut jurors = Vec::with_capacity(jury.judges.len());
+        for j in &jury.judges {
+            jurors.push(self.juror(j, model, !as_whole).await?);
+        }
+        let uncalibrated = if def.has_bar() && self.check_calibration {
+            let fingerprint = self.named_fingerprint(name)?;
+            let me = JudgeRef::Named(name.to_string());
+            self.calibration_problem(&me, Some((name, def)), &fingerprint)
+                .await
+        } else {
+            None
+        };
+        Ok(Panel {
+            jury: Some(format!("judges:{name}")),
+            max_abstentions: jury
+                .max_abstentions
+                .unwrap_or(default_max_abstentions(jurors.len())),
+            jurors,
+            rule: jury.rule,
+            uncalibrated,
+        })
+    }
+}
+
+/// `top`'s settings over `base`'s: an assertion's own settings win over its judge's.
+fn overlay(base: &ModelSettings, top: &ModelSettings) -> ModelSettings {
+    ModelSettings {
+        llm: top.llm.clone().or_else(|| base.llm.clone()),
+        model: top.model.clone().or_else(|| base.model.clone()),
+        temperature: top.temperature.or(base.temperature),
+        max_tokens: top.max_tokens.or(base.max_tokens),
+        seed: top.seed.or(base.seed),
+    }
+}
+
+/// What a judge is, as far as its verdicts go: for the built-in judge its endpoint's
+/// URL, the model, the temperature, its instructions, its prompt's template and its
+/// answer schema; for an agent, its name and its table. A calibration holds for one
+/// fingerprint: changing any of these makes the judge uncalibrated until calibrated
+/// again. 16 hex digits of a SHA-256.
+pub(crate) fn fingerprint(
+    config: &crate::config::Config,
+    kind: &JurorKind,
+    endpoint: Option<&Endpoint>,
+) -> String {
+    let what = match (kind, endpoint) {
+        (JurorKind::Builtin(model), Some(e)) => {
+            // The template, rendered for a fixed request: any change to how a judge is
+            // asked changes it.
+            let sample = JudgeRequest::new("CRITERIA", "REPLY");
+            serde_json::json!({
+                "judge": "llm",
+                "endpoint": e.shown(),
+                "model": model.model.as_deref().unwrap_or(e.model()),
+                "temperature": model.temperature.or(e.temperature()),
+                "max_tokens": model.max_tokens,
+                "seed": model.seed,
+                "instructions": sample.instructions(),
+                "template": sample.prompt(),
+                "schema": sample.answer_schema(),
+            })
+        }
+        (JurorKind::Builtin(model), None) => {
+            serde_json::json!({"judge": "llm", "model": model.model})
+        }
+        (JurorKind::Agent(name), _) => serde_json::json!({
+            "judge": "agent",
+            "name": name,
+            "table": config.agents.get(name).map(|a| format!("{a:?}")),
+        }),
+    };
+    short_hash(&what.to_string())
+}
+
+/// A jury's fingerprint: its rule, its abstention limit and its jurors'.
+pub(crate) fn jury_fingerprint(jury: &JudgeChoice, jurors: &[String]) -> String {
+    let what = serde_json::json!({
+        "rule": jury.rule.label(),
+        "max_abstentions": jury.max_abstentions,
+        "jurors": jurors,
+    });
+    short_hash(&what.to_string())
+}
+
+fn short_hash(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 impl Judges for CaseJudges<'_> {
+    fn panel<'a>(
+        &'a self,
+        choice: &'a JudgeChoice,
+        model: &'a ModelSettings,
+    ) -> BoxFuture<'a, Result<Panel, StepError>> {
+        Box::pin(async move {
+            let default;
+            let named: &[JudgeRef] = if choice.judges.is_empty() {
+                default = [self
+                    .ctx
+                    .config
+                    .default_judge
+                    .clone()
+                    .unwrap_or(JudgeRef::Builtin)];
+                &default
+            } else {
+                &choice.judges
+            };
+            if let [JudgeRef::Named(n)] = named {
+                let def = self.named(n)?;
+                if let JudgeDef::Jury(jury) = &def.def {
+                    return self.named_jury(n, def, jury, model).await;
+                }
+            }
+            let mut jurors = Vec::with_capacity(named.len());
+            for j in named {
+                jurors.push(self.juror(j, model, true).await?);
+            }
+            Ok(match jurors.len() {
+                1 => Panel {
+                    jury: None,
+                    jurors,
+                    rule: choice.rule,
+                    max_abstentions: 0,
+                    uncalibrated: None,
+                },
+                n => Panel {
+                    jury: Some("jury".into()),
+                    jurors,
+                    rule: choice.rule,
+                    max_abstentions: choice.max_abstentions.unwrap_or(default_max_abstentions(n)),
+                    uncalibrated: None,
+                },
+            })
+        })
+    }
+
     fn judge<'a>(
         &'a self,
-        agent: Option<&'a str>,
+        juror: &'a Juror,
         request: &'a JudgeRequest,
     ) -> BoxFuture<'a, Result<JudgeVerdict, StepError>> {
         Box::pin(async move {
-            match agent {
-                Some(name) => self.agent_judge(name, request).await,
-                None => {
+            match &juror.kind {
+                JurorKind::Agent(name) => self.agent_judge(name, request).await,
+                JurorKind::Builtin(model) => {
                     let endpoint = self.ctx.llm(
                         Role::Judge,
-                        request.model.llm.as_deref(),
+                        model.llm.as_deref(),
                         self.scope.source_llms.as_deref(),
                     )?;
-                    model_judge(&endpoint, &self.scope.calls, request, self.scope.deadline).await
+                    if *model == request.model {
+                        model_judge(&endpoint, &self.scope.calls, request, self.scope.deadline)
+                            .await
+                    } else {
+                        let mut mine = request.clone();
+                        mine.model = model.clone();
+                        model_judge(&endpoint, &self.scope.calls, &mine, self.scope.deadline).await
+                    }
                 }
             }
         })

@@ -1,6 +1,6 @@
 //! Judge assertions: `agent` and `llm_judge`.
 
-use crate::case::Kind;
+use crate::case::{JudgeChoice, JudgeRef, JuryRule, Kind};
 use crate::errors::FieldError;
 use crate::source::fields::{index, join, model_settings, opt_str};
 use crate::util::type_of;
@@ -14,23 +14,20 @@ pub(super) fn parse_judge(
     path: &str,
     type_name: &'static str,
 ) -> Result<Kind, FieldError> {
-    let agent = judge_agent(obj, path)?;
+    let judges = judge_choice(obj, path)?;
     let mut metadata = metadata(obj, path)?;
     let criteria = criteria(obj, path, type_name, &mut metadata)?;
     let capabilities = capabilities(obj, path)?;
-    let model = model_settings(
-        obj,
-        path,
-        agent
-            .as_ref()
-            .map(|a| format!("the judge agent `{a}`"))
-            .as_deref(),
-    )?;
+    let owner = (!judges.uses_builtin()).then(|| match judges.judges.as_slice() {
+        [one] => format!("the judge `{one}`"),
+        _ => "a jury without `llm`".to_string(),
+    });
+    let model = model_settings(obj, path, owner.as_deref())?;
     let json_schema = json_schema(obj, path)?;
     Ok(Kind::Judge {
         type_name,
         spec: Box::new(crate::case::JudgeSpec {
-            agent,
+            judges,
             criteria,
             metadata,
             expected: obj.get("expected").cloned(),
@@ -41,21 +38,100 @@ pub(super) fn parse_judge(
     })
 }
 
-/// `use: "agents:NAME"`: the judge agent, when the built-in judge is not the one.
-fn judge_agent(obj: &Map<String, Value>, path: &str) -> Result<Option<String>, FieldError> {
-    let agent = match opt_str(obj, "use", path)? {
-        None => None,
-        Some(u) => match u.strip_prefix("agents:") {
-            Some(name) if !name.is_empty() => Some(name.to_string()),
-            _ => {
-                return Err(FieldError::new(
-                    join(path, "use"),
-                    format!("expected \"agents:NAME\" (a judge agent), found \"{u}\"; leave `use` out for the built-in judge on [llm]"),
-                ))
-            }
-        },
+/// `use`: one judge (`"llm"`, `"agents:NAME"`, `"judges:NAME"`) or a jury of several
+/// (an array of them, with `rule`, `threshold` and `max_abstentions`); absent: the run's
+/// default judge.
+fn judge_choice(obj: &Map<String, Value>, path: &str) -> Result<JudgeChoice, FieldError> {
+    let one = |v: &Value, at: String| -> Result<JudgeRef, FieldError> {
+        let s = v.as_str().ok_or_else(|| {
+            FieldError::new(
+                at.clone(),
+                format!("expected a string, found {}", type_of(v)),
+            )
+        })?;
+        JudgeRef::parse(s).map_err(|why| {
+            FieldError::new(
+                at,
+                format!("{why}; leave `use` out for the run's default judge"),
+            )
+        })
     };
-    Ok(agent)
+    let use_path = join(path, "use");
+    let judges = match obj.get("use") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) if items.is_empty() => {
+            return Err(FieldError::new(
+                use_path,
+                "an empty jury judges nothing; name its judges, or leave `use` out for the run's default judge",
+            ))
+        }
+        Some(Value::Array(items)) => {
+            let mut judges = Vec::with_capacity(items.len());
+            for (i, v) in items.iter().enumerate() {
+                let j = one(v, index(&use_path, i))?;
+                if judges.contains(&j) {
+                    return Err(FieldError::new(
+                        index(&use_path, i),
+                        format!("`{j}` is in the jury twice; a juror votes once"),
+                    ));
+                }
+                judges.push(j);
+            }
+            judges
+        }
+        Some(v) => vec![one(v, use_path.clone())?],
+    };
+    let threshold = match obj.get("threshold") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(v.as_f64().ok_or_else(|| {
+            FieldError::new(
+                join(path, "threshold"),
+                format!("expected a number from 0 to 1, found {v}"),
+            )
+        })?),
+    };
+    let rule_text = opt_str(obj, "rule", path)?;
+    let rule = JuryRule::parse(rule_text.as_deref(), threshold).map_err(|why| {
+        let key = if why.starts_with("`rule` must") {
+            "rule"
+        } else {
+            "threshold"
+        };
+        FieldError::new(join(path, key), why)
+    })?;
+    let max_abstentions = match obj.get("max_abstentions") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(v.as_u64().map(|n| n as usize).ok_or_else(|| {
+            FieldError::new(
+                join(path, "max_abstentions"),
+                format!("expected a whole number of jurors, found {v}"),
+            )
+        })?),
+    };
+    let inline_jury = judges.len() > 1;
+    for (key, set) in [
+        ("rule", rule_text.is_some()),
+        ("threshold", threshold.is_some()),
+        ("max_abstentions", max_abstentions.is_some()),
+    ] {
+        if set && !inline_jury {
+            return Err(FieldError::new(
+                join(path, key),
+                format!("`{key}` applies to a jury: give `use` several judges, like [\"llm\", \"agents:NAME\"], or define the jury in a [judges.NAME] table"),
+            ));
+        }
+    }
+    if let Some(m) = max_abstentions.filter(|m| *m >= judges.len()) {
+        return Err(FieldError::new(
+            join(path, "max_abstentions"),
+            format!("{m} abstentions of a jury of {} would let a verdict stand with no juror answering; give at most {}", judges.len(), judges.len() - 1),
+        ));
+    }
+    Ok(JudgeChoice {
+        judges,
+        rule,
+        max_abstentions,
+    })
 }
 
 /// `options.metadata` and `metadata`, merged: what the judge is given besides the

@@ -161,6 +161,9 @@ impl TypeName {
                 "temperature",
                 "max_tokens",
                 "seed",
+                "rule",
+                "threshold",
+                "max_abstentions",
             ],
             TypeName::LlmJudge => &[
                 "prompt",
@@ -176,6 +179,9 @@ impl TypeName {
                 "temperature",
                 "max_tokens",
                 "seed",
+                "rule",
+                "threshold",
+                "max_abstentions",
             ],
         }
     }

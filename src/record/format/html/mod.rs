@@ -17,10 +17,11 @@ use crate::record::RunInfo;
 use crate::record::{CaseReport, Status, Summary};
 
 /// The statuses in the order the page lists them.
-const STATUSES: [Status; 5] = [
+const STATUSES: [Status; 6] = [
     Status::Passed,
     Status::Failed,
     Status::Timeout,
+    Status::Inconclusive,
     Status::Error,
     Status::Skipped,
 ];
@@ -155,7 +156,7 @@ fn count_cards(s: &mut String, sum: &Summary) {
         String::new()
     };
     let avg = format!("{:.1} per case", avg_turns(sum));
-    let cards: [(&str, &str, String, String); 7] = [
+    let mut cards: Vec<(&str, &str, String, String)> = vec![
         ("total", "Total", sum.total.to_string(), String::new()),
         ("passed", "Passed", sum.passed.to_string(), String::new()),
         ("failed", "Failed", sum.failed.to_string(), timed_out),
@@ -164,6 +165,23 @@ fn count_cards(s: &mut String, sum: &Summary) {
         ("turns", "Turns", sum.total_turns.to_string(), avg),
         ("time", "Time", secs(sum.duration_ms), String::new()),
     ];
+    // Shown only when there are some: most runs have no judge that could not decide.
+    if sum.inconclusive > 0 {
+        let counted = match sum.inconclusive_failing {
+            0 => "ignored".to_string(),
+            n if n == sum.inconclusive => "fail the run".to_string(),
+            n => format!("{n} fail the run"),
+        };
+        cards.insert(
+            3,
+            (
+                "inconclusive",
+                "Inconclusive",
+                sum.inconclusive.to_string(),
+                counted,
+            ),
+        );
+    }
     for (key, label, value, sub) in cards {
         let zero = if value == "0" { " zero" } else { "" };
         let _ = write!(
@@ -188,6 +206,7 @@ fn status_bar(s: &mut String, sum: &Summary) {
         ("passed", sum.passed),
         ("failed", sum.failed.saturating_sub(timeouts)),
         ("timeout", timeouts),
+        ("inconclusive", sum.inconclusive),
         ("error", sum.errors),
         ("skipped", sum.skipped),
     ] {

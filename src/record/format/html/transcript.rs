@@ -98,6 +98,7 @@ fn problem(s: &mut String, c: &CaseReport, e: &str) {
         (_, Status::Error) => ("Error", "error"),
         (_, Status::Skipped) => ("Skipped", "skipped"),
         (_, Status::Passed) => ("Note", "passed"),
+        (_, Status::Inconclusive) => ("Why it is inconclusive", "inconclusive"),
     };
     let _ = writeln!(
         s,
@@ -184,7 +185,7 @@ fn turn(s: &mut String, case_id: &str, t: &TurnReport) {
             esc(&e.to_string())
         );
     }
-    let hits: Vec<&AssertionReport> = t.checkpoints.iter().filter(|a| a.passed).collect();
+    let hits: Vec<&AssertionReport> = t.checkpoints.iter().filter(|a| a.held()).collect();
     if !hits.is_empty() {
         s.push_str("<ul class=\"verdicts\">");
         for a in hits {
@@ -449,7 +450,7 @@ fn value_text(v: &Value) -> String {
 fn verdicts(s: &mut String, list: &[AssertionReport]) {
     s.push_str("<ul class=\"verdicts\">");
     for a in list {
-        if a.passed {
+        if a.held() {
             let _ = write!(
                 s,
                 "<li class=\"v pass\"><span class=\"mark\">✓</span><div><span class=\"label\">{}</span>{}</div></li>",
@@ -462,15 +463,36 @@ fn verdicts(s: &mut String, list: &[AssertionReport]) {
                 ))
             );
         } else {
+            let (class, mark) = if a.inconclusive() {
+                ("undecided", "?")
+            } else {
+                ("fail", "✗")
+            };
             let _ = write!(
                 s,
-                "<li class=\"v fail\"><span class=\"mark\">✗</span><div><span class=\"label\">{}</span>",
+                "<li class=\"v {class}\"><span class=\"mark\">{mark}</span><div><span class=\"label\">{}</span>",
                 esc(&a.label)
             );
             if !a.message.is_empty() && a.message != a.label {
                 let _ = write!(s, "<pre class=\"why\">{}</pre>", esc(&a.message));
             }
             s.push_str("</div></li>");
+        }
+        // A jury's every juror, so its verdict can be checked juror by juror.
+        let jurors = a.judgment.iter().flat_map(|j| &j.jurors);
+        for v in jurors {
+            let said = match (&v.error, v.passed) {
+                (Some(e), _) => format!("abstained: {e}"),
+                (None, Some(true)) => format!("pass: {}", v.reason),
+                (None, Some(false)) => format!("fail: {}", v.reason),
+                (None, None) => format!("undecided: {}", v.reason),
+            };
+            let _ = write!(
+                s,
+                "<li class=\"v juror\"><span class=\"mark\">·</span><div><span class=\"muted\">{}: {}</span></div></li>",
+                esc(&v.judge),
+                esc(&said)
+            );
         }
     }
     s.push_str("</ul>\n");

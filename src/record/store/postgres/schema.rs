@@ -27,7 +27,7 @@
 use postgres::Client;
 
 /// The schema version this agentest writes; SQLite's, since the tables are the same.
-pub(crate) const VERSION: i64 = 7;
+pub(crate) const VERSION: i64 = 8;
 
 /// The key of the advisory lock that migrators take inside their transaction, so that
 /// two processes opening a new store at once migrate it once: "agentest" in ASCII.
@@ -146,6 +146,23 @@ CREATE TABLE endpoint_forms (
     form        TEXT NOT NULL,
     learned_at  TEXT NOT NULL,
     PRIMARY KEY (endpoint, model)
+);
+"#,
+    // 8: judges' calibrations (`agentest calibrate`): the latest of each judge's
+    // fingerprint (its endpoint, model, prompt, temperature, schema), with the figures
+    // a `min_kappa` / `min_accuracy` bar is checked against.
+    r#"
+CREATE TABLE calibrations (
+    judge          TEXT NOT NULL,
+    fingerprint    TEXT NOT NULL,
+    calibrated_at  TEXT NOT NULL,
+    items          BIGINT NOT NULL,
+    runs           BIGINT NOT NULL,
+    accuracy       DOUBLE PRECISION NOT NULL,
+    kappa          DOUBLE PRECISION,
+    flip_rate      DOUBLE PRECISION,
+    report         TEXT NOT NULL,
+    PRIMARY KEY (judge, fingerprint)
 );
 "#,
 ];
@@ -354,6 +371,7 @@ mod tests {
             "spend",
             "request_starts",
             "endpoint_forms",
+            "calibrations",
         ] {
             let lite: Vec<String> = sqlite
                 .prepare(&format!(
@@ -488,8 +506,8 @@ mod tests {
             .unwrap()
             .get(0);
         assert_eq!(
-            tables, 7,
-            "executions, runs, request_starts, spend, repeats, endpoint_forms, agentest_schema"
+            tables, 8,
+            "executions, runs, request_starts, spend, repeats, endpoint_forms, calibrations, agentest_schema"
         );
         let rows: i64 = client
             .query_one("SELECT COUNT(*) FROM agentest_schema", &[])

@@ -6,7 +6,7 @@
 use rusqlite::Connection;
 
 /// The schema version this agentest writes.
-pub(crate) const VERSION: i64 = 7;
+pub(crate) const VERSION: i64 = 8;
 
 /// The migrations, in order: `MIGRATIONS[i]` takes version `i` to `i + 1`.
 const MIGRATIONS: [&str; VERSION as usize] = [
@@ -121,6 +121,23 @@ CREATE TABLE endpoint_forms (
     form        TEXT NOT NULL,
     learned_at  TEXT NOT NULL,
     PRIMARY KEY (endpoint, model)
+);
+"#,
+    // 8: judges' calibrations (`agentest calibrate`): the latest of each judge's
+    // fingerprint (its endpoint, model, prompt, temperature, schema), with the figures
+    // a `min_kappa` / `min_accuracy` bar is checked against.
+    r#"
+CREATE TABLE calibrations (
+    judge          TEXT NOT NULL,
+    fingerprint    TEXT NOT NULL,
+    calibrated_at  TEXT NOT NULL,
+    items          INTEGER NOT NULL,
+    runs           INTEGER NOT NULL,
+    accuracy       REAL NOT NULL,
+    kappa          REAL,
+    flip_rate      REAL,
+    report         TEXT NOT NULL,
+    PRIMARY KEY (judge, fingerprint)
 );
 "#,
 ];

@@ -12,7 +12,7 @@ use crate::record::rfc3339;
 use crate::record::store::backend::{known_form, Answer, Backend, ExecutionOwner, Write};
 use crate::record::store::model::{
     Claim, Decision, Doomed, ExecutionInfo, Filter, FilterValue, FlakyRow, Planned, RepeatEnd,
-    Resumed, RunRow, Stored, StoredRepeat, StoredRun, Work,
+    Resumed, RunRow, Stored, StoredCalibration, StoredRepeat, StoredRun, Work,
 };
 use crate::record::store::row::{self, Owner, RunEnd};
 use crate::util::StoreAddress;
@@ -451,6 +451,60 @@ impl Backend for Sqlite {
 
     fn execution_root(&mut self, id: Option<i64>) -> Result<Option<(i64, String)>, DbError> {
         execution_root(&self.conn, id).map_err(|e| self.db(e))
+    }
+
+    fn save_calibration(&mut self, c: &StoredCalibration) -> Result<(), DbError> {
+        self.conn
+            .execute(
+                "INSERT INTO calibrations
+                   (judge, fingerprint, calibrated_at, items, runs, accuracy, kappa, flip_rate, report)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                 ON CONFLICT (judge, fingerprint) DO UPDATE SET
+                   calibrated_at = excluded.calibrated_at, items = excluded.items,
+                   runs = excluded.runs, accuracy = excluded.accuracy, kappa = excluded.kappa,
+                   flip_rate = excluded.flip_rate, report = excluded.report",
+                params![
+                    c.judge,
+                    c.fingerprint,
+                    c.calibrated_at,
+                    c.items as i64,
+                    c.runs as i64,
+                    c.accuracy,
+                    c.kappa,
+                    c.flip_rate,
+                    c.report
+                ],
+            )
+            .map(|_| ())
+            .map_err(|e| self.db(e))
+    }
+
+    fn calibration(
+        &mut self,
+        judge: &str,
+        fingerprint: &str,
+    ) -> Result<Option<StoredCalibration>, DbError> {
+        self.conn
+            .query_row(
+                "SELECT calibrated_at, items, runs, accuracy, kappa, flip_rate, report
+                 FROM calibrations WHERE judge = ?1 AND fingerprint = ?2",
+                [judge, fingerprint],
+                |r| {
+                    Ok(StoredCalibration {
+                        judge: judge.to_string(),
+                        fingerprint: fingerprint.to_string(),
+                        calibrated_at: r.get(0)?,
+                        items: r.get::<_, i64>(1)? as u64,
+                        runs: r.get::<_, i64>(2)? as u64,
+                        accuracy: r.get(3)?,
+                        kappa: r.get(4)?,
+                        flip_rate: r.get(5)?,
+                        report: r.get(6)?,
+                    })
+                },
+            )
+            .optional()
+            .map_err(|e| self.db(e))
     }
 
     fn execution_by_key(&mut self, key: &str) -> Result<Option<i64>, DbError> {
