@@ -73,9 +73,11 @@ impl JuryRule {
                     )
                 }
             },
-            other => return Err(format!(
+            other => {
+                return Err(format!(
                 "`rule` must be \"majority\", \"unanimous\" or \"mean_score\", found \"{other}\""
-            )),
+            ))
+            }
         };
         if threshold.is_some() && !matches!(rule, JuryRule::MeanScore { .. }) {
             return Err("`threshold` applies only to `rule = \"mean_score\"`; remove it".into());

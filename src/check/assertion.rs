@@ -213,14 +213,17 @@ pub(crate) fn explain(decision: &crate::check::jury::Decision) -> String {
         None | Some("llm") => "judge",
         Some(other) => other.strip_prefix("agents:").unwrap_or(other),
     };
-    let mut why = format!(
-        "{judge}: {}",
-        if j.reason.is_empty() {
-            "no reason given"
-        } else {
-            &j.reason
-        }
-    );
+    let reason = if j.reason.is_empty() {
+        "no reason given"
+    } else {
+        &j.reason
+    };
+    // A jury's reason names it already.
+    let mut why = if j.jurors.is_empty() {
+        format!("{judge}: {reason}")
+    } else {
+        reason.to_string()
+    };
     if let Some(score) = j.score {
         why.push_str(&format!(" (score {score})"));
     }

@@ -156,6 +156,7 @@ impl<'a> Checkpoints<'a> {
                     forbidden: c.forbidden,
                     reached: s.reached_at.is_some(),
                     reached_at_turn: s.reached_at,
+                    inconclusive: s.reached_at.is_none() && s.undecided,
                     message: if s.message.is_empty() {
                         "never checked".into()
                     } else {

@@ -192,7 +192,10 @@ pub(crate) fn combine(
         passed: passed.filter(|_| panel.uncalibrated.is_none()),
         judgment: Judgment {
             reason,
-            score: mean.map(round),
+            // The rule's own measure; under the other rules each juror's score is kept.
+            score: mean
+                .filter(|_| matches!(panel.rule, JuryRule::MeanScore { .. }))
+                .map(round),
             suggestions: Vec::new(),
             judge: Some(jury.to_string()),
             rule: Some(panel.rule.label()),

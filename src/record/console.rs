@@ -291,7 +291,11 @@ fn checkpoints_lines(s: &mut String, r: &CaseReport, style: &Style) {
         let _ = writeln!(
             s,
             "  │  {} {}: {}",
-            style.paint(Status::Failed, "✗"),
+            if c.inconclusive {
+                style.paint(Status::Inconclusive, "?")
+            } else {
+                style.paint(Status::Failed, "✗")
+            },
             c.id,
             c.message
         );

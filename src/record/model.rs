@@ -529,6 +529,9 @@ pub struct CheckpointReport {
     pub reached_at_turn: Option<u32>,
     /// What reached it, or its last failure.
     pub message: String,
+    /// Not reached, and its last check was inconclusive (its judge could not decide).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub inconclusive: bool,
 }
 
 /// What one role's model calls cost a case: spent by this run, and what the replayed

@@ -96,6 +96,7 @@ mod store;
 mod tau2;
 mod traces;
 mod trial_names;
+mod verdicts;
 #[cfg(unix)]
 mod writes;
 mod yao_flags;
@@ -218,6 +219,7 @@ fn main() {
     trials.extend(langgraph::tests());
     trials.extend(llm::tests());
     trials.extend(machines::tests());
+    trials.extend(verdicts::tests());
     trials.extend(parse_errors::tests());
     trials.extend(postgres::tests());
     trials.extend(readme::tests());

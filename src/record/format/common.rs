@@ -313,8 +313,10 @@ fn turn_text(s: &mut String, t: &TurnReport) {
         "ERROR"
     } else if t.ok() {
         "PASSED"
-    } else {
+    } else if t.assertions.iter().any(AssertionReport::failed) {
         "FAILED"
+    } else {
+        "INCONCLUSIVE"
     };
     let step = t
         .step

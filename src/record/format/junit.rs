@@ -167,6 +167,9 @@ fn testcase(s: &mut String, c: &CaseReport) {
             let mut message = reason();
             if message.is_empty() {
                 message = fallback.to_string();
+            } else if c.status == Status::Inconclusive {
+                // Its own message: no reader should take it for the agent's failure.
+                message = format!("inconclusive: {message}");
             }
             let _ = writeln!(
                 s,

@@ -1,0 +1,564 @@
+//! Verdicts you can defend, end to end with the real binary: juries, inconclusive
+//! verdicts (in every report format, JUnit and the store), and `agentest calibrate`
+//! with `require_calibrated_judges`.
+//!
+//! The judges are the built-in one on a scripted chat-completions server on 127.0.0.1
+//! ([`ChatServer`]) that answers by the model each `[judges.NAME]` names (and, for
+//! calibration, by the item under judgment), so each judge's behaviour, and its error
+//! rate, is known exactly. The agent under test is a real process agent that echoes.
+
+use std::process::Command;
+
+use crate::common::chat::ChatServer;
+use crate::common::project::{self, ReportedRun as Run};
+use crate::common::{clean, Scratch, BIN};
+use serde_json::{json, Value};
+
+pub fn tests() -> Vec<libtest_mimic::Trial> {
+    crate::trials![
+        a_jury_keeps_every_jurors_vote_and_a_jurors_error_is_an_abstention,
+        an_undecided_judge_makes_the_case_inconclusive_in_every_report,
+        a_dynamic_case_goes_on_past_an_undecided_checkpoint,
+        calibrate_reports_the_figures_computed_by_hand,
+        only_calibrated_judges_decide_when_the_run_requires_it,
+    ]
+}
+
+const KEY: (&str, &str) = ("AGENTEST_VERDICTS_TEST_KEY", "sk-verdicts-5b1e");
+
+/// A process agent that echoes and asks for more: "You said: X. Anything else?".
+const ECHO: &str = r#"import json, sys
+for line in sys.stdin:
+    if not line.strip():
+        continue
+    req = json.loads(line)
+    print(json.dumps({"content": "You said: " + (req.get("input") or "") + ". Anything else?"}), flush=True)
+"#;
+
+/// Routes a judge's request by the model its `[judges.NAME]` sends.
+fn by_model(body: &Value) -> String {
+    body["model"].as_str().unwrap_or("*").to_string()
+}
+
+/// Routes by model and the item under judgment (`REPLY-<item>`, last in the prompt).
+fn by_model_and_item(body: &Value) -> String {
+    let user = body["messages"][1]["content"].as_str().unwrap_or_default();
+    let item = user
+        .rsplit("The reply to judge:\n")
+        .next()
+        .and_then(|r| r.trim().strip_prefix("REPLY-"))
+        .unwrap_or("?");
+    format!("{}:{item}", by_model(body))
+}
+
+fn verdict(passed: Value, reason: &str) -> String {
+    json!({"passed": passed, "reason": reason}).to_string()
+}
+
+/// `n` copies of `answer`.
+fn times(n: usize, answer: &str) -> Vec<String> {
+    vec![answer.to_string(); n]
+}
+
+/// A scratch project: the echo agent, the server as `[llm]`, and `extra` config.
+fn project_with(tag: &str, server: &ChatServer, extra: &str, cases: &[Value]) -> Scratch {
+    let s = Scratch::named("verdicts", tag);
+    s.write("echo.py", ECHO);
+    s.write(
+        "agentest.toml",
+        &format!(
+            "[agent]\ntype = \"process\"\ncommand = [\"python3\", \"echo.py\"]\n\n[llm]\nbase_url = \"{}\"\nmodel = \"default-model\"\napi_key_env = \"{}\"\ntimeout = \"5s\"\nmax_retries = 0\n\n{extra}",
+            server.url(),
+            KEY.0
+        ),
+    );
+    s.cases(cases);
+    s
+}
+
+fn agentest(s: &Scratch) -> project::Cmd<'_> {
+    project::agentest(s.path(), KEY).env("AGENTEST_STORE", &store_of(s))
+}
+
+fn store_of(s: &Scratch) -> String {
+    s.join("runs.db").display().to_string()
+}
+
+/// `agentest ARGS` in `dir`, with the key and the store of the scratch project.
+fn command(s: &Scratch, args: &[&str]) -> (i32, String, String) {
+    let out = clean(Command::new(BIN))
+        .current_dir(s.path())
+        .args(args)
+        .env(KEY.0, KEY.1)
+        .env("AGENTEST_STORE", store_of(s))
+        .output()
+        .expect("run agentest");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn first_assertion(r: &Run, id: &str) -> Value {
+    r.case(id)["turns"][0]["assertions"][0].clone()
+}
+
+/// A majority jury with a dissenting juror and one whose answers are garbage: the
+/// garbage juror abstains, the majority passes, and the record keeps every juror's
+/// verdict, reason and error. A unanimous jury that splits is inconclusive, and a jury
+/// that loses more jurors than it may is an error naming each juror's.
+fn a_jury_keeps_every_jurors_vote_and_a_jurors_error_is_an_abstention() {
+    let server = ChatServer::routed(by_model);
+    server.answer("kind", &times(8, &verdict(json!(true), "it greets warmly")));
+    server.answer("warm", &times(8, &verdict(json!(true), "friendly enough")));
+    server.answer("strict", &times(8, &verdict(json!(false), "no name used")));
+    server.answer("broken", &times(16, "hmm, hard to say"));
+    let judges = r#"
+[judges.kind]
+model = "kind"
+[judges.warm]
+model = "warm"
+[judges.strict]
+model = "strict"
+[judges.broken]
+model = "broken"
+[judges.panel]
+jury = ["judges:kind", "judges:warm", "judges:strict", "judges:broken"]
+[judges.all]
+jury = ["judges:kind", "judges:strict"]
+rule = "unanimous"
+"#;
+    let judged = |id: &str, use_: Value| json!({"id": id, "input": "hi", "assert": {"type": "llm_judge", "prompt": "greets the user", "use": use_}});
+    let s = project_with(
+        "jury",
+        &server,
+        judges,
+        &[
+            judged("majority", json!("judges:panel")),
+            judged("unanimous", json!("judges:all")),
+            judged("inline", json!(["judges:kind", "judges:broken"])),
+        ],
+    );
+    let r = agentest(&s).run();
+    // The unanimous split is inconclusive and the inline jury an error: exit 1.
+    r.expect(1)
+        .expect_status("majority", "passed")
+        .expect_status("unanimous", "inconclusive")
+        .expect_status("inline", "error");
+    let a = first_assertion(&r, "majority");
+    assert_eq!(a["passed"], true, "{a}");
+    let j = &a["judgment"];
+    assert_eq!(j["judge"], "judges:panel");
+    assert_eq!(j["rule"], "majority");
+    assert_eq!(
+        j["reason"],
+        "judges:panel (majority): 2 pass, 1 fail, 1 abstained: pass"
+    );
+    let jurors = j["jurors"].as_array().expect("jurors");
+    let by: Vec<(&str, Value, &str)> = jurors
+        .iter()
+        .map(|v| {
+            (
+                v["judge"].as_str().unwrap(),
+                v["passed"].clone(),
+                v["reason"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        by,
+        [
+            ("judges:kind", json!(true), "it greets warmly"),
+            ("judges:warm", json!(true), "friendly enough"),
+            ("judges:strict", json!(false), "no name used"),
+            ("judges:broken", Value::Null, ""),
+        ]
+    );
+    let error = jurors[3]["error"].as_str().expect("the abstention's error");
+    assert!(
+        error.contains("answered twice without a verdict") && error.contains("not JSON"),
+        "{error}"
+    );
+    let u = first_assertion(&r, "unanimous");
+    assert_eq!(u["passed"], Value::Null, "{u}");
+    assert_eq!(
+        u["judgment"]["reason"],
+        "judges:all (unanimous): 1 pass, 1 fail: inconclusive: the jury split"
+    );
+    r.expect_error(
+        "unanimous",
+        &["turn 1: llm_judge \"greets the user\": inconclusive: judges:all (unanimous)"],
+    );
+    r.expect_error(
+        "inline",
+        &["jury: 1 of 2 jurors could not answer (at most 0 may): judges:broken: "],
+    );
+    // The console shows each juror's vote.
+    r.expect_stdout("· judges:strict: fail: no name used");
+    // One request per verdict, and two (the answer and its repair) per abstention.
+    assert_eq!(server.bodies("strict").len(), 2);
+    assert_eq!(server.bodies("broken").len(), 4);
+}
+
+/// A judge answering `passed: null` makes its case `inconclusive`: a status of its own
+/// in the JSONL record, the summary, JUnit and the store, never a pass. What it does to
+/// the run is `[run] on_inconclusive`: `fail` (CI's default) and `error` (the default
+/// elsewhere) fail it, `ignore` does not, and JUnit shows a failure, an error or a
+/// skipped test.
+fn an_undecided_judge_makes_the_case_inconclusive_in_every_report() {
+    let server = ChatServer::routed(by_model);
+    server.answer(
+        "default-model",
+        &times(
+            16,
+            &verdict(Value::Null, "the reply is cut off mid-sentence"),
+        ),
+    );
+    let case = json!({"id": "undecided", "input": "hi", "assert": {"type": "llm_judge", "prompt": "answers the question"}});
+    for (setting, ci, code, effect, junit) in [
+        ("", false, 1, "error", "<error message=\"inconclusive: "),
+        ("", true, 1, "fail", "<failure message=\"inconclusive: "),
+        (
+            "on_inconclusive = \"fail\"\n",
+            false,
+            1,
+            "fail",
+            "<failure message=\"inconclusive: ",
+        ),
+        (
+            "on_inconclusive = \"ignore\"\n",
+            false,
+            0,
+            "ignore",
+            "<skipped message=\"inconclusive: ",
+        ),
+    ] {
+        let s = project_with(
+            "inconclusive",
+            &server,
+            &format!("[run]\ncassettes = \"off\"\n{setting}"),
+            std::slice::from_ref(&case),
+        );
+        let mut cmd = agentest(&s);
+        if ci {
+            cmd = cmd.env("CI", "true");
+        }
+        let r = cmd.run();
+        let what = format!("{setting:?} on CI {ci}");
+        assert_eq!(r.code, code, "{what}: {r:?}");
+        r.expect_status("undecided", "inconclusive").expect_error(
+            "undecided",
+            &["turn 1: llm_judge \"answers the question\": inconclusive: judge: the reply is cut off mid-sentence"],
+        );
+        let c = r.case("undecided");
+        assert_eq!(c["on_inconclusive"], effect, "{what}");
+        assert_eq!(c["turns"][0]["assertions"][0]["passed"], Value::Null);
+        let sum = r.summary();
+        assert_eq!(sum["inconclusive"], 1, "{what}");
+        assert_eq!(
+            sum["inconclusive_failing"].as_u64().unwrap_or(0),
+            u64::from(effect != "ignore"),
+            "{what}"
+        );
+        assert_eq!(
+            (sum["passed"].as_u64(), sum["failed"].as_u64()),
+            (Some(0), Some(0))
+        );
+        r.expect_stdout("INCONCLUSIVE");
+        // JUnit, from the JSONL report.
+        let (code, _, err) = command(&s, &["report", "report.jsonl", "-o", "report.xml"]);
+        assert_eq!(code, 0, "{err}");
+        let xml = s.read("report.xml");
+        assert!(xml.contains(junit), "{what}: {xml}");
+        assert!(xml.contains("the reply is cut off mid-sentence"), "{xml}");
+        // The store keeps the status, and `--status inconclusive` finds it.
+        let (code, out, err) = command(&s, &["runs", "list", "--status", "inconclusive"]);
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            out.contains("s::undecided") && out.contains("inconclusive"),
+            "{out}"
+        );
+    }
+}
+
+/// A checkpoint whose judge cannot decide is not reached, and the conversation goes on
+/// (it does not end the case as failed); a later turn reaches it. A conversation that
+/// ends with a required checkpoint last undecided is inconclusive, not failed.
+fn a_dynamic_case_goes_on_past_an_undecided_checkpoint() {
+    let server = ChatServer::routed(by_model);
+    server.answer(
+        "default-model",
+        &[
+            verdict(Value::Null, "cannot tell from a greeting alone"),
+            verdict(json!(true), "polite now"),
+        ],
+    );
+    let dynamic = |id: &str, max_turns: u32| {
+        json!({"id": id, "input": "start", "max_turns": max_turns,
+               "simulator": {"use": "script", "script": [{"say": "please"}, {"say": "thanks"}]},
+               "checkpoints": [{"id": "polite", "assert": {"type": "agent", "options": {"metadata": {"criteria": "The assistant is polite"}}}}]})
+    };
+    let s = project_with(
+        "undecided-checkpoint",
+        &server,
+        "[run]\ncassettes = \"off\"\n",
+        &[dynamic("goes-on", 3)],
+    );
+    let r = agentest(&s).run();
+    r.expect(0)
+        .expect_status("goes-on", "passed")
+        .expect_termination("goes-on", "all_checkpoints_reached");
+    assert_eq!(r.checkpoint("goes-on", "polite")["reached_at_turn"], 2);
+    let first = &r.case("goes-on")["turns"][0]["checkpoints"][0];
+    assert_eq!(first["passed"], Value::Null, "{first}");
+    assert_eq!(
+        first["message"],
+        "inconclusive: judge: cannot tell from a greeting alone"
+    );
+    // Always undecided: the conversation runs to its last turn, and the case is
+    // inconclusive with the checkpoint's last word.
+    server.answer(
+        "default-model",
+        &times(
+            2,
+            &verdict(Value::Null, "cannot tell from a greeting alone"),
+        ),
+    );
+    s.cases(&[dynamic("never-decided", 2)]);
+    let r = agentest(&s).run();
+    r.expect(1)
+        .expect_status("never-decided", "inconclusive")
+        .expect_termination("never-decided", "max_turns")
+        .expect_error(
+            "never-decided",
+            &["max turns (2) exceeded; required checkpoints missing: polite (last: inconclusive: judge: cannot tell from a greeting alone)"],
+        );
+    assert_eq!(r.case("never-decided")["total_turns"], 2);
+}
+
+/// The labelled set of the calibration tests: ten items, the first five labelled
+/// `pass`, the rest `fail`.
+fn labels() -> String {
+    (0..10)
+        .map(|i| {
+            let label = if i < 5 { "pass" } else { "fail" };
+            format!(
+                "{}\n",
+                json!({"id": format!("i{i}"), "criteria": "answers politely", "input": "hi",
+                       "reply": format!("REPLY-i{i}"), "label": label, "notes": format!("note {i}")})
+            )
+        })
+        .collect()
+}
+
+/// Queues three answers per item for the judge `model`: `said(item)` gives them.
+fn judge_answers(server: &ChatServer, model: &str, said: impl Fn(usize) -> [bool; 3]) {
+    for i in 0..10 {
+        let answers: Vec<String> = said(i)
+            .iter()
+            .map(|p| verdict(json!(p), if *p { "polite" } else { "rude" }))
+            .collect();
+        server.answer(&format!("{model}:i{i}"), &answers);
+    }
+}
+
+const CALIBRATED_JUDGES: &str = r#"
+[judges.good]
+model = "good"
+min_kappa = 0.6
+
+[judges.flaky]
+model = "flaky"
+min_kappa = 0.6
+min_accuracy = 0.95
+"#;
+
+/// Two judges with known error rates, three runs of ten labelled items each.
+///
+/// `good` is right on 90 %: it passes i9 (labelled fail) every time. By hand: 27 of 30
+/// judgments agree, accuracy 0.9; labels pass 15/30, fail 15/30; said pass 18/30, fail
+/// 12/30; chance agreement 0.5 × 0.6 + 0.5 × 0.4 = 0.5; κ = (0.9 − 0.5) / 0.5 = 0.8; it
+/// never flips. `flaky` flips on 20 % of items (i0: pass, fail, pass; i5: fail, pass,
+/// fail): 28 of 30 agree, accuracy 0.9333; said pass 15/30; chance 0.5; κ = 0.8667; flip
+/// rate 2/10 = 0.2. `good` meets `min_kappa = 0.6` (exit 0); `flaky` falls short of
+/// `min_accuracy = 0.95` (exit 1). A second calibration replays from the cassettes
+/// offline, with the same figures.
+fn calibrate_reports_the_figures_computed_by_hand() {
+    let server = ChatServer::routed(by_model_and_item);
+    judge_answers(&server, "good", |i| [i < 5 || i == 9; 3]);
+    judge_answers(&server, "flaky", |i| match i {
+        0 => [true, false, true],
+        5 => [false, true, false],
+        _ => [i < 5; 3],
+    });
+    let s = project_with("calibrate", &server, CALIBRATED_JUDGES, &[]);
+    s.write("labels.jsonl", &labels());
+    let (code, out, err) = command(&s, &["calibrate", "good", "-i", "labels.jsonl", "--json"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let report: Value = serde_json::from_str(&out).expect("a JSON report");
+    let f = &report["figures"];
+    assert_eq!(
+        (f["items"].as_u64(), f["runs"].as_u64()),
+        (Some(10), Some(3))
+    );
+    assert_eq!(f["accuracy"], 0.9);
+    assert!((f["kappa"].as_f64().unwrap() - 0.8).abs() < 1e-9, "{f}");
+    assert_eq!(f["flip_rate"], 0.0);
+    assert_eq!(
+        f["confusion"],
+        json!({"labelled_pass": {"pass": 15, "fail": 0, "undecided": 0, "error": 0},
+               "labelled_fail": {"pass": 3, "fail": 12, "undecided": 0, "error": 0}})
+    );
+    assert_eq!(report["short_of_bar"], Value::Null);
+    let wrong = report["wrong"].as_array().expect("wrong items");
+    assert_eq!(wrong.len(), 1, "{report}");
+    assert_eq!(wrong[0]["id"], "i9");
+    assert_eq!(wrong[0]["line"], 10);
+    assert_eq!(wrong[0]["said"], json!(["pass", "pass", "pass"]));
+    assert_eq!(wrong[0]["reasons"], json!(["polite", "polite", "polite"]));
+    assert_eq!(wrong[0]["notes"], "note 9");
+    assert_eq!(report["model_calls"], 30);
+    assert!(err.contains("calibration of judges:good kept in"), "{err}");
+
+    // One judgment at a time, so that each item's answers come in the order queued.
+    let (code, out, err) = command(
+        &s,
+        &[
+            "calibrate",
+            "judges:flaky",
+            "-i",
+            "labels.jsonl",
+            "--parallel",
+            "1",
+        ],
+    );
+    assert_eq!(code, 1, "short of its bar: {out}\n{err}");
+    assert!(
+        out.contains("accuracy 0.933   Cohen's κ 0.867   flip rate 0.200"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "bar: min_kappa 0.6, min_accuracy 0.95: NOT MET (accuracy 0.933 < min_accuracy 0.95)"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("i0 (line 1) labelled pass, judged pass, fail, pass"),
+        "{out}"
+    );
+    assert!(
+        out.contains("i5 (line 6) labelled fail, judged fail, pass, fail"),
+        "{out}"
+    );
+    assert_eq!(server.bodies("flaky:i0").len(), 3);
+
+    // Offline: the server is gone, the cassettes answer.
+    drop(server);
+    let (code, out, err) = command(&s, &["calibrate", "good", "-i", "labels.jsonl", "--json"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let again: Value = serde_json::from_str(&out).expect("a JSON report");
+    assert_eq!(again["figures"], report["figures"]);
+    assert_eq!(again["replayed_calls"], 30);
+    assert_eq!(again["fingerprint"], report["fingerprint"]);
+
+    // A bad labelled set names the line, the field and the fix, and calibrates nothing.
+    s.write(
+        "bad.jsonl",
+        "{\"id\": \"x\", \"criteria\": \"c\", \"reply\": \"r\", \"label\": \"maybe\"}\n",
+    );
+    let (code, _, err) = command(&s, &["calibrate", "good", "-i", "bad.jsonl"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(
+            "bad.jsonl:1:1: field `label`: expected \"pass\" or \"fail\", found \"maybe\""
+        ),
+        "{err}"
+    );
+    let (code, _, err) = command(&s, &["calibrate", "nobody", "-i", "labels.jsonl"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no [judges.\"nobody\"] table"), "{err}");
+}
+
+/// Under `[run] require_calibrated_judges`, a verdict counts only from a judge whose
+/// current fingerprint has a calibration meeting its bar: `good`'s does; `flaky`'s
+/// falls short, and the built-in judge has no bar, so theirs are inconclusive with the
+/// reason. Changing `good`'s model makes it another judge, uncalibrated until
+/// calibrated again.
+fn only_calibrated_judges_decide_when_the_run_requires_it() {
+    let server = ChatServer::routed(by_model_and_item);
+    judge_answers(&server, "good", |i| [i < 5 || i == 9; 3]);
+    judge_answers(&server, "flaky", |i| match i {
+        0 => [true, false, true],
+        5 => [false, true, false],
+        _ => [i < 5; 3],
+    });
+    let judged = |id: &str, use_: Option<&str>| {
+        let mut assert = json!({"type": "llm_judge", "prompt": "answers politely"});
+        if let Some(u) = use_ {
+            assert["use"] = json!(u);
+        }
+        json!({"id": id, "input": "hi", "assert": assert})
+    };
+    let cases = [
+        judged("by-good", Some("judges:good")),
+        judged("by-flaky", Some("judges:flaky")),
+        judged("by-llm", None),
+    ];
+    let config = format!(
+        "[run]\nrequire_calibrated_judges = true\ncassettes = \"off\"\n{CALIBRATED_JUDGES}"
+    );
+    let s = project_with("require", &server, &config, &cases);
+    s.write("labels.jsonl", &labels());
+    for judge in ["good", "flaky"] {
+        let (code, out, err) = command(&s, &["calibrate", judge, "-i", "labels.jsonl"]);
+        assert!(code == 0 || code == 1, "{out}\n{err}");
+    }
+    // The cases' replies are "You said: hi. Anything else?": the judges answer them from `*` queues.
+    for model in ["good", "flaky", "default-model"] {
+        server.answer(
+            &format!("{model}:?"),
+            &times(4, &verdict(json!(true), "polite")),
+        );
+    }
+    let r = agentest(&s).run();
+    r.expect(1)
+        .expect_status("by-good", "passed")
+        .expect_status("by-flaky", "inconclusive")
+        .expect_status("by-llm", "inconclusive");
+    r.expect_error(
+        "by-flaky",
+        &[
+            "the verdict does not count: its calibration of ",
+            "falls short of its bar: accuracy 0.933 < min_accuracy 0.95",
+        ],
+    );
+    r.expect_error(
+        "by-llm",
+        &["`llm` is no [judges.NAME] with a calibration bar, and [run] require_calibrated_judges is on"],
+    );
+    let a = first_assertion(&r, "by-flaky");
+    assert_eq!(
+        a["judgment"]["reason"], "polite",
+        "the verdict is kept: {a}"
+    );
+    assert!(a["judgment"]["uncalibrated"].is_string(), "{a}");
+
+    // Another model: another judge, with no calibration of its own.
+    s.write(
+        "agentest.toml",
+        &s.read("agentest.toml")
+            .replace("model = \"good\"", "model = \"good-2\""),
+    );
+    server.answer("good-2:?", &times(2, &verdict(json!(true), "polite")));
+    s.cases(&cases[..1]);
+    let r = agentest(&s).run();
+    r.expect(1)
+        .expect_status("by-good", "inconclusive")
+        .expect_error(
+            "by-good",
+            &["`judges:good` has no calibration of what it is now (fingerprint "],
+        );
+    assert_eq!(server.bodies("good-2:?").len(), 1, "the judge still judged");
+}
