@@ -1009,6 +1009,11 @@ pub enum StepError {
     /// case is skipped with this reason, on CI it fails.
     #[error("{0}")]
     Unavailable(String),
+    /// What carries the conversation failed, not a party to it: a transport error, a
+    /// server's 5xx, an HTTP timeout, a model endpoint that failed after its retries.
+    /// The case is an `error`, blamed on infrastructure.
+    #[error("{0}")]
+    Infrastructure(String),
 }
 
 impl StepError {
@@ -1019,6 +1024,7 @@ impl StepError {
             StepError::Broken(m) => StepError::Broken(wrap(m)),
             StepError::Failed(m) => StepError::Failed(wrap(m)),
             StepError::Unavailable(m) => StepError::Unavailable(wrap(m)),
+            StepError::Infrastructure(m) => StepError::Infrastructure(wrap(m)),
         }
     }
 }
@@ -1083,7 +1089,10 @@ impl From<LlmError> for StepError {
             LlmError::Unavailable(m) => StepError::Unavailable(m),
             LlmError::NotRecorded(m) => StepError::Failed(m),
             LlmError::OverBudget(e) => StepError::Broken(e.to_string()),
-            LlmError::Failed(m) | LlmError::Refused(m) | LlmError::Cassette(m) => {
+            // After its retries: the endpoint or the way to it failed (5xx, 429s,
+            // transport, timeout), not what was asked.
+            LlmError::Failed(m) => StepError::Infrastructure(format!("model call failed: {m}")),
+            LlmError::Refused(m) | LlmError::Cassette(m) => {
                 StepError::Broken(format!("model call failed: {m}"))
             }
         }
@@ -1109,7 +1118,9 @@ impl From<StepError> for JudgeError {
     fn from(e: StepError) -> JudgeError {
         match e {
             StepError::Unavailable(m) => JudgeError::Unavailable(m),
-            StepError::Broken(m) | StepError::Failed(m) => JudgeError::Broken(m),
+            StepError::Broken(m) | StepError::Failed(m) | StepError::Infrastructure(m) => {
+                JudgeError::Broken(m)
+            }
         }
     }
 }
@@ -1470,9 +1481,24 @@ pub(crate) enum AgentError {
 }
 
 impl From<AgentError> for StepError {
-    /// The one place an agent's failure becomes a step's error: the case is an `error`.
+    /// The one place an agent's failure becomes a step's error: the case is an `error`,
+    /// blamed on infrastructure when the way to the agent failed (it could not be
+    /// reached, an HTTP timeout, a 5xx, a stream cut short), else on the agent.
     fn from(e: AgentError) -> StepError {
-        StepError::Broken(e.to_string())
+        let transport = match &e {
+            AgentError::HttpTimeout { .. }
+            | AgentError::Connect { .. }
+            | AgentError::Request { .. }
+            | AgentError::RetryPastDeadline { .. }
+            | AgentError::StreamUnfinished { .. } => true,
+            AgentError::Status { status, .. } => status.is_server_error(),
+            _ => false,
+        };
+        if transport {
+            StepError::Infrastructure(e.to_string())
+        } else {
+            StepError::Broken(e.to_string())
+        }
     }
 }
 

@@ -288,11 +288,24 @@ fn finish(
         unrecorded.push(("store", e.to_string()));
     }
     let recorder = execution.recorder();
+    // Under nextest each case is a process of its own: no one sees the whole run.
+    if settings.nextest.is_none() {
+        let mut s = recorder.summary();
+        s.max_simulator_blame = execution
+            .engine()
+            .max_simulator_blame(&root.join(crate::config::CONFIG_FILE));
+        if let Some(why) = s.simulator_blame_over() {
+            unrecorded.push(("blame", why));
+        }
+    }
     if recorder.has_report() {
         record_listed_skips(ended.args, ended.cases, ended.started_cases, recorder);
         if settings.nextest.is_none() {
             let mut s = recorder.summary();
             s.duration_ms = ended.started.elapsed().as_millis() as u64;
+            s.max_simulator_blame = execution
+                .engine()
+                .max_simulator_blame(&root.join(crate::config::CONFIG_FILE));
             let command = std::env::args().collect();
             let mut info = RunInfo::new("(see each case)", root.display().to_string(), command);
             info.duration_ms = s.duration_ms;

@@ -5,6 +5,7 @@ mod judges;
 mod mock;
 mod model;
 mod model_settings;
+mod party;
 mod raw;
 mod repeat;
 pub(crate) mod scenario;
@@ -22,5 +23,6 @@ pub(crate) use model::{
     PersonaRef, Provider, ScriptRule, Simulator, SourceLlms, Turn,
 };
 pub(crate) use model_settings::ModelSettings;
+pub(crate) use party::Party;
 pub use raw::Raw;
 pub(crate) use repeat::{check_cost, check_runs, Budget, Gate, Repeats, MAX_RUNS};

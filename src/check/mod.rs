@@ -4,6 +4,7 @@
 //! plays the conversation and asks.
 
 pub(crate) mod assertion;
+pub(crate) mod blame;
 pub(crate) mod calibration;
 pub(crate) mod checkpoints;
 pub(crate) mod code;

@@ -26,9 +26,13 @@ enum RunsCommand {
     /// The runs, newest first: id, execution, status, verdict, trial, start, time, reason.
     List {
         /// A status (queued, pending, running, completed, error) or a verdict (passed,
-        /// failed, skipped, timeout).
+        /// failed, skipped, timeout, inconclusive).
         #[arg(long)]
         status: Option<String>,
+        /// Runs that did not pass by this party's fault: agent, simulator, judge or
+        /// infrastructure.
+        #[arg(long)]
+        blame: Option<String>,
         /// A suite, with the suites under it.
         #[arg(long)]
         suite: Option<String>,
@@ -98,8 +102,12 @@ pub(super) fn runs(args: RunsArgs) -> Result<ExitCode, String> {
             status,
             suite,
             execution,
+            blame,
             limit,
         } => {
+            if let Some(b) = &blame {
+                crate::case::Party::parse(b).map_err(|why| format!("--blame: {why}"))?;
+            }
             if let Some(s) = &status {
                 if !LIFECYCLE.contains(&s.as_str()) && !VERDICTS.contains(&s.as_str()) {
                     return Err(format!(
@@ -113,6 +121,7 @@ pub(super) fn runs(args: RunsArgs) -> Result<ExitCode, String> {
                 status,
                 suite,
                 execution: execution_id(db.as_mut(), execution.as_deref())?,
+                blame,
                 limit,
             };
             let rows = db.list(&filter).map_err(failed)?;
@@ -327,7 +336,7 @@ fn write_rows(out: &mut impl std::io::Write, rows: &[RunRow]) -> std::io::Result
         .max(5);
     writeln!(
         out,
-        "{:>6}  {:>5}  {:<9}  {:<7}  {:<width$}  {:<20}  {:>8}  REASON",
+        "{:>6}  {:>5}  {:<9}  {:<12}  {:<width$}  {:<20}  {:>8}  REASON",
         "ID", "EXEC", "STATUS", "VERDICT", "TRIAL", "STARTED", "TIME"
     )?;
     for r in rows {
@@ -345,7 +354,7 @@ fn write_rows(out: &mut impl std::io::Write, rows: &[RunRow]) -> std::io::Result
             .unwrap_or_default();
         writeln!(
             out,
-            "{:>6}  {:>5}  {:<9}  {:<7}  {:<width$}  {:<20}  {:>8}  {reason}",
+            "{:>6}  {:>5}  {:<9}  {:<12}  {:<width$}  {:<20}  {:>8}  {reason}",
             r.id,
             r.execution,
             r.status,

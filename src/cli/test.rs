@@ -486,6 +486,7 @@ fn conclude(
     summary.interrupted = ending.interrupted.is_some();
     summary.signal = ending.interrupted.map(|s| s.name().to_string());
     summary.over_budget = ending.over_budget;
+    summary.max_simulator_blame = execution.engine().max_simulator_blame(first_suite);
     let mut run = RunInfo::new(&agent, &label, std::env::args().collect());
     run.duration_ms = summary.duration_ms;
     // A report that could not be written is the run's error (exit 2), said after the

@@ -157,6 +157,15 @@ pub struct RunConfig {
     /// fingerprint does not meet is inconclusive.
     #[serde(default)]
     pub require_calibrated_judges: bool,
+    /// Cases that fail by these parties' fault (`simulator`, `infrastructure`, `judge`,
+    /// `agent`) are run again, up to `max_reruns` times, every attempt kept.
+    pub rerun_on: Option<Vec<String>>,
+    /// How many times a case may be run again under `rerun_on` (default 1).
+    pub max_reruns: Option<u32>,
+    /// The run fails when more than this share of its cases failed by the simulated
+    /// user's fault (from 0 to 1): a simulator that spoils the run is no measure of the
+    /// agent.
+    pub max_simulator_blame: Option<f64>,
 }
 
 impl RunConfig {
@@ -222,6 +231,8 @@ pub struct Config {
     pub default_judge: Option<crate::case::JudgeRef>,
     /// `[run] on_inconclusive`, checked (`None`: unset).
     pub on_inconclusive: Option<crate::case::OnInconclusive>,
+    /// `[run] rerun_on`, checked.
+    pub rerun_on: Vec<crate::case::Party>,
 }
 
 impl Config {
@@ -381,6 +392,12 @@ impl Config {
             .map_err(invalid)?;
         let on_inconclusive =
             super::judges::on_inconclusive(file.run.on_inconclusive.as_deref()).map_err(invalid)?;
+        let rerun_on = super::judges::rerun_on(
+            file.run.rerun_on.as_deref(),
+            file.run.max_reruns,
+            file.run.max_simulator_blame,
+        )
+        .map_err(invalid)?;
         let config = Config {
             path: Some(path.to_path_buf()),
             dir,
@@ -391,6 +408,7 @@ impl Config {
             judges,
             default_judge,
             on_inconclusive,
+            rerun_on,
         };
         config
             .check_values()

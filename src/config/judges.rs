@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use crate::case::{JudgeChoice, JudgeRef, JuryRule, ModelSettings, OnInconclusive};
+use crate::case::{JudgeChoice, JudgeRef, JuryRule, ModelSettings, OnInconclusive, Party};
 use crate::errors::ConfigValueError;
 
 /// `[judges.NAME]` as written.
@@ -233,6 +233,61 @@ pub(crate) fn on_inconclusive(
         })
 }
 
+/// `[run] rerun_on`, `max_reruns` and `max_simulator_blame`, checked: the parties
+/// whose failures are run again.
+pub(crate) fn rerun_on(
+    rerun_on: Option<&[String]>,
+    max_reruns: Option<u32>,
+    max_simulator_blame: Option<f64>,
+) -> Result<Vec<Party>, ConfigValueError> {
+    let err = |key: &str, message: String| ConfigValueError::Judge {
+        key: format!("[run].{key}"),
+        message,
+    };
+    let mut parties = Vec::new();
+    for (i, name) in rerun_on.into_iter().flatten().enumerate() {
+        let p = Party::parse(name).map_err(|why| err(&format!("rerun_on[{i}]"), why))?;
+        if p == Party::Agent {
+            return Err(err(
+                &format!("rerun_on[{i}]"),
+                "running the agent's own failures again until one passes would hide them; rerun on \"simulator\", \"infrastructure\" or \"judge\"".into(),
+            ));
+        }
+        if !parties.contains(&p) {
+            parties.push(p);
+        }
+    }
+    match max_reruns {
+        Some(0) => {
+            return Err(err(
+                "max_reruns",
+                "0 reruns runs nothing again; remove `rerun_on`, or give 1 or more".into(),
+            ))
+        }
+        Some(n) if n > 10 => {
+            return Err(err(
+                "max_reruns",
+                format!("{n} reruns of one case is a retry loop, not a rerun; give at most 10"),
+            ))
+        }
+        Some(_) if parties.is_empty() => {
+            return Err(err(
+                "max_reruns",
+                "it applies with `rerun_on`; add `rerun_on = [\"simulator\", \"infrastructure\"]`"
+                    .into(),
+            ))
+        }
+        _ => {}
+    }
+    if let Some(r) = max_simulator_blame.filter(|r| !(0.0..=1.0).contains(r)) {
+        return Err(err(
+            "max_simulator_blame",
+            format!("expected a share from 0 to 1, like 0.1, found {r}"),
+        ));
+    }
+    Ok(parties)
+}
+
 /// `[run] judge`, checked against the `[judges]` tables.
 pub(crate) fn default_judge(
     written: Option<&str>,
@@ -357,6 +412,47 @@ mod tests {
             .unwrap_err()
             .to_string()
             .starts_with("[run].judge: no [judges.\"nope\"] table"));
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            rerun_on(
+                Some(&s(&["simulator", "infrastructure", "simulator"])),
+                Some(2),
+                Some(0.1)
+            )
+            .unwrap(),
+            [Party::Simulator, Party::Infrastructure]
+        );
+        for (list, max, share, want) in [
+            (
+                s(&["user"]),
+                None,
+                None,
+                "[run].rerun_on[0]: expected \"agent\"",
+            ),
+            (
+                s(&["agent"]),
+                None,
+                None,
+                "[run].rerun_on[0]: running the agent's own failures again",
+            ),
+            (s(&["judge"]), Some(0), None, "[run].max_reruns: 0 reruns"),
+            (s(&["judge"]), Some(11), None, "[run].max_reruns: 11 reruns"),
+            (
+                s(&[]),
+                Some(2),
+                None,
+                "[run].max_reruns: it applies with `rerun_on`",
+            ),
+            (
+                s(&[]),
+                None,
+                Some(1.5),
+                "[run].max_simulator_blame: expected a share from 0 to 1",
+            ),
+        ] {
+            let got = rerun_on(Some(&list), max, share).unwrap_err().to_string();
+            assert!(got.starts_with(want), "{got}");
+        }
         assert!(on_inconclusive(Some("pass"))
             .unwrap_err()
             .to_string()

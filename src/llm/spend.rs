@@ -154,6 +154,11 @@ impl Meters {
         Ok(())
     }
 
+    /// Why no more may be spent under one of them, when one is spent.
+    pub(crate) fn exhausted(&self) -> Option<String> {
+        self.0.iter().find_map(|m| m.exhausted())
+    }
+
     /// Whether the run's budget is among them: its checks first learn what the
     /// execution's other processes spent.
     pub(crate) fn shared(&self) -> bool {

@@ -590,6 +590,19 @@ pub(crate) fn summary(sum: &Summary) -> String {
         };
         let _ = writeln!(s, "  Inconclusive: {}: {effect}", sum.inconclusive);
     }
+    // Said when another party than the agent failed a case: then a failure is not
+    // always the agent's.
+    if sum.blame.keys().any(|p| *p != crate::case::Party::Agent) {
+        let by: Vec<String> = sum
+            .blame
+            .iter()
+            .map(|(p, n)| format!("{} {n}", p.name()))
+            .collect();
+        let _ = writeln!(s, "  Not passed, by fault: {}", by.join(", "));
+    }
+    if let Some(why) = sum.simulator_blame_over() {
+        let _ = writeln!(s, "  Run failed: {why}");
+    }
     let avg = crate::record::format::common::avg_turns(sum);
     let _ = writeln!(s, "\n  Total turns: {}", sum.total_turns);
     let _ = writeln!(s, "  Avg turns/test: {avg:.1}");

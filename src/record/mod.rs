@@ -16,9 +16,11 @@ mod stability;
 pub(crate) mod store;
 mod termination;
 
+pub(crate) use crate::case::Party;
 pub(crate) use format::failure_message;
 pub use format::Format;
 pub(crate) use jsonl::JsonlWriter;
+pub(crate) use model::Blame;
 pub use model::{rfc3339, CaseReport, RunInfo, Status, Summary};
 pub(crate) use model::{
     AssertionReport, AwaitReason, CassetteStats, CheckpointReport, CodeRun, Cost,

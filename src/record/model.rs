@@ -108,6 +108,15 @@ pub struct Judgment {
     pub uncalibrated: Option<String>,
 }
 
+/// A case's blame: the party and what shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Blame {
+    /// Whose fault.
+    pub party: crate::case::Party,
+    /// What shows it, in words.
+    pub evidence: String,
+}
+
 /// One juror's vote.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct JurorVote {
@@ -489,6 +498,14 @@ pub struct CaseReport {
     /// mode, the seed, and every model the case's roles called, with their settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provenance: Option<Provenance>,
+    /// Whose fault it was that the case did not pass, with the evidence; decided while
+    /// the run goes on, so that `rerun_on` can run it again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blame: Option<Blame>,
+    /// The earlier attempts of a case run again under `[run] rerun_on`, in order; this
+    /// record is the last attempt's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<CaseReport>,
     /// For an `inconclusive` case: what the run made of it (`[run] on_inconclusive`):
     /// `fail` and `error` fail the run, `ignore` does not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -654,6 +671,17 @@ pub struct Summary {
     /// Of the inconclusive, those that fail the run (`on_inconclusive` `fail` or `error`).
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub inconclusive_failing: u64,
+    /// The attempts that did not pass, by whose fault: each case's last, and those
+    /// `rerun_on` ran again.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub blame: BTreeMap<crate::case::Party, u64>,
+    /// Attempts run again under `[run] rerun_on`.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub reruns: u64,
+    /// `[run] max_simulator_blame`: the run fails when a larger share of its cases
+    /// failed by the simulated user's fault.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_simulator_blame: Option<f64>,
     /// Turns run over all cases.
     pub total_turns: u64,
     /// Wall time of the run.
@@ -744,6 +772,15 @@ impl Summary {
     /// Counts one case.
     pub fn add(&mut self, r: &CaseReport) {
         self.total += 1;
+        for b in r
+            .attempts
+            .iter()
+            .chain([r])
+            .filter_map(|a| a.blame.as_ref())
+        {
+            *self.blame.entry(b.party).or_default() += 1;
+        }
+        self.reruns += r.attempts.len() as u64;
         // A repeated case's turns are those of every repeat.
         self.total_turns += match r.repeats.is_empty() {
             true => u64::from(r.total_turns),
@@ -801,9 +838,37 @@ impl Summary {
         }
     }
 
-    /// True when nothing failed or errored, and no inconclusive case fails the run.
+    /// True when nothing failed or errored, no inconclusive case fails the run, and the
+    /// simulated user spoiled no more of it than `max_simulator_blame` allows.
     pub fn ok(&self) -> bool {
-        self.failed == 0 && self.errors == 0 && self.inconclusive_failing == 0
+        self.failed == 0
+            && self.errors == 0
+            && self.inconclusive_failing == 0
+            && self.simulator_blame_over().is_none()
+    }
+
+    /// Why the simulated user spoiled too much of the run, when it did: the share of
+    /// the attempts run (skipped cases aside, reruns included) that failed by its
+    /// fault, over the limit. Reruns can rescue such cases; this says the run's
+    /// conversations were too often not a test of the agent.
+    pub fn simulator_blame_over(&self) -> Option<String> {
+        let limit = self.max_simulator_blame?;
+        let n = self
+            .blame
+            .get(&crate::case::Party::Simulator)
+            .copied()
+            .unwrap_or(0);
+        let ran = self.total.saturating_sub(self.skipped) + self.reruns;
+        if n == 0 || ran == 0 {
+            return None;
+        }
+        let share = n as f64 / ran as f64;
+        (share > limit).then(|| {
+            format!(
+                "{n} of {ran} attempts failed by the simulated user's fault ({:.1} %), over [run] max_simulator_blame {limit}: fix the simulator before judging the agent",
+                share * 100.0
+            )
+        })
     }
 }
 

@@ -121,8 +121,50 @@ impl Engine {
         }
     }
 
-    /// Runs one loaded case to its report. Never panics on bad input; every failure is a status.
+    /// Runs one loaded case to its report. Never panics on bad input; every failure is a
+    /// status. A case that did not pass by the fault of a party `[run] rerun_on` names
+    /// is run again, up to `max_reruns` times while the budgets last; the record is the
+    /// last attempt's, with the earlier ones in its `attempts`.
     pub(crate) async fn run(&self, loaded: &Loaded, repeat: &Repeat) -> CaseReport {
+        let mut report = self.attempt(loaded, repeat).await;
+        let Ok(ctx) = self.contexts.of(&loaded.file) else {
+            return report;
+        };
+        let (rerun_on, max) = (
+            &ctx.config.rerun_on,
+            ctx.config.file.run.max_reruns.unwrap_or(1),
+        );
+        let mut earlier: Vec<CaseReport> = Vec::new();
+        while let Some(b) = report
+            .blame
+            .as_ref()
+            .filter(|b| rerun_on.contains(&b.party))
+        {
+            if earlier.len() as u32 >= max {
+                break;
+            }
+            if let Some(spent) = repeat.meters.exhausted() {
+                eprintln!("agentest: {}: not run again ({spent})", loaded.trial);
+                break;
+            }
+            eprintln!(
+                "agentest: {}: attempt {} did not pass by the {}'s fault ({}); running it again",
+                loaded.trial,
+                earlier.len() + 1,
+                b.party.name(),
+                crate::util::clip(&b.evidence)
+            );
+            let next = self
+                .attempt(loaded, &repeat.attempt(earlier.len() as u32 + 2))
+                .await;
+            earlier.push(std::mem::replace(&mut report, next));
+        }
+        report.attempts = earlier;
+        report
+    }
+
+    /// One attempt at a case: its record, with its blame when it did not pass.
+    async fn attempt(&self, loaded: &Loaded, repeat: &Repeat) -> CaseReport {
         let started = Instant::now();
         let case = match &loaded.entry {
             Ok(c) => c,
@@ -179,8 +221,16 @@ impl Engine {
         // Before the golden file sees it: nothing written may hold a secret.
         let mut report = crate::record::without_secrets(report);
         self.pin(loaded, &mut report);
+        // Last, once the golden file had its say.
+        report.blame = crate::check::blame::blame(&report, case);
         report.duration_ms = started.elapsed().as_millis() as u64;
         report
+    }
+
+    /// `[run] max_simulator_blame` of the config of `suite`'s folder.
+    pub(crate) fn max_simulator_blame(&self, suite: &std::path::Path) -> Option<f64> {
+        let ctx = self.contexts.of(suite).ok()?;
+        ctx.config.file.run.max_simulator_blame
     }
 
     /// Fills in the record's `provenance`: agentest's version, the config's fingerprint,

@@ -360,7 +360,10 @@ fn settle(outcome: Option<Result<(), Stop>>, setup: &Setup, phase: &str, report:
         Some(Err(_)) if Instant::now() >= setup.deadline => {
             fail(report, Status::Timeout, timed_out())
         }
-        Some(Err(stop)) => fail(report, stop.status, stop.message),
+        Some(Err(stop)) => {
+            report.blame = stop.blame();
+            fail(report, stop.status, stop.message)
+        }
         None => {
             // A silent agent's last words are on its stderr; an agent that never
             // flushed its reply is the usual first-hour hang.

@@ -16,6 +16,7 @@ pub(crate) fn status_of(e: &StepError, on_ci: bool) -> Status {
         StepError::Failed(_) => Status::Failed,
         StepError::Unavailable(_) if on_ci => Status::Failed,
         StepError::Unavailable(_) => Status::Skipped,
+        StepError::Infrastructure(_) => Status::Error,
     }
 }
 
@@ -34,6 +35,8 @@ pub(crate) struct Stop {
     pub(crate) status: Status,
     pub(crate) message: String,
     pub(crate) by: Party,
+    /// What carries the conversation failed (see [`StepError::Infrastructure`]).
+    pub(crate) infrastructure: bool,
 }
 
 impl Stop {
@@ -42,6 +45,7 @@ impl Stop {
     pub(crate) fn step(at: &str, e: StepError) -> Stop {
         Stop {
             status: status_of(&e, on_ci()),
+            infrastructure: matches!(e, StepError::Infrastructure(_)),
             message: format!("{at}: {e}"),
             by: Party::Agent,
         }
@@ -53,12 +57,30 @@ impl Stop {
             status: Status::Error,
             message: message.into(),
             by: Party::Agent,
+            infrastructure: false,
         }
     }
 
-    /// The same stop, blamed on `by`.
+    /// The same stop, caused by `by`.
     pub(crate) fn by(self, by: Party) -> Stop {
         Stop { by, ..self }
+    }
+
+    /// Whose fault the stop is, when the stop itself shows it: infrastructure that
+    /// failed, or the simulated user. `None`: decided from the record
+    /// ([`crate::check::blame`]).
+    pub(crate) fn blame(&self) -> Option<crate::record::Blame> {
+        let party = if self.infrastructure {
+            crate::record::Party::Infrastructure
+        } else if self.by == Party::Simulator {
+            crate::record::Party::Simulator
+        } else {
+            return None;
+        };
+        Some(crate::record::Blame {
+            party,
+            evidence: self.message.clone(),
+        })
     }
 }
 
@@ -66,6 +88,7 @@ impl From<StepError> for Stop {
     fn from(e: StepError) -> Stop {
         Stop {
             status: status_of(&e, on_ci()),
+            infrastructure: matches!(e, StepError::Infrastructure(_)),
             message: e.to_string(),
             by: Party::Agent,
         }

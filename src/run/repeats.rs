@@ -31,6 +31,8 @@ pub(crate) struct Repeat {
     pub(crate) of: u32,
     /// The case's and the run's budgets.
     pub(crate) meters: Meters,
+    /// Which attempt at it this is, from 1: more under `[run] rerun_on`.
+    pub(crate) attempt: u32,
 }
 
 impl Repeat {
@@ -40,16 +42,31 @@ impl Repeat {
             index: 1,
             of: 1,
             meters,
+            attempt: 1,
         }
     }
 
     /// The seed salt of the repeat: the case's trial name for the first, `<trial>@<n>`
     /// for the others.
     pub(crate) fn key(&self, trial: &str) -> String {
-        if self.index <= 1 {
+        let repeat = if self.index <= 1 {
             trial.to_string()
         } else {
             format!("{trial}@{}", self.index)
+        };
+        // A run again is another conversation: its simulator samples afresh.
+        if self.attempt <= 1 {
+            repeat
+        } else {
+            format!("{repeat}~{}", self.attempt)
+        }
+    }
+
+    /// The same repeat's attempt `attempt` (from 1).
+    pub(crate) fn attempt(&self, attempt: u32) -> Repeat {
+        Repeat {
+            attempt,
+            ..self.clone()
         }
     }
 
@@ -62,14 +79,26 @@ impl Repeat {
         trial_id: &str,
     ) -> std::path::PathBuf {
         let first = crate::llm::cassette::path_for(suite_file, trial_id);
-        if self.index <= 1 {
+        if self.index <= 1 && self.attempt <= 1 {
             return first;
         }
         let stem = first
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        first.with_file_name(format!("{stem}@{}.jsonl", self.index))
+        // Each attempt has its own recording too: replaying the first's would only
+        // repeat its failure.
+        let repeat = if self.index <= 1 {
+            stem
+        } else {
+            format!("{stem}@{}", self.index)
+        };
+        let attempt = if self.attempt <= 1 {
+            String::new()
+        } else {
+            format!("~{}", self.attempt)
+        };
+        first.with_file_name(format!("{repeat}{attempt}.jsonl"))
     }
 }
 

@@ -341,6 +341,7 @@ impl Scheduler {
                             index,
                             of: plan.runs,
                             meters: plan.meters(),
+                            attempt: 1,
                         };
                         let report = engine.clone().run_guarded(l.clone(), repeat).await;
                         (crate::record::without_secrets(report), plan)
@@ -585,6 +586,7 @@ impl Dispatcher {
             index,
             of: group.plan.runs,
             meters: group.plan.meters(),
+            attempt: 1,
         };
         group.starting(index);
         let task = {

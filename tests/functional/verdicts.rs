@@ -21,6 +21,8 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         a_dynamic_case_goes_on_past_an_undecided_checkpoint,
         calibrate_reports_the_figures_computed_by_hand,
         only_calibrated_judges_decide_when_the_run_requires_it,
+        each_failure_is_blamed_and_rerun_on_runs_only_the_parties_it_names,
+        a_run_whose_simulator_spoiled_too_many_attempts_fails,
     ]
 }
 
@@ -38,6 +40,16 @@ for line in sys.stdin:
 /// Routes a judge's request by the model its `[judges.NAME]` sends.
 fn by_model(body: &Value) -> String {
     body["model"].as_str().unwrap_or("*").to_string()
+}
+
+/// Routes the built-in simulator's requests to `sim`, the rest by model.
+fn by_role(body: &Value) -> String {
+    let system = body["messages"][0]["content"].as_str().unwrap_or_default();
+    if system.starts_with("You are simulating a user") {
+        "sim".into()
+    } else {
+        by_model(body)
+    }
 }
 
 /// Routes by model and the item under judgment (`REPLY-<item>`, last in the prompt).
@@ -421,18 +433,7 @@ fn calibrate_reports_the_figures_computed_by_hand() {
     assert_eq!(report["model_calls"], 30);
     assert!(err.contains("calibration of judges:good kept in"), "{err}");
 
-    // One judgment at a time, so that each item's answers come in the order queued.
-    let (code, out, err) = command(
-        &s,
-        &[
-            "calibrate",
-            "judges:flaky",
-            "-i",
-            "labels.jsonl",
-            "--parallel",
-            "1",
-        ],
-    );
+    let (code, out, err) = command(&s, &["calibrate", "judges:flaky", "-i", "labels.jsonl"]);
     assert_eq!(code, 1, "short of its bar: {out}\n{err}");
     assert!(
         out.contains("accuracy 0.933   Cohen's κ 0.867   flip rate 0.200"),
@@ -444,14 +445,28 @@ fn calibrate_reports_the_figures_computed_by_hand() {
         ),
         "{out}"
     );
-    assert!(
-        out.contains("i0 (line 1) labelled pass, judged pass, fail, pass"),
-        "{out}"
-    );
-    assert!(
-        out.contains("i5 (line 6) labelled fail, judged fail, pass, fail"),
-        "{out}"
-    );
+    // Which run got which answer depends on the order the judgments ran in: each
+    // flipping item is listed with its three verdicts and the reason of the one that
+    // disagreed with its label.
+    for (item, label, odd, reason) in [
+        ("i0 (line 1)", "pass", "fail", "rude"),
+        ("i5 (line 6)", "fail", "pass", "polite"),
+    ] {
+        let line = out
+            .lines()
+            .find(|l| l.trim_start().starts_with(item))
+            .unwrap_or_else(|| panic!("{item} is listed: {out}"));
+        let said: Vec<&str> = line
+            .split(", judged ")
+            .nth(1)
+            .expect("its verdicts")
+            .split(", ")
+            .collect();
+        assert!(line.contains(&format!("labelled {label}")), "{line}");
+        assert_eq!(said.iter().filter(|s| **s == odd).count(), 1, "{line}");
+        assert_eq!(said.iter().filter(|s| **s == label).count(), 2, "{line}");
+        assert!(out.contains(&format!(": {reason}\n")), "{out}");
+    }
     assert_eq!(server.bodies("flaky:i0").len(), 3);
 
     // Offline: the server is gone, the cassettes answer.
@@ -561,4 +576,171 @@ fn only_calibrated_judges_decide_when_the_run_requires_it() {
             &["`judges:good` has no calibration of what it is now (fingerprint "],
         );
     assert_eq!(server.bodies("good-2:?").len(), 1, "the judge still judged");
+}
+
+fn script(rules: Value) -> Value {
+    json!({"use": "script", "script": rules})
+}
+
+fn never() -> Value {
+    json!([{"id": "never", "description": "mentions a unicorn", "assert": {"type": "contains", "value": "unicorn"}}])
+}
+
+/// Each way a case fails, blamed as it ends: a simulator that claims its goal with a
+/// checkpoint pending, repeats itself, leaks a checkpoint's wording or rambles; a judge
+/// endpoint that cannot be reached (infrastructure); a judge that answers garbage; an
+/// agent that does not do what is asked. `rerun_on = ["simulator", "infrastructure"]`
+/// with `max_reruns = 2` runs those parties' failures twice more, every attempt kept,
+/// and leaves the judge's and the agent's alone. The summary counts every attempt by
+/// blame, and `runs list --blame` finds them in the store.
+fn each_failure_is_blamed_and_rerun_on_runs_only_the_parties_it_names() {
+    let server = ChatServer::routed(by_model);
+    server.answer("garbled", &times(8, "no idea"));
+    let leak = json!([{"id": "type", "description": "asks for the expense type politely",
+                        "assert": {"type": "contains", "value": "unicorn"}}]);
+    let dynamic = |id: &str, simulator: Value, checkpoints: Value| json!({"id": id, "input": "start", "max_turns": 3, "simulator": simulator, "checkpoints": checkpoints});
+    let cases = [
+        dynamic(
+            "goal-claim",
+            script(json!([{"say": "more"}, {"goal_achieved": true}])),
+            never(),
+        ),
+        dynamic(
+            "repeats",
+            script(json!([{"say": "the same again"}, {"say": "The same  again"}])),
+            never(),
+        ),
+        dynamic(
+            "leak",
+            script(
+                json!([{"say": "Now please: asks for the expense type politely."}, {"say": "ok"}]),
+            ),
+            leak,
+        ),
+        dynamic(
+            "rambles",
+            script(json!([{"say": "blah ".repeat(450)}, {"say": "ok"}])),
+            never(),
+        ),
+        json!({"id": "infra", "input": "hi", "assert": {"type": "llm_judge", "prompt": "greets", "llm": "down"}}),
+        json!({"id": "judge", "input": "hi", "assert": {"type": "llm_judge", "prompt": "greets", "model": "garbled"}}),
+        json!({"id": "agent", "input": "hi", "assert": {"type": "contains", "value": "unicorn"}}),
+    ];
+    let s = project_with(
+        "blame",
+        &server,
+        "[llms.down]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\ntimeout = \"2s\"\nmax_retries = 0\n\n[run]\ncassettes = \"off\"\nrerun_on = [\"simulator\", \"infrastructure\"]\nmax_reruns = 2\n",
+        &cases,
+    );
+    let r = agentest(&s).run();
+    r.expect(1);
+    let blamed = |id: &str| {
+        let c = r.case(id);
+        (
+            c["blame"]["party"].as_str().unwrap_or("none").to_string(),
+            c["blame"]["evidence"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            c["attempts"].as_array().map_or(0, Vec::len),
+        )
+    };
+    let expect = [
+        ("goal-claim", "simulator", "the simulated user claimed its goal after turn 2 while required checkpoints were pending: never", 2),
+        ("repeats", "simulator", "the simulated user repeated itself at turn 3 (as at turn 2): \"The same  again\"", 2),
+        ("leak", "simulator", "the simulated user leaked checkpoint `type`'s wording at turn 2: \"asks for the expense type politely\"", 2),
+        ("rambles", "simulator", "the simulated user sent an over-long message at turn 2: 2250 characters (a user's are at most 2000)", 2),
+        ("infra", "infrastructure", "turn 1: ", 2),
+        ("judge", "judge", "the judge of llm_judge gave no verdict: judge answered twice without a verdict", 0),
+        ("agent", "agent", "turn 1: contains \"unicorn\"", 0),
+    ];
+    for (id, party, evidence, attempts) in expect {
+        let (p, e, n) = blamed(id);
+        assert_eq!(p, party, "{id}: {e}\n{r:?}");
+        assert!(
+            e.starts_with(evidence),
+            "{id}: {e:?}\n  wanted {evidence:?}"
+        );
+        assert_eq!(n, attempts, "{id}'s earlier attempts");
+    }
+    let (_, infra, _) = blamed("infra");
+    assert!(infra.contains("127.0.0.1:9"), "{infra}");
+    // Every attempt is kept whole, with its own blame.
+    let goal = r.case("goal-claim");
+    for a in goal["attempts"].as_array().unwrap() {
+        assert_eq!(a["status"], "failed");
+        assert_eq!(a["blame"]["party"], "simulator");
+        assert_eq!(a["total_turns"], 2);
+    }
+    r.expect_stderr("agentest: s::goal-claim: attempt 1 did not pass by the simulator's fault");
+    // 4 simulator cases and the infrastructure one ran three times each.
+    let sum = r.summary();
+    assert_eq!(
+        sum["blame"],
+        json!({"agent": 1, "simulator": 12, "judge": 1, "infrastructure": 3})
+    );
+    assert_eq!(sum["reruns"], 10);
+    r.expect_stdout("Not passed, by fault: agent 1, simulator 12, judge 1, infrastructure 3");
+    // Two requests for the garbled judge (the answer and its repair), not six.
+    assert_eq!(server.bodies("garbled").len(), 2);
+    let (code, out, err) = command(&s, &["runs", "list", "--blame", "simulator"]);
+    assert_eq!(code, 0, "{err}");
+    for id in ["goal-claim", "repeats", "leak", "rambles"] {
+        assert!(out.contains(&format!("s::{id}")), "{out}");
+    }
+    assert!(
+        !out.contains("s::agent") && !out.contains("s::infra"),
+        "{out}"
+    );
+    let (code, _, err) = command(&s, &["runs", "list", "--blame", "user"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--blame: expected \"agent\", \"simulator\", \"judge\" or \"infrastructure\", found \"user\""), "{err}");
+}
+
+/// A simulated user that ends the first attempt early (claiming its goal) and plays
+/// properly the second: `rerun_on` rescues the case, which passes, but half of the
+/// run's attempts were spoiled by the simulator, over `max_simulator_blame = 0.25`, so
+/// the run fails and says why.
+fn a_run_whose_simulator_spoiled_too_many_attempts_fails() {
+    let server = ChatServer::routed(by_role);
+    server.answer(
+        "sim",
+        &[
+            json!({"message": "bye", "goal_achieved": true, "reasoning": "done"}).to_string(),
+            json!({"message": "I need a unicorn"}).to_string(),
+        ],
+    );
+    let case = json!({"id": "rescued", "input": "start", "max_turns": 3,
+                      "simulator": {"goal": "get a unicorn"},
+                      "checkpoints": [{"id": "unicorn", "assert": {"type": "contains", "value": "unicorn"}}]});
+    let config = "[run]\ncassettes = \"off\"\nrerun_on = [\"simulator\"]\n";
+    let s = project_with(
+        "sim-gate",
+        &server,
+        &format!("{config}max_simulator_blame = 0.25\n"),
+        std::slice::from_ref(&case),
+    );
+    let r = agentest(&s).run();
+    r.expect(1).expect_status("rescued", "passed");
+    assert_eq!(
+        r.case("rescued")["attempts"][0]["blame"]["party"],
+        "simulator"
+    );
+    assert_eq!(r.summary()["blame"], json!({"simulator": 1}));
+    r.expect_stdout("Run failed: 1 of 2 attempts failed by the simulated user's fault (50.0 %), over [run] max_simulator_blame 0.25");
+    // Without the limit, the rescued run passes.
+    server.answer(
+        "sim",
+        &[
+            json!({"message": "bye", "goal_achieved": true, "reasoning": "done"}).to_string(),
+            json!({"message": "I need a unicorn"}).to_string(),
+        ],
+    );
+    s.write(
+        "agentest.toml",
+        &s.read("agentest.toml")
+            .replace("max_simulator_blame = 0.25\n", ""),
+    );
+    let r = agentest(&s).run();
+    r.expect(0).expect_status("rescued", "passed");
 }

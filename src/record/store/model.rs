@@ -169,6 +169,8 @@ pub(crate) struct Filter {
     /// `billing/refunds`).
     pub(crate) suite: Option<String>,
     pub(crate) execution: Option<i64>,
+    /// Whose fault (`agent`, `simulator`, `judge`, `infrastructure`).
+    pub(crate) blame: Option<String>,
     pub(crate) limit: usize,
 }
 
@@ -215,6 +217,10 @@ impl Filter {
         if let Some(e) = self.execution {
             let p = next(FilterValue::Id(e), &mut values);
             clauses.push(format!("execution_id = {p}"));
+        }
+        if let Some(b) = &self.blame {
+            let p = next(FilterValue::Text(b.clone()), &mut values);
+            clauses.push(format!("blame = {p}"));
         }
         let clause = match clauses.is_empty() {
             true => String::new(),
@@ -320,12 +326,13 @@ mod tests {
             status: Some("failed".into()),
             suite: Some("a_b%".into()),
             execution: Some(7),
+            blame: Some("simulator".into()),
             limit: 5,
         };
         let (clause, values) = f.where_clause(|n| format!("${n}"));
         assert_eq!(
             clause,
-            "WHERE verdict = $1 AND (suite = $2 OR suite LIKE $3 ESCAPE '\\') AND execution_id = $4"
+            "WHERE verdict = $1 AND (suite = $2 OR suite LIKE $3 ESCAPE '\\') AND execution_id = $4 AND blame = $5"
         );
         assert_eq!(
             values,
@@ -334,6 +341,7 @@ mod tests {
                 FilterValue::Text("a_b%".into()),
                 FilterValue::Text("a\\_b\\%/%".into()),
                 FilterValue::Id(7),
+                FilterValue::Text("simulator".into()),
             ]
         );
         let lifecycle = Filter {

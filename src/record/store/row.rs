@@ -46,6 +46,8 @@ pub(crate) struct RunEnd {
     pub(crate) parameters: Option<String>,
     /// The case file (without its line).
     pub(crate) file: String,
+    /// Whose fault it was that it did not pass.
+    pub(crate) blame: Option<&'static str>,
 }
 
 impl RunEnd {
@@ -89,6 +91,7 @@ impl RunEnd {
             parameters: (!r.parameters.is_empty())
                 .then(|| Value::Object(r.parameters.clone()).to_string()),
             file: r.location.split(':').next().unwrap_or_default().to_string(),
+            blame: r.blame.as_ref().map(|b| b.party.name()),
         }
     }
 }

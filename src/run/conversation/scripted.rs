@@ -116,6 +116,7 @@ impl Policy for Scripted {
                     Value::String(clip(&question))
                 ),
                 by: Party::Agent,
+                infrastructure: false,
             }),
             // Only `--interactive` wanted a person, and none can answer: nothing to do.
             Err(_) => Ok(Some(Termination::ScriptDone)),

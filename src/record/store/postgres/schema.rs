@@ -27,7 +27,7 @@
 use postgres::Client;
 
 /// The schema version this agentest writes; SQLite's, since the tables are the same.
-pub(crate) const VERSION: i64 = 8;
+pub(crate) const VERSION: i64 = 9;
 
 /// The key of the advisory lock that migrators take inside their transaction, so that
 /// two processes opening a new store at once migrate it once: "agentest" in ASCII.
@@ -164,6 +164,11 @@ CREATE TABLE calibrations (
     report         TEXT NOT NULL,
     PRIMARY KEY (judge, fingerprint)
 );
+"#,
+    // 9: whose fault each run that did not pass was (`runs list --blame`).
+    r#"
+ALTER TABLE runs ADD COLUMN blame TEXT;
+CREATE INDEX runs_by_blame ON runs (blame, execution_id);
 "#,
 ];
 

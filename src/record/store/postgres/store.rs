@@ -1085,22 +1085,24 @@ fn done_many(
     let records = column(|_, e| Some(e.record.clone()));
     let parameters = column(|_, e| e.parameters.clone());
     let personas = column(|r, _| r.persona.clone());
+    let blames = column(|_, e| e.blame.map(str::to_string));
     let success: Vec<Option<i64>> = ends.iter().map(|e| e.success.map(i64::from)).collect();
     let scores: Vec<Option<f64>> = ends.iter().map(|e| e.score).collect();
     let upsert = p.get(
         c,
         "INSERT INTO runs (execution_id, trial, suite, case_id, file, status, verdict, started_at,
                            completed_at, success, reason, error, messages, metadata, record,
-                           parameters, score, persona)
+                           parameters, score, persona, blame)
          SELECT $1, t.trial, t.suite, t.case_id, t.file, t.status, t.verdict, t.started_at,
                 t.completed_at, t.success, t.reason, t.error, t.messages, t.metadata, t.record,
-                t.parameters, t.score, t.persona
+                t.parameters, t.score, t.persona, t.blame
          FROM UNNEST($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
                      $8::text[], $9::bigint[], $10::text[], $11::text[], $12::text[],
                      $13::text[], $14::text[], $15::text[], $16::float8[], $17::text[],
-                     $18::text[])
+                     $18::text[], $19::text[])
               AS t(trial, suite, case_id, file, status, verdict, completed_at, success, reason,
-                   error, messages, metadata, record, parameters, score, persona, started_at)
+                   error, messages, metadata, record, parameters, score, persona, started_at,
+                   blame)
          ON CONFLICT (execution_id, trial) DO UPDATE SET
              status = excluded.status, verdict = excluded.verdict,
              started_at = COALESCE(runs.started_at, excluded.started_at),
@@ -1108,7 +1110,7 @@ fn done_many(
              reason = excluded.reason, error = excluded.error, messages = excluded.messages,
              metadata = excluded.metadata, record = excluded.record,
              parameters = excluded.parameters, score = excluded.score,
-             persona = excluded.persona",
+             persona = excluded.persona, blame = excluded.blame",
     )?;
     c.execute(
         &upsert,
@@ -1131,6 +1133,7 @@ fn done_many(
             &scores,
             &personas,
             &started,
+            &blames,
         ],
     )?;
     Ok(())

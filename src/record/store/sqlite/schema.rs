@@ -6,7 +6,7 @@
 use rusqlite::Connection;
 
 /// The schema version this agentest writes.
-pub(crate) const VERSION: i64 = 8;
+pub(crate) const VERSION: i64 = 9;
 
 /// The migrations, in order: `MIGRATIONS[i]` takes version `i` to `i + 1`.
 const MIGRATIONS: [&str; VERSION as usize] = [
@@ -139,6 +139,11 @@ CREATE TABLE calibrations (
     report         TEXT NOT NULL,
     PRIMARY KEY (judge, fingerprint)
 );
+"#,
+    // 9: whose fault each run that did not pass was (`runs list --blame`).
+    r#"
+ALTER TABLE runs ADD COLUMN blame TEXT;
+CREATE INDEX runs_by_blame ON runs (blame, execution_id);
 "#,
 ];
 

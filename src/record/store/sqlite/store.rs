@@ -930,8 +930,8 @@ fn done(conn: &Connection, execution: i64, r: &crate::record::CaseReport) -> rus
     conn.prepare_cached(
         "INSERT INTO runs (execution_id, trial, suite, case_id, file, status, verdict, started_at,
                            completed_at, success, reason, error, messages, metadata, record, parameters,
-                           score, persona)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?18, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
+                           score, persona, blame)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?18, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?19)
          ON CONFLICT (execution_id, trial) DO UPDATE SET
              status = excluded.status, verdict = excluded.verdict,
              started_at = COALESCE(runs.started_at, excluded.started_at),
@@ -939,7 +939,7 @@ fn done(conn: &Connection, execution: i64, r: &crate::record::CaseReport) -> rus
              reason = excluded.reason, error = excluded.error, messages = excluded.messages,
              metadata = excluded.metadata, record = excluded.record,
              parameters = excluded.parameters, score = excluded.score,
-             persona = excluded.persona",
+             persona = excluded.persona, blame = excluded.blame",
     )?
     .execute(params![
         execution,
@@ -959,7 +959,8 @@ fn done(conn: &Connection, execution: i64, r: &crate::record::CaseReport) -> rus
         end.parameters,
         end.score,
         r.persona,
-        end.started_at
+        end.started_at,
+        end.blame
     ])?;
     Ok(())
 }
