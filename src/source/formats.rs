@@ -190,10 +190,11 @@ const SCENARIO: Format = Format {
 
 /// JSON Lines, one case a line: `*.jsonl`, and whatever file is named by `-i` that no
 /// other format takes. Never taken by name: a `.jsonl` file that is something else
-/// (a trace, a report) is told apart first.
+/// (a trace, a report) is told apart first. A labelled set for `agentest calibrate`
+/// (`*.labels.jsonl`) kept beside the suites is not one.
 const JSONL: Format = Format {
     endings: &[".jsonl"],
-    discovered: |_, name| name.ends_with(".jsonl"),
+    discovered: |_, name| name.ends_with(".jsonl") && !is_labels(name),
     skips_dir: never_skips,
     trial_files: |root, suite| existing(root, suite, &[".jsonl"]),
     by_name: |_| false,
@@ -202,6 +203,11 @@ const JSONL: Format = Format {
         crate::source::parse_suite_bytes(&f.suite, f.file, f.shown.clone(), &bytes)
     }),
 };
+
+/// A labelled set's file name: `*.labels.jsonl`, whatever the case.
+pub(crate) fn is_labels(name: &str) -> bool {
+    name.to_lowercase().ends_with(".labels.jsonl")
+}
 
 fn never_skips(_: &Path, _: &str) -> bool {
     false

@@ -348,5 +348,48 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         an_answer_that_is_no_evaluation_is_an_error,
         without_a_model_one_exchange_decides,
         personas_make_a_trial_each,
+        run_judge_names_the_judge_of_criteria,
     ]
+}
+
+/// `[run] judge` naming a built-in `[judges.NAME]`: the criteria are evaluated with its
+/// model settings; naming a jury is refused with the fix.
+fn run_judge_names_the_judge_of_criteria() {
+    let server = ChatServer::routed(route);
+    server.answer("judge", &[evaluation(true, false, 0.9, "drafted")]);
+    let line = json!({"id": "files", "input": "I want to submit an expense",
+                      "success_criteria": "The assistant drafts the expense", "max_messages": 4});
+    let s = project("run-judge", Some(&server), std::slice::from_ref(&line));
+    let written = s.read("suites/agentest.toml");
+    assert!(
+        written.ends_with("[run]\ncassettes = \"off\"\n"),
+        "{written}"
+    );
+    s.write(
+        "suites/agentest.toml",
+        &format!(
+            "{written}judge = \"judges:strict\"\n\n[judges.strict]\nmodel = \"strict-model\"\ntemperature = 0.0\n\n[judges.panel]\njury = [\"judges:strict\", \"llm\"]\n"
+        ),
+    );
+    let (r, report) = run(&s);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(case(&report, "files")["status"], "passed");
+    let asked = &server.bodies("judge")[0];
+    assert_eq!(asked["model"], "strict-model", "{asked}");
+    assert_eq!(asked["temperature"], 0.0, "{asked}");
+    s.write(
+        "suites/agentest.toml",
+        &s.read("suites/agentest.toml")
+            .replace("judge = \"judges:strict\"", "judge = \"judges:panel\""),
+    );
+    let (r, report) = run(&s);
+    assert_eq!(r.code, 1, "{r:?}");
+    let c = case(&report, "files");
+    assert_eq!(c["status"], "error");
+    let e = c["error"].as_str().unwrap();
+    assert!(
+        e.contains("criteria are evaluated by the built-in judge, and [run] judge in ")
+            && e.contains("names `judges:panel`"),
+        "{c}"
+    );
 }

@@ -7,6 +7,7 @@
 //! calibration, by the item under judgment), so each judge's behaviour, and its error
 //! rate, is known exactly. The agent under test is a real process agent that echoes.
 
+use std::path::Path;
 use std::process::Command;
 
 use crate::common::chat::ChatServer;
@@ -23,6 +24,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         only_calibrated_judges_decide_when_the_run_requires_it,
         each_failure_is_blamed_and_rerun_on_runs_only_the_parties_it_names,
         a_run_whose_simulator_spoiled_too_many_attempts_fails,
+        the_readmes_calibration_runs_as_shown,
     ]
 }
 
@@ -743,4 +745,52 @@ fn a_run_whose_simulator_spoiled_too_many_attempts_fails() {
     );
     let r = agentest(&s).run();
     r.expect(0).expect_status("rescued", "passed");
+}
+
+/// The README's worked example: its `agentest calibrate` command, run in this
+/// repository offline from the committed cassettes, prints the lines the README shows.
+fn the_readmes_calibration_runs_as_shown() {
+    let readme = include_str!("../../README.md");
+    let block = readme
+        .split("```console\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("the README's console block");
+    let mut lines = block.lines();
+    let command = lines.next().expect("its command");
+    assert_eq!(
+        command,
+        "$ cargo run -- calibrate polite -i agent-tests/greetings.labels.jsonl --runs 2"
+    );
+    let shown: Vec<&str> = lines.take_while(|l| l.trim() != "...").collect();
+    assert!(shown.len() > 5, "{block}");
+    let scratch = Scratch::named("verdicts", "readme");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = clean(Command::new(BIN))
+        .current_dir(repo)
+        .args([
+            "calibrate",
+            "polite",
+            "-i",
+            "agent-tests/greetings.labels.jsonl",
+            "--runs",
+            "2",
+        ])
+        .env("AGENTEST_CASSETTES", "replay")
+        .env("AGENTEST_STORE", scratch.join("runs.db"))
+        .output()
+        .expect("run agentest");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "short of its bar\n{stdout}\n{stderr}"
+    );
+    let printed: Vec<&str> = stdout.lines().collect();
+    assert_eq!(&printed[..shown.len()], &shown[..], "\n{stdout}");
+    assert!(
+        stdout.contains("16 model call(s) (16 replayed)"),
+        "{stdout}"
+    );
 }

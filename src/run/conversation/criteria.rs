@@ -26,6 +26,9 @@ use crate::run::roles::simulator::SimTurn;
 pub(crate) struct Judged<'a> {
     criteria: &'a Criteria,
     endpoint: Arc<Endpoint>,
+    /// The judge's model settings: `[run] judge`'s, when it names a built-in
+    /// `[judges.NAME]`.
+    model: crate::case::ModelSettings,
     profile: &'a Map<String, Value>,
     /// The first user message, sent before the simulator speaks: the seed's last
     /// message when it is the user's, else the case's `input`.
@@ -71,9 +74,10 @@ pub(crate) async fn run(
     spec: &crate::case::Simulator,
     chosen: Option<&str>,
 ) -> Result<(), Stop> {
+    let model = criteria_judge(conv.ctx)?;
     let endpoint = match conv.ctx.llm(
         Role::Judge,
-        spec.model.llm.as_deref(),
+        model.llm.as_deref().or(spec.model.llm.as_deref()),
         conv.case.source_llms(),
     ) {
         Ok(e) => e,
@@ -85,6 +89,7 @@ pub(crate) async fn run(
     let mut judged = Judged {
         criteria,
         endpoint,
+        model,
         profile: &spec.profile,
         counted: counted(&history),
         first,
@@ -99,6 +104,30 @@ pub(crate) async fn run(
     conv.close_simulator().await;
     conclude(criteria, played?, judged.last, conv.report);
     Ok(())
+}
+
+/// The model settings of the judge of criteria: `[run] judge`'s when it names a
+/// built-in `[judges.NAME]`; a jury or an agent judge cannot answer EvalStudio's
+/// evaluation, and says so.
+fn criteria_judge(ctx: &crate::run::context::Context) -> Result<crate::case::ModelSettings, Stop> {
+    use crate::case::JudgeRef;
+    use crate::config::JudgeDef;
+    let def = match &ctx.config.default_judge {
+        None | Some(JudgeRef::Builtin) => return Ok(Default::default()),
+        Some(JudgeRef::Named(n)) => ctx.config.judges.get(n).map(|d| (n, &d.def)),
+        Some(JudgeRef::Agent(_)) => None,
+    };
+    match def {
+        Some((_, JudgeDef::Builtin(model))) => Ok(model.clone()),
+        _ => Err(Stop::error(format!(
+            "criteria are evaluated by the built-in judge, and [run] judge in {} names {}; name a [judges.NAME] with `use = \"llm\"` (or none) for cases with criteria",
+            ctx.config.describe(),
+            ctx.config
+                .default_judge
+                .as_ref()
+                .map_or_else(String::new, |j| format!("`{j}`"))
+        ))),
+    }
 }
 
 impl Policy for Judged<'_> {
@@ -151,7 +180,7 @@ impl Policy for Judged<'_> {
             &conv.scope.calls,
             self.criteria,
             &conv.history,
-            &crate::case::ModelSettings::default(),
+            &self.model,
             conv.env.deadline,
         )
         .await;

@@ -452,7 +452,7 @@ impl Judges for CaseJudges<'_> {
 /// let judge = agentest::judge::Judge::from_config("agent-tests", "agent-tests/.cassettes/judge/greeting.jsonl")
 ///     .expect("a judge");
 /// let verdict = judge.judge("Hello! How can I help?", "The reply greets the user").expect("a verdict");
-/// assert!(verdict.passed, "{}", verdict.reason);
+/// assert_eq!(verdict.passed, Some(true), "{}", verdict.reason);
 /// ```
 ///
 /// In async code (`#[tokio::test]`), await [`Judge::judge_async`]; the blocking
