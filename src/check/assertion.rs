@@ -61,6 +61,9 @@ pub struct Verdict {
     pub detail: Option<String>,
     /// A judge's reason, score and suggestions, pass or fail.
     pub judgment: Option<Judgment>,
+    /// Why it could not be evaluated after all, when a jury could not decide: the
+    /// check's error, with its jurors' votes in `judgment`.
+    pub broken: Option<StepError>,
 }
 
 /// What a `script` assertion's script reads on stdin: the reply, the conversation, the
@@ -102,11 +105,22 @@ pub async fn evaluate(
             let (passed, message) = env.scripts.run(name, input, env.deadline).await?;
             (Some(passed), format!("script {name}"), message)
         }
-        Kind::Judge { type_name, spec } => {
-            let (passed, label, why, verdict) = judged(type_name, spec, subject, env).await?;
-            judgment = Some(verdict);
-            (passed, label, why)
-        }
+        Kind::Judge { type_name, spec } => match judged(type_name, spec, subject, env).await? {
+            Judged::Decided(passed, label, why, verdict) => {
+                judgment = Some(verdict);
+                (passed, label, why)
+            }
+            // A jury that lost too many jurors: an error, its votes kept.
+            Judged::Broken(error, label, verdict) => {
+                return Ok(Verdict {
+                    passed: Some(false),
+                    detail: Some(error.to_string()),
+                    label,
+                    judgment: Some(verdict),
+                    broken: Some(error),
+                })
+            }
+        },
         _ => {
             if let Some(why) = unevaluable(&a.kind, subject) {
                 // A check that cannot look at the reply fails, negated or not: `negate`
@@ -121,6 +135,7 @@ pub async fn evaluate(
                     label,
                     detail: Some(detail),
                     judgment: None,
+                    broken: None,
                 });
             }
             let (holds, label, why) = check(&a.kind, subject);
@@ -148,7 +163,15 @@ pub async fn evaluate(
         label,
         detail,
         judgment,
+        broken: None,
     })
+}
+
+/// A judge assertion's outcome: a decision (whether it passed, the label, why, the
+/// judgment), or a jury that could not decide (the error, the label, its votes).
+enum Judged {
+    Decided(Option<bool>, String, String, Judgment),
+    Broken(StepError, String, Judgment),
 }
 
 /// A judge's (or a jury's) verdict on the reply (`agent` and `llm_judge` assertions):
@@ -159,7 +182,7 @@ async fn judged(
     spec: &crate::case::JudgeSpec,
     subject: Subject<'_>,
     env: &EvalEnv<'_>,
-) -> Result<(Option<bool>, String, String, Judgment), StepError> {
+) -> Result<Judged, StepError> {
     let crate::case::JudgeSpec {
         judges: choice,
         criteria,
@@ -194,11 +217,19 @@ async fn judged(
         trace: subject.reply.trace_summary.clone(),
     };
     let panel = judges.panel(choice, model).await?;
-    let decision = crate::check::jury::decide(judges, &panel, &request).await?;
+    let label = format!("{type_name} {}", quote(&clip(criteria)));
+    let decision = match crate::check::jury::decide(judges, &panel, &request).await {
+        Ok(d) => d,
+        Err(crate::check::jury::Undecided {
+            error,
+            judgment: Some(j),
+        }) => return Ok(Judged::Broken(error, label, *j)),
+        Err(u) => return Err(u.error),
+    };
     let why = explain(&decision);
-    Ok((
+    Ok(Judged::Decided(
         decision.passed,
-        format!("{type_name} {}", quote(&clip(criteria))),
+        label,
         why,
         decision.judgment,
     ))

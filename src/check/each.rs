@@ -25,13 +25,18 @@ pub(crate) async fn check_all(
         // A custom `message` is part of the verdict's message; one key, not two.
         spec.remove("message");
         match evaluate(a, subject, env).await {
-            Ok(v) => out.push(AssertionReport {
-                spec,
-                passed: v.passed,
-                message: v.detail.unwrap_or_else(|| v.label.clone()),
-                label: v.label,
-                judgment: v.judgment,
-            }),
+            Ok(v) => {
+                if let Some(e) = v.broken {
+                    broken.get_or_insert(e);
+                }
+                out.push(AssertionReport {
+                    spec,
+                    passed: v.passed,
+                    message: v.detail.unwrap_or_else(|| v.label.clone()),
+                    label: v.label,
+                    judgment: v.judgment,
+                })
+            }
             Err(e) => {
                 out.push(AssertionReport {
                     spec,

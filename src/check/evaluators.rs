@@ -90,6 +90,7 @@ pub(crate) async fn check(
                     format!("no file {path} in the environment")
                 }),
                 judgment: None,
+                broken: None,
             }
         }
         Evaluator::FileContains { path, value } => {
@@ -100,6 +101,7 @@ pub(crate) async fn check(
                     label,
                     detail: Some(format!("no file {path} in the environment")),
                     judgment: None,
+                    broken: None,
                 },
                 Ok(bytes) => {
                     let text = String::from_utf8_lossy(&bytes);
@@ -116,6 +118,7 @@ pub(crate) async fn check(
                             )
                         }),
                         judgment: None,
+                        broken: None,
                     }
                 }
             }
@@ -146,6 +149,7 @@ pub(crate) async fn check(
                     )
                 }),
                 judgment: None,
+                broken: None,
             }
         }
         Evaluator::TrajectoryContainsAction { action } => {
@@ -165,6 +169,7 @@ pub(crate) async fn check(
                     )
                 }),
                 judgment: None,
+                broken: None,
             }
         }
         Evaluator::ExecutionTime { max, min, target } => {
@@ -195,6 +200,7 @@ pub(crate) async fn check(
                     _ => format!("the step took {took} ms{target}"),
                 }),
                 judgment: None,
+                broken: None,
             }
         }
         Evaluator::ConversationLength { .. }

@@ -77,13 +77,30 @@ pub(crate) struct Decision {
     pub judgment: Judgment,
 }
 
+/// A judgment that could not be made: the error, and for a jury every juror's vote
+/// (kept in the record even so).
+#[derive(Debug)]
+pub(crate) struct Undecided {
+    pub(crate) error: StepError,
+    pub(crate) judgment: Option<Box<Judgment>>,
+}
+
+impl From<StepError> for Undecided {
+    fn from(error: StepError) -> Undecided {
+        Undecided {
+            error,
+            judgment: None,
+        }
+    }
+}
+
 /// Asks `panel`'s jurors, one after another (so cassettes replay in order), and
 /// decides.
 pub(crate) async fn decide(
     judges: &dyn Judges,
     panel: &Panel,
     request: &JudgeRequest,
-) -> Result<Decision, StepError> {
+) -> Result<Decision, Undecided> {
     let mut votes = Vec::with_capacity(panel.jurors.len());
     for juror in &panel.jurors {
         votes.push(judges.judge(juror, request).await);
@@ -95,7 +112,7 @@ pub(crate) async fn decide(
 pub(crate) fn combine(
     panel: &Panel,
     votes: Vec<Result<JudgeVerdict, StepError>>,
-) -> Result<Decision, StepError> {
+) -> Result<Decision, Undecided> {
     if panel.jury.is_none() {
         let (juror, vote) = panel.jurors.iter().zip(votes).next().ok_or_else(|| {
             StepError::Broken("a judgment with no judge; this is a bug in agentest".into())
@@ -139,10 +156,20 @@ pub(crate) fn combine(
         let all_unavailable = abstained
             .iter()
             .all(|(_, e)| matches!(e, StepError::Unavailable(_)));
-        return Err(if all_unavailable {
-            StepError::Unavailable(message)
+        let error = if all_unavailable {
+            StepError::Unavailable(message.clone())
         } else {
-            StepError::Broken(message)
+            StepError::Broken(message.clone())
+        };
+        return Err(Undecided {
+            error,
+            judgment: Some(Box::new(Judgment {
+                reason: message,
+                judge: Some(jury.to_string()),
+                rule: Some(panel.rule.label()),
+                jurors: records,
+                ..Judgment::default()
+            })),
         });
     }
     let passes = records.iter().filter(|v| v.passed == Some(true)).count();
@@ -335,14 +362,20 @@ mod tests {
     #[test]
     fn too_many_abstentions_are_the_judgments_error() {
         let p = panel(JuryRule::Majority, 3, 1);
-        let e = combine(&p, vec![broken(), v(Some(true), None), broken()]).unwrap_err();
+        let failed = combine(&p, vec![broken(), v(Some(true), None), broken()]).unwrap_err();
+        let jurors = &failed.judgment.as_ref().expect("the votes kept").jurors;
+        assert_eq!(jurors.len(), 3);
+        assert_eq!(jurors[1].passed, Some(true));
+        let e = failed.error;
         assert!(matches!(e, StepError::Broken(_)));
         assert_eq!(
             e.to_string(),
             "judges:panel: 2 of 3 jurors could not answer (at most 1 may): agents:j0: the answer is not JSON: \"hmm\"; agents:j2: the answer is not JSON: \"hmm\""
         );
         let away = || Err(StepError::Unavailable("no recording".into()));
-        let e = combine(&p, vec![away(), away(), v(Some(true), None)]).unwrap_err();
+        let e = combine(&p, vec![away(), away(), v(Some(true), None)])
+            .unwrap_err()
+            .error;
         assert!(matches!(e, StepError::Unavailable(_)), "{e}");
     }
 

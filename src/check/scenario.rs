@@ -223,7 +223,9 @@ async fn judged_by(
     };
     let (choice, model) = (JudgeChoice::default(), ModelSettings::default());
     let panel = judges.panel(&choice, &model).await?;
-    crate::check::jury::decide(judges, &panel, &request).await
+    crate::check::jury::decide(judges, &panel, &request)
+        .await
+        .map_err(|u| u.error)
 }
 
 /// A verdict's confidence: its score, else 1 for a pass and 0 for a fail; `None` when
@@ -330,6 +332,7 @@ fn conversation_length(
         label: format!("conversation_length {bounds} turns"),
         detail: Some(format!("the conversation took {turns} turn(s){optimal}")),
         judgment: None,
+        broken: None,
     }
 }
 
@@ -375,6 +378,7 @@ fn keyword_satisfaction(
             "{p} positive and {n} negative indicator(s) in the user's words: score {score:.2}"
         )),
         judgment: None,
+        broken: None,
     }
 }
 
@@ -482,6 +486,7 @@ fn by_score(v: Decision, threshold: f64, label: String, extra: String) -> Verdic
             None => format!("inconclusive: {why}{extra}"),
         }),
         judgment: Some(judgment),
+        broken: None,
     }
 }
 

@@ -508,12 +508,7 @@ fn assertion_lines(s: &mut String, list: &[AssertionReport], style: &Style, pad:
         }
         // Every juror's vote, so a jury's verdict can be checked juror by juror.
         for v in a.judgment.iter().flat_map(|j| &j.jurors) {
-            let said = match (&v.error, v.passed) {
-                (Some(e), _) => format!("abstained: {e}"),
-                (None, Some(true)) => format!("pass: {}", v.reason),
-                (None, Some(false)) => format!("fail: {}", v.reason),
-                (None, None) => format!("undecided: {}", v.reason),
-            };
+            let said = crate::record::format::common::juror_said(v);
             let _ = writeln!(s, "{pad}  · {}: {said}", v.judge);
         }
     }

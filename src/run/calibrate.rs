@@ -247,7 +247,7 @@ async fn judge_once(
     let model = ModelSettings::default();
     let fingerprint = judges.named_fingerprint(name).map_err(|e| e.to_string());
     let outcome = match crate::check::jury::Judges::panel(&judges, &choice, &model).await {
-        Ok(panel) => decide(&judges, &panel, &request).await,
+        Ok(panel) => decide(&judges, &panel, &request).await.map_err(|u| u.error),
         Err(e) => Err(e),
     };
     let (said, reason) = match outcome {

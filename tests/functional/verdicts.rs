@@ -208,8 +208,26 @@ rule = "unanimous"
         "inline",
         &["jury: 1 of 2 jurors could not answer (at most 0 may): judges:broken: "],
     );
-    // The console shows each juror's vote.
+    // The jury that could not decide keeps its votes too.
+    let inline = first_assertion(&r, "inline");
+    assert_eq!(inline["passed"], false, "{inline}");
+    assert_eq!(inline["judgment"]["jurors"][0]["passed"], true, "{inline}");
+    assert!(
+        inline["judgment"]["jurors"][1]["error"].is_string(),
+        "{inline}"
+    );
+    // The console, JUnit, Markdown and HTML show each juror's vote.
     r.expect_stdout("· judges:strict: fail: no name used");
+    for out in ["r.xml", "r.md", "r.html"] {
+        let (code, _, err) = command(&s, &["report", "report.jsonl", "-o", out]);
+        assert_eq!(code, 0, "{err}");
+        let text = s.read(out);
+        assert!(
+            text.contains("judges:strict: fail: no name used")
+                && text.contains("judges:broken: abstained: "),
+            "{out}: {text}"
+        );
+    }
     // One request per verdict, and two (the answer and its repair) per abstention.
     assert_eq!(server.bodies("strict").len(), 2);
     assert_eq!(server.bodies("broken").len(), 4);

@@ -45,9 +45,12 @@ pub(crate) fn sorted(cases: &[CaseReport]) -> Vec<&CaseReport> {
     v
 }
 
-/// Whether a case counts as failing: failed, timed out or errored.
+/// Whether a case is shown as not passed: failed, timed out, errored or inconclusive.
 pub(crate) fn is_failing(status: Status) -> bool {
-    matches!(status, Status::Failed | Status::Timeout | Status::Error)
+    matches!(
+        status,
+        Status::Failed | Status::Timeout | Status::Error | Status::Inconclusive
+    )
 }
 
 /// Lowercase status name, as in the JSONL report.
@@ -395,6 +398,21 @@ fn verdicts(s: &mut String, indent: &str, list: &[AssertionReport]) {
                 }
             }
         }
+        // A jury's every juror, so its verdict can be checked juror by juror.
+        for v in a.judgment.iter().flat_map(|j| &j.jurors) {
+            let _ = writeln!(s, "{indent}    · {}: {}", v.judge, juror_said(v));
+        }
+    }
+}
+
+/// What one juror said: `pass: reason`, `fail: reason`, `undecided: reason`, or
+/// `abstained: error`.
+pub(crate) fn juror_said(v: &crate::record::JurorVote) -> String {
+    match (&v.error, v.passed) {
+        (Some(e), _) => format!("abstained: {e}"),
+        (None, Some(true)) => format!("pass: {}", v.reason),
+        (None, Some(false)) => format!("fail: {}", v.reason),
+        (None, None) => format!("undecided: {}", v.reason),
     }
 }
 

@@ -168,7 +168,8 @@ fn cases_table(s: &mut String, cases: &[&CaseReport]) {
     }
 }
 
-/// Every failed, errored or timed-out case with its facts, transcript and traces.
+/// Every failed, errored, timed-out or inconclusive case with its facts, transcript and
+/// traces.
 fn failures(s: &mut String, cases: &[&CaseReport]) {
     let failing: Vec<&&CaseReport> = cases.iter().filter(|c| is_failing(c.status)).collect();
     if !failing.is_empty() {

@@ -4,8 +4,8 @@
 use super::escape::esc;
 use crate::protocol::{SpanRole, ToolCall};
 use crate::record::format::common::{
-    secs, span_name, span_rows, span_status, spans_count, spans_end_ms, traced, turns_label,
-    SpanRow,
+    juror_said, secs, span_name, span_rows, span_status, spans_count, spans_end_ms, traced,
+    turns_label, SpanRow,
 };
 use crate::record::AwaitReason;
 use crate::record::{AssertionReport, CaseReport, CheckpointReport, Status, TurnReport};
@@ -481,12 +481,7 @@ fn verdicts(s: &mut String, list: &[AssertionReport]) {
         // A jury's every juror, so its verdict can be checked juror by juror.
         let jurors = a.judgment.iter().flat_map(|j| &j.jurors);
         for v in jurors {
-            let said = match (&v.error, v.passed) {
-                (Some(e), _) => format!("abstained: {e}"),
-                (None, Some(true)) => format!("pass: {}", v.reason),
-                (None, Some(false)) => format!("fail: {}", v.reason),
-                (None, None) => format!("undecided: {}", v.reason),
-            };
+            let said = juror_said(v);
             let _ = write!(
                 s,
                 "<li class=\"v juror\"><span class=\"mark\">·</span><div><span class=\"muted\">{}: {}</span></div></li>",
