@@ -167,3 +167,67 @@ fn leaked<'c>(checkpoints: &'c [Checkpoint], said: &str) -> Option<(&'c str, Str
     }
     None
 }
+
+/// Whether the simulated user broke the persona it played, asked of `judge` over the
+/// conversation (`[run] persona_judge`): the simulator's blame when the judge says it
+/// did. `None` when it stayed in character, or the judge could not say (said on
+/// stderr: the case's own verdict stands).
+pub(crate) async fn persona_broken(
+    judges: &dyn crate::check::jury::Judges,
+    judge: &crate::case::JudgeRef,
+    persona: &str,
+    report: &CaseReport,
+) -> Option<Blame> {
+    use crate::check::judge::JudgeRequest;
+    use crate::protocol::Message;
+    let mut conversation = Vec::new();
+    for t in &report.turns {
+        conversation.push(Message::user(t.input.clone()));
+        conversation.push(Message::assistant(t.output.clone(), None));
+    }
+    let said: Vec<&str> = report
+        .turns
+        .iter()
+        .filter(|t| t.input_source == "simulated")
+        .map(|t| t.input.as_str())
+        .collect();
+    if said.is_empty() {
+        return None;
+    }
+    let criteria = format!(
+        "Judge only the user's messages, not the assistant's: the user stays in character throughout as this persona: {persona}"
+    );
+    let request = JudgeRequest {
+        input: said.join("\n"),
+        conversation,
+        ..JudgeRequest::new(criteria, said.join("\n"))
+    };
+    let choice = crate::case::JudgeChoice {
+        judges: vec![judge.clone()],
+        ..crate::case::JudgeChoice::default()
+    };
+    let model = crate::case::ModelSettings::default();
+    let decided = match judges.panel(&choice, &model).await {
+        Ok(panel) => crate::check::jury::decide(judges, &panel, &request)
+            .await
+            .map_err(|u| u.error),
+        Err(e) => Err(e),
+    };
+    match decided {
+        Ok(d) if d.passed == Some(false) => Some(Blame {
+            party: Party::Simulator,
+            evidence: format!(
+                "the simulated user broke its persona ({judge}: {})",
+                d.judgment.reason
+            ),
+        }),
+        Ok(_) => None,
+        Err(e) => {
+            eprintln!(
+                "agentest: {}: the persona judge {judge} could not say whether the simulated user kept its persona: {e}",
+                report.trial
+            );
+            None
+        }
+    }
+}

@@ -166,6 +166,10 @@ pub struct RunConfig {
     /// user's fault (from 0 to 1): a simulator that spoils the run is no measure of the
     /// agent.
     pub max_simulator_blame: Option<f64>,
+    /// The judge asked, of a failed case whose simulated user played a persona, whether
+    /// the user stayed in it (`"llm"`, `"agents:NAME"`, `"judges:NAME"`); one that broke
+    /// it is blamed for the failure.
+    pub persona_judge: Option<String>,
 }
 
 impl RunConfig {
@@ -233,6 +237,8 @@ pub struct Config {
     pub on_inconclusive: Option<crate::case::OnInconclusive>,
     /// `[run] rerun_on`, checked.
     pub rerun_on: Vec<crate::case::Party>,
+    /// `[run] persona_judge`, checked.
+    pub persona_judge: Option<crate::case::JudgeRef>,
 }
 
 impl Config {
@@ -388,10 +394,17 @@ impl Config {
                 Ok((name.clone(), checked.map_err(invalid)?))
             })
             .collect::<Result<_, ConfigError>>()?;
-        let default_judge = super::judges::default_judge(file.run.judge.as_deref(), &file.judges)
-            .map_err(invalid)?;
+        let default_judge =
+            super::judges::named_judge("judge", file.run.judge.as_deref(), &file.judges)
+                .map_err(invalid)?;
         let on_inconclusive =
             super::judges::on_inconclusive(file.run.on_inconclusive.as_deref()).map_err(invalid)?;
+        let persona_judge = super::judges::named_judge(
+            "persona_judge",
+            file.run.persona_judge.as_deref(),
+            &file.judges,
+        )
+        .map_err(invalid)?;
         let rerun_on = super::judges::rerun_on(
             file.run.rerun_on.as_deref(),
             file.run.max_reruns,
@@ -409,6 +422,7 @@ impl Config {
             default_judge,
             on_inconclusive,
             rerun_on,
+            persona_judge,
         };
         config
             .check_values()

@@ -288,8 +288,10 @@ pub(crate) fn rerun_on(
     Ok(parties)
 }
 
-/// `[run] judge`, checked against the `[judges]` tables.
-pub(crate) fn default_judge(
+/// `[run] judge` (or `persona_judge`, as `key` says), checked against the `[judges]`
+/// tables.
+pub(crate) fn named_judge(
+    key: &str,
     written: Option<&str>,
     judges: &BTreeMap<String, JudgeConfig>,
 ) -> Result<Option<JudgeRef>, ConfigValueError> {
@@ -297,7 +299,7 @@ pub(crate) fn default_judge(
         return Ok(None);
     };
     let err = |message: String| ConfigValueError::Judge {
-        key: "[run].judge".into(),
+        key: format!("[run].{key}"),
         message,
     };
     let j = JudgeRef::parse(w).map_err(err)?;
@@ -405,10 +407,10 @@ mod tests {
             assert!(got.starts_with(want), "{name}: {got}");
         }
         assert_eq!(
-            default_judge(Some("judges:panel"), &all).unwrap(),
+            named_judge("judge", Some("judges:panel"), &all).unwrap(),
             Some(JudgeRef::Named("panel".into()))
         );
-        assert!(default_judge(Some("judges:nope"), &all)
+        assert!(named_judge("judge", Some("judges:nope"), &all)
             .unwrap_err()
             .to_string()
             .starts_with("[run].judge: no [judges.\"nope\"] table"));

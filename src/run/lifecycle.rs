@@ -202,6 +202,15 @@ async fn body(
         phase,
     });
     let result = converse(given, setup, user.as_ref(), conv).await;
+    if result.is_ok() && report.status == Status::Failed {
+        // A failure the simulated user may have caused by leaving its persona.
+        let persona = persona_of(case, user.as_ref());
+        if let (Some(judge), Some(persona)) = (&ctx.config.persona_judge, persona) {
+            *phase = "asking the persona judge".into();
+            report.blame =
+                crate::check::blame::persona_broken(&judges, judge, &persona, report).await;
+        }
+    }
     let finished = session.finish(setup.deadline).await;
     // Replies out of step make the conversation's verdict unreliable: the error wins.
     result.and(finished.map_err(|e| Stop::from(StepError::from(e))))
@@ -247,6 +256,20 @@ fn case_metadata(case: &Case, setup: &Setup) -> Value {
         );
     }
     metadata
+}
+
+/// The persona the case's simulated user plays, as text: a persona's (`personas`), else
+/// its simulator's `persona`.
+fn persona_of(case: &Case, user: Option<&crate::case::Simulator>) -> Option<String> {
+    let spec = match (&case.mode, user) {
+        (_, Some(u)) => u,
+        (Mode::Dynamic { simulator, .. } | Mode::Criteria { simulator, .. }, None) => simulator,
+        _ => return None,
+    };
+    spec.profile
+        .get("persona")
+        .map(crate::util::value_text)
+        .filter(|p| !p.trim().is_empty())
 }
 
 /// The simulated user of a case run once per persona: the case's simulator

@@ -25,6 +25,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         each_failure_is_blamed_and_rerun_on_runs_only_the_parties_it_names,
         a_run_whose_simulator_spoiled_too_many_attempts_fails,
         the_readmes_calibration_runs_as_shown,
+        a_persona_judge_blames_a_simulator_that_broke_its_persona,
     ]
 }
 
@@ -811,4 +812,49 @@ fn the_readmes_calibration_runs_as_shown() {
         stdout.contains("16 model call(s) (16 replayed)"),
         "{stdout}"
     );
+}
+
+/// `[run] persona_judge`: a failed case whose simulated user played a persona is judged
+/// for whether the user stayed in it; one that broke it is the simulator's fault (and so
+/// run again under `rerun_on`), one that kept it leaves the failure the agent's. A case
+/// that passes is not judged.
+fn a_persona_judge_blames_a_simulator_that_broke_its_persona() {
+    let server = ChatServer::routed(by_model);
+    server.answer(
+        "persona-model",
+        &[verdict(
+            json!(false),
+            "the user shouted and swore, no retiree would",
+        )],
+    );
+    let case = json!({"id": "retiree", "input": "start", "max_turns": 2,
+        "simulator": {"use": "script", "persona": "a polite retiree who never raises their voice",
+                      "script": [{"say": "GIVE ME MY MONEY NOW"}, {"say": "now"}]},
+        "checkpoints": never()});
+    let s = project_with(
+        "persona",
+        &server,
+        "[run]\ncassettes = \"off\"\npersona_judge = \"judges:persona\"\n\n[judges.persona]\nmodel = \"persona-model\"\n",
+        std::slice::from_ref(&case),
+    );
+    let r = agentest(&s).run();
+    r.expect(1).expect_status("retiree", "failed");
+    let c = r.case("retiree");
+    assert_eq!(c["blame"]["party"], "simulator", "{c}");
+    assert_eq!(
+        c["blame"]["evidence"],
+        "the simulated user broke its persona (judges:persona: the user shouted and swore, no retiree would)"
+    );
+    let asked = &server.bodies("persona-model")[0];
+    let prompt = asked["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        prompt.contains("a polite retiree who never raises their voice")
+            && prompt.contains("GIVE ME MY MONEY NOW"),
+        "{prompt}"
+    );
+    // The judge finds the persona kept: the failure is the agent's.
+    server.answer("persona-model", &[verdict(json!(true), "calm throughout")]);
+    let r = agentest(&s).run();
+    assert_eq!(r.case("retiree")["blame"]["party"], "agent");
+    assert_eq!(server.bodies("persona-model").len(), 2);
 }
