@@ -26,6 +26,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         a_run_whose_simulator_spoiled_too_many_attempts_fails,
         the_readmes_calibration_runs_as_shown,
         a_persona_judge_blames_a_simulator_that_broke_its_persona,
+        changing_an_agent_judges_prompt_makes_it_uncalibrated,
     ]
 }
 
@@ -57,7 +58,13 @@ fn by_role(body: &Value) -> String {
 
 /// Routes by model and the item under judgment (`REPLY-<item>`, last in the prompt).
 fn by_model_and_item(body: &Value) -> String {
-    let user = body["messages"][1]["content"].as_str().unwrap_or_default();
+    // The question is the last user message (an agent judge's own system prompt and
+    // the judge's instructions come first).
+    let user = body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default();
     let item = user
         .rsplit("The reply to judge:\n")
         .next()
@@ -857,4 +864,47 @@ fn a_persona_judge_blames_a_simulator_that_broke_its_persona() {
     let r = agentest(&s).run();
     assert_eq!(r.case("retiree")["blame"]["party"], "agent");
     assert_eq!(server.bodies("persona-model").len(), 2);
+}
+
+/// An agent judge (an `openai` agent, a model with a system prompt) calibrated, then its
+/// prompt changed: its fingerprint is another, so under `require_calibrated_judges` its
+/// verdicts no longer count until it is calibrated again.
+fn changing_an_agent_judges_prompt_makes_it_uncalibrated() {
+    let server = ChatServer::routed(by_model_and_item);
+    judge_answers(&server, "reviewer-model", |i| [i < 5; 3]);
+    let config = "[run]\nrequire_calibrated_judges = true\ncassettes = \"off\"\n\n[agents.reviewer]\ntype = \"openai\"\nmodel = \"reviewer-model\"\nsystem = \"You review replies.\"\n\n[judges.reviewer]\nuse = \"agents:reviewer\"\nmin_accuracy = 0.9\n";
+    let case = json!({"id": "by-reviewer", "input": "hi",
+                      "assert": {"type": "agent", "use": "judges:reviewer", "options": {"metadata": {"criteria": "answers politely"}}}});
+    let s = project_with(
+        "agent-fingerprint",
+        &server,
+        config,
+        std::slice::from_ref(&case),
+    );
+    s.write("labels.jsonl", &labels());
+    let (code, out, err) = command(
+        &s,
+        &["calibrate", "reviewer", "-i", "labels.jsonl", "--json"],
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    let report: Value = serde_json::from_str(&out).expect("a JSON report");
+    assert_eq!(report["figures"]["accuracy"], 1.0, "{report}");
+    server.answer(
+        "reviewer-model:?",
+        &times(2, &verdict(json!(true), "polite")),
+    );
+    let r = agentest(&s).run();
+    r.expect(0).expect_status("by-reviewer", "passed");
+    s.write(
+        "agentest.toml",
+        &s.read("agentest.toml")
+            .replace("You review replies.", "You review replies, strictly."),
+    );
+    let r = agentest(&s).run();
+    r.expect(1)
+        .expect_status("by-reviewer", "inconclusive")
+        .expect_error(
+            "by-reviewer",
+            &["`judges:reviewer` has no calibration of what it is now"],
+        );
 }
