@@ -124,7 +124,10 @@ fn simulator_fault(report: &CaseReport, case: &Case) -> Option<String> {
                 "the simulated user sent an over-long message at turn {turn}: {chars} characters (a user's are at most {MAX_SIMULATED_CHARS})"
             ));
         }
-        if let Some((earlier, _)) = simulated[..i].iter().find(|(_, e)| same(e, said)) {
+        if let Some((earlier, _)) = simulated[..i]
+            .iter()
+            .find(|(_, e)| crate::util::same_words(e, said))
+        {
             return Some(format!(
                 "the simulated user repeated itself at turn {turn} (as at turn {earlier}): \"{}\"",
                 crate::util::clip(said)
@@ -137,16 +140,6 @@ fn simulator_fault(report: &CaseReport, case: &Case) -> Option<String> {
         }
     }
     None
-}
-
-fn same(a: &str, b: &str) -> bool {
-    let norm = |s: &str| {
-        s.split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
-            .to_lowercase()
-    };
-    norm(a) == norm(b)
 }
 
 /// A checkpoint's description, or its judge's criteria, said by the simulated user:

@@ -196,17 +196,6 @@ fn mentions(text: &str, words: &[String], defaults: &[&str]) -> bool {
     }
 }
 
-/// Text with its case and spacing made alike, to tell a repeated reply.
-fn same_text(a: &str, b: &str) -> bool {
-    let norm = |s: &str| {
-        s.split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
-            .to_lowercase()
-    };
-    norm(a) == norm(b)
-}
-
 /// The run's judge's (or jury's) verdict on `criteria` over the conversation.
 async fn judged_by(
     env: &EvalEnv<'_>,
@@ -537,7 +526,7 @@ pub(crate) async fn first_condition(
                 .iter()
                 .rev()
                 .take(2)
-                .any(|e| same_text(e, turn.agent)),
+                .any(|e| crate::util::same_words(e, turn.agent)),
             TerminationKind::CustomCondition => {
                 let Some((prompt, threshold)) = &c.judge else {
                     continue;

@@ -242,6 +242,22 @@ pub struct Config {
 }
 
 impl Config {
+    /// The judges `choice` names, else the run's default judge (`[run] judge`, else the
+    /// built-in one).
+    pub(crate) fn judges_of(
+        &self,
+        choice: &crate::case::JudgeChoice,
+    ) -> Vec<crate::case::JudgeRef> {
+        if choice.judges.is_empty() {
+            vec![self
+                .default_judge
+                .clone()
+                .unwrap_or(crate::case::JudgeRef::Builtin)]
+        } else {
+            choice.judges.clone()
+        }
+    }
+
     /// `[store] lease`, checked when the config loaded.
     pub(crate) fn store_lease(&self) -> Option<std::time::Duration> {
         self.file

@@ -375,17 +375,7 @@ impl Context {
     ) -> Option<String> {
         use crate::case::JudgeRef;
         use crate::config::JudgeDef;
-        let default;
-        let refs: &[JudgeRef] = if choice.judges.is_empty() {
-            default = [self
-                .config
-                .default_judge
-                .clone()
-                .unwrap_or(JudgeRef::Builtin)];
-            &default
-        } else {
-            &choice.judges
-        };
+        let refs = &self.config.judges_of(choice);
         let one = |j: &JudgeRef, in_jury: bool| -> Option<String> {
             match j {
                 JudgeRef::Builtin => self

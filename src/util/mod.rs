@@ -32,4 +32,4 @@ pub(crate) use secrets::{
 pub(crate) use secrets::{ApiKey, EnvError};
 pub(crate) use store_address::{DatabaseUrl, StoreAddress};
 pub(crate) use text::suggest;
-pub(crate) use text::{clip, compact, count, panic_text, plural, slug, value_text};
+pub(crate) use text::{clip, compact, count, panic_text, plural, same_words, slug, value_text};

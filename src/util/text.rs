@@ -64,6 +64,17 @@ pub(crate) fn suggest<'a>(word: &str, known: &[&'a str]) -> Option<&'a str> {
 /// A name as a trial id: lower case, words joined by `-` (a scenario's `Basic Multi-Turn
 /// Conversation Test` is `basic-multi-turn-conversation-test`; EvalStudio's evals,
 /// scenarios and personas are named the same way).
+/// Whether two texts say the same words, case and spacing aside (a repeated message).
+pub(crate) fn same_words(a: &str, b: &str) -> bool {
+    let norm = |s: &str| {
+        s.split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_lowercase()
+    };
+    norm(a) == norm(b)
+}
+
 pub(crate) fn slug(name: &str) -> String {
     let mut out = String::new();
     for c in name.chars() {

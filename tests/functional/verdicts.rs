@@ -403,6 +403,17 @@ fn judge_answers(server: &ChatServer, model: &str, said: impl Fn(usize) -> [bool
     }
 }
 
+/// The answers of the two judges of the calibration tests (see
+/// [`calibrate_reports_the_figures_computed_by_hand`]).
+fn good_and_flaky_judges(server: &ChatServer) {
+    judge_answers(server, "good", |i| [i < 5 || i == 9; 3]);
+    judge_answers(server, "flaky", |i| match i {
+        0 => [true, false, true],
+        5 => [false, true, false],
+        _ => [i < 5; 3],
+    });
+}
+
 const CALIBRATED_JUDGES: &str = r#"
 [judges.good]
 model = "good"
@@ -426,12 +437,7 @@ min_accuracy = 0.95
 /// offline, with the same figures.
 fn calibrate_reports_the_figures_computed_by_hand() {
     let server = ChatServer::routed(by_model_and_item);
-    judge_answers(&server, "good", |i| [i < 5 || i == 9; 3]);
-    judge_answers(&server, "flaky", |i| match i {
-        0 => [true, false, true],
-        5 => [false, true, false],
-        _ => [i < 5; 3],
-    });
+    good_and_flaky_judges(&server);
     let s = project_with("calibrate", &server, CALIBRATED_JUDGES, &[]);
     s.write("labels.jsonl", &labels());
     let (code, out, err) = command(&s, &["calibrate", "good", "-i", "labels.jsonl", "--json"]);
@@ -531,12 +537,7 @@ fn calibrate_reports_the_figures_computed_by_hand() {
 /// calibrated again.
 fn only_calibrated_judges_decide_when_the_run_requires_it() {
     let server = ChatServer::routed(by_model_and_item);
-    judge_answers(&server, "good", |i| [i < 5 || i == 9; 3]);
-    judge_answers(&server, "flaky", |i| match i {
-        0 => [true, false, true],
-        5 => [false, true, false],
-        _ => [i < 5; 3],
-    });
+    good_and_flaky_judges(&server);
     let judged = |id: &str, use_: Option<&str>| {
         let mut assert = json!({"type": "llm_judge", "prompt": "answers politely"});
         if let Some(u) = use_ {

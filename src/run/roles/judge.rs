@@ -375,26 +375,15 @@ impl Judges for CaseJudges<'_> {
         model: &'a ModelSettings,
     ) -> BoxFuture<'a, Result<Panel, StepError>> {
         Box::pin(async move {
-            let default;
-            let named: &[JudgeRef] = if choice.judges.is_empty() {
-                default = [self
-                    .ctx
-                    .config
-                    .default_judge
-                    .clone()
-                    .unwrap_or(JudgeRef::Builtin)];
-                &default
-            } else {
-                &choice.judges
-            };
-            if let [JudgeRef::Named(n)] = named {
+            let named = self.ctx.config.judges_of(choice);
+            if let [JudgeRef::Named(n)] = named.as_slice() {
                 let def = self.named(n)?;
                 if let JudgeDef::Jury(jury) = &def.def {
                     return self.named_jury(n, def, jury, model).await;
                 }
             }
             let mut jurors = Vec::with_capacity(named.len());
-            for j in named {
+            for j in &named {
                 jurors.push(self.juror(j, model, true).await?);
             }
             Ok(match jurors.len() {
