@@ -125,11 +125,6 @@ impl JudgeChoice {
             _ => None,
         }
     }
-
-    /// Whether the built-in judge is (or may be) among the judges: none named, or `llm`.
-    pub fn uses_builtin(&self) -> bool {
-        self.judges.is_empty() || self.judges.contains(&JudgeRef::Builtin)
-    }
 }
 
 /// The most abstentions a jury of `n` survives by default: fewer than half of it, so

@@ -18,6 +18,10 @@ pub(crate) const MAX_SIMULATED_CHARS: usize = 2_000;
 /// a leak: shorter phrases turn up by chance.
 const MIN_LEAK_CHARS: usize = 16;
 
+/// The shortest message whose repetition counts as the simulator repeating itself: a
+/// user may well say "yes" or "ok" twice.
+const MIN_REPEAT_CHARS: usize = 12;
+
 /// The case's blame, for a record that did not pass (`None` for a pass or a skip).
 pub(crate) fn blame(report: &CaseReport, case: &Case) -> Option<Blame> {
     if matches!(report.status, Status::Passed | Status::Skipped) {
@@ -28,6 +32,8 @@ pub(crate) fn blame(report: &CaseReport, case: &Case) -> Option<Blame> {
     }
     let error = report.error.clone().unwrap_or_default();
     let blame = |party, evidence: String| Some(Blame { party, evidence });
+    // The lifecycle blames a timeout by what the case was doing; a record without one
+    // (made elsewhere) is infrastructure's.
     if report.status == Status::Timeout {
         return blame(Party::Infrastructure, error);
     }
@@ -52,8 +58,9 @@ fn checks(report: &CaseReport) -> impl Iterator<Item = &AssertionReport> {
         .chain(&report.final_assertions)
 }
 
-/// A judge that could not decide (the case is inconclusive), or that gave no verdict
-/// at all: a judged check without a judgment did not get one.
+/// A judge that could not decide (the case is inconclusive), or that gave no verdict:
+/// a judged check that failed without a judgment, or whose jury lost too many jurors
+/// (its judgment is the error, with the votes).
 fn judge_fault(report: &CaseReport) -> Option<String> {
     if report.status == Status::Inconclusive {
         return Some(format!(
@@ -61,19 +68,24 @@ fn judge_fault(report: &CaseReport) -> Option<String> {
             report.error.as_deref().unwrap_or_default()
         ));
     }
-    if report.status != Status::Error {
+    // An error, or a failure on CI (a judge with no recording or no key).
+    if !matches!(report.status, Status::Error | Status::Failed) {
         return None;
     }
-    let judged = |a: &&AssertionReport| {
+    let broken = |a: &&AssertionReport| {
         let t = a.spec.get("type").and_then(|v| v.as_str()).unwrap_or("");
-        matches!(
+        let judged_type = matches!(
             t,
             "agent" | "llm_judge" | "user_satisfaction" | "conversation_flow" | "context_retention"
-        ) && a.failed()
-            && a.judgment.is_none()
+        );
+        a.failed()
+            && match &a.judgment {
+                None => judged_type,
+                Some(j) => j.reason == a.message && j.jurors.iter().any(|v| v.error.is_some()),
+            }
     };
     checks(report)
-        .find(judged)
+        .find(broken)
         .map(|a| format!("the judge of {} gave no verdict: {}", a.label, a.message))
 }
 
@@ -124,10 +136,11 @@ fn simulator_fault(report: &CaseReport, case: &Case) -> Option<String> {
                 "the simulated user sent an over-long message at turn {turn}: {chars} characters (a user's are at most {MAX_SIMULATED_CHARS})"
             ));
         }
-        if let Some((earlier, _)) = simulated[..i]
+        let repeated = simulated[..i]
             .iter()
-            .find(|(_, e)| crate::util::same_words(e, said))
-        {
+            .filter(|_| said.trim().chars().count() >= MIN_REPEAT_CHARS)
+            .find(|(_, e)| crate::util::same_words(e, said));
+        if let Some((earlier, _)) = repeated {
             return Some(format!(
                 "the simulated user repeated itself at turn {turn} (as at turn {earlier}): \"{}\"",
                 crate::util::clip(said)

@@ -39,8 +39,9 @@ pub(crate) struct End<'r> {
     pub(crate) max_turns: u32,
 }
 
-/// A failed check that could not be evaluated: where (`checkpoint `x``), and why.
-pub(crate) type Broken = (String, StepError);
+/// A check that could not be evaluated: where (`checkpoint `x``), why, and the
+/// verdicts of the turn so far (the broken check's among them, with a jury's votes).
+pub(crate) type Broken = (String, StepError, Vec<AssertionReport>);
 
 impl<'a> Checkpoints<'a> {
     /// None reached yet.
@@ -81,7 +82,8 @@ impl<'a> Checkpoints<'a> {
                 evaluated.push(id);
                 let (results, broken) = check_all(&c.assertions, subject, env).await;
                 if let Some(e) = broken {
-                    return Err((format!("checkpoint `{id}`"), e));
+                    verdicts.extend(results);
+                    return Err((format!("checkpoint `{id}`"), e, verdicts));
                 }
                 let label = if c.forbidden {
                     format!("forbidden checkpoint {id}")

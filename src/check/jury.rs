@@ -152,12 +152,13 @@ pub(crate) fn combine(
             panel.max_abstentions,
             why.join("; ")
         );
-        // A jury nobody could reach is unavailable, as its one judge would be.
-        let all_unavailable = abstained
-            .iter()
-            .all(|(_, e)| matches!(e, StepError::Unavailable(_)));
-        let error = if all_unavailable {
+        // A jury nobody could reach is unavailable, and one whose jurors' endpoints all
+        // failed is infrastructure's, as its one judge's would be.
+        let all = |kind: fn(&StepError) -> bool| abstained.iter().all(|(_, e)| kind(e));
+        let error = if all(|e| matches!(e, StepError::Unavailable(_))) {
             StepError::Unavailable(message.clone())
+        } else if all(|e| matches!(e, StepError::Infrastructure(_))) {
+            StepError::Infrastructure(message.clone())
         } else {
             StepError::Broken(message.clone())
         };

@@ -306,7 +306,7 @@ pub(crate) fn named_judge(
     if let JudgeRef::Named(n) = &j {
         if !judges.contains_key(n) {
             return Err(err(format!(
-                "no [judges.\"{n}\"] table defines `{w}`; add one, or remove `judge` for the built-in judge"
+                "no [judges.\"{n}\"] table defines `{w}`; add one, or remove `{key}`"
             )));
         }
     }

@@ -348,9 +348,9 @@ impl Context {
                 Kind::Script { name } if !self.scripts.has(name) => {
                     Some(self.scripts.undefined(name).to_string())
                 }
-                Kind::Judge { spec, .. } => {
-                    self.judge_problem(&spec.judges, spec.model.llm.as_deref(), case.source_llms())
-                }
+                Kind::Judge { spec, .. } => self
+                    .judge_problem(&spec.judges, spec.model.llm.as_deref(), case.source_llms())
+                    .or_else(|| self.settings_problem(&spec.judges, &spec.model)),
                 _ => None,
             };
             if let Some(p) = problem {
@@ -415,6 +415,43 @@ impl Context {
             }
         }
         None
+    }
+
+    /// A judge assertion's own model settings when none of its judges is the built-in
+    /// one to take them (a `judges:NAME` that is an agent).
+    fn settings_problem(
+        &self,
+        choice: &crate::case::JudgeChoice,
+        model: &crate::case::ModelSettings,
+    ) -> Option<String> {
+        use crate::case::JudgeRef;
+        use crate::config::JudgeDef;
+        if model.is_empty() {
+            return None;
+        }
+        let builtin = |j: &JudgeRef| match j {
+            JudgeRef::Builtin => true,
+            JudgeRef::Agent(_) => false,
+            JudgeRef::Named(n) => match self.config.judges.get(n).map(|d| &d.def) {
+                Some(JudgeDef::Builtin(_)) | None => true,
+                Some(JudgeDef::Agent(_)) => false,
+                Some(JudgeDef::Jury(jury)) => jury.judges.iter().any(|m| match m {
+                    JudgeRef::Named(x) => !matches!(
+                        self.config.judges.get(x).map(|d| &d.def),
+                        Some(JudgeDef::Agent(_))
+                    ),
+                    other => matches!(other, JudgeRef::Builtin),
+                }),
+            },
+        };
+        let refs = self.config.judges_of(choice);
+        (!refs.iter().any(builtin)).then(|| {
+            let names: Vec<String> = refs.iter().map(ToString::to_string).collect();
+            format!(
+                "`llm`, `model`, `temperature`, `max_tokens` and `seed` set the built-in judge's request, and {} has none (its judges are agents); remove them",
+                names.join(", ")
+            )
+        })
     }
 
     /// Whether a role's endpoint is configured, without building it (that needs the

@@ -377,11 +377,28 @@ fn settle(outcome: Option<Result<(), Stop>>, setup: &Setup, phase: &str, report:
             format_duration(setup.timeout)
         )
     };
+    // A deadline that passed while the agent under test was starting or answering is its
+    // own slowness; anything else (a model endpoint, a hook) is what carries the
+    // conversation.
+    let blame_timeout = |report: &mut CaseReport| {
+        let agents = phase.starts_with("starting the agent")
+            || phase.starts_with("waiting for the reply")
+            || phase.starts_with("waiting for the spans");
+        report.blame = Some(crate::record::Blame {
+            party: if agents {
+                crate::case::Party::Agent
+            } else {
+                crate::case::Party::Infrastructure
+            },
+            evidence: report.error.clone().unwrap_or_default(),
+        });
+    };
     match outcome {
         Some(Ok(())) => {}
         // A hook or script that gave up at the deadline is the case timing out.
         Some(Err(_)) if Instant::now() >= setup.deadline => {
-            fail(report, Status::Timeout, timed_out())
+            fail(report, Status::Timeout, timed_out());
+            blame_timeout(report);
         }
         Some(Err(stop)) => {
             report.blame = stop.blame();
@@ -397,7 +414,8 @@ fn settle(outcome: Option<Result<(), Stop>>, setup: &Setup, phase: &str, report:
                 .unwrap_or_else(|e| e.into_inner())
                 .clone();
             let tail = trace.map(|t| t.describe()).unwrap_or_default();
-            fail(report, Status::Timeout, format!("{}{tail}", timed_out()))
+            fail(report, Status::Timeout, format!("{}{tail}", timed_out()));
+            blame_timeout(report);
         }
     }
 }
@@ -451,7 +469,8 @@ fn account(calls: &ModelCalls, currency: Option<&str>, report: &mut CaseReport) 
         .models = stats.models;
     match calls.finish() {
         Ok(Some(cassette)) => {
-            if cassette.unused > 0 && report.status == Status::Passed {
+            if cassette.unused > 0 && matches!(report.status, Status::Passed | Status::Inconclusive)
+            {
                 let msg = format!(
                     "{} recorded model call(s) in {} were not used by this run; re-record the cassette (AGENTEST_CASSETTES=record)",
                     cassette.unused, cassette.file

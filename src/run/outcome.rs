@@ -106,6 +106,15 @@ pub(crate) fn fail(report: &mut CaseReport, status: Status, message: String) {
 pub(crate) fn add_error(report: &mut CaseReport, message: String) {
     if report.status == Status::Passed {
         fail(report, Status::Error, message);
+    } else if report.status == Status::Inconclusive {
+        // No failure either: the broken hook or cassette is its error, and why it was
+        // inconclusive stays said.
+        let prev = report.error.take().unwrap_or_default();
+        fail(
+            report,
+            Status::Error,
+            format!("{prev}\n{message}").trim().to_string(),
+        );
     } else {
         let prev = report.error.take().unwrap_or_default();
         report.error = Some(format!("{prev}\n{message}").trim().to_string());

@@ -363,6 +363,13 @@ impl Group {
         record.repeat = None;
         record.status = status;
         record.error = reason;
+        // The shown repeat's own, where the case ended otherwise.
+        if status != Status::Inconclusive {
+            record.on_inconclusive = None;
+        }
+        if status == Status::Passed {
+            record.blame = None;
+        }
         record.stability = Some(self.stability(s, &counted));
         // What the case used is what its counted repeats used.
         sum_usage(&mut record, &counted);
@@ -558,6 +565,24 @@ fn verdict(
                 Some(k) => format!("the gate needs {k} passes"),
                 None => "the interval cannot settle".into(),
             };
+            // Left undecided only by repeats a judge could not decide: the case is
+            // inconclusive, as a lone run of it would be.
+            let undecided = counted
+                .iter()
+                .filter(|f| !matches!(f.report.status, Status::Passed | Status::Failed));
+            let mut undecided = undecided.peekable();
+            let all_inconclusive = undecided.peek().is_some()
+                && undecided.all(|f| f.report.status == Status::Inconclusive);
+            if all_inconclusive {
+                return (
+                    Status::Inconclusive,
+                    Some(format!(
+                        "gate {gate} cannot be decided: {counts}; {need}, and every repeat that did not decide was inconclusive{}{}",
+                        interval(),
+                        first(&[Status::Inconclusive])
+                    )),
+                );
+            }
             (
                 Status::Error,
                 Some(format!(

@@ -377,6 +377,29 @@ fn run_judge_names_the_judge_of_criteria() {
     let asked = &server.bodies("judge")[0];
     assert_eq!(asked["model"], "strict-model", "{asked}");
     assert_eq!(asked["temperature"], 0.0, "{asked}");
+    // Under require_calibrated_judges, an uncalibrated judge's criteria do not count.
+    server.answer("judge", &[evaluation(true, false, 0.9, "drafted")]);
+    s.write(
+        "suites/agentest.toml",
+        &s.read("suites/agentest.toml")
+            .replace("[run]\n", "[run]\nrequire_calibrated_judges = true\n"),
+    );
+    let (r, report) = run(&s);
+    assert_eq!(r.code, 1, "{r:?}");
+    let c = case(&report, "files");
+    assert_eq!(c["status"], "inconclusive", "{c}");
+    assert!(
+        c["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("the criteria's verdict (passed) does not count: [judges.\"strict\"] sets no `min_kappa`"),
+        "{c}"
+    );
+    s.write(
+        "suites/agentest.toml",
+        &s.read("suites/agentest.toml")
+            .replace("require_calibrated_judges = true\n", ""),
+    );
     s.write(
         "suites/agentest.toml",
         &s.read("suites/agentest.toml")

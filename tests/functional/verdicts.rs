@@ -27,6 +27,8 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         the_readmes_calibration_runs_as_shown,
         a_persona_judge_blames_a_simulator_that_broke_its_persona,
         changing_an_agent_judges_prompt_makes_it_uncalibrated,
+        a_repeated_case_left_undecided_by_its_judge_is_inconclusive,
+        a_deadline_passing_while_a_judge_works_is_infrastructures,
     ]
 }
 
@@ -216,6 +218,9 @@ rule = "unanimous"
         "inline",
         &["jury: 1 of 2 jurors could not answer (at most 0 may): judges:broken: "],
     );
+    // A jury that lost too many jurors is the judge's fault, not the agent's.
+    assert_eq!(r.case("inline")["blame"]["party"], "judge");
+    assert_eq!(r.case("unanimous")["blame"]["party"], "judge");
     // The jury that could not decide keeps its votes too.
     let inline = first_assertion(&r, "inline");
     assert_eq!(inline["passed"], false, "{inline}");
@@ -908,4 +913,62 @@ fn changing_an_agent_judges_prompt_makes_it_uncalibrated() {
             "by-reviewer",
             &["`judges:reviewer` has no calibration of what it is now"],
         );
+}
+
+/// Repeats a judge could not decide leave the gate undecided: the case is
+/// `inconclusive` (not an error to fix), with `on_inconclusive` as a lone run has it.
+fn a_repeated_case_left_undecided_by_its_judge_is_inconclusive() {
+    let server = ChatServer::routed(by_model);
+    server.answer(
+        "default-model",
+        &times(6, &verdict(Value::Null, "cannot tell")),
+    );
+    let case = json!({"id": "twice", "input": "hi", "runs": 2,
+                      "assert": {"type": "llm_judge", "prompt": "answers the question"}});
+    let s = project_with(
+        "repeat-inconclusive",
+        &server,
+        "[run]\ncassettes = \"off\"\non_inconclusive = \"ignore\"\n",
+        std::slice::from_ref(&case),
+    );
+    let r = agentest(&s).run();
+    r.expect(0).expect_status("twice", "inconclusive").expect_error(
+        "twice",
+        &["gate all 2 runs pass cannot be decided: 0 passed, 0 failed, 1 errors; the gate needs 2 passes, and every repeat that did not decide was inconclusive; repeat 1: turn 1: llm_judge"],
+    );
+    let c = r.case("twice");
+    assert_eq!(c["on_inconclusive"], "ignore", "{c}");
+    assert_eq!(r.summary()["inconclusive"], 1);
+}
+
+/// A case whose deadline passes while its judge is still answering timed out by what
+/// carries the conversation, not by the agent's fault.
+fn a_deadline_passing_while_a_judge_works_is_infrastructures() {
+    let server = ChatServer::routed(by_model);
+    server.script(
+        "default-model",
+        vec![crate::common::chat::slow(
+            std::time::Duration::from_secs(4),
+            crate::common::chat::text(&verdict(json!(true), "fine"), (10, 5)),
+        )],
+    );
+    let case = json!({"id": "slow-judge", "input": "hi", "timeout": "1s",
+                      "assert": {"type": "llm_judge", "prompt": "answers"}});
+    let s = project_with(
+        "judge-timeout",
+        &server,
+        "[run]\ncassettes = \"off\"\n",
+        std::slice::from_ref(&case),
+    );
+    let r = agentest(&s).run();
+    r.expect(1).expect_status("slow-judge", "timeout");
+    let c = r.case("slow-judge");
+    assert_eq!(c["blame"]["party"], "infrastructure", "{c}");
+    assert!(
+        c["blame"]["evidence"]
+            .as_str()
+            .unwrap()
+            .contains("while checking the assertions of turn 1"),
+        "{c}"
+    );
 }

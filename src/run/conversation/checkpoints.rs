@@ -133,8 +133,9 @@ impl Policy for Dynamic<'_> {
         };
         let (verdicts, forbidden) = match self.checkpoints.check_turn(k, subject, conv.env).await {
             Ok(checked) => checked,
-            Err((at, e)) => {
+            Err((at, e, so_far)) => {
                 turn.record.error = Some(e.to_string());
+                turn.record.checkpoints = so_far;
                 return Err(Stop::step(&format!("turn {k}: {at}"), e));
             }
         };

@@ -103,7 +103,39 @@ pub(crate) async fn run(
     let played = conv.play(&mut judged).await;
     conv.close_simulator().await;
     conclude(criteria, played?, judged.last, conv.report);
+    refuse_uncalibrated(conv).await;
     Ok(())
+}
+
+/// Under `require_calibrated_judges`, the criteria's verdict counts only from a
+/// calibrated judge: from another it is inconclusive, with the reason.
+async fn refuse_uncalibrated(conv: &mut Conversation<'_>) {
+    use crate::record::Status;
+    if !conv.ctx.config.file.run.require_calibrated_judges
+        || !matches!(conv.report.status, Status::Passed | Status::Failed)
+    {
+        return;
+    }
+    let Some(judges) = conv.env.judges else {
+        return;
+    };
+    let (choice, model) = (
+        crate::case::JudgeChoice::default(),
+        crate::case::ModelSettings::default(),
+    );
+    let why = match judges.panel(&choice, &model).await {
+        Ok(panel) => panel
+            .uncalibrated
+            .or_else(|| panel.jurors.iter().find_map(|j| j.uncalibrated.clone())),
+        Err(e) => Some(format!("its judge cannot be told: {e}")),
+    };
+    if let Some(why) = why {
+        let was = conv.report.status.label().to_lowercase();
+        conv.report.status = Status::Inconclusive;
+        conv.report.error = Some(format!(
+            "the criteria's verdict ({was}) does not count: {why}"
+        ));
+    }
 }
 
 /// The model settings of the judge of criteria: `[run] judge`'s when it names a

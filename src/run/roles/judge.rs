@@ -141,9 +141,14 @@ impl CaseJudges<'_> {
                 (kind, Some((n.as_str(), def)))
             }
         };
-        let uncalibrated = if checked && self.check_calibration {
-            let fingerprint = self.fingerprint(&kind)?;
-            self.calibration_problem(j, def, &fingerprint).await
+        let required = self.check_calibration && self.ctx.config.file.run.require_calibrated_judges;
+        let uncalibrated = if checked && required {
+            // A juror whose endpoint cannot be set up abstains when asked; here it only
+            // cannot be shown calibrated.
+            match self.fingerprint(&kind) {
+                Ok(fingerprint) => self.calibration_problem(j, def, &fingerprint).await,
+                Err(e) => Some(format!("its fingerprint cannot be taken: {e}")),
+            }
         } else {
             None
         };
@@ -279,11 +284,21 @@ impl CaseJudges<'_> {
         for j in &jury.judges {
             jurors.push(self.juror(j, model, !as_whole).await?);
         }
-        let uncalibrated = if def.has_bar() && self.check_calibration {
-            let fingerprint = self.named_fingerprint(name)?;
-            let me = JudgeRef::Named(name.to_string());
-            self.calibration_problem(&me, Some((name, def)), &fingerprint)
-                .await
+        let required = self.check_calibration && self.ctx.config.file.run.require_calibrated_judges;
+        let uncalibrated = if def.has_bar() && required {
+            // The jury as it sits for this judgment: an assertion's own model settings
+            // make its built-in jurors others than the ones calibrated.
+            let prints: Result<Vec<String>, StepError> =
+                jurors.iter().map(|j| self.fingerprint(&j.kind)).collect();
+            match prints {
+                Ok(prints) => {
+                    let fingerprint = jury_fingerprint(jury, &prints);
+                    let me = JudgeRef::Named(name.to_string());
+                    self.calibration_problem(&me, Some((name, def)), &fingerprint)
+                        .await
+                }
+                Err(e) => Some(format!("its fingerprint cannot be taken: {e}")),
+            }
         } else {
             None
         };

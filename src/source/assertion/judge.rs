@@ -18,9 +18,16 @@ pub(super) fn parse_judge(
     let mut metadata = metadata(obj, path)?;
     let criteria = criteria(obj, path, type_name, &mut metadata)?;
     let capabilities = capabilities(obj, path)?;
-    let owner = (!judges.uses_builtin()).then(|| match judges.judges.as_slice() {
+    // Only agents named: no built-in judge to take the settings. A `judges:NAME` may be
+    // one; whether it is, the config says (checked before the run).
+    let agents_only = !judges.judges.is_empty()
+        && judges
+            .judges
+            .iter()
+            .all(|j| matches!(j, JudgeRef::Agent(_)));
+    let owner = agents_only.then(|| match judges.judges.as_slice() {
         [one] => format!("the judge `{one}`"),
-        _ => "a jury without `llm`".to_string(),
+        _ => "a jury of agents".to_string(),
     });
     let model = model_settings(obj, path, owner.as_deref())?;
     let json_schema = json_schema(obj, path)?;

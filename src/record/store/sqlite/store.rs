@@ -568,7 +568,7 @@ fn sort_ended(
             "UPDATE runs SET status = 'queued', verdict = NULL, started_at = NULL,
                     completed_at = NULL, owner_pid = NULL, owner_host = NULL,
                     heartbeat_at = NULL, success = NULL, score = NULL, reason = NULL,
-                    error = NULL, messages = NULL, metadata = NULL, record = NULL
+                    error = NULL, messages = NULL, metadata = NULL, record = NULL, blame = NULL
              WHERE id = ?1",
             [id],
         )?;
