@@ -1273,6 +1273,16 @@ fn an_empty_simulator_message_is_retried_once_then_an_error() {
             "empty",
             &["turn 2: simulator error: simulator answered twice without a message"],
         );
+    // An empty message is the simulated user's fault.
+    let blame = &r.case("empty")["blame"];
+    assert_eq!(blame["party"], "simulator", "{blame}");
+    assert!(
+        blame["evidence"]
+            .as_str()
+            .unwrap()
+            .contains("simulator answered twice without a message"),
+        "{blame}"
+    );
     let reqs = server.bodies("sim");
     assert_eq!(reqs.len(), 2, "{reqs:?}");
     // system, its "start", the agent's reply, its answer, the repair note.
