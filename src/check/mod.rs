@@ -8,6 +8,7 @@ pub(crate) mod blame;
 pub(crate) mod calibration;
 pub(crate) mod checkpoints;
 pub(crate) mod code;
+pub(crate) mod compare;
 pub(crate) mod criteria;
 pub(crate) mod each;
 pub(crate) mod evaluators;

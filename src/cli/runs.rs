@@ -68,6 +68,24 @@ enum RunsCommand {
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
     },
+    /// What changed from execution A to execution B: cases now failing or passing, new
+    /// and removed ones, and pass rates compared by Fisher's exact test (only a
+    /// significant drop is a regression).
+    Compare {
+        /// The first execution: its id or its key.
+        before: String,
+        /// The second execution: its id or its key.
+        after: String,
+        /// `md` (Markdown, the default) or `json`.
+        #[arg(long, default_value = "md", value_parser = ["md", "json"])]
+        format: String,
+        /// The significance level of a regression.
+        #[arg(long, default_value_t = 0.05)]
+        alpha: f64,
+        /// Exit 1 when anything regressed significantly (for CI gates).
+        #[arg(long)]
+        fail_on_regression: bool,
+    },
     /// Run again the runs of an execution that ended in error (a crash, a timeout, a
     /// judge with no verdict), as new runs linked to them; passed and failed runs are
     /// not retried.
@@ -149,6 +167,37 @@ pub(super) fn runs(args: RunsArgs) -> Result<ExitCode, String> {
         RunsCommand::Retry { execution } => {
             let execution = execution_id(db.as_mut(), execution.as_deref())?;
             return retry(db, execution);
+        }
+        RunsCommand::Compare {
+            before,
+            after,
+            format,
+            alpha,
+            fail_on_regression,
+        } => {
+            if !(alpha > 0.0 && alpha < 1.0) {
+                return Err(format!(
+                    "--alpha {alpha}: expected a level between 0 and 1, like 0.05"
+                ));
+            }
+            let mut stored = |given: &str| -> Result<crate::record::store::Stored, String> {
+                let id = execution_id(db.as_mut(), Some(given))?.unwrap_or_default();
+                db.stored(Some(id)).map_err(failed)?.ok_or_else(|| {
+                    format!("no execution {given} in {address}; agentest runs list shows them")
+                })
+            };
+            let (a, b) = (stored(&before)?, stored(&after)?);
+            let comparison = crate::check::compare::compare(&a.cases, &b.cases, alpha);
+            let text = match format.as_str() {
+                "json" => {
+                    serde_json::to_string_pretty(&comparison).map_err(|e| e.to_string())? + "\n"
+                }
+                _ => compare_text(&comparison, a.execution, b.execution),
+            };
+            let _ = std::io::Write::write_all(&mut out, text.as_bytes());
+            if fail_on_regression && comparison.regressed() {
+                return Ok(ExitCode::from(1));
+            }
         }
         RunsCommand::Delete {
             id,
@@ -397,6 +446,96 @@ fn show_text(r: &RunRow, record: Option<&str>) -> String {
         None => {
             let _ = writeln!(s, "\n(no transcript: the run has not ended)");
         }
+    }
+    s
+}
+
+/// `runs compare` in Markdown: the whole's pass counts and test, then the cases by how
+/// they changed.
+fn compare_text(c: &crate::check::compare::Comparison, a: i64, b: i64) -> String {
+    use crate::check::compare::{Change, Counts};
+    use std::fmt::Write as _;
+    let counts = |n: Option<Counts>| {
+        n.map_or_else(String::new, |n| {
+            let total = n.passed + n.failed;
+            if total == 0 {
+                "no counted run".to_string()
+            } else {
+                format!(
+                    "{}/{total} passed ({:.1}%)",
+                    n.passed,
+                    f64::from(n.passed) * 100.0 / f64::from(total)
+                )
+            }
+        })
+    };
+    let status = |s: Option<crate::record::Status>| {
+        s.map_or_else(|| "—".to_string(), |s| s.label().to_lowercase())
+    };
+    let p = |p: Option<f64>| p.map_or_else(String::new, |p| format!("{p:.4}"));
+    let mut s = format!("# agentest runs compare {a} → {b}\n\n");
+    let verdict = match (c.p_value, c.regression) {
+        (Some(_), true) => format!("a significant drop: REGRESSION (α {})", c.alpha),
+        (Some(_), false) => format!("a drop within chance (α {})", c.alpha),
+        (None, _) => "no drop".to_string(),
+    };
+    let _ = writeln!(
+        s,
+        "Runs counted: {} → {}; Fisher p = {}: {verdict}\n",
+        counts(Some(c.before)),
+        counts(Some(c.after)),
+        if c.p_value.is_some() {
+            p(c.p_value)
+        } else {
+            "—".into()
+        },
+    );
+    type Keep<'a> = &'a dyn Fn(&crate::check::compare::CaseChange) -> bool;
+    let sections: [(&str, Keep<'_>); 6] = [
+        ("Regressions (significant drops)", &|x| x.regression),
+        ("Now failing", &|x| {
+            x.change == Change::NowFailing && !x.regression
+        }),
+        ("Now passing", &|x| x.change == Change::NowPassing),
+        ("Other changes", &|x| {
+            !x.regression
+                && (x.change == Change::Other || (x.change == Change::Same && x.p_value.is_some()))
+        }),
+        ("New cases", &|x| x.change == Change::New),
+        ("Removed cases", &|x| x.change == Change::Removed),
+    ];
+    let mut any = false;
+    for (title, keep) in sections {
+        let rows: Vec<_> = c.cases.iter().filter(|x| keep(x)).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        any = true;
+        let _ = writeln!(
+            s,
+            "## {title}\n\n| case | before | after | p |\n|---|---|---|---|"
+        );
+        for x in rows {
+            // A repeated case's counts beside its status; a lone run's status says it all.
+            let side = |st, n: Option<Counts>| match n {
+                Some(n) if n.passed + n.failed > 1 => {
+                    format!("{}, {}", status(st), counts(Some(n)))
+                }
+                _ => status(st),
+            };
+            let _ = writeln!(
+                s,
+                "| `{}` | {} | {} | {} |",
+                x.trial,
+                side(x.before, x.before_counts),
+                side(x.after, x.after_counts),
+                p(x.p_value)
+            );
+        }
+        s.push('\n');
+    }
+    if !any {
+        s.push_str("No case changed.\n");
     }
     s
 }

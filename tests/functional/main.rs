@@ -60,6 +60,7 @@ mod common;
 mod a2a;
 mod agent_faults;
 mod cli;
+mod compare;
 mod corpus;
 mod criteria;
 mod discovery;
@@ -192,6 +193,7 @@ fn main() {
     #[cfg(unix)]
     trials.extend(agent_faults::tests());
     trials.extend(cli::tests());
+    trials.extend(compare::tests());
     trials.extend(corpus::tests());
     trials.extend(criteria::tests());
     trials.extend(discovery::tests());
