@@ -317,6 +317,25 @@ fn an_undecided_judge_makes_the_case_inconclusive_in_every_report() {
         let xml = s.read("report.xml");
         assert!(xml.contains(junit), "{what}: {xml}");
         assert!(xml.contains("the reply is cut off mid-sentence"), "{xml}");
+        // Markdown and HTML give it its own status too.
+        for (out, parts) in [
+            ("report.md", &["1 inconclusive", "❔"][..]),
+            (
+                "report.html",
+                &[
+                    "data-filter-status=\"inconclusive\"",
+                    "Why it is inconclusive",
+                    "id=\"count-inconclusive\"",
+                ][..],
+            ),
+        ] {
+            let (code, _, err) = command(&s, &["report", "report.jsonl", "-o", out]);
+            assert_eq!(code, 0, "{err}");
+            let text = s.read(out);
+            for part in parts {
+                assert!(text.contains(part), "{out} lacks {part}: {text}");
+            }
+        }
         // The store keeps the status, and `--status inconclusive` finds it.
         let (code, out, err) = command(&s, &["runs", "list", "--status", "inconclusive"]);
         assert_eq!(code, 0, "{err}");
