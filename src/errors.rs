@@ -1907,6 +1907,13 @@ pub(crate) enum StoreError {
         supported: i64,
     },
     /// `--resume` of an execution that its own process is still running.
+    /// A store a reader (`agentest view`) would have to migrate, which it never does.
+    #[error("the run store {store} has schema version {found}, older than this agentest's ({supported}); `agentest store migrate` brings it up to date (a reader never writes to the store)")]
+    Older {
+        store: StoreAddress,
+        found: i64,
+        supported: i64,
+    },
     #[error("execution {execution} in the run store {store} is still being run by process {pid} on {host}; let it end (or stop it), then --resume")]
     StillRunning {
         store: StoreAddress,

@@ -19,6 +19,7 @@ mod rerun;
 mod runs;
 mod store;
 mod test;
+mod view;
 mod worker;
 
 /// Exit code for usage and config errors.
@@ -65,6 +66,9 @@ enum Command {
     /// Run one stored result again as it ran (its seed, offline from its cassette) and
     /// say whether its verdict holds: exit 0 when it does, 1 when it changed.
     Rerun(rerun::RerunArgs),
+    /// Serve the run store read only, on loopback: a JSON API under /api/ (executions,
+    /// an execution's runs, a run's record, a comparison).
+    View(view::ViewArgs),
     /// Measure how far a `[judges.NAME]` can be trusted on a labelled set: accuracy,
     /// Cohen's κ, flip rate across runs, the items it got wrong; kept in the run store
     /// for `[run] require_calibrated_judges`. Exit 1 when it falls short of its bar.
@@ -468,6 +472,7 @@ fn dispatch(command: Command) -> Result<ExitCode, String> {
         Command::Runs(args) => runs::runs(args),
         Command::Rerun(args) => rerun::rerun(args),
         Command::Calibrate(args) => calibrate::calibrate(args),
+        Command::View(args) => view::view(args),
         Command::Worker(args) => worker::worker(args),
         Command::Store(args) => store::store(args),
         Command::Scenario(ScenarioArgs {

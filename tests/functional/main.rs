@@ -98,6 +98,7 @@ mod tau2;
 mod traces;
 mod trial_names;
 mod verdicts;
+mod view;
 #[cfg(unix)]
 mod writes;
 mod yao_flags;
@@ -222,6 +223,7 @@ fn main() {
     trials.extend(llm::tests());
     trials.extend(machines::tests());
     trials.extend(verdicts::tests());
+    trials.extend(view::tests());
     trials.extend(parse_errors::tests());
     trials.extend(postgres::tests());
     trials.extend(readme::tests());

@@ -12,8 +12,8 @@ use crate::record::CaseReport;
 use crate::util::StoreAddress;
 
 use super::model::{
-    Claim, Decision, Doomed, ExecutionInfo, Filter, FlakyCase, FlakyRow, Planned, RepeatEnd,
-    Resumed, RunRow, Stored, StoredCalibration, StoredRepeat, Work,
+    Claim, Decision, Doomed, ExecutionInfo, ExecutionRow, Filter, FlakyCase, FlakyRow, Planned,
+    RepeatEnd, Resumed, RunRow, Stored, StoredCalibration, StoredRepeat, Work,
 };
 
 /// One write of the writer thread, applied with the others of its wave in one
@@ -274,6 +274,9 @@ pub(crate) trait Backend: Send {
     /// execution, for [`Backend::flaky`].
     fn verdicts(&mut self, last: usize) -> Result<Vec<FlakyRow>, DbError>;
 
+    /// The newest `limit` executions, newest first, with their runs counted by verdict.
+    fn executions(&mut self, limit: usize) -> Result<Vec<ExecutionRow>, DbError>;
+
     /// Keeps a judge's calibration, over the one of the same judge and fingerprint.
     fn save_calibration(&mut self, c: &StoredCalibration) -> Result<(), DbError>;
 
@@ -288,4 +291,45 @@ pub(crate) trait Backend: Send {
     fn flaky(&mut self, last: usize) -> Result<Vec<FlakyCase>, DbError> {
         Ok(super::row::flaky(self.verdicts(last)?))
     }
+}
+
+/// One row of an executions query: `(id, key, started_at, duration_ms, command, root,
+/// commit, verdict or status, count)`.
+pub(crate) type ExecutionCountRow = (
+    i64,
+    Option<String>,
+    String,
+    Option<i64>,
+    String,
+    String,
+    Option<String>,
+    String,
+    i64,
+);
+
+/// Executions from [`ExecutionCountRow`]s, newest first, each once.
+pub(crate) fn executions_of(rows: Vec<ExecutionCountRow>) -> Vec<ExecutionRow> {
+    let mut out: Vec<ExecutionRow> = Vec::new();
+    for (id, key, started_at, duration_ms, command, root, git_commit, verdict, n) in rows {
+        if out.last().is_none_or(|e| e.id != id) {
+            out.push(ExecutionRow {
+                id,
+                key,
+                started_at,
+                duration_ms,
+                command: serde_json::from_str(&command).unwrap_or_default(),
+                root,
+                git_commit,
+                counts: Default::default(),
+                total: 0,
+            });
+        }
+        if let Some(e) = out.last_mut() {
+            if n > 0 {
+                *e.counts.entry(verdict).or_default() += n as u64;
+                e.total += n as u64;
+            }
+        }
+    }
+    out
 }

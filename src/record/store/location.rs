@@ -26,6 +26,15 @@ pub(crate) fn open(address: &StoreAddress) -> Result<Box<dyn Backend>, StoreErro
     }
 }
 
+/// Opens the store at `address` to read only (`agentest view`): nothing is created,
+/// migrated or written.
+pub(crate) fn open_read_only(address: &StoreAddress) -> Result<Box<dyn Backend>, StoreError> {
+    match address {
+        StoreAddress::File(path) => Ok(Box::new(super::sqlite::open_read_only(path)?)),
+        StoreAddress::Postgres(url) => Ok(Box::new(super::postgres::open_read_only(url)?)),
+    }
+}
+
 /// The store's file name in its folder.
 pub(crate) const FILE: &str = "runs.db";
 

@@ -13,7 +13,7 @@ mod writer;
 
 pub(crate) use backend::{Backend, Settled};
 pub(crate) use export::evalstudio;
-pub(crate) use location::{location, open, version};
+pub(crate) use location::{location, open, open_read_only, version};
 pub(crate) use model::{
     Claim, Decision, Doomed, ExecutionInfo, Filter, FlakyCase, Planned, RepeatEnd, Resumed, RunRow,
     Stored, StoredCalibration, StoredRepeat, Work, LIFECYCLE, VERDICTS,

@@ -146,7 +146,7 @@ pub(crate) struct StoredCalibration {
 }
 
 /// One stored run, as `runs list` shows it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub(crate) struct RunRow {
     pub(crate) id: i64,
     pub(crate) execution: i64,
@@ -158,6 +158,24 @@ pub(crate) struct RunRow {
     pub(crate) reason: Option<String>,
     pub(crate) latency_ms: Option<i64>,
     pub(crate) retry_of: Option<i64>,
+}
+
+/// An execution as the viewer lists it: when and what it ran, and its runs by verdict.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub(crate) struct ExecutionRow {
+    pub(crate) id: i64,
+    /// Its key (a CI's run, `nextest:ID`), when it has one.
+    pub(crate) key: Option<String>,
+    pub(crate) started_at: String,
+    pub(crate) duration_ms: Option<i64>,
+    /// Its command line.
+    pub(crate) command: Vec<String>,
+    /// What it ran.
+    pub(crate) root: String,
+    pub(crate) git_commit: Option<String>,
+    /// Its runs by verdict (`queued` and the like for runs without one yet).
+    pub(crate) counts: std::collections::BTreeMap<String, u64>,
+    pub(crate) total: u64,
 }
 
 /// Which runs to list.

@@ -6,4 +6,4 @@ mod open;
 mod schema;
 mod store;
 
-pub(crate) use open::{open, version};
+pub(crate) use open::{open, open_read_only, version};

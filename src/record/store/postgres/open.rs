@@ -27,6 +27,40 @@ pub(crate) fn open(url: &DatabaseUrl) -> Result<Postgres, StoreError> {
     }
 }
 
+/// Opens the database at `url` to read only: every transaction of the session is read
+/// only, and nothing is migrated. A store at another schema version is refused with
+/// the fix.
+pub(crate) fn open_read_only(url: &DatabaseUrl) -> Result<Postgres, StoreError> {
+    let address = StoreAddress::Postgres(url.clone());
+    let found = version(url)?;
+    let supported = schema::VERSION;
+    if found > supported {
+        return Err(StoreError::Newer {
+            store: address,
+            found,
+            supported,
+        });
+    }
+    if found < supported {
+        return Err(StoreError::Older {
+            store: address,
+            found,
+            supported,
+        });
+    }
+    let mut client = super::connect::connect(url.expose()).map_err(|source| StoreError::Open {
+        store: address.clone(),
+        source: DbError::Connect(Box::new(source)),
+    })?;
+    client
+        .batch_execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+        .map_err(|source| StoreError::Open {
+            store: address.clone(),
+            source: DbError::Postgres(source),
+        })?;
+    Ok(Postgres::new(client, address))
+}
+
 /// The schema version of the database at `url` (0 before the first migration), read
 /// without changing it (`agentest store check`).
 pub(crate) fn version(url: &DatabaseUrl) -> Result<i64, StoreError> {

@@ -5,5 +5,5 @@ mod open;
 pub(super) mod schema;
 mod store;
 
-pub(crate) use open::{open, version};
+pub(crate) use open::{open, open_read_only, version};
 pub(crate) use schema::VERSION;

@@ -104,6 +104,41 @@ fn is_busy(e: &rusqlite::Error) -> bool {
     )
 }
 
+/// Opens the store at `path` to read only: never created, migrated or written (not
+/// even switched to WAL). A store at another schema version is refused with the fix.
+pub(crate) fn open_read_only(path: &Path) -> Result<Sqlite, StoreError> {
+    let store = StoreAddress::File(path.to_path_buf());
+    let fail = |source| StoreError::Open {
+        store: store.clone(),
+        source: DbError::Sqlite { source, os: None },
+    };
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(fail)?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
+    let found: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(fail)?;
+    let supported = schema::VERSION;
+    if found > supported {
+        return Err(StoreError::Newer {
+            store,
+            found,
+            supported,
+        });
+    }
+    if found < supported {
+        return Err(StoreError::Older {
+            store,
+            found,
+            supported,
+        });
+    }
+    Ok(Sqlite::new(conn, path))
+}
+
 fn open_once(path: &Path) -> Result<Connection, StoreError> {
     let fail = |source| StoreError::Open {
         store: StoreAddress::File(path.to_path_buf()),

@@ -11,8 +11,8 @@ use crate::errors::{DbError, StoreError};
 use crate::record::rfc3339;
 use crate::record::store::backend::{known_form, Answer, Backend, ExecutionOwner, Write};
 use crate::record::store::model::{
-    Claim, Decision, Doomed, ExecutionInfo, Filter, FilterValue, FlakyRow, Planned, RepeatEnd,
-    Resumed, RunRow, Stored, StoredCalibration, StoredRepeat, StoredRun, Work,
+    Claim, Decision, Doomed, ExecutionInfo, ExecutionRow, Filter, FilterValue, FlakyRow, Planned,
+    RepeatEnd, Resumed, RunRow, Stored, StoredCalibration, StoredRepeat, StoredRun, Work,
 };
 use crate::record::store::row::{self, Owner, RunEnd};
 use crate::util::StoreAddress;
@@ -451,6 +451,37 @@ impl Backend for Sqlite {
 
     fn execution_root(&mut self, id: Option<i64>) -> Result<Option<(i64, String)>, DbError> {
         execution_root(&self.conn, id).map_err(|e| self.db(e))
+    }
+
+    fn executions(&mut self, limit: usize) -> Result<Vec<ExecutionRow>, DbError> {
+        let rows = self
+            .conn
+            .prepare(
+                "SELECT e.id, e.execution_key, e.started_at, e.duration_ms, e.command, e.root, e.git_commit,
+        COALESCE(r.verdict, r.status, ''), COUNT(r.id)
+ FROM executions e LEFT JOIN runs r ON r.execution_id = e.id
+ WHERE e.id IN (SELECT id FROM executions ORDER BY id DESC LIMIT ?1)
+ GROUP BY e.id, COALESCE(r.verdict, r.status, '')
+ ORDER BY e.id DESC",
+            )
+            .and_then(|mut q| {
+                q.query_map([limit as i64], |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                        r.get(6)?,
+                        r.get(7)?,
+                        r.get(8)?,
+                    ))
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(|e| self.db(e))?;
+        Ok(crate::record::store::backend::executions_of(rows))
     }
 
     fn save_calibration(&mut self, c: &StoredCalibration) -> Result<(), DbError> {

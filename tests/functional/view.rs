@@ -1,0 +1,225 @@
+//! `agentest view`'s JSON API, against the real binary serving a run store filled by
+//! two real runs: every endpoint, the token, the refusal of a non-loopback address
+//! without one, and a store left unwritten.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{json, Value};
+
+use crate::common::{clean, Scratch, BIN};
+
+pub fn tests() -> Vec<libtest_mimic::Trial> {
+    crate::trials![
+        every_api_endpoint_answers_from_the_store_and_writes_nothing,
+        a_token_guards_every_request,
+        a_non_loopback_address_needs_a_token,
+        the_viewer_reads_a_postgres_store_read_only(needs crate::common::postgres),
+    ]
+}
+
+/// Answers "pass: ..." or "fail: ...", as `mode.txt` says.
+const AGENT: &str = r#"import json, sys
+for line in sys.stdin:
+    if not line.strip():
+        continue
+    req = json.loads(line)
+    mode = open("mode.txt").read().strip()
+    print(json.dumps({"content": mode + ": You said " + (req.get("input") or "")}), flush=True)
+"#;
+
+/// A store with two executions of one suite: all passing, then all failing.
+fn filled() -> Scratch {
+    filled_at(None)
+}
+
+/// [`filled`], in the store at `url` (a PostgreSQL database) instead of a file.
+fn filled_at(url: Option<&str>) -> Scratch {
+    let s = Scratch::named("view", "store");
+    s.write("agent.py", AGENT);
+    s.write(
+        "agentest.toml",
+        "[agent]\ntype = \"process\"\ncommand = [\"python3\", \"agent.py\"]\n",
+    );
+    let case = |id: &str| json!({"id": id, "input": "hi", "assert": {"type": "contains", "value": "pass:"}});
+    s.write("suites/s.jsonl", &format!("{}\n{}\n", case("a"), case("b")));
+    for (mode, code) in [("pass", 0), ("fail", 1)] {
+        s.write("mode.txt", mode);
+        let out = clean(Command::new(BIN))
+            .current_dir(s.path())
+            .args(["test", "-i", "suites"])
+            .env(
+                "AGENTEST_STORE",
+                url.map_or_else(|| s.join("runs.db").display().to_string(), str::to_string),
+            )
+            .output()
+            .expect("run agentest");
+        assert_eq!(out.status.code(), Some(code), "{out:?}");
+    }
+    s
+}
+
+/// `agentest view ARGS` on the scratch store, and the URL it printed.
+struct Viewer {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Viewer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn view(s: &Scratch, args: &[&str]) -> Viewer {
+    view_of(s, &s.join("runs.db").display().to_string(), args)
+}
+
+fn view_of(s: &Scratch, store: &str, args: &[&str]) -> Viewer {
+    let mut child = clean(Command::new(BIN))
+        .current_dir(s.path())
+        .arg("view")
+        .args(args)
+        .env("AGENTEST_STORE", store)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start agentest view");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("the URL");
+    assert!(line.starts_with("http://127.0.0.1:"), "{line}");
+    Viewer {
+        child,
+        url: line.trim().to_string(),
+    }
+}
+
+/// A request: its status and JSON body.
+fn request(v: &Viewer, method: &str, path: &str, auth: Option<&str>) -> (u16, Value) {
+    let host = v.url.trim_start_matches("http://").trim_end_matches('/');
+    let mut stream = TcpStream::connect(host).expect("connect");
+    let auth = auth.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\n{auth}Connection: close\r\nContent-Length: 0\r\n\r\n"
+    )
+    .expect("send");
+    let mut text = String::new();
+    stream.read_to_string(&mut text).expect("read");
+    let status = text[9..12].parse().expect("a status");
+    let body = text.split("\r\n\r\n").nth(1).unwrap_or_default();
+    (status, serde_json::from_str(body).unwrap_or(Value::Null))
+}
+
+fn every_api_endpoint_answers_from_the_store_and_writes_nothing() {
+    let s = filled();
+    let before = std::fs::read(s.join("runs.db")).expect("the store");
+    let v = view(&s, &[]);
+    let (code, list) = request(&v, "GET", "/api/executions", None);
+    assert_eq!(code, 200, "{list}");
+    let list = list.as_array().expect("executions");
+    assert_eq!(list.len(), 2);
+    assert_eq!(list[0]["id"], 2, "newest first");
+    assert_eq!(list[0]["counts"], json!({"failed": 2}));
+    assert_eq!(list[1]["counts"], json!({"passed": 2}));
+    assert_eq!(list[0]["total"], 2);
+    assert_eq!(list[0]["command"][1], "test");
+    let (_, limited) = request(&v, "GET", "/api/executions?limit=1", None);
+    assert_eq!(limited.as_array().map(Vec::len), Some(1));
+    let (code, one) = request(&v, "GET", "/api/executions/2", None);
+    assert_eq!(code, 200);
+    let runs = one["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 2);
+    assert!(runs.iter().all(|r| r["verdict"] == "failed"), "{one}");
+    let id = runs[0]["id"].as_i64().expect("an id");
+    let (code, run) = request(&v, "GET", &format!("/api/runs/{id}"), None);
+    assert_eq!(code, 200);
+    assert_eq!(run["record"]["status"], "failed", "{run}");
+    assert_eq!(run["record"]["turns"][0]["output"], "fail: You said hi");
+    let (code, cmp) = request(&v, "GET", "/api/compare?before=1&after=2", None);
+    assert_eq!(code, 200);
+    assert_eq!(cmp["before"], json!({"passed": 2, "failed": 0}));
+    assert_eq!(cmp["after"], json!({"passed": 0, "failed": 2}));
+    // 2/2 then 0/2: P(X <= 0) = C(2,0) C(2,2) / C(4,2) = 1/6.
+    assert!(
+        (cmp["p_value"].as_f64().unwrap() - 1.0 / 6.0).abs() < 1e-12,
+        "{cmp}"
+    );
+    for (method, path, want) in [
+        ("GET", "/api/runs/999", 404),
+        ("GET", "/api/runs/x", 400),
+        ("GET", "/api/compare?before=1", 400),
+        ("GET", "/nothing", 404),
+        ("POST", "/api/executions", 405),
+        ("DELETE", "/api/runs/1", 405),
+    ] {
+        let (code, body) = request(&v, method, path, None);
+        assert_eq!(code, want, "{method} {path}: {body}");
+        assert!(body["error"].is_string(), "{body}");
+    }
+    drop(v);
+    let after = std::fs::read(s.join("runs.db")).expect("the store");
+    assert!(before == after, "the viewer wrote to the store");
+}
+
+fn a_token_guards_every_request() {
+    let s = filled();
+    let v = view(&s, &["--token", "s3cret-view"]);
+    let (code, body) = request(&v, "GET", "/api/executions", None);
+    assert_eq!(code, 401, "{body}");
+    let (code, _) = request(&v, "GET", "/api/executions", Some("wrong"));
+    assert_eq!(code, 401);
+    let (code, _) = request(&v, "GET", "/api/executions", Some("s3cret-view"));
+    assert_eq!(code, 200);
+    let (code, _) = request(&v, "GET", "/api/executions?token=s3cret-view", None);
+    assert_eq!(code, 200);
+}
+
+fn a_non_loopback_address_needs_a_token() {
+    let s = filled();
+    let out = clean(Command::new(BIN))
+        .current_dir(s.path())
+        .args(["view", "--listen", "0.0.0.0:0"])
+        .env("AGENTEST_STORE", s.join("runs.db"))
+        .output()
+        .expect("run agentest view");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--listen 0.0.0.0:0 is not a loopback address") && err.contains("--token"),
+        "{err}"
+    );
+    let out = clean(Command::new(BIN))
+        .current_dir(s.path())
+        .args(["view", "--store", "missing.db"])
+        .output()
+        .expect("run agentest view");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no run store at missing.db"),
+        "{out:?}"
+    );
+}
+
+/// The same API over a PostgreSQL store, whose session the viewer makes read only.
+fn the_viewer_reads_a_postgres_store_read_only() -> crate::common::Needs {
+    let db = crate::common::fresh_postgres()?;
+    let s = filled_at(Some(db.url()));
+    let v = view_of(&s, db.url(), &[]);
+    let (code, list) = request(&v, "GET", "/api/executions", None);
+    assert_eq!(code, 200, "{list}");
+    let list = list.as_array().expect("executions");
+    assert_eq!(list.len(), 2);
+    assert_eq!(list[0]["counts"], json!({"failed": 2}));
+    let (code, cmp) = request(&v, "GET", "/api/compare?before=1&after=2", None);
+    assert_eq!(code, 200, "{cmp}");
+    assert!(
+        (cmp["p_value"].as_f64().unwrap() - 1.0 / 6.0).abs() < 1e-12,
+        "{cmp}"
+    );
+    Ok(())
+}
