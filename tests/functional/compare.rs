@@ -12,16 +12,6 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![two_executions_are_compared_and_only_a_significant_drop_regresses]
 }
 
-/// Answers "pass: You said X" or "fail: You said X", as `mode.txt` says.
-const AGENT: &str = r#"import json, sys
-for line in sys.stdin:
-    if not line.strip():
-        continue
-    req = json.loads(line)
-    mode = open("mode.txt").read().strip()
-    print(json.dumps({"content": mode + ": You said " + (req.get("input") or "")}), flush=True)
-"#;
-
 fn run(s: &Scratch, args: &[&str]) -> (i32, String, String) {
     let out = clean(Command::new(BIN))
         .current_dir(s.path())
@@ -68,7 +58,7 @@ fn counts(v: &Value) -> (u128, u128) {
 /// an execution with itself finds nothing.
 fn two_executions_are_compared_and_only_a_significant_drop_regresses() {
     let s = Scratch::named("compare", "two");
-    s.write("agent.py", AGENT);
+    s.write("agent.py", crate::common::MODE_AGENT);
     s.write(
         "agentest.toml",
         "[agent]\ntype = \"process\"\ncommand = [\"python3\", \"agent.py\"]\n",

@@ -19,16 +19,6 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
     ]
 }
 
-/// Answers "pass: ..." or "fail: ...", as `mode.txt` says.
-const AGENT: &str = r#"import json, sys
-for line in sys.stdin:
-    if not line.strip():
-        continue
-    req = json.loads(line)
-    mode = open("mode.txt").read().strip()
-    print(json.dumps({"content": mode + ": You said " + (req.get("input") or "")}), flush=True)
-"#;
-
 /// A store with two executions of one suite: all passing, then all failing.
 fn filled() -> Scratch {
     filled_at(None)
@@ -37,7 +27,7 @@ fn filled() -> Scratch {
 /// [`filled`], in the store at `url` (a PostgreSQL database) instead of a file.
 fn filled_at(url: Option<&str>) -> Scratch {
     let s = Scratch::named("view", "store");
-    s.write("agent.py", AGENT);
+    s.write("agent.py", crate::common::MODE_AGENT);
     s.write(
         "agentest.toml",
         "[agent]\ntype = \"process\"\ncommand = [\"python3\", \"agent.py\"]\n",

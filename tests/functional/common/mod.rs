@@ -271,6 +271,17 @@ fn launched_python_dir(path: &std::ffi::OsStr) -> Option<PathBuf> {
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_agentest");
 
+/// A process agent that answers "pass: You said X" or "fail: You said X", as the file
+/// `mode.txt` in its folder says: two runs of one suite that differ as a test wants.
+pub const MODE_AGENT: &str = r#"import json, sys
+for line in sys.stdin:
+    if not line.strip():
+        continue
+    req = json.loads(line)
+    mode = open("mode.txt").read().strip()
+    print(json.dumps({"content": mode + ": You said " + (req.get("input") or "")}), flush=True)
+"#;
+
 /// The target directory this test binary was built in: crates built by the tests
 /// (the demo fixture, the README's crate) share it, and so every dependency already
 /// compiled. Cargo does not hold its lock while tests run.
