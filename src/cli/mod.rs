@@ -20,6 +20,7 @@ mod runs;
 mod store;
 mod test;
 mod view;
+mod view_pages;
 mod worker;
 
 /// Exit code for usage and config errors.
@@ -66,8 +67,8 @@ enum Command {
     /// Run one stored result again as it ran (its seed, offline from its cassette) and
     /// say whether its verdict holds: exit 0 when it does, 1 when it changed.
     Rerun(rerun::RerunArgs),
-    /// Serve the run store read only, on loopback: a JSON API under /api/ (executions,
-    /// an execution's runs, a run's record, a comparison).
+    /// Serve the run store read only, on loopback: pages of executions, runs, cases,
+    /// reports and comparisons, and a JSON API under /api/.
     View(view::ViewArgs),
     /// Measure how far a `[judges.NAME]` can be trusted on a labelled set: accuracy,
     /// Cohen's κ, flip rate across runs, the items it got wrong; kept in the run store

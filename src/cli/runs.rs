@@ -140,6 +140,7 @@ pub(super) fn runs(args: RunsArgs) -> Result<ExitCode, String> {
                 suite,
                 execution: execution_id(db.as_mut(), execution.as_deref())?,
                 blame,
+                trial: None,
                 limit,
             };
             let rows = db.list(&filter).map_err(failed)?;

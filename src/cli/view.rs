@@ -6,6 +6,9 @@
 //! request must then carry (`Authorization: Bearer TOKEN`, or `?token=TOKEN` for a
 //! browser's first page).
 //!
+//! Its pages ([`super::view_pages`]): `/`, `/executions/ID`, `/cases/TRIAL`, `/runs/ID`
+//! (the HTML report of the run's record), `/compare?before=A&after=B`.
+//!
 //! The JSON API, under `/api/`:
 //! - `GET /api/executions?limit=N`: the newest executions, runs counted by verdict;
 //! - `GET /api/executions/ID`: an execution's runs;
@@ -222,12 +225,189 @@ fn route(state: &State, path: &str, query: &str) -> Response<Full<Bytes>> {
                 Ok(json!(crate::check::compare::compare(&x, &y, 0.05)))
             })
         }
-        _ => Err((StatusCode::NOT_FOUND, format!("nothing at {path}"))),
+        ["api", ..] => Err((StatusCode::NOT_FOUND, format!("nothing at {path}"))),
+        _ => return page(db, &parts, query),
     };
     match result {
         Ok(v) => json_response(StatusCode::OK, &v),
         Err((status, message)) => json_response(status, &json!({"error": message})),
     }
+}
+
+/// The HTML pages: the executions, an execution's runs, a case's runs, a run's report,
+/// a comparison.
+fn page(db: &mut dyn Backend, parts: &[&str], query: &str) -> Response<Full<Bytes>> {
+    use super::view_pages as pages;
+    let fail = |status: StatusCode, message: String| {
+        html_response(
+            status,
+            pages::page(
+                "Not here",
+                &format!("<p>{}</p>", crate::record::format::html::esc(&message)),
+            ),
+        )
+    };
+    let runs_of = |db: &mut dyn Backend, filter: Filter| db.list(&filter);
+    match parts {
+        [""] => match db.executions(100) {
+            Ok(rows) => {
+                let lines: Vec<pages::ExecutionLine<'_>> = rows
+                    .iter()
+                    .map(|e| pages::ExecutionLine {
+                        id: e.id,
+                        started_at: &e.started_at,
+                        duration_ms: e.duration_ms,
+                        command: e.command.join(" "),
+                        git_commit: e.git_commit.as_deref(),
+                        counts: &e.counts,
+                        total: e.total,
+                    })
+                    .collect();
+                html_response(StatusCode::OK, pages::executions(&lines))
+            }
+            Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        },
+        ["executions", id] | ["cases", id] => {
+            let by_case = parts[0] == "cases";
+            let filter = if by_case {
+                let trial = percent_decoded(id);
+                Filter {
+                    trial: Some(trial),
+                    limit: 1_000,
+                    ..Filter::default()
+                }
+            } else {
+                match id.parse::<i64>() {
+                    Ok(e) => Filter {
+                        execution: Some(e),
+                        limit: 100_000,
+                        ..Filter::default()
+                    },
+                    Err(_) => {
+                        return fail(
+                            StatusCode::BAD_REQUEST,
+                            format!("`{id}` is not an execution id"),
+                        )
+                    }
+                }
+            };
+            let title = match (&filter.trial, filter.execution) {
+                (Some(t), _) => format!("Case {t}"),
+                (_, Some(e)) => format!("Execution {e}"),
+                _ => String::new(),
+            };
+            match runs_of(db, filter) {
+                Ok(rows) => {
+                    let lines: Vec<pages::RunLine<'_>> = rows
+                        .iter()
+                        .map(|r| pages::RunLine {
+                            id: r.id,
+                            execution: r.execution,
+                            trial: &r.trial,
+                            verdict: r.verdict.as_deref().unwrap_or(&r.status),
+                            started_at: r.started_at.as_deref().unwrap_or(""),
+                            latency_ms: r.latency_ms,
+                            reason: r.reason.as_deref().unwrap_or(""),
+                        })
+                        .collect();
+                    html_response(StatusCode::OK, pages::runs(&title, &lines, by_case))
+                }
+                Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+            }
+        }
+        ["runs", id] => {
+            let Ok(id) = id.parse::<i64>() else {
+                return fail(StatusCode::BAD_REQUEST, format!("`{id}` is not a run id"));
+            };
+            match db.show(id) {
+                Ok(Some((row, Some(record)))) => {
+                    match serde_json::from_str::<crate::record::CaseReport>(&record) {
+                        Ok(case) => {
+                            let mut run = crate::record::RunInfo::new(
+                                "(from the run store)",
+                                format!("run {id} of execution {}", row.execution),
+                                vec!["agentest".into(), "rerun".into(), id.to_string()],
+                            );
+                            run.duration_ms = case.duration_ms;
+                            let mut summary = crate::record::Summary::default();
+                            summary.add(&case);
+                            html_response(
+                                StatusCode::OK,
+                                crate::record::format::html::render(&run, &summary, &[case]),
+                            )
+                        }
+                        Err(e) => fail(
+                            StatusCode::INTERNAL_SERVER_ERROR,
+                            format!("run {id}'s record cannot be read: {e}"),
+                        ),
+                    }
+                }
+                Ok(Some((_, None))) => fail(
+                    StatusCode::NOT_FOUND,
+                    format!("run {id} has no record yet (it has not ended)"),
+                ),
+                Ok(None) => fail(StatusCode::NOT_FOUND, format!("no run {id}")),
+                Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+            }
+        }
+        ["compare"] => {
+            let id = |k: &str| query_param(query, k).and_then(|v| v.trim().parse::<i64>().ok());
+            let (Some(a), Some(b)) = (id("before"), id("after")) else {
+                return fail(
+                    StatusCode::BAD_REQUEST,
+                    "give two execution ids, `before` and `after`".into(),
+                );
+            };
+            let stored =
+                |db: &mut dyn Backend, e: i64| db.stored(Some(e)).ok().flatten().map(|s| s.cases);
+            match (stored(db, a), stored(db, b)) {
+                (Some(x), Some(y)) => {
+                    let c = crate::check::compare::compare(&x, &y, 0.05);
+                    html_response(StatusCode::OK, pages::comparison(&c, a, b))
+                }
+                _ => fail(StatusCode::NOT_FOUND, format!("no execution {a} or {b}")),
+            }
+        }
+        _ => fail(
+            StatusCode::NOT_FOUND,
+            format!("nothing at /{}", parts.join("/")),
+        ),
+    }
+}
+
+/// A URL path segment with its `%HH` escapes decoded.
+fn percent_decoded(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied().and_then(hex),
+            bytes.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn html_response(status: StatusCode, body: String) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    response
 }
 
 fn json_response(status: StatusCode, body: &Value) -> Response<Full<Bytes>> {

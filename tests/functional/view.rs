@@ -16,6 +16,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         a_token_guards_every_request,
         a_non_loopback_address_needs_a_token,
         the_viewer_reads_a_postgres_store_read_only(needs crate::common::postgres),
+        the_pages_show_executions_runs_cases_reports_and_a_comparison,
     ]
 }
 
@@ -90,6 +91,12 @@ fn view_of(s: &Scratch, store: &str, args: &[&str]) -> Viewer {
 
 /// A request: its status and JSON body.
 fn request(v: &Viewer, method: &str, path: &str, auth: Option<&str>) -> (u16, Value) {
+    let (status, body) = raw(v, method, path, auth);
+    (status, serde_json::from_str(&body).unwrap_or(Value::Null))
+}
+
+/// A request: its status and body as text.
+fn raw(v: &Viewer, method: &str, path: &str, auth: Option<&str>) -> (u16, String) {
     let host = v.url.trim_start_matches("http://").trim_end_matches('/');
     let mut stream = TcpStream::connect(host).expect("connect");
     let auth = auth.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
@@ -101,8 +108,8 @@ fn request(v: &Viewer, method: &str, path: &str, auth: Option<&str>) -> (u16, Va
     let mut text = String::new();
     stream.read_to_string(&mut text).expect("read");
     let status = text[9..12].parse().expect("a status");
-    let body = text.split("\r\n\r\n").nth(1).unwrap_or_default();
-    (status, serde_json::from_str(body).unwrap_or(Value::Null))
+    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    (status, body.to_string())
 }
 
 fn every_api_endpoint_answers_from_the_store_and_writes_nothing() {
@@ -143,7 +150,7 @@ fn every_api_endpoint_answers_from_the_store_and_writes_nothing() {
         ("GET", "/api/runs/999", 404),
         ("GET", "/api/runs/x", 400),
         ("GET", "/api/compare?before=1", 400),
-        ("GET", "/nothing", 404),
+        ("GET", "/api/nothing", 404),
         ("POST", "/api/executions", 405),
         ("DELETE", "/api/runs/1", 405),
     ] {
@@ -212,4 +219,57 @@ fn the_viewer_reads_a_postgres_store_read_only() -> crate::common::Needs {
         "{cmp}"
     );
     Ok(())
+}
+
+/// The pages, readable without JavaScript: the executions with their counts, an
+/// execution's runs linking to each case, a case's runs across executions, a run as
+/// the HTML report of its record, and a comparison.
+fn the_pages_show_executions_runs_cases_reports_and_a_comparison() {
+    let s = filled();
+    let v = view(&s, &[]);
+    let get = |path: &str| {
+        let (code, body) = raw(&v, "GET", path, None);
+        assert_eq!(code, 200, "{path}: {body}");
+        assert!(body.starts_with("<!DOCTYPE html>"), "{path}: {body}");
+        body
+    };
+    let home = get("/");
+    assert!(home.contains("<a href=\"/executions/2\">2</a>"), "{home}");
+    assert!(home.contains("<td class=\"failed\">2</td>"), "{home}");
+    assert!(home.contains("<form action=\"/compare\""), "{home}");
+    let exec = get("/executions/2");
+    assert!(exec.contains("<h1>Execution 2</h1>"), "{exec}");
+    assert!(
+        exec.contains("<a href=\"/cases/s%3A%3Aa\">s::a</a>"),
+        "{exec}"
+    );
+    let case = get("/cases/s%3A%3Aa");
+    assert!(case.contains("<h1>Case s::a</h1>"), "{case}");
+    assert!(
+        case.contains("<a href=\"/executions/1\">1</a>")
+            && case.contains("<a href=\"/executions/2\">2</a>"),
+        "{case}"
+    );
+    let run = exec
+        .split("<a href=\"/runs/")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .expect("a run's link")
+        .to_string();
+    let report = get(&format!("/runs/{run}"));
+    assert!(report.contains("fail: You said hi"), "{report}");
+    assert!(
+        report.contains("agentest rerun"),
+        "the command to run it again: {report}"
+    );
+    let cmp = get("/compare?before=1&after=2");
+    assert!(
+        cmp.contains(
+            "Runs counted: 2/2 passed → 0/2 passed; a drop within chance: Fisher p = 0.1667"
+        ),
+        "{cmp}"
+    );
+    let (code, missing) = raw(&v, "GET", "/runs/999", None);
+    assert_eq!(code, 404);
+    assert!(missing.contains("no run 999"), "{missing}");
 }

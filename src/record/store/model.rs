@@ -189,6 +189,8 @@ pub(crate) struct Filter {
     pub(crate) execution: Option<i64>,
     /// Whose fault (`agent`, `simulator`, `judge`, `infrastructure`).
     pub(crate) blame: Option<String>,
+    /// One trial's runs.
+    pub(crate) trial: Option<String>,
     pub(crate) limit: usize,
 }
 
@@ -239,6 +241,10 @@ impl Filter {
         if let Some(b) = &self.blame {
             let p = next(FilterValue::Text(b.clone()), &mut values);
             clauses.push(format!("blame = {p}"));
+        }
+        if let Some(t) = &self.trial {
+            let p = next(FilterValue::Text(t.clone()), &mut values);
+            clauses.push(format!("trial = {p}"));
         }
         let clause = match clauses.is_empty() {
             true => String::new(),
@@ -345,6 +351,7 @@ mod tests {
             suite: Some("a_b%".into()),
             execution: Some(7),
             blame: Some("simulator".into()),
+            trial: None,
             limit: 5,
         };
         let (clause, values) = f.where_clause(|n| format!("${n}"));

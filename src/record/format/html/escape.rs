@@ -4,7 +4,7 @@ use crate::record::format::common::clean;
 
 /// HTML-escaped text (for element content and double- or single-quoted attributes),
 /// cleaned of ANSI escapes and control characters.
-pub(super) fn esc(raw: &str) -> String {
+pub(crate) fn esc(raw: &str) -> String {
     let mut out = String::with_capacity(raw.len() + 16);
     for c in clean(raw).chars() {
         match c {

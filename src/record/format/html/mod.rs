@@ -3,9 +3,9 @@
 //! conversation as chat bubbles.
 
 mod escape;
+pub(crate) use escape::esc;
 mod transcript;
 
-use escape::esc;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 use transcript::case_detail;
