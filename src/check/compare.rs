@@ -160,6 +160,54 @@ pub(crate) fn compare(before: &[CaseReport], after: &[CaseReport], alpha: f64) -
     }
 }
 
+/// A case's runs across executions, summed up: how often it passed, the 95 % Wilson
+/// interval of its pass rate, and the first execution whose verdict differed from the
+/// one before (since when it is flaky).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct History {
+    pub(crate) passed: u32,
+    pub(crate) failed: u32,
+    pub(crate) pass_rate: Option<f64>,
+    pub(crate) wilson: Option<[f64; 2]>,
+    pub(crate) changed_at: Option<i64>,
+}
+
+/// The history of runs given oldest first, each `(execution, verdict)`. Verdicts other
+/// than passed, failed and timeout count neither way.
+pub(crate) fn history(runs: &[(i64, &str)]) -> History {
+    let mut h = History {
+        passed: 0,
+        failed: 0,
+        pass_rate: None,
+        wilson: None,
+        changed_at: None,
+    };
+    let mut last: Option<bool> = None;
+    for (execution, verdict) in runs {
+        let passed = match *verdict {
+            "passed" => true,
+            "failed" | "timeout" => false,
+            _ => continue,
+        };
+        if passed {
+            h.passed += 1;
+        } else {
+            h.failed += 1;
+        }
+        if last.is_some_and(|l| l != passed) && h.changed_at.is_none() {
+            h.changed_at = Some(*execution);
+        }
+        last = Some(passed);
+    }
+    let n = h.passed + h.failed;
+    if n > 0 {
+        h.pass_rate = Some(f64::from(h.passed) / f64::from(n));
+        let (lo, hi) = crate::check::gate::wilson(h.passed, n, 0.95);
+        h.wilson = Some([lo, hi]);
+    }
+    h
+}
+
 /// Fisher's exact test, one-sided, when `after`'s pass rate is below `before`'s: the
 /// probability, with the four margins fixed, of `after` passing as few times as it did
 /// or fewer. `None` when the rate did not drop (or either has no counted run).
@@ -201,6 +249,31 @@ mod tests {
 
     fn c(passed: u32, failed: u32) -> Counts {
         Counts { passed, failed }
+    }
+
+    #[test]
+    fn a_history_counts_passes_and_finds_the_first_change() {
+        let h = history(&[
+            (1, "passed"),
+            (2, "skipped"),
+            (3, "passed"),
+            (4, "failed"),
+            (5, "passed"),
+        ]);
+        assert_eq!((h.passed, h.failed), (3, 1));
+        assert_eq!(h.pass_rate, Some(0.75));
+        assert_eq!(h.changed_at, Some(4));
+        let [lo, hi] = h.wilson.unwrap();
+        // Wilson 95 % for 3 of 4: centre (3 + 1.92) / 7.84, half width 1.96/7.84 * sqrt(0.75 + 0.96).
+        let z: f64 = 1.959_963_984_540_054;
+        let (n, p) = (4.0_f64, 0.75_f64);
+        let centre = (p + z * z / (2.0 * n)) / (1.0 + z * z / n);
+        let half = z / (1.0 + z * z / n) * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt();
+        assert!(
+            (lo - (centre - half)).abs() < 1e-9 && (hi - (centre + half)).abs() < 1e-9,
+            "{lo} {hi}"
+        );
+        assert_eq!(history(&[(1, "error")]).pass_rate, None);
     }
 
     #[test]

@@ -13,6 +13,8 @@
 //! - `GET /api/executions?limit=N`: the newest executions, runs counted by verdict;
 //! - `GET /api/executions/ID`: an execution's runs;
 //! - `GET /api/runs/ID`: a run, with its whole record;
+//! - `GET /api/cases/TRIAL`: a case's runs, oldest first, and its history (pass rate,
+//!   Wilson interval, the first execution whose verdict changed);
 //! - `GET /api/compare?before=A&after=B`: two executions compared (`runs compare`).
 
 use std::convert::Infallible;
@@ -205,6 +207,28 @@ fn route(state: &State, path: &str, query: &str) -> Response<Full<Bytes>> {
                 Ok(None) => Err((StatusCode::NOT_FOUND, format!("no run {id}"))),
                 Err(e) => Err((StatusCode::INTERNAL_SERVER_ERROR, e.to_string())),
             }),
+        ["api", "cases", trial] => {
+            let trial = percent_decoded(trial);
+            let filter = Filter {
+                trial: Some(trial.clone()),
+                limit: 1_000,
+                ..Filter::default()
+            };
+            db.list(&filter)
+                .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
+                .and_then(|mut runs| {
+                    if runs.is_empty() {
+                        return Err((StatusCode::NOT_FOUND, format!("no run of {trial}")));
+                    }
+                    runs.reverse();
+                    let verdicts: Vec<(i64, &str)> = runs
+                        .iter()
+                        .map(|r| (r.execution, r.verdict.as_deref().unwrap_or(&r.status)))
+                        .collect();
+                    let history = crate::check::compare::history(&verdicts);
+                    Ok(json!({"trial": trial, "history": history, "runs": runs}))
+                })
+        }
         ["api", "compare"] => {
             let id = |k: &str| {
                 query_param(query, k)
@@ -310,7 +334,19 @@ fn page(db: &mut dyn Backend, parts: &[&str], query: &str) -> Response<Full<Byte
                             reason: r.reason.as_deref().unwrap_or(""),
                         })
                         .collect();
-                    html_response(StatusCode::OK, pages::runs(&title, &lines, by_case))
+                    let header = if by_case {
+                        // The list is newest first; a history reads oldest first.
+                        let oldest: Vec<pages::RunLine<'_>> = lines.iter().rev().copied().collect();
+                        let verdicts: Vec<(i64, &str)> =
+                            oldest.iter().map(|r| (r.execution, r.verdict)).collect();
+                        pages::history(&crate::check::compare::history(&verdicts), &oldest)
+                    } else {
+                        String::new()
+                    };
+                    html_response(
+                        StatusCode::OK,
+                        pages::runs(&title, &header, &lines, by_case),
+                    )
                 }
                 Err(e) => fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
             }

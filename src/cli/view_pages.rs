@@ -18,6 +18,7 @@ pub(crate) struct ExecutionLine<'a> {
 }
 
 /// A run as an execution's and a case's pages list it.
+#[derive(Clone, Copy)]
 pub(crate) struct RunLine<'a> {
     pub(crate) id: i64,
     pub(crate) execution: i64,
@@ -44,7 +45,7 @@ a{color:#0550ae}table{border-collapse:collapse;width:100%;margin:12px 0}\
 th,td{border-bottom:1px solid #d0d7de;padding:6px 8px;text-align:left;vertical-align:top}\
 th{background:#f6f8fa}.passed{color:#116329}.failed,.timeout{color:#a40e26}.error{color:#953800}\
 .inconclusive{color:#8250df}.skipped{color:#57606a}code{background:#f6f8fa;padding:1px 4px}\
-nav{margin-bottom:12px}form{margin:12px 0}";
+nav{margin-bottom:12px}form{margin:12px 0}.strip a{text-decoration:none;font-size:18px}";
 
 /// A page: its title and body in the viewer's frame (no script, no network).
 pub(crate) fn page(title: &str, body: &str) -> String {
@@ -98,9 +99,47 @@ pub(crate) fn executions(list: &[ExecutionLine<'_>]) -> String {
     page("Executions", &s)
 }
 
-/// An execution's (or a case's) runs.
-pub(crate) fn runs(title: &str, runs: &[RunLine<'_>], by_case: bool) -> String {
-    let mut s = String::from("<table>\n<thead><tr>");
+/// A case's history above its runs: a strip of its statuses, oldest first, its pass
+/// rate with its 95 % Wilson interval, and since when its verdict changes.
+pub(crate) fn history(h: &crate::check::compare::History, oldest_first: &[RunLine<'_>]) -> String {
+    let mut s = String::from("<p class=\"strip\" aria-label=\"statuses, oldest first\">");
+    for r in oldest_first {
+        let _ = write!(
+            s,
+            "<a class=\"{0}\" href=\"/runs/{1}\" title=\"execution {2}: {0}\">■</a>",
+            esc(r.verdict),
+            r.id,
+            r.execution
+        );
+    }
+    s.push_str("</p>\n<p>");
+    match (h.pass_rate, h.wilson) {
+        (Some(rate), Some([lo, hi])) => {
+            let _ = write!(
+                s,
+                "Pass rate {:.1}% ({} of {}), 95% Wilson interval [{:.3}, {:.3}]",
+                rate * 100.0,
+                h.passed,
+                h.passed + h.failed,
+                lo,
+                hi
+            );
+        }
+        _ => s.push_str("No run passed or failed yet"),
+    }
+    if let Some(e) = h.changed_at {
+        let _ = write!(
+            s,
+            "; flaky since execution <a href=\"/executions/{e}\">{e}</a>"
+        );
+    }
+    s.push_str("</p>\n");
+    s
+}
+
+/// An execution's (or a case's) runs, under `header`.
+pub(crate) fn runs(title: &str, header: &str, runs: &[RunLine<'_>], by_case: bool) -> String {
+    let mut s = format!("{header}<table>\n<thead><tr>");
     let first = if by_case { "Execution" } else { "Case" };
     let _ = write!(
         s,

@@ -250,6 +250,19 @@ fn the_pages_show_executions_runs_cases_reports_and_a_comparison() {
             && case.contains("<a href=\"/executions/2\">2</a>"),
         "{case}"
     );
+    // 2 runs: passed, then failed. Wilson 95 % for 1 of 2 is [0.0945, 0.9055].
+    assert!(
+        case.contains("Pass rate 50.0% (1 of 2), 95% Wilson interval [0.095, 0.905]; flaky since execution <a href=\"/executions/2\">2</a>"),
+        "{case}"
+    );
+    assert!(case.contains("title=\"execution 1: passed\""), "{case}");
+    let (code, api) = request(&v, "GET", "/api/cases/s%3A%3Aa", None);
+    assert_eq!(code, 200, "{api}");
+    assert_eq!(api["history"]["passed"], 1);
+    assert_eq!(api["history"]["changed_at"], 2);
+    assert_eq!(api["runs"][0]["execution"], 1, "oldest first: {api}");
+    let (code, _) = request(&v, "GET", "/api/cases/nobody", None);
+    assert_eq!(code, 404);
     let run = exec
         .split("<a href=\"/runs/")
         .nth(1)
