@@ -13,6 +13,7 @@
 //! cargo bench -- store_cpu store_pg store_memory workers   # the run store's cost (issue 28)
 //! cargo bench -- store_memory_100k # opt-in: the memory rows at 100,000 cases
 //! AGENTEST_REALLLM_URL=http://127.0.0.1:8089/v1 cargo bench -- structured_real   # opt-in
+//! cargo bench -- view_100k       # opt-in: the viewer's pages over a store of 100,000 runs
 //! ```
 //!
 //! Groups: `startup`, `throughput`, `kinds`, `traces`, `repeats`, `replay`, `nextest`,
@@ -40,6 +41,7 @@ mod postgres;
 mod server;
 mod store_cost;
 mod structured;
+mod view;
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -110,11 +112,12 @@ fn main() -> ExitCode {
         ("workers", store_cost::workers),
     ];
     // Opt-in groups: only when a filter names them exactly.
-    let opt_in: [(&str, Group); 2] = [
+    let opt_in: [(&str, Group); 3] = [
         ("store_memory_100k", |b, notes| {
             store_cost::store_memory(b, notes, true)
         }),
         ("structured_real", structured::structured_real),
+        ("view_100k", view::view_100k),
     ];
     let chosen = groups.into_iter().filter(|(name, _)| wanted(name)).chain(
         opt_in
