@@ -47,10 +47,27 @@ th{background:#f6f8fa}.passed{color:#116329}.failed,.timeout{color:#a40e26}.erro
 .inconclusive{color:#8250df}.skipped{color:#57606a}code{background:#f6f8fa;padding:1px 4px}\
 nav{margin-bottom:12px}form{margin:12px 0}.strip a{text-decoration:none;font-size:18px}";
 
+/// Runs that have not ended: their statuses before a verdict.
+const UNENDED: [&str; 3] = ["queued", "pending", "running"];
+
+/// How often a page over runs still going reloads itself, in seconds.
+const REFRESH_SECONDS: u32 = 5;
+
 /// A page: its title and body in the viewer's frame (no script, no network).
 pub(crate) fn page(title: &str, body: &str) -> String {
+    framed(title, body, false)
+}
+
+/// [`page`], reloading itself every few seconds when `live` (runs still going): a long
+/// CI run can be watched without a script.
+fn framed(title: &str, body: &str, live: bool) -> String {
+    let refresh = if live {
+        format!("<meta http-equiv=\"refresh\" content=\"{REFRESH_SECONDS}\">\n")
+    } else {
+        String::new()
+    };
     format!(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n{refresh}\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n\
          <title>{} · agentest</title>\n<style>{CSS}</style>\n</head>\n<body>\n\
@@ -96,7 +113,16 @@ pub(crate) fn executions(list: &[ExecutionLine<'_>]) -> String {
     if list.is_empty() {
         s.push_str("<p>No execution in this store yet.</p>\n");
     }
-    page("Executions", &s)
+    let live = list
+        .iter()
+        .any(|e| UNENDED.iter().any(|u| e.counts.contains_key(*u)));
+    if live {
+        let _ = writeln!(
+            s,
+            "<p>Runs are still going: this page reloads every {REFRESH_SECONDS} s.</p>"
+        );
+    }
+    framed("Executions", &s, live)
 }
 
 /// A case's history above its runs: a strip of its statuses, oldest first, its pass
@@ -166,7 +192,14 @@ pub(crate) fn runs(title: &str, header: &str, runs: &[RunLine<'_>], by_case: boo
         );
     }
     s.push_str("</tbody>\n</table>\n");
-    page(title, &s)
+    let live = runs.iter().any(|r| UNENDED.contains(&r.verdict));
+    if live {
+        let _ = writeln!(
+            s,
+            "<p>Runs are still going: this page reloads every {REFRESH_SECONDS} s.</p>"
+        );
+    }
+    framed(title, &s, live)
 }
 
 /// Two executions compared.

@@ -17,6 +17,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         a_non_loopback_address_needs_a_token,
         the_viewer_reads_a_postgres_store_read_only(needs crate::common::postgres),
         the_pages_show_executions_runs_cases_reports_and_a_comparison,
+        a_page_over_runs_still_going_reloads_itself,
     ]
 }
 
@@ -285,4 +286,35 @@ fn the_pages_show_executions_runs_cases_reports_and_a_comparison() {
     let (code, missing) = raw(&v, "GET", "/runs/999", None);
     assert_eq!(code, 404);
     assert!(missing.contains("no run 999"), "{missing}");
+}
+
+/// An execution whose runs are queued (planned by `--enqueue`, no worker yet): its page
+/// and the executions page reload themselves every 5 s, so a run can be watched; an
+/// ended execution's page does not.
+fn a_page_over_runs_still_going_reloads_itself() {
+    let s = filled();
+    let out = clean(Command::new(BIN))
+        .current_dir(s.path())
+        .args(["test", "-i", "suites", "--enqueue"])
+        .env("AGENTEST_STORE", s.join("runs.db"))
+        .env("AGENTEST_EXECUTION", "watch-me")
+        .output()
+        .expect("run agentest");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v = view(&s, &[]);
+    let refresh = "<meta http-equiv=\"refresh\" content=\"5\">";
+    let (_, home) = raw(&v, "GET", "/", None);
+    assert!(home.contains(refresh), "{home}");
+    assert!(home.contains("<td class=\"skipped\">0</td>"), "{home}");
+    let (_, going) = raw(&v, "GET", "/executions/3", None);
+    assert!(
+        going.contains(refresh) && going.contains("Runs are still going"),
+        "{going}"
+    );
+    assert!(
+        going.contains("<td class=\"queued\">queued</td>"),
+        "{going}"
+    );
+    let (_, ended) = raw(&v, "GET", "/executions/1", None);
+    assert!(!ended.contains(refresh), "{ended}");
 }
