@@ -1605,29 +1605,18 @@ fn rerun_runs_a_stored_result_again_and_says_whether_its_verdict_holds() {
             .unwrap_or_else(|| panic!("no run of {trial}: {list:?}"))
     };
     let ok = id_of("s::ok");
-    let r = agentest(s.path(), &["rerun", &ok], &store);
-    assert_eq!(r.code, 0, "{r:?}");
-    assert!(
-        r.stdout
-            .contains(&format!("run {ok} (s::ok): passed again, as recorded")),
-        "{r:?}"
-    );
-    let bad = id_of("s::bad");
-    let r = agentest(s.path(), &["rerun", &bad], &store);
-    assert_eq!(r.code, 0, "{r:?}");
-    assert!(
-        r.stdout.contains("(s::bad): failed again, as recorded"),
-        "{r:?}"
-    );
+    // Run `id` again: the verdict holds (exit 0) and stdout says so.
+    let holds = |id: &str, says: &str| {
+        let r = agentest(s.path(), &["rerun", id], &store);
+        assert_eq!(r.code, 0, "{r:?}");
+        assert!(r.stdout.contains(says), "{says}: {r:?}");
+        r
+    };
+    holds(&ok, &format!("run {ok} (s::ok): passed again, as recorded"));
+    holds(&id_of("s::bad"), "(s::bad): failed again, as recorded");
     // A line that did not load reruns to the same error, its record as complete as
     // any other's.
-    let broken = id_of("s::line-5");
-    let r = agentest(s.path(), &["rerun", &broken], &store);
-    assert_eq!(r.code, 0, "{r:?}");
-    assert!(
-        r.stdout.contains("(s::line-5): error again, as recorded"),
-        "{r:?}"
-    );
+    let r = holds(&id_of("s::line-5"), "(s::line-5): error again, as recorded");
     assert!(!r.stdout.contains("predates provenance"), "{r:?}");
     // The case changes: its verdict does, and the change is named.
     let suite = std::fs::read_to_string(s.join("suites/s.jsonl")).unwrap();
