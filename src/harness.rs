@@ -231,6 +231,8 @@ fn open_store(
         nextest_run_id: settings.nextest.as_ref().and_then(|n| n.run_id.clone()),
         lease: execution.store_lease(),
         git_from: root.to_path_buf(),
+        ci_run: settings.execution.ci.clone(),
+        ci_branch: settings.execution.ci_branch.clone(),
     };
     let list: Vec<&Loaded> = will_run.iter().map(|l| l.as_ref()).collect();
     execution

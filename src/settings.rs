@@ -236,6 +236,9 @@ pub(crate) struct ExecutionKeys {
     /// The CI's own run: `github:<GITHUB_RUN_ID>:<GITHUB_RUN_ATTEMPT>` on GitHub Actions,
     /// `gitlab:<CI_PIPELINE_ID>` on GitLab CI.
     pub(crate) ci: Option<String>,
+    /// The branch the CI says it runs (`GITHUB_HEAD_REF` on a pull request, else
+    /// `GITHUB_REF_NAME`; `CI_COMMIT_REF_NAME` on GitLab), for a detached checkout.
+    pub(crate) ci_branch: Option<String>,
 }
 
 impl Vars {
@@ -253,9 +256,17 @@ impl Vars {
             Some(id) if self.get("GITLAB_CI").is_some() => Some(format!("gitlab:{id}")),
             _ => None,
         };
+        let ci_branch = match (self.get("GITHUB_ACTIONS"), self.get("GITLAB_CI")) {
+            (Some("true"), _) => self
+                .get("GITHUB_HEAD_REF")
+                .or_else(|| self.get("GITHUB_REF_NAME")),
+            (_, Some(_)) => self.get("CI_COMMIT_REF_NAME"),
+            _ => None,
+        };
         ExecutionKeys {
             given,
             ci: github.or(gitlab),
+            ci_branch: ci_branch.map(str::to_string),
         }
     }
 }

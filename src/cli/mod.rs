@@ -20,7 +20,6 @@ mod runs;
 mod store;
 mod test;
 mod view;
-mod view_pages;
 mod worker;
 
 /// Exit code for usage and config errors.

@@ -208,6 +208,8 @@ fn open_store(
         lease: execution.store_lease(),
         git_from: plan.root.clone(),
         exclusive,
+        ci_run: settings::get().execution.ci.clone(),
+        ci_branch: settings::get().execution.ci_branch.clone(),
     };
     // A worker joins an execution planned already: it queues nothing.
     let cases: Vec<&Loaded> = match args.worker {

@@ -576,19 +576,6 @@ fn sync_lock_file(from: &Path, to: &Path) {
     std::fs::rename(&tmp, to).expect("move Cargo.lock into the fixture");
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create a directory");
-    for entry in std::fs::read_dir(from).expect("read a directory") {
-        let entry = entry.expect("a directory entry");
-        let dest = to.join(entry.file_name());
-        if entry.file_type().expect("a file type").is_dir() {
-            copy_dir(&entry.path(), &dest);
-        } else {
-            std::fs::copy(entry.path(), dest).expect("copy a file");
-        }
-    }
-}
-
 /// The records of a JSONL report (the summary line, when there is one, left out), by
 /// trial.
 fn records(report: &Path) -> std::collections::BTreeMap<String, Value> {
@@ -661,7 +648,7 @@ fn framework_suites_run_under_cargo_test_and_nextest_and_replay_offline() -> Nee
     let fx = Fixture::new();
     // A copy of the suites, so the cassettes recorded stay out of the source tree.
     let root = s.join("agent-tests");
-    copy_dir(&fx.dir.join("agent-tests"), &root);
+    crate::common::copy_dir(&fx.dir.join("agent-tests"), &root);
     let llm_url = servers.llm.as_ref().expect("running").url();
     let mut env = servers.env(&llm_url);
     env.push(("FRAMEWORKS_SUITES", root.clone().into()));

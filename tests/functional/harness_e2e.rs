@@ -476,19 +476,6 @@ impl Drop for Scratch {
     }
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let dest = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &dest);
-        } else {
-            std::fs::copy(entry.path(), dest).unwrap();
-        }
-    }
-}
-
 // ---------------------------------------------------------------------------------
 // Assertions on output
 
@@ -1137,7 +1124,7 @@ fn exact_opens_only_the_named_suite() {
     let fx = fixture();
     let scratch = Scratch::new("exact-fifo");
     let root = scratch.path("suites");
-    copy_dir(&fx.dir.join("agent-tests"), &root);
+    crate::common::copy_dir(&fx.dir.join("agent-tests"), &root);
     for pipe in ["blocker.jsonl", "billing/blocker.jsonl"] {
         let status = Command::new("mkfifo")
             .arg(root.join(pipe))
@@ -1879,7 +1866,7 @@ fn a_tau2_tasks_file_runs_under_cargo_test_and_nextest() -> Needs {
     let fx = fixture();
     let scratch = Scratch::new("tau2");
     let root = scratch.path("suites");
-    copy_dir(
+    crate::common::copy_dir(
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tau2-mock"),
         &root,
     );

@@ -271,7 +271,7 @@ fn a_newer_postgres_store_is_refused_untouched() -> Needs {
     assert_eq!(r.code, 2, "{r:?}");
     assert!(
         r.stderr
-            .contains("has schema version 99, newer than this agentest's (9)"),
+            .contains("has schema version 99, newer than this agentest's (10)"),
         "{r:?}"
     );
     let runs: i64 = client
@@ -388,7 +388,7 @@ fn store_check_and_migrate_operate_a_database() -> Needs {
     assert!(
         check
             .stdout
-            .contains("schema: version 0, older than this agentest's (9)"),
+            .contains("schema: version 0, older than this agentest's (10)"),
         "{check:?}"
     );
     let mut client = ::postgres::Client::connect(db.url(), ::postgres::NoTls).unwrap();
@@ -403,7 +403,7 @@ fn store_check_and_migrate_operate_a_database() -> Needs {
     let migrate = agentest(s.path(), &["store", "migrate"], &store);
     assert_eq!(migrate.code, 0, "{migrate:?}");
     assert!(
-        migrate.stderr.contains("from schema version 0 to 9"),
+        migrate.stderr.contains("from schema version 0 to 10"),
         "{migrate:?}"
     );
     let again = agentest(s.path(), &["store", "migrate"], &store);
@@ -413,7 +413,7 @@ fn store_check_and_migrate_operate_a_database() -> Needs {
     assert_eq!(check.code, 0, "{check:?}");
     assert!(check.stdout.contains("(PostgreSQL database)"), "{check:?}");
     assert!(
-        check.stdout.contains("schema: version 9 (current)"),
+        check.stdout.contains("schema: version 10 (current)"),
         "{check:?}"
     );
     assert!(

@@ -687,9 +687,9 @@ fn browser_missing(browser_dir: &Path) -> Vec<String> {
     missing
 }
 
-/// What the browser test needs (see [`need`]): headless Chromium, Node.js and
+/// What the browser tests need (see [`need`]): headless Chromium, Node.js and
 /// playwright-core.
-fn browser() -> Needs {
+pub(crate) fn browser() -> Needs {
     let missing = browser_missing(&Path::new(ROOT).join("tests/browser"));
     if missing.is_empty() {
         return Ok(());
@@ -861,12 +861,22 @@ fn html_waterfall_works_in_headless_chromium() -> Needs {
 /// Runs tests/browser/check.mjs on `report` with `args`, writing the screenshot to
 /// `shot`; panics with its output unless every check passed, else returns its result.
 fn browser_check(report: &Path, shot: &Path, args: &[&str]) -> Value {
-    let browser_dir = Path::new(ROOT).join("tests/browser");
     let _ = std::fs::remove_file(shot);
+    let mut all = vec![report.display().to_string(), shot.display().to_string()];
+    all.extend(args.iter().map(|a| a.to_string()));
+    let result = browser_script("check.mjs", &all);
+    let png = std::fs::read(shot).expect("screenshot written");
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "screenshot is a PNG");
+    result
+}
+
+/// Runs the script `script` of tests/browser with `args` under Node.js (3 minutes at
+/// most); panics with its output unless it exited 0 and its last line, a JSON result,
+/// says `"ok": true`; returns that result.
+pub(crate) fn browser_script(script: &str, args: &[String]) -> Value {
+    let browser_dir = Path::new(ROOT).join("tests/browser");
     let mut child = Command::new("node")
-        .arg(browser_dir.join("check.mjs"))
-        .arg(report)
-        .arg(shot)
+        .arg(browser_dir.join(script))
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -880,7 +890,7 @@ fn browser_check(report: &Path, shot: &Path, args: &[&str]) -> Value {
         if Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("the browser check took more than 180s");
+            panic!("{script} took more than 180s");
         }
         std::thread::sleep(Duration::from_millis(100));
     };
@@ -889,13 +899,11 @@ fn browser_check(report: &Path, shot: &Path, args: &[&str]) -> Value {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         status.success(),
-        "browser check failed ({status})\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}"
+        "{script} failed ({status})\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}"
     );
     let result: Value = serde_json::from_str(stdout.trim().lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("check.mjs printed no result ({e}): {stdout}"));
+        .unwrap_or_else(|e| panic!("{script} printed no result ({e}): {stdout}"));
     assert_eq!(result["ok"], true, "{result}");
-    let png = std::fs::read(shot).expect("screenshot written");
-    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "screenshot is a PNG");
     result
 }
 

@@ -255,14 +255,14 @@ fn store_check_and_migrate_operate_a_file() {
     assert!(r.stderr.contains("no run store at"), "{r:?}");
     let r = agentest(s.path(), &["store", "migrate"], &store);
     assert_eq!(r.code, 0, "{r:?}");
-    assert!(r.stderr.contains("from schema version 0 to 9"), "{r:?}");
+    assert!(r.stderr.contains("from schema version 0 to 10"), "{r:?}");
     agentest(s.path(), &["test", "-i", "suites"], &store);
     let r = agentest(s.path(), &["store", "check"], &store);
     assert_eq!(r.code, 0, "{r:?}");
     assert_eq!(
         r.stdout,
         format!(
-            "store: {} (SQLite file)\nschema: version 9 (current)\nexecutions: 1\nruns: 4 (completed 3, error 1)\n",
+            "store: {} (SQLite file)\nschema: version 10 (current)\nexecutions: 1\nruns: 4 (completed 3, error 1)\n",
             db.display()
         )
     );
@@ -373,7 +373,7 @@ fn a_newer_or_damaged_store_is_refused_with_the_way_out() {
     assert_eq!(r.code, 2, "{r:?}");
     assert_eq!(
         r.stderr.trim_end(),
-        format!("error: the run store {db_str} has schema version 99, newer than this agentest's (9): it was written by a newer agentest; use that version, set AGENTEST_STORE to another file, or AGENTEST_STORE=off to run without the store")
+        format!("error: the run store {db_str} has schema version 99, newer than this agentest's (10): it was written by a newer agentest; use that version, set AGENTEST_STORE to another file, or AGENTEST_STORE=off to run without the store")
     );
     assert!(r.stdout.is_empty(), "nothing ran: {r:?}");
     assert_eq!(

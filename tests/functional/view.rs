@@ -8,7 +8,9 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::{json, Value};
 
-use crate::common::{clean, Scratch, BIN};
+use crate::common::{clean, copy_dir, Scratch, BIN};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
@@ -18,6 +20,8 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         the_viewer_reads_a_postgres_store_read_only(needs crate::common::postgres),
         the_pages_show_executions_runs_cases_reports_and_a_comparison,
         a_page_over_runs_still_going_reloads_itself,
+        the_examples_executions_add_up_and_filter,
+        the_viewer_works_in_headless_chromium(needs crate::reports::browser),
     ]
 }
 
@@ -236,7 +240,7 @@ fn the_pages_show_executions_runs_cases_reports_and_a_comparison() {
     };
     let home = get("/");
     assert!(home.contains("<a href=\"/executions/2\">2</a>"), "{home}");
-    assert!(home.contains("<td class=\"failed\">2</td>"), "{home}");
+    assert!(home.contains("<td class=\"n failed\">2</td>"), "{home}");
     assert!(home.contains("<form action=\"/compare\""), "{home}");
     let exec = get("/executions/2");
     assert!(exec.contains("<h1>Execution 2</h1>"), "{exec}");
@@ -305,7 +309,7 @@ fn a_page_over_runs_still_going_reloads_itself() {
     let refresh = "<meta http-equiv=\"refresh\" content=\"5\">";
     let (_, home) = raw(&v, "GET", "/", None);
     assert!(home.contains(refresh), "{home}");
-    assert!(home.contains("<td class=\"skipped\">0</td>"), "{home}");
+    assert!(home.contains("<td class=\"n skipped\">0</td>"), "{home}");
     let (_, going) = raw(&v, "GET", "/executions/3", None);
     assert!(
         going.contains(refresh) && going.contains("Runs are still going"),
@@ -317,4 +321,334 @@ fn a_page_over_runs_still_going_reloads_itself() {
     );
     let (_, ended) = raw(&v, "GET", "/executions/1", None);
     assert!(!ended.contains(refresh), "{ended}");
+}
+
+/// The random agent's suite added to the examples: `steady` passes 5 repeats of 10 (its
+/// gate, met), then (`{steady}` replaced by F) fails 6 (the gate out of reach); `flaky` passes 3 of 4; `wrong` fails;
+/// `crash` errors.
+const UNRELIABLE: &str = r#"// The random agent (examples/random-agent), by pattern: P passes, F fails, E errors.
+{"id": "steady", "agent": "random", "input": "q", "assert": {"type": "contains", "value": "yes"}, "options": {"pattern": "{steady}", "usage": {"input_tokens": 120, "output_tokens": 30}}, "runs": 10, "min_pass": 5}
+{"id": "flaky", "agent": "random", "input": "q", "assert": {"type": "contains", "value": "yes"}, "options": {"pattern": "PPFP"}, "runs": 4, "min_pass": 3}
+{"id": "wrong", "agent": "random", "input": "q", "assert": {"type": "contains", "value": "yes"}, "options": {"pattern": "F"}}
+{"id": "crash", "agent": "random", "input": "q", "assert": {"type": "contains", "value": "yes"}, "options": {"pattern": "E"}}
+"#;
+
+/// The example suites (agent-tests/ with examples/, replayed from their cassettes, the
+/// model endpoint priced) and [`UNRELIABLE`], run twice by the real binary into one
+/// store: execution 1 on a CI run (`github:77:1`, branch `main`), execution 2 in a
+/// checkout of branch `feature/refunds` where `steady` fails.
+fn examples() -> Scratch {
+    let s = Scratch::named("view", "examples");
+    copy_dir(
+        &std::path::Path::new(ROOT).join("agent-tests"),
+        &s.join("agent-tests"),
+    );
+    copy_dir(
+        &std::path::Path::new(ROOT).join("examples"),
+        &s.join("examples"),
+    );
+    let config = s.join("agent-tests/agentest.toml");
+    let mut text = std::fs::read_to_string(&config).expect("the examples' config");
+    text.push_str(
+        "\n[agents.random]\ntype = \"process\"\ncommand = [\"python3\", \"../examples/random-agent/agent.py\"]\n\n\
+         [llm.pricing]\ninput_per_million = 2.5\noutput_per_million = 10.0\n",
+    );
+    std::fs::write(&config, text).expect("write the config");
+    let run = |steady: &str, ci: bool, code: i32| {
+        s.write(
+            "agent-tests/unreliable.jsonl",
+            &UNRELIABLE.replace("{steady}", steady),
+        );
+        let mut cmd = clean(Command::new(BIN));
+        cmd.current_dir(s.path())
+            .args(["test", "-i", "agent-tests"])
+            .env("AGENTEST_STORE", s.join("runs.db"));
+        for k in [
+            "GITHUB_ACTIONS",
+            "GITHUB_RUN_ID",
+            "GITHUB_RUN_ATTEMPT",
+            "GITHUB_REF_NAME",
+            "GITHUB_HEAD_REF",
+            "GITLAB_CI",
+        ] {
+            cmd.env_remove(k);
+        }
+        if ci {
+            cmd.env("GITHUB_ACTIONS", "true")
+                .env("GITHUB_RUN_ID", "77")
+                .env("GITHUB_RUN_ATTEMPT", "1")
+                .env("GITHUB_REF_NAME", "main");
+        }
+        let out = cmd.output().expect("run agentest");
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    };
+    run("P", true, 1);
+    // A checkout of a branch: what git keeps in .git for HEAD and the branch.
+    s.write(".git/HEAD", "ref: refs/heads/feature/refunds\n");
+    s.write(
+        ".git/refs/heads/feature/refunds",
+        "0123456789abcdef0123456789abcdef01234567\n",
+    );
+    run("F", false, 1);
+    s
+}
+
+/// The executions of [`examples`] as the API lists them add up to their runs' records
+/// (counts by status, flaky cases, tokens and cost by role, spent and replayed), carry
+/// what started them, and every filter of every endpoint keeps what it says.
+fn the_examples_executions_add_up_and_filter() {
+    let s = examples();
+    let v = view(&s, &[]);
+    let (code, list) = request(&v, "GET", "/api/executions", None);
+    assert_eq!(code, 200, "{list}");
+    let list = list.as_array().expect("executions").clone();
+    assert_eq!(list.len(), 2, "{list:?}");
+    let (e2, e1) = (&list[0], &list[1]);
+    assert_eq!(
+        (
+            e1["ci_run"].as_str(),
+            e1["git_branch"].as_str(),
+            e1["git_commit"].as_str()
+        ),
+        (Some("github:77:1"), Some("main"), None)
+    );
+    assert_eq!(
+        (
+            e2["ci_run"].as_str(),
+            e2["git_branch"].as_str(),
+            e2["git_commit"].as_str()
+        ),
+        (
+            None,
+            Some("feature/refunds"),
+            Some("0123456789abcdef0123456789abcdef01234567")
+        )
+    );
+    for e in [e1, e2] {
+        let id = e["id"].as_i64().unwrap();
+        let (_, one) = request(&v, "GET", &format!("/api/executions/{id}"), None);
+        assert_eq!(one["execution"], *e, "the same execution both ways");
+        let runs = one["runs"].as_array().expect("runs");
+        assert_eq!(runs.len() as u64, e["total"].as_u64().unwrap());
+        // The counts, the flaky cases and the usage, summed here from each run's record.
+        let mut counts = std::collections::BTreeMap::<String, u64>::new();
+        let (mut flaky, mut usage) = (0, std::collections::BTreeMap::<String, [f64; 4]>::new());
+        for r in runs {
+            *counts
+                .entry(r["verdict"].as_str().unwrap().to_string())
+                .or_default() += 1;
+            let (_, run) = request(&v, "GET", &format!("/api/runs/{}", r["id"]), None);
+            let rec = &run["record"];
+            let st = &rec["stability"];
+            if st["passed"].as_u64() > Some(0) && st["failed"].as_u64() > Some(0) {
+                flaky += 1;
+            }
+            let tokens = |u: &Value| {
+                u["prompt_tokens"].as_f64().unwrap_or(0.0)
+                    + u["completion_tokens"].as_f64().unwrap_or(0.0)
+            };
+            for role in ["agent", "simulator", "judge"] {
+                let t = usage.entry(role.to_string()).or_default();
+                t[0] += tokens(&rec["usage"][role]);
+                t[1] += tokens(&rec["replayed_usage"][role]);
+                t[2] += rec["cost"]["by_role"][role]["spent"]
+                    .as_f64()
+                    .unwrap_or(0.0);
+                t[3] += rec["cost"]["by_role"][role]["replayed"]
+                    .as_f64()
+                    .unwrap_or(0.0);
+            }
+            let turns = rec["turns"].as_array().map_or(0, Vec::len) as u64;
+            assert_eq!(r["turns"].as_u64(), Some(turns), "{r}");
+            assert_eq!(r["suite"], rec["suite"], "{r}");
+        }
+        assert_eq!(json!(counts), e["counts"], "execution {id}");
+        assert_eq!(e["flaky"], flaky, "execution {id}");
+        assert_eq!(flaky, 1, "execution {id}: `flaky` passed 3 of 4");
+        for (role, [tokens, replayed, cost, replayed_cost]) in usage {
+            let got = &e["usage"][&role];
+            assert_eq!(
+                got["tokens"].as_f64().unwrap_or(0.0),
+                tokens,
+                "{role}: {got}"
+            );
+            assert_eq!(
+                got["replayed_tokens"].as_f64().unwrap_or(0.0),
+                replayed,
+                "{role}: {got}"
+            );
+            assert!(
+                (got["cost"].as_f64().unwrap_or(0.0) - cost).abs() < 1e-9,
+                "{role}: {got}"
+            );
+            assert!(
+                (got["replayed_cost"].as_f64().unwrap_or(0.0) - replayed_cost).abs() < 1e-9,
+                "{role}: {got}"
+            );
+        }
+        // The random agent's `steady` reported 150 tokens a repeat, 5 repeats or more.
+        assert!(
+            e["usage"]["agent"]["tokens"].as_u64().unwrap() >= 750,
+            "{e}"
+        );
+        // The replayed judge and simulator calls are priced at [llm.pricing].
+        assert!(
+            e["usage"]["judge"]["replayed_cost"].as_f64().unwrap() > 0.0,
+            "{e}"
+        );
+        assert_eq!(e["currency"], "USD");
+    }
+    assert_eq!(e1["counts"]["error"], 1, "`crash`, each time: {e1}");
+    assert_eq!(e2["counts"]["error"], 1, "{e2}");
+    assert_eq!(e2["counts"]["skipped"], 1, "{e2}");
+    let ids = |path: &str| -> Vec<i64> {
+        let (code, list) = request(&v, "GET", path, None);
+        assert_eq!(code, 200, "{path}: {list}");
+        list.as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["id"].as_i64().unwrap())
+            .collect()
+    };
+    assert_eq!(ids("/api/executions?q=FEATURE%2Frefunds"), [2]);
+    assert_eq!(ids("/api/executions?q=github%3A77"), [1]);
+    assert_eq!(ids("/api/executions?q=0123456789ab"), [2]);
+    assert_eq!(ids("/api/executions?status=error"), [2, 1]);
+    assert_eq!(
+        ids("/api/executions?status=inconclusive"),
+        Vec::<i64>::new()
+    );
+    assert_eq!(
+        ids("/api/executions?suite=unreliable&status=failed"),
+        [2, 1]
+    );
+    assert_eq!(ids("/api/executions?suite=eliza"), [2, 1]);
+    assert_eq!(ids("/api/executions?suite=nothing"), Vec::<i64>::new());
+    assert_eq!(ids("/api/executions?limit=1"), [2]);
+    let trials = |path: &str| -> Vec<String> {
+        let (code, one) = request(&v, "GET", path, None);
+        assert_eq!(code, 200, "{path}: {one}");
+        let mut t: Vec<String> = one["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["trial"].as_str().unwrap().to_string())
+            .collect();
+        t.sort();
+        t
+    };
+    assert_eq!(trials("/api/executions/2?q=STEADY"), ["unreliable::steady"]);
+    assert_eq!(
+        trials("/api/executions/2?q=unreliable&status=error"),
+        ["unreliable::crash"]
+    );
+    assert_eq!(
+        trials("/api/executions/2?suite=unreliable&blame=agent"),
+        [
+            "unreliable::crash",
+            "unreliable::steady",
+            "unreliable::wrong"
+        ]
+    );
+    assert_eq!(trials("/api/executions/2?suite=unreliable").len(), 4);
+    for (path, words) in [
+        (
+            "/api/executions?status=bogus",
+            "`status=bogus`: expected one of passed, failed",
+        ),
+        (
+            "/api/executions?limit=0",
+            "`limit=0`: expected a number from 1 to 1000",
+        ),
+        (
+            "/api/executions/2?blame=bogus",
+            "`blame=bogus`: expected one of agent, simulator, judge, infrastructure",
+        ),
+        ("/api/executions/x", "`x` is not an execution's id"),
+        ("/api/executions/9", "no execution 9"),
+        (
+            "/api/compare?before=1&after=2&alpha=2",
+            "`alpha=2`: expected a number between 0 and 1",
+        ),
+    ] {
+        let (code, body) = request(&v, "GET", path, None);
+        assert!(code == 400 || code == 404, "{path}: {code}");
+        assert!(
+            body["error"].as_str().unwrap_or("").contains(words),
+            "{path}: {body}"
+        );
+    }
+    let (_, case) = request(&v, "GET", "/api/cases/unreliable%3A%3Asteady", None);
+    assert_eq!(case["history"]["passed"], 1, "{case}");
+    assert_eq!(case["history"]["failed"], 1, "{case}");
+    assert_eq!(case["history"]["changed_at"], 2, "{case}");
+    let (_, cmp) = request(&v, "GET", "/api/compare?before=1&after=2", None);
+    let steady = cmp["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["trial"] == "unreliable::steady")
+        .expect("steady");
+    assert_eq!(
+        steady["before_counts"],
+        json!({"passed": 5, "failed": 0}),
+        "{steady}"
+    );
+    assert_eq!(
+        steady["after_counts"],
+        json!({"passed": 0, "failed": 6}),
+        "{steady}"
+    );
+    // 5/5 then 0/6: P(X <= 0) = C(5,0) C(6,6) / C(11,5) = 1/462.
+    assert!(
+        (steady["p_value"].as_f64().unwrap() - 1.0 / 462.0).abs() < 1e-12,
+        "{steady}"
+    );
+    assert_eq!(steady["regression"], true);
+    let flaky = cmp["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["trial"] == "unreliable::flaky")
+        .expect("flaky");
+    assert_eq!(
+        (flaky["change"].as_str(), flaky["regression"].as_bool()),
+        (Some("same"), Some(false))
+    );
+    let (code, js) = raw(&v, "GET", "/assets/view.js", None);
+    assert_eq!(code, 200);
+    assert!(js.contains("navigator.clipboard.writeText"), "{js}");
+    let (code, report) = raw(&v, "GET", "/executions/2/report", None);
+    assert_eq!(code, 200);
+    assert!(
+        report.contains("data-trial=\"unreliable::steady\"")
+            && report.contains("Execution 2</a> › report"),
+        "{report}"
+    );
+}
+
+/// The viewer in headless Chromium over [`examples`]: tests/browser/view.mjs clicks
+/// from the executions to a case, its transcript and a comparison, checking what each
+/// shows. Its screenshots stay in target/view-screenshots (or AGENTEST_VIEW_SCREENSHOTS:
+/// docs/images/view refreshes the docs').
+fn the_viewer_works_in_headless_chromium() -> crate::common::Needs {
+    crate::reports::browser()?;
+    let s = examples();
+    let v = view(&s, &[]);
+    let shots = std::env::var_os("AGENTEST_VIEW_SCREENSHOTS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| crate::common::outer_target_dir().join("view-screenshots"));
+    let result =
+        crate::reports::browser_script("view.mjs", &[v.url.clone(), shots.display().to_string()]);
+    assert!(result["passed"].as_u64().unwrap() >= 30, "{result}");
+    for name in ["executions", "execution", "case", "run", "compare"] {
+        let png = std::fs::read(shots.join(format!("{name}.png"))).expect("a screenshot");
+        assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{name}.png is a PNG");
+    }
+    Ok(())
 }

@@ -8,12 +8,14 @@
 use std::collections::HashMap;
 
 use crate::errors::{DbError, StoreError};
+use crate::protocol::Role;
 use crate::record::CaseReport;
 use crate::util::StoreAddress;
 
 use super::model::{
-    Claim, Decision, Doomed, ExecutionInfo, ExecutionRow, Filter, FlakyCase, FlakyRow, Planned,
-    RepeatEnd, Resumed, RunRow, Stored, StoredCalibration, StoredRepeat, Work,
+    Claim, Decision, Doomed, ExecutionFilter, ExecutionInfo, ExecutionRow, Filter, FlakyCase,
+    FlakyRow, Planned, RepeatEnd, Resumed, RoleTotals, RunRow, Stored, StoredCalibration,
+    StoredRepeat, Work,
 };
 
 /// One write of the writer thread, applied with the others of its wave in one
@@ -274,8 +276,9 @@ pub(crate) trait Backend: Send {
     /// execution, for [`Backend::flaky`].
     fn verdicts(&mut self, last: usize) -> Result<Vec<FlakyRow>, DbError>;
 
-    /// The newest `limit` executions, newest first, with their runs counted by verdict.
-    fn executions(&mut self, limit: usize) -> Result<Vec<ExecutionRow>, DbError>;
+    /// The newest executions that `filter` takes, newest first, with their runs
+    /// counted by verdict and their tokens and cost by role (see [`usage_sums`]).
+    fn executions(&mut self, filter: &ExecutionFilter) -> Result<Vec<ExecutionRow>, DbError>;
 
     /// Keeps a judge's calibration, over the one of the same judge and fingerprint.
     fn save_calibration(&mut self, c: &StoredCalibration) -> Result<(), DbError>;
@@ -294,8 +297,8 @@ pub(crate) trait Backend: Send {
 }
 
 /// One row of an executions query: `(id, key, started_at, duration_ms, command, root,
-/// commit, verdict or status, count)`.
-pub(crate) type ExecutionCountRow = (
+/// commit, branch, CI run)`.
+pub(crate) type ExecutionHeadRow = (
     i64,
     Option<String>,
     String,
@@ -303,33 +306,109 @@ pub(crate) type ExecutionCountRow = (
     String,
     String,
     Option<String>,
-    String,
-    i64,
+    Option<String>,
+    Option<String>,
 );
 
-/// Executions from [`ExecutionCountRow`]s, newest first, each once.
-pub(crate) fn executions_of(rows: Vec<ExecutionCountRow>) -> Vec<ExecutionRow> {
-    let mut out: Vec<ExecutionRow> = Vec::new();
-    for (id, key, started_at, duration_ms, command, root, git_commit, verdict, n) in rows {
-        if out.last().is_none_or(|e| e.id != id) {
-            out.push(ExecutionRow {
-                id,
-                key,
-                started_at,
-                duration_ms,
-                command: serde_json::from_str(&command).unwrap_or_default(),
-                root,
-                git_commit,
-                counts: Default::default(),
-                total: 0,
-            });
+/// Executions from [`ExecutionHeadRow`]s, in their order, nothing counted yet.
+pub(crate) fn executions_of(rows: Vec<ExecutionHeadRow>) -> Vec<ExecutionRow> {
+    rows.into_iter()
+        .map(
+            |(id, key, started_at, duration_ms, command, root, git_commit, git_branch, ci_run)| {
+                ExecutionRow {
+                    id,
+                    key,
+                    started_at,
+                    duration_ms,
+                    command: serde_json::from_str(&command).unwrap_or_default(),
+                    root,
+                    git_commit,
+                    git_branch,
+                    ci_run,
+                    counts: Default::default(),
+                    total: 0,
+                    flaky: 0,
+                    usage: Default::default(),
+                    currency: None,
+                }
+            },
+        )
+        .collect()
+}
+
+/// The roles whose usage the viewer sums, in the order of [`usage_sums`]'s columns.
+pub(crate) const ROLES: [Role; 3] = [Role::Agent, Role::Simulator, Role::Judge];
+
+/// SQL aggregates over a group of runs, from their `metadata` column, where `json(path)`
+/// reads the number at `path` of a run's metadata (NULL when it is not there): how many
+/// were flaky (repeats that passed and failed), then per role of [`ROLES`] tokens spent,
+/// tokens replayed, cost spent and cost replayed.
+pub(crate) fn usage_sums(json: impl Fn(&[&str]) -> String) -> Vec<String> {
+    // One type whatever the database sums to (an integer, a decimal).
+    let sum = |e: String| format!("CAST(COALESCE(SUM({e}), 0) AS DOUBLE PRECISION)");
+    let tokens = |usage: &str, role: &str| {
+        format!(
+            "COALESCE({}, 0) + COALESCE({}, 0)",
+            json(&[usage, role, "prompt_tokens"]),
+            json(&[usage, role, "completion_tokens"])
+        )
+    };
+    let mut out = vec![sum(format!(
+        "CASE WHEN {} > 0 AND {} > 0 THEN 1 ELSE 0 END",
+        json(&["stability", "passed"]),
+        json(&["stability", "failed"])
+    ))];
+    for role in ROLES.map(Role::name) {
+        out.push(sum(tokens("usage", role)));
+        out.push(sum(tokens("replayed_usage", role)));
+        out.push(sum(json(&["cost", "by_role", role, "spent"])));
+        out.push(sum(json(&["cost", "by_role", role, "replayed"])));
+    }
+    out
+}
+
+/// A run's tokens spent over every role, from its metadata (see [`usage_sums`]).
+pub(crate) fn run_tokens(json: impl Fn(&[&str]) -> String) -> String {
+    let sum = ROLES
+        .map(|role| {
+            format!(
+                "COALESCE({}, 0) + COALESCE({}, 0)",
+                json(&["usage", role.name(), "prompt_tokens"]),
+                json(&["usage", role.name(), "completion_tokens"])
+            )
+        })
+        .join(" + ");
+    format!("CAST({sum} AS BIGINT)")
+}
+
+/// One row of the totals query: `(execution, verdict or status, runs, currency, then
+/// [`usage_sums`]'s columns)`.
+pub(crate) type TotalsRow = (i64, String, i64, Option<String>, Vec<f64>);
+
+/// Adds `rows` (see [`TotalsRow`]) to the executions they name.
+pub(crate) fn add_totals(executions: &mut [ExecutionRow], rows: Vec<TotalsRow>) {
+    for (id, verdict, n, currency, sums) in rows {
+        let Some(e) = executions.iter_mut().find(|e| e.id == id) else {
+            continue;
+        };
+        if n > 0 {
+            *e.counts.entry(verdict).or_default() += n as u64;
+            e.total += n as u64;
         }
-        if let Some(e) = out.last_mut() {
-            if n > 0 {
-                *e.counts.entry(verdict).or_default() += n as u64;
-                e.total += n as u64;
+        e.currency = e.currency.take().or(currency);
+        let mut sums = sums.into_iter();
+        e.flaky += sums.next().unwrap_or(0.0) as u64;
+        for role in ROLES {
+            let mut next = || sums.next().unwrap_or(0.0);
+            let t = RoleTotals {
+                tokens: next() as u64,
+                replayed_tokens: next() as u64,
+                cost: next(),
+                replayed_cost: next(),
+            };
+            if t != RoleTotals::default() {
+                e.usage.entry(role).or_default().add(&t);
             }
         }
     }
-    out
 }

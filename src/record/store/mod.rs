@@ -15,8 +15,9 @@ pub(crate) use backend::{Backend, Settled};
 pub(crate) use export::evalstudio;
 pub(crate) use location::{location, open, open_read_only, version};
 pub(crate) use model::{
-    Claim, Decision, Doomed, ExecutionInfo, Filter, FlakyCase, Planned, RepeatEnd, Resumed, RunRow,
-    Stored, StoredCalibration, StoredRepeat, Work, LIFECYCLE, VERDICTS,
+    Claim, Decision, Doomed, ExecutionFilter, ExecutionInfo, ExecutionRow, Filter, FlakyCase,
+    Planned, RepeatEnd, Resumed, RoleTotals, RunRow, Stored, StoredCalibration, StoredRepeat, Work,
+    LIFECYCLE, VERDICTS,
 };
 pub(crate) use row::LEASE;
 pub(crate) use writer::{

@@ -26,8 +26,12 @@ pub(crate) struct ExecutionInfo {
     /// marked `running` with the wave's other writes), and a `--resume` of it waits
     /// for this process to be gone (see [`super::Backend::take_over`]).
     pub(crate) exclusive: bool,
-    /// Where to look for the git commit (the suites' folder).
+    /// Where to look for the git commit and branch (the suites' folder).
     pub(crate) git_from: PathBuf,
+    /// The CI's run, when a CI says one (see [`crate::settings::ExecutionKeys::ci`]).
+    pub(crate) ci_run: Option<String>,
+    /// The CI's branch, for a checkout whose HEAD names none.
+    pub(crate) ci_branch: Option<String>,
 }
 
 /// A trial the run will run.
@@ -158,6 +162,24 @@ pub(crate) struct RunRow {
     pub(crate) reason: Option<String>,
     pub(crate) latency_ms: Option<i64>,
     pub(crate) retry_of: Option<i64>,
+    pub(crate) suite: String,
+    /// Whose fault it was that it did not pass.
+    pub(crate) blame: Option<String>,
+    /// Its turns (the conversation's user messages), once it ended.
+    pub(crate) turns: Option<i64>,
+    /// Tokens its model calls spent (replayed ones not counted).
+    pub(crate) tokens: Option<i64>,
+    /// What its model calls cost, in `currency`.
+    pub(crate) cost: Option<f64>,
+    /// Its pricing's currency, when it was priced.
+    pub(crate) currency: Option<String>,
+}
+
+impl RunRow {
+    /// Its verdict, or its lifecycle status before it has one (`queued`, `running`).
+    pub(crate) fn verdict(&self) -> &str {
+        self.verdict.as_deref().unwrap_or(&self.status)
+    }
 }
 
 /// An execution as the viewer lists it: when and what it ran, and its runs by verdict.
@@ -173,9 +195,116 @@ pub(crate) struct ExecutionRow {
     /// What it ran.
     pub(crate) root: String,
     pub(crate) git_commit: Option<String>,
+    /// The git branch it ran on (a CI's branch when the checkout is detached).
+    pub(crate) git_branch: Option<String>,
+    /// The CI's run (`github:RUN:ATTEMPT`, `gitlab:PIPELINE`), when it ran on one.
+    pub(crate) ci_run: Option<String>,
     /// Its runs by verdict (`queued` and the like for runs without one yet).
     pub(crate) counts: std::collections::BTreeMap<String, u64>,
     pub(crate) total: u64,
+    /// Its repeated cases whose repeats both passed and failed.
+    pub(crate) flaky: u64,
+    /// Tokens and cost by role (roles that made no call left out).
+    pub(crate) usage: std::collections::BTreeMap<crate::protocol::Role, RoleTotals>,
+    /// The pricing currency of its costs, when one was priced.
+    pub(crate) currency: Option<String>,
+}
+
+/// What one role spent across runs, and what was replayed from cassettes instead.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub(crate) struct RoleTotals {
+    pub(crate) tokens: u64,
+    pub(crate) replayed_tokens: u64,
+    pub(crate) cost: f64,
+    pub(crate) replayed_cost: f64,
+}
+
+impl RoleTotals {
+    /// `self` and `other` together.
+    pub(crate) fn add(&mut self, other: &RoleTotals) {
+        self.tokens += other.tokens;
+        self.replayed_tokens += other.replayed_tokens;
+        self.cost += other.cost;
+        self.replayed_cost += other.replayed_cost;
+    }
+}
+
+/// Which executions the viewer lists, newest first.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ExecutionFilter {
+    pub(crate) limit: usize,
+    /// This execution only.
+    pub(crate) id: Option<i64>,
+    /// Executions older than this one.
+    pub(crate) below: Option<i64>,
+    /// Executions that ran a case of this suite (or of a suite under it).
+    pub(crate) suite: Option<String>,
+    /// Executions with a run of this verdict or lifecycle status (with `suite`: in it).
+    pub(crate) status: Option<String>,
+    /// Text found (any case) in the branch, the commit, the CI run, the key or the
+    /// command line.
+    pub(crate) text: Option<String>,
+}
+
+impl ExecutionFilter {
+    /// The filter as a `WHERE` clause over `executions e` (empty without one) and its
+    /// values in order; `placeholder(n)` writes the backend's n-th parameter.
+    pub(crate) fn where_clause(
+        &self,
+        placeholder: impl Fn(usize) -> String,
+    ) -> (String, Vec<FilterValue>) {
+        let mut clauses = Vec::new();
+        // The runs' own conditions, in a subquery of the runs of `e`: unqualified
+        // columns there are the runs'.
+        let runs = Filter {
+            status: self.status.clone(),
+            suite: self.suite.clone(),
+            ..Filter::default()
+        };
+        let (inner, mut values) = runs.where_clause(&placeholder);
+        // `text` is one value the clause names five times: placeholders are numbered.
+        if !inner.is_empty() {
+            clauses.push(format!(
+                "EXISTS (SELECT 1 FROM runs {inner} AND execution_id = e.id)"
+            ));
+        }
+        for (id, op) in [(self.id, "="), (self.below, "<")] {
+            if let Some(id) = id {
+                values.push(FilterValue::Id(id));
+                clauses.push(format!("e.id {op} {}", placeholder(values.len())));
+            }
+        }
+        if let Some(t) = self.text.as_deref().filter(|t| !t.trim().is_empty()) {
+            values.push(FilterValue::Text(format!(
+                "%{}%",
+                like_escaped(&t.trim().to_lowercase())
+            )));
+            let p = placeholder(values.len());
+            let any: Vec<String> = [
+                "e.git_branch",
+                "e.git_commit",
+                "e.ci_run",
+                "e.execution_key",
+                "e.command",
+            ]
+            .iter()
+            .map(|c| format!("LOWER(COALESCE({c}, '')) LIKE {p} ESCAPE '\\'"))
+            .collect();
+            clauses.push(format!("({})", any.join(" OR ")));
+        }
+        let clause = match clauses.is_empty() {
+            true => String::new(),
+            false => format!("WHERE {}", clauses.join(" AND ")),
+        };
+        (clause, values)
+    }
+}
+
+/// `s` with `LIKE`'s wildcards and its escape (`\`) escaped.
+fn like_escaped(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_")
 }
 
 /// Which runs to list.
@@ -224,10 +353,7 @@ impl Filter {
         }
         if let Some(s) = &self.suite {
             // The suite, and the suites under it (`LIKE` escaped with `\`).
-            let escaped = s
-                .replace('\\', "\\\\")
-                .replace('%', "\\%")
-                .replace('_', "\\_");
+            let escaped = like_escaped(s);
             let same = next(FilterValue::Text(s.clone()), &mut values);
             let under = next(FilterValue::Text(format!("{escaped}/%")), &mut values);
             clauses.push(format!(

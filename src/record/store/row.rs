@@ -274,22 +274,34 @@ pub(crate) fn sort_ended(
     (resumed, again)
 }
 
-/// The commit checked out in the repository around `from`, read from `.git` (no `git`
-/// process): `HEAD`, the branch's ref file or `packed-refs`.
-pub(crate) fn git_commit(from: &Path) -> Option<String> {
+/// The git folder of the repository `from` is in (a worktree's own folder).
+fn git_dir(from: &Path) -> Option<std::path::PathBuf> {
     let from = std::path::absolute(from).ok()?;
     let git = from
         .ancestors()
         .map(|d| d.join(".git"))
         .find(|g| g.exists())?;
     // A worktree's `.git` is a file naming the real folder.
-    let git = if git.is_file() {
+    if git.is_file() {
         let text = std::fs::read_to_string(&git).ok()?;
         let dir = text.strip_prefix("gitdir:")?.trim();
-        git.parent()?.join(dir)
-    } else {
-        git
-    };
+        return Some(git.parent()?.join(dir));
+    }
+    Some(git)
+}
+
+/// The branch checked out in the repository `from` is in; None when HEAD is detached
+/// (as on most CIs) or there is no repository.
+pub(crate) fn git_branch(from: &Path) -> Option<String> {
+    let head = std::fs::read_to_string(git_dir(from)?.join("HEAD")).ok()?;
+    let name = head.trim().strip_prefix("ref:")?.trim();
+    Some(name.strip_prefix("refs/heads/").unwrap_or(name).to_string())
+}
+
+/// The commit checked out in the repository around `from`, read from `.git` (no `git`
+/// process): `HEAD`, the branch's ref file or `packed-refs`.
+pub(crate) fn git_commit(from: &Path) -> Option<String> {
+    let git = git_dir(from)?;
     let head = std::fs::read_to_string(git.join("HEAD")).ok()?;
     let head = head.trim();
     let Some(name) = head.strip_prefix("ref:").map(str::trim) else {

@@ -516,6 +516,20 @@ pub fn kill_if_running(pid: i32, is_ours: impl Fn(&str) -> bool) {
 // ---------------------------------------------------------------------------------------
 
 /// `cmd` without our `CI`, `NO_COLOR` or `AGENTEST_*` variables.
+/// Copies the folder `from` into `to`, with everything under it.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create a directory");
+    for entry in std::fs::read_dir(from).expect("read a directory") {
+        let entry = entry.expect("a directory entry");
+        let dest = to.join(entry.file_name());
+        if entry.file_type().expect("a file type").is_dir() {
+            copy_dir(&entry.path(), &dest);
+        } else {
+            std::fs::copy(entry.path(), dest).expect("copy a file");
+        }
+    }
+}
+
 pub fn clean(mut cmd: Command) -> Command {
     cmd.env_remove("CI").env_remove("NO_COLOR");
     for (k, _) in std::env::vars_os() {

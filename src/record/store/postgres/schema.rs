@@ -27,7 +27,7 @@
 use postgres::Client;
 
 /// The schema version this agentest writes; SQLite's, since the tables are the same.
-pub(crate) const VERSION: i64 = 9;
+pub(crate) const VERSION: i64 = 10;
 
 /// The key of the advisory lock that migrators take inside their transaction, so that
 /// two processes opening a new store at once migrate it once: "agentest" in ASCII.
@@ -169,6 +169,11 @@ CREATE TABLE calibrations (
     r#"
 ALTER TABLE runs ADD COLUMN blame TEXT;
 CREATE INDEX runs_by_blame ON runs (blame, execution_id);
+"#,
+    // 10: what started an execution, for the viewer: its git branch and its CI's run.
+    r#"
+ALTER TABLE executions ADD COLUMN git_branch TEXT;
+ALTER TABLE executions ADD COLUMN ci_run TEXT;
 "#,
 ];
 

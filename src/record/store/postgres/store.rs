@@ -11,10 +11,11 @@ use postgres::{Client, GenericClient, Row, Statement};
 
 use crate::errors::{DbError, StoreError};
 use crate::record::rfc3339;
-use crate::record::store::backend::{known_form, Answer, Backend, ExecutionOwner, Write};
+use crate::record::store::backend::{self, known_form, Answer, Backend, ExecutionOwner, Write};
 use crate::record::store::model::{
-    Claim, Decision, Doomed, ExecutionInfo, ExecutionRow, Filter, FilterValue, FlakyRow, Planned,
-    RepeatEnd, Resumed, RunRow, Stored, StoredCalibration, StoredRepeat, StoredRun, Work,
+    Claim, Decision, Doomed, ExecutionFilter, ExecutionInfo, ExecutionRow, Filter, FilterValue,
+    FlakyRow, Planned, RepeatEnd, Resumed, RunRow, Stored, StoredCalibration, StoredRepeat,
+    StoredRun, Work,
 };
 use crate::record::store::row::{self, Owner, RunEnd};
 use crate::util::StoreAddress;
@@ -65,8 +66,34 @@ fn db(e: postgres::Error) -> DbError {
     DbError::Postgres(e)
 }
 
-const COLUMNS: &str = "id, execution_id, trial, status, verdict, started_at, completed_at, \
-     COALESCE(error, reason), (metadata::jsonb ->> 'latency_ms')::bigint, retry_of";
+/// A run's columns as [`run_row`] reads them, from `runs` joined with [`PARSED`] (its
+/// metadata parsed once, as `m`); its tokens are summed from it (see
+/// [`backend::run_tokens`]).
+static COLUMNS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "id, execution_id, trial, status, verdict, started_at, completed_at, \
+         COALESCE(error, reason), (m ->> 'latency_ms')::bigint, retry_of, suite, blame, \
+         (jsonb_array_length(messages::jsonb) / 2)::bigint, {}, (m #>> '{{cost,spent}}')::float8, \
+         m #>> '{{cost,currency}}'",
+        backend::run_tokens(json_number)
+    )
+});
+
+/// Joined to `runs`: each run's metadata parsed once, as `m`.
+const PARSED: &str = "CROSS JOIN LATERAL (SELECT runs.metadata::jsonb AS m) parsed";
+
+/// The number at `path` of the parsed metadata `m` (NULL when it is not there).
+fn json_number(path: &[&str]) -> String {
+    format!("(m #>> '{{{}}}')::float8", path.join(","))
+}
+
+/// A filter's value as a PostgreSQL parameter.
+fn sql_value(v: FilterValue) -> Box<dyn ToSql + Sync> {
+    match v {
+        FilterValue::Text(t) => Box::new(t),
+        FilterValue::Id(i) => Box::new(i),
+    }
+}
 
 fn run_row(r: &Row) -> RunRow {
     RunRow {
@@ -80,6 +107,12 @@ fn run_row(r: &Row) -> RunRow {
         reason: r.get(7),
         latency_ms: r.get(8),
         retry_of: r.get(9),
+        suite: r.get(10),
+        blame: r.get(11),
+        turns: r.get(12),
+        tokens: r.get(13),
+        cost: r.get(14),
+        currency: r.get(15),
     }
 }
 
@@ -157,6 +190,7 @@ impl Backend for Postgres {
         let now = rfc3339(std::time::SystemTime::now());
         let command = serde_json::to_string(&info.command).unwrap_or_default();
         let commit = row::git_commit(&info.git_from);
+        let branch = row::git_branch(&info.git_from).or_else(|| info.ci_branch.clone());
         let version = env!("CARGO_PKG_VERSION");
         // The first process with the key makes the row; the others, at the same
         // moment or later, find it: ON CONFLICT waits for the first's commit.
@@ -169,8 +203,9 @@ impl Backend for Postgres {
             .client
             .query_opt(
                 "INSERT INTO executions (started_at, command, version, git_commit, nextest_run_id,
-                                         root, execution_key, owner_pid, owner_host, heartbeat_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $1)
+                                         root, execution_key, owner_pid, owner_host, heartbeat_at,
+                                         git_branch, ci_run)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $1, $10, $11)
                  ON CONFLICT (execution_key) DO NOTHING
                  RETURNING id",
                 &[
@@ -183,6 +218,8 @@ impl Backend for Postgres {
                     &info.key,
                     &owner_pid,
                     &owner_host,
+                    &branch,
+                    &info.ci_run,
                 ],
             )
             .map_err(db)?;
@@ -648,17 +685,10 @@ impl Backend for Postgres {
 
     fn list(&mut self, f: &Filter) -> Result<Vec<RunRow>> {
         let (filter, values) = f.where_clause(|n| format!("${n}"));
-        let values: Vec<Box<dyn ToSql + Sync>> = values
-            .into_iter()
-            .map(|v| -> Box<dyn ToSql + Sync> {
-                match v {
-                    FilterValue::Text(t) => Box::new(t),
-                    FilterValue::Id(i) => Box::new(i),
-                }
-            })
-            .collect();
+        let values: Vec<Box<dyn ToSql + Sync>> = values.into_iter().map(sql_value).collect();
         let sql = format!(
-            "SELECT {COLUMNS} FROM runs {filter} ORDER BY id DESC LIMIT {}",
+            "SELECT {} FROM runs {PARSED} {filter} ORDER BY id DESC LIMIT {}",
+            *COLUMNS,
             f.limit.max(1)
         );
         let params: Vec<&(dyn ToSql + Sync)> = values.iter().map(|v| v.as_ref()).collect();
@@ -670,11 +700,14 @@ impl Backend for Postgres {
         let r = self
             .client
             .query_opt(
-                &format!("SELECT {COLUMNS}, record FROM runs WHERE id = $1"),
+                &format!(
+                    "SELECT {}, record FROM runs {PARSED} WHERE id = $1",
+                    *COLUMNS
+                ),
                 &[&id],
             )
             .map_err(db)?;
-        Ok(r.map(|r| (run_row(&r), r.get(10))))
+        Ok(r.map(|r| (run_row(&r), r.get(16))))
     }
 
     fn errored(&mut self, execution: Option<i64>) -> Result<HashMap<String, i64>> {
@@ -695,21 +728,25 @@ impl Backend for Postgres {
         execution_root(&mut self.client, id)
     }
 
-    fn executions(&mut self, limit: usize) -> Result<Vec<ExecutionRow>> {
-        let rows = self
+    fn executions(&mut self, f: &ExecutionFilter) -> Result<Vec<ExecutionRow>> {
+        let (filter, values) = f.where_clause(|n| format!("${n}"));
+        let values: Vec<Box<dyn ToSql + Sync>> = values.into_iter().map(sql_value).collect();
+        let params: Vec<&(dyn ToSql + Sync)> = values.iter().map(|v| v.as_ref()).collect();
+        let heads = self
             .client
             .query(
-                "SELECT e.id, e.execution_key, e.started_at, e.duration_ms, e.command, e.root, e.git_commit,
-        COALESCE(r.verdict, r.status, ''), COUNT(r.id)
- FROM executions e LEFT JOIN runs r ON r.execution_id = e.id
- WHERE e.id IN (SELECT id FROM executions ORDER BY id DESC LIMIT $1)
- GROUP BY e.id, COALESCE(r.verdict, r.status, '')
- ORDER BY e.id DESC",
-                &[&(limit as i64)],
+                &format!(
+                    "SELECT e.id, e.execution_key, e.started_at, e.duration_ms, e.command, e.root,
+                            e.git_commit, e.git_branch, e.ci_run
+                     FROM executions e {filter} ORDER BY e.id DESC LIMIT {}",
+                    f.limit.max(1)
+                ),
+                &params,
             )
             .map_err(db)?;
-        Ok(crate::record::store::backend::executions_of(
-            rows.iter()
+        let mut executions = backend::executions_of(
+            heads
+                .iter()
                 .map(|r| {
                     (
                         r.get(0),
@@ -724,7 +761,40 @@ impl Backend for Postgres {
                     )
                 })
                 .collect(),
-        ))
+        );
+        if executions.is_empty() {
+            return Ok(executions);
+        }
+        let ids: Vec<i64> = executions.iter().map(|e| e.id).collect();
+        let sums = backend::usage_sums(json_number);
+        let n = sums.len();
+        let rows = self
+            .client
+            .query(
+                &format!(
+                    "SELECT execution_id, COALESCE(verdict, status, ''), COUNT(*),
+                            MAX(m #>> '{{cost,currency}}'), {}
+                     FROM runs {PARSED} WHERE execution_id = ANY($1) GROUP BY 1, 2",
+                    sums.join(", ")
+                ),
+                &[&ids],
+            )
+            .map_err(db)?;
+        backend::add_totals(
+            &mut executions,
+            rows.iter()
+                .map(|r| {
+                    (
+                        r.get(0),
+                        r.get(1),
+                        r.get(2),
+                        r.get(3),
+                        (0..n).map(|i| r.get(4 + i)).collect(),
+                    )
+                })
+                .collect(),
+        );
+        Ok(executions)
     }
 
     fn save_calibration(&mut self, c: &StoredCalibration) -> Result<()> {

@@ -6,7 +6,7 @@
 use rusqlite::Connection;
 
 /// The schema version this agentest writes.
-pub(crate) const VERSION: i64 = 9;
+pub(crate) const VERSION: i64 = 10;
 
 /// The migrations, in order: `MIGRATIONS[i]` takes version `i` to `i + 1`.
 const MIGRATIONS: [&str; VERSION as usize] = [
@@ -144,6 +144,11 @@ CREATE TABLE calibrations (
     r#"
 ALTER TABLE runs ADD COLUMN blame TEXT;
 CREATE INDEX runs_by_blame ON runs (blame, execution_id);
+"#,
+    // 10: what started an execution, for the viewer: its git branch and its CI's run.
+    r#"
+ALTER TABLE executions ADD COLUMN git_branch TEXT;
+ALTER TABLE executions ADD COLUMN ci_run TEXT;
 "#,
 ];
 

@@ -9,10 +9,11 @@ use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Row, Tra
 
 use crate::errors::{DbError, StoreError};
 use crate::record::rfc3339;
-use crate::record::store::backend::{known_form, Answer, Backend, ExecutionOwner, Write};
+use crate::record::store::backend::{self, known_form, Answer, Backend, ExecutionOwner, Write};
 use crate::record::store::model::{
-    Claim, Decision, Doomed, ExecutionInfo, ExecutionRow, Filter, FilterValue, FlakyRow, Planned,
-    RepeatEnd, Resumed, RunRow, Stored, StoredCalibration, StoredRepeat, StoredRun, Work,
+    Claim, Decision, Doomed, ExecutionFilter, ExecutionInfo, ExecutionRow, Filter, FilterValue,
+    FlakyRow, Planned, RepeatEnd, Resumed, RunRow, Stored, StoredCalibration, StoredRepeat,
+    StoredRun, Work,
 };
 use crate::record::store::row::{self, Owner, RunEnd};
 use crate::util::StoreAddress;
@@ -84,8 +85,25 @@ fn is_database(path: &Path) -> bool {
         .is_ok_and(|()| &head == b"SQLite format 3\0")
 }
 
-const COLUMNS: &str = "id, execution_id, trial, status, verdict, started_at, completed_at, \
-     COALESCE(error, reason), json_extract(metadata, '$.latency_ms'), retry_of";
+/// A run's columns as [`run_row`] reads them; its tokens are summed from its metadata
+/// (see [`backend::run_tokens`]).
+static COLUMNS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "id, execution_id, trial, status, verdict, started_at, completed_at, \
+         COALESCE(error, reason), json_extract(metadata, '$.latency_ms'), retry_of, suite, blame, \
+         json_array_length(messages) / 2, {}, json_extract(metadata, '$.cost.spent'), \
+         json_extract(metadata, '$.cost.currency')",
+        backend::run_tokens(|path| format!("json_extract(metadata, '$.{}')", path.join(".")))
+    )
+});
+
+/// A filter's value as SQLite's.
+fn sql_value(v: FilterValue) -> rusqlite::types::Value {
+    match v {
+        FilterValue::Text(t) => rusqlite::types::Value::Text(t),
+        FilterValue::Id(i) => rusqlite::types::Value::Integer(i),
+    }
+}
 
 fn run_row(r: &Row<'_>) -> rusqlite::Result<RunRow> {
     Ok(RunRow {
@@ -99,6 +117,12 @@ fn run_row(r: &Row<'_>) -> rusqlite::Result<RunRow> {
         reason: r.get(7)?,
         latency_ms: r.get(8)?,
         retry_of: r.get(9)?,
+        suite: r.get(10)?,
+        blame: r.get(11)?,
+        turns: r.get(12)?,
+        tokens: r.get(13)?,
+        cost: r.get(14)?,
+        currency: r.get(15)?,
     })
 }
 
@@ -403,16 +427,11 @@ impl Backend for Sqlite {
     }
 
     fn list(&mut self, f: &Filter) -> Result<Vec<RunRow>, DbError> {
-        let (filter, values) = f.where_clause(|_| "?".to_string());
-        let values: Vec<rusqlite::types::Value> = values
-            .into_iter()
-            .map(|v| match v {
-                FilterValue::Text(t) => rusqlite::types::Value::Text(t),
-                FilterValue::Id(i) => rusqlite::types::Value::Integer(i),
-            })
-            .collect();
+        let (filter, values) = f.where_clause(|n| format!("?{n}"));
+        let values: Vec<rusqlite::types::Value> = values.into_iter().map(sql_value).collect();
         let sql = format!(
-            "SELECT {COLUMNS} FROM runs {filter} ORDER BY id DESC LIMIT {}",
+            "SELECT {} FROM runs {filter} ORDER BY id DESC LIMIT {}",
+            *COLUMNS,
             f.limit.max(1)
         );
         let rows = self.conn.prepare(&sql).and_then(|mut stmt| {
@@ -425,9 +444,9 @@ impl Backend for Sqlite {
     fn show(&mut self, id: i64) -> Result<Option<(RunRow, Option<String>)>, DbError> {
         self.conn
             .query_row(
-                &format!("SELECT {COLUMNS}, record FROM runs WHERE id = ?1"),
+                &format!("SELECT {}, record FROM runs WHERE id = ?1", *COLUMNS),
                 [id],
-                |r| Ok((run_row(r)?, r.get::<_, Option<String>>(10)?)),
+                |r| Ok((run_row(r)?, r.get::<_, Option<String>>(16)?)),
             )
             .optional()
             .map_err(|e| self.db(e))
@@ -453,19 +472,19 @@ impl Backend for Sqlite {
         execution_root(&self.conn, id).map_err(|e| self.db(e))
     }
 
-    fn executions(&mut self, limit: usize) -> Result<Vec<ExecutionRow>, DbError> {
-        let rows = self
+    fn executions(&mut self, f: &ExecutionFilter) -> Result<Vec<ExecutionRow>, DbError> {
+        let (filter, values) = f.where_clause(|n| format!("?{n}"));
+        let values: Vec<rusqlite::types::Value> = values.into_iter().map(sql_value).collect();
+        let heads = self
             .conn
-            .prepare(
-                "SELECT e.id, e.execution_key, e.started_at, e.duration_ms, e.command, e.root, e.git_commit,
-        COALESCE(r.verdict, r.status, ''), COUNT(r.id)
- FROM executions e LEFT JOIN runs r ON r.execution_id = e.id
- WHERE e.id IN (SELECT id FROM executions ORDER BY id DESC LIMIT ?1)
- GROUP BY e.id, COALESCE(r.verdict, r.status, '')
- ORDER BY e.id DESC",
-            )
+            .prepare(&format!(
+                "SELECT e.id, e.execution_key, e.started_at, e.duration_ms, e.command, e.root,
+                        e.git_commit, e.git_branch, e.ci_run
+                 FROM executions e {filter} ORDER BY e.id DESC LIMIT {}",
+                f.limit.max(1)
+            ))
             .and_then(|mut q| {
-                q.query_map([limit as i64], |r| {
+                q.query_map(params_from_iter(values.iter()), |r| {
                     Ok((
                         r.get(0)?,
                         r.get(1)?,
@@ -481,7 +500,36 @@ impl Backend for Sqlite {
                 .collect::<rusqlite::Result<Vec<_>>>()
             })
             .map_err(|e| self.db(e))?;
-        Ok(crate::record::store::backend::executions_of(rows))
+        let mut executions = backend::executions_of(heads);
+        if executions.is_empty() {
+            return Ok(executions);
+        }
+        let ids: Vec<String> = executions.iter().map(|e| e.id.to_string()).collect();
+        let sums =
+            backend::usage_sums(|path| format!("json_extract(metadata, '$.{}')", path.join(".")));
+        let n = sums.len();
+        let rows = self
+            .conn
+            .prepare(&format!(
+                "SELECT execution_id, COALESCE(verdict, status, ''), COUNT(*),
+                        MAX(json_extract(metadata, '$.cost.currency')), {}
+                 FROM runs WHERE execution_id IN ({}) GROUP BY 1, 2",
+                sums.join(", "),
+                ids.join(", ")
+            ))
+            .and_then(|mut q| {
+                q.query_map([], |r| {
+                    let mut sums = Vec::with_capacity(n);
+                    for i in 0..n {
+                        sums.push(r.get::<_, f64>(4 + i)?);
+                    }
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, sums))
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(|e| self.db(e))?;
+        backend::add_totals(&mut executions, rows);
+        Ok(executions)
     }
 
     fn save_calibration(&mut self, c: &StoredCalibration) -> Result<(), DbError> {
@@ -613,6 +661,7 @@ fn start_execution(conn: &mut Connection, info: &ExecutionInfo) -> rusqlite::Res
     let now = rfc3339(std::time::SystemTime::now());
     let command = serde_json::to_string(&info.command).unwrap_or_default();
     let commit = row::git_commit(&info.git_from);
+    let branch = row::git_branch(&info.git_from).or_else(|| info.ci_branch.clone());
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     if let Some(key) = &info.key {
         let found: Option<i64> = tx
@@ -634,8 +683,9 @@ fn start_execution(conn: &mut Connection, info: &ExecutionInfo) -> rusqlite::Res
     };
     tx.execute(
         "INSERT INTO executions (started_at, command, version, git_commit, nextest_run_id, root,
-                                 execution_key, owner_pid, owner_host, heartbeat_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?1)",
+                                 execution_key, owner_pid, owner_host, heartbeat_at,
+                                 git_branch, ci_run)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?1, ?10, ?11)",
         params![
             now,
             command,
@@ -645,7 +695,9 @@ fn start_execution(conn: &mut Connection, info: &ExecutionInfo) -> rusqlite::Res
             info.root,
             info.key,
             owner_pid,
-            owner_host
+            owner_host,
+            branch,
+            info.ci_run
         ],
     )?;
     let id = tx.last_insert_rowid();

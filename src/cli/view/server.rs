@@ -1,0 +1,172 @@
+//! The viewer's server: the hyper the trace receiver already uses, on loopback unless
+//! told otherwise, over a store opened read only (never created, migrated or written).
+//! It checks every request's token (when there is one) and its method, then hands it to
+//! [`super::routes`] off the runtime's threads (the store's calls block).
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::header::{HeaderValue, AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode};
+use serde_json::json;
+
+use super::query::Query;
+use super::routes::{self, Reply};
+use crate::record::store::{self, Backend};
+
+#[derive(clap::Args)]
+pub(in crate::cli) struct ViewArgs {
+    /// The store (default: as `agentest test` finds it from the current folder).
+    // Read as text and parsed later: clap's own error would print a URL's password.
+    #[arg(long)]
+    store: Option<String>,
+    /// Where to listen (default 127.0.0.1:0, a free port on loopback). Another address
+    /// than loopback needs --token.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    listen: String,
+    /// A secret every request must carry (`Authorization: Bearer TOKEN`, or `?token=`).
+    #[arg(long)]
+    token: Option<String>,
+}
+
+/// Runs `agentest view` until stopped.
+pub(in crate::cli) fn view(args: ViewArgs) -> Result<ExitCode, String> {
+    let listen: SocketAddr = args.listen.parse().map_err(|_| {
+        format!(
+            "--listen {}: expected an address and port like 127.0.0.1:8080 (port 0: a free one)",
+            args.listen
+        )
+    })?;
+    let token = args.token.filter(|t| !t.is_empty());
+    if !listen.ip().is_loopback() && token.is_none() {
+        return Err(format!(
+            "--listen {listen} is not a loopback address: anyone who reaches it would read the store; give --token SECRET (every request must then carry it), or listen on 127.0.0.1"
+        ));
+    }
+    let address = super::super::locate::existing_store(super::super::locate::parse_store(
+        args.store.as_deref(),
+    )?)?;
+    let db = store::open_read_only(&address).map_err(|e| e.to_string())?;
+    let state = Arc::new(State {
+        db: Mutex::new(db),
+        token,
+    });
+    crate::run::runtime().block_on(async move {
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .map_err(|e| format!("failed to listen on {listen}: {e}"))?;
+        let bound = listener
+            .local_addr()
+            .map_err(|e| format!("failed to listen on {listen}: {e}"))?;
+        // The URL is the command's output; the token is the user's own, not printed.
+        println!("http://{bound}/");
+        eprintln!("agentest view: serving {address} read only; Ctrl-C stops it");
+        serve(listener, state).await;
+        Ok::<_, String>(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+struct State {
+    /// The store, read by one request at a time (its connection is not shared).
+    db: Mutex<Box<dyn Backend>>,
+    token: Option<String>,
+}
+
+async fn serve(listener: tokio::net::TcpListener, state: Arc<State>) {
+    loop {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => return,
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                };
+                let state = Arc::clone(&state);
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |request| {
+                        let state = Arc::clone(&state);
+                        async move { Ok::<_, Infallible>(answer(&state, request).await) }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        }
+    }
+}
+
+/// Whether `given` is the token, compared in constant time.
+fn same_token(given: &str, token: &str) -> bool {
+    let (a, b) = (given.as_bytes(), token.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+async fn answer(
+    state: &Arc<State>,
+    request: Request<hyper::body::Incoming>,
+) -> Response<Full<Bytes>> {
+    let query = Query::parse(request.uri().query().unwrap_or(""));
+    if let Some(token) = &state.token {
+        let bearer = request
+            .headers()
+            .get(AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        let given = bearer.or_else(|| query.get("token"));
+        if !given.is_some_and(|g| same_token(g, token)) {
+            return response(Reply::Json(
+                StatusCode::UNAUTHORIZED,
+                json!({"error": "this viewer needs its token: Authorization: Bearer TOKEN, or ?token=TOKEN"}),
+            ));
+        }
+    }
+    if request.method() != Method::GET {
+        return response(Reply::Json(
+            StatusCode::METHOD_NOT_ALLOWED,
+            json!({"error": "the viewer is read only: GET only"}),
+        ));
+    }
+    let path = request.uri().path().to_string();
+    let state = Arc::clone(state);
+    let reply = tokio::task::spawn_blocking(move || {
+        let mut db = state.db.lock().unwrap_or_else(|e| e.into_inner());
+        routes::route(db.as_mut(), &path, &query)
+    })
+    .await
+    .unwrap_or_else(|e| {
+        Reply::Json(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            json!({"error": format!("the request failed: {e}")}),
+        )
+    });
+    response(reply)
+}
+
+fn response(reply: Reply) -> Response<Full<Bytes>> {
+    let (status, kind, body) = match reply {
+        Reply::Json(status, value) => (
+            status,
+            "application/json; charset=utf-8",
+            Bytes::from(value.to_string()),
+        ),
+        Reply::Html(status, page) => (status, "text/html; charset=utf-8", Bytes::from(page)),
+        Reply::Asset(kind, text) => (StatusCode::OK, kind, Bytes::from_static(text.as_bytes())),
+    };
+    let mut response = Response::new(Full::new(body));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(kind));
+    // The store changes under the viewer: every answer is read afresh.
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    response
+}
