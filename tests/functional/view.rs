@@ -217,6 +217,26 @@ fn the_viewer_reads_a_postgres_store_read_only() -> crate::common::Needs {
     let list = list.as_array().expect("executions");
     assert_eq!(list.len(), 2);
     assert_eq!(list[0]["counts"], json!({"failed": 2}));
+    // The filters' SQL, in PostgreSQL's dialect: text, status and suite.
+    for (path, want) in [
+        ("/api/executions?q=SUITES", 2),
+        ("/api/executions?q=nothing", 0),
+        ("/api/executions?status=passed&suite=s", 1),
+    ] {
+        let (code, found) = request(&v, "GET", path, None);
+        assert_eq!(
+            (code, found.as_array().map(Vec::len)),
+            (200, Some(want)),
+            "{path}: {found}"
+        );
+    }
+    let (_, one) = request(&v, "GET", "/api/executions/2?q=s%3A%3Aa", None);
+    let runs = one["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 1, "{one}");
+    assert_eq!(
+        (runs[0]["turns"].as_i64(), runs[0]["suite"].as_str()),
+        (Some(1), Some("s"))
+    );
     let (code, cmp) = request(&v, "GET", "/api/compare?before=1&after=2", None);
     assert_eq!(code, 200, "{cmp}");
     assert!(
