@@ -58,6 +58,10 @@ page.setDefaultTimeout(10_000);
 const pageErrors = [];
 const elsewhere = [];
 page.on("pageerror", (e) => pageErrors.push(String(e)));
+// A request the page's policy blocks is a console error, not a page error.
+page.on("console", (m) => {
+  if (m.type() === "error") pageErrors.push(m.text());
+});
 page.on("request", (r) => {
   if (!r.url().startsWith(base)) elsewhere.push(r.url());
 });

@@ -874,6 +874,19 @@ fn browser_check(report: &Path, shot: &Path, args: &[&str]) -> Value {
 /// most); panics with its output unless it exited 0 and its last line, a JSON result,
 /// says `"ok": true`; returns that result.
 pub(crate) fn browser_script(script: &str, args: &[String]) -> Value {
+    browser_script_with(script, args, |_| {})
+}
+
+/// [`browser_script`], handing each line the script prints to `on_line` as it comes
+/// (a script that waits for the test to do something prints a line saying so).
+pub(crate) fn browser_script_with(
+    script: &str,
+    args: &[String],
+    mut on_line: impl FnMut(&str),
+) -> Value {
+    use std::io::BufRead;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
     let browser_dir = Path::new(ROOT).join("tests/browser");
     let mut child = Command::new("node")
         .arg(browser_dir.join(script))
@@ -882,26 +895,52 @@ pub(crate) fn browser_script(script: &str, args: &[String]) -> Value {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start node");
-    let deadline = Instant::now() + Duration::from_secs(180);
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for node") {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{script} took more than 180s");
-        }
-        std::thread::sleep(Duration::from_millis(100));
+    let stdout = child.stdout.take().expect("node's stdout");
+    let mut stderr = child.stderr.take().expect("node's stderr");
+    let errors = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
+        text
+    });
+    let child = Arc::new(Mutex::new(child));
+    let (late, done) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let watchdog = {
+        let (child, late, done) = (Arc::clone(&child), Arc::clone(&late), Arc::clone(&done));
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(180);
+            while !done.load(Ordering::SeqCst) {
+                if Instant::now() > deadline {
+                    late.store(true, Ordering::SeqCst);
+                    let _ = crate::common::lock(&child).kill();
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        })
     };
-    let out = child.wait_with_output().expect("node output");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let mut lines = Vec::new();
+    for line in std::io::BufReader::new(stdout).lines() {
+        let Ok(line) = line else { break };
+        on_line(&line);
+        lines.push(line);
+    }
+    let status = crate::common::lock(&child).wait().expect("wait for node");
+    done.store(true, Ordering::SeqCst);
+    let _ = watchdog.join();
+    let stdout = lines.join("\n");
+    let stderr = errors.join().unwrap_or_default();
+    assert!(
+        !late.load(Ordering::SeqCst),
+        "{script} took more than 180s\n{stdout}\n{stderr}"
+    );
     assert!(
         status.success(),
         "{script} failed ({status})\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}"
     );
-    let result: Value = serde_json::from_str(stdout.trim().lines().last().unwrap_or_default())
+    let result: Value = serde_json::from_str(lines.last().map_or("", String::as_str))
         .unwrap_or_else(|e| panic!("{script} printed no result ({e}): {stdout}"));
     assert_eq!(result["ok"], true, "{result}");
     result

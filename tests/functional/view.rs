@@ -22,6 +22,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
         a_page_over_runs_still_going_reloads_itself,
         the_examples_executions_add_up_and_filter,
         the_viewer_works_in_headless_chromium(needs crate::reports::browser),
+        the_viewer_follows_a_run_in_headless_chromium(needs crate::reports::browser),
     ]
 }
 
@@ -670,5 +671,49 @@ fn the_viewer_works_in_headless_chromium() -> crate::common::Needs {
         let png = std::fs::read(shots.join(format!("{name}.png"))).expect("a screenshot");
         assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{name}.png is a PNG");
     }
+    Ok(())
+}
+
+/// An execution's page open in headless Chromium while a worker runs its queued runs:
+/// tests/browser/live.mjs sees them end without reloading the page itself (the page's
+/// script asks the API and reloads when it changed), and the page stop following.
+fn the_viewer_follows_a_run_in_headless_chromium() -> crate::common::Needs {
+    crate::reports::browser()?;
+    let s = filled();
+    let enqueue = clean(Command::new(BIN))
+        .current_dir(s.path())
+        .args(["test", "-i", "suites", "--enqueue"])
+        .env("AGENTEST_STORE", s.join("runs.db"))
+        .env("AGENTEST_EXECUTION", "watch-me")
+        .output()
+        .expect("run agentest");
+    assert_eq!(enqueue.status.code(), Some(0), "{enqueue:?}");
+    s.write("mode.txt", "pass");
+    let v = view(&s, &[]);
+    let shot = crate::common::outer_target_dir().join("view-screenshots/live.png");
+    let mut worker: Option<Child> = None;
+    let result = crate::reports::browser_script_with(
+        "live.mjs",
+        &[format!("{}executions/3", v.url), shot.display().to_string()],
+        |line| {
+            if line == "ready" && worker.is_none() {
+                worker = Some(
+                    clean(Command::new(BIN))
+                        .current_dir(s.path())
+                        .args(["worker", "--execution", "watch-me", "--poll", "200ms"])
+                        .env("AGENTEST_STORE", s.join("runs.db"))
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::null())
+                        .spawn()
+                        .expect("start a worker"),
+                );
+            }
+        },
+    );
+    if let Some(mut w) = worker {
+        let _ = w.kill();
+        let _ = w.wait();
+    }
+    assert!(result["passed"].as_u64().unwrap() >= 6, "{result}");
     Ok(())
 }

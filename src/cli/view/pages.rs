@@ -43,23 +43,27 @@ const REFRESH_SECONDS: u32 = 5;
 
 /// A page that says what is not there (or went wrong).
 pub(super) fn not_here(message: &str) -> String {
-    framed("Not here", &format!("<p>{}</p>\n", esc(message)), false)
+    framed("Not here", &format!("<p>{}</p>\n", esc(message)), None)
 }
 
 /// A page: its title and body in the viewer's frame (no network; the one script is
 /// the viewer's own), reloading itself every few seconds when `live` (runs still
 /// going): a long CI run can be watched without a script.
-fn framed(title: &str, body: &str, live: bool) -> String {
-    let refresh = if live {
-        format!("<meta http-equiv=\"refresh\" content=\"{REFRESH_SECONDS}\">\n")
-    } else {
-        String::new()
+fn framed(title: &str, body: &str, live: Option<&str>) -> String {
+    // With script, the page asks the API every few seconds and reloads only when what
+    // it shows changed (a form being filled is not lost); without, it reloads anyway.
+    let (refresh, watch) = match live {
+        Some(api) => (
+            format!("<noscript><meta http-equiv=\"refresh\" content=\"{REFRESH_SECONDS}\"></noscript>\n"),
+            format!(" data-live=\"{}\" data-every=\"{REFRESH_SECONDS}\"", esc(api)),
+        ),
+        None => (String::new(), String::new()),
     };
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n{refresh}\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'self'\">\n\
-         <title>{} · agentest</title>\n<style>{CSS}</style>\n</head>\n<body>\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'self'; connect-src 'self'\">\n\
+         <title>{} · agentest</title>\n<style>{CSS}</style>\n</head>\n<body{watch}>\n\
          <nav><a href=\"/\">Executions</a></nav>\n<main>\n<h1>{}</h1>\n{body}</main>\n\
          <script src=\"/assets/view.js\"></script>\n</body>\n</html>\n",
         esc(title),
@@ -71,7 +75,7 @@ fn framed(title: &str, body: &str, live: bool) -> String {
 fn live_note(live: bool) -> String {
     match live {
         true => format!(
-            "<p role=\"status\">Runs are still going: this page reloads every {REFRESH_SECONDS} s.</p>\n"
+            "<p role=\"status\">Runs are still going: this page follows them (every {REFRESH_SECONDS} s).</p>\n"
         ),
         false => String::new(),
     }
@@ -171,7 +175,8 @@ pub(super) fn executions(list: &[ExecutionRow], q: &Query) -> String {
         .iter()
         .any(|e| LIFECYCLE[..3].iter().any(|u| e.counts.contains_key(*u)));
     s.push_str(&live_note(live));
-    framed("Executions", &s, live)
+    let api = format!("/api/executions{}", q.encoded());
+    framed("Executions", &s, live.then_some(api.as_str()))
 }
 
 /// The currency the first priced execution names.
@@ -306,12 +311,12 @@ pub(super) fn execution(
     if let Some(d) = e.duration_ms {
         let _ = write!(s, ", took {}", seconds(d));
     }
-    let _ = write!(s, "; {} runs:", e.total);
-    for v in STATUSES {
-        if let Some(n) = e.counts.get(v) {
-            let _ = write!(s, " <span class=\"{v}\">{n} {v}</span>");
-        }
-    }
+    let counted: Vec<String> = e
+        .counts
+        .iter()
+        .map(|(v, n)| format!("<span class=\"{0}\">{n} {0}</span>", esc(v)))
+        .collect();
+    let _ = write!(s, "; {} runs: {}", e.total, counted.join(", "));
     if e.flaky > 0 {
         let _ = write!(s, "; {} flaky", e.flaky);
     }
@@ -384,7 +389,12 @@ pub(super) fn execution(
     }
     let live = runs.iter().any(|r| !ended(r.verdict()));
     s.push_str(&live_note(live));
-    framed(&format!("Execution {}", e.id), &s, live)
+    let api = format!("/api/executions/{}{}", e.id, q.encoded());
+    framed(
+        &format!("Execution {}", e.id),
+        &s,
+        live.then_some(api.as_str()),
+    )
 }
 
 /// Whether a run's verdict (or status) is an end.
@@ -521,7 +531,8 @@ pub(super) fn case(trial: &str, h: &History, newest_first: &[RunRow]) -> String 
     s.push_str("</tbody>\n</table>\n");
     let live = newest_first.iter().any(|r| !ended(r.verdict()));
     s.push_str(&live_note(live));
-    framed(&format!("Case {trial}"), &s, live)
+    let api = format!("/api/cases/{}", url_part(trial));
+    framed(&format!("Case {trial}"), &s, live.then_some(api.as_str()))
 }
 
 /// The commands that show and rerun run `id`, each with a copy button (shown by the
@@ -639,7 +650,7 @@ pub(super) fn comparison(c: &Comparison, before: i64, after: i64) -> String {
     if shown == 0 {
         s.push_str("<p>No case changed.</p>\n");
     }
-    framed(&format!("Execution {before} → {after}"), &s, false)
+    framed(&format!("Execution {before} → {after}"), &s, None)
 }
 
 /// Milliseconds as seconds with one decimal.

@@ -20,6 +20,21 @@ impl Query {
         )
     }
 
+    /// The query again, encoded (`?k=v&...`), without `token` (kept in a cookie);
+    /// empty when nothing is left.
+    pub(super) fn encoded(&self) -> String {
+        let kept: Vec<String> = self
+            .0
+            .iter()
+            .filter(|(k, v)| k != "token" && !v.trim().is_empty())
+            .map(|(k, v)| format!("{}={}", url_part(k), url_part(v)))
+            .collect();
+        match kept.is_empty() {
+            true => String::new(),
+            false => format!("?{}", kept.join("&")),
+        }
+    }
+
     /// The value of `key`, trimmed; None when absent or blank (an empty form field).
     pub(super) fn get(&self, key: &str) -> Option<&str> {
         self.0
@@ -118,6 +133,10 @@ mod tests {
         assert_eq!(q.limit(50, 500), Ok(20));
         assert!(q.id("before").unwrap_err().contains("`before=x`"));
         assert_eq!(q.id("after"), Ok(None));
+        assert_eq!(
+            Query::parse("q=fix+a%2Fb&status=&token=s").encoded(),
+            "?q=fix%20a%2Fb"
+        );
         assert!(Query::parse("limit=0").limit(50, 500).is_err());
         assert_eq!(decoded("cases%3A%3AT1+x", false), "cases::T1+x");
         assert_eq!(url_part("a::b c/é"), "a%3A%3Ab%20c%2F%C3%A9");

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use http_body_util::Full;
-use hyper::header::{HeaderValue, AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE};
+use hyper::header::{HeaderValue, AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, COOKIE, SET_COOKIE};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::json;
 
@@ -28,7 +28,8 @@ pub(in crate::cli) struct ViewArgs {
     /// than loopback needs --token.
     #[arg(long, default_value = "127.0.0.1:0")]
     listen: String,
-    /// A secret every request must carry (`Authorization: Bearer TOKEN`, or `?token=`).
+    /// A secret every request must carry (`Authorization: Bearer TOKEN`, or `?token=`,
+    /// which a browser then keeps in a cookie).
     #[arg(long)]
     token: Option<String>,
 }
@@ -112,18 +113,32 @@ async fn answer(
     request: Request<hyper::body::Incoming>,
 ) -> Response<Full<Bytes>> {
     let query = Query::parse(request.uri().query().unwrap_or(""));
+    // A browser given `?token=` once keeps it in a cookie, so that the pages' links
+    // (which do not carry it) work.
+    let mut remember = None;
     if let Some(token) = &state.token {
-        let bearer = request
-            .headers()
+        let headers = request.headers();
+        let bearer = headers
             .get(AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "));
-        let given = bearer.or_else(|| query.get("token"));
+        let cookie = headers
+            .get_all(COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .find_map(|c| c.trim().strip_prefix(TOKEN_COOKIE)?.strip_prefix('='));
+        let in_query = query.get("token");
+        let given = bearer.or(cookie).or(in_query);
         if !given.is_some_and(|g| same_token(g, token)) {
             return response(Reply::Json(
                 StatusCode::UNAUTHORIZED,
                 json!({"error": "this viewer needs its token: Authorization: Bearer TOKEN, or ?token=TOKEN"}),
             ));
+        }
+        if bearer.is_none() && cookie.is_none() {
+            remember =
+                in_query.map(|t| format!("{TOKEN_COOKIE}={t}; Path=/; HttpOnly; SameSite=Strict"));
         }
     }
     if request.method() != Method::GET {
@@ -145,8 +160,15 @@ async fn answer(
             json!({"error": format!("the request failed: {e}")}),
         )
     });
-    response(reply)
+    let mut answer = response(reply);
+    if let Some(cookie) = remember.and_then(|c| HeaderValue::from_str(&c).ok()) {
+        answer.headers_mut().insert(SET_COOKIE, cookie);
+    }
+    answer
 }
+
+/// The cookie a browser keeps the token in.
+const TOKEN_COOKIE: &str = "agentest_view_token";
 
 fn response(reply: Reply) -> Response<Full<Bytes>> {
     let (status, kind, body) = match reply {

@@ -24,3 +24,27 @@ for (const button of document.querySelectorAll("button[data-copy]")) {
     }, 2000);
   });
 }
+
+// A page over runs still going names its API (`data-live`): ask it every few seconds
+// and reload when what it answers changed, so that a long run can be watched without
+// losing a form being filled. (Without script, a meta refresh reloads the page.)
+const live = document.body.dataset.live;
+if (live) {
+  const every = 1000 * Number(document.body.dataset.every || 5);
+  let seen = null;
+  const look = async () => {
+    try {
+      const answer = await fetch(live, { cache: "no-store", credentials: "same-origin" });
+      const text = await answer.text();
+      if (seen !== null && text !== seen) {
+        location.reload();
+        return;
+      }
+      seen = text;
+    } catch {
+      // The viewer stopped or the network blinked: try again next time.
+    }
+    setTimeout(look, every);
+  };
+  look();
+}

@@ -170,10 +170,12 @@ CREATE TABLE calibrations (
 ALTER TABLE runs ADD COLUMN blame TEXT;
 CREATE INDEX runs_by_blame ON runs (blame, execution_id);
 "#,
-    // 10: what started an execution, for the viewer: its git branch and its CI's run.
+    // 10: for the viewer: what started an execution (its git branch and its CI's run),
+    // and a case's runs found by its trial (its history).
     r#"
 ALTER TABLE executions ADD COLUMN git_branch TEXT;
 ALTER TABLE executions ADD COLUMN ci_run TEXT;
+CREATE INDEX runs_by_trial ON runs (trial, id);
 "#,
 ];
 
