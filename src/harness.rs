@@ -219,7 +219,7 @@ fn open_store(
     };
     let key = settings.execution_key(path.file().is_none(), true);
     let info = ExecutionInfo {
-        command: std::env::args().collect(),
+        command: crate::util::shown_args(std::env::args()),
         root: std::path::absolute(root)
             .unwrap_or_else(|_| root.to_path_buf())
             .display()
@@ -308,7 +308,7 @@ fn finish(
             s.max_simulator_blame = execution
                 .engine()
                 .max_simulator_blame(&root.join(crate::config::CONFIG_FILE));
-            let command = std::env::args().collect();
+            let command = crate::util::shown_args(std::env::args());
             let mut info = RunInfo::new("(see each case)", root.display().to_string(), command);
             info.duration_ms = s.duration_ms;
             if let Err(e) = recorder.finish(&info, &s) {

@@ -26,7 +26,7 @@ pub(super) fn report(args: ReportArgs) -> Result<ExitCode, String> {
             let run = RunInfo::new(
                 "(from a report)",
                 input.display().to_string(),
-                std::env::args().collect(),
+                crate::util::shown_args(std::env::args()),
             );
             (cases, summary, run)
         }

@@ -194,7 +194,7 @@ fn open_store(
     // A new execution of this process's own: nobody joins it but a later --resume.
     let exclusive = key.is_none() && !args.resume && args.worker.is_none() && !args.enqueue;
     let info = ExecutionInfo {
-        command: std::env::args().collect(),
+        command: crate::util::shown_args(std::env::args()),
         // A folder or file as an absolute path, for `agentest runs retry`.
         root: match input {
             Input::Dir(p) | Input::File(p) => std::path::absolute(p)
@@ -489,7 +489,7 @@ fn conclude(
     summary.signal = ending.interrupted.map(|s| s.name().to_string());
     summary.over_budget = ending.over_budget;
     summary.max_simulator_blame = execution.engine().max_simulator_blame(first_suite);
-    let mut run = RunInfo::new(&agent, &label, std::env::args().collect());
+    let mut run = RunInfo::new(&agent, &label, crate::util::shown_args(std::env::args()));
     run.duration_ms = summary.duration_ms;
     // A report that could not be written is the run's error (exit 2), said after the
     // console has shown every case, and never announced as written.

@@ -27,7 +27,7 @@ pub use paths::display_path;
 pub(crate) use paths::{beside, file_name_for_id};
 pub(crate) use secrets::{
     any_secret, error_chain, expand_env, expand_secret, masks_a_secret, register_secret,
-    root_cause, scrub, scrub_json, shown_url,
+    root_cause, scrub, scrub_json, shown_args, shown_url,
 };
 pub(crate) use secrets::{ApiKey, EnvError};
 pub(crate) use store_address::{DatabaseUrl, StoreAddress};

@@ -208,6 +208,34 @@ pub(crate) fn shown_url(raw: &str) -> String {
     format!("{scheme}{authority}{path}{query}")
 }
 
+/// A command line as it may be kept and shown (the run store's executions, reports,
+/// the viewer): a URL's user information and query hidden as [`shown_url`] hides them
+/// (`--store postgres://user:PASSWORD@host/db`, alone or after `=`), the value of a
+/// `--token` masked, and every registered secret [`scrub`]bed.
+pub(crate) fn shown_args(args: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for arg in args {
+        let after_token = out.last().is_some_and(|a| a == "--token");
+        let shown = if after_token {
+            MASK.to_string()
+        } else if let Some(v) = arg.strip_prefix("--token=") {
+            format!("--token={}", if v.is_empty() { "" } else { MASK })
+        } else if arg.contains("://") {
+            match arg
+                .split_once('=')
+                .filter(|(k, _)| k.starts_with('-') && !k.contains("://"))
+            {
+                Some((key, url)) => format!("{key}={}", shown_url(url)),
+                None => shown_url(&arg),
+            }
+        } else {
+            arg
+        };
+        out.push(scrub(&shown).into_owned());
+    }
+    out
+}
+
 /// An error and its causes, joined with `: `: for errors whose own `Display` leaves the
 /// cause out (postgres says only "db error", the server's words are its source).
 pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
@@ -257,7 +285,7 @@ impl std::fmt::Debug for ApiKey {
 
 #[cfg(test)]
 mod tests {
-    use super::{expand_env, shown_url, EnvError};
+    use super::{expand_env, shown_args, shown_url, EnvError};
 
     #[test]
     fn defaults_and_names_follow_the_shell() {
@@ -282,6 +310,40 @@ mod tests {
             expand_env("${A B}", "w").unwrap_err(),
             EnvError::NoName { .. }
         ));
+    }
+
+    #[test]
+    fn a_command_line_is_kept_without_its_credentials() {
+        let args = [
+            "agentest",
+            "test",
+            "--store",
+            "postgres://ci:hunter22@db:5432/runs",
+            "--store=postgres://ci:hunter22@db/runs?sslmode=require",
+            "view",
+            "--token",
+            "s3cret-view",
+            "--token=s3cret-view",
+            "-i",
+            "agent-tests",
+        ]
+        .map(String::from);
+        assert_eq!(
+            shown_args(args),
+            [
+                "agentest",
+                "test",
+                "--store",
+                "postgres://***@db:5432/runs",
+                "--store=postgres://***@db/runs?…",
+                "view",
+                "--token",
+                "[secret]",
+                "--token=[secret]",
+                "-i",
+                "agent-tests"
+            ]
+        );
     }
 
     #[test]

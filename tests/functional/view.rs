@@ -103,19 +103,26 @@ fn request(v: &Viewer, method: &str, path: &str, auth: Option<&str>) -> (u16, Va
 
 /// A request: its status and body as text.
 fn raw(v: &Viewer, method: &str, path: &str, auth: Option<&str>) -> (u16, String) {
+    let auth = auth.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    let (status, _, body) = exchange(v, method, path, &auth);
+    (status, body)
+}
+
+/// A request with `headers` (each line ending in CRLF): its status, its headers and
+/// its body.
+fn exchange(v: &Viewer, method: &str, path: &str, headers: &str) -> (u16, String, String) {
     let host = v.url.trim_start_matches("http://").trim_end_matches('/');
     let mut stream = TcpStream::connect(host).expect("connect");
-    let auth = auth.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: {host}\r\n{auth}Connection: close\r\nContent-Length: 0\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\n{headers}Connection: close\r\nContent-Length: 0\r\n\r\n"
     )
     .expect("send");
     let mut text = String::new();
     stream.read_to_string(&mut text).expect("read");
     let status = text[9..12].parse().expect("a status");
-    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-    (status, body.to_string())
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    (status, head.to_string(), body.to_string())
 }
 
 fn every_api_endpoint_answers_from_the_store_and_writes_nothing() {
@@ -180,6 +187,45 @@ fn a_token_guards_every_request() {
     assert_eq!(code, 200);
     let (code, _) = request(&v, "GET", "/api/executions?token=s3cret-view", None);
     assert_eq!(code, 200);
+    // A browser given the token in the URL keeps it in a cookie, for the pages' links.
+    let (code, head, _) = exchange(&v, "GET", "/?token=s3cret-view", "");
+    assert_eq!(code, 200);
+    assert!(
+        head.to_lowercase().contains(
+            "set-cookie: agentest_view_token=s3cret-view; path=/; httponly; samesite=strict"
+        ),
+        "{head}"
+    );
+    let (code, _, page) = exchange(
+        &v,
+        "GET",
+        "/executions/1",
+        "Cookie: agentest_view_token=s3cret-view\r\n",
+    );
+    assert_eq!(code, 200, "{page}");
+    let (code, _, _) = exchange(
+        &v,
+        "GET",
+        "/executions/1",
+        "Cookie: agentest_view_token=wrong\r\n",
+    );
+    assert_eq!(code, 401);
+    let (code, head, _) = exchange(&v, "GET", "/", "Authorization: Bearer s3cret-view\r\n");
+    assert_eq!(code, 200);
+    assert!(
+        !head.to_lowercase().contains("set-cookie"),
+        "a header's token is not kept: {head}"
+    );
+    // Every answer is read afresh and never sniffed.
+    assert!(
+        head.to_lowercase().contains("cache-control: no-store"),
+        "{head}"
+    );
+    assert!(
+        head.to_lowercase()
+            .contains("x-content-type-options: nosniff"),
+        "{head}"
+    );
 }
 
 fn a_non_loopback_address_needs_a_token() {
