@@ -16,6 +16,7 @@ pub fn tests() -> Vec<libtest_mimic::Trial> {
     crate::trials![
         every_api_endpoint_answers_from_the_store_and_writes_nothing,
         a_token_guards_every_request,
+        open_hands_the_url_to_the_desktops_opener,
         a_non_loopback_address_needs_a_token,
         the_viewer_reads_a_postgres_store_read_only(needs crate::common::postgres),
         the_pages_show_executions_runs_cases_reports_and_a_comparison,
@@ -762,4 +763,71 @@ fn the_viewer_follows_a_run_in_headless_chromium() -> crate::common::Needs {
     }
     assert!(result["passed"].as_u64().unwrap() >= 6, "{result}");
     Ok(())
+}
+
+/// `--open` hands the URL it prints to the desktop's opener (here an `xdg-open` of the
+/// test's own, first on PATH, that writes down what it was given); without one, it
+/// says so on stderr and serves all the same.
+fn open_hands_the_url_to_the_desktops_opener() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = filled();
+    let bin = s.join("bin");
+    std::fs::create_dir_all(&bin).expect("a bin folder");
+    let opener = bin.join("xdg-open");
+    std::fs::write(
+        &opener,
+        format!(
+            "#!/bin/sh\nprintf '%s' \"$1\" > {}\n",
+            s.join("opened.txt").display()
+        ),
+    )
+    .expect("write xdg-open");
+    std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let start = |path: &std::ffi::OsStr| {
+        let mut child = clean(Command::new(BIN))
+            .current_dir(s.path())
+            .args(["view", "--open"])
+            .env("AGENTEST_STORE", s.join("runs.db"))
+            .env("PATH", path)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start agentest view");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("the URL");
+        (child, line.trim().to_string())
+    };
+    let path = std::env::join_paths([bin.clone(), "/usr/bin".into(), "/bin".into()]).unwrap();
+    let (mut child, url) = start(&path);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !s.join("opened.txt").exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    assert_eq!(
+        std::fs::read_to_string(s.join("opened.txt"))
+            .ok()
+            .as_deref(),
+        Some(url.as_str())
+    );
+    // No opener at all.
+    let empty = s.join("empty");
+    std::fs::create_dir_all(&empty).expect("an empty folder");
+    let (mut child, url) = start(empty.as_os_str());
+    let mut stderr = child.stderr.take().expect("stderr");
+    let v = Viewer { child, url };
+    let (code, _) = request(&v, "GET", "/api/executions", None);
+    assert_eq!(code, 200, "it serves without an opener");
+    drop(v);
+    let mut said = String::new();
+    stderr.read_to_string(&mut said).expect("read stderr");
+    assert!(
+        said.contains("could not open a browser (\"xdg-open\": No such file or directory")
+            && said.contains("open http://127.0.0.1:"),
+        "{said}"
+    );
 }

@@ -32,6 +32,9 @@ pub(in crate::cli) struct ViewArgs {
     /// which a browser then keeps in a cookie).
     #[arg(long)]
     token: Option<String>,
+    /// Open the viewer in the desktop's browser once it listens.
+    #[arg(long)]
+    open: bool,
 }
 
 /// Runs `agentest view` until stopped.
@@ -64,12 +67,46 @@ pub(in crate::cli) fn view(args: ViewArgs) -> Result<ExitCode, String> {
             .local_addr()
             .map_err(|e| format!("failed to listen on {listen}: {e}"))?;
         // The URL is the command's output; the token is the user's own, not printed.
-        println!("http://{bound}/");
+        let url = format!("http://{bound}/");
+        println!("{url}");
         eprintln!("agentest view: serving {address} read only; Ctrl-C stops it");
+        if args.open {
+            open_browser(&url);
+        }
         serve(listener, state).await;
         Ok::<_, String>(())
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Opens `url` with the desktop's opener (`xdg-open`, `open` on macOS, `start` on
+/// Windows); when there is none, says so on stderr: the URL is printed anyway.
+fn open_browser(url: &str) {
+    let mut opener = if cfg!(target_os = "macos") {
+        std::process::Command::new("open")
+    } else if cfg!(windows) {
+        let mut c = std::process::Command::new("cmd");
+        c.args(["/C", "start", ""]);
+        c
+    } else {
+        std::process::Command::new("xdg-open")
+    };
+    let started = opener
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    match started {
+        // Reaped on a thread of its own: the opener returns once the browser has it.
+        Ok(mut child) => {
+            std::thread::spawn(move || child.wait());
+        }
+        Err(e) => eprintln!(
+            "agentest view: could not open a browser ({:?}: {e}); open {url} yourself",
+            opener.get_program()
+        ),
+    }
 }
 
 struct State {
