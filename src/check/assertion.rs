@@ -329,26 +329,13 @@ fn check_latency(
         };
         list.push(format!(
             "{whose}{what} {} ms, {relation} {key} {}{of}",
-            grouped(took),
-            grouped(bound)
+            crate::util::grouped(took),
+            crate::util::grouped(bound)
         ));
     }
     let holds = over.is_empty();
     let why = if holds { within } else { over }.join("; ");
     (holds, label, why)
-}
-
-/// A whole number with thousands separated by commas: `12,345`.
-fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// Deterministic checks: (holds, label, explanation of the actual value).
@@ -923,15 +910,6 @@ mod tests {
         );
         assert!(seq(json!({"type": "tool_count", "value": "lookup", "min": 1, "max": 1})).0);
         assert!(seq(json!({"type": "tool_count", "name": "lookup", "max": 0, "negate": true})).0);
-    }
-
-    #[test]
-    fn thousands_are_grouped() {
-        let all: Vec<String> = [0, 999, 1000, 12_345, 1_234_567]
-            .into_iter()
-            .map(grouped)
-            .collect();
-        assert_eq!(all, ["0", "999", "1,000", "12,345", "1,234,567"]);
     }
 
     #[test]

@@ -32,4 +32,6 @@ pub(crate) use secrets::{
 pub(crate) use secrets::{ApiKey, EnvError};
 pub(crate) use store_address::{DatabaseUrl, StoreAddress};
 pub(crate) use text::suggest;
-pub(crate) use text::{clip, compact, count, panic_text, plural, same_words, slug, value_text};
+pub(crate) use text::{
+    clip, compact, count, grouped, panic_text, plural, same_words, slug, value_text,
+};

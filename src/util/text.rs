@@ -7,6 +7,19 @@ pub(crate) fn compact(v: &Value) -> String {
     clip(&v.to_string())
 }
 
+/// A whole number with thousands separated by commas: `12,345`.
+pub(crate) fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Long texts are cut in messages; the report keeps them whole.
 ///
 /// The middle goes, not the end: a server's error body or a stack of wrappers often names
@@ -89,7 +102,7 @@ pub(crate) fn slug(name: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{clip, slug};
+    use super::{clip, grouped, slug};
 
     #[test]
     fn slugs_are_stable_words() {
@@ -100,6 +113,15 @@ mod tests {
         assert_eq!(slug("  GitHub: issues (v2)!"), "github-issues-v2");
         assert_eq!(slug("Été à Zürich"), "été-à-zürich");
         assert_eq!(slug("!!!"), "");
+    }
+
+    #[test]
+    fn thousands_are_grouped() {
+        let all: Vec<String> = [0, 999, 1000, 12_345, 1_234_567]
+            .into_iter()
+            .map(grouped)
+            .collect();
+        assert_eq!(all, ["0", "999", "1,000", "12,345", "1,234,567"]);
     }
 
     #[test]

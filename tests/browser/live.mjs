@@ -10,38 +10,20 @@
 // every check passed. tests/functional/view.rs runs it
 // (view::the_viewer_follows_a_run_in_headless_chromium).
 
-import { chromium } from "playwright-core";
+import { launch, parseArgs, tally, watchErrors } from "./common.mjs";
 
-const opts = { chromium: "/usr/bin/chromium", positional: [] };
-const argv = process.argv.slice(2);
-for (let i = 0; i < argv.length; i++) {
-  if (argv[i] === "--chromium") opts.chromium = argv[++i];
-  else opts.positional.push(argv[i]);
-}
+const opts = parseArgs(process.argv.slice(2));
 const [url, screenshot] = opts.positional;
 if (!url || !screenshot) {
   console.error("usage: node live.mjs URL SCREENSHOT.png [--chromium PATH]");
   process.exit(2);
 }
-const passed = [];
-const failed = [];
-function check(ok, what) {
-  (ok ? passed : failed).push(what);
-}
+const { check, failed, finish } = tally();
 
-const browser = await chromium.launch({
-  executablePath: opts.chromium,
-  headless: true,
-  timeout: 60_000,
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-});
+const browser = await launch(opts.chromium);
 const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
 const pageErrors = [];
-page.on("pageerror", (e) => pageErrors.push(String(e)));
-// A request the page's policy blocks is a console error, not a page error.
-page.on("console", (m) => {
-  if (m.type() === "error") pageErrors.push(m.text());
-});
+watchErrors(page, pageErrors);
 let loads = 0;
 page.on("load", () => loads++);
 try {
@@ -70,5 +52,4 @@ try {
 }
 check(pageErrors.length === 0, `no script errors: ${pageErrors.join("; ")}`);
 await browser.close();
-console.log(JSON.stringify({ ok: failed.length === 0, passed: passed.length, failed }));
-process.exit(failed.length === 0 ? 0 : 1);
+finish();

@@ -21,16 +21,11 @@
 // failure.png when a step threw). Prints one JSON line; exits 0 when every check passed.
 // tests/functional/view.rs runs it (view::the_viewer_works_in_headless_chromium).
 
-import { chromium } from "playwright-core";
+import { launch, parseArgs, tally, watchErrors } from "./common.mjs";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 
-const opts = { chromium: "/usr/bin/chromium", positional: [] };
-const argv = process.argv.slice(2);
-for (let i = 0; i < argv.length; i++) {
-  if (argv[i] === "--chromium") opts.chromium = argv[++i];
-  else opts.positional.push(argv[i]);
-}
+const opts = parseArgs(process.argv.slice(2));
 const [url, dir] = opts.positional;
 if (!url || !dir) {
   console.error("usage: node view.mjs URL SCREENSHOTS_DIR [--chromium PATH]");
@@ -39,29 +34,16 @@ if (!url || !dir) {
 mkdirSync(dir, { recursive: true });
 const base = url.endsWith("/") ? url : url + "/";
 
-const passed = [];
-const failed = [];
-function check(ok, what) {
-  (ok ? passed : failed).push(what);
-}
+const { check, failed, finish } = tally();
 
-const browser = await chromium.launch({
-  executablePath: opts.chromium,
-  headless: true,
-  timeout: 60_000,
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-});
+const browser = await launch(opts.chromium);
 const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
 await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: new URL(base).origin });
 const page = await context.newPage();
 page.setDefaultTimeout(10_000);
 const pageErrors = [];
 const elsewhere = [];
-page.on("pageerror", (e) => pageErrors.push(String(e)));
-// A request the page's policy blocks is a console error, not a page error.
-page.on("console", (m) => {
-  if (m.type() === "error") pageErrors.push(m.text());
-});
+watchErrors(page, pageErrors);
 page.on("request", (r) => {
   if (!r.url().startsWith(base)) elsewhere.push(r.url());
 });
@@ -172,5 +154,4 @@ try {
 check(pageErrors.length === 0, `no script errors: ${pageErrors.join("; ")}`);
 check(elsewhere.length === 0, `no request elsewhere: ${elsewhere.join(" ")}`);
 await browser.close();
-console.log(JSON.stringify({ ok: failed.length === 0, passed: passed.length, failed, screenshots: dir }));
-process.exit(failed.length === 0 ? 0 : 1);
+finish({ screenshots: dir });

@@ -244,18 +244,22 @@ fn pass_rate(counts: &BTreeMap<String, u64>) -> Option<f64> {
 
 /// Tokens spent and replayed, with each role's below.
 fn tokens_cell(all: &RoleTotals, by_role: &BTreeMap<crate::protocol::Role, RoleTotals>) -> String {
-    let mut s = thousands(all.tokens);
+    let mut s = crate::util::grouped(all.tokens);
     if all.replayed_tokens > 0 {
-        let _ = write!(s, "<br>+{} replayed", thousands(all.replayed_tokens));
+        let _ = write!(
+            s,
+            "<br>+{} replayed",
+            crate::util::grouped(all.replayed_tokens)
+        );
     }
     let roles: Vec<String> = by_role
         .iter()
         .map(|(r, t)| {
             let replayed = match t.replayed_tokens {
                 0 => String::new(),
-                n => format!(" (+{} replayed)", thousands(n)),
+                n => format!(" (+{} replayed)", crate::util::grouped(n)),
             };
-            format!("{} {}{replayed}", r.name(), thousands(t.tokens))
+            format!("{} {}{replayed}", r.name(), crate::util::grouped(t.tokens))
         })
         .collect();
     if !roles.is_empty() {
@@ -375,7 +379,7 @@ pub(super) fn execution(
                 v = esc(v),
                 turns = r.turns.map(|n| n.to_string()).unwrap_or_default(),
                 time = r.latency_ms.map(seconds).unwrap_or_default(),
-                tokens = r.tokens.filter(|_| ended(v)).map(|n| thousands(n.max(0) as u64)).unwrap_or_default(),
+                tokens = r.tokens.filter(|_| ended(v)).map(|n| crate::util::grouped(n.max(0) as u64)).unwrap_or_default(),
                 cost = r.cost.map(|c| money(c, currency(r.currency.as_deref().or(cur)))).unwrap_or_default(),
                 blame = esc(r.blame.as_deref().unwrap_or("")),
                 reason = esc(&crate::util::clip(r.reason.as_deref().unwrap_or(""))),
@@ -425,8 +429,8 @@ fn roles_table(e: &ExecutionRow) -> String {
         let _ = writeln!(
             s,
             "<tr><th scope=\"row\">{name}</th><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
-            thousands(t.tokens),
-            thousands(t.replayed_tokens),
+            crate::util::grouped(t.tokens),
+            crate::util::grouped(t.replayed_tokens),
             cost(t.cost),
             cost(t.replayed_cost)
         );
@@ -522,7 +526,7 @@ pub(super) fn case(trial: &str, h: &History, newest_first: &[RunRow]) -> String 
             started = esc(r.started_at.as_deref().unwrap_or("")),
             turns = r.turns.map(|n| n.to_string()).unwrap_or_default(),
             time = r.latency_ms.map(seconds).unwrap_or_default(),
-            tokens = r.tokens.filter(|_| ended(v)).map(|n| thousands(n.max(0) as u64)).unwrap_or_default(),
+            tokens = r.tokens.filter(|_| ended(v)).map(|n| crate::util::grouped(n.max(0) as u64)).unwrap_or_default(),
             cost = r.cost.map(|c| money(c, currency(r.currency.as_deref()))).unwrap_or_default(),
             blame = esc(r.blame.as_deref().unwrap_or("")),
             reason = esc(&crate::util::clip(r.reason.as_deref().unwrap_or(""))),
@@ -662,19 +666,6 @@ fn percent(rate: f64) -> String {
     format!("{:.1}%", rate * 100.0)
 }
 
-/// `1234567` as `1,234,567`.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// The currency costs are shown in (`USD` unless a pricing named another).
 fn currency(c: Option<&str>) -> &str {
     c.unwrap_or("USD")
@@ -701,9 +692,6 @@ mod tests {
 
     #[test]
     fn numbers_read_as_people_write_them() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1234567), "1,234,567");
         assert_eq!(money(0.01234, "USD"), "$0.0123");
         assert_eq!(money(2.0, "EUR"), "2.0000 EUR");
         assert_eq!(
