@@ -1067,9 +1067,9 @@ fn a_store_that_cannot_record_is_a_failing_trial() {
     // SAFETY: between fork and exec, only async-signal-safe calls.
     unsafe {
         cmd.pre_exec(|| {
-            // Enough for the store's start (its migrations and the queued runs: it
-            // passes from 165 kB with schema 8), not for the suite's transcripts (it
-            // no longer fails from 260 kB): the middle of that window.
+            // Enough for the store's start (its migrations, in one transaction, and
+            // the queued runs: about 150 kB of write-ahead log at schema 10), not for
+            // the suite's transcripts (it no longer fails from 260 kB).
             let max = libc::rlimit {
                 rlim_cur: 200_000,
                 rlim_max: 200_000,

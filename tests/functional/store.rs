@@ -1205,7 +1205,7 @@ fn a_store_write_failure_names_the_runs_and_resume_redoes_them() {
             unsafe {
                 cmd.pre_exec(|| {
                     // Enough for the store's start (its migrations' pages in the
-                    // write-ahead log: 240 KB at schema 10), not for 60 long
+                    // write-ahead log: under 200 KB at schema 10), not for 60 long
                     // transcripts (about 12 KB each).
                     let max = libc::rlimit {
                         rlim_cur: 400_000,

@@ -169,18 +169,23 @@ pub(crate) fn migrate(conn: &mut Connection) -> rusqlite::Result<Found> {
     if from > VERSION {
         return Ok(Found::Newer(from));
     }
-    for (i, sql) in MIGRATIONS.iter().enumerate().skip(from.max(0) as usize) {
-        // IMMEDIATE: two processes opening a new store at once migrate it once; the
-        // second sees the version the first wrote.
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let now: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-        if now > i as i64 {
-            continue;
-        }
-        tx.execute_batch(sql)?;
-        tx.pragma_update(None, "user_version", i as i64 + 1)?;
-        tx.commit()?;
+    if from == VERSION {
+        return Ok(Found::Current { from });
     }
+    // Every step in one transaction: a store is at one version or the next, never
+    // half-way, and each page is written once (a new store's write-ahead log holds its
+    // final pages, not each step's). IMMEDIATE: two processes opening a new store at
+    // once migrate it once; the second sees the version the first wrote.
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let now: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if now > VERSION {
+        return Ok(Found::Newer(now));
+    }
+    for sql in MIGRATIONS.iter().skip(now.max(0) as usize) {
+        tx.execute_batch(sql)?;
+    }
+    tx.pragma_update(None, "user_version", VERSION)?;
+    tx.commit()?;
     Ok(Found::Current { from })
 }
 
