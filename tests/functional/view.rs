@@ -776,8 +776,9 @@ fn open_hands_the_url_to_the_desktops_opener() {
     let opener = bin.join("xdg-open");
     std::fs::write(
         &opener,
+        // Written whole, then renamed: the test waits for the file to appear.
         format!(
-            "#!/bin/sh\nprintf '%s' \"$1\" > {}\n",
+            "#!/bin/sh\nprintf '%s' \"$1\" > {0}.part && mv {0}.part {0}\n",
             s.join("opened.txt").display()
         ),
     )
