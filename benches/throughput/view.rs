@@ -95,6 +95,8 @@ fn regroup(from: &std::path::Path, to: &std::path::Path) -> Result<(), String> {
            SELECT i, started_at, finished_at, command, version, git_commit, root, duration_ms
            FROM executions, n WHERE executions.id = 1;
          UPDATE runs SET execution_id = 1 + (id - (SELECT MIN(id) FROM runs)) / 100;
+         UPDATE run_usage SET execution_id =
+           (SELECT execution_id FROM runs WHERE runs.id = run_usage.run_id);
          COMMIT;",
     )
     .map_err(|e| format!("regroup the runs: {e}"))

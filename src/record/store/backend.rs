@@ -277,7 +277,7 @@ pub(crate) trait Backend: Send {
     fn verdicts(&mut self, last: usize) -> Result<Vec<FlakyRow>, DbError>;
 
     /// The newest executions that `filter` takes, newest first, with their runs
-    /// counted by verdict and their tokens and cost by role (see [`usage_sums`]).
+    /// counted by verdict and their tokens and cost by role (from the indexes of `runs` and `run_usage`).
     fn executions(&mut self, filter: &ExecutionFilter) -> Result<Vec<ExecutionRow>, DbError>;
 
     /// Keeps a judge's calibration, over the one of the same judge and fingerprint.
@@ -336,58 +336,70 @@ pub(crate) fn executions_of(rows: Vec<ExecutionHeadRow>) -> Vec<ExecutionRow> {
         .collect()
 }
 
-/// The roles whose usage the viewer sums, in the order of [`usage_sums`]'s columns.
+/// The roles a run's usage is kept for, one `run_usage` row each (see
+/// [`usage_rows_sql`]).
 pub(crate) const ROLES: [Role; 3] = [Role::Agent, Role::Simulator, Role::Judge];
 
-/// SQL aggregates over a group of runs, from their `metadata` column, where `json(path)`
-/// reads the number at `path` of a run's metadata (NULL when it is not there): how many
-/// were flaky (repeats that passed and failed), then per role of [`ROLES`] tokens spent,
-/// tokens replayed, cost spent and cost replayed.
-pub(crate) fn usage_sums(json: impl Fn(&[&str]) -> String) -> Vec<String> {
-    // One type whatever the database sums to (an integer, a decimal).
-    let sum = |e: String| format!("CAST(COALESCE(SUM({e}), 0) AS DOUBLE PRECISION)");
-    let tokens = |usage: &str, role: &str| {
+/// How a dialect reads a run's metadata in [`usage_rows_sql`]: `number(head, tail)` is
+/// the number at `head.<role>.tail` (the role being the column `r.role`; NULL when
+/// absent), `text(path)` the text at `path`; `from` is what follows `FROM runs` for
+/// both to work (PostgreSQL parses the metadata there once).
+pub(crate) struct MetadataReader<'a> {
+    pub(crate) number: &'a dyn Fn(&str, &str) -> String,
+    pub(crate) text: &'a dyn Fn(&str) -> String,
+    pub(crate) from: &'a str,
+}
+
+/// The statement that writes the `run_usage` rows of the runs `filter` takes (a
+/// `WHERE` clause over `runs`), from their metadata: a row per role of [`ROLES`] that
+/// spent or replayed anything, with its tokens and cost spent and replayed and the
+/// run's currency. The store's migration fills the table with it once; every run's end
+/// writes its own rows with it, after deleting the old ones.
+pub(crate) fn usage_rows_sql(m: &MetadataReader<'_>, filter: &str) -> String {
+    let roles = ROLES
+        .map(|r| format!("SELECT '{}' AS role", r.name()))
+        .join(" UNION ALL ");
+    let tokens = |head: &str| {
         format!(
-            "COALESCE({}, 0) + COALESCE({}, 0)",
-            json(&[usage, role, "prompt_tokens"]),
-            json(&[usage, role, "completion_tokens"])
+            "CAST(COALESCE({}, 0) + COALESCE({}, 0) AS BIGINT)",
+            (m.number)(head, "prompt_tokens"),
+            (m.number)(head, "completion_tokens")
         )
     };
-    let mut out = vec![sum(format!(
-        "CASE WHEN {} > 0 AND {} > 0 THEN 1 ELSE 0 END",
-        json(&["stability", "passed"]),
-        json(&["stability", "failed"])
-    ))];
-    for role in ROLES.map(Role::name) {
-        out.push(sum(tokens("usage", role)));
-        out.push(sum(tokens("replayed_usage", role)));
-        out.push(sum(json(&["cost", "by_role", role, "spent"])));
-        out.push(sum(json(&["cost", "by_role", role, "replayed"])));
-    }
-    out
+    format!(
+        "INSERT INTO run_usage (run_id, execution_id, role, tokens, replayed_tokens, cost,
+                                replayed_cost, currency)
+         SELECT id, execution_id, role, tokens, replayed_tokens, cost, replayed_cost, currency
+         FROM (SELECT runs.id, runs.execution_id, r.role, {} AS tokens, {} AS replayed_tokens,
+                      CAST({} AS DOUBLE PRECISION) AS cost,
+                      CAST({} AS DOUBLE PRECISION) AS replayed_cost, {} AS currency
+               FROM runs {} CROSS JOIN ({roles}) r {filter}) u
+         WHERE tokens > 0 OR replayed_tokens > 0 OR cost > 0 OR replayed_cost > 0",
+        tokens("usage"),
+        tokens("replayed_usage"),
+        (m.number)("cost.by_role", "spent"),
+        (m.number)("cost.by_role", "replayed"),
+        (m.text)("cost.currency"),
+        m.from,
+    )
 }
 
-/// A run's tokens spent over every role, from its metadata (see [`usage_sums`]).
-pub(crate) fn run_tokens(json: impl Fn(&[&str]) -> String) -> String {
-    let sum = ROLES
-        .map(|role| {
-            format!(
-                "COALESCE({}, 0) + COALESCE({}, 0)",
-                json(&["usage", role.name(), "prompt_tokens"]),
-                json(&["usage", role.name(), "completion_tokens"])
-            )
-        })
-        .join(" + ");
-    format!("CAST({sum} AS BIGINT)")
-}
+/// One row of an execution's runs counted: `(execution, verdict or status, runs, flaky
+/// runs)`.
+pub(crate) type CountRow = (i64, String, i64, i64);
 
-/// One row of the totals query: `(execution, verdict or status, runs, currency, then
-/// [`usage_sums`]'s columns)`.
-pub(crate) type TotalsRow = (i64, String, i64, Option<String>, Vec<f64>);
+/// One row of an execution's usage: `(execution, role, tokens, replayed tokens, cost,
+/// replayed cost, currency)`.
+pub(crate) type UsageRow = (i64, String, i64, i64, f64, f64, Option<String>);
 
-/// Adds `rows` (see [`TotalsRow`]) to the executions they name.
-pub(crate) fn add_totals(executions: &mut [ExecutionRow], rows: Vec<TotalsRow>) {
-    for (id, verdict, n, currency, sums) in rows {
+/// Adds `counts` and `usage` (see [`CountRow`], [`UsageRow`]) to the executions they
+/// name.
+pub(crate) fn add_totals(
+    executions: &mut [ExecutionRow],
+    counts: Vec<CountRow>,
+    usage: Vec<UsageRow>,
+) {
+    for (id, verdict, n, flaky) in counts {
         let Some(e) = executions.iter_mut().find(|e| e.id == id) else {
             continue;
         };
@@ -395,20 +407,21 @@ pub(crate) fn add_totals(executions: &mut [ExecutionRow], rows: Vec<TotalsRow>) 
             *e.counts.entry(verdict).or_default() += n as u64;
             e.total += n as u64;
         }
+        e.flaky += flaky.max(0) as u64;
+    }
+    for (id, role, tokens, replayed_tokens, cost, replayed_cost, currency) in usage {
+        let (Some(e), Some(role)) = (
+            executions.iter_mut().find(|e| e.id == id),
+            ROLES.into_iter().find(|r| r.name() == role),
+        ) else {
+            continue;
+        };
         e.currency = e.currency.take().or(currency);
-        let mut sums = sums.into_iter();
-        e.flaky += sums.next().unwrap_or(0.0) as u64;
-        for role in ROLES {
-            let mut next = || sums.next().unwrap_or(0.0);
-            let t = RoleTotals {
-                tokens: next() as u64,
-                replayed_tokens: next() as u64,
-                cost: next(),
-                replayed_cost: next(),
-            };
-            if t != RoleTotals::default() {
-                e.usage.entry(role).or_default().add(&t);
-            }
-        }
+        e.usage.entry(role).or_default().add(&RoleTotals {
+            tokens: tokens.max(0) as u64,
+            replayed_tokens: replayed_tokens.max(0) as u64,
+            cost,
+            replayed_cost,
+        });
     }
 }

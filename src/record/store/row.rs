@@ -48,6 +48,51 @@ pub(crate) struct RunEnd {
     pub(crate) file: String,
     /// Whose fault it was that it did not pass.
     pub(crate) blame: Option<&'static str>,
+    /// A repeated case whose repeats both passed and failed.
+    pub(crate) flaky: bool,
+    /// Its `run_usage` rows: each role that spent or replayed anything.
+    pub(crate) usage: Vec<RoleUsage>,
+    /// The currency its costs are in, when it was priced.
+    pub(crate) currency: Option<String>,
+}
+
+/// One `run_usage` row: a role's tokens and cost, spent and replayed. The migration to
+/// schema 10 fills the rows of runs stored before from their metadata with
+/// [`super::backend::usage_rows_sql`], to the same figures.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RoleUsage {
+    pub(crate) role: &'static str,
+    pub(crate) tokens: i64,
+    pub(crate) replayed_tokens: i64,
+    pub(crate) cost: Option<f64>,
+    pub(crate) replayed_cost: Option<f64>,
+}
+
+/// A report's `run_usage` rows (see [`RoleUsage`]).
+fn usage_of(r: &CaseReport) -> Vec<RoleUsage> {
+    super::backend::ROLES
+        .iter()
+        .filter_map(|role| {
+            let tokens = |u: &std::collections::BTreeMap<
+                crate::protocol::Role,
+                crate::protocol::TokenUsage,
+            >| {
+                u.get(role)
+                    .map_or(0, |t| (t.prompt_tokens + t.completion_tokens) as i64)
+            };
+            let cost = r.cost.as_ref().and_then(|c| c.by_role.get(role));
+            let row = RoleUsage {
+                role: role.name(),
+                tokens: tokens(&r.usage),
+                replayed_tokens: tokens(&r.replayed_usage),
+                cost: cost.and_then(|c| c.spent),
+                replayed_cost: cost.and_then(|c| c.replayed),
+            };
+            let some = |v: Option<f64>| v.is_some_and(|v| v > 0.0);
+            (row.tokens > 0 || row.replayed_tokens > 0 || some(row.cost) || some(row.replayed_cost))
+                .then_some(row)
+        })
+        .collect()
 }
 
 impl RunEnd {
@@ -92,6 +137,12 @@ impl RunEnd {
                 .then(|| Value::Object(r.parameters.clone()).to_string()),
             file: r.location.split(':').next().unwrap_or_default().to_string(),
             blame: r.blame.as_ref().map(|b| b.party.name()),
+            flaky: r
+                .stability
+                .as_ref()
+                .is_some_and(|st| st.passed > 0 && st.failed > 0),
+            usage: usage_of(r),
+            currency: r.cost.as_ref().map(|c| c.currency.clone()),
         }
     }
 }

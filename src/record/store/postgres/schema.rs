@@ -24,6 +24,7 @@
 //! a failed migration leaves the store as it was). A store whose version is above
 //! [`VERSION`] was written by a newer agentest and is refused, and not written to.
 
+use crate::record::store::backend;
 use postgres::Client;
 
 /// The schema version this agentest writes; SQLite's, since the tables are the same.
@@ -176,8 +177,42 @@ CREATE INDEX runs_by_blame ON runs (blame, execution_id);
 ALTER TABLE executions ADD COLUMN git_branch TEXT;
 ALTER TABLE executions ADD COLUMN ci_run TEXT;
 CREATE INDEX runs_by_trial ON runs (trial, id);
+-- Each run's flakiness, and each role's tokens and cost, kept as numbers at its end, so
+-- that an execution is summed up from the indexes alone (the metadata is JSON text).
+ALTER TABLE runs ADD COLUMN flaky BIGINT;
+UPDATE runs SET flaky = CASE
+    WHEN (metadata::jsonb #>> '{stability,passed}')::float8 > 0
+     AND (metadata::jsonb #>> '{stability,failed}')::float8 > 0 THEN 1 ELSE 0 END
+  WHERE metadata IS NOT NULL;
+CREATE INDEX runs_by_execution_verdict ON runs (execution_id, verdict, status, flaky);
+CREATE TABLE run_usage (
+    run_id          BIGINT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    execution_id    BIGINT NOT NULL,
+    role            TEXT NOT NULL,
+    tokens          BIGINT NOT NULL,
+    replayed_tokens BIGINT NOT NULL,
+    cost            DOUBLE PRECISION,
+    replayed_cost   DOUBLE PRECISION,
+    currency        TEXT,
+    PRIMARY KEY (run_id, role)
+);
+CREATE INDEX run_usage_by_execution ON run_usage
+    (execution_id, role, tokens, replayed_tokens, cost, replayed_cost, currency);
 "#,
 ];
+
+/// Joined to `runs`: each run's metadata parsed once, as `m`.
+pub(crate) const PARSED: &str = "CROSS JOIN LATERAL (SELECT runs.metadata::jsonb AS m) parsed";
+
+/// How PostgreSQL reads a run's metadata for [`backend::usage_rows_sql`].
+pub(crate) const METADATA: backend::MetadataReader<'static> = backend::MetadataReader {
+    number: &|head, tail| {
+        let head: String = head.split('.').map(|k| format!(" -> '{k}'")).collect();
+        format!("(m{head} -> r.role ->> '{tail}')::float8")
+    },
+    text: &|path| format!("(m #>> '{{{}}}')", path.replace('.', ",")),
+    from: PARSED,
+};
 
 /// What opening found about the schema (schema.rs's `Found`, kept here so that this
 /// module stands alone until the store's backends share one).
@@ -224,6 +259,14 @@ pub(crate) fn migrate(client: &mut Client) -> Result<Found, postgres::Error> {
     }
     for sql in MIGRATIONS.iter().skip(from.max(0) as usize) {
         tx.batch_execute(sql)?;
+    }
+    if from < 10 {
+        // Step 10's usage rows of the runs stored before it, by the statement every
+        // run's end writes its own with (after every step: it fits the schema as it is).
+        tx.batch_execute(&backend::usage_rows_sql(
+            &METADATA,
+            "WHERE runs.metadata IS NOT NULL",
+        ))?;
     }
     let version = VERSION as i32;
     if tx.execute("UPDATE agentest_schema SET version = $1", &[&version])? == 0 {
@@ -384,6 +427,7 @@ mod tests {
             "request_starts",
             "endpoint_forms",
             "calibrations",
+            "run_usage",
         ] {
             let lite: Vec<String> = sqlite
                 .prepare(&format!(
@@ -480,6 +524,71 @@ mod tests {
         assert_eq!(shape(&mut client).1, Some(VERSION as i32));
     }
 
+    /// A store at version 9 with an ended run whose metadata holds its usage and its
+    /// repeats: the migration to 10 keeps them as numbers, `flaky` and a `run_usage`
+    /// row per role that spent or replayed anything (the figures a run's end writes).
+    #[test]
+    #[ignore = "needs a PostgreSQL server: AGENTEST_TEST_POSTGRES (see tests/postgres/cluster.sh); run with --ignored"]
+    fn runs_stored_before_10_get_their_usage_rows() {
+        let db = Database::new();
+        let mut client = connect(&db.url).unwrap();
+        for sql in &MIGRATIONS[..9] {
+            client.batch_execute(sql).unwrap();
+        }
+        let metadata = r#"{"latency_ms": 5, "usage": {"agent": {"prompt_tokens": 100, "completion_tokens": 20}}, "replayed_usage": {"judge": {"prompt_tokens": 50, "completion_tokens": 5}}, "cost": {"currency": "EUR", "spent": 0.5, "replayed": 0.25, "by_role": {"agent": {"spent": 0.5, "replayed": 0.0}, "judge": {"spent": 0.0, "replayed": 0.25}}}, "stability": {"passed": 3, "failed": 1}}"#;
+        client
+            .batch_execute(&format!(
+                "CREATE TABLE agentest_schema (version INTEGER NOT NULL);
+                 INSERT INTO agentest_schema VALUES (9);
+                 INSERT INTO executions (started_at, command, version, root)
+                 VALUES ('t', '[]', 'v', 'r');
+                 INSERT INTO runs (execution_id, trial, suite, case_id, file, status, metadata)
+                 VALUES (1, 's::a', 's', 'a', 's.jsonl', 'completed', '{metadata}'),
+                        (1, 's::b', 's', 'b', 's.jsonl', 'queued', NULL);"
+            ))
+            .unwrap();
+        assert_eq!(migrate(&mut client).unwrap(), Found::Current { from: 9 });
+        type Row = (String, i64, i64, Option<f64>, Option<f64>, Option<String>);
+        let rows: Vec<Row> = client
+            .query(
+                "SELECT role, tokens, replayed_tokens, cost, replayed_cost, currency
+                 FROM run_usage ORDER BY role",
+                &[],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5)))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (
+                    "agent".into(),
+                    120,
+                    0,
+                    Some(0.5),
+                    Some(0.0),
+                    Some("EUR".into())
+                ),
+                (
+                    "judge".into(),
+                    0,
+                    55,
+                    Some(0.0),
+                    Some(0.25),
+                    Some("EUR".into())
+                ),
+            ]
+        );
+        let flaky: Vec<Option<i64>> = client
+            .query("SELECT flaky FROM runs ORDER BY trial", &[])
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert_eq!(flaky, [Some(1), None]);
+    }
+
     /// Two migrators at once, each on its own connection, released together: both end
     /// at the current version, one of them having migrated from 0 and the other having
     /// waited for it (neither fails on tables the other made), and there is one set of
@@ -518,8 +627,8 @@ mod tests {
             .unwrap()
             .get(0);
         assert_eq!(
-            tables, 8,
-            "executions, runs, request_starts, spend, repeats, endpoint_forms, calibrations, agentest_schema"
+            tables, 9,
+            "executions, runs, request_starts, spend, repeats, endpoint_forms, calibrations, run_usage, agentest_schema"
         );
         let rows: i64 = client
             .query_one("SELECT COUNT(*) FROM agentest_schema", &[])

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use postgres::types::ToSql;
 use postgres::{Client, GenericClient, Row, Statement};
 
+use super::schema::PARSED;
 use crate::errors::{DbError, StoreError};
 use crate::record::rfc3339;
 use crate::record::store::backend::{self, known_form, Answer, Backend, ExecutionOwner, Write};
@@ -67,25 +68,20 @@ fn db(e: postgres::Error) -> DbError {
 }
 
 /// A run's columns as [`run_row`] reads them, from `runs` joined with [`PARSED`] (its
-/// metadata parsed once, as `m`); its tokens are summed from it (see
-/// [`backend::run_tokens`]).
+/// metadata parsed once, as `m`); its tokens, cost and currency from its `run_usage`
+/// rows.
 static COLUMNS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
         "id, execution_id, trial, status, verdict, started_at, completed_at, \
          COALESCE(error, reason), (m ->> 'latency_ms')::bigint, retry_of, suite, blame, \
-         (jsonb_array_length(messages::jsonb) / 2)::bigint, {}, (m #>> '{{cost,spent}}')::float8, \
-         m #>> '{{cost,currency}}'",
-        backend::run_tokens(json_number)
+         (jsonb_array_length(messages::jsonb) / 2)::bigint, {RUN_USAGE}"
     )
 });
 
-/// Joined to `runs`: each run's metadata parsed once, as `m`.
-const PARSED: &str = "CROSS JOIN LATERAL (SELECT runs.metadata::jsonb AS m) parsed";
-
-/// The number at `path` of the parsed metadata `m` (NULL when it is not there).
-fn json_number(path: &[&str]) -> String {
-    format!("(m #>> '{{{}}}')::float8", path.join(","))
-}
+/// A run's tokens spent, cost spent and currency, from its `run_usage` rows.
+const RUN_USAGE: &str = "(SELECT SUM(tokens) FROM run_usage u WHERE u.run_id = runs.id)::bigint, \
+     (SELECT SUM(cost) FROM run_usage u WHERE u.run_id = runs.id), \
+     (SELECT MAX(currency) FROM run_usage u WHERE u.run_id = runs.id)";
 
 /// A filter's value as a PostgreSQL parameter.
 fn sql_value(v: FilterValue) -> Box<dyn ToSql + Sync> {
@@ -310,11 +306,14 @@ impl Backend for Postgres {
             "UPDATE runs SET status = 'queued', verdict = NULL, started_at = NULL,
                     completed_at = NULL, owner_pid = NULL, owner_host = NULL,
                     heartbeat_at = NULL, success = NULL, score = NULL, reason = NULL,
-                    error = NULL, messages = NULL, metadata = NULL, record = NULL, blame = NULL
+                    error = NULL, messages = NULL, metadata = NULL, record = NULL, blame = NULL,
+                    flaky = NULL
              WHERE id = ANY($1)",
             &[&again],
         )
         .map_err(db)?;
+        tx.execute("DELETE FROM run_usage WHERE run_id = ANY($1)", &[&again])
+            .map_err(db)?;
         tx.commit().map_err(db)?;
         Ok(resumed)
     }
@@ -766,30 +765,42 @@ impl Backend for Postgres {
             return Ok(executions);
         }
         let ids: Vec<i64> = executions.iter().map(|e| e.id).collect();
-        let sums = backend::usage_sums(json_number);
-        let n = sums.len();
-        let rows = self
+        // Both from indexes alone (runs_by_execution_verdict, run_usage_by_execution).
+        let counts = self
             .client
             .query(
-                &format!(
-                    "SELECT execution_id, COALESCE(verdict, status, ''), COUNT(*),
-                            MAX(m #>> '{{cost,currency}}'), {}
-                     FROM runs {PARSED} WHERE execution_id = ANY($1) GROUP BY 1, 2",
-                    sums.join(", ")
-                ),
+                "SELECT execution_id, COALESCE(verdict, status, ''), COUNT(*),
+                        COALESCE(SUM(flaky), 0)::bigint
+                 FROM runs WHERE execution_id = ANY($1) GROUP BY 1, 2",
+                &[&ids],
+            )
+            .map_err(db)?;
+        let usage = self
+            .client
+            .query(
+                "SELECT execution_id, role, SUM(tokens)::bigint, SUM(replayed_tokens)::bigint,
+                        COALESCE(SUM(cost), 0), COALESCE(SUM(replayed_cost), 0), MAX(currency)
+                 FROM run_usage WHERE execution_id = ANY($1) GROUP BY 1, 2",
                 &[&ids],
             )
             .map_err(db)?;
         backend::add_totals(
             &mut executions,
-            rows.iter()
+            counts
+                .iter()
+                .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+                .collect(),
+            usage
+                .iter()
                 .map(|r| {
                     (
                         r.get(0),
                         r.get(1),
                         r.get(2),
                         r.get(3),
-                        (0..n).map(|i| r.get(4 + i)).collect(),
+                        r.get(4),
+                        r.get(5),
+                        r.get(6),
                     )
                 })
                 .collect(),
@@ -1188,23 +1199,24 @@ fn done_many(
     let parameters = column(|_, e| e.parameters.clone());
     let personas = column(|r, _| r.persona.clone());
     let blames = column(|_, e| e.blame.map(str::to_string));
+    let flaky: Vec<i64> = ends.iter().map(|e| i64::from(e.flaky)).collect();
     let success: Vec<Option<i64>> = ends.iter().map(|e| e.success.map(i64::from)).collect();
     let scores: Vec<Option<f64>> = ends.iter().map(|e| e.score).collect();
     let upsert = p.get(
         c,
         "INSERT INTO runs (execution_id, trial, suite, case_id, file, status, verdict, started_at,
                            completed_at, success, reason, error, messages, metadata, record,
-                           parameters, score, persona, blame)
+                           parameters, score, persona, blame, flaky)
          SELECT $1, t.trial, t.suite, t.case_id, t.file, t.status, t.verdict, t.started_at,
                 t.completed_at, t.success, t.reason, t.error, t.messages, t.metadata, t.record,
-                t.parameters, t.score, t.persona, t.blame
+                t.parameters, t.score, t.persona, t.blame, t.flaky
          FROM UNNEST($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
                      $8::text[], $9::bigint[], $10::text[], $11::text[], $12::text[],
                      $13::text[], $14::text[], $15::text[], $16::float8[], $17::text[],
-                     $18::text[], $19::text[])
+                     $18::text[], $19::text[], $20::bigint[])
               AS t(trial, suite, case_id, file, status, verdict, completed_at, success, reason,
                    error, messages, metadata, record, parameters, score, persona, started_at,
-                   blame)
+                   blame, flaky)
          ON CONFLICT (execution_id, trial) DO UPDATE SET
              status = excluded.status, verdict = excluded.verdict,
              started_at = COALESCE(runs.started_at, excluded.started_at),
@@ -1212,32 +1224,84 @@ fn done_many(
              reason = excluded.reason, error = excluded.error, messages = excluded.messages,
              metadata = excluded.metadata, record = excluded.record,
              parameters = excluded.parameters, score = excluded.score,
-             persona = excluded.persona, blame = excluded.blame",
+             persona = excluded.persona, blame = excluded.blame, flaky = excluded.flaky
+         RETURNING id, trial",
     )?;
-    c.execute(
-        &upsert,
-        &[
-            &execution,
-            &trials,
-            &suites,
-            &ids,
-            &files,
-            &statuses,
-            &verdicts,
-            &completed,
-            &success,
-            &reasons,
-            &errors,
-            &messages,
-            &metadata,
-            &records,
-            &parameters,
-            &scores,
-            &personas,
-            &started,
-            &blames,
-        ],
-    )?;
+    let ended: Vec<(i64, String)> = c
+        .query(
+            &upsert,
+            &[
+                &execution,
+                &trials,
+                &suites,
+                &ids,
+                &files,
+                &statuses,
+                &verdicts,
+                &completed,
+                &success,
+                &reasons,
+                &errors,
+                &messages,
+                &metadata,
+                &records,
+                &parameters,
+                &scores,
+                &personas,
+                &started,
+                &blames,
+                &flaky,
+            ],
+        )?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    // Each run's usage rows anew (a run ended before, then again, keeps only the last).
+    let id_of: HashMap<&str, i64> = ended.iter().map(|(id, t)| (t.as_str(), *id)).collect();
+    let all: Vec<i64> = ended.iter().map(|(id, _)| *id).collect();
+    let clear = p.get(c, "DELETE FROM run_usage WHERE run_id = ANY($1)")?;
+    c.execute(&clear, &[&all])?;
+    let (mut run, mut role, mut tokens, mut replayed_tokens) = (vec![], vec![], vec![], vec![]);
+    let (mut cost, mut replayed_cost, mut currency) = (vec![], vec![], vec![]);
+    for (r, e) in reports.iter().zip(&ends) {
+        let Some(id) = id_of.get(r.trial.as_str()) else {
+            continue;
+        };
+        for u in &e.usage {
+            run.push(*id);
+            role.push(u.role);
+            tokens.push(u.tokens);
+            replayed_tokens.push(u.replayed_tokens);
+            cost.push(u.cost);
+            replayed_cost.push(u.replayed_cost);
+            currency.push(e.currency.clone());
+        }
+    }
+    if !run.is_empty() {
+        let insert = p.get(
+            c,
+            "INSERT INTO run_usage (run_id, execution_id, role, tokens, replayed_tokens, cost,
+                                    replayed_cost, currency)
+             SELECT t.run_id, $1, t.role, t.tokens, t.replayed_tokens, t.cost,
+                    t.replayed_cost, t.currency
+             FROM UNNEST($2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::float8[],
+                         $7::float8[], $8::text[])
+                  AS t(run_id, role, tokens, replayed_tokens, cost, replayed_cost, currency)",
+        )?;
+        c.execute(
+            &insert,
+            &[
+                &execution,
+                &run,
+                &role,
+                &tokens,
+                &replayed_tokens,
+                &cost,
+                &replayed_cost,
+                &currency,
+            ],
+        )?;
+    }
     Ok(())
 }
 

@@ -3,6 +3,7 @@
 //! whose version is above [`VERSION`] was written by a newer agentest and is refused:
 //! this one cannot know what it would break.
 
+use crate::record::store::backend;
 use rusqlite::Connection;
 
 /// The schema version this agentest writes.
@@ -151,8 +152,38 @@ CREATE INDEX runs_by_blame ON runs (blame, execution_id);
 ALTER TABLE executions ADD COLUMN git_branch TEXT;
 ALTER TABLE executions ADD COLUMN ci_run TEXT;
 CREATE INDEX runs_by_trial ON runs (trial, id);
+-- Each run's flakiness, and each role's tokens and cost, kept as numbers at its end, so
+-- that an execution is summed up from the indexes alone (the metadata is JSON text).
+ALTER TABLE runs ADD COLUMN flaky INTEGER;
+UPDATE runs SET flaky = CASE
+    WHEN json_extract(metadata, '$.stability.passed') > 0
+     AND json_extract(metadata, '$.stability.failed') > 0 THEN 1 ELSE 0 END
+  WHERE metadata IS NOT NULL;
+CREATE INDEX runs_by_execution_verdict ON runs (execution_id, verdict, status, flaky);
+CREATE TABLE run_usage (
+    run_id          INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    execution_id    INTEGER NOT NULL,
+    role            TEXT NOT NULL,
+    tokens          INTEGER NOT NULL,
+    replayed_tokens INTEGER NOT NULL,
+    cost            REAL,
+    replayed_cost   REAL,
+    currency        TEXT,
+    PRIMARY KEY (run_id, role)
+);
+CREATE INDEX run_usage_by_execution ON run_usage
+    (execution_id, role, tokens, replayed_tokens, cost, replayed_cost, currency);
 "#,
 ];
+
+/// How SQLite reads a run's metadata for [`backend::usage_rows_sql`].
+pub(crate) const METADATA: backend::MetadataReader<'static> = backend::MetadataReader {
+    number: &|head, tail| {
+        format!("json_extract(runs.metadata, '$.{head}.' || r.role || '.{tail}')")
+    },
+    text: &|path| format!("json_extract(runs.metadata, '$.{path}')"),
+    from: "",
+};
 
 /// What opening found about the schema.
 #[derive(Debug, PartialEq, Eq)]
@@ -183,6 +214,14 @@ pub(crate) fn migrate(conn: &mut Connection) -> rusqlite::Result<Found> {
     }
     for sql in MIGRATIONS.iter().skip(now.max(0) as usize) {
         tx.execute_batch(sql)?;
+    }
+    if now < 10 {
+        // Step 10's usage rows of the runs stored before it, by the statement every
+        // run's end writes its own with (after every step: it fits the schema as it is).
+        tx.execute(
+            &backend::usage_rows_sql(&METADATA, "WHERE runs.metadata IS NOT NULL"),
+            [],
+        )?;
     }
     tx.pragma_update(None, "user_version", VERSION)?;
     tx.commit()?;

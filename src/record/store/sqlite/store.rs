@@ -85,17 +85,14 @@ fn is_database(path: &Path) -> bool {
         .is_ok_and(|()| &head == b"SQLite format 3\0")
 }
 
-/// A run's columns as [`run_row`] reads them; its tokens are summed from its metadata
-/// (see [`backend::run_tokens`]).
-static COLUMNS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    format!(
-        "id, execution_id, trial, status, verdict, started_at, completed_at, \
-         COALESCE(error, reason), json_extract(metadata, '$.latency_ms'), retry_of, suite, blame, \
-         json_array_length(messages) / 2, {}, json_extract(metadata, '$.cost.spent'), \
-         json_extract(metadata, '$.cost.currency')",
-        backend::run_tokens(|path| format!("json_extract(metadata, '$.{}')", path.join(".")))
-    )
-});
+/// A run's columns as [`run_row`] reads them; its tokens, cost and currency from its
+/// `run_usage` rows.
+const COLUMNS: &str = "id, execution_id, trial, status, verdict, started_at, completed_at, \
+     COALESCE(error, reason), json_extract(metadata, '$.latency_ms'), retry_of, suite, blame, \
+     json_array_length(messages) / 2, \
+     (SELECT SUM(tokens) FROM run_usage u WHERE u.run_id = runs.id), \
+     (SELECT SUM(cost) FROM run_usage u WHERE u.run_id = runs.id), \
+     (SELECT MAX(currency) FROM run_usage u WHERE u.run_id = runs.id)";
 
 /// A filter's value as SQLite's.
 fn sql_value(v: FilterValue) -> rusqlite::types::Value {
@@ -430,8 +427,7 @@ impl Backend for Sqlite {
         let (filter, values) = f.where_clause(|n| format!("?{n}"));
         let values: Vec<rusqlite::types::Value> = values.into_iter().map(sql_value).collect();
         let sql = format!(
-            "SELECT {} FROM runs {filter} ORDER BY id DESC LIMIT {}",
-            *COLUMNS,
+            "SELECT {COLUMNS} FROM runs {filter} ORDER BY id DESC LIMIT {}",
             f.limit.max(1)
         );
         let rows = self.conn.prepare(&sql).and_then(|mut stmt| {
@@ -444,7 +440,7 @@ impl Backend for Sqlite {
     fn show(&mut self, id: i64) -> Result<Option<(RunRow, Option<String>)>, DbError> {
         self.conn
             .query_row(
-                &format!("SELECT {}, record FROM runs WHERE id = ?1", *COLUMNS),
+                &format!("SELECT {COLUMNS}, record FROM runs WHERE id = ?1"),
                 [id],
                 |r| Ok((run_row(r)?, r.get::<_, Option<String>>(16)?)),
             )
@@ -505,30 +501,43 @@ impl Backend for Sqlite {
             return Ok(executions);
         }
         let ids: Vec<String> = executions.iter().map(|e| e.id.to_string()).collect();
-        let sums =
-            backend::usage_sums(|path| format!("json_extract(metadata, '$.{}')", path.join(".")));
-        let n = sums.len();
-        let rows = self
+        let ids = ids.join(", ");
+        // Both from indexes alone (runs_by_execution_verdict, run_usage_by_execution).
+        let counts = self
             .conn
             .prepare(&format!(
                 "SELECT execution_id, COALESCE(verdict, status, ''), COUNT(*),
-                        MAX(json_extract(metadata, '$.cost.currency')), {}
-                 FROM runs WHERE execution_id IN ({}) GROUP BY 1, 2",
-                sums.join(", "),
-                ids.join(", ")
+                        COALESCE(SUM(flaky), 0)
+                 FROM runs WHERE execution_id IN ({ids}) GROUP BY 1, 2"
+            ))
+            .and_then(|mut q| {
+                q.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(|e| self.db(e))?;
+        let usage = self
+            .conn
+            .prepare(&format!(
+                "SELECT execution_id, role, SUM(tokens), SUM(replayed_tokens),
+                        TOTAL(cost), TOTAL(replayed_cost), MAX(currency)
+                 FROM run_usage WHERE execution_id IN ({ids}) GROUP BY 1, 2"
             ))
             .and_then(|mut q| {
                 q.query_map([], |r| {
-                    let mut sums = Vec::with_capacity(n);
-                    for i in 0..n {
-                        sums.push(r.get::<_, f64>(4 + i)?);
-                    }
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, sums))
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                        r.get(6)?,
+                    ))
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()
             })
             .map_err(|e| self.db(e))?;
-        backend::add_totals(&mut executions, rows);
+        backend::add_totals(&mut executions, counts, usage);
         Ok(executions)
     }
 
@@ -647,10 +656,12 @@ fn sort_ended(
             "UPDATE runs SET status = 'queued', verdict = NULL, started_at = NULL,
                     completed_at = NULL, owner_pid = NULL, owner_host = NULL,
                     heartbeat_at = NULL, success = NULL, score = NULL, reason = NULL,
-                    error = NULL, messages = NULL, metadata = NULL, record = NULL, blame = NULL
+                    error = NULL, messages = NULL, metadata = NULL, record = NULL, blame = NULL,
+                    flaky = NULL
              WHERE id = ?1",
             [id],
         )?;
+        tx.execute("DELETE FROM run_usage WHERE run_id = ?1", [id])?;
     }
     tx.commit()?;
     Ok(resumed)
@@ -1009,12 +1020,38 @@ fn end_repeat(
 /// A case's end. A case the plan did not queue (one that failed to load) gets its row
 /// here.
 fn done(conn: &Connection, execution: i64, r: &crate::record::CaseReport) -> rusqlite::Result<()> {
+    // The row and its usage rows as one: a savepoint is a transaction of its own when
+    // the write goes alone, and nests in the wave's. (Not `RETURNING`: alone, its
+    // statement commits when reset, where an error such as a full disk is lost.)
+    let alone = conn.is_autocommit();
+    conn.execute_batch("SAVEPOINT run_end")?;
+    let written = end_run(conn, execution, r).and_then(|()| conn.execute_batch("RELEASE run_end"));
+    if written.is_err() {
+        // Alone, a failed commit may leave the transaction open: every later write would
+        // nest in it and seem to succeed. In a wave, the wave's transaction decides.
+        let undo = match alone {
+            true => "ROLLBACK",
+            false => "ROLLBACK TO run_end; RELEASE run_end",
+        };
+        if !conn.is_autocommit() {
+            let _ = conn.execute_batch(undo);
+        }
+    }
+    written
+}
+
+/// [`done`]'s writes.
+fn end_run(
+    conn: &Connection,
+    execution: i64,
+    r: &crate::record::CaseReport,
+) -> rusqlite::Result<()> {
     let end = RunEnd::of(r);
     conn.prepare_cached(
         "INSERT INTO runs (execution_id, trial, suite, case_id, file, status, verdict, started_at,
                            completed_at, success, reason, error, messages, metadata, record, parameters,
-                           score, persona, blame)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?18, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?19)
+                           score, persona, blame, flaky)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?18, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?19, ?20)
          ON CONFLICT (execution_id, trial) DO UPDATE SET
              status = excluded.status, verdict = excluded.verdict,
              started_at = COALESCE(runs.started_at, excluded.started_at),
@@ -1022,7 +1059,7 @@ fn done(conn: &Connection, execution: i64, r: &crate::record::CaseReport) -> rus
              reason = excluded.reason, error = excluded.error, messages = excluded.messages,
              metadata = excluded.metadata, record = excluded.record,
              parameters = excluded.parameters, score = excluded.score,
-             persona = excluded.persona, blame = excluded.blame",
+             persona = excluded.persona, blame = excluded.blame, flaky = excluded.flaky",
     )?
     .execute(params![
         execution,
@@ -1043,8 +1080,33 @@ fn done(conn: &Connection, execution: i64, r: &crate::record::CaseReport) -> rus
         end.score,
         r.persona,
         end.started_at,
-        end.blame
+        end.blame,
+        end.flaky
     ])?;
+    // Its usage rows anew (a run ended before, then again, keeps only the last).
+    conn.prepare_cached(
+        "DELETE FROM run_usage
+         WHERE run_id = (SELECT id FROM runs WHERE execution_id = ?1 AND trial = ?2)",
+    )?
+    .execute(params![execution, r.trial])?;
+    for u in &end.usage {
+        conn.prepare_cached(
+            "INSERT INTO run_usage (run_id, execution_id, role, tokens, replayed_tokens, cost,
+                                    replayed_cost, currency)
+             SELECT id, execution_id, ?3, ?4, ?5, ?6, ?7, ?8 FROM runs
+             WHERE execution_id = ?1 AND trial = ?2",
+        )?
+        .execute(params![
+            execution,
+            r.trial,
+            u.role,
+            u.tokens,
+            u.replayed_tokens,
+            u.cost,
+            u.replayed_cost,
+            end.currency
+        ])?;
+    }
     Ok(())
 }
 
@@ -1125,6 +1187,113 @@ fn delete(conn: &mut Connection, d: &Doomed) -> rusqlite::Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A run's `run_usage` rows as its end writes them (from its report) are the rows
+    /// the migration to schema 10 makes of a run stored before (from its metadata).
+    #[test]
+    fn a_runs_usage_rows_are_the_same_from_its_report_and_from_its_metadata() {
+        use crate::protocol::{Role, TokenUsage};
+        use crate::record::{CaseReport, Cost, RoleCost};
+        let mut conn = Connection::open_in_memory().unwrap();
+        super::super::schema::migrate(&mut conn).unwrap();
+        conn.execute(
+            "INSERT INTO executions (started_at, command, version, root) VALUES ('t', '[]', 'v', 'r')",
+            [],
+        )
+        .unwrap();
+        let usage = |p, c| TokenUsage {
+            prompt_tokens: p,
+            completion_tokens: c,
+            ..TokenUsage::default()
+        };
+        let report = CaseReport {
+            trial: "s::a".into(),
+            suite: "s".into(),
+            id: "a".into(),
+            usage: [(Role::Agent, usage(100, 20))].into(),
+            replayed_usage: [(Role::Judge, usage(50, 5)), (Role::Simulator, usage(0, 0))].into(),
+            cost: Some(Cost {
+                currency: "EUR".into(),
+                spent: Some(0.5),
+                replayed: Some(0.25),
+                by_role: [
+                    (
+                        Role::Agent,
+                        RoleCost {
+                            spent: Some(0.5),
+                            replayed: Some(0.0),
+                        },
+                    ),
+                    (
+                        Role::Judge,
+                        RoleCost {
+                            spent: Some(0.0),
+                            replayed: Some(0.25),
+                        },
+                    ),
+                ]
+                .into(),
+            }),
+            ..CaseReport::default()
+        };
+        done(&conn, 1, &report).unwrap();
+        type Row = (String, i64, i64, Option<f64>, Option<f64>, Option<String>);
+        let rows = |conn: &Connection| -> Vec<Row> {
+            conn.prepare(
+                "SELECT role, tokens, replayed_tokens, cost, replayed_cost, currency
+                 FROM run_usage ORDER BY role",
+            )
+            .unwrap()
+            .query_map([], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
+            })
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+        };
+        let written = rows(&conn);
+        assert_eq!(
+            written,
+            [
+                (
+                    "agent".into(),
+                    120,
+                    0,
+                    Some(0.5),
+                    Some(0.0),
+                    Some("EUR".into())
+                ),
+                (
+                    "judge".into(),
+                    0,
+                    55,
+                    Some(0.0),
+                    Some(0.25),
+                    Some("EUR".into())
+                ),
+            ]
+        );
+        conn.execute("DELETE FROM run_usage", []).unwrap();
+        conn.execute(
+            &backend::usage_rows_sql(
+                &super::super::schema::METADATA,
+                "WHERE runs.metadata IS NOT NULL",
+            ),
+            [],
+        )
+        .unwrap();
+        assert_eq!(rows(&conn), written);
+        // Ended again (a repeat's decision rewritten): its rows are replaced, not added.
+        done(&conn, 1, &report).unwrap();
+        assert_eq!(rows(&conn), written);
+    }
 
     /// Another host's running run is taken back once its last heartbeat is older than
     /// the lease, not before.
