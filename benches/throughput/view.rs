@@ -68,6 +68,12 @@ pub fn view_100k(b: &Bench, notes: &mut Vec<String>) -> Vec<Row> {
         filled.wall.as_secs_f64()
     ));
     let store = dir.join(".agentest/runs.db");
+    if let Err(why) = with_usage(&store) {
+        return failed(why);
+    }
+    notes.push(
+        "view_100k: each run was given the usage rows of an agent that spent tokens and a judge replayed from a cassette (the fixture's agent reports none), so that the sums read 200,000 of them".into(),
+    );
     let regrouped = dir.join("regrouped.db");
     if let Err(why) = regroup(&store, &regrouped) {
         return failed(why);
@@ -77,6 +83,21 @@ pub fn view_100k(b: &Bench, notes: &mut Vec<String>) -> Vec<Row> {
         row("1,000 executions", p, v, w)
     }));
     rows
+}
+
+/// Gives every run of the store at `path` two `run_usage` rows, as a run whose agent
+/// spent tokens and whose judge was replayed has.
+fn with_usage(path: &std::path::Path) -> Result<(), String> {
+    let conn = rusqlite::Connection::open(path).map_err(|e| e.to_string())?;
+    conn.execute_batch(
+        "BEGIN;
+         INSERT INTO run_usage (run_id, execution_id, role, tokens, replayed_tokens, cost, replayed_cost, currency)
+           SELECT id, execution_id, 'agent', 150, 0, 0.0006, 0.0, 'USD' FROM runs;
+         INSERT INTO run_usage (run_id, execution_id, role, tokens, replayed_tokens, cost, replayed_cost, currency)
+           SELECT id, execution_id, 'judge', 0, 180, 0.0, 0.0007, 'USD' FROM runs;
+         COMMIT;",
+    )
+    .map_err(|e| format!("add usage rows: {e}"))
 }
 
 /// A copy of the store at `from` in `to`, its runs regrouped 100 to an execution (run

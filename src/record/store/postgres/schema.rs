@@ -172,19 +172,17 @@ ALTER TABLE runs ADD COLUMN blame TEXT;
 CREATE INDEX runs_by_blame ON runs (blame, execution_id);
 "#,
     // 10: for the viewer: what started an execution (its git branch and its CI's run),
-    // and a case's runs found by its trial (its history).
+    // and each run's flakiness and usage as numbers.
     r#"
 ALTER TABLE executions ADD COLUMN git_branch TEXT;
 ALTER TABLE executions ADD COLUMN ci_run TEXT;
-CREATE INDEX runs_by_trial ON runs (trial, id);
 -- Each run's flakiness, and each role's tokens and cost, kept as numbers at its end, so
--- that an execution is summed up from the indexes alone (the metadata is JSON text).
+-- that an execution is summed up without parsing its runs' metadata (JSON text).
 ALTER TABLE runs ADD COLUMN flaky BIGINT;
 UPDATE runs SET flaky = CASE
     WHEN (metadata::jsonb #>> '{stability,passed}')::float8 > 0
      AND (metadata::jsonb #>> '{stability,failed}')::float8 > 0 THEN 1 ELSE 0 END
   WHERE metadata IS NOT NULL;
-CREATE INDEX runs_by_execution_verdict ON runs (execution_id, verdict, status, flaky);
 CREATE TABLE run_usage (
     run_id          BIGINT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
     execution_id    BIGINT NOT NULL,

@@ -765,7 +765,7 @@ impl Backend for Postgres {
             return Ok(executions);
         }
         let ids: Vec<i64> = executions.iter().map(|e| e.id).collect();
-        // Both from indexes alone (runs_by_execution_verdict, run_usage_by_execution).
+        // Numbers only: the runs' own columns, and the usage from its index alone.
         let counts = self
             .client
             .query(

@@ -502,7 +502,7 @@ impl Backend for Sqlite {
         }
         let ids: Vec<String> = executions.iter().map(|e| e.id.to_string()).collect();
         let ids = ids.join(", ");
-        // Both from indexes alone (runs_by_execution_verdict, run_usage_by_execution).
+        // Numbers only: the runs' own columns, and the usage from its index alone.
         let counts = self
             .conn
             .prepare(&format!(
@@ -661,7 +661,6 @@ fn sort_ended(
              WHERE id = ?1",
             [id],
         )?;
-        tx.execute("DELETE FROM run_usage WHERE run_id = ?1", [id])?;
     }
     tx.commit()?;
     Ok(resumed)
@@ -1020,12 +1019,20 @@ fn end_repeat(
 /// A case's end. A case the plan did not queue (one that failed to load) gets its row
 /// here.
 fn done(conn: &Connection, execution: i64, r: &crate::record::CaseReport) -> rusqlite::Result<()> {
-    // The row and its usage rows as one: a savepoint is a transaction of its own when
-    // the write goes alone, and nests in the wave's. (Not `RETURNING`: alone, its
-    // statement commits when reset, where an error such as a full disk is lost.)
+    let end = RunEnd::of(r);
+    // Without usage rows, the one upsert is the end (its trigger drops any old rows).
+    if end.usage.is_empty() {
+        return end_run(conn, execution, r, &end);
+    }
+    // With them, the row and its rows as one: a savepoint is a transaction of its own
+    // when the write goes alone, and nests in the wave's.
     let alone = conn.is_autocommit();
-    conn.execute_batch("SAVEPOINT run_end")?;
-    let written = end_run(conn, execution, r).and_then(|()| conn.execute_batch("RELEASE run_end"));
+    conn.prepare_cached("SAVEPOINT run_end")?.execute([])?;
+    let written = end_run(conn, execution, r, &end).and_then(|()| {
+        conn.prepare_cached("RELEASE run_end")?
+            .execute([])
+            .map(drop)
+    });
     if written.is_err() {
         // Alone, a failed commit may leave the transaction open: every later write would
         // nest in it and seem to succeed. In a wave, the wave's transaction decides.
@@ -1040,13 +1047,13 @@ fn done(conn: &Connection, execution: i64, r: &crate::record::CaseReport) -> rus
     written
 }
 
-/// [`done`]'s writes.
+/// [`done`]'s writes: the run's row, then its usage rows.
 fn end_run(
     conn: &Connection,
     execution: i64,
     r: &crate::record::CaseReport,
+    end: &RunEnd,
 ) -> rusqlite::Result<()> {
-    let end = RunEnd::of(r);
     conn.prepare_cached(
         "INSERT INTO runs (execution_id, trial, suite, case_id, file, status, verdict, started_at,
                            completed_at, success, reason, error, messages, metadata, record, parameters,
@@ -1083,12 +1090,7 @@ fn end_run(
         end.blame,
         end.flaky
     ])?;
-    // Its usage rows anew (a run ended before, then again, keeps only the last).
-    conn.prepare_cached(
-        "DELETE FROM run_usage
-         WHERE run_id = (SELECT id FROM runs WHERE execution_id = ?1 AND trial = ?2)",
-    )?
-    .execute(params![execution, r.trial])?;
+    // The upsert's trigger dropped the rows of an earlier end: these are the run's.
     for u in &end.usage {
         conn.prepare_cached(
             "INSERT INTO run_usage (run_id, execution_id, role, tokens, replayed_tokens, cost,
