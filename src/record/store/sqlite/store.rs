@@ -480,20 +480,8 @@ impl Backend for Sqlite {
                 f.limit.max(1)
             ))
             .and_then(|mut q| {
-                q.query_map(params_from_iter(values.iter()), |r| {
-                    Ok((
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                        r.get(6)?,
-                        r.get(7)?,
-                        r.get(8)?,
-                    ))
-                })?
-                .collect::<rusqlite::Result<Vec<_>>>()
+                q.query_map(params_from_iter(values.iter()), |r| r.try_into())?
+                    .collect::<rusqlite::Result<Vec<_>>>()
             })
             .map_err(|e| self.db(e))?;
         let mut executions = backend::executions_of(heads);
@@ -511,7 +499,7 @@ impl Backend for Sqlite {
                  FROM runs WHERE execution_id IN ({ids}) GROUP BY 1, 2"
             ))
             .and_then(|mut q| {
-                q.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+                q.query_map([], |r| r.try_into())?
                     .collect::<rusqlite::Result<Vec<_>>>()
             })
             .map_err(|e| self.db(e))?;
@@ -523,18 +511,8 @@ impl Backend for Sqlite {
                  FROM run_usage WHERE execution_id IN ({ids}) GROUP BY 1, 2"
             ))
             .and_then(|mut q| {
-                q.query_map([], |r| {
-                    Ok((
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                        r.get(6)?,
-                    ))
-                })?
-                .collect::<rusqlite::Result<Vec<_>>>()
+                q.query_map([], |r| r.try_into())?
+                    .collect::<rusqlite::Result<Vec<_>>>()
             })
             .map_err(|e| self.db(e))?;
         backend::add_totals(&mut executions, counts, usage);
