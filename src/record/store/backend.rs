@@ -8,14 +8,13 @@
 use std::collections::HashMap;
 
 use crate::errors::{DbError, StoreError};
-use crate::protocol::Role;
 use crate::record::CaseReport;
 use crate::util::StoreAddress;
 
 use super::model::{
     Claim, Decision, Doomed, ExecutionFilter, ExecutionInfo, ExecutionRow, Filter, FlakyCase,
     FlakyRow, Planned, RepeatEnd, Resumed, RoleTotals, RunRow, Stored, StoredCalibration,
-    StoredRepeat, Work,
+    StoredRepeat, Work, ROLES,
 };
 
 /// One write of the writer thread, applied with the others of its wave in one
@@ -335,10 +334,6 @@ pub(crate) fn executions_of(rows: Vec<ExecutionHeadRow>) -> Vec<ExecutionRow> {
         )
         .collect()
 }
-
-/// The roles a run's usage is kept for, one `run_usage` row each (see
-/// [`usage_rows_sql`]).
-pub(crate) const ROLES: [Role; 3] = [Role::Agent, Role::Simulator, Role::Judge];
 
 /// How a dialect reads a run's metadata in [`usage_rows_sql`]: `number(head, tail)` is
 /// the number at `head.<role>.tail` (the role being the column `r.role`; NULL when

@@ -210,6 +210,14 @@ pub(crate) struct ExecutionRow {
     pub(crate) currency: Option<String>,
 }
 
+/// The roles a run's usage is kept for, one `run_usage` row each (see
+/// [`super::backend::usage_rows_sql`]).
+pub(crate) const ROLES: [crate::protocol::Role; 3] = [
+    crate::protocol::Role::Agent,
+    crate::protocol::Role::Simulator,
+    crate::protocol::Role::Judge,
+];
+
 /// What one role spent across runs, and what was replayed from cassettes instead.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
 pub(crate) struct RoleTotals {

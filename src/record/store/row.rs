@@ -58,7 +58,7 @@ pub(crate) struct RunEnd {
 
 /// One `run_usage` row: a role's tokens and cost, spent and replayed. The migration to
 /// schema 10 fills the rows of runs stored before from their metadata with
-/// [`super::backend::usage_rows_sql`], to the same figures.
+/// `backend::usage_rows_sql`, to the same figures.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct RoleUsage {
     pub(crate) role: &'static str,
@@ -70,7 +70,7 @@ pub(crate) struct RoleUsage {
 
 /// A report's `run_usage` rows (see [`RoleUsage`]).
 fn usage_of(r: &CaseReport) -> Vec<RoleUsage> {
-    super::backend::ROLES
+    super::model::ROLES
         .iter()
         .filter_map(|role| {
             let tokens = |u: &std::collections::BTreeMap<
