@@ -38,6 +38,9 @@ tr.suite th{background:#eaeef2}.when{white-space:nowrap}.roles{font-size:12px;co
 figure{margin:12px 0}figcaption{font-size:12px;color:#57606a}svg text{font:11px system-ui,sans-serif;fill:#57606a}\
 .commands code{display:inline-block;margin:2px 0}.banner{padding:8px 12px;background:#f6f8fa;border:1px solid #d0d7de;margin:0 0 12px}";
 
+/// The statuses of runs not ended yet (no verdict).
+const UNENDED: [&str; 3] = ["queued", "pending", "running"];
+
 /// How often a page over runs still going reloads itself, in seconds.
 const REFRESH_SECONDS: u32 = 5;
 
@@ -116,11 +119,14 @@ pub(super) fn executions(list: &[ExecutionRow], q: &Query) -> String {
     let oldest_first: Vec<charts::Point> = list
         .iter()
         .rev()
-        .map(|e| charts::Point {
-            label: format!("execution {}", e.id),
-            rate: pass_rate(&e.counts),
-            cost: totals(e).cost,
-            replayed: totals(e).replayed_cost,
+        .map(|e| {
+            let all = totals(e);
+            charts::Point {
+                label: format!("execution {}", e.id),
+                rate: pass_rate(&e.counts),
+                cost: all.cost,
+                replayed: all.replayed_cost,
+            }
         })
         .collect();
     s.push_str(&charts::trend(&oldest_first, currency(e_currency(list))));
@@ -173,7 +179,7 @@ pub(super) fn executions(list: &[ExecutionRow], q: &Query) -> String {
     }
     let live = list
         .iter()
-        .any(|e| LIFECYCLE[..3].iter().any(|u| e.counts.contains_key(*u)));
+        .any(|e| UNENDED.iter().any(|u| e.counts.contains_key(*u)));
     s.push_str(&live_note(live));
     let api = format!("/api/executions{}", q.encoded());
     framed("Executions", &s, live.then_some(api.as_str()))
@@ -403,7 +409,7 @@ pub(super) fn execution(
 
 /// Whether a run's verdict (or status) is an end.
 fn ended(verdict: &str) -> bool {
-    !LIFECYCLE[..3].contains(&verdict)
+    !UNENDED.contains(&verdict)
 }
 
 /// What a cost cell says when no run was priced (no endpoint has `pricing`): not 0.
@@ -559,17 +565,8 @@ fn commands(id: i64) -> String {
     s
 }
 
-/// `html` (a whole report) with `banner` at the top of its body, and the viewer's
-/// script for the banner's copy buttons (the report's own policy allows inline script).
-pub(super) fn with_banner(html: String, banner: &str) -> String {
-    let script = format!("<script>{}</script>\n</body>", include_str!("view.js"));
-    match html.split_once("<body>\n") {
-        Some((head, rest)) => {
-            format!("{head}<body>\n{banner}{rest}").replacen("</body>", &script, 1)
-        }
-        None => html,
-    }
-}
+/// The viewer's script, for a report's banner (copy buttons).
+pub(super) const SCRIPT: &str = include_str!("view.js");
 
 /// Above a run's report: where it belongs, and its commands.
 pub(super) fn run_banner(r: &RunRow) -> String {

@@ -129,9 +129,12 @@ fn page(db: &mut dyn Backend, parts: &[&str], q: &Query) -> Result<String, Failu
             for c in &stored.cases {
                 summary.add(c);
             }
-            Ok(pages::with_banner(
-                crate::record::format::html::render(&run, &summary, &stored.cases),
+            Ok(crate::record::format::html::render_framed(
+                &run,
+                &summary,
+                &stored.cases,
                 &pages::report_banner(id),
+                pages::SCRIPT,
             ))
         }
         ["cases", trial] => {
@@ -158,9 +161,12 @@ fn page(db: &mut dyn Backend, parts: &[&str], q: &Query) -> Result<String, Failu
             run.duration_ms = case.duration_ms;
             let mut summary = crate::record::Summary::new();
             summary.add(&case);
-            Ok(pages::with_banner(
-                crate::record::format::html::render(&run, &summary, &[case]),
+            Ok(crate::record::format::html::render_framed(
+                &run,
+                &summary,
+                &[case],
                 &pages::run_banner(&row),
+                pages::SCRIPT,
             ))
         }
         ["compare"] => {
