@@ -160,9 +160,10 @@ pub(crate) fn compare(before: &[CaseReport], after: &[CaseReport], alpha: f64) -
     }
 }
 
-/// A case's runs across executions, summed up: how often it passed, the 95 % Wilson
-/// interval of its pass rate, and the first execution whose verdict differed from the
-/// one before (since when it is flaky).
+/// A case's runs across executions, summed up: how often it passed (each counted
+/// repeat of a repeated case, else each run), the 95 % Wilson interval of its pass
+/// rate, and since when it is flaky: the first execution whose verdict differed from
+/// the one before, or whose repeats both passed and failed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub(crate) struct History {
     pub(crate) passed: u32,
@@ -172,9 +173,18 @@ pub(crate) struct History {
     pub(crate) changed_at: Option<i64>,
 }
 
-/// The history of runs given oldest first, each `(execution, verdict)`. Verdicts other
-/// than passed, failed and timeout count neither way.
-pub(crate) fn history(runs: &[(i64, &str)]) -> History {
+/// One run of a case, as its history reads it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct HistoryRun<'a> {
+    pub(crate) execution: i64,
+    pub(crate) verdict: &'a str,
+    /// A repeated case's counted repeats; None for a case run once.
+    pub(crate) repeats: Option<Counts>,
+}
+
+/// The history of runs given oldest first. Verdicts other than passed, failed and
+/// timeout count neither way.
+pub(crate) fn history(runs: &[HistoryRun<'_>]) -> History {
     let mut h = History {
         passed: 0,
         failed: 0,
@@ -183,19 +193,21 @@ pub(crate) fn history(runs: &[(i64, &str)]) -> History {
         changed_at: None,
     };
     let mut last: Option<bool> = None;
-    for (execution, verdict) in runs {
-        let passed = match *verdict {
+    for run in runs {
+        let passed = match run.verdict {
             "passed" => true,
             "failed" | "timeout" => false,
             _ => continue,
         };
-        if passed {
-            h.passed += 1;
-        } else {
-            h.failed += 1;
-        }
-        if last.is_some_and(|l| l != passed) && h.changed_at.is_none() {
-            h.changed_at = Some(*execution);
+        let counted = run.repeats.unwrap_or(Counts {
+            passed: u32::from(passed),
+            failed: u32::from(!passed),
+        });
+        h.passed += counted.passed;
+        h.failed += counted.failed;
+        let mixed = counted.passed > 0 && counted.failed > 0;
+        if (mixed || last.is_some_and(|l| l != passed)) && h.changed_at.is_none() {
+            h.changed_at = Some(run.execution);
         }
         last = Some(passed);
     }
@@ -253,12 +265,17 @@ mod tests {
 
     #[test]
     fn a_history_counts_passes_and_finds_the_first_change() {
+        let run = |execution, verdict| HistoryRun {
+            execution,
+            verdict,
+            repeats: None,
+        };
         let h = history(&[
-            (1, "passed"),
-            (2, "skipped"),
-            (3, "passed"),
-            (4, "failed"),
-            (5, "passed"),
+            run(1, "passed"),
+            run(2, "skipped"),
+            run(3, "passed"),
+            run(4, "failed"),
+            run(5, "passed"),
         ]);
         assert_eq!((h.passed, h.failed), (3, 1));
         assert_eq!(h.pass_rate, Some(0.75));
@@ -273,7 +290,16 @@ mod tests {
             (lo - (centre - half)).abs() < 1e-9 && (hi - (centre + half)).abs() < 1e-9,
             "{lo} {hi}"
         );
-        assert_eq!(history(&[(1, "error")]).pass_rate, None);
+        assert_eq!(history(&[run(1, "error")]).pass_rate, None);
+        // A repeated case counts its repeats, and is flaky from the first execution
+        // whose repeats both passed and failed, its verdict the same throughout.
+        let repeated = |execution, passed, failed| HistoryRun {
+            execution,
+            verdict: "passed",
+            repeats: Some(c(passed, failed)),
+        };
+        let h = history(&[repeated(1, 5, 0), repeated(2, 4, 1), repeated(3, 5, 0)]);
+        assert_eq!((h.passed, h.failed, h.changed_at), (14, 1, Some(2)));
     }
 
     #[test]

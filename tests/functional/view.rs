@@ -664,9 +664,21 @@ fn the_examples_executions_add_up_and_filter() {
         );
     }
     let (_, case) = request(&v, "GET", "/api/cases/unreliable%3A%3Asteady", None);
-    assert_eq!(case["history"]["passed"], 1, "{case}");
-    assert_eq!(case["history"]["failed"], 1, "{case}");
+    // A repeated case's history counts its repeats: 5 passed, then 6 failed.
+    assert_eq!(case["history"]["passed"], 5, "{case}");
+    assert_eq!(case["history"]["failed"], 6, "{case}");
     assert_eq!(case["history"]["changed_at"], 2, "{case}");
+    // `flaky` passed 3 of 4 both times: flaky since the first, its verdict unchanged.
+    let (_, flaky) = request(&v, "GET", "/api/cases/unreliable%3A%3Aflaky", None);
+    assert_eq!(
+        (
+            &flaky["history"]["passed"],
+            &flaky["history"]["failed"],
+            &flaky["history"]["changed_at"]
+        ),
+        (&json!(6), &json!(2), &json!(1)),
+        "{flaky}"
+    );
     let (_, cmp) = request(&v, "GET", "/api/compare?before=1&after=2", None);
     let steady = cmp["cases"]
         .as_array()

@@ -250,12 +250,22 @@ fn case_runs(db: &mut dyn Backend, trial: &str) -> Result<Vec<RunRow>, Failure> 
 
 /// The history of a case's runs (given newest first), read oldest first.
 fn history_of(newest_first: &[RunRow]) -> History {
-    let verdicts: Vec<(i64, &str)> = newest_first
+    let runs: Vec<compare::HistoryRun<'_>> = newest_first
         .iter()
         .rev()
-        .map(|r| (r.execution, r.verdict()))
+        .map(|r| compare::HistoryRun {
+            execution: r.execution,
+            verdict: r.verdict(),
+            repeats: r
+                .repeats_passed
+                .zip(r.repeats_failed)
+                .map(|(p, f)| compare::Counts {
+                    passed: p.max(0) as u32,
+                    failed: f.max(0) as u32,
+                }),
+        })
         .collect();
-    compare::history(&verdicts)
+    compare::history(&runs)
 }
 
 /// `before` and `after` compared at `alpha` (default 0.05): the comparison and the ids.

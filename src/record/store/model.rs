@@ -173,6 +173,9 @@ pub(crate) struct RunRow {
     pub(crate) cost: Option<f64>,
     /// Its pricing's currency, when it was priced.
     pub(crate) currency: Option<String>,
+    /// A repeated case's counted repeats that passed and that failed.
+    pub(crate) repeats_passed: Option<i64>,
+    pub(crate) repeats_failed: Option<i64>,
 }
 
 impl RunRow {

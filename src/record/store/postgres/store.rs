@@ -74,7 +74,8 @@ static COLUMNS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
         "id, execution_id, trial, status, verdict, started_at, completed_at, \
          COALESCE(error, reason), (m ->> 'latency_ms')::bigint, retry_of, suite, blame, \
-         (jsonb_array_length(messages::jsonb) / 2)::bigint, {RUN_USAGE}"
+         (jsonb_array_length(messages::jsonb) / 2)::bigint, {RUN_USAGE}, \
+         (m #>> '{{stability,passed}}')::bigint, (m #>> '{{stability,failed}}')::bigint"
     )
 });
 
@@ -109,6 +110,8 @@ fn run_row(r: &Row) -> RunRow {
         tokens: r.get(13),
         cost: r.get(14),
         currency: r.get(15),
+        repeats_passed: r.get(16),
+        repeats_failed: r.get(17),
     }
 }
 
@@ -706,7 +709,7 @@ impl Backend for Postgres {
                 &[&id],
             )
             .map_err(db)?;
-        Ok(r.map(|r| (run_row(&r), r.get(16))))
+        Ok(r.map(|r| (run_row(&r), r.get(18))))
     }
 
     fn errored(&mut self, execution: Option<i64>) -> Result<HashMap<String, i64>> {

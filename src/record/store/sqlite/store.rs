@@ -92,7 +92,8 @@ const COLUMNS: &str = "id, execution_id, trial, status, verdict, started_at, com
      json_array_length(messages) / 2, \
      (SELECT SUM(tokens) FROM run_usage u WHERE u.run_id = runs.id), \
      (SELECT SUM(cost) FROM run_usage u WHERE u.run_id = runs.id), \
-     (SELECT MAX(currency) FROM run_usage u WHERE u.run_id = runs.id)";
+     (SELECT MAX(currency) FROM run_usage u WHERE u.run_id = runs.id), \
+     json_extract(metadata, '$.stability.passed'), json_extract(metadata, '$.stability.failed')";
 
 /// A filter's value as SQLite's.
 fn sql_value(v: FilterValue) -> rusqlite::types::Value {
@@ -120,6 +121,8 @@ fn run_row(r: &Row<'_>) -> rusqlite::Result<RunRow> {
         tokens: r.get(13)?,
         cost: r.get(14)?,
         currency: r.get(15)?,
+        repeats_passed: r.get(16)?,
+        repeats_failed: r.get(17)?,
     })
 }
 
@@ -442,7 +445,7 @@ impl Backend for Sqlite {
             .query_row(
                 &format!("SELECT {COLUMNS}, record FROM runs WHERE id = ?1"),
                 [id],
-                |r| Ok((run_row(r)?, r.get::<_, Option<String>>(16)?)),
+                |r| Ok((run_row(r)?, r.get::<_, Option<String>>(18)?)),
             )
             .optional()
             .map_err(|e| self.db(e))
